@@ -1,0 +1,130 @@
+import { z } from "zod";
+
+/**
+ * The environment every service reads, validated once at start (CONTRACT.md "Running and configuration").
+ * Variable names are part of the contract: operators script against them.
+ */
+
+// Development defaults: usable out of the box on a laptop, refused when NODE_ENV=production.
+export const DEVELOPMENT_SECRETS = {
+  TOKEN_SIGNING_KEY: "development-signing-key-not-for-production-use",
+  TOKEN_SALT: "development-token-salt",
+  SYSTEM_CLIENT_ID: "__datahub_system",
+  SYSTEM_CLIENT_SECRET: "development-system-client-secret",
+} as const;
+
+const bool = z.enum(["true", "false"], { error: "must be 'true' or 'false'" }).transform((v) => v === "true");
+const int = (min: number, max: number) =>
+  z
+    .string()
+    .regex(/^\d+$/, { error: "must be a whole number" })
+    .transform(Number)
+    .pipe(
+      z
+        .number()
+        .min(min, { error: `must be at least ${min}` })
+        .max(max, { error: `must be at most ${max}` }),
+    );
+const url = (protocols: string[]) =>
+  z.string().refine(
+    (v) => {
+      try {
+        return protocols.includes(new URL(v).protocol);
+      } catch {
+        return false;
+      }
+    },
+    { error: `must be a URL starting with ${protocols.map((p) => `${p}//`).join(" or ")}` },
+  );
+
+const schema = z.object({
+  NODE_ENV: z.enum(["development", "test", "production"]).default("development"),
+  /** gateway HTTP port */
+  PORT: int(0, 65535).default(8080),
+  /** gateway bind address */
+  HOST: z.string().min(1).default("127.0.0.1"),
+  DATABASE_URL: url(["postgresql:", "postgres:"]),
+  REDIS_URL: url(["redis:", "rediss:"]),
+  /** BullMQ key prefix; use a {hash-tag} on Redis Cluster */
+  QUEUE_PREFIX: z.string().min(1).default("mdp"),
+  /** false trusts X-Platform-Actor alone: local development only */
+  AUTH_ENABLED: bool.default(true),
+  SYSTEM_CLIENT_ID: z.string().min(1).default(DEVELOPMENT_SECRETS.SYSTEM_CLIENT_ID),
+  SYSTEM_CLIENT_SECRET: z
+    .string()
+    .min(16, { error: "must be at least 16 characters" })
+    .default(DEVELOPMENT_SECRETS.SYSTEM_CLIENT_SECRET),
+  /** the user holding every privilege through a built-in policy */
+  ROOT_USER_URN: z
+    .string()
+    .regex(/^urn:[^:]+:corpuser:.+$/, { error: "must be a user urn like urn:li:corpuser:admin" })
+    .default("urn:li:corpuser:admin"),
+  /** HS256 key for access tokens */
+  TOKEN_SIGNING_KEY: z
+    .string()
+    .min(32, { error: "must be at least 32 characters" })
+    .default(DEVELOPMENT_SECRETS.TOKEN_SIGNING_KEY),
+  /** salt of the stored token hashes */
+  TOKEN_SALT: z.string().min(16, { error: "must be at least 16 characters" }).default(DEVELOPMENT_SECRETS.TOKEN_SALT),
+  URN_NAMESPACE: z
+    .string()
+    .regex(/^[A-Za-z][A-Za-z0-9_-]*$/, { error: "must be letters, digits, '_' or '-'" })
+    .default("li"),
+  ACCESS_TOKEN_ALLOW_NO_EXPIRY: bool.default(false),
+  /** how long POST /gms/test?action=evaluate waits for the worker before answering 504 */
+  EVALUATE_TIMEOUT_MS: int(1, 3_600_000).default(30_000),
+  /** a replacement entity registry (YAML); unset = the built-in default */
+  ENTITY_REGISTRY_PATH: z.string().min(1).optional(),
+  /** when set, traces are exported over OTLP/HTTP */
+  OTEL_EXPORTER_OTLP_ENDPOINT: url(["http:", "https:"]).optional(),
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  TRUNCATION_CONCURRENCY: int(1, 64).default(1),
+  EVALUATION_CONCURRENCY: int(1, 256).default(8),
+});
+
+export type Config = z.output<typeof schema>;
+
+export class ConfigError extends Error {}
+
+/** Reads the environment into a typed Config; throws a ConfigError naming every bad variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  // An empty variable counts as unset, so `FOO= pnpm start` falls back to the default instead of failing oddly.
+  const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ""));
+  const parsed = schema.safeParse(present);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => {
+      const name = String(issue.path[0]);
+      return issue.code === "invalid_type" && present[name] === undefined
+        ? `${name} is required`
+        : `${name} ${issue.message}`;
+    });
+    throw new ConfigError(`Invalid configuration: ${problems.join("; ")}`);
+  }
+  const config = parsed.data;
+  if (config.NODE_ENV === "production") refuseDevelopmentSettings(config);
+  return config;
+}
+
+function refuseDevelopmentSettings(config: Config): void {
+  const problems: string[] = [];
+  if (!config.AUTH_ENABLED) problems.push("AUTH_ENABLED=false is not allowed when NODE_ENV=production");
+  for (const [name, value] of Object.entries(DEVELOPMENT_SECRETS)) {
+    if (name !== "SYSTEM_CLIENT_ID" && config[name as keyof Config] === value) {
+      problems.push(`${name} must be set to a secret of your own when NODE_ENV=production`);
+    }
+  }
+  if (problems.length > 0) throw new ConfigError(`Invalid configuration: ${problems.join("; ")}`);
+}
+
+/** Start-up helper for main.ts files: a bad configuration stops the process with the message alone. */
+export function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env): Config {
+  try {
+    return loadConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(78); // EX_CONFIG
+    }
+    throw error;
+  }
+}

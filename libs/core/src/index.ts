@@ -1,0 +1,6 @@
+export * from "./config";
+export * from "./errors";
+export * from "./logger";
+export * from "./telemetry";
+export * from "./urn";
+export * from "./otel-sdk";

@@ -1,0 +1,80 @@
+import { badInput } from "./errors";
+
+/**
+ * A parsed URN: `urn:<namespace>:<entityType>:<id>`. The id may be a tuple, e.g.
+ * `urn:li:dataset:(urn:li:dataPlatform:hive,db.table,PROD)`, whose parts may themselves be URNs with colons and
+ * parentheses, so parsing walks the string instead of splitting on ':'.
+ */
+export interface Urn {
+  namespace: string;
+  entityType: string;
+  /** the raw id as written, tuple parentheses included */
+  id: string;
+  /** tuple parts, or a single-element list for a plain id */
+  idParts: string[];
+}
+
+const NAME = /^[A-Za-z][A-Za-z0-9_-]*$/;
+
+export class UrnParseError extends Error {}
+
+export function parseUrn(value: string): Urn {
+  if (!value.startsWith("urn:")) throw new UrnParseError("must start with 'urn:'");
+  const afterScheme = value.slice(4);
+  const first = afterScheme.indexOf(":");
+  if (first <= 0) throw new UrnParseError("missing namespace");
+  const namespace = afterScheme.slice(0, first);
+  const rest = afterScheme.slice(first + 1);
+  const second = rest.indexOf(":");
+  if (second <= 0) throw new UrnParseError("missing entity type");
+  const entityType = rest.slice(0, second);
+  const id = rest.slice(second + 1);
+  if (!NAME.test(namespace)) throw new UrnParseError(`invalid namespace '${namespace}'`);
+  if (!NAME.test(entityType)) throw new UrnParseError(`invalid entity type '${entityType}'`);
+  if (id.length === 0) throw new UrnParseError("missing id");
+  return { namespace, entityType, id, idParts: parseId(id) };
+}
+
+function parseId(id: string): string[] {
+  if (!id.startsWith("(")) {
+    if (/[()]/.test(id)) throw new UrnParseError("unbalanced parentheses in id");
+    return [id];
+  }
+  if (!id.endsWith(")")) throw new UrnParseError("tuple id must end with ')'");
+  const parts: string[] = [];
+  let depth = 0;
+  let current = "";
+  for (const ch of id.slice(1, -1)) {
+    if (ch === "(") depth++;
+    if (ch === ")" && --depth < 0) throw new UrnParseError("unbalanced parentheses in id");
+    if (ch === "," && depth === 0) {
+      parts.push(current);
+      current = "";
+    } else {
+      current += ch;
+    }
+  }
+  if (depth !== 0) throw new UrnParseError("unbalanced parentheses in id");
+  parts.push(current);
+  if (parts.some((p) => p.length === 0)) throw new UrnParseError("empty tuple element");
+  return parts;
+}
+
+/** Parses a URN given as input field `field`; a malformed one is a BAD_USER_INPUT naming the field and the value. */
+export function parseUrnField(field: string, value: string, expectedEntityType?: string): Urn {
+  let urn: Urn;
+  try {
+    urn = parseUrn(value);
+  } catch (error) {
+    const reason = error instanceof UrnParseError ? error.message : "malformed";
+    throw badInput(`Invalid urn in '${field}': '${value}' (${reason})`, { field, value });
+  }
+  if (expectedEntityType && urn.entityType !== expectedEntityType) {
+    throw badInput(`Invalid urn in '${field}': '${value}' is not a ${expectedEntityType} urn`, { field, value });
+  }
+  return urn;
+}
+
+export function makeUrn(namespace: string, entityType: string, id: string): string {
+  return `urn:${namespace}:${entityType}:${id}`;
+}

@@ -1,0 +1,22 @@
+import type { JobsOptions } from "bullmq";
+import type { QueueKey } from "./names";
+
+const HOUR = 3600;
+const DAY = 24 * HOUR;
+
+/**
+ * Every job's options are decided here, not at each add(). Failures are kept (aged out after a week) so the
+ * dashboard and getTaskStatus can explain them; successes are kept a day for the dashboard. Durable status lives in
+ * the task table anyway.
+ */
+export function jobOptions(queue: QueueKey, jobId: string): JobsOptions {
+  const retention = { removeOnComplete: { age: DAY, count: 10_000 }, removeOnFail: { age: 7 * DAY } };
+  switch (queue) {
+    case "truncate":
+      // Truncation is resumable and idempotent, so a crashed or stalled attempt is retried.
+      return { jobId, attempts: 3, backoff: { type: "exponential", delay: 2_000 }, ...retention };
+    case "evaluate":
+      // A caller is waiting synchronously; a retry after a long backoff would answer nobody.
+      return { jobId, attempts: 2, backoff: { type: "fixed", delay: 200 }, ...retention };
+  }
+}

@@ -1,0 +1,49 @@
+import { UnrecoverableError, Worker, type Job, type Processor } from "bullmq";
+import type { Redis } from "ioredis";
+import { extractTraceContext, inSpan, type Logger } from "@mdp/core";
+import { QUEUE_NAMES, type QueueKey } from "./names";
+import { PAYLOADS, type Payload } from "./payloads";
+
+/** `token` is the job's lock token, needed to hand a job back to the queue (job.moveToDelayed). */
+export type JobHandler<Q extends QueueKey> = (
+  payload: Payload<Q>,
+  job: Job,
+  token: string | undefined,
+) => Promise<unknown>;
+
+export interface WorkerOptions {
+  connection: Redis;
+  prefix: string;
+  concurrency: number;
+  logger: Logger;
+}
+
+/**
+ * A typed worker for one queue. The payload is re-checked here (a job can outlive the code that queued it); a
+ * payload that will never parse fails without retries. The worker does not run until `run()` is called, so a process
+ * takes work only once it is ready.
+ */
+export function createWorker<Q extends QueueKey>(key: Q, handler: JobHandler<Q>, options: WorkerOptions): Worker {
+  const processor: Processor = async (job, token) => {
+    const parsed = PAYLOADS[key].safeParse(job.data);
+    if (!parsed.success) {
+      throw new UnrecoverableError(`Invalid ${QUEUE_NAMES[key]} payload: ${parsed.error.message}`);
+    }
+    const payload = parsed.data as Payload<Q>;
+    return inSpan(`${QUEUE_NAMES[key]} process`, extractTraceContext(payload.trace), async (span) => {
+      span.setAttribute("messaging.message.id", job.id ?? "");
+      return handler(payload, job, token);
+    });
+  };
+  const worker = new Worker(QUEUE_NAMES[key], processor, {
+    connection: options.connection,
+    prefix: options.prefix,
+    concurrency: options.concurrency,
+    autorun: false,
+  });
+  worker.on("failed", (job, error) =>
+    options.logger.warn({ jobId: job?.id, attemptsMade: job?.attemptsMade, err: error.message }, "job failed"),
+  );
+  worker.on("error", (error) => options.logger.error({ err: error.message }, "worker error"));
+  return worker;
+}

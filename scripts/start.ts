@@ -1,0 +1,93 @@
+/**
+ * `pnpm start`: the whole system on one machine. Applies migrations, then runs the gateway and both workers, with
+ * their output prefixed. With DATABASE_URL/REDIS_URL unset it runs private PostgreSQL and Redis under .data/.
+ * Ctrl-C (or SIGTERM) stops the services gracefully, then the private servers.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import path from "node:path";
+import { createInterface } from "node:readline";
+import { DEVELOPMENT_SECRETS } from "@mdp/core";
+import { applyMigrations } from "@mdp/db";
+import { ensureLocalServices } from "./local-services";
+
+const SERVICES = ["gateway", "truncation-worker", "evaluation-worker"] as const;
+
+async function main(): Promise<void> {
+  const root = path.resolve(__dirname, "..");
+  const local = await ensureLocalServices(root, { reuseDefaults: false });
+  const env = { ...process.env, DATABASE_URL: local.databaseUrl, REDIS_URL: local.redisUrl };
+
+  const { applied } = await applyMigrations(local.databaseUrl);
+  process.stdout.write(applied.length ? `Applied migrations: ${applied.join(", ")}\n` : "Migrations up to date\n");
+
+  const tsx = require.resolve("tsx/cli");
+  const children: ChildProcess[] = SERVICES.map((name) => {
+    const child = spawn(process.execPath, [tsx, path.join(root, "services", name, "src", "main.ts")], {
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    for (const stream of [child.stdout, child.stderr]) {
+      createInterface({ input: stream! }).on("line", (line) => process.stdout.write(`[${name}] ${line}\n`));
+    }
+    return child;
+  });
+
+  let stopping = false;
+  const stopAll = async (exitCode: number) => {
+    if (stopping) return;
+    stopping = true;
+    await Promise.all(children.map((child) => stopChild(child)));
+    await local.stop();
+    process.exit(exitCode);
+  };
+  for (const child of children) {
+    child.once("exit", (code) => {
+      if (!stopping) {
+        process.stderr.write(`a service exited (code ${code}); stopping the others\n`);
+        void stopAll(1);
+      }
+    });
+  }
+  process.on("SIGINT", () => void stopAll(0));
+  process.on("SIGTERM", () => void stopAll(0));
+  printHowToUse(env);
+}
+
+function stopChild(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    child.once("exit", () => resolve());
+    child.kill("SIGTERM");
+  });
+}
+
+function printHowToUse(env: NodeJS.ProcessEnv): void {
+  const url = `http://${env.HOST ?? "127.0.0.1"}:${env.PORT ?? 8080}`;
+  const root = env.ROOT_USER_URN ?? "urn:li:corpuser:admin";
+  // The development secret is in the source anyway; a secret of the operator's own is never printed.
+  const secret = env.SYSTEM_CLIENT_SECRET ? "<your SYSTEM_CLIENT_SECRET>" : DEVELOPMENT_SECRETS.SYSTEM_CLIENT_SECRET;
+  const clientId = env.SYSTEM_CLIENT_ID ?? DEVELOPMENT_SECRETS.SYSTEM_CLIENT_ID;
+  const lines =
+    env.AUTH_ENABLED === "false"
+      ? [`  curl -s ${url}/api/graphql -H 'X-Platform-Actor: ${root}' -H 'Content-Type: application/json' \\`]
+      : [
+          `  curl -s ${url}/api/graphql -u '${clientId}:${secret}' \\`,
+          `    -H 'X-Platform-Actor: ${root}' -H 'Content-Type: application/json' \\`,
+        ];
+  process.stdout.write(
+    [
+      "",
+      `Gateway: ${url}  (GraphQL at ${url}/api/graphql, health at ${url}/health and ${url}/ready)`,
+      "Act as the root user through the system client, for example to create access tokens with createAccessToken:",
+      ...lines,
+      `    -d '{"query":"{ me { urn } }"}'`,
+      "Ctrl-C stops everything.",
+      "",
+    ].join("\n"),
+  );
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`pnpm start failed: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});
