@@ -1,0 +1,66 @@
+import type { Prisma, PrismaClient } from "@mdp/db";
+import type { Actor } from "../auth/actor";
+import { pageOf } from "../graphql/paging";
+import type { PolicyEngine } from "../policies/policy-engine";
+
+type Tx = Prisma.TransactionClient;
+
+/** Writes an audit row inside the caller's transaction, so the change and its record commit together. */
+export async function recordAudit(
+  tx: Tx,
+  actor: Actor,
+  action: string,
+  targetUrn: string | null,
+  details: Record<string, unknown> = {},
+): Promise<void> {
+  await tx.auditEvent.create({
+    data: { actorUrn: actor.urn, action, targetUrn, details: { ...details, via: actor.via } as Prisma.InputJsonObject },
+  });
+}
+
+export interface ListAuditEventsInput {
+  start?: number | null;
+  count?: number | null;
+  actorUrn?: string | null;
+  action?: string | null;
+  targetUrn?: string | null;
+}
+
+/** Reading the audit trail: MANAGE_POLICIES, newest first. */
+export class AuditService {
+  constructor(
+    private readonly prisma: PrismaClient,
+    private readonly engine: PolicyEngine,
+  ) {}
+
+  async list(actor: Actor, input: ListAuditEventsInput) {
+    await this.engine.require(actor, "MANAGE_POLICIES", "read audit events");
+    return listAuditEvents(this.prisma, input);
+  }
+}
+
+async function listAuditEvents(prisma: PrismaClient, input: ListAuditEventsInput) {
+  const { start, count } = pageOf(input);
+  const where: Prisma.AuditEventWhereInput = {
+    ...(input.actorUrn ? { actorUrn: input.actorUrn } : {}),
+    ...(input.action ? { action: input.action } : {}),
+    ...(input.targetUrn ? { targetUrn: input.targetUrn } : {}),
+  };
+  const [total, rows] = await prisma.$transaction([
+    prisma.auditEvent.count({ where }),
+    prisma.auditEvent.findMany({ where, orderBy: { id: "desc" }, skip: start, take: count }),
+  ]);
+  return {
+    start,
+    count: rows.length,
+    total,
+    events: rows.map((r) => ({
+      id: r.id.toString(),
+      actorUrn: r.actorUrn,
+      action: r.action,
+      targetUrn: r.targetUrn,
+      details: JSON.stringify(r.details),
+      createdAt: r.createdAt.getTime(),
+    })),
+  };
+}

@@ -1,0 +1,22 @@
+import type { PrismaClient } from "@mdp/db";
+import type { AuditService } from "../audit/audit.service";
+import type { Actor } from "../auth/actor";
+import type { GroupService } from "../policies/group.service";
+import type { PolicyEngine } from "../policies/policy-engine";
+import type { PolicyService } from "../policies/policy.service";
+import type { TokenService } from "../tokens/token.service";
+
+/** The domain services resolvers call; built once per process. */
+export interface Services {
+  prisma: PrismaClient;
+  tokens: TokenService;
+  policies: PolicyService;
+  groups: GroupService;
+  engine: PolicyEngine;
+  audit: AuditService;
+}
+
+export interface GraphQLContext {
+  actor: Actor;
+  services: Services;
+}

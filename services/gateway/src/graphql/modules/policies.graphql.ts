@@ -1,0 +1,173 @@
+import type { Policy } from "@mdp/db";
+import type { GraphQLContext } from "../context";
+import type { PolicyUpdateInput } from "../../policies/policy.service";
+
+type Paging = { start?: number | null; count?: number | null; query?: string | null };
+
+export const policyTypeDefs = /* GraphQL */ `
+  enum PolicyType {
+    PLATFORM
+    METADATA
+  }
+
+  enum PolicyState {
+    ACTIVE
+    INACTIVE
+  }
+
+  input ActorFilterInput {
+    users: [String!]
+    groups: [String!]
+    allUsers: Boolean
+  }
+
+  input PolicyUpdateInput {
+    type: PolicyType = PLATFORM
+    name: String!
+    description: String
+    state: PolicyState!
+    "Platform privileges, e.g. GENERATE_PERSONAL_ACCESS_TOKENS, MANAGE_ACCESS_TOKENS."
+    privileges: [String!]!
+    actors: ActorFilterInput!
+  }
+
+  type ActorFilter {
+    users: [String!]!
+    groups: [String!]!
+    allUsers: Boolean!
+  }
+
+  type Policy {
+    urn: String!
+    type: PolicyType!
+    name: String!
+    description: String
+    state: PolicyState!
+    privileges: [String!]!
+    actors: ActorFilter!
+    "false for the built-in root policy"
+    editable: Boolean!
+  }
+
+  input ListPoliciesInput {
+    start: Int = 0
+    count: Int = 20
+    query: String
+  }
+
+  type ListPoliciesResult {
+    start: Int!
+    count: Int!
+    total: Int!
+    policies: [Policy!]!
+  }
+
+  input CreateGroupInput {
+    "the group urn becomes urn:li:corpGroup:<id>; generated when absent"
+    id: String
+    name: String!
+    description: String
+  }
+
+  input GroupMembersInput {
+    groupUrn: String!
+    userUrns: [String!]!
+  }
+
+  type CorpGroup {
+    urn: String!
+    name: String!
+    description: String
+    members: [String!]!
+  }
+
+  input ListGroupsInput {
+    start: Int = 0
+    count: Int = 20
+    query: String
+  }
+
+  type ListGroupsResult {
+    start: Int!
+    count: Int!
+    total: Int!
+    groups: [CorpGroup!]!
+  }
+
+  type AuditEvent {
+    id: String!
+    actorUrn: String!
+    "e.g. accessToken.create, accessToken.revoke, policy.update, group.addMembers"
+    action: String!
+    targetUrn: String
+    "JSON object"
+    details: String!
+    createdAt: Long!
+  }
+
+  input ListAuditEventsInput {
+    start: Int = 0
+    count: Int = 20
+    actorUrn: String
+    action: String
+    targetUrn: String
+  }
+
+  type ListAuditEventsResult {
+    start: Int!
+    count: Int!
+    total: Int!
+    "newest first"
+    events: [AuditEvent!]!
+  }
+
+  extend type Query {
+    policy(urn: String!): Policy
+    listPolicies(input: ListPoliciesInput!): ListPoliciesResult!
+    listGroups(input: ListGroupsInput!): ListGroupsResult!
+    listAuditEvents(input: ListAuditEventsInput!): ListAuditEventsResult!
+  }
+
+  extend type Mutation {
+    "Returns the new policy's urn."
+    createPolicy(input: PolicyUpdateInput!): String!
+    updatePolicy(urn: String!, input: PolicyUpdateInput!): String!
+    deletePolicy(urn: String!): String!
+    "Returns the new group's urn."
+    createGroup(input: CreateGroupInput!): String!
+    addGroupMembers(input: GroupMembersInput!): Boolean!
+    removeGroupMembers(input: GroupMembersInput!): Boolean!
+  }
+`;
+
+export const policyResolvers = {
+  Policy: {
+    actors: (policy: Policy) => ({ users: policy.users, groups: policy.groups, allUsers: policy.allUsers }),
+  },
+  Query: {
+    policy: (_: unknown, args: { urn: string }, ctx: GraphQLContext) => ctx.services.policies.get(ctx.actor, args.urn),
+    listPolicies: (_: unknown, args: { input: Paging }, ctx: GraphQLContext) =>
+      ctx.services.policies.list(ctx.actor, args.input),
+    listGroups: (_: unknown, args: { input: Paging }, ctx: GraphQLContext) =>
+      ctx.services.groups.list(ctx.actor, args.input),
+    listAuditEvents: async (_: unknown, args: { input: Paging & Record<string, string | null> }, ctx: GraphQLContext) =>
+      ctx.services.audit.list(ctx.actor, args.input),
+  },
+  Mutation: {
+    createPolicy: (_: unknown, args: { input: PolicyUpdateInput }, ctx: GraphQLContext) =>
+      ctx.services.policies.create(ctx.actor, args.input),
+    updatePolicy: (_: unknown, args: { urn: string; input: PolicyUpdateInput }, ctx: GraphQLContext) =>
+      ctx.services.policies.update(ctx.actor, args.urn, args.input),
+    deletePolicy: (_: unknown, args: { urn: string }, ctx: GraphQLContext) =>
+      ctx.services.policies.delete(ctx.actor, args.urn),
+    createGroup: (
+      _: unknown,
+      args: { input: { id?: string; name: string; description?: string } },
+      ctx: GraphQLContext,
+    ) => ctx.services.groups.create(ctx.actor, args.input),
+    addGroupMembers: (_: unknown, args: { input: { groupUrn: string; userUrns: string[] } }, ctx: GraphQLContext) =>
+      ctx.services.groups.addMembers(ctx.actor, args.input),
+    removeGroupMembers: (_: unknown, args: { input: { groupUrn: string; userUrns: string[] } }, ctx: GraphQLContext) =>
+      ctx.services.groups.removeMembers(ctx.actor, args.input),
+  },
+};

@@ -1,0 +1,33 @@
+import type { GraphQLContext } from "./context";
+import { Long } from "./modules/scalars";
+import { policyResolvers, policyTypeDefs } from "./modules/policies.graphql";
+import { tokenResolvers, tokenTypeDefs } from "./modules/tokens.graphql";
+
+const rootTypeDefs = /* GraphQL */ `
+  scalar Long
+
+  type Query {
+    "The authenticated caller and the privileges it holds."
+    me: Me!
+  }
+
+  type Mutation
+
+  type Me {
+    urn: String!
+    privileges: [String!]!
+  }
+`;
+
+const rootResolvers = {
+  Long,
+  Query: {
+    me: async (_parent: unknown, _args: unknown, ctx: GraphQLContext) => ({
+      urn: ctx.actor.urn,
+      privileges: [...(await ctx.services.engine.privilegesOf(ctx.actor.urn))].sort(),
+    }),
+  },
+};
+
+export const typeDefs = [rootTypeDefs, tokenTypeDefs, policyTypeDefs];
+export const resolvers = [rootResolvers, tokenResolvers, policyResolvers];

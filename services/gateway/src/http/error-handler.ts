@@ -1,0 +1,47 @@
+import type { ErrorRequestHandler, RequestHandler } from "express";
+import { AppError, ERROR_CODES, toHttpErrorBody, type Logger } from "@mdp/core";
+
+/** Errors raised by body-parser carry a `type`; they are the client's fault and get their own codes. */
+interface BodyParserError {
+  type?: string;
+  status?: number;
+  limit?: number;
+}
+
+/**
+ * Turns anything thrown into the contract's JSON error body; on GraphQL paths into a GraphQL response with
+ * extensions.code, which is what GraphQL clients parse. Unknown errors are logged and answered as a bare 500.
+ */
+export function errorHandler(logger: Logger, graphqlPaths: string[]): ErrorRequestHandler {
+  return (error: unknown, req, res, _next) => {
+    const appError = toAppError(error);
+    if (appError.code === "INTERNAL_SERVER_ERROR") {
+      logger.error({ err: error, reqId: req.id }, "unhandled error");
+    }
+    if (res.headersSent) return;
+    res.status(appError.status);
+    if (graphqlPaths.includes(req.path)) {
+      res.json({ errors: [{ message: appError.message, extensions: { code: ERROR_CODES[appError.code].graphql } }] });
+    } else {
+      res.json(toHttpErrorBody(appError));
+    }
+  };
+}
+
+export function toAppError(error: unknown): AppError {
+  if (error instanceof AppError) return error;
+  const parserError = error as BodyParserError;
+  if (parserError?.type === "entity.parse.failed")
+    return new AppError("BAD_USER_INPUT", "Request body is not valid JSON.");
+  if (parserError?.type === "entity.too.large") {
+    return new AppError("PAYLOAD_TOO_LARGE", `Request body is larger than the limit of ${parserError.limit} bytes.`);
+  }
+  if (parserError?.type === "encoding.unsupported" || parserError?.type === "charset.unsupported") {
+    return new AppError("UNSUPPORTED_MEDIA_TYPE", "Request body encoding is not supported.");
+  }
+  return new AppError("INTERNAL_SERVER_ERROR", "Internal server error.");
+}
+
+export const notFoundHandler: RequestHandler = (req, _res, next) => {
+  next(new AppError("NOT_FOUND", `No route for ${req.method} ${req.path}`));
+};

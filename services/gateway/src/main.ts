@@ -1,0 +1,65 @@
+import { stopTelemetry } from "./instrument";
+import { createLogger, loadConfigOrExit } from "@mdp/core";
+import { createPrismaClient } from "@mdp/db";
+import { createRedis, whenReady } from "@mdp/queues";
+import { createGateway } from "./app";
+import { composeServices } from "./composition";
+import { Readiness } from "./readiness";
+
+async function main(): Promise<void> {
+  const config = loadConfigOrExit();
+  const logger = createLogger("gateway", config.LOG_LEVEL);
+  if (!config.AUTH_ENABLED) {
+    logger.warn(
+      "AUTH_ENABLED=false: the X-Platform-Actor header alone is trusted. Never run this way outside local development.",
+    );
+  }
+
+  const prisma = createPrismaClient(config.DATABASE_URL);
+  const redis = createRedis(config.REDIS_URL, "producer");
+  const subscriber = createRedis(config.REDIS_URL, "subscriber");
+  await Promise.all([whenReady(redis), whenReady(subscriber)]);
+  const {
+    services,
+    authenticator,
+    stop: stopServices,
+  } = await composeServices(config, { prisma, redis, subscriber }, logger);
+  const gateway = await createGateway({
+    logger,
+    authenticator,
+    services,
+    readiness: new Readiness(prisma, redis, config.DATABASE_URL),
+  });
+
+  await new Promise<void>((resolve) => gateway.server.listen(config.PORT, config.HOST, resolve));
+  logger.info({ url: `http://${config.HOST}:${config.PORT}` }, "gateway listening");
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, "shutting down: draining HTTP");
+    const force = setTimeout(() => {
+      logger.error("shutdown took longer than 25 s, exiting");
+      process.exit(1);
+    }, 25_000).unref();
+    try {
+      await gateway.stop(); // stops taking requests and waits for the ones in flight
+      await stopServices();
+      await Promise.allSettled([redis.quit(), subscriber.quit(), prisma.$disconnect(), stopTelemetry()]);
+      clearTimeout(force);
+      logger.info("stopped");
+      process.exit(0);
+    } catch (error) {
+      logger.error({ err: error }, "shutdown failed");
+      process.exit(1);
+    }
+  };
+  process.on("SIGTERM", () => void shutdown("SIGTERM"));
+  process.on("SIGINT", () => void shutdown("SIGINT"));
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`gateway failed to start: ${error instanceof Error ? error.stack : String(error)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,98 @@
+import { randomUUID } from "node:crypto";
+import { badInput, conflict, makeUrn, notFound, parseUrnField, type Config } from "@mdp/core";
+import { isUniqueViolation, type Prisma, type PrismaClient } from "@mdp/db";
+import type { Actor } from "../auth/actor";
+import { recordAudit } from "../audit/audit.service";
+import type { InvalidationBus } from "../events/invalidation-bus";
+import { pageOf } from "../graphql/paging";
+import type { PolicyEngine } from "./policy-engine";
+
+/** Groups and their members (policies can name groups). Every change needs MANAGE_POLICIES and is audited. */
+export class GroupService {
+  constructor(
+    private readonly prisma: PrismaClient,
+    private readonly engine: PolicyEngine,
+    private readonly bus: InvalidationBus,
+    private readonly config: Pick<Config, "URN_NAMESPACE">,
+  ) {}
+
+  async create(
+    actor: Actor,
+    input: { id?: string | null; name: string; description?: string | null },
+  ): Promise<string> {
+    await this.engine.require(actor, "MANAGE_POLICIES", "create groups");
+    const id = input.id?.trim() || randomUUID();
+    const urn = makeUrn(this.config.URN_NAMESPACE, "corpGroup", id);
+    parseUrnField("input.id", urn, "corpGroup");
+    const name = input.name.trim();
+    if (name.length < 1 || name.length > 256) throw badInput("input.name must be 1 to 256 characters long");
+    try {
+      await this.prisma.$transaction(async (tx) => {
+        await tx.group.create({ data: { urn, name, description: input.description ?? null } });
+        await recordAudit(tx, actor, "group.create", urn, { name });
+      });
+    } catch (error) {
+      if (isUniqueViolation(error)) throw conflict(`Group ${urn} already exists`);
+      throw error;
+    }
+    return urn;
+  }
+
+  async addMembers(actor: Actor, input: { groupUrn: string; userUrns: string[] }): Promise<boolean> {
+    await this.engine.require(actor, "MANAGE_POLICIES", "change group members");
+    const users = this.validUsers(input.userUrns);
+    await this.prisma.$transaction(async (tx) => {
+      await this.existing(tx, input.groupUrn);
+      await tx.groupMember.createMany({
+        data: users.map((userUrn) => ({ groupUrn: input.groupUrn, userUrn })),
+        skipDuplicates: true,
+      });
+      await recordAudit(tx, actor, "group.addMembers", input.groupUrn, { userUrns: users });
+    });
+    await this.bus.publish({ kind: "policies-changed" });
+    return true;
+  }
+
+  async removeMembers(actor: Actor, input: { groupUrn: string; userUrns: string[] }): Promise<boolean> {
+    await this.engine.require(actor, "MANAGE_POLICIES", "change group members");
+    const users = this.validUsers(input.userUrns);
+    await this.prisma.$transaction(async (tx) => {
+      await this.existing(tx, input.groupUrn);
+      await tx.groupMember.deleteMany({ where: { groupUrn: input.groupUrn, userUrn: { in: users } } });
+      await recordAudit(tx, actor, "group.removeMembers", input.groupUrn, { userUrns: users });
+    });
+    await this.bus.publish({ kind: "policies-changed" });
+    return true;
+  }
+
+  async list(actor: Actor, input: { start?: number | null; count?: number | null; query?: string | null }) {
+    await this.engine.require(actor, "MANAGE_POLICIES", "list groups");
+    const { start, count } = pageOf(input);
+    const query = input.query?.trim();
+    const where: Prisma.GroupWhereInput = query ? { name: { contains: query, mode: "insensitive" } } : {};
+    const [total, rows] = await this.prisma.$transaction([
+      this.prisma.group.count({ where }),
+      this.prisma.group.findMany({
+        where,
+        orderBy: [{ name: "asc" }, { urn: "asc" }],
+        skip: start,
+        take: count,
+        include: { members: { select: { userUrn: true }, orderBy: { userUrn: "asc" } } },
+      }),
+    ]);
+    const groups = rows.map((g) => ({ ...g, members: g.members.map((m) => m.userUrn) }));
+    return { start, count: groups.length, total, groups };
+  }
+
+  private validUsers(userUrns: string[]): string[] {
+    if (userUrns.length === 0) throw badInput("input.userUrns must name at least one user");
+    userUrns.forEach((u, i) => parseUrnField(`input.userUrns[${i}]`, u, "corpuser"));
+    return [...new Set(userUrns)];
+  }
+
+  private async existing(tx: Prisma.TransactionClient, groupUrn: string): Promise<void> {
+    if (!(await tx.group.findUnique({ where: { urn: groupUrn }, select: { urn: true } }))) {
+      throw notFound(`Group ${groupUrn} does not exist`);
+    }
+  }
+}

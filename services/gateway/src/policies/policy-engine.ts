@@ -1,0 +1,100 @@
+import type { Policy, PrismaClient } from "@mdp/db";
+import { forbidden } from "@mdp/core";
+import type { Actor } from "../auth/actor";
+import type { InvalidationBus } from "../events/invalidation-bus";
+import { PRIVILEGES, withImplied, type Privilege } from "./privileges";
+
+export const ROOT_POLICY_URN = "urn:li:dataHubPolicy:root-user";
+
+/** A safety net only: pub/sub invalidation is what makes changes visible within a second. */
+const MAX_CACHE_AGE_MS = 60_000;
+
+/** The root user's built-in policy: not stored, not editable, derived from ROOT_USER_URN. */
+export function rootPolicy(rootUserUrn: string): Policy {
+  const epoch = new Date(0);
+  return {
+    urn: ROOT_POLICY_URN,
+    type: "PLATFORM",
+    name: "Root user",
+    description: "Built-in: the root user (ROOT_USER_URN) holds every platform privilege.",
+    state: "ACTIVE",
+    privileges: [...PRIVILEGES],
+    users: [rootUserUrn],
+    groups: [],
+    allUsers: false,
+    editable: false,
+    createdAt: epoch,
+    updatedAt: epoch,
+  };
+}
+
+/**
+ * Decides which privileges an actor holds: the union of every ACTIVE policy that names the user, one of the user's
+ * groups, or all users. Policies and group memberships are cached per replica and dropped whenever any replica
+ * publishes "policies-changed" (or this one reconnects to Redis).
+ */
+export class PolicyEngine {
+  private activePolicies: Promise<Policy[]> | null = null;
+  private readonly groupsOfUser = new Map<string, Promise<string[]>>();
+  private loadedAt = 0;
+
+  constructor(
+    private readonly prisma: PrismaClient,
+    private readonly rootUserUrn: string,
+    bus: InvalidationBus,
+  ) {
+    bus.onInvalidation((event) => {
+      if (event.kind === "policies-changed") this.clear();
+    });
+    bus.onReset(() => this.clear());
+  }
+
+  async privilegesOf(userUrn: string): Promise<Set<Privilege>> {
+    if (Date.now() - this.loadedAt > MAX_CACHE_AGE_MS) this.clear();
+    const [policies, groups] = await Promise.all([this.policies(), this.groups(userUrn)]);
+    const granted = policies
+      .filter((p) => p.allUsers || p.users.includes(userUrn) || p.groups.some((g) => groups.includes(g)))
+      .flatMap((p) => p.privileges);
+    return withImplied(granted);
+  }
+
+  async has(actor: Actor, privilege: Privilege): Promise<boolean> {
+    return (await this.privilegesOf(actor.urn)).has(privilege);
+  }
+
+  /** Throws FORBIDDEN "<actor> is unauthorized to <operation>" unless the actor holds the privilege. */
+  async require(actor: Actor, privilege: Privilege, operation: string): Promise<void> {
+    if (!(await this.has(actor, privilege))) throw forbidden(`${actor.urn} is unauthorized to ${operation}.`);
+  }
+
+  private policies(): Promise<Policy[]> {
+    if (!this.activePolicies) {
+      this.loadedAt = Date.now();
+      const loading = this.prisma.policy
+        .findMany({ where: { state: "ACTIVE" } })
+        .then((stored) => [rootPolicy(this.rootUserUrn), ...stored]);
+      loading.catch(() => this.clear()); // never cache a failure
+      this.activePolicies = loading;
+    }
+    return this.activePolicies;
+  }
+
+  private groups(userUrn: string): Promise<string[]> {
+    let groups = this.groupsOfUser.get(userUrn);
+    if (!groups) {
+      groups = this.prisma.groupMember
+        .findMany({ where: { userUrn }, select: { groupUrn: true } })
+        .then((rows) => rows.map((r) => r.groupUrn));
+      groups.catch(() => this.groupsOfUser.delete(userUrn));
+      // Bounded: a burst of distinct users cannot grow the map without limit.
+      if (this.groupsOfUser.size >= 10_000) this.groupsOfUser.clear();
+      this.groupsOfUser.set(userUrn, groups);
+    }
+    return groups;
+  }
+
+  private clear(): void {
+    this.activePolicies = null;
+    this.groupsOfUser.clear();
+  }
+}

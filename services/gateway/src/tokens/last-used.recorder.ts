@@ -1,0 +1,45 @@
+import type { Logger } from "@mdp/core";
+import type { PrismaClient } from "@mdp/db";
+
+/**
+ * Keeps access_token.last_used_at without a write per request: uses are collected in memory and written in one
+ * statement every few seconds (and on shutdown). last_used_at is therefore at most FLUSH_INTERVAL_MS stale.
+ */
+export class LastUsedRecorder {
+  static readonly FLUSH_INTERVAL_MS = 5_000;
+  private pending = new Map<string, Date>();
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    private readonly prisma: PrismaClient,
+    private readonly logger: Logger,
+  ) {
+    this.timer = setInterval(() => void this.flush(), LastUsedRecorder.FLUSH_INTERVAL_MS).unref();
+  }
+
+  record(tokenId: string, at = new Date()): void {
+    this.pending.set(tokenId, at);
+  }
+
+  async flush(): Promise<void> {
+    if (this.pending.size === 0) return;
+    const batch = this.pending;
+    this.pending = new Map();
+    const ids = [...batch.keys()];
+    const times = ids.map((id) => batch.get(id)!);
+    try {
+      // Several replicas flush independently; GREATEST keeps the newest use.
+      await this.prisma.$executeRaw`
+        UPDATE access_token AS t SET last_used_at = GREATEST(t.last_used_at, u.used_at)
+        FROM unnest(${ids}::uuid[], ${times}::timestamptz[]) AS u(id, used_at)
+        WHERE t.id = u.id`;
+    } catch (error) {
+      this.logger.warn({ err: error, tokens: ids.length }, "could not record last use of access tokens");
+    }
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    await this.flush();
+  }
+}

@@ -1,0 +1,204 @@
+/**
+ * Every token, policy and group operation against every kind of caller, over real HTTP with real tokens.
+ * Expected outcomes are "ok" or the GraphQL error code the caller gets.
+ */
+import {
+  ROOT,
+  bearer,
+  createToken,
+  grant,
+  mintToken,
+  startGateway,
+  systemClientHeaders,
+  type Harness,
+} from "./support/gateway-harness";
+
+const NOBODY = "urn:li:corpuser:nobody"; // holds no privilege
+const GENERATOR = "urn:li:corpuser:generator"; // GENERATE_PERSONAL_ACCESS_TOKENS
+const MANAGER = "urn:li:corpuser:manager"; // MANAGE_ACCESS_TOKENS
+const STRANGER = "urn:li:corpuser:stranger"; // owns tokens nobody else here owns
+
+type Outcome = "ok" | "UNAUTHENTICATED" | "FORBIDDEN";
+interface Operation {
+  name: string;
+  /** the document and variables, given the caller's urn and the fixtures */
+  request: (caller: string, f: Fixtures) => { query: string; variables?: Record<string, unknown> };
+}
+interface Fixtures {
+  strangerTokenId: string;
+  strangerToken: string;
+  /** a token owned by the manager, acting for the caller */
+  tokenActingForCaller: (caller: string) => Promise<{ id: string; token: string }>;
+}
+
+const createFor = (actorUrn: string) => ({
+  query: `mutation($i: GetAccessTokenInput!) { createAccessToken(input: $i) { metadata { id } } }`,
+  variables: { i: { type: "PERSONAL", actorUrn, duration: "ONE_HOUR", name: "matrix" } },
+});
+const listWith = (filters: unknown[]) => ({
+  query: `query($f: [FacetFilterInput!]) { listAccessTokens(input: {filters: $f}) { total } }`,
+  variables: { f: filters },
+});
+const policyInput = { name: "p", state: "INACTIVE", privileges: ["VIEW_TESTS"], actors: { users: [NOBODY] } };
+
+const OPERATIONS: Operation[] = [
+  { name: "me", request: () => ({ query: `{ me { urn privileges } }` }) },
+  { name: "createAccessToken for self", request: (c) => createFor(c) },
+  { name: "createAccessToken for another user", request: () => createFor(STRANGER) },
+  { name: "listAccessTokens own (ownerUrn)", request: (c) => listWith([{ field: "ownerUrn", value: c }]) },
+  { name: "listAccessTokens own (actorUrn)", request: (c) => listWith([{ field: "actorUrn", value: c }]) },
+  { name: "listAccessTokens all", request: () => listWith([]) },
+  { name: "listAccessTokens of another user", request: () => listWith([{ field: "actorUrn", value: STRANGER }]) },
+  {
+    name: "revokeAccessToken of a stranger",
+    request: (_c, f) => ({ query: `mutation { revokeAccessToken(tokenId: "${f.strangerTokenId}") }` }),
+  },
+  {
+    name: "getAccessTokenMetadata of a stranger's token",
+    request: (_c, f) => ({
+      query: `query($t: String!) { getAccessTokenMetadata(token: $t) { id } }`,
+      variables: { t: f.strangerToken },
+    }),
+  },
+  {
+    name: "createPolicy",
+    request: () => ({
+      query: `mutation($i: PolicyUpdateInput!) { createPolicy(input: $i) }`,
+      variables: { i: policyInput },
+    }),
+  },
+  { name: "listPolicies", request: () => ({ query: `{ listPolicies(input: {}) { total } }` }) },
+  { name: "createGroup", request: () => ({ query: `mutation { createGroup(input: {name: "g"}) }` }) },
+  { name: "listGroups", request: () => ({ query: `{ listGroups(input: {}) { total } }` }) },
+  { name: "listAuditEvents", request: () => ({ query: `{ listAuditEvents(input: {}) { total } }` }) },
+];
+
+// Per authenticated caller kind, the operations it may perform; every other one is FORBIDDEN.
+const ALLOWED: Record<string, string[]> = {
+  "holding no privilege": ["me"],
+  "holding GENERATE_PERSONAL_ACCESS_TOKENS": [
+    "me",
+    "createAccessToken for self",
+    "listAccessTokens own (ownerUrn)",
+    "listAccessTokens own (actorUrn)",
+  ],
+  "holding MANAGE_ACCESS_TOKENS": OPERATIONS.map((o) => o.name).filter(
+    (n) => !["createPolicy", "listPolicies", "createGroup", "listGroups", "listAuditEvents"].includes(n),
+  ),
+  "root (system client)": OPERATIONS.map((o) => o.name),
+};
+
+describe("authorization matrix", () => {
+  let h: Harness;
+  let fixtures: Fixtures;
+  const callers: Record<string, { urn: string; headers: Record<string, string> }> = {};
+  const unauthenticated: Record<string, { headers: Record<string, string>; outcome: Outcome; message: string }> = {};
+
+  beforeAll(async () => {
+    h = await startGateway();
+    await grant(h, GENERATOR, ["GENERATE_PERSONAL_ACCESS_TOKENS"]);
+    await grant(h, MANAGER, ["MANAGE_ACCESS_TOKENS"]);
+    await grant(h, STRANGER, ["GENERATE_PERSONAL_ACCESS_TOKENS"]);
+    const stranger = await createToken(h, STRANGER);
+    fixtures = {
+      strangerTokenId: stranger.id,
+      strangerToken: stranger.token,
+      tokenActingForCaller: (caller) => createToken(h, caller, callers["holding MANAGE_ACCESS_TOKENS"]!.headers),
+    };
+    for (const [kind, urn] of [
+      ["holding no privilege", NOBODY],
+      ["holding GENERATE_PERSONAL_ACCESS_TOKENS", GENERATOR],
+      ["holding MANAGE_ACCESS_TOKENS", MANAGER],
+    ] as const) {
+      callers[kind] = { urn, headers: bearer((await createToken(h, urn)).token) };
+    }
+    callers["root (system client)"] = { urn: ROOT, headers: systemClientHeaders(ROOT) };
+
+    const revoked = await createToken(h, GENERATOR);
+    await h.graphql(`mutation { revokeAccessToken(tokenId: "${revoked.id}") }`, {}, systemClientHeaders(ROOT));
+    const expired = await mintToken(h, GENERATOR, Math.floor(Date.now() / 1000) - 60);
+    const generatorToken = callers["holding GENERATE_PERSONAL_ACCESS_TOKENS"]!.headers;
+    Object.assign(unauthenticated, {
+      "no credentials": {
+        headers: {},
+        outcome: "UNAUTHENTICATED",
+        message: "Request is missing 'Authorization' header.",
+      },
+      "a garbage token": {
+        headers: bearer("garbage"),
+        outcome: "UNAUTHENTICATED",
+        message: "Unable to verify the provided token.",
+      },
+      "an expired token": { headers: bearer(expired), outcome: "UNAUTHENTICATED", message: "Token has expired." },
+      "a revoked token": {
+        headers: bearer(revoked.token),
+        outcome: "UNAUTHENTICATED",
+        message: "Token has been revoked",
+      },
+      "an actor header contradicting the token": {
+        headers: { ...generatorToken, "x-platform-actor": MANAGER },
+        outcome: "FORBIDDEN",
+        message: "x-platform-actor 'urn:li:corpuser:manager' does not match the actor of the access token",
+      },
+      "the actor header alone (auth enabled)": {
+        headers: { "x-platform-actor": ROOT },
+        outcome: "UNAUTHENTICATED",
+        message: "Request is missing 'Authorization' header.",
+      },
+    });
+  });
+  afterAll(() => h.close());
+
+  async function outcomeOf(op: Operation, caller: string, headers: Record<string, string>) {
+    const { query, variables } = op.request(caller, fixtures);
+    const res = await h.graphql(query, variables, headers);
+    const error = res.body.errors?.[0];
+    return { outcome: error ? (error.extensions?.code as Outcome) : "ok", message: error?.message, status: res.status };
+  }
+
+  describe.each([
+    "no credentials",
+    "a garbage token",
+    "an expired token",
+    "a revoked token",
+    "an actor header contradicting the token",
+    "the actor header alone (auth enabled)",
+  ])("a caller with %s", (kind) => {
+    it.each(OPERATIONS.map((o) => [o.name, o] as const))("is refused %s with the reason", async (_name, op) => {
+      const caller = unauthenticated[kind]!;
+      const result = await outcomeOf(op, GENERATOR, caller.headers);
+      expect(result).toEqual({
+        outcome: caller.outcome,
+        message: caller.message,
+        status: caller.outcome === "FORBIDDEN" ? 403 : 401,
+      });
+    });
+  });
+
+  describe.each(Object.keys(ALLOWED))("a caller %s", (kind) => {
+    it.each(OPERATIONS.map((o) => [o.name, o] as const))("%s", async (name, op) => {
+      const caller = callers[kind]!;
+      const expected: Outcome = ALLOWED[kind]!.includes(name) ? "ok" : "FORBIDDEN";
+      const result = await outcomeOf(op, caller.urn, caller.headers);
+      expect(result.outcome).toBe(expected);
+      if (expected === "FORBIDDEN") expect(result.message).toContain(`${caller.urn} is unauthorized to`);
+    });
+  });
+
+  describe("revoking a token: owner, actor, stranger", () => {
+    it.each([
+      ["its owner (who created it for someone else)", MANAGER, "ok"],
+      ["its actor", GENERATOR, "ok"],
+      ["a stranger holding GENERATE_PERSONAL_ACCESS_TOKENS", STRANGER, "FORBIDDEN"],
+      ["its actor without GENERATE_PERSONAL_ACCESS_TOKENS", NOBODY, "FORBIDDEN"],
+    ])("by %s: %s", async (_who, revoker, expected) => {
+      const actorOfToken = revoker === NOBODY ? NOBODY : GENERATOR;
+      const target = await fixtures.tokenActingForCaller(actorOfToken);
+      const revokerHeaders = bearer((await createToken(h, revoker)).token);
+      const res = await h.graphql(`mutation { revokeAccessToken(tokenId: "${target.id}") }`, {}, revokerHeaders);
+      expect(res.body.errors?.[0]?.extensions?.code ?? "ok").toBe(expected);
+      const stillWorks = (await h.graphql(`{ me { urn } }`, {}, bearer(target.token))).status === 200;
+      expect(stillWorks).toBe(expected !== "ok");
+    });
+  });
+});

@@ -1,0 +1,170 @@
+/**
+ * The real gateway and both workers as separate processes, on a database and queue prefix of this test's own:
+ * readiness, authentication and error bodies over HTTP, a job round trip through each queue, clean shutdown.
+ */
+import { QueueEvents } from "bullmq";
+import type { Redis } from "ioredis";
+import { DEVELOPMENT_SECRETS } from "@mdp/core";
+import { createPrismaClient, type PrismaClient } from "@mdp/db";
+import { createTestDatabase } from "@mdp/db/testing";
+import { createRedis, Producer, QUEUE_NAMES } from "@mdp/queues";
+import {
+  freePort,
+  startService,
+  uniqueName,
+  waitForOutput,
+  waitUntilReady,
+  type RunningService,
+} from "../support/services";
+
+const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+const systemClient = `Basic ${Buffer.from(`${DEVELOPMENT_SECRETS.SYSTEM_CLIENT_ID}:${DEVELOPMENT_SECRETS.SYSTEM_CLIENT_SECRET}`).toString("base64")}`;
+const ADMIN = "urn:li:corpuser:admin";
+
+describe("the system as separate processes", () => {
+  let db: Awaited<ReturnType<typeof createTestDatabase>>;
+  let prisma: PrismaClient;
+  let redis: Redis;
+  let services: RunningService[];
+  let gateway: RunningService;
+  let baseUrl: string;
+  const prefix = uniqueName("e2e-foundation");
+
+  beforeAll(async () => {
+    db = await createTestDatabase("e2e_foundation");
+    prisma = createPrismaClient(db.url);
+    redis = createRedis(REDIS_URL, "worker");
+    const port = await freePort();
+    baseUrl = `http://127.0.0.1:${port}`;
+    const env = { DATABASE_URL: db.url, REDIS_URL, QUEUE_PREFIX: prefix, PORT: String(port) };
+    gateway = startService("gateway", env);
+    services = [gateway, startService("truncation-worker", env), startService("evaluation-worker", env)];
+    await Promise.all([
+      waitUntilReady(baseUrl, gateway),
+      waitForOutput(services[1]!, "worker running"),
+      waitForOutput(services[2]!, "worker running"),
+    ]);
+  });
+
+  afterAll(async () => {
+    await Promise.all((services ?? []).map((s) => s.stop()));
+    await redis?.quit();
+    await prisma?.$disconnect();
+    await db?.drop();
+  });
+
+  it("answers /health and /ready without credentials, with every check ok", async () => {
+    expect((await fetch(`${baseUrl}/health`)).status).toBe(200);
+    const ready = await fetch(`${baseUrl}/ready`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toEqual({ ready: true, checks: { postgres: "ok", redis: "ok", migrations: "ok" } });
+  });
+
+  it("refuses a GraphQL request without credentials with 401 and UNAUTHENTICATED", async () => {
+    const res = await fetch(`${baseUrl}/api/graphql`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ query: "{ me { urn } }" }),
+    });
+    expect(res.status).toBe(401);
+    expect(await res.json()).toEqual({
+      errors: [{ message: "Request is missing 'Authorization' header.", extensions: { code: "UNAUTHENTICATED" } }],
+    });
+  });
+
+  it("refuses unknown routes without credentials instead of revealing what exists", async () => {
+    const res = await fetch(`${baseUrl}/gms/nothing-here`);
+    expect(res.status).toBe(401);
+    expect(await res.json()).toMatchObject({ status: 401, code: "UNAUTHENTICATED" });
+  });
+
+  it("serves GraphQL to the system client acting for a user, at both paths", async () => {
+    for (const path of ["/api/graphql", "/graphql"]) {
+      const res = await fetch(`${baseUrl}${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: systemClient, "x-platform-actor": ADMIN },
+        body: JSON.stringify({ query: "{ me { urn } }" }),
+      });
+      expect(await res.json()).toEqual({ data: { me: { urn: ADMIN } } });
+    }
+  });
+
+  it("answers malformed JSON with 400 and the contract's error body", async () => {
+    const res = await fetch(`${baseUrl}/gms/operations?action=getIndexSizes`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: systemClient, "x-platform-actor": ADMIN },
+      body: '{"entityType": ',
+    });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toEqual({
+      status: 400,
+      code: "BAD_USER_INPUT",
+      message: "Request body is not valid JSON.",
+    });
+  });
+
+  it("answers a body over 1 MiB with 413", async () => {
+    const res = await fetch(`${baseUrl}/api/graphql`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: systemClient, "x-platform-actor": ADMIN },
+      body: JSON.stringify({ query: "{ me { urn } }", variables: { padding: "x".repeat(1_100_000) } }),
+    });
+    expect(res.status).toBe(413);
+    const body = (await res.json()) as { errors: Array<{ extensions: { code: string } }> };
+    expect(body.errors[0]?.extensions.code).toBe("BAD_USER_INPUT");
+  });
+
+  it("round-trips a truncation job: the worker deletes the old rows only and completes the task row", async () => {
+    const taskId = uniqueName("task");
+    const cutoff = 1_700_000_000_000;
+    const rows = [cutoff - 2000, cutoff - 1000, cutoff, cutoff + 1000].map((t, i) => ({
+      entityType: "dataset",
+      aspectName: "datasetProfile",
+      timestampMillis: BigInt(t),
+      urn: `urn:li:dataset:(urn:li:dataPlatform:hive,t${i},PROD)`,
+      value: { rowCount: i },
+    }));
+    await prisma.timeseriesAspect.createMany({ data: rows });
+    await prisma.task.create({ data: { id: taskId, type: "TRUNCATE_TIMESERIES", request: {}, createdBy: ADMIN } });
+
+    const producer = new Producer("truncate", redis, prefix);
+    const eventsConnection = redis.duplicate(); // QueueEvents blocks on its connection, so it gets its own
+    const events = new QueueEvents(QUEUE_NAMES.truncate, { connection: eventsConnection, prefix });
+    await events.waitUntilReady();
+    const job = await producer.enqueue(taskId, {
+      taskId,
+      entityType: "dataset",
+      aspect: "datasetProfile",
+      endTimeMillis: cutoff,
+      batchSize: 1,
+    });
+    await expect(job.waitUntilFinished(events, 15_000)).resolves.toEqual({ deleted: 2, batches: 3 });
+    await Promise.all([producer.close(), events.close()]);
+    await eventsConnection.quit();
+
+    const left = await prisma.timeseriesAspect.findMany({ orderBy: { timestampMillis: "asc" } });
+    expect(left.map((r) => Number(r.timestampMillis))).toEqual([cutoff, cutoff + 1000]);
+    const task = await prisma.task.findUniqueOrThrow({ where: { id: taskId } });
+    expect(task).toMatchObject({ state: "completed", progress: { deleted: 2, toDelete: 2, batches: 3, percent: 100 } });
+    expect(task.finishedAt).not.toBeNull();
+  });
+
+  it("round-trips an evaluation job and returns the worker's result to the producer", async () => {
+    const producer = new Producer("evaluate", redis, prefix);
+    const eventsConnection = redis.duplicate(); // QueueEvents blocks on its connection, so it gets its own
+    const events = new QueueEvents(QUEUE_NAMES.evaluate, { connection: eventsConnection, prefix });
+    await events.waitUntilReady();
+    const urn = "urn:li:dataset:(urn:li:dataPlatform:hive,db.t,PROD)";
+    const job = await producer.enqueue(uniqueName("eval"), { urns: [urn], push: false, actorUrn: ADMIN });
+    const result = (await job.waitUntilFinished(events, 15_000)) as { results: Record<string, { urn: string }> };
+    expect(result.results[urn]?.urn).toBe(urn);
+    await Promise.all([producer.close(), events.close()]);
+    await eventsConnection.quit();
+  });
+
+  it("stops every process cleanly on SIGTERM", async () => {
+    const codes = await Promise.all(services.map((s) => s.stop("SIGTERM")));
+    expect(codes).toEqual([0, 0, 0]);
+    expect(gateway.output()).toContain('"msg":"stopped"');
+  });
+});

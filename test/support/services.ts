@@ -1,0 +1,83 @@
+/**
+ * Service-level test support: starts the real gateway and worker processes (tsx, as `pnpm start` does) against a
+ * test database and a queue prefix of the test's own, and stops them again.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import net from "node:net";
+import path from "node:path";
+
+const ROOT = path.resolve(__dirname, "..", "..");
+export type ServiceName = "gateway" | "truncation-worker" | "evaluation-worker";
+
+export interface RunningService {
+  name: ServiceName;
+  process: ChildProcess;
+  /** everything the process printed so far */
+  output(): string;
+  /** SIGTERM and wait for the exit code */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+export function startService(name: ServiceName, env: Record<string, string>): RunningService {
+  const child = spawn(
+    process.execPath,
+    [require.resolve("tsx/cli"), path.join(ROOT, "services", name, "src", "main.ts")],
+    {
+      env: { ...process.env, NODE_ENV: "test", LOG_LEVEL: "info", ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
+  let output = "";
+  child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  return {
+    name,
+    process: child,
+    output: () => output,
+    stop: async (signal = "SIGTERM") => {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() =>
+        typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port")),
+      );
+    });
+  });
+}
+
+/** Polls until `check` returns true or the timeout passes. */
+export async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check().catch(() => false)) return;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+export async function waitUntilReady(baseUrl: string, service?: RunningService): Promise<void> {
+  await waitFor(`${baseUrl}/ready`, async () => (await fetch(`${baseUrl}/ready`)).status === 200, 30_000).catch(
+    (error: Error) => {
+      throw new Error(`${error.message}\n${service?.output() ?? ""}`);
+    },
+  );
+}
+
+export const uniqueName = (label: string) => `${label}-${process.pid}-${Date.now().toString(36)}`;
+
+export async function waitForOutput(service: RunningService, text: string): Promise<void> {
+  await waitFor(`${service.name} to print '${text}'`, async () => service.output().includes(text)).catch(
+    (error: Error) => {
+      throw new Error(`${error.message}\n${service.output()}`);
+    },
+  );
+}
