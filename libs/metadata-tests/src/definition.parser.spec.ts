@@ -1,0 +1,413 @@
+import { AppError } from "@mdp/core";
+import { definitionFromJson, parseTestDefinition } from "./definition.parser";
+import { TestDefinitionError } from "./test-definition.error";
+
+const PREFIX = "Failed to validate test definition: ";
+
+/** The error a definition is refused with (the test fails if it is accepted). */
+function refusal(text: string): TestDefinitionError {
+  try {
+    parseTestDefinition(text);
+  } catch (error) {
+    if (error instanceof TestDefinitionError) return error;
+    throw error;
+  }
+  throw new Error(`accepted: ${text}`);
+}
+
+/** Same, for a definition given as an object (written as JSON text, as a client would send it). */
+const refusalOf = (definition: unknown) => refusal(JSON.stringify(definition));
+
+const onDatasets = { types: ["dataset"] };
+const rulesWith = (leaf: object) => ({ on: onDatasets, rules: [leaf] });
+
+describe("parseTestDefinition: reading JSON and YAML", () => {
+  const yaml = `
+on:
+  types: [dataset]
+  conditions:
+    - property: platform
+      operator: equals
+      value: urn:li:dataPlatform:hive
+rules:
+  or:
+    - property: ownership.owners.owner
+      operator: exists
+    - not:
+        property: globalTags.tags.tag
+        operator: contains_any
+        values: [urn:li:tag:pii]
+actions:
+  failing:
+    - type: ADD_TAGS
+      values: [urn:li:tag:needs-owner]
+`;
+  const json = JSON.stringify({
+    on: {
+      types: ["dataset"],
+      conditions: [{ property: "platform", operator: "equals", value: "urn:li:dataPlatform:hive" }],
+    },
+    rules: {
+      or: [
+        { property: "ownership.owners.owner", operator: "exists" },
+        { not: { property: "globalTags.tags.tag", operator: "contains_any", values: ["urn:li:tag:pii"] } },
+      ],
+    },
+    actions: { failing: [{ type: "ADD_TAGS", values: ["urn:li:tag:needs-owner"] }] },
+  });
+
+  it("reads YAML and JSON into the same normalized definition", () => {
+    const expected = {
+      on: {
+        types: ["dataset"],
+        conditions: { and: [{ property: "platform", operator: "equals", values: ["urn:li:dataPlatform:hive"] }] },
+      },
+      rules: {
+        or: [
+          { property: "ownership.owners.owner", operator: "exists" },
+          { not: { property: "globalTags.tags.tag", operator: "contains_any", values: ["urn:li:tag:pii"] } },
+        ],
+      },
+      actions: { passing: [], failing: [{ type: "ADD_TAGS", values: ["urn:li:tag:needs-owner"] }] },
+    };
+    expect(parseTestDefinition(yaml)).toEqual(expected);
+    expect(parseTestDefinition(json)).toEqual(expected);
+  });
+
+  it("reads YAML flow style, and keeps YAML's `on` a key rather than the YAML 1.1 boolean", () => {
+    const parsed = parseTestDefinition("{on: {types: [dataset]}, rules: [{property: urn, operator: exists}]}");
+    expect(parsed.on.types).toEqual(["dataset"]);
+  });
+
+  it("produces plain JSON that reads back unchanged, as text or as a stored Json column", () => {
+    const parsed = parseTestDefinition(yaml);
+    const stored: unknown = JSON.parse(JSON.stringify(parsed));
+    expect(definitionFromJson(stored)).toEqual(parsed);
+    expect(parseTestDefinition(JSON.stringify(parsed))).toEqual(parsed);
+  });
+
+  it("refuses text that is neither JSON nor YAML, saying where", () => {
+    expect(refusal('{"on": {"types": ["dataset"]},').message).toMatch(
+      /^Failed to validate test definition: neither valid JSON \(.+\) nor valid YAML \(.+line 1.+\)$/,
+    );
+    expect(refusal("on:\n  types: [dataset\nrules: x").message).toMatch(
+      /^Failed to validate test definition: not valid YAML: .*line \d+, column \d+/,
+    );
+  });
+
+  it("refuses empty text and text that is not an object", () => {
+    expect(refusal("  \n").message).toBe(`${PREFIX}the definition is empty`);
+    expect(refusal("[1, 2]").message).toBe(
+      `${PREFIX}the definition must be an object with 'on' and 'rules', got a list`,
+    );
+    expect(refusal("just words").message).toBe(
+      `${PREFIX}the definition must be an object with 'on' and 'rules', got the string "just words"`,
+    );
+  });
+});
+
+describe("parseTestDefinition: normalization", () => {
+  it("turns a bare list into and, and keeps a single predicate as is", () => {
+    expect(parseTestDefinition(JSON.stringify(rulesWith({ property: "urn", operator: "exists" }))).rules).toEqual({
+      and: [{ property: "urn", operator: "exists" }],
+    });
+    const single = parseTestDefinition(
+      JSON.stringify({ on: onDatasets, rules: { property: "urn", operator: "exists" } }),
+    );
+    expect(single.rules).toEqual({ property: "urn", operator: "exists" });
+  });
+
+  it("accepts the legacy names match, query and operation and stores the current ones", () => {
+    const parsed = parseTestDefinition(`
+on:
+  types: [dataset]
+  match:
+    query: entityType
+    operation: equals
+    value: dataset
+rules:
+  query: datasetProperties.description
+  operation: exists
+`);
+    expect(parsed).toEqual({
+      on: { types: ["dataset"], conditions: { property: "entityType", operator: "equals", values: ["dataset"] } },
+      rules: { property: "datasetProperties.description", operator: "exists" },
+    });
+  });
+
+  it("matches operator names in any case", () => {
+    const parsed = parseTestDefinition(
+      JSON.stringify(rulesWith({ property: "urn", operator: "STARTS_WITH", value: "urn:li" })),
+    );
+    expect(parsed.rules).toEqual({ and: [{ property: "urn", operator: "starts_with", values: ["urn:li"] }] });
+  });
+
+  it("stores operands as strings: a list for any-of operators, one value for thresholds", () => {
+    const parsed = parseTestDefinition(`
+on: {types: [dataset]}
+rules:
+  - {property: datasetProfile.rowCount, operator: greater_than, value: 10}
+  - {property: status.removed, operator: equals, value: false}
+  - {property: datasetProperties.customProperties.tier, operator: equals, values: [1, gold]}
+`);
+    expect(parsed.rules).toEqual({
+      and: [
+        { property: "datasetProfile.rowCount", operator: "greater_than", value: "10" },
+        { property: "status.removed", operator: "equals", values: ["false"] },
+        { property: "datasetProperties.customProperties.tier", operator: "equals", values: ["1", "gold"] },
+      ],
+    });
+  });
+
+  it("drops duplicate entity types and leaves out actions that were not given", () => {
+    const parsed = parseTestDefinition(
+      JSON.stringify({
+        on: { types: ["dataset", "chart", "dataset"] },
+        rules: [{ property: "urn", operator: "exists" }],
+      }),
+    );
+    expect(parsed.on.types).toEqual(["dataset", "chart"]);
+    expect(parsed).not.toHaveProperty("actions");
+    expect(parsed.on).not.toHaveProperty("conditions");
+  });
+});
+
+describe("parseTestDefinition: refusing invalid definitions, saying what and where", () => {
+  it("throws a BAD_USER_INPUT error listing each problem with its path", () => {
+    const error = refusalOf({
+      on: { types: [] },
+      rules: [{ property: "urn", operator: "equal", value: "x" }],
+      extra: 1,
+    });
+    expect(error).toBeInstanceOf(AppError);
+    expect(error.code).toBe("BAD_USER_INPUT");
+    expect(error.problems.map((problem) => problem.path)).toEqual(["extra", "on.types", "rules[0].operator"]);
+    expect(error.message.startsWith(PREFIX)).toBe(true);
+    expect(error.details).toEqual({ problems: error.problems });
+  });
+
+  it("names an unknown operator and lists the valid ones", () => {
+    const error = refusalOf({
+      on: onDatasets,
+      rules: {
+        and: [
+          { property: "urn", operator: "exists" },
+          { property: "urn", operator: "equal", value: "x" },
+        ],
+      },
+    });
+    expect(error.message).toBe(
+      `${PREFIX}rules.and[1].operator: unknown operator 'equal' (valid operators: equals, starts_with, contains_str, ` +
+        "contains_any, regex_match, greater_than, less_than, exists, is_true, is_false)",
+    );
+  });
+
+  it("points at the legacy key the user wrote", () => {
+    expect(refusalOf(rulesWith({ query: "urn", operation: "is" })).message).toContain(
+      "rules[0].operation: unknown operator 'is'",
+    );
+  });
+
+  it("reports paths deep inside conditions and nested combinators", () => {
+    const error = refusalOf({
+      on: { types: ["dataset"], conditions: { or: [{ not: { property: "urn", operator: "nope" } }] } },
+      rules: [{ property: "urn", operator: "exists" }],
+    });
+    expect(error.problems).toEqual([
+      { path: "on.conditions.or[0].not.operator", message: expect.stringContaining("unknown operator 'nope'") },
+    ]);
+  });
+
+  it.each([
+    ["a missing 'on'", { rules: [{ property: "urn", operator: "exists" }] }, "on: missing: say which entity types"],
+    ["a missing 'rules'", { on: onDatasets }, "rules: missing: say what an entity must satisfy"],
+    [
+      "empty on.types",
+      { on: { types: [] }, rules: { property: "urn", operator: "exists" } },
+      "on.types: must list at least one entity type",
+    ],
+    [
+      "on.types given as a string",
+      { on: { types: "dataset" }, rules: { property: "urn", operator: "exists" } },
+      'on.types: must be a list of entity types, got the string "dataset"',
+    ],
+    [
+      "a blank entity type",
+      { on: { types: ["dataset", " "] }, rules: { property: "urn", operator: "exists" } },
+      "on.types[1]: must be an entity type name",
+    ],
+    [
+      "an unknown key in on",
+      { on: { types: ["dataset"], condition: [] }, rules: { property: "urn", operator: "exists" } },
+      "on.condition: unknown key (expected types, conditions, match)",
+    ],
+    [
+      "conditions and match together",
+      { on: { types: ["dataset"], conditions: [], match: [] }, rules: { property: "urn", operator: "exists" } },
+      "on: both 'conditions' and its legacy alias 'match' are given",
+    ],
+    [
+      "an unknown top-level key",
+      { on: onDatasets, rule: [], rules: { property: "urn", operator: "exists" } },
+      "rule: unknown key (expected on, rules, actions)",
+    ],
+  ])("refuses %s", (_case, definition, expected) => {
+    expect(refusalOf(definition).message).toContain(expected);
+  });
+
+  it.each([
+    ["a missing property", { operator: "exists" }, "rules[0]: missing 'property'"],
+    ["an empty property", { property: " ", operator: "exists" }, "rules[0].property: must be a non-empty string"],
+    [
+      "an empty path segment",
+      { property: "ownership..owner", operator: "exists" },
+      "rules[0].property: 'ownership..owner' has an empty path segment",
+    ],
+    ["a missing operator", { property: "urn" }, "rules[0]: missing 'operator'"],
+    [
+      "property and query together",
+      { property: "urn", query: "urn", operator: "exists" },
+      "rules[0]: both 'property' and its legacy alias 'query' are given",
+    ],
+    ["an unknown key in a predicate", { property: "urn", operator: "exists", vale: 1 }, "rules[0].vale: unknown key"],
+    [
+      "equals without a value",
+      { property: "urn", operator: "equals" },
+      "rules[0]: missing 'value' (or 'values' for any of a list): 'equals' needs something to compare against",
+    ],
+    [
+      "a value for exists",
+      { property: "urn", operator: "exists", value: false },
+      "rules[0].value: 'exists' takes no value (to require absence, wrap it: {not: {property, operator: exists}})",
+    ],
+    [
+      "values for is_true",
+      { property: "urn", operator: "is_true", values: ["x"] },
+      "rules[0].values: 'is_true' takes no value",
+    ],
+    [
+      "values for greater_than",
+      { property: "x.y", operator: "greater_than", values: [1, 2] },
+      "rules[0].values: 'greater_than' compares against a single number: write 'value', not 'values'",
+    ],
+    [
+      "greater_than without a value",
+      { property: "x.y", operator: "greater_than" },
+      "rules[0]: missing 'value': 'greater_than' needs a number",
+    ],
+    [
+      "a non-numeric threshold",
+      { property: "x.y", operator: "less_than", value: "ten" },
+      "rules[0].value: 'less_than' needs a number, got \"ten\"",
+    ],
+    [
+      "a single value for contains_any",
+      { property: "x.y", operator: "contains_any", value: "a" },
+      "rules[0].value: 'contains_any' takes a list: write 'values: [...]'",
+    ],
+    [
+      "both value and values",
+      { property: "urn", operator: "equals", value: "a", values: ["b"] },
+      "rules[0]: give either 'value' or 'values' (any of a list), not both",
+    ],
+    [
+      "a list in value",
+      { property: "urn", operator: "equals", value: ["a", "b"] },
+      "rules[0].value: must be a string, number or boolean, got a list (use 'values' for a list)",
+    ],
+    [
+      "a string in values",
+      { property: "urn", operator: "equals", values: "a" },
+      "rules[0].values: must be a list, got the string \"a\" (use 'value' for a single one)",
+    ],
+    [
+      "contains_any without values",
+      { property: "urn", operator: "contains_any" },
+      "rules[0]: missing 'values': 'contains_any' needs a list to compare against",
+    ],
+    [
+      "an empty values list",
+      { property: "urn", operator: "contains_any", values: [] },
+      "rules[0].values: must list at least one value",
+    ],
+    [
+      "a null value",
+      { property: "urn", operator: "equals", value: null },
+      "rules[0].value: must be a string, number or boolean, got null",
+    ],
+    [
+      "an object among values",
+      { property: "urn", operator: "equals", values: ["a", { b: 1 }] },
+      "rules[0].values[1]: must be a string, number or boolean, got an object",
+    ],
+  ])("refuses %s", (_case, leaf, expected) => {
+    expect(refusalOf(rulesWith(leaf)).message).toContain(expected);
+  });
+
+  it("refuses an invalid regular expression when the test is saved, not when it runs", () => {
+    expect(refusalOf(rulesWith({ property: "urn", operator: "regex_match", value: "(unclosed" })).message).toBe(
+      `${PREFIX}rules[0].value: invalid regular expression "(unclosed": Unterminated group`,
+    );
+    expect(
+      refusalOf(rulesWith({ property: "urn", operator: "regex_match", values: ["^ok$", "[z-a]"] })).problems,
+    ).toEqual([{ path: "rules[0].values[1]", message: expect.stringContaining('invalid regular expression "[z-a]"') }]);
+  });
+
+  it.each([
+    ["an empty and", { and: [] }, "rules.and: must list at least one predicate"],
+    ["an empty bare list", [], "rules: must list at least one predicate"],
+    [
+      "or given an object",
+      { or: { property: "urn", operator: "exists" } },
+      "rules.or: must be a list of predicates, got an object",
+    ],
+    ["and and or in one object", { and: [], or: [] }, "rules: 'and', 'or' cannot share one object, nest them instead"],
+    [
+      "a key beside a combinator",
+      { not: { property: "urn", operator: "exists" }, property: "urn" },
+      "rules: unexpected 'property' beside 'not'",
+    ],
+    [
+      "a predicate that is a string",
+      { and: ["urn exists"] },
+      'rules.and[0]: expected a predicate ({and: [...]}, {or: [...]}, {not: ...}, {property, operator, value} or a list (meaning and)), got the string "urn exists"',
+    ],
+    [
+      "a misspelled combinator",
+      { AND: [] },
+      "rules: expected {and: [...]}, {or: [...]}, {not: ...}, {property, operator, value} or a list (meaning and); found keys 'AND'",
+    ],
+  ])("refuses %s", (_case, rules, expected) => {
+    expect(refusalOf({ on: onDatasets, rules }).message).toContain(expected);
+  });
+
+  it.each([
+    [
+      "actions that are not an object",
+      [],
+      "actions: must be an object with 'passing' and/or 'failing' lists, got a list",
+    ],
+    ["an unknown actions key", { onFail: [] }, "actions.onFail: unknown key (expected passing, failing)"],
+    [
+      "an action without a type",
+      { failing: [{ values: ["urn:li:tag:x"] }] },
+      "actions.failing[0].type: must be a non-empty string",
+    ],
+    [
+      "a non-string action value",
+      { passing: [{ type: "ADD_TAGS", values: ["urn:li:tag:x", 3] }] },
+      "actions.passing[0].values[1]: must be a string, got number 3",
+    ],
+  ])("refuses %s", (_case, actions, expected) => {
+    expect(refusalOf({ on: onDatasets, rules: [{ property: "urn", operator: "exists" }], actions }).message).toContain(
+      expected,
+    );
+  });
+
+  it("re-checks stored JSON instead of trusting it", () => {
+    expect(() =>
+      definitionFromJson({ on: { types: ["dataset"] }, rules: { property: "urn", operator: "bogus" } }),
+    ).toThrow("Failed to validate test definition: rules.operator: unknown operator 'bogus'");
+    expect(() => definitionFromJson(null)).toThrow(TestDefinitionError);
+  });
+});

@@ -1,0 +1,153 @@
+import type { ParsedDefinition, Predicate, TestAction, TestActions } from "./definition.types";
+import { readDefinitionText } from "./definition-text";
+import { parsePredicate } from "./predicate.parser";
+import { ProblemList, describeValue, isRecord } from "./problem-list";
+import { TestDefinitionError } from "./test-definition.error";
+
+/**
+ * Parses definition text (JSON or YAML) into the normalized definition, or throws a TestDefinitionError naming every
+ * problem and where it is.
+ */
+export function parseTestDefinition(text: string): ParsedDefinition {
+  return definitionFromJson(readDefinitionText(text));
+}
+
+/**
+ * Validates an already-decoded definition: the stored normalized JSON when it is read back, or a JSON object received
+ * directly. Stored definitions are re-checked rather than cast, so a row written by an older version cannot make the
+ * evaluator misbehave.
+ */
+export function definitionFromJson(json: unknown): ParsedDefinition {
+  const problems = new ProblemList();
+  const definition = parseDefinition(json, problems);
+  if (!definition || !problems.isEmpty) throw new TestDefinitionError(problems.problems);
+  return definition;
+}
+
+const DEFINITION_KEYS = ["on", "rules", "actions"];
+const ON_KEYS = ["types", "conditions", "match"];
+const ACTIONS_KEYS = ["passing", "failing"];
+const ACTION_KEYS = ["type", "values"];
+
+function parseDefinition(raw: unknown, problems: ProblemList): ParsedDefinition | undefined {
+  if (!isRecord(raw)) {
+    problems.add("", `the definition must be an object with 'on' and 'rules', got ${describeValue(raw)}`);
+    return undefined;
+  }
+  rejectUnknownKeys(raw, DEFINITION_KEYS, "", problems);
+  if (!("on" in raw))
+    problems.add("on", "missing: say which entity types the test applies to, e.g. on: {types: [dataset]}");
+  if (!("rules" in raw)) problems.add("rules", "missing: say what an entity must satisfy to pass");
+  const on = "on" in raw ? parseOn(raw.on, problems) : undefined;
+  const rules = "rules" in raw ? parsePredicate(raw.rules, "rules", problems) : undefined;
+  const actions = "actions" in raw ? parseActions(raw.actions, problems) : undefined;
+  if (!on || !rules) return undefined;
+  return actions ? { on, rules, actions } : { on, rules };
+}
+
+function parseOn(raw: unknown, problems: ProblemList): ParsedDefinition["on"] | undefined {
+  if (!isRecord(raw)) {
+    problems.add("on", `must be an object such as {types: [dataset]}, got ${describeValue(raw)}`);
+    return undefined;
+  }
+  rejectUnknownKeys(raw, ON_KEYS, "on", problems);
+  const types = parseTypes(raw.types, problems);
+  let conditions: Predicate | undefined;
+  if ("conditions" in raw && "match" in raw) {
+    problems.add("on", "both 'conditions' and its legacy alias 'match' are given, keep one");
+  } else if ("conditions" in raw || "match" in raw) {
+    const key = "conditions" in raw ? "conditions" : "match";
+    conditions = parsePredicate(raw[key], `on.${key}`, problems);
+  }
+  if (!types) return undefined;
+  return conditions ? { types, conditions } : { types };
+}
+
+function parseTypes(raw: unknown, problems: ProblemList): string[] | undefined {
+  if (raw === undefined) {
+    problems.add("on.types", "missing: list the entity types the test applies to, e.g. [dataset]");
+    return undefined;
+  }
+  if (!Array.isArray(raw)) {
+    problems.add("on.types", `must be a list of entity types, got ${describeValue(raw)}`);
+    return undefined;
+  }
+  // A test that applies to nothing would silently never run.
+  if (raw.length === 0) {
+    problems.add("on.types", "must list at least one entity type");
+    return undefined;
+  }
+  const types: string[] = [];
+  raw.forEach((type, index) => {
+    if (typeof type === "string" && type.trim() !== "") types.push(type.trim());
+    else
+      problems.add(`on.types[${index}]`, `must be an entity type name such as 'dataset', got ${describeValue(type)}`);
+  });
+  return types.length === raw.length ? [...new Set(types)] : undefined;
+}
+
+function parseActions(raw: unknown, problems: ProblemList): TestActions | undefined {
+  if (!isRecord(raw)) {
+    problems.add("actions", `must be an object with 'passing' and/or 'failing' lists, got ${describeValue(raw)}`);
+    return undefined;
+  }
+  rejectUnknownKeys(raw, ACTIONS_KEYS, "actions", problems);
+  return {
+    passing: parseActionList(raw.passing, "actions.passing", problems),
+    failing: parseActionList(raw.failing, "actions.failing", problems),
+  };
+}
+
+function parseActionList(raw: unknown, path: string, problems: ProblemList): TestAction[] {
+  if (raw === undefined) return [];
+  if (!Array.isArray(raw)) {
+    problems.add(path, `must be a list of actions, got ${describeValue(raw)}`);
+    return [];
+  }
+  return raw.flatMap((action, index) => {
+    const parsed = parseAction(action, `${path}[${index}]`, problems);
+    return parsed ? [parsed] : [];
+  });
+}
+
+function parseAction(raw: unknown, path: string, problems: ProblemList): TestAction | undefined {
+  if (!isRecord(raw)) {
+    problems.add(
+      path,
+      `must be an action such as {type: ADD_TAGS, values: [urn:li:tag:pii]}, got ${describeValue(raw)}`,
+    );
+    return undefined;
+  }
+  rejectUnknownKeys(raw, ACTION_KEYS, path, problems);
+  const { type, values = [] } = raw;
+  if (typeof type !== "string" || type.trim() === "") {
+    problems.add(`${path}.type`, `must be a non-empty string such as 'ADD_TAGS', got ${describeValue(type)}`);
+    return undefined;
+  }
+  if (!Array.isArray(values)) {
+    problems.add(`${path}.values`, `must be a list of strings, got ${describeValue(values)}`);
+    return undefined;
+  }
+  const strings = values.filter((value): value is string => typeof value === "string");
+  if (strings.length !== values.length) {
+    const bad = values.findIndex((value) => typeof value !== "string");
+    problems.add(`${path}.values[${bad}]`, `must be a string, got ${describeValue(values[bad])}`);
+    return undefined;
+  }
+  return { type: type.trim(), values: strings };
+}
+
+// Unknown keys are refused rather than ignored: a misspelled key ('rule', 'condition') would otherwise silently
+// change what the test checks.
+function rejectUnknownKeys(
+  raw: Record<string, unknown>,
+  allowed: readonly string[],
+  path: string,
+  problems: ProblemList,
+) {
+  for (const key of Object.keys(raw)) {
+    if (!allowed.includes(key)) {
+      problems.add(path ? `${path}.${key}` : key, `unknown key (expected ${allowed.join(", ")})`);
+    }
+  }
+}

@@ -1,0 +1,17 @@
+// Parser and evaluator of metadata-test definitions: pure functions, no I/O (see README.md).
+export { parseTestDefinition, definitionFromJson } from "./definition.parser";
+export { evaluateTest, appliesToEntityType, type TestOutcome } from "./test.evaluator";
+export { TestDefinitionError, type DefinitionProblem } from "./test-definition.error";
+export type { FailedRule } from "./failed-rule";
+export type { EntitySnapshot } from "./entity.types";
+export type {
+  ParsedDefinition,
+  Predicate,
+  AndPredicate,
+  OrPredicate,
+  NotPredicate,
+  PropertyPredicate,
+  TestActions,
+  TestAction,
+} from "./definition.types";
+export { OPERATORS, type Operator } from "./operators";

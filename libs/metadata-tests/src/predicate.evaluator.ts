@@ -1,0 +1,34 @@
+import { isPropertyPredicate, type Predicate } from "./definition.types";
+import type { EntitySnapshot } from "./entity.types";
+import { resolveProperty } from "./entity-property.resolver";
+import { failedRule, type FailedRule } from "./failed-rule";
+import { satisfies } from "./operator.evaluator";
+
+/** Whether a predicate came out as wanted and, when it did not, the leaf predicates responsible. */
+export interface Verdict {
+  ok: boolean;
+  failures: FailedRule[];
+}
+
+/**
+ * Checks that `predicate` (found at `path`) evaluates to `want` on the entity. Asking for a wanted outcome, rather
+ * than just a boolean, is what lets a `not` explain itself: inside it, the leaves that held are the ones to blame.
+ * Every child is evaluated (no short-circuit) so that all failures are reported, not only the first.
+ */
+export function checkPredicate(predicate: Predicate, path: string, want: boolean, entity: EntitySnapshot): Verdict {
+  if (isPropertyPredicate(predicate)) {
+    const resolved = resolveProperty(entity, predicate.property);
+    const ok = satisfies(predicate, resolved) === want;
+    return { ok, failures: ok ? [] : [failedRule(predicate, path, resolved.values, !want)] };
+  }
+  if ("not" in predicate) return checkPredicate(predicate.not, `${path}.not`, !want, entity);
+  const [combinator, children] =
+    "and" in predicate ? (["and", predicate.and] as const) : (["or", predicate.or] as const);
+  const verdicts = children.map((child, index) =>
+    checkPredicate(child, `${path}.${combinator}[${index}]`, want, entity),
+  );
+  // and=true and or=false need every child as wanted; or=true and and=false need only one.
+  const needsAll = (combinator === "and") === want;
+  const ok = needsAll ? verdicts.every((verdict) => verdict.ok) : verdicts.some((verdict) => verdict.ok);
+  return { ok, failures: ok ? [] : verdicts.flatMap((verdict) => verdict.failures) };
+}

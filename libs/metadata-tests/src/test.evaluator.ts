@@ -1,0 +1,30 @@
+import type { ParsedDefinition } from "./definition.types";
+import type { EntitySnapshot } from "./entity.types";
+import type { FailedRule } from "./failed-rule";
+import { checkPredicate } from "./predicate.evaluator";
+
+/** A test that does not apply to the entity says nothing about it: it neither passes nor fails. */
+export type TestOutcome = { applies: false } | { applies: true; passed: boolean; failedRules: FailedRule[] };
+
+/** Runs one test against one entity. Pure: the caller loads the entity and stores the outcome. */
+export function evaluateTest(definition: ParsedDefinition, entity: EntitySnapshot): TestOutcome {
+  if (!appliesToEntityType(definition, entity.entityType)) return { applies: false };
+  const { conditions } = definition.on;
+  if (conditions && !checkPredicate(conditions, "on.conditions", true, entity).ok) return { applies: false };
+  const verdict = checkPredicate(definition.rules, "rules", true, entity);
+  return { applies: true, passed: verdict.ok, failedRules: verdict.failures };
+}
+
+/**
+ * Whether `on.types` names the entity's type. Case and underscores are ignored so that GraphQL's enum spelling
+ * (DATASET, DATA_JOB) selects the same entities as the registry's (dataset, dataJob). Exported so that choosing
+ * which tests to run uses the same rule as evaluating them.
+ */
+export function appliesToEntityType(definition: ParsedDefinition, entityType: string): boolean {
+  const wanted = typeKey(entityType);
+  return definition.on.types.some((type) => typeKey(type) === wanted);
+}
+
+function typeKey(type: string): string {
+  return type.replace(/_/g, "").toLowerCase();
+}
