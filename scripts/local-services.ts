@@ -103,9 +103,14 @@ function findPostgresBin(name: string): string | null {
   return null;
 }
 
-/** PostgreSQL refuses to run as root, so as root the private cluster is run by the `postgres` system user. */
+/**
+ * PostgreSQL refuses to run as root, so as root the private cluster is run by the `postgres` system user. setsid
+ * puts the server in a session of its own: Ctrl-C must reach the services, which still need the database while they
+ * shut down, not the database itself (it is stopped last, explicitly).
+ */
 function asServerUser(command: string, args: string[]): [string, string[]] {
-  return process.getuid?.() === 0 ? ["runuser", ["-u", "postgres", "--", command, ...args]] : [command, args];
+  const asUser = process.getuid?.() === 0 ? ["runuser", "-u", "postgres", "--", command, ...args] : [command, ...args];
+  return ["setsid", ["--wait", ...asUser]];
 }
 
 async function startPostgres(dataDir: string): Promise<() => Promise<void>> {
@@ -161,7 +166,8 @@ async function startRedis(dataDir: string): Promise<() => Promise<void>> {
       "--maxmemory-policy",
       "noeviction",
     ],
-    { stdio: ["ignore", log, log] },
+    // detached: like PostgreSQL above, out of reach of the terminal's Ctrl-C, stopped last and explicitly.
+    { stdio: ["ignore", log, log], detached: true },
   );
   await waitForPort(PRIVATE_REDIS_PORT, "Redis");
   process.stdout.write(`Redis (private, data in ${dir}) on 127.0.0.1:${PRIVATE_REDIS_PORT}\n`);

@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
 import { createInterface } from "node:readline";
 import { DEVELOPMENT_SECRETS } from "@mdp/core";
-import { applyMigrations } from "@mdp/db";
+import { applyMigrations, ensureDatabase } from "@mdp/db";
 import { ensureLocalServices } from "./local-services";
 
 const SERVICES = ["gateway", "truncation-worker", "evaluation-worker"] as const;
@@ -16,9 +16,14 @@ async function main(): Promise<void> {
   const root = path.resolve(__dirname, "..");
   const local = await ensureLocalServices(root, { reuseDefaults: false });
   const env = { ...process.env, DATABASE_URL: local.databaseUrl, REDIS_URL: local.redisUrl };
-
-  const { applied } = await applyMigrations(local.databaseUrl);
-  process.stdout.write(applied.length ? `Applied migrations: ${applied.join(", ")}\n` : "Migrations up to date\n");
+  try {
+    await ensureDatabase(local.databaseUrl);
+    const { applied } = await applyMigrations(local.databaseUrl);
+    process.stdout.write(applied.length ? `Applied migrations: ${applied.join(", ")}\n` : "Migrations up to date\n");
+  } catch (error) {
+    await local.stop(); // leave no private server running behind a failed start
+    throw error;
+  }
 
   const tsx = require.resolve("tsx/cli");
   const children: ChildProcess[] = SERVICES.map((name) => {

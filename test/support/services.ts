@@ -23,7 +23,8 @@ export function startService(name: ServiceName, env: Record<string, string>): Ru
     process.execPath,
     [require.resolve("tsx/cli"), path.join(ROOT, "services", name, "src", "main.ts")],
     {
-      env: { ...process.env, NODE_ENV: "test", LOG_LEVEL: "info", ...env },
+      // Not NODE_ENV=test: libraries such as Apollo behave differently under it, and these tests run the real thing.
+    env: { ...process.env, NODE_ENV: "development", LOG_LEVEL: "info", ...env },
       stdio: ["ignore", "pipe", "pipe"],
     },
   );

@@ -27,3 +27,12 @@ export function whenReady(redis: Redis, timeoutMs = 10_000): Promise<void> {
     redis.once("ready", onReady);
   });
 }
+
+/** QUIT when connected (pending replies arrive first); otherwise drop the socket: QUIT would wait for a reconnect. */
+export async function closeRedis(redis: Redis): Promise<void> {
+  if (redis.status === "ready") {
+    await redis.quit().catch(() => redis.disconnect());
+  } else {
+    redis.disconnect();
+  }
+}

@@ -1,7 +1,7 @@
 import { stopTelemetry } from "./instrument";
 import { createLogger, loadConfigOrExit } from "@mdp/core";
 import { createPrismaClient } from "@mdp/db";
-import { createRedis, createWorker, runUntilSignalled } from "@mdp/queues";
+import { closeRedis, createRedis, createWorker, runUntilSignalled } from "@mdp/queues";
 import { createEvaluateHandler } from "./evaluate.processor";
 
 const config = loadConfigOrExit();
@@ -14,4 +14,4 @@ const worker = createWorker("evaluate", createEvaluateHandler({ prisma }), {
   concurrency: config.EVALUATION_CONCURRENCY,
   logger,
 });
-runUntilSignalled({ worker, logger, resources: [() => connection.quit(), () => prisma.$disconnect(), stopTelemetry] });
+runUntilSignalled({ worker, logger, resources: [() => closeRedis(connection), () => prisma.$disconnect(), stopTelemetry] });

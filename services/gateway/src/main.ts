@@ -1,7 +1,7 @@
 import { stopTelemetry } from "./instrument";
 import { createLogger, loadConfigOrExit } from "@mdp/core";
 import { createPrismaClient } from "@mdp/db";
-import { createRedis, whenReady } from "@mdp/queues";
+import { closeRedis, createRedis, whenReady } from "@mdp/queues";
 import { createGateway } from "./app";
 import { composeServices } from "./composition";
 import { Readiness } from "./readiness";
@@ -45,8 +45,9 @@ async function main(): Promise<void> {
     }, 25_000).unref();
     try {
       await gateway.stop(); // stops taking requests and waits for the ones in flight
+      logger.info("HTTP drained");
       await stopServices();
-      await Promise.allSettled([redis.quit(), subscriber.quit(), prisma.$disconnect(), stopTelemetry()]);
+      await Promise.allSettled([closeRedis(redis), closeRedis(subscriber), prisma.$disconnect(), stopTelemetry()]);
       clearTimeout(force);
       logger.info("stopped");
       process.exit(0);

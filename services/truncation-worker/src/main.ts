@@ -1,7 +1,7 @@
 import { stopTelemetry } from "./instrument";
 import { createLogger, loadConfigOrExit } from "@mdp/core";
 import { createPrismaClient } from "@mdp/db";
-import { createRedis, createWorker, runUntilSignalled } from "@mdp/queues";
+import { closeRedis, createRedis, createWorker, runUntilSignalled } from "@mdp/queues";
 import { createTruncateHandler } from "./truncate.processor";
 
 const config = loadConfigOrExit();
@@ -18,6 +18,6 @@ const worker = createWorker("truncate", createTruncateHandler({ prisma, logger, 
 runUntilSignalled({
   worker,
   logger,
-  resources: [() => connection.quit(), () => prisma.$disconnect(), stopTelemetry],
+  resources: [() => closeRedis(connection), () => prisma.$disconnect(), stopTelemetry],
   shutdown,
 });

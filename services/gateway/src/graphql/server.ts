@@ -26,6 +26,8 @@ export async function createGraphQLMiddleware(
     resolvers,
     introspection: true,
     includeStacktraceInErrorResponses: false,
+    // main.ts owns shutdown; Apollo's own signal handlers (on outside NODE_ENV=test) would race it.
+    stopOnTerminationSignals: false,
     validationRules: [queryLimits],
     formatError: formatError(deps.logger),
     plugins: [ApolloServerPluginDrainHttpServer({ httpServer: deps.httpServer })],

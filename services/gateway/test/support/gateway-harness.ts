@@ -7,7 +7,7 @@ import { randomUUID } from "node:crypto";
 import { createLogger, DEVELOPMENT_SECRETS, loadConfig, type Config } from "@mdp/core";
 import { createPrismaClient, type PrismaClient } from "@mdp/db";
 import { createTestDatabase, type TestDatabase } from "@mdp/db/testing";
-import { createRedis, whenReady } from "@mdp/queues";
+import { closeRedis, createRedis, whenReady } from "@mdp/queues";
 import { createGateway, type Gateway } from "../../src/app";
 import { composeServices } from "../../src/composition";
 import type { Services } from "../../src/graphql/context";
@@ -82,7 +82,7 @@ export async function startGateway(env: Record<string, string> = {}): Promise<Ha
     async close() {
       await gateway.stop();
       await composed.stop();
-      await Promise.allSettled([redis.quit(), subscriber.quit(), prisma.$disconnect()]);
+      await Promise.allSettled([closeRedis(redis), closeRedis(subscriber), prisma.$disconnect()]);
       await db.drop();
     },
   };
