@@ -24,7 +24,7 @@ export function startService(name: ServiceName, env: Record<string, string>): Ru
     [require.resolve("tsx/cli"), path.join(ROOT, "services", name, "src", "main.ts")],
     {
       // Not NODE_ENV=test: libraries such as Apollo behave differently under it, and these tests run the real thing.
-    env: { ...process.env, NODE_ENV: "development", LOG_LEVEL: "info", ...env },
+      env: { ...process.env, NODE_ENV: "development", LOG_LEVEL: "info", ...env },
       stdio: ["ignore", "pipe", "pipe"],
     },
   );

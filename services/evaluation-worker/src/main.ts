@@ -14,4 +14,8 @@ const worker = createWorker("evaluate", createEvaluateHandler({ prisma }), {
   concurrency: config.EVALUATION_CONCURRENCY,
   logger,
 });
-runUntilSignalled({ worker, logger, resources: [() => closeRedis(connection), () => prisma.$disconnect(), stopTelemetry] });
+runUntilSignalled({
+  worker,
+  logger,
+  resources: [() => closeRedis(connection), () => prisma.$disconnect(), stopTelemetry],
+});

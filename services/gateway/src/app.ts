@@ -1,7 +1,8 @@
-import express, { type Express } from "express";
+import express, { type Express, type Response } from "express";
 import { createServer, type Server } from "node:http";
 import { pinoHttp } from "pino-http";
 import type { Logger } from "@mdp/core";
+import type { Actor } from "./auth/actor";
 import { authenticate } from "./auth/auth.middleware";
 import type { Authenticator } from "./auth/authenticator";
 import type { Services } from "./graphql/context";
@@ -38,6 +39,11 @@ export async function createGateway(deps: AppDeps): Promise<Gateway> {
     pinoHttp({
       logger: deps.logger,
       genReqId: requestId,
+      // Who made each request (never how: credentials are redacted by the logger).
+      customProps: (_req, res) => {
+        const actor = (res as Response).locals?.actor as Actor | undefined;
+        return actor ? { actor: actor.urn, tokenId: actor.tokenId } : {};
+      },
       // Health probes every few seconds would drown the log.
       autoLogging: { ignore: (req) => req.url === "/health" || req.url === "/ready" },
     }),
