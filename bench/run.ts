@@ -1,0 +1,31 @@
+/**
+ * `pnpm bench [name...]`: runs the named benchmarks (all when none is named) against PostgreSQL and Redis found or
+ * started as for `pnpm test`. Every result is printed as a ratio to a baseline measured in the same run.
+ */
+import path from "node:path";
+import { ensureLocalServices } from "../scripts/local-services";
+import { benchTokens } from "./tokens/tokens.bench";
+
+const BENCHMARKS: Record<string, () => Promise<void>> = {
+  tokens: benchTokens,
+};
+
+async function main(): Promise<void> {
+  const names = process.argv.slice(2);
+  const unknown = names.filter((n) => !BENCHMARKS[n]);
+  if (unknown.length > 0)
+    throw new Error(`unknown benchmark ${unknown.join(", ")}; known: ${Object.keys(BENCHMARKS).join(", ")}`);
+  const services = await ensureLocalServices(path.resolve(__dirname, ".."), { reuseDefaults: true });
+  process.env.TEST_DATABASE_URL = services.adminDatabaseUrl;
+  process.env.REDIS_URL = services.redisUrl;
+  try {
+    for (const name of names.length > 0 ? names : Object.keys(BENCHMARKS)) await BENCHMARKS[name]!();
+  } finally {
+    await services.stop();
+  }
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`);
+  process.exit(1);
+});
