@@ -5,7 +5,7 @@
 import { QueueEvents } from "bullmq";
 import type { Redis } from "ioredis";
 import { DEVELOPMENT_SECRETS } from "@mdp/core";
-import { createPrismaClient, type PrismaClient } from "@mdp/db";
+import { createDatabase, inTransaction, TimeseriesStore, type Database, type PrismaClient } from "@mdp/db";
 import { createTestDatabase } from "@mdp/db/testing";
 import { createRedis, Producer, QUEUE_NAMES } from "@mdp/queues";
 import {
@@ -20,9 +20,11 @@ import {
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
 const systemClient = `Basic ${Buffer.from(`${DEVELOPMENT_SECRETS.SYSTEM_CLIENT_ID}:${DEVELOPMENT_SECRETS.SYSTEM_CLIENT_SECRET}`).toString("base64")}`;
 const ADMIN = "urn:li:corpuser:admin";
+const PROFILE = { entityType: "dataset", aspectName: "datasetProfile" };
 
 describe("the system as separate processes", () => {
   let db: Awaited<ReturnType<typeof createTestDatabase>>;
+  let database: Database;
   let prisma: PrismaClient;
   let redis: Redis;
   let services: RunningService[];
@@ -32,7 +34,8 @@ describe("the system as separate processes", () => {
 
   beforeAll(async () => {
     db = await createTestDatabase("e2e_foundation");
-    prisma = createPrismaClient(db.url);
+    database = createDatabase(db.url);
+    prisma = database.prisma;
     redis = createRedis(REDIS_URL, "worker");
     const port = await freePort();
     baseUrl = `http://127.0.0.1:${port}`;
@@ -49,7 +52,7 @@ describe("the system as separate processes", () => {
   afterAll(async () => {
     await Promise.all((services ?? []).map((s) => s.stop()));
     await redis?.quit();
-    await prisma?.$disconnect();
+    await database?.close();
     await db?.drop();
   });
 
@@ -118,13 +121,12 @@ describe("the system as separate processes", () => {
     const taskId = uniqueName("task");
     const cutoff = 1_700_000_000_000;
     const rows = [cutoff - 2000, cutoff - 1000, cutoff, cutoff + 1000].map((t, i) => ({
-      entityType: "dataset",
-      aspectName: "datasetProfile",
-      timestampMillis: BigInt(t),
       urn: `urn:li:dataset:(urn:li:dataPlatform:hive,t${i},PROD)`,
-      value: { rowCount: i },
+      timestampMillis: t,
+      valueJson: JSON.stringify({ timestampMillis: t, rowCount: i }),
     }));
-    await prisma.timeseriesAspect.createMany({ data: rows });
+    const store = new TimeseriesStore(database.pool);
+    await inTransaction(database.pool, (client) => store.append(client, PROFILE, rows));
     await prisma.task.create({ data: { id: taskId, type: "TRUNCATE_TIMESERIES", request: {}, createdBy: ADMIN } });
 
     const producer = new Producer("truncate", redis, prefix);
@@ -142,8 +144,9 @@ describe("the system as separate processes", () => {
     await Promise.all([producer.close(), events.close()]);
     await eventsConnection.quit();
 
-    const left = await prisma.timeseriesAspect.findMany({ orderBy: { timestampMillis: "asc" } });
-    expect(left.map((r) => Number(r.timestampMillis))).toEqual([cutoff, cutoff + 1000]);
+    const left = await store.values(PROFILE, rows[2]!.urn, { limit: 10 });
+    expect(left.map((r) => r.timestampMillis)).toEqual([cutoff]);
+    expect((await store.partitions(PROFILE)).map((p) => p.rowCount)).toEqual([2]);
     const task = await prisma.task.findUniqueOrThrow({ where: { id: taskId } });
     expect(task).toMatchObject({ state: "completed", progress: { deleted: 2, toDelete: 2, batches: 3, percent: 100 } });
     expect(task.finishedAt).not.toBeNull();

@@ -4,3 +4,4 @@ export * from "./logger";
 export * from "./telemetry";
 export * from "./urn";
 export * from "./otel-sdk";
+export * from "./registry/entity-registry";

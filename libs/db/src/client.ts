@@ -1,4 +1,5 @@
 import { PrismaPg } from "@prisma/adapter-pg";
+import pg from "pg";
 import { PrismaClient } from "./generated/prisma/client";
 
 export interface PrismaClientOptions {
@@ -13,4 +14,26 @@ export interface PrismaClientOptions {
 export function createPrismaClient(databaseUrl: string, opts: PrismaClientOptions = {}): PrismaClient {
   const adapter = new PrismaPg({ connectionString: databaseUrl, max: opts.poolMax ?? 10 });
   return new PrismaClient({ adapter });
+}
+
+/** Prisma and plain pg on one connection pool: pg for the bulk and DDL work Prisma cannot express (time series). */
+export interface Database {
+  prisma: PrismaClient;
+  pool: pg.Pool;
+  close(): Promise<void>;
+}
+
+export function createDatabase(databaseUrl: string, opts: PrismaClientOptions = {}): Database {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: opts.poolMax ?? 10 });
+  // An idle client that loses its connection emits 'error' on the pool; without a listener that would crash the process.
+  pool.on("error", () => undefined);
+  const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
+  return {
+    prisma,
+    pool,
+    close: async () => {
+      await prisma.$disconnect();
+      await pool.end();
+    },
+  };
 }

@@ -1,5 +1,11 @@
 /** @mdp/db: the Prisma client factory, the generated models and enums, and the migration applier. */
-export { createPrismaClient, type PrismaClientOptions } from "./client";
+export { createDatabase, createPrismaClient, type Database, type PrismaClientOptions } from "./client";
+export * from "./aspects/aspect.repository";
+export { inTransaction } from "./transaction";
+export * from "./timeseries/timeseries-tables";
+export * from "./timeseries/timeseries.store";
+export * from "./timeseries/truncation";
+export { bulkLoad, type BulkLoadOptions } from "./timeseries/bulk-load";
 export { isUniqueViolation } from "./errors";
 // PrismaClient, the Prisma namespace (errors, input types, TransactionClient), every model type and enum.
 export * from "./generated/prisma/client";

@@ -1,4 +1,4 @@
-import type { JobsOptions } from "bullmq";
+import type { JobsOptions, WorkerOptions } from "bullmq";
 import type { QueueKey } from "./names";
 
 const HOUR = 3600;
@@ -18,5 +18,21 @@ export function jobOptions(queue: QueueKey, jobId: string): JobsOptions {
     case "evaluate":
       // A caller is waiting synchronously; a retry after a long backoff would answer nobody.
       return { jobId, attempts: 2, backoff: { type: "fixed", delay: 200 }, ...retention };
+  }
+}
+
+/**
+ * How quickly a job whose worker died (SIGKILL, lost machine) goes back to the queue: its lock expires after
+ * lockDuration and the stall check runs every stalledInterval. Truncation steps are short and resumable, so a dead
+ * worker's task is picked up again within ~20 s rather than BullMQ's default minute.
+ */
+export function workerOptions(
+  queue: QueueKey,
+): Pick<WorkerOptions, "lockDuration" | "stalledInterval" | "maxStalledCount"> {
+  switch (queue) {
+    case "truncate":
+      return { lockDuration: 15_000, stalledInterval: 5_000, maxStalledCount: 2 };
+    case "evaluate":
+      return { lockDuration: 30_000, stalledInterval: 30_000, maxStalledCount: 1 };
   }
 }

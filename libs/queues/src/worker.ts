@@ -1,6 +1,7 @@
 import { UnrecoverableError, Worker, type Job, type Processor } from "bullmq";
 import type { Redis } from "ioredis";
 import { extractTraceContext, inSpan, type Logger } from "@mdp/core";
+import { workerOptions } from "./job-options";
 import { QUEUE_NAMES, type QueueKey } from "./names";
 import { PAYLOADS, type Payload } from "./payloads";
 
@@ -40,6 +41,7 @@ export function createWorker<Q extends QueueKey>(key: Q, handler: JobHandler<Q>,
     prefix: options.prefix,
     concurrency: options.concurrency,
     autorun: false,
+    ...workerOptions(key),
   });
   worker.on("failed", (job, error) =>
     options.logger.warn({ jobId: job?.id, attemptsMade: job?.attemptsMade, err: error.message }, "job failed"),

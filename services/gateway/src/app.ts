@@ -1,25 +1,32 @@
-import express, { type Express, type Response } from "express";
+import type { Queue } from "bullmq";
+import express, { type Express } from "express";
 import { createServer, type Server } from "node:http";
-import { pinoHttp } from "pino-http";
 import type { Logger } from "@mdp/core";
-import type { Actor } from "./auth/actor";
 import { authenticate } from "./auth/auth.middleware";
 import type { Authenticator } from "./auth/authenticator";
 import type { Services } from "./graphql/context";
 import { createGraphQLMiddleware } from "./graphql/server";
 import { errorHandler, notFoundHandler } from "./http/error-handler";
 import { healthRoutes } from "./http/health.routes";
-import { requestId } from "./http/request-id";
+import { basicChallenge, basicTokenAsBearer, DASHBOARD_PATH, queueDashboard } from "./http/queue-dashboard";
+import { requestLogger } from "./http/request-logger";
+import { metadataRoutes, type MetadataDeps } from "./metadata/metadata.routes";
+import { operationsRoutes, type OperationsDeps } from "./operations/operations.routes";
 import type { Readiness } from "./readiness";
 
 export const BODY_LIMIT = "1mb";
 export const GRAPHQL_PATHS = ["/api/graphql", "/graphql"];
+/** The HTTP operations answer under both; the prefix before /gms depends on the deployment. */
+export const GMS_PATHS = ["/gms", "/api/gms"];
 
 export interface AppDeps {
   logger: Logger;
   authenticator: Authenticator;
   readiness: Readiness;
   services: Services;
+  http: MetadataDeps & OperationsDeps;
+  /** shown in the queue dashboard */
+  queues: Queue[];
 }
 
 export interface Gateway {
@@ -35,25 +42,21 @@ export async function createGateway(deps: AppDeps): Promise<Gateway> {
   const server = createServer(app);
   app.disable("x-powered-by");
   app.set("trust proxy", "loopback");
-  app.use(
-    pinoHttp({
-      logger: deps.logger,
-      genReqId: requestId,
-      // Who made each request (never how: credentials are redacted by the logger).
-      customProps: (_req, res) => {
-        const actor = (res as Response).locals?.actor as Actor | undefined;
-        return actor ? { actor: actor.urn, tokenId: actor.tokenId } : {};
-      },
-      // Health probes every few seconds would drown the log.
-      autoLogging: { ignore: (req) => req.url === "/health" || req.url === "/ready" },
-    }),
-  );
+  // Health probes every few seconds would drown the log.
+  app.use(requestLogger(app, deps.logger, { ignore: (url) => url === "/health" || url === "/ready" }));
   app.use(healthRoutes(deps.readiness));
+  app.use(DASHBOARD_PATH, basicChallenge, basicTokenAsBearer);
   app.use(authenticate(deps.authenticator));
   app.use(express.json({ limit: BODY_LIMIT }));
 
   const graphql = await createGraphQLMiddleware({ logger: deps.logger, httpServer: server, services: deps.services });
   app.use(GRAPHQL_PATHS, graphql.middleware);
+  for (const base of GMS_PATHS) {
+    app.use(base, metadataRoutes(deps.http), operationsRoutes(deps.http));
+  }
+
+  const dashboard = queueDashboard(deps.queues, deps.services.engine);
+  app.use(DASHBOARD_PATH, dashboard.guard, dashboard.router);
 
   app.use(notFoundHandler);
   app.use(errorHandler(deps.logger, GRAPHQL_PATHS));

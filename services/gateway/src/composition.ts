@@ -1,9 +1,13 @@
-import type { Config, Logger } from "@mdp/core";
-import type { PrismaClient } from "@mdp/db";
+import { EntityRegistry, type Config, type Logger } from "@mdp/core";
+import { AspectRepository, TimeseriesStore, type Database } from "@mdp/db";
+import { Producer } from "@mdp/queues";
 import type { Redis } from "ioredis";
 import { AuditService } from "./audit/audit.service";
 import { Authenticator } from "./auth/authenticator";
 import { InvalidationBus } from "./events/invalidation-bus";
+import { IngestionService } from "./metadata/ingestion.service";
+import { TaskService } from "./operations/task.service";
+import { TruncationService } from "./operations/truncation.service";
 import type { Services } from "./graphql/context";
 import { GroupService } from "./policies/group.service";
 import { PolicyEngine } from "./policies/policy-engine";
@@ -12,7 +16,8 @@ import { LastUsedRecorder } from "./tokens/last-used.recorder";
 import { TokenService } from "./tokens/token.service";
 
 export interface Connections {
-  prisma: PrismaClient;
+  /** Prisma and pg on one pool */
+  db: Database;
   /** commands and publishing */
   redis: Redis;
   /** a connection of its own: a subscribed ioredis connection can do nothing else */
@@ -21,7 +26,7 @@ export interface Connections {
 
 /** Builds the gateway's domain services on the given connections; `stop` flushes what they hold in memory. */
 export async function composeServices(config: Config, connections: Connections, logger: Logger) {
-  const { prisma } = connections;
+  const { prisma } = connections.db;
   const bus = new InvalidationBus(
     connections.redis,
     connections.subscriber,
@@ -39,7 +44,20 @@ export async function composeServices(config: Config, connections: Connections, 
     groups: new GroupService(prisma, engine, bus, config),
     audit: new AuditService(prisma, engine),
   };
+  const registry = EntityRegistry.load(config.ENTITY_REGISTRY_PATH);
+  const aspects = new AspectRepository();
+  const timeseries = new TimeseriesStore(connections.db.pool);
+  const ingestion = new IngestionService(connections.db, registry, aspects, timeseries, engine);
+  const truncateProducer = new Producer("truncate", connections.redis, config.QUEUE_PREFIX);
+  const truncation = new TruncationService(connections.db, registry, timeseries, truncateProducer, engine, logger);
+  const evaluateProducer = new Producer("evaluate", connections.redis, config.QUEUE_PREFIX);
+  const tasks = new TaskService(connections.db, engine, [truncateProducer, evaluateProducer], logger);
+  const http = { db: connections.db, registry, aspects, timeseries, ingestion, engine, truncation, tasks };
   await bus.start();
   const authenticator = new Authenticator(config, (token) => tokens.verify(token));
-  return { services, authenticator, stop: () => lastUsed.stop() };
+  const stop = async () => {
+    await lastUsed.stop();
+    await Promise.all([truncateProducer.close(), evaluateProducer.close()]);
+  };
+  return { services, http, queues: [truncateProducer.queue, evaluateProducer.queue], authenticator, stop };
 }

@@ -1,6 +1,6 @@
 import { stopTelemetry } from "./instrument";
 import { createLogger, loadConfigOrExit } from "@mdp/core";
-import { createPrismaClient } from "@mdp/db";
+import { createDatabase } from "@mdp/db";
 import { closeRedis, createRedis, whenReady } from "@mdp/queues";
 import { createGateway } from "./app";
 import { composeServices } from "./composition";
@@ -15,19 +15,24 @@ async function main(): Promise<void> {
     );
   }
 
-  const prisma = createPrismaClient(config.DATABASE_URL);
+  const db = createDatabase(config.DATABASE_URL);
+  const { prisma } = db;
   const redis = createRedis(config.REDIS_URL, "producer");
   const subscriber = createRedis(config.REDIS_URL, "subscriber");
   await Promise.all([whenReady(redis), whenReady(subscriber)]);
   const {
     services,
+    http,
+    queues,
     authenticator,
     stop: stopServices,
-  } = await composeServices(config, { prisma, redis, subscriber }, logger);
+  } = await composeServices(config, { db, redis, subscriber }, logger);
   const gateway = await createGateway({
     logger,
     authenticator,
     services,
+    http,
+    queues,
     readiness: new Readiness(prisma, redis, config.DATABASE_URL),
   });
 
@@ -47,7 +52,7 @@ async function main(): Promise<void> {
       await gateway.stop(); // stops taking requests and waits for the ones in flight
       logger.info("HTTP drained");
       await stopServices();
-      await Promise.allSettled([closeRedis(redis), closeRedis(subscriber), prisma.$disconnect(), stopTelemetry()]);
+      await Promise.allSettled([closeRedis(redis), closeRedis(subscriber), db.close(), stopTelemetry()]);
       clearTimeout(force);
       logger.info("stopped");
       process.exit(0);

@@ -1,12 +1,22 @@
 import { DelayedError, UnrecoverableError, type Job } from "bullmq";
 import type { Logger } from "@mdp/core";
-import type { PrismaClient } from "@mdp/db";
+import {
+  deleteBatch,
+  dropPartition,
+  inTransaction,
+  planTruncation,
+  type Database,
+  type TimeseriesStore,
+  type TruncationPlan,
+} from "@mdp/db";
 import type { JobHandler, Payload } from "@mdp/queues";
+import type pg from "pg";
 
 export interface TruncateDeps {
-  prisma: PrismaClient;
+  db: Database;
+  store: TimeseriesStore;
   logger: Logger;
-  /** aborted when the process is asked to stop: the job hands itself back between batches */
+  /** aborted when the process is asked to stop: the job hands itself back between steps */
   shutdownSignal: AbortSignal;
 }
 
@@ -17,92 +27,108 @@ export interface TruncateProgress {
   percent: number;
 }
 
+type TaskEnd = "completed" | "failed" | "cancelled";
+
 /**
- * Deletes the rows of one time-series aspect older than the cutoff, in transactions of at most `batchSize` rows.
- * Each batch and the task's progress commit together, so a worker that dies mid-task leaves an exact count and the
- * next attempt resumes from it; the cutoff predicate is re-applied on every batch, so no attempt touches a newer row.
+ * Deletes the rows of one time-series aspect older than the cutoff: partitions that lie entirely before it are dropped
+ * whole, the partition it falls inside is deleted from in transactions of at most `batchSize` rows. Every step commits
+ * together with the task's progress, so a worker that dies mid-task leaves an exact count, and the next attempt plans
+ * again from what is left: it never deletes a row at or after the cutoff, nor counts a row twice.
  */
 export function createTruncateHandler(deps: TruncateDeps): JobHandler<"truncate"> {
   return async (payload, job, token) => {
-    const { prisma } = deps;
+    const { prisma } = deps.db;
     const task = await prisma.task.findUnique({ where: { id: payload.taskId } });
     if (!task) throw new UnrecoverableError(`Task ${payload.taskId} does not exist`);
-    if (task.cancelRequested)
-      return finish(prisma, payload.taskId, "cancelled", progressOf(task.progress), "Cancelled before it started");
-
-    const startedAt = task.startedAt ?? new Date();
+    if (task.state === "completed" || task.state === "cancelled") return task.result; // a duplicate delivery
     let progress = progressOf(task.progress);
-    if (task.startedAt === null) progress = { ...progress, toDelete: await countOlderRows(prisma, payload) };
+    if (task.cancelRequested) {
+      await finish(deps.db.pool, payload.taskId, "cancelled", progress, "Cancelled before it started");
+      throw new UnrecoverableError("Cancelled before it started");
+    }
+    const ref = { entityType: payload.entityType, aspectName: payload.aspect };
+    const startedAt = task.startedAt ?? new Date();
+    let plan = await planTruncation(deps.db.pool, await deps.store.partitions(ref), payload.endTimeMillis);
+    // The first attempt fixes toDelete; a resumed one keeps it, so the story the task row tells stays whole.
+    if (task.startedAt === null)
+      progress = { ...progress, toDelete: plan.toDelete, percent: plan.toDelete === 0 ? 100 : 0 };
     await prisma.task.update({
       where: { id: payload.taskId },
-      data: { state: "active", startedAt, attemptsMade: job.attemptsMade + 1, progress: { ...progress } },
+      data: {
+        state: "active",
+        startedAt,
+        attemptsMade: job.attemptsMade + 1,
+        failedReason: null,
+        progress: { ...progress },
+      },
     });
 
+    const checkpoint = async () => {
+      if (deps.shutdownSignal.aborted) await handBack(job, token);
+      if (payload.timeoutSeconds !== undefined && Date.now() - startedAt.getTime() >= payload.timeoutSeconds * 1000) {
+        const reason = `Timed out after ${payload.timeoutSeconds} s; ${progress.deleted} rows were deleted before the timeout`;
+        await finish(deps.db.pool, payload.taskId, "failed", progress, reason);
+        throw new UnrecoverableError(reason);
+      }
+      const { cancelRequested } = await prisma.task.findUniqueOrThrow({
+        where: { id: payload.taskId },
+        select: { cancelRequested: true },
+      });
+      if (cancelRequested) {
+        const reason = `Cancelled; ${progress.deleted} rows were deleted before the cancellation`;
+        await finish(deps.db.pool, payload.taskId, "cancelled", progress, reason);
+        throw new UnrecoverableError(reason);
+      }
+    };
+    const step = async (work: (client: pg.PoolClient) => Promise<number>) => {
+      await checkpoint();
+      progress = await inTransaction(deps.db.pool, async (client) => {
+        const next = advance(progress, await work(client));
+        await saveProgress(client, payload.taskId, next);
+        return next;
+      });
+      await job.updateProgress({ ...progress });
+    };
+
     try {
-      for (;;) {
-        if (deps.shutdownSignal.aborted) return await handBack(job, token);
-        if (payload.timeoutSeconds !== undefined && Date.now() - startedAt.getTime() >= payload.timeoutSeconds * 1000) {
-          const reason = `Timed out after ${payload.timeoutSeconds} s; ${progress.deleted} rows were deleted before the timeout`;
-          await finish(prisma, payload.taskId, "failed", progress, reason);
-          throw new UnrecoverableError(reason);
-        }
-        const current = await prisma.task.findUniqueOrThrow({
-          where: { id: payload.taskId },
-          select: { cancelRequested: true },
-        });
-        if (current.cancelRequested) {
-          const reason = `Cancelled; ${progress.deleted} rows were deleted before the cancellation`;
-          await finish(prisma, payload.taskId, "cancelled", progress, reason);
-          throw new UnrecoverableError(reason);
-        }
-        const deleted = await deleteBatch(prisma, payload, progress);
-        progress = nextProgress(progress, deleted);
-        await job.updateProgress({ ...progress });
-        if (deleted < payload.batchSize) break;
+      // Rows can arrive for old days while we work: plan again until nothing older than the cutoff is left.
+      while (plan.toDelete > 0) {
+        await executePlan(plan, payload, step);
+        plan = await planTruncation(deps.db.pool, await deps.store.partitions(ref), payload.endTimeMillis);
       }
     } catch (error) {
       if (error instanceof UnrecoverableError || error instanceof DelayedError) throw error;
-      await recordAttemptFailure(prisma, job, payload.taskId, error);
+      await recordAttemptFailure(deps.db.pool, job, payload.taskId, error);
       throw error;
     }
     const result = { deleted: progress.deleted, batches: progress.batches };
-    await finish(prisma, payload.taskId, "completed", progress, null, result);
+    await finish(deps.db.pool, payload.taskId, "completed", progress, null, result);
     return result;
   };
 }
 
-async function countOlderRows(prisma: PrismaClient, p: Payload<"truncate">): Promise<number> {
-  const [row] = await prisma.$queryRaw<Array<{ n: bigint }>>`
-    SELECT count(*) AS n FROM timeseries_aspect
-    WHERE entity_type = ${p.entityType} AND aspect_name = ${p.aspect} AND timestamp_millis < ${BigInt(p.endTimeMillis)}`;
-  return Number(row?.n ?? 0);
+async function executePlan(
+  plan: TruncationPlan,
+  payload: Payload<"truncate">,
+  step: (work: (client: pg.PoolClient) => Promise<number>) => Promise<void>,
+): Promise<void> {
+  for (const partition of plan.wholePartitions) await step((client) => dropPartition(client, partition));
+  if (!plan.boundary) return;
+  const { partition } = plan.boundary;
+  let deleted: number;
+  do {
+    let n = 0;
+    await step(async (client) => (n = await deleteBatch(client, partition, payload.endTimeMillis, payload.batchSize)));
+    deleted = n;
+  } while (deleted === payload.batchSize);
 }
 
-/** One batch: delete at most batchSize rows and record the new progress, in one transaction. */
-async function deleteBatch(prisma: PrismaClient, p: Payload<"truncate">, progress: TruncateProgress): Promise<number> {
-  return prisma.$transaction(async (tx) => {
-    const deleted = await tx.$executeRaw`
-      DELETE FROM timeseries_aspect
-      WHERE (entity_type, aspect_name, timestamp_millis, id) IN (
-        SELECT entity_type, aspect_name, timestamp_millis, id FROM timeseries_aspect
-        WHERE entity_type = ${p.entityType} AND aspect_name = ${p.aspect} AND timestamp_millis < ${BigInt(p.endTimeMillis)}
-        ORDER BY timestamp_millis
-        LIMIT ${p.batchSize})`;
-    await tx.task.update({ where: { id: p.taskId }, data: { progress: { ...nextProgress(progress, deleted) } } });
-    return deleted;
-  });
-}
-
-function nextProgress(progress: TruncateProgress, deleted: number): TruncateProgress {
+function advance(progress: TruncateProgress, deleted: number): TruncateProgress {
   const total = progress.deleted + deleted;
-  // Rows may arrive after the count, so toDelete grows rather than percent passing 100.
+  // Rows that arrived after planning make toDelete grow rather than percent pass 100.
   const toDelete = Math.max(progress.toDelete, total);
-  return {
-    deleted: total,
-    toDelete,
-    batches: progress.batches + 1,
-    percent: toDelete === 0 ? 100 : round2((100 * total) / toDelete),
-  };
+  const percent = toDelete === 0 ? 100 : Math.round((10_000 * total) / toDelete) / 100;
+  return { deleted: total, toDelete, batches: progress.batches + 1, percent };
 }
 
 function progressOf(value: unknown): TruncateProgress {
@@ -110,21 +136,23 @@ function progressOf(value: unknown): TruncateProgress {
   return { deleted: p.deleted ?? 0, toDelete: p.toDelete ?? 0, batches: p.batches ?? 0, percent: p.percent ?? 0 };
 }
 
-const round2 = (n: number) => Math.round(n * 100) / 100;
+async function saveProgress(client: pg.ClientBase, taskId: string, progress: TruncateProgress): Promise<void> {
+  await client.query("UPDATE task SET progress = $2::jsonb WHERE id = $1", [taskId, JSON.stringify(progress)]);
+}
 
 async function finish(
-  prisma: PrismaClient,
+  pool: pg.Pool,
   taskId: string,
-  state: "completed" | "failed" | "cancelled",
+  state: TaskEnd,
   progress: TruncateProgress,
   failedReason: string | null,
   result?: Record<string, number>,
-) {
-  await prisma.task.update({
-    where: { id: taskId },
-    data: { state, progress: { ...progress }, failedReason, finishedAt: new Date(), ...(result ? { result } : {}) },
-  });
-  return result ?? null;
+): Promise<void> {
+  await pool.query(
+    `UPDATE task SET state = $2::"TaskState", progress = $3::jsonb, failed_reason = $4, result = $5::jsonb,
+            finished_at = now() WHERE id = $1`,
+    [taskId, state, JSON.stringify(progress), failedReason, result ? JSON.stringify(result) : null],
+  );
 }
 
 /** Puts the job back in the queue at once: another worker (or this one, restarted) resumes from the recorded progress. */
@@ -134,15 +162,16 @@ async function handBack(job: Job, token: string | undefined): Promise<never> {
 }
 
 /** A failed attempt is recorded; the task becomes failed only when BullMQ will not retry it. */
-async function recordAttemptFailure(prisma: PrismaClient, job: Job, taskId: string, error: unknown): Promise<void> {
+async function recordAttemptFailure(pool: pg.Pool, job: Job, taskId: string, error: unknown): Promise<void> {
   const message = error instanceof Error ? error.message : String(error);
-  const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
-  await prisma.task
-    .update({
-      where: { id: taskId },
-      data: lastAttempt
-        ? { state: "failed", failedReason: message, finishedAt: new Date() }
-        : { state: "waiting", failedReason: `Attempt ${job.attemptsMade + 1} failed, retrying: ${message}` },
-    })
+  const attempt = job.attemptsMade + 1;
+  const lastAttempt = attempt >= (job.opts.attempts ?? 1);
+  await pool
+    .query(
+      lastAttempt
+        ? `UPDATE task SET state = 'failed', failed_reason = $2, finished_at = now() WHERE id = $1`
+        : `UPDATE task SET state = 'waiting', failed_reason = $2 WHERE id = $1`,
+      [taskId, lastAttempt ? message : `Attempt ${attempt} failed, retrying: ${message}`],
+    )
     .catch(() => undefined); // PostgreSQL itself may be what failed; BullMQ still records the failure
 }

@@ -7,7 +7,8 @@ import type { PrismaClient } from "@mdp/db";
  */
 export class LastUsedRecorder {
   static readonly FLUSH_INTERVAL_MS = 5_000;
-  private pending = new Map<string, Date>();
+  /** token id → epoch ms of its latest use (a number: no Date per request) */
+  private pending = new Map<string, number>();
   private readonly timer: NodeJS.Timeout;
 
   constructor(
@@ -17,7 +18,7 @@ export class LastUsedRecorder {
     this.timer = setInterval(() => void this.flush(), LastUsedRecorder.FLUSH_INTERVAL_MS).unref();
   }
 
-  record(tokenId: string, at = new Date()): void {
+  record(tokenId: string, at = Date.now()): void {
     this.pending.set(tokenId, at);
   }
 
@@ -26,7 +27,7 @@ export class LastUsedRecorder {
     const batch = this.pending;
     this.pending = new Map();
     const ids = [...batch.keys()];
-    const times = ids.map((id) => batch.get(id)!);
+    const times = ids.map((id) => new Date(batch.get(id)!));
     try {
       // Several replicas flush independently; GREATEST keeps the newest use.
       await this.prisma.$executeRaw`

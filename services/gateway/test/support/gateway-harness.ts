@@ -5,9 +5,10 @@
 import type { AddressInfo } from "node:net";
 import { randomUUID } from "node:crypto";
 import { createLogger, DEVELOPMENT_SECRETS, loadConfig, type Config } from "@mdp/core";
-import { createPrismaClient, type PrismaClient } from "@mdp/db";
+import { createDatabase, TimeseriesStore, type Database, type PrismaClient } from "@mdp/db";
 import { createTestDatabase, type TestDatabase } from "@mdp/db/testing";
-import { closeRedis, createRedis, whenReady } from "@mdp/queues";
+import { closeRedis, createRedis, createWorker, whenReady } from "@mdp/queues";
+import { createTruncateHandler } from "../../../truncation-worker/src/truncate.processor";
 import { createGateway, type Gateway } from "../../src/app";
 import { composeServices } from "../../src/composition";
 import type { Services } from "../../src/graphql/context";
@@ -21,6 +22,9 @@ export interface Harness {
   baseUrl: string;
   config: Config;
   prisma: PrismaClient;
+  database: Database;
+  /** POST a JSON body to an HTTP operation; returns the HTTP status and the parsed body */
+  post(path: string, body: unknown, headers?: Record<string, string>): Promise<{ status: number; body: HttpBody }>;
   services: Services;
   /** POST a GraphQL document; returns the HTTP status and the parsed body */
   graphql(
@@ -29,6 +33,13 @@ export interface Harness {
     headers?: Record<string, string>,
   ): Promise<{ status: number; body: GraphQLBody }>;
   close(): Promise<void>;
+}
+
+export interface HttpBody {
+  value?: unknown;
+  status?: number;
+  code?: string;
+  message?: string;
 }
 
 export interface GraphQLBody {
@@ -48,19 +59,22 @@ export async function startGateway(env: Record<string, string> = {}): Promise<Ha
     DATABASE_URL: db.url,
     REDIS_URL: process.env.REDIS_URL ?? "redis://127.0.0.1:6379",
     QUEUE_PREFIX: `test-${randomUUID()}`,
-    LOG_LEVEL: "silent",
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent",
     ...env,
   });
   const logger = createLogger("gateway-test", config.LOG_LEVEL);
-  const prisma = createPrismaClient(config.DATABASE_URL, { poolMax: 5 });
+  const database = createDatabase(config.DATABASE_URL, { poolMax: 5 });
+  const { prisma } = database;
   const redis = createRedis(config.REDIS_URL, "producer");
   const subscriber = createRedis(config.REDIS_URL, "subscriber");
   await Promise.all([whenReady(redis), whenReady(subscriber)]);
-  const composed = await composeServices(config, { prisma, redis, subscriber }, logger);
+  const composed = await composeServices(config, { db: database, redis, subscriber }, logger);
   const gateway: Gateway = await createGateway({
     logger,
     authenticator: composed.authenticator,
     services: composed.services,
+    http: composed.http,
+    queues: composed.queues,
     readiness: new Readiness(prisma, redis, config.DATABASE_URL),
   });
   await new Promise<void>((resolve) => gateway.server.listen(0, "127.0.0.1", resolve));
@@ -70,6 +84,15 @@ export async function startGateway(env: Record<string, string> = {}): Promise<Ha
     baseUrl,
     config,
     prisma,
+    database,
+    async post(path, body, headers = systemClientHeaders(ROOT)) {
+      const res = await fetch(`${baseUrl}${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...headers },
+        body: JSON.stringify(body),
+      });
+      return { status: res.status, body: (await res.json()) as HttpBody };
+    },
     services: composed.services,
     async graphql(query, variables = {}, headers = {}) {
       const res = await fetch(`${baseUrl}/api/graphql`, {
@@ -82,7 +105,7 @@ export async function startGateway(env: Record<string, string> = {}): Promise<Ha
     async close() {
       await gateway.stop();
       await composed.stop();
-      await Promise.allSettled([closeRedis(redis), closeRedis(subscriber), prisma.$disconnect()]);
+      await Promise.allSettled([closeRedis(redis), closeRedis(subscriber), database.close()]);
       await db.drop();
     },
   };
@@ -148,4 +171,30 @@ export async function createToken(
   const created = res.body.data?.createAccessToken as { accessToken: string; metadata: { id: string } } | undefined;
   if (!created) throw new Error(JSON.stringify(res.body.errors));
   return { token: created.accessToken, id: created.metadata.id };
+}
+
+/** A real truncation worker (BullMQ, PostgreSQL) in this process, on the harness's queue prefix. */
+export async function startTruncationWorker(h: Harness): Promise<{ close(): Promise<void> }> {
+  const connection = createRedis(h.config.REDIS_URL, "worker");
+  const logger = createLogger("truncation-worker-test", h.config.LOG_LEVEL);
+  const handler = createTruncateHandler({
+    db: h.database,
+    store: new TimeseriesStore(h.database.pool),
+    logger,
+    shutdownSignal: new AbortController().signal,
+  });
+  const worker = createWorker("truncate", handler, {
+    connection,
+    prefix: h.config.QUEUE_PREFIX,
+    concurrency: 1,
+    logger,
+  });
+  void worker.run();
+  await worker.waitUntilReady();
+  return {
+    close: async () => {
+      await worker.close();
+      await closeRedis(connection);
+    },
+  };
 }

@@ -1,0 +1,121 @@
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { parse } from "yaml";
+import { z } from "zod";
+import { badInput, notFound } from "../errors";
+
+const NAME = /^[A-Za-z][A-Za-z0-9_]*$/;
+const names = z.array(z.string().regex(NAME, { error: "must be letters, digits or '_', starting with a letter" }));
+const fileSchema = z.strictObject({
+  entities: z.record(z.string().regex(NAME), z.strictObject({ aspects: names, timeseriesAspects: names.default([]) })),
+});
+
+export type AspectKind = "versioned" | "timeseries";
+
+export interface TimeseriesIndex {
+  /** DataHub's index name, e.g. dataset_datasetprofileaspect_v1 */
+  indexName: string;
+  entityType: string;
+  aspectName: string;
+}
+
+/**
+ * Entity types, their aspects, and which aspects are time series. Loaded and validated once at start; names are exact
+ * and case-sensitive, and every refusal lists the valid names.
+ */
+export class EntityRegistry {
+  private constructor(private readonly entities: Map<string, Map<string, AspectKind>>) {}
+
+  static fromYaml(text: string, source: string): EntityRegistry {
+    let raw: unknown;
+    try {
+      raw = parse(text);
+    } catch (error) {
+      throw new Error(`Entity registry ${source} is not valid YAML: ${(error as Error).message}`);
+    }
+    const parsed = fileSchema.safeParse(raw);
+    if (!parsed.success) {
+      const problems = parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ");
+      throw new Error(`Entity registry ${source} is invalid: ${problems}`);
+    }
+    const entities = new Map<string, Map<string, AspectKind>>();
+    for (const [entityType, def] of Object.entries(parsed.data.entities)) {
+      const aspects = new Map<string, AspectKind>();
+      for (const name of def.aspects) aspects.set(name, "versioned");
+      for (const name of def.timeseriesAspects) {
+        if (aspects.has(name)) throw new Error(`Entity registry ${source}: ${entityType}.${name} is listed twice`);
+        aspects.set(name, "timeseries");
+      }
+      entities.set(entityType, aspects);
+    }
+    return new EntityRegistry(entities);
+  }
+
+  /** The registry at ENTITY_REGISTRY_PATH, or the built-in default. */
+  static load(registryPath?: string): EntityRegistry {
+    const file = registryPath ?? path.join(__dirname, "default-entity-registry.yaml");
+    let text: string;
+    try {
+      text = readFileSync(file, "utf8");
+    } catch (error) {
+      throw new Error(`Entity registry ${file} cannot be read: ${(error as Error).message}`);
+    }
+    return EntityRegistry.fromYaml(text, file);
+  }
+
+  entityTypes(): string[] {
+    return [...this.entities.keys()];
+  }
+
+  /** The aspect's kind; throws BAD_USER_INPUT naming the field and the valid entity types or aspects. */
+  aspectKind(
+    entityType: string,
+    aspectName: string,
+    fields = { entityType: "entityType", aspectName: "aspectName" },
+  ): AspectKind {
+    const aspects = this.aspectsOf(entityType, fields.entityType);
+    const kind = aspects.get(aspectName);
+    if (!kind) {
+      throw badInput(
+        `Unknown aspect '${aspectName}' in '${fields.aspectName}' for entity type ${entityType}; valid aspects: ${[...aspects.keys()].join(", ")}`,
+      );
+    }
+    return kind;
+  }
+
+  aspectsOf(entityType: string, field = "entityType"): Map<string, AspectKind> {
+    const aspects = this.entities.get(entityType);
+    if (!aspects) {
+      throw badInput(
+        `Unknown entity type '${entityType}' in '${field}'; valid entity types: ${this.entityTypes().join(", ")}`,
+      );
+    }
+    return aspects;
+  }
+
+  /** Every registered time-series aspect, as an index. */
+  timeseriesIndexes(): TimeseriesIndex[] {
+    const result: TimeseriesIndex[] = [];
+    for (const [entityType, aspects] of this.entities) {
+      for (const [aspectName, kind] of aspects) {
+        if (kind === "timeseries") result.push(timeseriesIndex(entityType, aspectName));
+      }
+    }
+    return result;
+  }
+
+  /** The time-series index for entityType + aspect; NOT_FOUND listing the known ones when it is not registered. */
+  timeseriesIndex(entityType: string, aspectName: string): TimeseriesIndex {
+    if (this.entities.get(entityType)?.get(aspectName) !== "timeseries") {
+      const known = this.timeseriesIndexes().map((i) => `${i.entityType}/${i.aspectName}`);
+      throw notFound(
+        `No time-series aspect '${aspectName}' for entity type '${entityType}'; known: ${known.join(", ")}`,
+      );
+    }
+    return timeseriesIndex(entityType, aspectName);
+  }
+}
+
+function timeseriesIndex(entityType: string, aspectName: string): TimeseriesIndex {
+  return { indexName: `${entityType.toLowerCase()}_${aspectName.toLowerCase()}aspect_v1`, entityType, aspectName };
+}

@@ -1,0 +1,181 @@
+import type pg from "pg";
+import { aspectTableName, dayStart, ensurePartitions, partitionName, qualified } from "./timeseries-tables";
+
+export interface TimeseriesAspectRef {
+  entityType: string;
+  aspectName: string;
+}
+
+export interface TimeseriesRow {
+  urn: string;
+  timestampMillis: number;
+  /** the aspect value as JSON text (already validated by the caller) */
+  valueJson: string;
+}
+
+export interface TimeseriesPartition {
+  table: string;
+  fromMillis: number;
+  toMillis: number;
+  rowCount: number;
+}
+
+export interface TimeseriesSize extends TimeseriesAspectRef {
+  table: string;
+  rowCount: number;
+  sizeBytes: number;
+  oldestTimestampMillis: number | null;
+  newestTimestampMillis: number | null;
+}
+
+/** A pool or a client in a transaction. */
+export type Queryable = Pick<pg.Pool, "query">;
+
+/** PostgreSQL's answer when a row has no partition (e.g. another process dropped the day meanwhile). */
+const NO_PARTITION = "23514";
+
+/**
+ * Time-series aspect rows: one range-partitioned table per aspect, one partition per UTC day, exact row counts per
+ * partition kept in timeseries.partition in the same transaction as every write (see libs/db/README.md).
+ */
+export class TimeseriesStore {
+  /** partitions this process has seen exist; a miss only costs one short DDL transaction */
+  private readonly knownPartitions = new Set<string>();
+
+  constructor(private readonly pool: pg.Pool) {}
+
+  /**
+   * Appends rows of one aspect inside the caller's transaction (`client` has run BEGIN). The day partitions are made
+   * first, outside it. Returns how many rows were written.
+   */
+  async append(client: pg.ClientBase, ref: TimeseriesAspectRef, rows: TimeseriesRow[]): Promise<number> {
+    if (rows.length === 0) return 0;
+    const table = aspectTableName(ref.entityType, ref.aspectName);
+    await this.ensureDays(ref, table, rows);
+    const perPartition = new Map<string, number>();
+    for (const row of rows) {
+      const partition = partitionName(table, dayStart(row.timestampMillis));
+      perPartition.set(partition, (perPartition.get(partition) ?? 0) + 1);
+    }
+    await client.query(
+      `INSERT INTO ${qualified(table)} (urn, timestamp_millis, value)
+       SELECT * FROM unnest($1::text[], $2::bigint[], $3::jsonb[])`,
+      [rows.map((r) => r.urn), rows.map((r) => r.timestampMillis), rows.map((r) => r.valueJson)],
+    );
+    await client.query(
+      `UPDATE timeseries.partition p SET row_count = p.row_count + d.n
+       FROM unnest($1::text[], $2::bigint[]) AS d(table_name, n) WHERE p.table_name = d.table_name`,
+      [[...perPartition.keys()], [...perPartition.values()]],
+    );
+    return rows.length;
+  }
+
+  /** Whether an error from `append` means a partition vanished under us; the caller may retry its transaction once. */
+  isMissingPartition(error: unknown): boolean {
+    const missing = (error as { code?: string })?.code === NO_PARTITION;
+    if (missing) this.knownPartitions.clear();
+    return missing;
+  }
+
+  /** Newest first. */
+  async values(
+    ref: TimeseriesAspectRef,
+    urn: string,
+    opts: { startTimeMillis?: number; endTimeMillis?: number; limit: number },
+  ): Promise<Array<{ timestampMillis: number; valueJson: string }>> {
+    const table = aspectTableName(ref.entityType, ref.aspectName);
+    if (!(await this.tableExists(table))) return [];
+    const { rows } = await this.pool.query<{ timestamp_millis: string; value: string }>(
+      `SELECT timestamp_millis, value::text AS value FROM ${qualified(table)}
+       WHERE urn = $1 AND timestamp_millis >= $2 AND timestamp_millis <= $3
+       ORDER BY timestamp_millis DESC LIMIT $4`,
+      [urn, opts.startTimeMillis ?? 0, opts.endTimeMillis ?? Number.MAX_SAFE_INTEGER, opts.limit],
+    );
+    return rows.map((r) => ({ timestampMillis: Number(r.timestamp_millis), valueJson: r.value }));
+  }
+
+  /** The aspect's partitions, oldest first, with exact row counts. */
+  async partitions(ref: TimeseriesAspectRef, client: Queryable = this.pool): Promise<TimeseriesPartition[]> {
+    const { rows } = await client.query<{
+      table_name: string;
+      from_millis: string;
+      to_millis: string;
+      row_count: string;
+    }>(
+      `SELECT table_name, from_millis, to_millis, row_count FROM timeseries.partition
+       WHERE parent_table = $1 ORDER BY from_millis`,
+      [aspectTableName(ref.entityType, ref.aspectName)],
+    );
+    return rows.map((r) => ({
+      table: r.table_name,
+      fromMillis: Number(r.from_millis),
+      toMillis: Number(r.to_millis),
+      rowCount: Number(r.row_count),
+    }));
+  }
+
+  /**
+   * Size, exact row count and time range of every aspect table holding rows. Counts come from the per-partition
+   * counters, sizes from the catalog (on-disk bytes, dead rows included until vacuum), the time range from the
+   * timestamp index of the oldest and newest non-empty partitions: nothing here scans the data.
+   */
+  async sizes(): Promise<TimeseriesSize[]> {
+    const { rows } = await this.pool.query<{
+      entity_type: string;
+      aspect_name: string;
+      table_name: string;
+      row_count: string;
+      size_bytes: string;
+      oldest_partition: string;
+      newest_partition: string;
+    }>(
+      `SELECT a.entity_type, a.aspect_name, a.table_name,
+              sum(p.row_count) AS row_count,
+              sum(pg_total_relation_size(format('timeseries.%I', p.table_name)::regclass)) AS size_bytes,
+              (array_agg(p.table_name ORDER BY p.from_millis) FILTER (WHERE p.row_count > 0))[1] AS oldest_partition,
+              (array_agg(p.table_name ORDER BY p.from_millis DESC) FILTER (WHERE p.row_count > 0))[1] AS newest_partition
+         FROM timeseries.aspect_table a JOIN timeseries.partition p ON p.parent_table = a.table_name
+        GROUP BY a.entity_type, a.aspect_name, a.table_name
+       HAVING sum(p.row_count) > 0
+        ORDER BY a.entity_type, a.aspect_name`,
+    );
+    return Promise.all(
+      rows.map(async (r) => {
+        const [oldest, newest] = await Promise.all([
+          this.pool.query<{ t: string | null }>(
+            `SELECT min(timestamp_millis) AS t FROM ${qualified(r.oldest_partition)}`,
+          ),
+          this.pool.query<{ t: string | null }>(
+            `SELECT max(timestamp_millis) AS t FROM ${qualified(r.newest_partition)}`,
+          ),
+        ]);
+        const asNumber = (v: string | null | undefined) => (v == null ? null : Number(v));
+        return {
+          entityType: r.entity_type,
+          aspectName: r.aspect_name,
+          table: r.table_name,
+          rowCount: Number(r.row_count),
+          sizeBytes: Number(r.size_bytes),
+          oldestTimestampMillis: asNumber(oldest.rows[0]?.t),
+          newestTimestampMillis: asNumber(newest.rows[0]?.t),
+        };
+      }),
+    );
+  }
+
+  private async ensureDays(ref: TimeseriesAspectRef, table: string, rows: TimeseriesRow[]): Promise<void> {
+    const missing = new Set<number>();
+    for (const row of rows) {
+      const day = dayStart(row.timestampMillis);
+      if (!this.knownPartitions.has(partitionName(table, day))) missing.add(day);
+    }
+    if (missing.size === 0) return;
+    const { partitions } = await ensurePartitions(this.pool, ref.entityType, ref.aspectName, missing);
+    for (const p of partitions) this.knownPartitions.add(p);
+  }
+
+  private async tableExists(table: string): Promise<boolean> {
+    const { rowCount } = await this.pool.query("SELECT 1 FROM timeseries.aspect_table WHERE table_name = $1", [table]);
+    return rowCount === 1;
+  }
+}

@@ -1,0 +1,79 @@
+import type pg from "pg";
+import { qualified } from "./timeseries-tables";
+import type { Queryable, TimeseriesPartition } from "./timeseries.store";
+
+export type TruncationStrategy = "reindex" | "deleteByQuery";
+
+export interface TruncationPlan {
+  totalRows: number;
+  /** exact number of rows with timestamp_millis < cutoff */
+  toDelete: number;
+  /** partitions entirely before the cutoff: dropped whole */
+  wholePartitions: TimeseriesPartition[];
+  /** the partition the cutoff falls inside, with how many of its rows are older than the cutoff */
+  boundary: { partition: TimeseriesPartition; rowsBefore: number } | null;
+  strategy: TruncationStrategy;
+}
+
+/**
+ * What truncating `ref` at `cutoff` deletes, exactly, without scanning: whole partitions are counted by their
+ * counters, only the boundary partition is counted (through its timestamp index).
+ */
+export async function planTruncation(
+  db: Queryable,
+  partitions: TimeseriesPartition[],
+  cutoff: number,
+): Promise<TruncationPlan> {
+  const wholePartitions = partitions.filter((p) => p.toMillis <= cutoff && p.rowCount > 0);
+  const inside = partitions.find((p) => p.fromMillis < cutoff && cutoff < p.toMillis && p.rowCount > 0);
+  let boundary: TruncationPlan["boundary"] = null;
+  if (inside) {
+    const { rows } = await db.query<{ n: string }>(
+      `SELECT count(*) AS n FROM ${qualified(inside.table)} WHERE timestamp_millis < $1`,
+      [cutoff],
+    );
+    boundary = { partition: inside, rowsBefore: Number(rows[0]?.n ?? 0) };
+  }
+  const totalRows = partitions.reduce((sum, p) => sum + p.rowCount, 0);
+  const toDelete = wholePartitions.reduce((sum, p) => sum + p.rowCount, 0) + (boundary?.rowsBefore ?? 0);
+  // DataHub reindexes when most of an index goes; here "reindexing" is dropping whole partitions.
+  const strategy = wholePartitions.length > 0 || toDelete * 2 > totalRows ? "reindex" : "deleteByQuery";
+  return { totalRows, toDelete, wholePartitions, boundary, strategy };
+}
+
+/**
+ * Drops one partition and its bookkeeping in the caller's transaction. A short lock timeout keeps a long reader of
+ * the aspect from making writers queue behind the DROP; the caller retries.
+ */
+export async function dropPartition(client: pg.ClientBase, partition: TimeseriesPartition): Promise<number> {
+  await client.query("SET LOCAL lock_timeout = '2s'");
+  const { rows } = await client.query<{ row_count: string }>(
+    "DELETE FROM timeseries.partition WHERE table_name = $1 RETURNING row_count",
+    [partition.table],
+  );
+  if (rows.length === 0) return 0; // already dropped by an earlier attempt
+  await client.query(`DROP TABLE ${qualified(partition.table)}`);
+  return Number(rows[0]!.row_count);
+}
+
+/** Deletes at most `batchSize` rows older than the cutoff from one partition, and its counter, in the caller's transaction. */
+export async function deleteBatch(
+  client: pg.ClientBase,
+  partition: TimeseriesPartition,
+  cutoff: number,
+  batchSize: number,
+): Promise<number> {
+  const { rowCount } = await client.query(
+    `DELETE FROM ${qualified(partition.table)} WHERE ctid = ANY(ARRAY(
+       SELECT ctid FROM ${qualified(partition.table)} WHERE timestamp_millis < $1 LIMIT $2))`,
+    [cutoff, batchSize],
+  );
+  const deleted = rowCount ?? 0;
+  if (deleted > 0) {
+    await client.query("UPDATE timeseries.partition SET row_count = row_count - $2 WHERE table_name = $1", [
+      partition.table,
+      deleted,
+    ]);
+  }
+  return deleted;
+}

@@ -1,0 +1,31 @@
+import { Router, type Request, type Response } from "express";
+import { AppError, badInput } from "@mdp/core";
+import { actorOf } from "../auth/auth.middleware";
+import type { Actor } from "../auth/actor";
+
+export type ActionHandler = (body: unknown, actor: Actor, req: Request) => Promise<unknown>;
+
+/**
+ * Rest.li-style actions: `POST <path>?action=<name>` with a JSON body, answered `{"value": ...}`. A missing or
+ * unknown action is a 400 listing the valid ones; a body that is not JSON is a 415.
+ */
+export function actionRouter(path: string, actions: Record<string, ActionHandler>): Router {
+  const router = Router();
+  router.post(path, async (req: Request, res: Response) => {
+    const action = typeof req.query.action === "string" ? req.query.action : undefined;
+    const handler = action !== undefined ? actions[action] : undefined;
+    if (!handler) {
+      const valid = Object.keys(actions).join(", ");
+      throw badInput(
+        action
+          ? `Unknown action '${action}' for ${path}; valid actions: ${valid}`
+          : `Missing ?action= for ${path}; valid actions: ${valid}`,
+      );
+    }
+    if (!req.is("application/json")) {
+      throw new AppError("UNSUPPORTED_MEDIA_TYPE", "Content-Type must be application/json.");
+    }
+    res.json({ value: await handler(req.body, actorOf(res.locals), req) });
+  });
+  return router;
+}

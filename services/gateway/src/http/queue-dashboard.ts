@@ -1,0 +1,50 @@
+import { createBullBoard } from "@bull-board/api";
+import { BullMQAdapter } from "@bull-board/api/bullMQAdapter";
+import { ExpressAdapter } from "@bull-board/express";
+import type { Queue } from "bullmq";
+import type { RequestHandler, Router } from "express";
+import { AppError } from "@mdp/core";
+import { actorOf } from "../auth/auth.middleware";
+import type { PolicyEngine } from "../policies/policy-engine";
+
+export const DASHBOARD_PATH = "/admin/queues";
+
+/**
+ * A browser can only send Basic auth, so for the dashboard an access token may be the Basic password (any user name):
+ * it is turned into the Bearer credential it is before authentication runs. The system client's Basic credentials are
+ * not JWTs and pass through unchanged.
+ */
+export const basicTokenAsBearer: RequestHandler = (req, _res, next) => {
+  const header = req.headers.authorization;
+  if (header?.toLowerCase().startsWith("basic ")) {
+    const decoded = Buffer.from(header.slice(6).trim(), "base64").toString("utf8");
+    const password = decoded.slice(decoded.indexOf(":") + 1);
+    if (/^[\w-]+\.[\w-]+\.[\w-]+$/.test(password)) req.headers.authorization = `Bearer ${password}`;
+  }
+  next();
+};
+
+/** Answers the dashboard's 401s with a Basic challenge, so a browser asks for credentials. */
+export const basicChallenge: RequestHandler = (_req, res, next) => {
+  res.setHeader("WWW-Authenticate", 'Basic realm="Queue dashboard (user: anything, password: an access token)"');
+  next();
+};
+
+/** Bull Board over both queues, for holders of MANAGE_SYSTEM_OPERATIONS only. */
+export function queueDashboard(queues: Queue[], engine: PolicyEngine): { guard: RequestHandler; router: Router } {
+  const serverAdapter = new ExpressAdapter();
+  serverAdapter.setBasePath(DASHBOARD_PATH);
+  createBullBoard({ queues: queues.map((q) => new BullMQAdapter(q)), serverAdapter });
+  const guard: RequestHandler = async (_req, res, next) => {
+    try {
+      const actor = actorOf(res.locals);
+      if (!(await engine.has(actor, "MANAGE_SYSTEM_OPERATIONS"))) {
+        throw new AppError("FORBIDDEN", `${actor.urn} is unauthorized to view the queue dashboard.`);
+      }
+      next();
+    } catch (error) {
+      next(error);
+    }
+  };
+  return { guard, router: serverAdapter.getRouter() as Router };
+}

@@ -1,0 +1,62 @@
+import { badInput, type EntityRegistry } from "@mdp/core";
+import {
+  inTransaction,
+  type AspectRepository,
+  type Database,
+  type TimeseriesRow,
+  type TimeseriesStore,
+  type VersionedAspectWrite,
+} from "@mdp/db";
+import type { PoolClient } from "pg";
+import type { Actor } from "../auth/actor";
+import type { PolicyEngine } from "../policies/policy-engine";
+import { validateProposal, type Proposal } from "./proposal";
+
+export const MAX_BATCH = 10_000;
+
+/**
+ * Metadata ingestion (DataHub's ingestProposal / ingestProposalBatch): everything is validated before anything is
+ * written, and a batch commits in one transaction, so a request is stored whole or not at all.
+ */
+export class IngestionService {
+  constructor(
+    private readonly db: Database,
+    private readonly registry: EntityRegistry,
+    private readonly aspects: AspectRepository,
+    private readonly timeseries: TimeseriesStore,
+    private readonly engine: PolicyEngine,
+  ) {}
+
+  async ingest(actor: Actor, proposals: Array<{ proposal: Proposal; at: string }>): Promise<string[]> {
+    await this.engine.require(actor, "INGEST_METADATA", "ingest metadata");
+    if (proposals.length > MAX_BATCH) throw badInput(`proposals may hold at most ${MAX_BATCH} proposals`);
+    const versioned: VersionedAspectWrite[] = [];
+    const series = new Map<string, { entityType: string; aspectName: string; rows: TimeseriesRow[] }>();
+    for (const { proposal, at } of proposals) {
+      const valid = validateProposal(proposal, at, this.registry);
+      if (valid.kind === "versioned") {
+        versioned.push(valid.write);
+      } else {
+        const key = `${valid.entityType}\u0000${valid.aspectName}`;
+        const group = series.get(key) ?? { entityType: valid.entityType, aspectName: valid.aspectName, rows: [] };
+        group.rows.push(valid.row);
+        series.set(key, group);
+      }
+    }
+    await this.writeWithRetry(async (client) => {
+      await this.aspects.upsert(client, versioned, actor.urn);
+      for (const group of series.values()) await this.timeseries.append(client, group, group.rows);
+    });
+    return proposals.map((p) => p.proposal.entityUrn);
+  }
+
+  /** One transaction; retried once when a day partition was dropped (by truncation) between check and insert. */
+  private async writeWithRetry(write: (client: PoolClient) => Promise<void>): Promise<void> {
+    try {
+      await inTransaction(this.db.pool, write);
+    } catch (error) {
+      if (!this.timeseries.isMissingPartition(error)) throw error;
+      await inTransaction(this.db.pool, write);
+    }
+  }
+}

@@ -1,0 +1,79 @@
+import { Router } from "express";
+import { z } from "zod";
+import { badInput, notFound, parseUrnField, type EntityRegistry } from "@mdp/core";
+import type { AspectRepository, Database, TimeseriesStore } from "@mdp/db";
+import { actionRouter } from "../http/action-router";
+import { parseBody } from "../http/validate";
+import type { IngestionService } from "./ingestion.service";
+import { proposalSchema } from "./proposal";
+
+export interface MetadataDeps {
+  db: Database;
+  registry: EntityRegistry;
+  aspects: AspectRepository;
+  timeseries: TimeseriesStore;
+  ingestion: IngestionService;
+}
+
+const MAX_VALUES = 10_000;
+const valuesRequest = z.strictObject({
+  urn: z.string().min(1),
+  entity: z.string().min(1),
+  aspect: z.string().min(1),
+  startTimeMillis: z.number().int().nonnegative().optional(),
+  endTimeMillis: z.number().int().nonnegative().optional(),
+  limit: z.number().int().min(1).max(MAX_VALUES).default(100),
+});
+
+/** Ingestion and reads (CONTRACT.md "Metadata ingestion and reads"), mounted under /gms and /api/gms. */
+export function metadataRoutes(deps: MetadataDeps): Router {
+  const router = Router();
+  router.use(
+    actionRouter("/aspects", {
+      ingestProposal: async (body, actor) => {
+        const { proposal } = parseBody(z.strictObject({ proposal: proposalSchema }), body);
+        const [urn] = await deps.ingestion.ingest(actor, [{ proposal, at: "proposal" }]);
+        return urn;
+      },
+      ingestProposalBatch: async (body, actor) => {
+        const { proposals } = parseBody(z.strictObject({ proposals: z.array(proposalSchema).min(1) }), body);
+        return deps.ingestion.ingest(
+          actor,
+          proposals.map((proposal, i) => ({ proposal, at: `proposals[${i}]` })),
+        );
+      },
+      getTimeseriesAspectValues: async (body) => {
+        const request = parseBody(valuesRequest, body);
+        parseUrnField("urn", request.urn, request.entity);
+        if (
+          deps.registry.aspectKind(request.entity, request.aspect, { entityType: "entity", aspectName: "aspect" }) !==
+          "timeseries"
+        ) {
+          throw badInput(`aspect '${request.aspect}' of ${request.entity} is not a time-series aspect`);
+        }
+        const values = await deps.timeseries.values(
+          { entityType: request.entity, aspectName: request.aspect },
+          request.urn,
+          request,
+        );
+        return {
+          entityName: request.entity,
+          aspectName: request.aspect,
+          limit: request.limit,
+          values: values.map((v) => ({
+            timestampMillis: v.timestampMillis,
+            aspect: { contentType: "application/json", value: v.valueJson },
+          })),
+        };
+      },
+    }),
+  );
+  router.get("/entities/:urn", async (req, res) => {
+    const urn = req.params.urn;
+    parseUrnField("urn", urn);
+    const entity = await deps.aspects.latest(deps.db.pool, urn);
+    if (!entity) throw notFound(`Entity ${urn} does not exist`);
+    res.json({ value: { urn, entityType: entity.entityType, aspects: entity.aspects } });
+  });
+  return router;
+}

@@ -1,0 +1,75 @@
+import { z } from "zod";
+import { badInput, parseUrn, UrnParseError, type EntityRegistry } from "@mdp/core";
+import type { TimeseriesRow, VersionedAspectWrite } from "@mdp/db";
+
+/** DataHub's MetadataChangeProposal, as much of it as this service accepts. */
+export const proposalSchema = z.strictObject({
+  entityType: z.string().min(1),
+  entityUrn: z.string().min(1),
+  aspectName: z.string().min(1),
+  changeType: z.string().min(1),
+  aspect: z.strictObject({ contentType: z.string(), value: z.string() }),
+  // Accepted for compatibility with DataHub's clients; not stored.
+  systemMetadata: z.record(z.string(), z.unknown()).optional(),
+  entityKeyAspect: z.unknown().optional(),
+});
+
+export type Proposal = z.output<typeof proposalSchema>;
+
+export type ValidatedProposal =
+  | { kind: "versioned"; write: VersionedAspectWrite }
+  | { kind: "timeseries"; entityType: string; aspectName: string; row: TimeseriesRow };
+
+/**
+ * Checks one proposal against the registry; `at` names it in errors (e.g. "proposals[3]"). Every refusal says which
+ * field is wrong and why, so a client can fix the request without guessing.
+ */
+export function validateProposal(p: Proposal, at: string, registry: EntityRegistry): ValidatedProposal {
+  if (p.changeType !== "UPSERT") {
+    throw badInput(`${at}.changeType '${p.changeType}' is not supported; only UPSERT is`);
+  }
+  const kind = registry.aspectKind(p.entityType, p.aspectName, {
+    entityType: `${at}.entityType`,
+    aspectName: `${at}.aspectName`,
+  });
+  let urnType: string;
+  try {
+    urnType = parseUrn(p.entityUrn).entityType;
+  } catch (error) {
+    const reason = error instanceof UrnParseError ? error.message : "malformed";
+    throw badInput(`Invalid urn in '${at}.entityUrn': '${p.entityUrn}' (${reason})`);
+  }
+  if (urnType !== p.entityType) {
+    throw badInput(`${at}.entityUrn '${p.entityUrn}' is a ${urnType} urn, but ${at}.entityType is '${p.entityType}'`);
+  }
+  if (p.aspect.contentType !== "application/json") {
+    throw badInput(`${at}.aspect.contentType must be application/json, not '${p.aspect.contentType}'`);
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(p.aspect.value);
+  } catch {
+    throw badInput(`${at}.aspect.value is not valid JSON`);
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw badInput(`${at}.aspect.value must be a JSON object`);
+  }
+  if (kind === "versioned") {
+    return {
+      kind,
+      write: { urn: p.entityUrn, entityType: p.entityType, aspectName: p.aspectName, valueJson: p.aspect.value },
+    };
+  }
+  const timestampMillis = (value as { timestampMillis?: unknown }).timestampMillis;
+  if (typeof timestampMillis !== "number" || !Number.isSafeInteger(timestampMillis) || timestampMillis < 0) {
+    throw badInput(
+      `${at}.aspect.value of time-series aspect ${p.aspectName} must carry timestampMillis, a whole number of epoch milliseconds`,
+    );
+  }
+  return {
+    kind,
+    entityType: p.entityType,
+    aspectName: p.aspectName,
+    row: { urn: p.entityUrn, timestampMillis, valueJson: p.aspect.value },
+  };
+}

@@ -1,0 +1,104 @@
+import { AppError, notFound, type Logger } from "@mdp/core";
+import type { Database, Task } from "@mdp/db";
+import type { Producer } from "@mdp/queues";
+import type { Actor } from "../auth/actor";
+import type { PolicyEngine } from "../policies/policy-engine";
+import type { Privilege } from "../policies/privileges";
+
+/** getTaskStatus's answer: the durable task row, which outlives the job's removal from Redis. */
+export interface TaskStatus {
+  taskId: string;
+  type: string;
+  state: string;
+  progress: Record<string, unknown>;
+  request: unknown;
+  result: unknown;
+  failedReason: string | null;
+  attemptsMade: number;
+  cancelRequested: boolean;
+  createdAt: number;
+  startedAt: number | null;
+  finishedAt: number | null;
+}
+
+const CANCEL_PRIVILEGE: Record<Task["type"], Privilege> = {
+  TRUNCATE_TIMESERIES: "TRUNCATE_TIMESERIES_INDEX",
+  EVALUATE_TESTS: "MANAGE_TESTS",
+};
+
+export function statusOf(task: Task): TaskStatus {
+  return {
+    taskId: task.id,
+    type: task.type,
+    state: task.state,
+    progress: task.progress as Record<string, unknown>,
+    request: task.request,
+    result: task.result,
+    failedReason: task.failedReason,
+    attemptsMade: task.attemptsMade,
+    cancelRequested: task.cancelRequested,
+    createdAt: task.createdAt.getTime(),
+    startedAt: task.startedAt?.getTime() ?? null,
+    finishedAt: task.finishedAt?.getTime() ?? null,
+  };
+}
+
+/** Following and cancelling asynchronous tasks (getTaskStatus, cancelTask). */
+export class TaskService {
+  constructor(
+    private readonly db: Database,
+    private readonly engine: PolicyEngine,
+    private readonly producers: Array<Producer<"truncate"> | Producer<"evaluate">>,
+    private readonly logger: Logger,
+  ) {}
+
+  async status(actor: Actor, taskId: string): Promise<TaskStatus> {
+    await this.engine.require(actor, "GET_TASK_STATUS", "get task status");
+    return statusOf(await this.find(taskId));
+  }
+
+  /**
+   * A waiting task is taken off the queue and cancelled at once; an active one is asked to stop, which its worker
+   * does between two batches (the answer then still says active, with cancelRequested).
+   */
+  async cancel(actor: Actor, taskId: string): Promise<TaskStatus> {
+    const task = await this.find(taskId);
+    await this.engine.require(actor, CANCEL_PRIVILEGE[task.type], "cancel this task");
+    if (task.state !== "waiting" && task.state !== "active") {
+      throw new AppError("CONFLICT", `Task ${taskId} is already ${task.state}`);
+    }
+    const { prisma } = this.db;
+    await prisma.task.update({ where: { id: taskId }, data: { cancelRequested: true } });
+    if (task.state === "waiting" && (await this.removeWaitingJob(taskId))) {
+      await prisma.task.updateMany({
+        where: { id: taskId, state: "waiting" },
+        data: { state: "cancelled", finishedAt: new Date(), failedReason: "Cancelled before it started" },
+      });
+    }
+    return statusOf(await this.find(taskId));
+  }
+
+  private async removeWaitingJob(taskId: string): Promise<boolean> {
+    for (const producer of this.producers) {
+      const job = await producer.queue.getJob(taskId);
+      if (!job) continue;
+      try {
+        await job.remove(); // refuses a job a worker holds the lock of
+        return true;
+      } catch (error) {
+        this.logger.info(
+          { taskId, err: (error as Error).message },
+          "job already taken by a worker; it will stop itself",
+        );
+        return false;
+      }
+    }
+    return true; // no job: nothing will run it
+  }
+
+  private async find(taskId: string): Promise<Task> {
+    const task = await this.db.prisma.task.findUnique({ where: { id: taskId } });
+    if (!task) throw notFound(`Task ${taskId} does not exist`);
+    return task;
+  }
+}

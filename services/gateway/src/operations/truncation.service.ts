@@ -1,0 +1,93 @@
+import { createHash, randomUUID } from "node:crypto";
+import { z } from "zod";
+import { AppError, type EntityRegistry, type Logger } from "@mdp/core";
+import { inTransaction, planTruncation, type Database, type TimeseriesStore, type TruncationPlan } from "@mdp/db";
+import type { Producer } from "@mdp/queues";
+import type { Actor } from "../auth/actor";
+import { parseBody } from "../http/validate";
+import type { PolicyEngine } from "../policies/policy-engine";
+
+const wholeNumber = (what: string) => z.number({ error: `must be ${what}` }).int({ error: `must be ${what}` });
+
+export const truncateRequest = z.strictObject({
+  entityType: z.string({ error: "is required (a string)" }).min(1, { error: "is required" }),
+  aspect: z.string({ error: "is required (a string)" }).min(1, { error: "is required" }),
+  endTimeMillis: wholeNumber("a whole number of epoch milliseconds").nonnegative({ error: "must be 0 or more" }),
+  dryRun: z.boolean({ error: "must be true or false" }).default(true),
+  batchSize: wholeNumber("a whole number from 1 to 1000000").min(1).max(1_000_000).default(10_000),
+  timeoutSeconds: wholeNumber("a whole number of seconds, at least 1").min(1).optional(),
+});
+
+export type TruncateRequest = z.output<typeof truncateRequest>;
+
+/** truncateTimeseriesAspect: the dry-run report, or a durable task and its job (CONTRACT.md). */
+export class TruncationService {
+  constructor(
+    private readonly db: Database,
+    private readonly registry: EntityRegistry,
+    private readonly store: TimeseriesStore,
+    private readonly producer: Producer<"truncate">,
+    private readonly engine: PolicyEngine,
+    private readonly logger: Logger,
+  ) {}
+
+  async truncate(actor: Actor, body: unknown): Promise<string> {
+    await this.engine.require(actor, "TRUNCATE_TIMESERIES_INDEX", "truncate time-series indexes");
+    const request = parseBody(truncateRequest, body);
+    this.registry.timeseriesIndex(request.entityType, request.aspect); // 404 listing the known ones
+    if (request.dryRun) {
+      const ref = { entityType: request.entityType, aspectName: request.aspect };
+      return report(await planTruncation(this.db.pool, await this.store.partitions(ref), request.endTimeMillis));
+    }
+    return this.start(actor, request);
+  }
+
+  /** Identical requests share the task that is still waiting or active; otherwise a new task row, then its job. */
+  private async start(actor: Actor, request: TruncateRequest): Promise<string> {
+    const { dryRun: _, ...operation } = request;
+    const dedupKey = createHash("sha256")
+      .update(JSON.stringify({ ...operation, timeoutSeconds: operation.timeoutSeconds ?? null }))
+      .digest("hex");
+    const { taskId, existing } = await inTransaction(this.db.pool, async (client) => {
+      await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [dedupKey]);
+      const found = await client.query<{ id: string }>(
+        `SELECT id FROM task WHERE dedup_key = $1 AND state IN ('waiting', 'active') ORDER BY created_at LIMIT 1`,
+        [dedupKey],
+      );
+      if (found.rows[0]) return { taskId: found.rows[0].id, existing: true };
+      const id = randomUUID();
+      await client.query(
+        `INSERT INTO task (id, type, state, request, dedup_key, progress, created_by)
+         VALUES ($1, 'TRUNCATE_TIMESERIES', 'waiting', $2::jsonb, $3, '{"deleted":0,"toDelete":0,"batches":0,"percent":0}', $4)`,
+        [id, JSON.stringify(request), dedupKey, actor.urn],
+      );
+      return { taskId: id, existing: false };
+    });
+    // A task row whose job never reached Redis (a crash between the two) gets its job now: the job id is the task id.
+    if (existing && (await this.producer.queue.getJob(taskId))) return taskId;
+    try {
+      await this.producer.enqueue(taskId, { taskId, ...operation });
+    } catch (error) {
+      this.logger.error({ taskId, err: error }, "could not queue a truncation task");
+      await this.db.prisma.task.update({
+        where: { id: taskId },
+        data: { state: "failed", failedReason: "Could not be queued: Redis is unavailable", finishedAt: new Date() },
+      });
+      throw new AppError("SERVICE_UNAVAILABLE", "The task queue is unavailable; nothing was deleted. Try again later.");
+    }
+    return taskId;
+  }
+}
+
+/** The dry-run report of CONTRACT.md. */
+export function report(plan: TruncationPlan): string {
+  const percent = plan.totalRows === 0 ? 0 : (100 * plan.toDelete) / plan.totalRows;
+  const strategy =
+    plan.strategy === "reindex"
+      ? "Reindexing the aspect without the deleted records."
+      : "Issuing a delete by query request.";
+  return (
+    `Delete ${plan.toDelete} out of ${plan.totalRows} rows (${percent.toFixed(2)}%). ${strategy} ` +
+    "This was a dry run. Run with dryRun = false to execute."
+  );
+}

@@ -1,0 +1,215 @@
+/**
+ * Ingestion and reads over real HTTP and PostgreSQL: DataHub's MetadataChangeProposal shape, versioned and
+ * time-series aspects, every refusal naming its problem with nothing stored, and getIndexSizes.
+ */
+import { ROOT, grant, startGateway, systemClientHeaders, type Harness } from "./support/gateway-harness";
+
+const DATASET = "urn:li:dataset:(urn:li:dataPlatform:hive,db.orders,PROD)";
+const INGESTER = "urn:li:corpuser:ingester";
+
+const proposal = (over: Record<string, unknown> = {}, value: unknown = { description: "orders" }) => ({
+  entityType: "dataset",
+  entityUrn: DATASET,
+  aspectName: "datasetProperties",
+  changeType: "UPSERT",
+  aspect: { contentType: "application/json", value: JSON.stringify(value) },
+  ...over,
+});
+const profile = (timestampMillis: number, urn = DATASET) =>
+  proposal({ aspectName: "datasetProfile", entityUrn: urn }, { timestampMillis, rowCount: timestampMillis % 1000 });
+
+describe("metadata ingestion and reads", () => {
+  let h: Harness;
+  const post = async (path: string, body: unknown, headers = systemClientHeaders(INGESTER)) => {
+    const res = await fetch(`${h.baseUrl}${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body: JSON.stringify(body),
+    });
+    return { status: res.status, body: (await res.json()) as { value?: unknown; message?: string; code?: string } };
+  };
+  const storedRows = async () => {
+    const [aspects] = await h.prisma.$queryRaw<Array<{ n: bigint }>>`SELECT count(*) AS n FROM aspect`;
+    const [series] = await h.prisma.$queryRaw<
+      Array<{ n: bigint }>
+    >`SELECT coalesce(sum(row_count), 0)::bigint AS n FROM timeseries.partition`;
+    return { aspects: Number(aspects!.n), timeseries: Number(series!.n) };
+  };
+
+  beforeAll(async () => {
+    h = await startGateway();
+    await grant(h, INGESTER, ["INGEST_METADATA"]);
+  });
+  afterAll(() => h.close());
+
+  it("upserts a versioned aspect, keeps earlier versions and serves the latest", async () => {
+    expect(await post("/gms/aspects?action=ingestProposal", { proposal: proposal() })).toEqual({
+      status: 200,
+      body: { value: DATASET },
+    });
+    await post("/api/gms/aspects?action=ingestProposal", { proposal: proposal({}, { description: "orders v2" }) });
+    const res = await fetch(`${h.baseUrl}/gms/entities/${encodeURIComponent(DATASET)}`, {
+      headers: systemClientHeaders(ROOT),
+    });
+    expect(await res.json()).toEqual({
+      value: { urn: DATASET, entityType: "dataset", aspects: { datasetProperties: { description: "orders v2" } } },
+    });
+    const versions = await h.prisma.aspect.findMany({
+      where: { urn: DATASET, aspectName: "datasetProperties" },
+      orderBy: { version: "asc" },
+    });
+    expect(versions.map((v) => [v.version, v.value])).toEqual([
+      [1, { description: "orders" }],
+      [2, { description: "orders v2" }],
+    ]);
+  });
+
+  it("answers 404 for an entity with nothing stored, 400 for a malformed urn", async () => {
+    const missing = await fetch(
+      `${h.baseUrl}/gms/entities/${encodeURIComponent("urn:li:dataset:(urn:li:dataPlatform:hive,none,PROD)")}`,
+      { headers: systemClientHeaders(ROOT) },
+    );
+    expect(missing.status).toBe(404);
+    const bad = await fetch(`${h.baseUrl}/gms/entities/not-a-urn`, { headers: systemClientHeaders(ROOT) });
+    expect(bad.status).toBe(400);
+  });
+
+  it("appends time-series rows in a batch and returns them newest first", async () => {
+    const t0 = Date.UTC(2026, 0, 1);
+    const res = await post("/gms/aspects?action=ingestProposalBatch", {
+      proposals: [
+        profile(t0),
+        profile(t0 + 86_400_000),
+        profile(t0 + 2 * 86_400_000),
+        proposal({ entityUrn: DATASET }),
+      ],
+    });
+    expect(res.status).toBe(200);
+    const values = await post("/gms/aspects?action=getTimeseriesAspectValues", {
+      urn: DATASET,
+      entity: "dataset",
+      aspect: "datasetProfile",
+      startTimeMillis: t0,
+      limit: 2,
+    });
+    const body = values.body.value as { values: Array<{ timestampMillis: number; aspect: { value: string } }> };
+    expect(body.values.map((v) => v.timestampMillis)).toEqual([t0 + 2 * 86_400_000, t0 + 86_400_000]);
+    expect(JSON.parse(body.values[0]!.aspect.value)).toEqual({
+      timestampMillis: t0 + 2 * 86_400_000,
+      rowCount: (t0 + 2 * 86_400_000) % 1000,
+    });
+  });
+
+  it.each([
+    [
+      "an unknown entity type",
+      proposal({ entityType: "datasett" }),
+      "Unknown entity type 'datasett' in 'proposals[1].entityType'; valid entity types: dataset, chart",
+    ],
+    [
+      "an unknown aspect (names are case-sensitive)",
+      proposal({ aspectName: "DatasetProperties" }),
+      "Unknown aspect 'DatasetProperties' in 'proposals[1].aspectName' for entity type dataset; valid aspects: datasetKey",
+    ],
+    [
+      "a urn of another type",
+      proposal({ entityUrn: "urn:li:chart:(looker,c1)" }),
+      "proposals[1].entityUrn 'urn:li:chart:(looker,c1)' is a chart urn, but proposals[1].entityType is 'dataset'",
+    ],
+    ["a malformed urn", proposal({ entityUrn: "dataset:x" }), "Invalid urn in 'proposals[1].entityUrn'"],
+    [
+      "a value that is not JSON",
+      proposal({ aspect: { contentType: "application/json", value: "{nope" } }),
+      "proposals[1].aspect.value is not valid JSON",
+    ],
+    [
+      "a time series without timestampMillis",
+      proposal({ aspectName: "datasetProfile" }, { rowCount: 3 }),
+      "proposals[1].aspect.value of time-series aspect datasetProfile must carry timestampMillis",
+    ],
+    [
+      "an unsupported changeType",
+      proposal({ changeType: "PATCH" }),
+      "proposals[1].changeType 'PATCH' is not supported; only UPSERT is",
+    ],
+    ["an unknown field", proposal({ color: "blue" }), "proposals.1: unknown field(s) color"],
+  ])("refuses %s with a 400 naming it, and stores nothing of the batch", async (_case, bad, message) => {
+    const before = await storedRows();
+    const res = await post("/gms/aspects?action=ingestProposalBatch", {
+      proposals: [profile(Date.UTC(2026, 1, 1)), bad],
+    });
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ status: 400, code: "BAD_USER_INPUT" });
+    expect(res.body.message).toContain(message);
+    expect(await storedRows()).toEqual(before);
+  });
+
+  it("refuses ingestion without INGEST_METADATA", async () => {
+    const res = await post(
+      "/gms/aspects?action=ingestProposal",
+      { proposal: proposal() },
+      systemClientHeaders("urn:li:corpuser:reader"),
+    );
+    expect(res).toMatchObject({
+      status: 403,
+      body: { message: "urn:li:corpuser:reader is unauthorized to ingest metadata." },
+    });
+  });
+
+  it("refuses an unknown action and a body that is not JSON", async () => {
+    const unknown = await post("/gms/aspects?action=ingest", {});
+    expect(unknown.body.message).toBe(
+      "Unknown action 'ingest' for /aspects; valid actions: ingestProposal, ingestProposalBatch, getTimeseriesAspectValues",
+    );
+    const res = await fetch(`${h.baseUrl}/gms/aspects?action=ingestProposal`, {
+      method: "POST",
+      headers: { "content-type": "text/plain", ...systemClientHeaders(INGESTER) },
+      body: "hello",
+    });
+    expect(res.status).toBe(415);
+  });
+
+  it("keeps two concurrent upserts of one aspect as two versions", async () => {
+    const urn = "urn:li:dataset:(urn:li:dataPlatform:hive,db.race,PROD)";
+    await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        post("/gms/aspects?action=ingestProposal", {
+          proposal: proposal({ entityUrn: urn }, { description: `v${i}` }),
+        }),
+      ),
+    );
+    const versions = await h.prisma.aspect.findMany({ where: { urn }, select: { version: true } });
+    expect(versions.map((v) => v.version).sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+  });
+
+  it("reports index sizes with exact row counts and time ranges, for aspects with data only", async () => {
+    const chart = "urn:li:chart:(looker,sales)";
+    const t = Date.UTC(2026, 2, 3, 12);
+    await post("/gms/aspects?action=ingestProposal", {
+      proposal: proposal(
+        { entityType: "chart", entityUrn: chart, aspectName: "chartUsageStatistics" },
+        { timestampMillis: t, viewsCount: 4 },
+      ),
+    });
+    const res = await post("/gms/operations?action=getIndexSizes", {}, systemClientHeaders(ROOT));
+    const sizes = (res.body.value as { indexSizes: Array<Record<string, unknown>> }).indexSizes;
+    expect(sizes.map((s) => s.indexName)).toEqual([
+      "chart_chartusagestatisticsaspect_v1",
+      "dataset_datasetprofileaspect_v1",
+    ]);
+    expect(sizes[0]).toEqual({
+      indexName: "chart_chartusagestatisticsaspect_v1",
+      entityName: "chart",
+      aspectName: "chartUsageStatistics",
+      rowCount: 1,
+      sizeInMb: expect.any(Number),
+      oldestTimestampMillis: t,
+      newestTimestampMillis: t,
+    });
+    expect(sizes[1]).toMatchObject({
+      rowCount: 3,
+      oldestTimestampMillis: Date.UTC(2026, 0, 1),
+      newestTimestampMillis: Date.UTC(2026, 0, 3),
+    });
+  });
+});

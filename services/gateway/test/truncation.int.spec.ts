@@ -1,0 +1,346 @@
+/**
+ * truncateTimeseriesAspect end to end in one process: the gateway over real HTTP, a real BullMQ truncation worker,
+ * real PostgreSQL partitions. Dry-run reports, validation, execution, task status, cancellation, timeouts, and a
+ * randomized check that exactly the rows older than the cutoff go.
+ */
+import { DAY_MILLIS, inTransaction, TimeseriesStore, type TimeseriesAspectRef } from "@mdp/db";
+import { QUEUE_NAMES, createRedis, closeRedis } from "@mdp/queues";
+import {
+  ROOT,
+  startGateway,
+  startTruncationWorker,
+  systemClientHeaders,
+  type Harness,
+} from "./support/gateway-harness";
+
+const PROFILE: TimeseriesAspectRef = { entityType: "dataset", aspectName: "datasetProfile" };
+const USAGE: TimeseriesAspectRef = { entityType: "dataset", aspectName: "datasetUsageStatistics" };
+const CHART: TimeseriesAspectRef = { entityType: "chart", aspectName: "chartUsageStatistics" };
+const T0 = Date.UTC(2026, 0, 1);
+const TRUNCATE = "/gms/operations?action=truncateTimeseriesAspect";
+
+describe("time-series truncation", () => {
+  let h: Harness;
+  let store: TimeseriesStore;
+
+  const load = async (ref: TimeseriesAspectRef, timestamps: number[]) =>
+    inTransaction(h.database.pool, (client) =>
+      store.append(
+        client,
+        ref,
+        timestamps.map((t, i) => ({
+          urn: `urn:li:${ref.entityType}:(urn:li:dataPlatform:x,t${i % 7},PROD)`,
+          timestampMillis: t,
+          valueJson: JSON.stringify({ timestampMillis: t }),
+        })),
+      ),
+    );
+  const timestampsOf = async (ref: TimeseriesAspectRef) => {
+    const { rows } = await h.database.pool.query<{ t: string }>(
+      `SELECT timestamp_millis AS t FROM timeseries."ts_${ref.entityType}_${ref.aspectName}" ORDER BY 1`,
+    );
+    return rows.map((r) => Number(r.t));
+  };
+  const counters = async (ref: TimeseriesAspectRef) =>
+    (await store.partitions(ref)).reduce((s, p) => s + p.rowCount, 0);
+  /** Drops every aspect table (their partitions go with them) and the bookkeeping. */
+  const clear = async () => {
+    const { rows } = await h.database.pool.query<{ table_name: string }>(
+      "SELECT table_name FROM timeseries.aspect_table",
+    );
+    for (const r of rows) await h.database.pool.query(`DROP TABLE timeseries."${r.table_name}"`);
+    await h.database.pool.query("DELETE FROM timeseries.aspect_table");
+    store = new TimeseriesStore(h.database.pool); // forgets the partitions it had seen
+  };
+
+  beforeAll(async () => {
+    h = await startGateway();
+    store = new TimeseriesStore(h.database.pool);
+  });
+  afterAll(() => h.close());
+
+  describe("dry run", () => {
+    beforeAll(async () => {
+      await clear();
+      // 10 days x 100 rows; cutoffs below fall on and inside day boundaries.
+      await load(
+        PROFILE,
+        Array.from({ length: 1000 }, (_, i) => T0 + Math.floor(i / 100) * DAY_MILLIS + (i % 100) * 1000),
+      );
+    });
+
+    it("is the default, reports exact numbers and the strategy, and changes nothing", async () => {
+      const cutoff = T0 + 5 * DAY_MILLIS + 50 * 1000; // 5 whole days + 50 rows of the sixth
+      const res = await h.post(TRUNCATE, { entityType: "dataset", aspect: "datasetProfile", endTimeMillis: cutoff });
+      expect(res).toEqual({
+        status: 200,
+        body: {
+          value:
+            "Delete 550 out of 1000 rows (55.00%). Reindexing the aspect without the deleted records. This was a dry run. Run with dryRun = false to execute.",
+        },
+      });
+      expect(await timestampsOf(PROFILE)).toHaveLength(1000);
+    });
+
+    it("names a delete by query when only part of one day goes", async () => {
+      const res = await h.post(TRUNCATE, {
+        entityType: "dataset",
+        aspect: "datasetProfile",
+        endTimeMillis: T0 + 12_500,
+        dryRun: true,
+      });
+      expect(res.body.value).toBe(
+        "Delete 13 out of 1000 rows (1.30%). Issuing a delete by query request. This was a dry run. Run with dryRun = false to execute.",
+      );
+    });
+
+    it("counts rows strictly older than the cutoff", async () => {
+      const res = await h.post(TRUNCATE, { entityType: "dataset", aspect: "datasetProfile", endTimeMillis: T0 });
+      expect(res.body.value).toMatch(/^Delete 0 out of 1000 rows \(0\.00%\)/);
+    });
+  });
+
+  describe("validation", () => {
+    it.each([
+      [{ aspect: "datasetProfile", endTimeMillis: 1 }, "entityType: is required (a string)"],
+      [{ entityType: "dataset", endTimeMillis: 1 }, "aspect: is required (a string)"],
+      [
+        { entityType: "dataset", aspect: "datasetProfile" },
+        "endTimeMillis: must be a whole number of epoch milliseconds",
+      ],
+      [{ entityType: "dataset", aspect: "datasetProfile", endTimeMillis: -1 }, "endTimeMillis: must be 0 or more"],
+      [
+        { entityType: "dataset", aspect: "datasetProfile", endTimeMillis: 1.5 },
+        "endTimeMillis: must be a whole number",
+      ],
+      [{ entityType: "dataset", aspect: "datasetProfile", endTimeMillis: 1, batchSize: 0 }, "batchSize"],
+      [{ entityType: "dataset", aspect: "datasetProfile", endTimeMillis: 1, batchSize: 1_000_001 }, "batchSize"],
+      [{ entityType: "dataset", aspect: "datasetProfile", endTimeMillis: 1, timeoutSeconds: 0 }, "timeoutSeconds"],
+      [
+        { entityType: "dataset", aspect: "datasetProfile", endTimeMillis: 1, dryRun: "no" },
+        "dryRun: must be true or false",
+      ],
+      [{ entityType: "dataset", aspect: "datasetProfile", endTimeMillis: 1, force: true }, "unknown field(s) force"],
+    ])("refuses %p with a 400 naming the field", async (body, message) => {
+      const res = await h.post(TRUNCATE, body);
+      expect(res.status).toBe(400);
+      expect(res.body.message).toContain(message);
+    });
+
+    it("answers 404 listing the known time-series aspects for an unknown one", async () => {
+      const res = await h.post(TRUNCATE, { entityType: "dataset", aspect: "datasetProperties", endTimeMillis: 1 });
+      expect(res.status).toBe(404);
+      expect(res.body.message).toContain(
+        "known: dataset/datasetProfile, dataset/datasetUsageStatistics, dataset/operation",
+      );
+    });
+
+    it("refuses a caller without TRUNCATE_TIMESERIES_INDEX", async () => {
+      const res = await h.post(
+        TRUNCATE,
+        { entityType: "dataset", aspect: "datasetProfile", endTimeMillis: 1 },
+        systemClientHeaders("urn:li:corpuser:viewer"),
+      );
+      expect(res).toMatchObject({
+        status: 403,
+        body: { message: "urn:li:corpuser:viewer is unauthorized to truncate time-series indexes." },
+      });
+    });
+  });
+
+  describe("execution", () => {
+    let worker: { close(): Promise<void> } | undefined;
+    afterEach(async () => {
+      await worker?.close();
+      worker = undefined;
+    });
+
+    const status = async (taskId: string) =>
+      (await h.post("/gms/operations?action=getTaskStatus", { taskId })).body.value as Record<string, unknown>;
+    const waitForState = async (taskId: string, states: string[], timeoutMs = 20_000) => {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const s = await status(taskId);
+        if (states.includes(s.state as string)) return s;
+        if (Date.now() > deadline) throw new Error(`task ${taskId} stayed ${String(s.state)}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    };
+
+    it("returns a task id at once, the same one for an identical request while it waits, and the worker completes it", async () => {
+      await clear();
+      await load(
+        PROFILE,
+        Array.from({ length: 300 }, (_, i) => T0 + i * 3_600_000),
+      ); // 12.5 days, hourly
+      await load(
+        USAGE,
+        Array.from({ length: 50 }, (_, i) => T0 + i * 3_600_000),
+      );
+      const body = {
+        entityType: "dataset",
+        aspect: "datasetProfile",
+        endTimeMillis: T0 + 100 * 3_600_000 + 1,
+        dryRun: false,
+        batchSize: 7,
+      };
+      const first = await h.post(TRUNCATE, body);
+      const second = await h.post(TRUNCATE, body);
+      const other = await h.post(TRUNCATE, { ...body, batchSize: 8 });
+      expect(first.body.value).toMatch(/^[0-9a-f-]{36}$/);
+      expect(second.body.value).toBe(first.body.value);
+      expect(other.body.value).not.toBe(first.body.value);
+      await h.post("/gms/operations?action=cancelTask", { taskId: other.body.value });
+      expect(await status(first.body.value as string)).toMatchObject({ state: "waiting", type: "TRUNCATE_TIMESERIES" });
+
+      worker = await startTruncationWorker(h);
+      const done = await waitForState(first.body.value as string, ["completed", "failed"]);
+      expect(done).toMatchObject({
+        state: "completed",
+        progress: { deleted: 101, toDelete: 101, percent: 100 },
+        result: { deleted: 101 },
+        request: { entityType: "dataset", aspect: "datasetProfile", batchSize: 7, dryRun: false },
+        failedReason: null,
+        attemptsMade: 1,
+      });
+      expect(done.startedAt).toEqual(expect.any(Number));
+      expect(done.finishedAt).toBeGreaterThanOrEqual(done.startedAt as number);
+      expect((await timestampsOf(PROFILE))[0]).toBe(T0 + 101 * 3_600_000);
+      expect(await timestampsOf(USAGE)).toHaveLength(50);
+      expect(await counters(PROFILE)).toBe(199);
+
+      // The durable row answers after the job is gone from Redis, through both forms.
+      const redis = createRedis(h.config.REDIS_URL, "worker");
+      const { Queue } = await import("bullmq");
+      const queue = new Queue(QUEUE_NAMES.truncate, { connection: redis, prefix: h.config.QUEUE_PREFIX });
+      await (await queue.getJob(first.body.value as string))?.remove();
+      await queue.close();
+      await closeRedis(redis);
+      const viaGet = await fetch(`${h.baseUrl}/gms/operations/tasks/${first.body.value as string}`, {
+        headers: systemClientHeaders(ROOT),
+      });
+      expect(((await viaGet.json()) as { value: { state: string } }).value.state).toBe("completed");
+    });
+
+    it("answers 404 for an unknown task and 409 for cancelling a finished one", async () => {
+      expect((await h.post("/gms/operations?action=getTaskStatus", { taskId: "nope" })).status).toBe(404);
+      const { rows } = await h.database.pool.query<{ id: string }>(
+        "SELECT id FROM task WHERE state = 'completed' LIMIT 1",
+      );
+      const res = await h.post("/gms/operations?action=cancelTask", { taskId: rows[0]!.id });
+      expect(res).toMatchObject({ status: 409, body: { code: "CONFLICT" } });
+    });
+
+    it("cancels a waiting task at once: nothing is deleted", async () => {
+      await clear();
+      await load(PROFILE, [T0, T0 + 1]);
+      const taskId = (
+        await h.post(TRUNCATE, {
+          entityType: "dataset",
+          aspect: "datasetProfile",
+          endTimeMillis: T0 + 10,
+          dryRun: false,
+        })
+      ).body.value as string;
+      const cancelled = await h.post("/gms/operations?action=cancelTask", { taskId });
+      expect(cancelled.body.value).toMatchObject({ state: "cancelled", cancelRequested: true });
+      worker = await startTruncationWorker(h);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(await timestampsOf(PROFILE)).toEqual([T0, T0 + 1]);
+    });
+
+    it("stops an active task between batches when cancelled, reporting what was deleted", async () => {
+      await clear();
+      await load(
+        PROFILE,
+        Array.from({ length: 3000 }, (_, i) => T0 + i),
+      );
+      worker = await startTruncationWorker(h);
+      const taskId = (
+        await h.post(TRUNCATE, {
+          entityType: "dataset",
+          aspect: "datasetProfile",
+          endTimeMillis: T0 + 3000,
+          dryRun: false,
+          batchSize: 1,
+        })
+      ).body.value as string;
+      await waitForState(taskId, ["active"]);
+      await h.post("/gms/operations?action=cancelTask", { taskId });
+      const end = await waitForState(taskId, ["cancelled", "completed", "failed"]);
+      expect(end.state).toBe("cancelled");
+      const deleted = (end.progress as { deleted: number }).deleted;
+      expect(deleted).toBeGreaterThan(0);
+      expect(deleted).toBeLessThan(3000);
+      expect(end.failedReason).toBe(`Cancelled; ${deleted} rows were deleted before the cancellation`);
+      expect(await timestampsOf(PROFILE)).toHaveLength(3000 - deleted);
+      expect(await counters(PROFILE)).toBe(3000 - deleted);
+    });
+
+    it("stops cleanly at timeoutSeconds with the rows deleted so far reported", async () => {
+      await clear();
+      await load(
+        PROFILE,
+        Array.from({ length: 20_000 }, (_, i) => T0 + i),
+      );
+      worker = await startTruncationWorker(h);
+      const taskId = (
+        await h.post(TRUNCATE, {
+          entityType: "dataset",
+          aspect: "datasetProfile",
+          endTimeMillis: T0 + 20_000,
+          dryRun: false,
+          batchSize: 1,
+          timeoutSeconds: 1,
+        })
+      ).body.value as string;
+      const end = await waitForState(taskId, ["failed", "completed"], 30_000);
+      const deleted = (end.progress as { deleted: number }).deleted;
+      expect(end).toMatchObject({
+        state: "failed",
+        failedReason: `Timed out after 1 s; ${deleted} rows were deleted before the timeout`,
+      });
+      expect(await timestampsOf(PROFILE)).toHaveLength(20_000 - deleted);
+    });
+
+    it("deletes exactly the older rows of the one aspect, over many random layouts and cutoffs", async () => {
+      worker = await startTruncationWorker(h);
+      let seed = 42;
+      const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
+      for (let round = 0; round < 12; round++) {
+        await clear();
+        const spread = (n: number, days: number) =>
+          Array.from({ length: n }, () => T0 + Math.floor(random() * days * DAY_MILLIS));
+        const profile = spread(50 + Math.floor(random() * 400), 1 + Math.floor(random() * 8));
+        const usage = spread(100, 8);
+        const chart = spread(100, 8);
+        await load(PROFILE, profile);
+        await load(USAGE, usage);
+        await load(CHART, chart);
+        const cutoffs = [...profile, T0, T0 + 3 * DAY_MILLIS, T0 + 9 * DAY_MILLIS];
+        const cutoff = cutoffs[Math.floor(random() * cutoffs.length)]! + (random() < 0.5 ? 0 : 1);
+        const batchSize = 1 + Math.floor(random() * 60);
+        const taskId = (
+          await h.post(TRUNCATE, {
+            entityType: "dataset",
+            aspect: "datasetProfile",
+            endTimeMillis: cutoff,
+            dryRun: false,
+            batchSize,
+          })
+        ).body.value as string;
+        const end = await waitForState(taskId, ["completed", "failed"]);
+        const expected = profile.filter((t) => t >= cutoff).sort((a, b) => a - b);
+        const context = `round ${round}: cutoff ${cutoff}, batchSize ${batchSize}`;
+        expect({ context, left: await timestampsOf(PROFILE) }).toEqual({ context, left: expected });
+        expect({ context, deleted: (end.progress as { deleted: number }).deleted }).toEqual({
+          context,
+          deleted: profile.length - expected.length,
+        });
+        expect(await timestampsOf(USAGE)).toEqual([...usage].sort((a, b) => a - b));
+        expect(await timestampsOf(CHART)).toEqual([...chart].sort((a, b) => a - b));
+        expect(await counters(PROFILE)).toBe(expected.length);
+      }
+    }, 120_000);
+  });
+});
