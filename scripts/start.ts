@@ -25,9 +25,10 @@ async function main(): Promise<void> {
     throw error;
   }
 
-  const tsx = require.resolve("tsx/cli");
   const children: ChildProcess[] = SERVICES.map((name) => {
-    const child = spawn(process.execPath, [tsx, path.join(root, "services", name, "src", "main.ts")], {
+    // node --import tsx: one process per service, so signals reach the service itself.
+    const child = spawn(process.execPath, ["--import", "tsx", path.join(root, "services", name, "src", "main.ts")], {
+      cwd: root,
       env,
       stdio: ["ignore", "pipe", "pipe"],
     });

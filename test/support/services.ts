@@ -21,8 +21,10 @@ export interface RunningService {
 export function startService(name: ServiceName, env: Record<string, string>): RunningService {
   const child = spawn(
     process.execPath,
-    [require.resolve("tsx/cli"), path.join(ROOT, "services", name, "src", "main.ts")],
+    // One process (no tsx CLI wrapper in between), so signals, SIGKILL included, reach the service itself.
+    ["--import", "tsx", path.join(ROOT, "services", name, "src", "main.ts")],
     {
+      cwd: ROOT,
       // Not NODE_ENV=test: libraries such as Apollo behave differently under it, and these tests run the real thing.
       env: { ...process.env, NODE_ENV: "development", LOG_LEVEL: "info", ...env },
       stdio: ["ignore", "pipe", "pipe"],

@@ -1,13 +1,15 @@
 import { stopTelemetry } from "./instrument";
 import { createLogger, loadConfigOrExit } from "@mdp/core";
 import { createDatabase, TimeseriesStore } from "@mdp/db";
-import { closeRedis, createRedis, createWorker, runUntilSignalled } from "@mdp/queues";
+import { closeRedis, createRedis, createWorker, Producer, runUntilSignalled } from "@mdp/queues";
+import { OrphanReconciler } from "./orphan-reconciler";
 import { createTruncateHandler } from "./truncate.processor";
 
 const config = loadConfigOrExit();
 const logger = createLogger("truncation-worker", config.LOG_LEVEL);
 const db = createDatabase(config.DATABASE_URL, { poolMax: config.TRUNCATION_CONCURRENCY + 2 });
 const connection = createRedis(config.REDIS_URL, "worker");
+const producerConnection = createRedis(config.REDIS_URL, "worker");
 const shutdown = new AbortController();
 const handler = createTruncateHandler({
   db,
@@ -21,9 +23,19 @@ const worker = createWorker("truncate", handler, {
   concurrency: config.TRUNCATION_CONCURRENCY,
   logger,
 });
+const producer = new Producer("truncate", producerConnection, config.QUEUE_PREFIX);
+const reconciler = new OrphanReconciler(db, producer, logger);
+reconciler.start();
 runUntilSignalled({
   worker,
   logger,
-  resources: [() => closeRedis(connection), () => db.close(), stopTelemetry],
   shutdown,
+  resources: [
+    async () => reconciler.stop(),
+    () => producer.close(),
+    () => closeRedis(producerConnection),
+    () => closeRedis(connection),
+    () => db.close(),
+    stopTelemetry,
+  ],
 });

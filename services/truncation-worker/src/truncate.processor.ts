@@ -40,7 +40,7 @@ export function createTruncateHandler(deps: TruncateDeps): JobHandler<"truncate"
     const { prisma } = deps.db;
     const task = await prisma.task.findUnique({ where: { id: payload.taskId } });
     if (!task) throw new UnrecoverableError(`Task ${payload.taskId} does not exist`);
-    if (task.state === "completed" || task.state === "cancelled") return task.result; // a duplicate delivery
+    if (task.state !== "waiting" && task.state !== "active") return task.result; // a duplicate delivery of a finished task
     let progress = progressOf(task.progress);
     if (task.cancelRequested) {
       await finish(deps.db.pool, payload.taskId, "cancelled", progress, "Cancelled before it started");
@@ -57,7 +57,8 @@ export function createTruncateHandler(deps: TruncateDeps): JobHandler<"truncate"
       data: {
         state: "active",
         startedAt,
-        attemptsMade: job.attemptsMade + 1,
+        // Counted here, not by BullMQ: a job re-queued after its worker died or Redis lost it is an attempt too.
+        attemptsMade: { increment: 1 },
         failedReason: null,
         progress: { ...progress },
       },
@@ -82,12 +83,11 @@ export function createTruncateHandler(deps: TruncateDeps): JobHandler<"truncate"
     };
     const step = async (work: (client: pg.PoolClient) => Promise<number>) => {
       await checkpoint();
-      progress = await inTransaction(deps.db.pool, async (client) => {
-        const next = advance(progress, await work(client));
-        await saveProgress(client, payload.taskId, next);
-        return next;
-      });
-      await job.updateProgress({ ...progress });
+      progress = await inTransaction(deps.db.pool, async (client) =>
+        addProgress(client, payload.taskId, await work(client)),
+      );
+      // The dashboard's copy; the task row is the truth, so a Redis hiccup here must not fail the step.
+      await job.updateProgress({ ...progress }).catch(() => undefined);
     };
 
     try {
@@ -123,21 +123,36 @@ async function executePlan(
   } while (deleted === payload.batchSize);
 }
 
-function advance(progress: TruncateProgress, deleted: number): TruncateProgress {
-  const total = progress.deleted + deleted;
-  // Rows that arrived after planning make toDelete grow rather than percent pass 100.
-  const toDelete = Math.max(progress.toDelete, total);
-  const percent = toDelete === 0 ? 100 : Math.round((10_000 * total) / toDelete) / 100;
-  return { deleted: total, toDelete, batches: progress.batches + 1, percent };
-}
-
 function progressOf(value: unknown): TruncateProgress {
   const p = (value ?? {}) as Partial<TruncateProgress>;
-  return { deleted: p.deleted ?? 0, toDelete: p.toDelete ?? 0, batches: p.batches ?? 0, percent: p.percent ?? 0 };
+  return {
+    deleted: Number(p.deleted ?? 0),
+    toDelete: Number(p.toDelete ?? 0),
+    batches: Number(p.batches ?? 0),
+    percent: Number(p.percent ?? 0),
+  };
 }
 
-async function saveProgress(client: pg.ClientBase, taskId: string, progress: TruncateProgress): Promise<void> {
-  await client.query("UPDATE task SET progress = $2::jsonb WHERE id = $1", [taskId, JSON.stringify(progress)]);
+/**
+ * Adds a step's deletions to the task row in the step's own transaction. The arithmetic is done by PostgreSQL on the
+ * stored value, so even two workers that briefly ran the same task (a job re-queued while its first worker still
+ * lived) count every row once.
+ */
+async function addProgress(client: pg.ClientBase, taskId: string, deleted: number): Promise<TruncateProgress> {
+  const { rows } = await client.query<{ progress: TruncateProgress }>(
+    `WITH p AS (
+       SELECT (progress->>'deleted')::bigint + $2 AS deleted,
+              GREATEST((progress->>'toDelete')::bigint, (progress->>'deleted')::bigint + $2) AS to_delete,
+              (progress->>'batches')::int + 1 AS batches
+         FROM task WHERE id = $1)
+     UPDATE task SET progress = jsonb_build_object(
+              'deleted', p.deleted, 'toDelete', p.to_delete, 'batches', p.batches,
+              'percent', CASE WHEN p.to_delete = 0 THEN 100 ELSE round(100.0 * p.deleted / p.to_delete, 2) END)
+       FROM p WHERE id = $1
+     RETURNING task.progress`,
+    [taskId, deleted],
+  );
+  return progressOf(rows[0]?.progress);
 }
 
 async function finish(

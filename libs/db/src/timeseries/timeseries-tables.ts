@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import type pg from "pg";
+import { inTransaction } from "../transaction";
 
 /** Time-series partitions are UTC days. */
 export const DAY_MILLIS = 86_400_000;
@@ -38,9 +39,7 @@ export async function ensurePartitions(
 ): Promise<{ table: string; partitions: string[] }> {
   const table = aspectTableName(entityType, aspectName);
   const days = [...new Set([...timestamps].map(dayStart))].sort((a, b) => a - b);
-  const client = await pool.connect();
-  try {
-    await client.query("BEGIN");
+  return inTransaction(pool, async (client) => {
     await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`timeseries:${table}`]);
     const exists = await client.query("SELECT 1 FROM timeseries.aspect_table WHERE table_name = $1", [table]);
     if (exists.rowCount === 0) {
@@ -77,12 +76,6 @@ export async function ensurePartitions(
         [partition, table, day, day + DAY_MILLIS],
       );
     }
-    await client.query("COMMIT");
     return { table, partitions: days.map((d) => partitionName(table, d)) };
-  } catch (error) {
-    await client.query("ROLLBACK").catch(() => undefined);
-    throw error;
-  } finally {
-    client.release();
-  }
+  });
 }

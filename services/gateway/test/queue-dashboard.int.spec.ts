@@ -1,0 +1,61 @@
+/** Bull Board at /admin/queues: a browser login (Basic, an access token as password), MANAGE_SYSTEM_OPERATIONS only. */
+import { QUEUE_NAMES } from "@mdp/queues";
+import { ROOT, createToken, grant, startGateway, systemClientHeaders, type Harness } from "./support/gateway-harness";
+
+const basic = (token: string) => ({ authorization: `Basic ${Buffer.from(`anyone:${token}`).toString("base64")}` });
+
+describe("queue dashboard", () => {
+  let h: Harness;
+  let rootToken: string;
+
+  beforeAll(async () => {
+    h = await startGateway();
+    rootToken = (await createToken(h, ROOT)).token;
+  });
+  afterAll(() => h.close());
+
+  it("asks a browser for credentials", async () => {
+    const res = await fetch(`${h.baseUrl}/admin/queues`);
+    expect(res.status).toBe(401);
+    expect(res.headers.get("www-authenticate")).toMatch(/^Basic realm=/);
+  });
+
+  it("refuses a caller without MANAGE_SYSTEM_OPERATIONS", async () => {
+    const user = "urn:li:corpuser:operator-to-be";
+    await grant(h, user, ["GENERATE_PERSONAL_ACCESS_TOKENS"]);
+    const token = (await createToken(h, user)).token;
+    const res = await fetch(`${h.baseUrl}/admin/queues`, { headers: basic(token) });
+    expect(res.status).toBe(403);
+  });
+
+  it("shows both queues, with a task's job, to a holder logging in with an access token", async () => {
+    const taskId = (
+      await h.post("/gms/operations?action=truncateTimeseriesAspect", {
+        entityType: "dataset",
+        aspect: "datasetProfile",
+        endTimeMillis: 1,
+        dryRun: false,
+      })
+    ).body.value as string;
+    const page = await fetch(`${h.baseUrl}/admin/queues`, { headers: basic(rootToken) });
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain("<html");
+    const api = await fetch(`${h.baseUrl}/admin/queues/api/queues?activeQueue=${QUEUE_NAMES.truncate}&status=waiting`, {
+      headers: basic(rootToken),
+    });
+    const { queues } = (await api.json()) as { queues: Array<{ name: string; jobs: Array<{ id: string }> }> };
+    expect(queues.map((q) => q.name).sort()).toEqual([QUEUE_NAMES.evaluate, QUEUE_NAMES.truncate].sort());
+    expect(queues.find((q) => q.name === QUEUE_NAMES.truncate)?.jobs.map((j) => j.id)).toContain(taskId);
+  });
+
+  it("also accepts a bearer token", async () => {
+    const res = await fetch(`${h.baseUrl}/admin/queues`, { headers: { authorization: `Bearer ${rootToken}` } });
+    expect(res.status).toBe(200);
+  });
+
+  it("does not let the system client's Basic credentials through without an actor", async () => {
+    const { authorization } = systemClientHeaders(ROOT);
+    const res = await fetch(`${h.baseUrl}/admin/queues`, { headers: { authorization } });
+    expect(res.status).toBe(401);
+  });
+});

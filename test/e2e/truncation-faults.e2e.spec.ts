@@ -1,0 +1,179 @@
+/**
+ * Truncation under faults, with the real gateway and truncation-worker processes: a worker killed with SIGKILL
+ * mid-task, PostgreSQL connections cut mid-task, and the task's job vanishing from Redis (as after a Redis restart
+ * without persistence). Each time the task completes with an exact count and its row tells what happened.
+ */
+import { Queue } from "bullmq";
+import { DEVELOPMENT_SECRETS } from "@mdp/core";
+import { bulkLoad, createDatabase, DAY_MILLIS, type Database } from "@mdp/db";
+import { createTestDatabase } from "@mdp/db/testing";
+import { closeRedis, createRedis, QUEUE_NAMES } from "@mdp/queues";
+import {
+  freePort,
+  startService,
+  uniqueName,
+  waitFor,
+  waitForOutput,
+  waitUntilReady,
+  type RunningService,
+} from "../support/services";
+
+const ROOT = "urn:li:corpuser:admin";
+const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+const headers = {
+  "content-type": "application/json",
+  authorization: `Basic ${Buffer.from(`${DEVELOPMENT_SECRETS.SYSTEM_CLIENT_ID}:${DEVELOPMENT_SECRETS.SYSTEM_CLIENT_SECRET}`).toString("base64")}`,
+  "x-platform-actor": ROOT,
+};
+const DAY = Date.UTC(2026, 4, 1);
+const ROWS = 60_000;
+const TABLE = 'timeseries."ts_dataset_datasetProfile"';
+
+interface TaskStatus {
+  state: string;
+  attemptsMade: number;
+  failedReason: string | null;
+  progress: { deleted: number; toDelete: number; batches: number; percent: number };
+}
+
+describe("truncation under faults", () => {
+  let db: Awaited<ReturnType<typeof createTestDatabase>>;
+  let database: Database;
+  let gateway: RunningService;
+  const workers: RunningService[] = [];
+  let baseUrl: string;
+  let env: Record<string, string>;
+
+  const post = async (action: string, body: unknown) => {
+    const res = await fetch(`${baseUrl}/gms/operations?action=${action}`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify(body),
+    });
+    return (await res.json()) as { value: unknown };
+  };
+  const status = async (taskId: string) => (await post("getTaskStatus", { taskId })).value as TaskStatus;
+  const startWorker = async () => {
+    const worker = startService("truncation-worker", env);
+    workers.push(worker);
+    await waitForOutput(worker, "worker running");
+    return worker;
+  };
+  /** ROWS rows over one day, so everything is deleted in batches inside one partition; returns the rows to go. */
+  const loadDay = async (cutoff: number) => {
+    await database.pool.query("DELETE FROM timeseries.partition; DELETE FROM timeseries.aspect_table");
+    await database.pool.query(`DROP TABLE IF EXISTS ${TABLE}`);
+    await bulkLoad(database.pool, {
+      entityType: "dataset",
+      aspectName: "datasetProfile",
+      rows: ROWS,
+      days: 1,
+      endMillis: DAY,
+      urns: 50,
+    });
+    const { rows } = await database.pool.query<{ n: string }>(
+      `SELECT count(*) AS n FROM ${TABLE} WHERE timestamp_millis < $1`,
+      [cutoff],
+    );
+    return Number(rows[0]!.n);
+  };
+  const remaining = async (cutoff: number) => {
+    const { rows } = await database.pool.query<{ older: string; newer: string }>(
+      `SELECT count(*) FILTER (WHERE timestamp_millis < $1) AS older, count(*) FILTER (WHERE timestamp_millis >= $1) AS newer FROM ${TABLE}`,
+      [cutoff],
+    );
+    return { older: Number(rows[0]!.older), newer: Number(rows[0]!.newer) };
+  };
+  const truncate = async (cutoff: number, batchSize: number) =>
+    (
+      await post("truncateTimeseriesAspect", {
+        entityType: "dataset",
+        aspect: "datasetProfile",
+        endTimeMillis: cutoff,
+        dryRun: false,
+        batchSize,
+      })
+    ).value as string;
+  const until = (taskId: string, done: (s: TaskStatus) => boolean, timeoutMs = 60_000) =>
+    waitFor(`task ${taskId}`, async () => done(await status(taskId)), timeoutMs);
+
+  beforeAll(async () => {
+    db = await createTestDatabase("e2e_faults");
+    database = createDatabase(db.url);
+    const port = await freePort();
+    baseUrl = `http://127.0.0.1:${port}`;
+    env = { DATABASE_URL: db.url, REDIS_URL, QUEUE_PREFIX: uniqueName("e2e-faults"), PORT: String(port) };
+    gateway = startService("gateway", env);
+    await waitUntilReady(baseUrl, gateway);
+  });
+
+  afterAll(async () => {
+    await Promise.all([gateway, ...workers].map((s) => s?.stop()));
+    await database?.close();
+    await db?.drop();
+  });
+
+  afterEach(async () => {
+    await Promise.all(workers.splice(0).map((w) => w.stop("SIGKILL")));
+  });
+
+  it("finishes a task whose worker was killed with SIGKILL in another worker, with an exact count", async () => {
+    const cutoff = DAY + Math.floor((2 * DAY_MILLIS) / 3);
+    const toGo = await loadDay(cutoff);
+    const first = await startWorker();
+    const taskId = await truncate(cutoff, 250);
+    await until(taskId, (s) => s.progress.deleted > 0 && s.state === "active");
+    first.process.kill("SIGKILL");
+    const killedAt = (await status(taskId)).progress.deleted;
+    expect(killedAt).toBeLessThan(toGo);
+
+    await startWorker();
+    await until(taskId, (s) => s.state === "completed" || s.state === "failed");
+    const end = await status(taskId);
+    expect(end).toMatchObject({
+      state: "completed",
+      attemptsMade: 2,
+      progress: { deleted: toGo, toDelete: toGo, percent: 100 },
+    });
+    expect(await remaining(cutoff)).toEqual({ older: 0, newer: ROWS - toGo });
+  }, 90_000);
+
+  it("fails the attempt, not the process, when PostgreSQL connections drop mid-task, and completes on retry", async () => {
+    const cutoff = DAY + Math.floor(DAY_MILLIS / 2);
+    const toGo = await loadDay(cutoff);
+    const worker = await startWorker();
+    const taskId = await truncate(cutoff, 100);
+    await until(taskId, (s) => s.progress.deleted > 0 && s.state === "active");
+    // Cut every connection to this database but ours: the worker's batch in flight fails.
+    await database.pool.query(
+      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()",
+    );
+    await until(taskId, (s) => s.state === "completed" || s.state === "failed").catch(async (e: Error) => {
+      throw new Error(`${e.message}: ${JSON.stringify(await status(taskId))}\n${worker.output().slice(-3000)}`);
+    });
+    expect(worker.process.exitCode).toBeNull(); // still running
+    const end = await status(taskId);
+    expect(end.state).toBe("completed");
+    expect(end.attemptsMade).toBeGreaterThanOrEqual(2);
+    expect(end.progress.deleted).toBe(toGo);
+    expect(await remaining(cutoff)).toEqual({ older: 0, newer: ROWS - toGo });
+  }, 90_000);
+
+  it("re-queues a task whose job vanished from Redis, and completes it", async () => {
+    const cutoff = DAY + Math.floor(DAY_MILLIS / 3);
+    const toGo = await loadDay(cutoff);
+    const taskId = await truncate(cutoff, 5_000); // no worker yet: the task waits
+    const connection = createRedis(REDIS_URL, "worker");
+    const queue = new Queue(QUEUE_NAMES.truncate, { connection, prefix: env.QUEUE_PREFIX });
+    expect(await queue.getJob(taskId)).toBeDefined();
+    await queue.obliterate({ force: true }); // what a Redis restart without persistence leaves
+    expect(await queue.getJob(taskId)).toBeUndefined();
+    await queue.close();
+    await closeRedis(connection);
+
+    await startWorker(); // reconciles at start
+    await until(taskId, (s) => s.state === "completed" || s.state === "failed");
+    expect(await status(taskId)).toMatchObject({ state: "completed", progress: { deleted: toGo } });
+    expect(await remaining(cutoff)).toEqual({ older: 0, newer: ROWS - toGo });
+  }, 60_000);
+});
