@@ -54,7 +54,7 @@ describe("queue dashboard", () => {
   });
 
   it("does not let the system client's Basic credentials through without an actor", async () => {
-    const { authorization } = systemClientHeaders(ROOT);
+    const authorization = systemClientHeaders(ROOT).authorization!;
     const res = await fetch(`${h.baseUrl}/admin/queues`, { headers: { authorization } });
     expect(res.status).toBe(401);
   });

@@ -10,6 +10,7 @@ import {
   type TruncationPlan,
 } from "@mdp/db";
 import type { JobHandler, Payload } from "@mdp/queues";
+import { performance } from "node:perf_hooks";
 import type pg from "pg";
 
 export interface TruncateDeps {
@@ -83,9 +84,13 @@ export function createTruncateHandler(deps: TruncateDeps): JobHandler<"truncate"
     };
     const step = async (work: (client: pg.PoolClient) => Promise<number>) => {
       await checkpoint();
+      const started = performance.now();
+      let deleted = 0;
       progress = await inTransaction(deps.db.pool, async (client) =>
-        addProgress(client, payload.taskId, await work(client)),
+        addProgress(client, payload.taskId, (deleted = await work(client))),
       );
+      // How long each transaction held its locks: what operators (and bench/truncate) watch.
+      deps.logger.debug({ taskId: payload.taskId, deleted, stepMs: performance.now() - started }, "truncation step");
       // The dashboard's copy; the task row is the truth, so a Redis hiccup here must not fail the step.
       await job.updateProgress({ ...progress }).catch(() => undefined);
     };
