@@ -36,29 +36,34 @@ export function parseUrn(value: string): Urn {
 }
 
 function parseId(id: string): string[] {
-  if (!id.startsWith("(")) {
-    if (/[()]/.test(id)) throw new UrnParseError("unbalanced parentheses in id");
+  if (id.charCodeAt(0) !== OPEN) {
+    if (id.includes("(") || id.includes(")")) throw new UrnParseError("unbalanced parentheses in id");
     return [id];
   }
-  if (!id.endsWith(")")) throw new UrnParseError("tuple id must end with ')'");
+  if (id.charCodeAt(id.length - 1) !== CLOSE) throw new UrnParseError("tuple id must end with ')'");
+  // Split the tuple at top-level commas; parts are sliced, not built character by character (ingestion parses
+  // thousands of urns per request).
   const parts: string[] = [];
   let depth = 0;
-  let current = "";
-  for (const ch of id.slice(1, -1)) {
-    if (ch === "(") depth++;
-    if (ch === ")" && --depth < 0) throw new UrnParseError("unbalanced parentheses in id");
-    if (ch === "," && depth === 0) {
-      parts.push(current);
-      current = "";
-    } else {
-      current += ch;
+  let start = 1;
+  for (let i = 1; i < id.length - 1; i++) {
+    const c = id.charCodeAt(i);
+    if (c === OPEN) depth++;
+    else if (c === CLOSE && --depth < 0) throw new UrnParseError("unbalanced parentheses in id");
+    else if (c === COMMA && depth === 0) {
+      parts.push(id.slice(start, i));
+      start = i + 1;
     }
   }
   if (depth !== 0) throw new UrnParseError("unbalanced parentheses in id");
-  parts.push(current);
+  parts.push(id.slice(start, id.length - 1));
   if (parts.some((p) => p.length === 0)) throw new UrnParseError("empty tuple element");
   return parts;
 }
+
+const OPEN = 40; // (
+const CLOSE = 41; // )
+const COMMA = 44; // ,
 
 /** Parses a URN given as input field `field`; a malformed one is a BAD_USER_INPUT naming the field and the value. */
 export function parseUrnField(field: string, value: string, expectedEntityType?: string): Urn {

@@ -2,7 +2,8 @@ import { DelayedError, UnrecoverableError, type Job } from "bullmq";
 import type { Logger } from "@mdp/core";
 import {
   deleteBatch,
-  dropPartition,
+  dropPartitions,
+  PARTITIONS_PER_DROP,
   inTransaction,
   planTruncation,
   type Database,
@@ -117,7 +118,10 @@ async function executePlan(
   payload: Payload<"truncate">,
   step: (work: (client: pg.PoolClient) => Promise<number>) => Promise<void>,
 ): Promise<void> {
-  for (const partition of plan.wholePartitions) await step((client) => dropPartition(client, partition));
+  for (let i = 0; i < plan.wholePartitions.length; i += PARTITIONS_PER_DROP) {
+    const group = plan.wholePartitions.slice(i, i + PARTITIONS_PER_DROP);
+    await step((client) => dropPartitions(client, group));
+  }
   if (!plan.boundary) return;
   const { partition } = plan.boundary;
   let deleted: number;

@@ -52,11 +52,12 @@ export class TimeseriesStore {
     if (rows.length === 0) return 0;
     const table = aspectTableName(ref.entityType, ref.aspectName);
     await this.ensureDays(ref, table, rows);
-    const perPartition = new Map<string, number>();
+    const perDay = new Map<number, number>();
     for (const row of rows) {
-      const partition = partitionName(table, dayStart(row.timestampMillis));
-      perPartition.set(partition, (perPartition.get(partition) ?? 0) + 1);
+      const day = dayStart(row.timestampMillis);
+      perDay.set(day, (perDay.get(day) ?? 0) + 1);
     }
+    const perPartition = new Map([...perDay].map(([day, n]) => [partitionName(table, day), n]));
     await client.query(
       `INSERT INTO ${qualified(table)} (urn, timestamp_millis, value)
        SELECT * FROM unnest($1::text[], $2::bigint[], $3::jsonb[])`,
@@ -164,12 +165,9 @@ export class TimeseriesStore {
   }
 
   private async ensureDays(ref: TimeseriesAspectRef, table: string, rows: TimeseriesRow[]): Promise<void> {
-    const missing = new Set<number>();
-    for (const row of rows) {
-      const day = dayStart(row.timestampMillis);
-      if (!this.knownPartitions.has(partitionName(table, day))) missing.add(day);
-    }
-    if (missing.size === 0) return;
+    const days = new Set(rows.map((r) => dayStart(r.timestampMillis)));
+    const missing = [...days].filter((day) => !this.knownPartitions.has(partitionName(table, day)));
+    if (missing.length === 0) return;
     const { partitions } = await ensurePartitions(this.pool, ref.entityType, ref.aspectName, missing);
     for (const p of partitions) this.knownPartitions.add(p);
   }

@@ -41,19 +41,23 @@ export async function planTruncation(
   return { totalRows, toDelete, wholePartitions, boundary, strategy };
 }
 
+/** How many partitions one transaction drops: each commit is short, yet a long history is not one commit per day. */
+export const PARTITIONS_PER_DROP = 16;
+
 /**
- * Drops one partition and its bookkeeping in the caller's transaction. A short lock timeout keeps a long reader of
- * the aspect from making writers queue behind the DROP; the caller retries.
+ * Drops partitions and their bookkeeping in the caller's transaction; returns the rows they held. Partitions an earlier
+ * attempt already dropped are skipped. A short lock timeout keeps a long reader of the aspect from making writers queue
+ * behind the DROP (the step then fails and is retried).
  */
-export async function dropPartition(client: pg.ClientBase, partition: TimeseriesPartition): Promise<number> {
+export async function dropPartitions(client: pg.ClientBase, partitions: TimeseriesPartition[]): Promise<number> {
   await client.query("SET LOCAL lock_timeout = '2s'");
-  const { rows } = await client.query<{ row_count: string }>(
-    "DELETE FROM timeseries.partition WHERE table_name = $1 RETURNING row_count",
-    [partition.table],
+  const { rows } = await client.query<{ table_name: string; row_count: string }>(
+    "DELETE FROM timeseries.partition WHERE table_name = ANY($1::text[]) RETURNING table_name, row_count",
+    [partitions.map((p) => p.table)],
   );
-  if (rows.length === 0) return 0; // already dropped by an earlier attempt
-  await client.query(`DROP TABLE ${qualified(partition.table)}`);
-  return Number(rows[0]!.row_count);
+  if (rows.length === 0) return 0;
+  await client.query(`DROP TABLE ${rows.map((r) => qualified(r.table_name)).join(", ")}`);
+  return rows.reduce((sum, r) => sum + Number(r.row_count), 0);
 }
 
 /** Deletes at most `batchSize` rows older than the cutoff from one partition, and its counter, in the caller's transaction. */
