@@ -1,6 +1,6 @@
 /**
  * Truncation under faults, with the real gateway and truncation-worker processes: a worker killed with SIGKILL
- * mid-task, PostgreSQL connections cut mid-task, and the task's job vanishing from Redis (as after a Redis restart
+ * mid-task, a worker stopped with SIGTERM mid-task, PostgreSQL connections cut mid-task, and the task's job vanishing from Redis (as after a Redis restart
  * without persistence). Each time the task completes with an exact count and its row tells what happened.
  */
 import { Queue } from "bullmq";
@@ -137,6 +137,23 @@ describe("truncation under faults", () => {
     });
     expect(await remaining(cutoff)).toEqual({ older: 0, newer: ROWS - toGo });
   }, 90_000);
+
+  it("hands a running task back on SIGTERM, and another worker finishes it", async () => {
+    const cutoff = DAY + Math.floor((3 * DAY_MILLIS) / 4);
+    const toGo = await loadDay(cutoff);
+    const first = await startWorker();
+    const taskId = await truncate(cutoff, 250);
+    await until(taskId, (s) => s.progress.deleted > 0 && s.state === "active");
+    const stoppedAt = Date.now();
+    expect(await first.stop("SIGTERM")).toBe(0);
+    expect(Date.now() - stoppedAt).toBeLessThan(5_000); // it did not run the task to the end first
+    expect((await status(taskId)).progress.deleted).toBeLessThan(toGo);
+
+    await startWorker();
+    await until(taskId, (s) => s.state === "completed" || s.state === "failed");
+    expect(await status(taskId)).toMatchObject({ state: "completed", attemptsMade: 2, progress: { deleted: toGo } });
+    expect(await remaining(cutoff)).toEqual({ older: 0, newer: ROWS - toGo });
+  }, 60_000);
 
   it("fails the attempt, not the process, when PostgreSQL connections drop mid-task, and completes on retry", async () => {
     const cutoff = DAY + Math.floor(DAY_MILLIS / 2);
