@@ -5,20 +5,15 @@
  */
 import { performance } from "node:perf_hooks";
 import pg from "pg";
-import { DEVELOPMENT_SECRETS } from "@mdp/core";
 import { createTestDatabase } from "@mdp/db/testing";
-import { freePort, startService, uniqueName, waitUntilReady } from "../../test/support/services";
+import { freePort, startService, uniqueName, waitUntilReady, systemClient } from "../../test/support/services";
 import { printReport } from "../support/report";
 
 const ROWS_PER_REQUEST = 1000;
 const REQUESTS = 40;
 const CONCURRENCY = 4;
 const ROUNDS = 3;
-const headers = {
-  "content-type": "application/json",
-  authorization: `Basic ${Buffer.from(`${DEVELOPMENT_SECRETS.SYSTEM_CLIENT_ID}:${DEVELOPMENT_SECRETS.SYSTEM_CLIENT_SECRET}`).toString("base64")}`,
-  "x-platform-actor": "urn:li:corpuser:admin",
-};
+const headers = systemClient();
 
 interface Row {
   urn: string;

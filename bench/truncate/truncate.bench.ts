@@ -8,7 +8,6 @@
  * - getIndexSizes with 10M rows stored (a second aspect of 5M). Target: under 100 ms.
  */
 import { performance } from "node:perf_hooks";
-import { DEVELOPMENT_SECRETS } from "@mdp/core";
 import { bulkLoad, createDatabase, DAY_MILLIS, type Database } from "@mdp/db";
 import { createTestDatabase } from "@mdp/db/testing";
 import {
@@ -17,7 +16,7 @@ import {
   uniqueName,
   waitForOutput,
   waitUntilReady,
-  type RunningService,
+  systemClient,
 } from "../../test/support/services";
 import { printReport } from "../support/report";
 
@@ -26,11 +25,7 @@ const DAYS = 50; // 100k rows a day: 1% of the rows is half of the oldest day
 const END = Date.UTC(2026, 9, 1);
 const FIRST_DAY = END - (DAYS - 1) * DAY_MILLIS;
 const TABLE = 'timeseries."ts_dataset_datasetProfile"';
-const headers = {
-  "content-type": "application/json",
-  authorization: `Basic ${Buffer.from(`${DEVELOPMENT_SECRETS.SYSTEM_CLIENT_ID}:${DEVELOPMENT_SECRETS.SYSTEM_CLIENT_SECRET}`).toString("base64")}`,
-  "x-platform-actor": "urn:li:corpuser:admin",
-};
+const headers = systemClient();
 
 /** The timestamp below which `fraction` of the rows lie (the loader spreads rows evenly). */
 const cutoffFor = (fraction: number) => FIRST_DAY + Math.floor(fraction * DAYS * DAY_MILLIS);

@@ -3,15 +3,18 @@
  * through one is enforced by the other within a second. Their logs, at the most verbose level, never hold a token.
  */
 import { createTestDatabase } from "@mdp/db/testing";
-import { DEVELOPMENT_SECRETS } from "@mdp/core";
-import { freePort, startService, uniqueName, waitUntilReady, type RunningService } from "../support/services";
+import {
+  freePort,
+  startService,
+  uniqueName,
+  waitUntilReady,
+  type RunningService,
+  systemClient,
+} from "../support/services";
 
 const ROOT = "urn:li:corpuser:admin";
 const ALICE = "urn:li:corpuser:alice";
-const system = (actor: string) => ({
-  authorization: `Basic ${Buffer.from(`${DEVELOPMENT_SECRETS.SYSTEM_CLIENT_ID}:${DEVELOPMENT_SECRETS.SYSTEM_CLIENT_SECRET}`).toString("base64")}`,
-  "x-platform-actor": actor,
-});
+const system = systemClient;
 
 interface GraphQLResult {
   status: number;

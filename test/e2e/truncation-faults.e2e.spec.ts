@@ -4,7 +4,6 @@
  * without persistence). Each time the task completes with an exact count and its row tells what happened.
  */
 import { Queue } from "bullmq";
-import { DEVELOPMENT_SECRETS } from "@mdp/core";
 import { bulkLoad, createDatabase, DAY_MILLIS, type Database } from "@mdp/db";
 import { createTestDatabase } from "@mdp/db/testing";
 import { closeRedis, createRedis, QUEUE_NAMES } from "@mdp/queues";
@@ -16,15 +15,11 @@ import {
   waitForOutput,
   waitUntilReady,
   type RunningService,
+  systemClient,
 } from "../support/services";
 
-const ROOT = "urn:li:corpuser:admin";
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
-const headers = {
-  "content-type": "application/json",
-  authorization: `Basic ${Buffer.from(`${DEVELOPMENT_SECRETS.SYSTEM_CLIENT_ID}:${DEVELOPMENT_SECRETS.SYSTEM_CLIENT_SECRET}`).toString("base64")}`,
-  "x-platform-actor": ROOT,
-};
+const headers = systemClient();
 const DAY = Date.UTC(2026, 4, 1);
 const ROWS = 60_000;
 const TABLE = 'timeseries."ts_dataset_datasetProfile"';

@@ -5,6 +5,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import net from "node:net";
 import path from "node:path";
+import { DEVELOPMENT_SECRETS } from "@mdp/core";
 
 const ROOT = path.resolve(__dirname, "..", "..");
 export type ServiceName = "gateway" | "truncation-worker" | "evaluation-worker";
@@ -83,4 +84,14 @@ export async function waitForOutput(service: RunningService, text: string): Prom
       throw new Error(`${error.message}\n${service.output()}`);
     },
   );
+}
+
+/** Headers of the trusted system client acting for `actorUrn` (development secrets), with a JSON content type. */
+export function systemClient(actorUrn = "urn:li:corpuser:admin"): Record<string, string> {
+  const { SYSTEM_CLIENT_ID, SYSTEM_CLIENT_SECRET } = DEVELOPMENT_SECRETS;
+  return {
+    "content-type": "application/json",
+    authorization: `Basic ${Buffer.from(`${SYSTEM_CLIENT_ID}:${SYSTEM_CLIENT_SECRET}`).toString("base64")}`,
+    "x-platform-actor": actorUrn,
+  };
 }
