@@ -152,17 +152,47 @@ describe("the system as separate processes", () => {
     expect(task.finishedAt).not.toBeNull();
   });
 
-  it("round-trips an evaluation job and returns the worker's result to the producer", async () => {
-    const producer = new Producer("evaluate", redis, prefix);
-    const eventsConnection = redis.duplicate(); // QueueEvents blocks on its connection, so it gets its own
-    const events = new QueueEvents(QUEUE_NAMES.evaluate, { connection: eventsConnection, prefix });
-    await events.waitUntilReady();
+  it("round-trips an evaluation: ingest, define a test, evaluate with push through the worker, read the results", async () => {
+    const asAdmin = { "content-type": "application/json", authorization: systemClient, "x-platform-actor": ADMIN };
     const urn = "urn:li:dataset:(urn:li:dataPlatform:hive,db.t,PROD)";
-    const job = await producer.enqueue(uniqueName("eval"), { urns: [urn], push: false, actorUrn: ADMIN });
-    const result = (await job.waitUntilFinished(events, 15_000)) as { results: Record<string, { urn: string }> };
-    expect(result.results[urn]?.urn).toBe(urn);
-    await Promise.all([producer.close(), events.close()]);
-    await eventsConnection.quit();
+    const post = async (path: string, body: unknown) => {
+      const res = await fetch(`${baseUrl}${path}`, { method: "POST", headers: asAdmin, body: JSON.stringify(body) });
+      return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+    };
+    const proposal = {
+      entityType: "dataset",
+      entityUrn: urn,
+      aspectName: "datasetProperties",
+      changeType: "UPSERT",
+      aspect: { contentType: "application/json", value: JSON.stringify({ description: "orders" }) },
+    };
+    expect((await post("/gms/aspects?action=ingestProposal", { proposal })).status).toBe(200);
+    const created = await post("/api/graphql", {
+      query: `mutation($input: CreateTestInput!) { createTest(input: $input) }`,
+      variables: {
+        input: {
+          id: "described",
+          name: "Has a description",
+          category: "Documentation",
+          definition: {
+            json: "on: {types: [dataset]}\nrules: [{property: datasetProperties.description, operator: exists}]",
+          },
+        },
+      },
+    });
+    expect(created.body).toEqual({ data: { createTest: "urn:li:test:described" } });
+
+    const evaluated = await post("/gms/test?action=evaluate", { urn, push: true });
+    expect(evaluated).toMatchObject({
+      status: 200,
+      body: {
+        value: { urn, passing: [{ test: "urn:li:test:described", type: "SUCCESS" }], failing: [], notApplicable: [] },
+      },
+    });
+    const entity = await fetch(`${baseUrl}/gms/entities/${encodeURIComponent(urn)}`, { headers: asAdmin });
+    expect(
+      ((await entity.json()) as { value: { aspects: Record<string, unknown> } }).value.aspects.testResults,
+    ).toEqual({ passing: [{ test: "urn:li:test:described", type: "SUCCESS" }], failing: [] });
   });
 
   it("stops every process cleanly on SIGTERM", async () => {

@@ -1,6 +1,21 @@
 // Parser and evaluator of metadata-test definitions: pure functions, no I/O (see README.md).
 export { parseTestDefinition, definitionFromJson } from "./definition.parser";
-export { evaluateTest, appliesToEntityType, type TestOutcome } from "./test.evaluator";
+export { evaluateTest, appliesToEntityType, entityTypeMatches, type TestOutcome } from "./test.evaluator";
+export {
+  evaluateEntity,
+  type EntityEvaluation,
+  type FailingResult,
+  type PassingResult,
+  type TestToRun,
+} from "./entity-evaluation";
+export {
+  mergeTestResults,
+  readTestResults,
+  sameJson,
+  testResultsOf,
+  type StoredTestResult,
+  type TestResultsAspect,
+} from "./test-results";
 export { TestDefinitionError, type DefinitionProblem } from "./test-definition.error";
 export type { FailedRule } from "./failed-rule";
 export type { EntitySnapshot } from "./entity.types";

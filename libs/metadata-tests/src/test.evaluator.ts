@@ -21,8 +21,15 @@ export function evaluateTest(definition: ParsedDefinition, entity: EntitySnapsho
  * which tests to run uses the same rule as evaluating them.
  */
 export function appliesToEntityType(definition: ParsedDefinition, entityType: string): boolean {
-  const wanted = typeKey(entityType);
-  return definition.on.types.some((type) => typeKey(type) === wanted);
+  return definition.on.types.some((type) => entityTypeMatches(type, entityType));
+}
+
+/**
+ * Whether a type named in `on.types` names `entityType`, by the rule above. Exported so that callers mapping
+ * `on.types` onto a registry's entity types (to refuse unknown ones, or to store canonical names) agree with it.
+ */
+export function entityTypeMatches(onType: string, entityType: string): boolean {
+  return typeKey(onType) === typeKey(entityType);
 }
 
 function typeKey(type: string): string {

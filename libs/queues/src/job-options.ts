@@ -7,18 +7,29 @@ const DAY = 24 * HOUR;
 /**
  * Every job's options are decided here, not at each add(). Failures are kept (aged out after a week) so the
  * dashboard and getTaskStatus can explain them; successes are kept a day for the dashboard. Durable status lives in
- * the task table anyway.
+ * the task table anyway. `kind` is the payload's kind where a queue carries several (see jobName).
  */
-export function jobOptions(queue: QueueKey, jobId: string): JobsOptions {
+export function jobOptions(queue: QueueKey, jobId: string, kind?: string): JobsOptions {
   const retention = { removeOnComplete: { age: DAY, count: 10_000 }, removeOnFail: { age: 7 * DAY } };
   switch (queue) {
     case "truncate":
       // Truncation is resumable and idempotent, so a crashed or stalled attempt is retried.
       return { jobId, attempts: 3, backoff: { type: "exponential", delay: 2_000 }, ...retention };
     case "evaluate":
+      // A test run over every entity checkpoints each batch, so like truncation it resumes after a crash.
+      if (kind === "runTest")
+        return { jobId, attempts: 3, backoff: { type: "exponential", delay: 2_000 }, ...retention };
       // A caller is waiting synchronously; a retry after a long backoff would answer nobody.
       return { jobId, attempts: 2, backoff: { type: "fixed", delay: 200 }, ...retention };
   }
+}
+
+/**
+ * The job's name, as the queue dashboard shows it: the queue key, or the payload's `kind` where a queue carries
+ * several kinds of job (evaluate-tests: "evaluate" and "runTest").
+ */
+export function jobName(queue: QueueKey, kind?: string): string {
+  return kind ?? queue;
 }
 
 /**

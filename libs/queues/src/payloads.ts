@@ -14,13 +14,41 @@ export const truncatePayload = z.object({
   trace,
 });
 
-export const evaluatePayload = z.object({
+/**
+ * One evaluate or batchEvaluate request: its durable task id, the entities, and the tests to run (absent: every
+ * ACTIVE test whose `on` selects the entity).
+ */
+export const evaluationItem = z.object({
+  taskId: z.string().min(1),
   urns: z.array(z.string().min(1)).min(1),
   push: z.boolean(),
-  testUrns: z.array(z.string().min(1)).optional(),
+  testUrns: z.array(z.string().min(1)).min(1).optional(),
+  actorUrn: z.string().min(1),
+});
+
+/**
+ * Evaluate tests and answer with the results (POST /gms/test?action=evaluate, batchEvaluate). The gateway puts the
+ * requests that arrive together into one job, so that under load the queue and database round trips are shared
+ * rather than paid per request; each item keeps its own task id and result.
+ */
+export const evaluateBatchPayload = z.object({
+  kind: z.literal("evaluate"),
+  items: z.array(evaluationItem).min(1).max(1000),
+  trace,
+});
+
+/** Evaluate one test against every entity its `on` clause selects, in batches, as a background task (runTest). */
+export const runTestPayload = z.object({
+  kind: z.literal("runTest"),
+  taskId: z.string().min(1),
+  testUrn: z.string().min(1),
+  push: z.boolean(),
+  batchSize: z.number().int().min(1).max(10_000),
   actorUrn: z.string().min(1),
   trace,
 });
+
+export const evaluatePayload = z.discriminatedUnion("kind", [evaluateBatchPayload, runTestPayload]);
 
 /** The one map from queue to payload schema: producers and workers both check against it. */
 export const PAYLOADS = {
@@ -29,3 +57,6 @@ export const PAYLOADS = {
 } as const satisfies Record<QueueKey, z.ZodType>;
 
 export type Payload<Q extends QueueKey> = z.output<(typeof PAYLOADS)[Q]>;
+/** What a producer passes: defaults may be left out. */
+export type PayloadInput<Q extends QueueKey> = z.input<(typeof PAYLOADS)[Q]>;
+export type EvaluationItem = z.output<typeof evaluationItem>;

@@ -1,9 +1,12 @@
 import { Queue, QueueEvents, type Job } from "bullmq";
 import type { Redis } from "ioredis";
 import { injectTraceContext } from "@mdp/core";
-import { jobOptions } from "./job-options";
+import { jobName, jobOptions } from "./job-options";
 import { QUEUE_NAMES, type QueueKey } from "./names";
-import { PAYLOADS, type Payload } from "./payloads";
+import { PAYLOADS, type PayloadInput } from "./payloads";
+
+/** Omit that keeps a union a union (evaluate-tests has two kinds of payload). */
+type WithoutTrace<T> = T extends unknown ? Omit<T, "trace"> : never;
 
 /** A typed producer for one queue. Payloads are validated before they reach Redis; trace context is attached. */
 export class Producer<Q extends QueueKey> {
@@ -17,9 +20,10 @@ export class Producer<Q extends QueueKey> {
     this.queue = new Queue(QUEUE_NAMES[key], { connection, prefix });
   }
 
-  async enqueue(jobId: string, payload: Omit<Payload<Q>, "trace">): Promise<Job> {
+  async enqueue(jobId: string, payload: WithoutTrace<PayloadInput<Q>>): Promise<Job> {
     const data = PAYLOADS[this.key].parse({ ...payload, trace: injectTraceContext() });
-    return this.queue.add(this.key, data, jobOptions(this.key, jobId));
+    const kind = "kind" in data ? data.kind : undefined;
+    return this.queue.add(jobName(this.key, kind), data, jobOptions(this.key, jobId, kind));
   }
 
   close(): Promise<void> {

@@ -1,28 +1,168 @@
-import type { PrismaClient } from "@mdp/db";
-import type { JobHandler } from "@mdp/queues";
+import type { Job } from "bullmq";
+import type { Logger } from "@mdp/core";
+import { inTransaction, type Database } from "@mdp/db";
+import { appliesToEntityType, evaluateEntity, type EntityEvaluation, type TestToRun } from "@mdp/metadata-tests";
+import type { EvaluateJobResult, EvaluationItem, EvaluationItemResult, JobHandler, Payload } from "@mdp/queues";
+import type { DefinitionCache } from "./definition-cache";
+import type { EvaluationInput, EvaluationStore } from "./evaluation.store";
+import type { PushItem, ResultsPusher } from "./results.pusher";
+import { createRunTestHandler } from "./run-test.processor";
+import type { EvaluationProgress, EvaluationRow, TaskRows } from "./task-rows";
 
 export interface EvaluateDeps {
-  prisma: PrismaClient;
+  db: Database;
+  store: EvaluationStore;
+  definitions: DefinitionCache;
+  pusher: ResultsPusher;
+  tasks: TaskRows;
+  logger: Logger;
+  /** aborted when the process is asked to stop: a test run hands its job back between batches */
+  shutdownSignal: AbortSignal;
 }
 
-export interface EntityEvaluation {
-  urn: string;
-  passing: Array<{ test: string; type: "SUCCESS" }>;
-  failing: Array<{ test: string; type: "FAILURE"; failedRules: unknown[] }>;
-  evaluatedAt: number;
+type EvaluatePayload = Extract<Payload<"evaluate">, { kind: "evaluate" }>;
+
+/** The evaluate-tests handler: an "evaluate" job answers waiting callers; a "runTest" job is a background task. */
+export function createEvaluateHandler(deps: EvaluateDeps): JobHandler<"evaluate"> {
+  const runTest = createRunTestHandler(deps);
+  return async (payload, job, token) =>
+    payload.kind === "runTest" ? runTest(payload, job, token) : evaluate(deps, payload, job);
+}
+
+/** What one item came to, before it is answered and recorded. */
+interface ItemOutcome {
+  item: EvaluationItem;
+  result: EvaluationItemResult;
+  evaluations: EntityEvaluation[];
 }
 
 /**
- * Evaluates metadata tests for each urn of the job. Until the test engine lands (libs/metadata-tests) this reports
- * which urns have stored metadata and runs no test, so the queue round trip is already real end to end.
+ * Evaluates the job's items (each one evaluate or batchEvaluate request), pushes their results when asked, records
+ * their task rows and returns each item's outcome, which reaches the waiting gateway through QueueEvents. Whatever
+ * the number of items, that is one read (entities, tests and cancellations, afresh from PostgreSQL), one push
+ * transaction if any item pushes, and one write of the task rows. An unknown entity or test is a refusal (the
+ * gateway's 404), not a failure: retrying cannot change it.
  */
-export function createEvaluateHandler(deps: EvaluateDeps): JobHandler<"evaluate"> {
-  return async (payload) => {
-    const results: Record<string, EntityEvaluation> = {};
-    for (const urn of payload.urns) {
-      results[urn] = { urn, passing: [], failing: [], evaluatedAt: Date.now() };
-    }
-    await deps.prisma.$queryRaw`SELECT 1`;
-    return { results };
+async function evaluate(deps: EvaluateDeps, payload: EvaluatePayload, job: Job): Promise<EvaluateJobResult> {
+  const startedAt = new Date();
+  const rowOf = (item: EvaluationItem, row: Pick<EvaluationRow, "state" | "progress" | "result" | "failedReason">) => ({
+    ...row,
+    taskId: item.taskId,
+    request: { kind: "evaluate", urns: item.urns, push: item.push, testUrns: item.testUrns },
+    createdBy: item.actorUrn,
+    createdAt: new Date(job.timestamp),
+    startedAt,
+    attemptsMade: job.attemptsMade + 1,
+  });
+  try {
+    const input = await deps.store.loadForEvaluation({
+      urns: [...new Set(payload.items.flatMap((i) => i.urns))],
+      namedTests: [...new Set(payload.items.flatMap((i) => i.testUrns ?? []))],
+      activeTests: payload.items.some((i) => !i.testUrns),
+      taskIds: payload.items.map((i) => i.taskId),
+    });
+    const evaluatedAt = Date.now();
+    const outcomes = payload.items.map((item) => evaluateItem(deps, item, input, evaluatedAt));
+    const pushItems = outcomes.flatMap((o) => (o.item.push ? pushItemsOf(o, input) : []));
+    if (pushItems.length > 0) await inTransaction(deps.db.pool, (client) => deps.pusher.push(client, pushItems));
+    await deps.tasks.recordEvaluations(
+      outcomes
+        .filter((o) => !input.cancelled.has(o.item.taskId))
+        .map((o) =>
+          "refused" in o.result
+            ? rowOf(o.item, {
+                state: "failed",
+                progress: progressOf([], o.item.urns.length),
+                failedReason: o.result.refused.message,
+              })
+            : rowOf(o.item, {
+                state: "completed",
+                progress: progressOf(o.evaluations, o.item.urns.length),
+                result: o.result,
+              }),
+        ),
+    );
+    return { items: Object.fromEntries(outcomes.map((o) => [o.item.taskId, o.result])) };
+  } catch (error) {
+    const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+    const message = error instanceof Error ? error.message : String(error);
+    const failedReason = lastAttempt ? message : `Attempt ${job.attemptsMade + 1} failed, retrying: ${message}`;
+    await deps.tasks
+      .recordEvaluations(
+        payload.items.map((item) =>
+          rowOf(item, {
+            state: lastAttempt ? "failed" : "waiting",
+            progress: progressOf([], item.urns.length),
+            failedReason,
+          }),
+        ),
+      )
+      .catch(() => undefined); // PostgreSQL itself may be what failed; BullMQ still records the failure
+    throw error;
+  }
+}
+
+function evaluateItem(deps: EvaluateDeps, item: EvaluationItem, input: EvaluationInput, at: number): ItemOutcome {
+  const refuse = (code: "NOT_FOUND" | "CONFLICT", message: string): ItemOutcome => ({
+    item,
+    result: { refused: { code, message } },
+    evaluations: [],
+  });
+  if (input.cancelled.has(item.taskId)) return refuse("CONFLICT", `Task ${item.taskId} was cancelled`);
+  const byUrn = new Map(input.tests.map((t) => [t.urn, t]));
+  const missing = [
+    ...describeMissing(
+      "Entity",
+      "Entities",
+      item.urns.filter((urn) => !input.entities.has(urn)),
+    ),
+    ...describeMissing(
+      "Test",
+      "Tests",
+      (item.testUrns ?? []).filter((urn) => !byUrn.has(urn)),
+    ),
+  ];
+  if (missing.length > 0) return refuse("NOT_FOUND", missing.join("; "));
+
+  // Named tests all run, ACTIVE or not, and those that do not apply are reported as such; otherwise the ACTIVE tests
+  // whose on.types select the entity (the job's read also returned tests named by other items, and other types').
+  const named = item.testUrns?.map((urn) => deps.definitions.toRun(byUrn.get(urn)!));
+  const active = named ? [] : input.tests.filter((t) => t.active).map((t) => deps.definitions.toRun(t));
+  const evaluations = item.urns.map((urn) => {
+    const entity = input.entities.get(urn)!;
+    return evaluateEntity(named ?? active.filter((t) => appliesTo(t, entity.entityType)), entity, at);
+  });
+  return { item, result: { results: Object.fromEntries(evaluations.map((e) => [e.urn, e])) }, evaluations };
+}
+
+function pushItemsOf(outcome: ItemOutcome, input: EvaluationInput): PushItem[] {
+  return outcome.evaluations.map((evaluation) => ({
+    entityType: input.entities.get(evaluation.urn)!.entityType,
+    evaluation,
+    evaluated: new Set(
+      [...evaluation.passing, ...evaluation.failing].map((r) => r.test).concat(evaluation.notApplicable),
+    ),
+    actorUrn: outcome.item.actorUrn,
+  }));
+}
+
+function appliesTo(test: TestToRun, entityType: string): boolean {
+  return appliesToEntityType(test.definition, entityType);
+}
+
+function describeMissing(one: string, many: string, urns: readonly string[]): string[] {
+  if (urns.length === 0) return [];
+  return [urns.length === 1 ? `${one} ${urns[0]} does not exist` : `${many} ${urns.join(", ")} do not exist`];
+}
+
+function progressOf(evaluations: readonly EntityEvaluation[], total: number): EvaluationProgress {
+  const count = (pick: (e: EntityEvaluation) => unknown[]) => evaluations.reduce((n, e) => n + pick(e).length, 0);
+  return {
+    evaluated: evaluations.length,
+    total,
+    passing: count((e) => e.passing),
+    failing: count((e) => e.failing),
+    notApplicable: count((e) => e.notApplicable),
+    percent: evaluations.length === total ? 100 : 0,
   };
 }

@@ -1,21 +1,40 @@
 import { stopTelemetry } from "./instrument";
 import { createLogger, loadConfigOrExit } from "@mdp/core";
-import { createPrismaClient } from "@mdp/db";
+import { AspectRepository, createDatabase } from "@mdp/db";
 import { closeRedis, createRedis, createWorker, runUntilSignalled } from "@mdp/queues";
+import { DefinitionCache } from "./definition-cache";
 import { createEvaluateHandler } from "./evaluate.processor";
+import { EvaluationStore } from "./evaluation.store";
+import { ResultsPusher } from "./results.pusher";
+import { TaskRetention } from "./task-retention";
+import { TaskRows } from "./task-rows";
 
 const config = loadConfigOrExit();
 const logger = createLogger("evaluation-worker", config.LOG_LEVEL);
-const prisma = createPrismaClient(config.DATABASE_URL);
+// A job uses one connection at a time; one more for pruning, one spare.
+const db = createDatabase(config.DATABASE_URL, { poolMax: config.EVALUATION_CONCURRENCY + 2 });
 const connection = createRedis(config.REDIS_URL, "worker");
-const worker = createWorker("evaluate", createEvaluateHandler({ prisma }), {
+const shutdown = new AbortController();
+const handler = createEvaluateHandler({
+  db,
+  store: new EvaluationStore(db.pool),
+  definitions: new DefinitionCache(),
+  pusher: new ResultsPusher(new AspectRepository()),
+  tasks: new TaskRows(db.pool),
+  logger,
+  shutdownSignal: shutdown.signal,
+});
+const worker = createWorker("evaluate", handler, {
   connection,
   prefix: config.QUEUE_PREFIX,
   concurrency: config.EVALUATION_CONCURRENCY,
   logger,
 });
+const retention = new TaskRetention(db.pool, logger);
+retention.start();
 runUntilSignalled({
   worker,
   logger,
-  resources: [() => closeRedis(connection), () => prisma.$disconnect(), stopTelemetry],
+  resources: [async () => retention.stop(), () => closeRedis(connection), () => db.close(), stopTelemetry],
+  shutdown,
 });

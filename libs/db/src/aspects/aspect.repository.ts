@@ -7,6 +7,8 @@ export interface VersionedAspectWrite {
   aspectName: string;
   /** JSON text of the aspect value */
   valueJson: string;
+  /** who wrote this version, when not the `createdBy` of the whole upsert */
+  createdBy?: string;
 }
 
 /**
@@ -20,9 +22,8 @@ export class AspectRepository {
    */
   async upsert(client: pg.ClientBase, writes: VersionedAspectWrite[], createdBy: string): Promise<void> {
     if (writes.length === 0) return;
+    await this.lock(client, writes);
     const keyOf = (w: VersionedAspectWrite) => JSON.stringify([w.urn, w.aspectName]);
-    const keys = [...new Set(writes.map(keyOf))].sort();
-    await client.query("SELECT pg_advisory_xact_lock(hashtext(k)) FROM unnest($1::text[]) AS k ORDER BY k", [keys]);
     // Several versions of one aspect in one batch apply in order: the n-th gets max + n.
     const seen = new Map<string, number>();
     const ordinals = writes.map((w) => {
@@ -33,9 +34,9 @@ export class AspectRepository {
     });
     await client.query(
       `INSERT INTO aspect (urn, aspect_name, version, entity_type, value, created_by)
-       SELECT d.urn, d.aspect_name, COALESCE(m.version, 0) + d.ordinal, d.entity_type, d.value::jsonb, $6::text
-         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[])
-              AS d(urn, aspect_name, entity_type, value, ordinal)
+       SELECT d.urn, d.aspect_name, COALESCE(m.version, 0) + d.ordinal, d.entity_type, d.value::jsonb, d.created_by
+         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[])
+              AS d(urn, aspect_name, entity_type, value, ordinal, created_by)
          LEFT JOIN LATERAL (
            SELECT max(a.version) AS version FROM aspect a WHERE a.urn = d.urn AND a.aspect_name = d.aspect_name
          ) m ON true`,
@@ -45,9 +46,32 @@ export class AspectRepository {
         writes.map((w) => w.entityType),
         writes.map((w) => w.valueJson),
         ordinals,
-        createdBy,
+        writes.map((w) => w.createdBy ?? createdBy),
       ],
     );
+  }
+
+  /**
+   * Takes the write lock of each (urn, aspect) until the caller's transaction ends: the one upsert takes, so a caller
+   * can read, merge and write an aspect without a concurrent writer slipping in between (read-modify-write). The lock
+   * is re-entrant within the transaction, so the upsert that follows does not wait on it.
+   */
+  async lock(client: pg.ClientBase, aspects: ReadonlyArray<{ urn: string; aspectName: string }>): Promise<void> {
+    if (aspects.length === 0) return;
+    const keys = [...new Set(aspects.map((a) => JSON.stringify([a.urn, a.aspectName])))];
+    // Locks are taken in one order (the statement's ORDER BY) by every writer, so two writers cannot deadlock.
+    await client.query("SELECT pg_advisory_xact_lock(hashtext(k)) FROM unnest($1::text[]) AS k ORDER BY k", [keys]);
+  }
+
+  /** The current value of one aspect for each of `urns` that has it. */
+  async latestOfEach(db: Queryable, aspectName: string, urns: readonly string[]): Promise<Map<string, unknown>> {
+    if (urns.length === 0) return new Map();
+    const { rows } = await db.query<{ urn: string; value: unknown }>(
+      `SELECT DISTINCT ON (urn) urn, value FROM aspect
+        WHERE urn = ANY($1::text[]) AND aspect_name = $2 ORDER BY urn, version DESC`,
+      [urns, aspectName],
+    );
+    return new Map(rows.map((r) => [r.urn, r.value]));
   }
 
   /** The current value of every aspect of an entity; null when nothing is stored for it. */

@@ -1,0 +1,403 @@
+/**
+ * bench/evaluate, through the real gateway and evaluation-worker processes:
+ * - POST /gms/test?action=evaluate running 10 tests on one entity, 50 concurrent callers: p50, p99 and throughput,
+ *   against a bare BullMQ round trip (Queue.add + Job.waitUntilFinished of a no-op job, worker in its own process with
+ *   the same concurrency) measured in the same run, rounds interleaved. Targets: p50 <= bare + 3 ms, throughput >= 0.5x.
+ * - runTest over 100,000 entities (with and without push): entities per second, reported.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import http from "node:http";
+import path from "node:path";
+import { Queue, QueueEvents } from "bullmq";
+import type { Redis } from "ioredis";
+import { createDatabase } from "@mdp/db";
+import { createTestDatabase } from "@mdp/db/testing";
+import { closeRedis, createRedis, jobOptions } from "@mdp/queues";
+import { freePort, startService, uniqueName, waitForOutput, waitUntilReady } from "../../test/support/services";
+import { printReport } from "../support/report";
+import { closedLoop, median, type LoopResult } from "./closed-loop";
+
+const CONCURRENCY = 50;
+const WORKER_CONCURRENCY = 8; // EVALUATION_CONCURRENCY's default, for both workers
+const ROUNDS = Number(process.env.BENCH_EVALUATE_ROUNDS ?? 5);
+const SECONDS = Number(process.env.BENCH_EVALUATE_SECONDS ?? 4);
+const ENTITIES = Number(process.env.BENCH_EVALUATE_ENTITIES ?? 100_000);
+const ADMIN = "urn:li:corpuser:admin";
+const ENTITY = "urn:li:dataset:(urn:li:dataPlatform:hive,db.orders,PROD)";
+
+export async function benchEvaluate(): Promise<void> {
+  const db = await createTestDatabase("bench_evaluate");
+  const database = createDatabase(db.url);
+  const redisUrl = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+  const port = await freePort();
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const prefix = uniqueName("bench-evaluate");
+  // AUTH_ENABLED=false: the header names the caller, as in the seed's examples; authentication is benchmarked elsewhere.
+  const env = {
+    DATABASE_URL: db.url,
+    REDIS_URL: redisUrl,
+    QUEUE_PREFIX: prefix,
+    PORT: String(port),
+    AUTH_ENABLED: "false",
+  };
+  const gateway = startService("gateway", { ...env, LOG_LEVEL: "warn" });
+  const worker = startService("evaluation-worker", {
+    ...env,
+    LOG_LEVEL: "info", // it logs nothing per job; "worker running" says it is ready
+    EVALUATION_CONCURRENCY: String(WORKER_CONCURRENCY),
+  });
+  const noop = spawnNoopWorker(redisUrl, prefix);
+  const redis = createRedis(redisUrl, "worker");
+  const eventsConnection = createRedis(redisUrl, "worker");
+  const queue = new Queue("noop", { connection: redis, prefix });
+  const events = new QueueEvents("noop", { connection: eventsConnection, prefix });
+  const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
+  try {
+    await Promise.all([
+      waitUntilReady(baseUrl, gateway),
+      waitForOutput(worker, "worker running"),
+      waitForProcessOutput(noop, "noop worker running"),
+      events.waitUntilReady(),
+    ]);
+    const api = apiClient(baseUrl, agent);
+    await seedOneEntityAndTenTests(api);
+
+    const sample = (await api.post("/gms/test?action=evaluate", { urn: ENTITY })) as {
+      passing: unknown[];
+      failing: unknown[];
+    };
+    process.stdout.write(
+      `\nbench/evaluate: 10 tests on one entity (${sample.passing.length} pass, ${sample.failing.length} fail with failedRules)\n`,
+    );
+
+    queue.setMaxListeners(0); // Job.waitUntilFinished listens on the queue once per waiting job
+    const bare = async () => {
+      const job = await queue.add("noop", {}, jobOptions("evaluate", randomUUID()));
+      await job.waitUntilFinished(events, 30_000);
+    };
+    const body = JSON.stringify({ urn: ENTITY });
+    const evaluate = () => api.raw("/gms/test?action=evaluate", body);
+
+    if (ROUNDS > 0) {
+      // Warm-up (JIT, connection pools, PostgreSQL caches), then interleaved rounds so drift reaches both alike.
+      await closedLoop(CONCURRENCY, 2, bare);
+      await closedLoop(CONCURRENCY, 2, evaluate);
+      const runs: { bare: LoopResult[]; evaluate: LoopResult[] } = { bare: [], evaluate: [] };
+      for (let round = 0; round < ROUNDS; round++) {
+        const order = round % 2 === 0 ? (["bare", "evaluate"] as const) : (["evaluate", "bare"] as const);
+        for (const name of order)
+          runs[name].push(await closedLoop(CONCURRENCY, SECONDS, name === "bare" ? bare : evaluate));
+      }
+      reportLatency(runs);
+      // Not a target: what one request costs on an otherwise idle path, where batching has nothing to share.
+      const alone = { bare: [] as LoopResult[], evaluate: [] as LoopResult[] };
+      for (let round = 0; round < 3; round++) {
+        alone.bare.push(await closedLoop(1, 2, bare));
+        alone.evaluate.push(await closedLoop(1, 2, evaluate));
+      }
+      const p50 = (xs: LoopResult[]) => median(xs.map((r) => r.p50Ms));
+      process.stdout.write(
+        `  one caller at a time (medians of 3 runs of 2 s): evaluate p50 ${p50(alone.evaluate).toFixed(2)} ms, ` +
+          `bare p50 ${p50(alone.bare).toFixed(2)} ms (+${(p50(alone.evaluate) - p50(alone.bare)).toFixed(2)} ms)\n`,
+      );
+    }
+
+    if (ENTITIES > 0) await benchRunTest(api, database.pool);
+  } finally {
+    agent.destroy();
+    await events.close();
+    await queue.close();
+    await closeRedis(eventsConnection);
+    noop.kill("SIGTERM");
+    await Promise.all([gateway.stop(), worker.stop()]);
+    await removeKeys(redis, prefix); // hundreds of thousands of finished jobs, kept for a day otherwise
+    await closeRedis(redis);
+    await database.close();
+    await db.drop();
+  }
+}
+
+function reportLatency(runs: { bare: LoopResult[]; evaluate: LoopResult[] }): void {
+  const m = (xs: LoopResult[], pick: (r: LoopResult) => number) => median(xs.map(pick));
+  const bare = {
+    rps: m(runs.bare, (r) => r.perSecond),
+    p50: m(runs.bare, (r) => r.p50Ms),
+    p99: m(runs.bare, (r) => r.p99Ms),
+  };
+  const evaluate = {
+    rps: m(runs.evaluate, (r) => r.perSecond),
+    p50: m(runs.evaluate, (r) => r.p50Ms),
+    p99: m(runs.evaluate, (r) => r.p99Ms),
+  };
+  // Per round, paired: the spread says how much the machine's noise moves the ratio.
+  const paired = (pick: (r: LoopResult) => number) => runs.evaluate.map((r, i) => pick(r) / pick(runs.bare[i]!));
+  const spread = (xs: number[]) => ({ min: Math.min(...xs), max: Math.max(...xs) });
+  const rpsRatios = paired((r) => r.perSecond);
+  const p50Ratios = paired((r) => r.p50Ms);
+  const p99Ratios = paired((r) => r.p99Ms);
+  const ms = (x: number) => `${x.toFixed(2)} ms`;
+  printReport(
+    `bench/evaluate: ${CONCURRENCY} concurrent callers, ${ROUNDS} rounds of ${SECONDS} s (medians)`,
+    `bare BullMQ round trip (add + waitUntilFinished, no-op worker, concurrency ${WORKER_CONCURRENCY}): ` +
+      `${bare.rps.toFixed(0)} jobs/s, p50 ${ms(bare.p50)}, p99 ${ms(bare.p99)}`,
+    [
+      {
+        name: "evaluate p50",
+        value: `${ms(evaluate.p50)} (bare +${(evaluate.p50 - bare.p50).toFixed(2)})`,
+        ratio: median(p50Ratios),
+        spread: spread(p50Ratios),
+        target: "<= +3 ms",
+        met: evaluate.p50 <= bare.p50 + 3,
+      },
+      {
+        name: "evaluate p99",
+        value: `${ms(evaluate.p99)} (bare +${(evaluate.p99 - bare.p99).toFixed(2)})`,
+        ratio: median(p99Ratios),
+        spread: spread(p99Ratios),
+        target: "-",
+        met: true,
+      },
+      {
+        name: "evaluate throughput",
+        value: `${evaluate.rps.toFixed(0)} req/s`,
+        ratio: median(rpsRatios),
+        spread: spread(rpsRatios),
+        target: ">= 0.5",
+        met: median(rpsRatios) >= 0.5,
+      },
+    ],
+  );
+}
+
+/** runTest over ENTITIES datasets (three aspects each), once without and once with push. */
+async function benchRunTest(api: ApiClient, pool: import("pg").Pool): Promise<void> {
+  process.stdout.write(`\nbench/evaluate: loading ${ENTITIES} datasets (3 aspects each)...\n`);
+  await pool.query(
+    `INSERT INTO aspect (urn, aspect_name, version, entity_type, value, created_by)
+     SELECT 'urn:li:dataset:(urn:li:dataPlatform:' || (CASE WHEN i % 4 = 0 THEN 'hive' ELSE 'kafka' END) ||
+            ',db.t' || lpad(i::text, 7, '0') || ',PROD)', a.name, 1, 'dataset', a.value, 'bench'
+       FROM generate_series(1, $1::int) AS i
+      CROSS JOIN LATERAL (VALUES
+        ('datasetProperties', jsonb_build_object('description', CASE WHEN i % 3 = 0 THEN NULL ELSE 'table ' || i END,
+                                                 'customProperties', jsonb_build_object('team', 't' || (i % 17)))),
+        ('ownership', jsonb_build_object('owners', jsonb_build_array(
+           jsonb_build_object('owner', 'urn:li:corpuser:u' || (i % 100),
+                              'type', CASE WHEN i % 5 = 0 THEN 'DATAOWNER' ELSE 'TECHNICAL_OWNER' END)))),
+        ('globalTags', jsonb_build_object('tags', jsonb_build_array(jsonb_build_object('tag', 'urn:li:tag:t' || (i % 7)))))
+      ) AS a(name, value)`,
+    [ENTITIES],
+  );
+  await pool.query("ANALYZE aspect");
+  const urn = (await api.graphql(`mutation($input: CreateTestInput!) { createTest(input: $input) }`, {
+    input: {
+      id: "bench-run",
+      name: "owned and described",
+      category: "Bench",
+      definition: {
+        json: JSON.stringify({
+          on: {
+            types: ["dataset"],
+            conditions: { property: "platform", operator: "equals", value: "urn:li:dataPlatform:kafka" },
+          },
+          rules: [
+            { property: "datasetProperties.description", operator: "exists" },
+            { property: "ownership.owners.type", operator: "equals", value: "TECHNICAL_OWNER" },
+            { not: { property: "globalTags.tags.tag", operator: "contains_any", values: ["urn:li:tag:t3"] } },
+          ],
+        }),
+      },
+    },
+  })) as { createTest: string };
+  const rows: Array<{ name: string; value: string; ratio: number; target: string; met: boolean }> = [];
+  for (const push of [false, true]) {
+    const taskId = (
+      (await api.graphql(`mutation($urn: String!, $push: Boolean) { runTest(urn: $urn, push: $push) }`, {
+        urn: urn.createTest,
+        push,
+      })) as { runTest: string }
+    ).runTest;
+    const status = await waitForTask(api, taskId);
+    const seconds = (status.finishedAt - status.startedAt) / 1000;
+    const p = status.progress;
+    rows.push({
+      name: `runTest, push ${push}`,
+      value: `${(p.evaluated / seconds).toFixed(0)} entities/s`,
+      ratio: 1,
+      target: "reported",
+      met: true,
+    });
+    process.stdout.write(
+      `  runTest push=${push}: ${p.evaluated} entities in ${seconds.toFixed(2)} s, ${p.batches} batches ` +
+        `(${p.passing} passing, ${p.failing} failing, ${p.notApplicable} not applicable; pushed ${p.pushed})\n`,
+    );
+  }
+  printReport(`bench/evaluate: runTest over ${ENTITIES} entities`, "none (reported in entities per second)", rows);
+}
+
+interface TaskStatusBody {
+  state: string;
+  startedAt: number;
+  finishedAt: number;
+  failedReason: string | null;
+  progress: {
+    evaluated: number;
+    batches: number;
+    passing: number;
+    failing: number;
+    notApplicable: number;
+    pushed: number;
+  };
+}
+
+async function waitForTask(api: ApiClient, taskId: string): Promise<TaskStatusBody> {
+  for (;;) {
+    const status = (await api.post("/gms/operations?action=getTaskStatus", { taskId })) as TaskStatusBody;
+    if (status.state === "completed") return status;
+    if (status.state !== "waiting" && status.state !== "active")
+      throw new Error(`task ${taskId}: ${status.state} ${status.failedReason}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Ten tests on datasets, covering every operator family, some passing and some failing on the entity. */
+async function seedOneEntityAndTenTests(api: ApiClient): Promise<void> {
+  const aspect = (aspectName: string, value: unknown) => ({
+    entityType: "dataset",
+    entityUrn: ENTITY,
+    aspectName,
+    changeType: "UPSERT",
+    aspect: { contentType: "application/json", value: JSON.stringify(value) },
+  });
+  await api.post("/gms/aspects?action=ingestProposalBatch", {
+    proposals: [
+      aspect("datasetProperties", { description: "All orders", customProperties: { retention: "30", tier: "gold" } }),
+      aspect("ownership", { owners: [{ owner: "urn:li:corpuser:ann", type: "TECHNICAL_OWNER" }] }),
+      aspect("globalTags", { tags: [{ tag: "urn:li:tag:finance" }, { tag: "urn:li:tag:pii" }] }),
+      aspect("schemaMetadata", {
+        fields: Array.from({ length: 30 }, (_, i) => ({
+          fieldPath: `col_${i}`,
+          nativeDataType: i % 2 ? "int" : "string",
+        })),
+      }),
+      aspect("status", { removed: false }),
+    ],
+  });
+  const rules: unknown[] = [
+    { property: "datasetProperties.description", operator: "exists" },
+    { property: "ownership.owners.type", operator: "equals", value: "DATAOWNER" },
+    { property: "globalTags.tags.tag", operator: "contains_any", values: ["urn:li:tag:pii", "urn:li:tag:sensitive"] },
+    { property: "datasetProperties.customProperties.retention", operator: "greater_than", value: "7" },
+    { property: "schemaMetadata.fields.fieldPath", operator: "regex_match", value: "^col_[0-9]+$" },
+    { property: "status.removed", operator: "is_false" },
+    {
+      or: [
+        { property: "platform", operator: "equals", value: "urn:li:dataPlatform:kafka" },
+        { property: "urn", operator: "contains_str", value: "orders" },
+      ],
+    },
+    { not: { property: "globalTags.tags.tag", operator: "contains_any", values: ["urn:li:tag:deprecated"] } },
+    { property: "datasetProperties.customProperties.tier", operator: "starts_with", value: "plat" },
+    [
+      { property: "ownership.owners.owner", operator: "exists" },
+      { property: "schemaMetadata.fields.nativeDataType", operator: "equals", value: "decimal" },
+    ],
+  ];
+  for (const [i, rule] of rules.entries()) {
+    await api.graphql(`mutation($input: CreateTestInput!) { createTest(input: $input) }`, {
+      input: {
+        id: `bench-${i}`,
+        name: `bench test ${i}`,
+        category: "Bench",
+        definition: { json: JSON.stringify({ on: { types: ["dataset"] }, rules: rule }) },
+      },
+    });
+  }
+}
+
+interface ApiClient {
+  post(path: string, body: unknown): Promise<unknown>;
+  graphql(query: string, variables: Record<string, unknown>): Promise<unknown>;
+  /** the benchmarked call: a prepared body, any answer but 200 fails the run */
+  raw(path: string, body: string): Promise<void>;
+}
+
+function apiClient(baseUrl: string, agent: http.Agent): ApiClient {
+  const { hostname, port } = new URL(baseUrl);
+  const send = (path: string, body: string) =>
+    new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const req = http.request(
+        {
+          hostname,
+          port,
+          path,
+          method: "POST",
+          agent,
+          headers: {
+            "content-type": "application/json",
+            "content-length": Buffer.byteLength(body),
+            "x-platform-actor": ADMIN,
+          },
+        },
+        (res) => {
+          let text = "";
+          res.setEncoding("utf8");
+          res.on("data", (chunk: string) => (text += chunk));
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
+          res.on("error", reject);
+        },
+      );
+      req.on("error", reject);
+      req.end(body);
+    });
+  return {
+    async post(path, body) {
+      const res = await send(path, JSON.stringify(body));
+      if (res.status !== 200) throw new Error(`${path}: ${res.status} ${res.text}`);
+      return (JSON.parse(res.text) as { value: unknown }).value;
+    },
+    async graphql(query, variables) {
+      const res = await send("/api/graphql", JSON.stringify({ query, variables }));
+      const parsed = JSON.parse(res.text) as { data?: unknown; errors?: unknown };
+      if (parsed.errors) throw new Error(JSON.stringify(parsed.errors));
+      return parsed.data;
+    },
+    async raw(path, body) {
+      const res = await send(path, body);
+      if (res.status !== 200) throw new Error(`${path}: ${res.status} ${res.text}`);
+    },
+  };
+}
+
+async function removeKeys(redis: Redis, prefix: string): Promise<void> {
+  for await (const keys of redis.scanStream({ match: `${prefix}:*`, count: 1000 }) as AsyncIterable<string[]>) {
+    if (keys.length > 0) await redis.unlink(...keys);
+  }
+}
+
+function spawnNoopWorker(redisUrl: string, prefix: string): ChildProcess {
+  return spawn(process.execPath, [require.resolve("tsx/cli"), path.join(__dirname, "noop-worker.ts")], {
+    env: {
+      ...process.env,
+      REDIS_URL: redisUrl,
+      QUEUE_PREFIX: prefix,
+      QUEUE_NAME: "noop",
+      CONCURRENCY: String(WORKER_CONCURRENCY),
+    },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+}
+
+function waitForProcessOutput(child: ChildProcess, text: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let output = "";
+    const timer = setTimeout(() => reject(new Error(`timed out waiting for '${text}'`)), 30_000);
+    child.stdout?.on("data", (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes(text)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+  });
+}

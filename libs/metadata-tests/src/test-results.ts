@@ -1,0 +1,79 @@
+import type { EntityEvaluation } from "./entity-evaluation";
+import type { FailedRule } from "./failed-rule";
+
+/**
+ * An entity's `testResults` aspect, in DataHub's shape: the latest outcome of each test that was pushed for it.
+ * Failing entries also carry `failedRules` (DataHub does not say why a test failed; extra fields leave its shape intact).
+ * There is no timestamp per entry on purpose: pushing the same outcome again then changes nothing, so it writes no new
+ * aspect version.
+ */
+export interface TestResultsAspect {
+  passing: StoredTestResult[];
+  failing: StoredTestResult[];
+}
+
+export interface StoredTestResult {
+  test: string;
+  type: "SUCCESS" | "FAILURE";
+  failedRules?: FailedRule[];
+}
+
+/**
+ * Reads a stored aspect value. Tolerant: entries that are not `{test: string, ...}` are dropped rather than failing a
+ * push, because the aspect can also arrive through ingestion, written by anything.
+ */
+export function readTestResults(value: unknown): TestResultsAspect {
+  const record = isRecord(value) ? value : {};
+  return { passing: readEntries(record.passing, "SUCCESS"), failing: readEntries(record.failing, "FAILURE") };
+}
+
+function readEntries(raw: unknown, type: StoredTestResult["type"]): StoredTestResult[] {
+  if (!Array.isArray(raw)) return [];
+  return raw.flatMap((entry): StoredTestResult[] => {
+    if (!isRecord(entry) || typeof entry.test !== "string") return [];
+    const failedRules = Array.isArray(entry.failedRules) ? (entry.failedRules as FailedRule[]) : undefined;
+    return [failedRules && type === "FAILURE" ? { test: entry.test, type, failedRules } : { test: entry.test, type }];
+  });
+}
+
+/** The aspect an evaluation would store on its own. */
+export function testResultsOf(evaluation: EntityEvaluation): TestResultsAspect {
+  return {
+    passing: evaluation.passing.map((r) => ({ test: r.test, type: r.type })),
+    failing: evaluation.failing.map((r) => ({ test: r.test, type: r.type, failedRules: r.failedRules })),
+  };
+}
+
+/**
+ * Merges a new evaluation into the stored aspect: every test that was evaluated (passed, failed, or no longer applies)
+ * loses its earlier entry and gets its new one; results of other tests are kept, except those `keep` rejects (tests
+ * that have since been deleted). Entries are sorted by test urn, so equal content is equal JSON.
+ */
+export function mergeTestResults(
+  previous: TestResultsAspect,
+  evaluated: ReadonlySet<string>,
+  next: TestResultsAspect,
+  keep: (testUrn: string) => boolean = () => true,
+): TestResultsAspect {
+  const byTest = new Map<string, StoredTestResult>();
+  for (const entry of [...previous.passing, ...previous.failing]) {
+    if (!evaluated.has(entry.test) && keep(entry.test)) byTest.set(entry.test, entry);
+  }
+  for (const entry of [...next.passing, ...next.failing]) byTest.set(entry.test, entry);
+  const sorted = [...byTest.values()].sort((a, b) => (a.test < b.test ? -1 : a.test > b.test ? 1 : 0));
+  return { passing: sorted.filter((e) => e.type === "SUCCESS"), failing: sorted.filter((e) => e.type === "FAILURE") };
+}
+
+/** Deep equality of two JSON values, key order ignored (PostgreSQL's jsonb reorders keys). */
+export function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (Array.isArray(a)) return Array.isArray(b) && a.length === b.length && a.every((x, i) => sameJson(x, b[i]));
+  if (!isRecord(a) || !isRecord(b)) return false;
+  const keys = Object.keys(a).filter((k) => a[k] !== undefined);
+  const otherKeys = Object.keys(b).filter((k) => b[k] !== undefined);
+  return keys.length === otherKeys.length && keys.every((k) => sameJson(a[k], b[k]));
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}

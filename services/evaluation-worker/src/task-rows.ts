@@ -1,0 +1,131 @@
+import type { Job } from "bullmq";
+import type { Queryable } from "@mdp/db";
+
+/** What getTaskStatus shows of an evaluation task while it runs and after. */
+export interface EvaluationProgress {
+  evaluated: number;
+  total: number;
+  passing: number;
+  failing: number;
+  /** evaluated, but the test's on clause did not select the entity (its conditions did not hold) */
+  notApplicable: number;
+  percent: number;
+}
+
+export type TaskEnd = "completed" | "failed" | "cancelled";
+
+export function percentOf(evaluated: number, total: number): number {
+  return total === 0 ? 100 : Math.min(100, Math.round((10_000 * evaluated) / total) / 100);
+}
+
+/** The row of one synchronous evaluation, as the worker records it. */
+export interface EvaluationRow {
+  taskId: string;
+  /** waiting: an attempt failed and BullMQ will retry it */
+  state: "completed" | "failed" | "waiting";
+  request: unknown;
+  createdBy: string;
+  createdAt: Date;
+  startedAt: Date;
+  attemptsMade: number;
+  progress: EvaluationProgress;
+  result?: unknown;
+  failedReason?: string | null;
+}
+
+/**
+ * Writes of the durable task row (the table the gateway's getTaskStatus reads). Only a row still waiting or active
+ * is changed, so a late duplicate delivery cannot overwrite a cancellation or an earlier outcome.
+ */
+export class TaskRows {
+  constructor(private readonly db: Queryable) {}
+
+  /** Ends a test run's row (the gateway wrote it, waiting, before queueing the job). */
+  async finish(
+    taskId: string,
+    state: TaskEnd,
+    details: {
+      progress: EvaluationProgress;
+      result?: unknown;
+      failedReason?: string | null;
+      attemptsMade?: number;
+      startedAt?: Date;
+    },
+  ): Promise<void> {
+    await this.db.query(
+      `UPDATE task SET state = $2::"TaskState", progress = $3::jsonb, result = $4::jsonb, failed_reason = $5,
+              attempts_made = GREATEST(attempts_made, $6), started_at = COALESCE(started_at, $7), finished_at = now()
+        WHERE id = $1 AND state IN ('waiting', 'active')`,
+      [
+        taskId,
+        state,
+        JSON.stringify(details.progress),
+        details.result === undefined ? null : JSON.stringify(details.result),
+        details.failedReason ?? null,
+        details.attemptsMade ?? 0,
+        details.startedAt ?? null,
+      ],
+    );
+  }
+
+  /**
+   * Records the synchronous evaluations of one job: one statement when the job ends, on the path of its callers'
+   * answers. The gateway writes no row ahead of the job (that would be another write on every evaluation's path); it
+   * writes one only when its caller gets a 504, and whichever of the two statements comes second completes the other's
+   * row. The commit is asynchronous (synchronous_commit off for this statement's transaction only): waiting for the WAL
+   * flush would cost every job a disk sync, milliseconds on a busy disk. A PostgreSQL crash can therefore lose the last
+   * fraction of a second of these rows; their callers already had their answers.
+   */
+  async recordEvaluations(rows: readonly EvaluationRow[]): Promise<void> {
+    if (rows.length === 0) return;
+    await this.db.query({
+      name: "evaluation-record",
+      text: `WITH commit_mode AS (SELECT set_config('synchronous_commit', 'off', true))
+             INSERT INTO task (id, type, state, request, progress, result, failed_reason, attempts_made, created_by,
+                               created_at, started_at, finished_at)
+             SELECT r.id, 'EVALUATE_TESTS', r.state::"TaskState", r.request::jsonb, r.progress::jsonb, r.result::jsonb,
+                    r.failed_reason, r.attempts_made, r.created_by, r.created_at, r.started_at,
+                    CASE WHEN r.state <> 'waiting' THEN now() END
+               FROM commit_mode,
+                    unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[],
+                           $8::text[], $9::timestamptz[], $10::timestamptz[])
+                      AS r(id, state, request, progress, result, failed_reason, attempts_made, created_by, created_at,
+                           started_at)
+             ON CONFLICT (id) DO UPDATE
+                SET state = EXCLUDED.state, progress = EXCLUDED.progress, result = EXCLUDED.result,
+                    failed_reason = EXCLUDED.failed_reason,
+                    attempts_made = GREATEST(task.attempts_made, EXCLUDED.attempts_made),
+                    started_at = COALESCE(task.started_at, EXCLUDED.started_at), finished_at = EXCLUDED.finished_at
+              WHERE task.state IN ('waiting', 'active')`,
+      values: [
+        rows.map((r) => r.taskId),
+        rows.map((r) => r.state),
+        rows.map((r) => JSON.stringify(r.request)),
+        rows.map((r) => JSON.stringify(r.progress)),
+        rows.map((r) => (r.result === undefined ? null : JSON.stringify(r.result))),
+        rows.map((r) => r.failedReason ?? null),
+        rows.map((r) => r.attemptsMade),
+        rows.map((r) => r.createdBy),
+        rows.map((r) => r.createdAt),
+        rows.map((r) => r.startedAt),
+      ],
+    });
+  }
+
+  /** A failed attempt is recorded; the task becomes failed only when BullMQ will not retry it. */
+  async recordAttemptFailure(job: Job, taskId: string, error: unknown): Promise<void> {
+    const message = error instanceof Error ? error.message : String(error);
+    const attempt = job.attemptsMade + 1;
+    const lastAttempt = attempt >= (job.opts.attempts ?? 1);
+    await this.db
+      .query(
+        lastAttempt
+          ? `UPDATE task SET state = 'failed', failed_reason = $2, attempts_made = $3, finished_at = now()
+              WHERE id = $1 AND state IN ('waiting', 'active')`
+          : `UPDATE task SET state = 'waiting', failed_reason = $2, attempts_made = $3
+              WHERE id = $1 AND state IN ('waiting', 'active')`,
+        [taskId, lastAttempt ? message : `Attempt ${attempt} failed, retrying: ${message}`, attempt],
+      )
+      .catch(() => undefined); // PostgreSQL itself may be what failed; BullMQ still records the failure
+  }
+}

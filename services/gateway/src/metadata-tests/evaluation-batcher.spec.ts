@@ -1,0 +1,104 @@
+import { EventEmitter } from "node:events";
+import type { QueueEvents } from "bullmq";
+import { JobWaitTimeoutError, type EvaluationItem, type PayloadInput, type Producer } from "@mdp/queues";
+import { EvaluationBatcher, UnexpectedResultError } from "./evaluation-batcher";
+
+type EvaluateInput = Extract<PayloadInput<"evaluate">, { kind: "evaluate" }>;
+
+/** A stand-in for the queue: records each job and answers it as `answer` says, through the events emitter. */
+function fakeQueue(answer: (jobId: string, items: EvaluationItem[]) => unknown = echo) {
+  const events = new EventEmitter();
+  const jobs: Array<{ jobId: string; items: EvaluationItem[] }> = [];
+  const producer = {
+    enqueue: async (jobId: string, payload: EvaluateInput) => {
+      jobs.push({ jobId, items: payload.items });
+      const returnvalue = answer(jobId, payload.items);
+      if (returnvalue !== undefined) setImmediate(() => events.emit(`completed:${jobId}`, { returnvalue }));
+      return {};
+    },
+  };
+  return { jobs, producer: producer as unknown as Producer<"evaluate">, events: events as unknown as QueueEvents };
+}
+
+function echo(_jobId: string, items: EvaluationItem[]) {
+  return {
+    items: Object.fromEntries(
+      items.map((item) => [
+        item.taskId,
+        {
+          results: Object.fromEntries(
+            item.urns.map((urn) => [urn, { urn, passing: [], failing: [], notApplicable: [], evaluatedAt: 1 }]),
+          ),
+        },
+      ]),
+    ),
+  };
+}
+
+const item = (taskId: string, urns = [`urn:li:dataset:${taskId}`]): EvaluationItem => ({
+  taskId,
+  urns,
+  push: false,
+  actorUrn: "urn:li:corpuser:ann",
+});
+
+describe("EvaluationBatcher", () => {
+  it("puts the requests of one turn of the event loop into one job, and gives each its own result", async () => {
+    const queue = fakeQueue();
+    const batcher = new EvaluationBatcher(queue.producer, queue.events, 1000);
+    const results = await Promise.all(["a", "b", "c"].map((id) => batcher.submit(item(id))));
+    expect(queue.jobs).toHaveLength(1);
+    expect(queue.jobs[0]!.items.map((i) => i.taskId)).toEqual(["a", "b", "c"]);
+    expect(results.map((r) => ("results" in r ? Object.keys(r.results) : r))).toEqual([
+      ["urn:li:dataset:a"],
+      ["urn:li:dataset:b"],
+      ["urn:li:dataset:c"],
+    ]);
+    await batcher.submit(item("d"));
+    expect(queue.jobs).toHaveLength(2);
+  });
+
+  it("starts a new job when one would hold too many requests or entities", async () => {
+    const queue = fakeQueue();
+    const batcher = new EvaluationBatcher(queue.producer, queue.events, 1000, { items: 2, urns: 3 });
+    await Promise.all([
+      batcher.submit(item("a")),
+      batcher.submit(item("b")),
+      batcher.submit(item("c", ["u1", "u2"])),
+      batcher.submit(item("d", ["u3", "u4"])),
+    ]);
+    expect(queue.jobs.map((j) => j.items.map((i) => i.taskId))).toEqual([["a", "b"], ["c"], ["d"]]);
+  });
+
+  it("rejects every request of a job that does not finish in time", async () => {
+    const queue = fakeQueue(() => undefined);
+    const batcher = new EvaluationBatcher(queue.producer, queue.events, 20);
+    const outcomes = await Promise.allSettled([batcher.submit(item("a")), batcher.submit(item("b"))]);
+    for (const outcome of outcomes) {
+      expect(outcome).toMatchObject({ status: "rejected", reason: expect.any(JobWaitTimeoutError) });
+    }
+  });
+
+  it("rejects with UnexpectedResultError when the worker's answer is not readable, or lacks a request", async () => {
+    const garbled = fakeQueue(() => ({ items: { a: { nonsense: true } } }));
+    await expect(
+      new EvaluationBatcher(garbled.producer, garbled.events, 1000).submit(item("a")),
+    ).rejects.toBeInstanceOf(UnexpectedResultError);
+    const partial = fakeQueue((jobId, items) => echo(jobId, items.slice(1)));
+    const batcher = new EvaluationBatcher(partial.producer, partial.events, 1000);
+    const [first, second] = await Promise.allSettled([batcher.submit(item("a")), batcher.submit(item("b"))]);
+    expect(first).toMatchObject({ status: "rejected", reason: expect.any(UnexpectedResultError) });
+    expect(second).toMatchObject({ status: "fulfilled" });
+  });
+
+  it("rejects every request when the job cannot be queued", async () => {
+    const queue = fakeQueue();
+    const failing = {
+      enqueue: async () => {
+        throw new Error("Redis is away");
+      },
+    } as unknown as Producer<"evaluate">;
+    const batcher = new EvaluationBatcher(failing, queue.events, 1000);
+    await expect(Promise.all([batcher.submit(item("a")), batcher.submit(item("b"))])).rejects.toThrow("Redis is away");
+  });
+});

@@ -1,0 +1,88 @@
+import { randomUUID } from "node:crypto";
+import type { QueueEvents } from "bullmq";
+import {
+  enqueueAndWait,
+  evaluateJobResult,
+  type EvaluationItem,
+  type EvaluationItemResult,
+  type Producer,
+} from "@mdp/queues";
+
+/** The worker answered with something this gateway cannot read (another version of it, or a bug). */
+export class UnexpectedResultError extends Error {
+  override readonly name = "UnexpectedResultError";
+}
+
+export interface BatchLimits {
+  /** most requests in one job */
+  items: number;
+  /** most entities in one job (a batchEvaluate request alone may bring a thousand) */
+  urns: number;
+}
+
+interface Waiting {
+  item: EvaluationItem;
+  resolve: (result: EvaluationItemResult) => void;
+  reject: (error: unknown) => void;
+}
+
+/**
+ * Puts the evaluate requests that arrive together into one evaluate-tests job: those whose bodies were read in the
+ * same turn of the event loop (flushed with setImmediate, so a lone request waits for nothing). Under load that turns
+ * one queue round trip, one database read and one task-row write per request into one per batch; each request keeps
+ * its own task id and gets its own result. Rejects every request of a batch with the batch's error: the wait timing
+ * out (JobWaitTimeoutError), the job failing (JobFailedError), or the queue being unreachable.
+ */
+export class EvaluationBatcher {
+  private pending: Waiting[] = [];
+  private pendingUrns = 0;
+  private scheduled = false;
+
+  constructor(
+    private readonly producer: Producer<"evaluate">,
+    private readonly events: QueueEvents,
+    private readonly timeoutMs: number,
+    private readonly limits: BatchLimits = { items: 100, urns: 1000 },
+  ) {}
+
+  submit(item: EvaluationItem): Promise<EvaluationItemResult> {
+    return new Promise((resolve, reject) => {
+      if (this.pending.length > 0 && this.pendingUrns + item.urns.length > this.limits.urns) this.flush();
+      this.pending.push({ item, resolve, reject });
+      this.pendingUrns += item.urns.length;
+      if (this.pending.length >= this.limits.items) {
+        this.flush();
+      } else if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(() => {
+          this.scheduled = false;
+          this.flush();
+        });
+      }
+    });
+  }
+
+  private flush(): void {
+    const batch = this.pending;
+    this.pending = [];
+    this.pendingUrns = 0;
+    if (batch.length === 0) return;
+    const jobId = randomUUID();
+    const items = batch.map((w) => w.item);
+    enqueueAndWait(this.events, jobId, this.timeoutMs, () => this.producer.enqueue(jobId, { kind: "evaluate", items }))
+      .then((returned) => {
+        const parsed = evaluateJobResult.safeParse(returned);
+        for (const waiting of batch) {
+          const result = parsed.success ? parsed.data.items[waiting.item.taskId] : undefined;
+          if (result) waiting.resolve(result);
+          else
+            waiting.reject(
+              new UnexpectedResultError(parsed.success ? "no result for this request" : parsed.error.message),
+            );
+        }
+      })
+      .catch((error: unknown) => {
+        for (const waiting of batch) waiting.reject(error);
+      });
+  }
+}

@@ -1,0 +1,125 @@
+import { randomUUID } from "node:crypto";
+import { AppError, badInput, parseUrn, type EntityRegistry, type Logger } from "@mdp/core";
+import type { Database } from "@mdp/db";
+import {
+  JobFailedError,
+  JobWaitTimeoutError,
+  type EntityEvaluationResult,
+  type EvaluationItemResult,
+} from "@mdp/queues";
+import type { Actor } from "../auth/actor";
+import { parseBody } from "../http/validate";
+import type { PolicyEngine } from "../policies/policy-engine";
+import { UnexpectedResultError, type EvaluationBatcher } from "./evaluation-batcher";
+import {
+  batchEvaluateRequest,
+  evaluateRequest,
+  fromBatchEvaluate,
+  fromEvaluate,
+  type EvaluationRequest,
+} from "./evaluation-request";
+
+const TEST_RESULTS_ASPECT = "testResults";
+
+/**
+ * `POST /gms/test?action=evaluate` and `batchEvaluate`: the request is checked here (fields, urns, privileges), then
+ * run by the evaluation worker, which reads the entities and tests, refuses unknown ones (404 naming them), evaluates,
+ * pushes, records the durable task row and returns the results; this waits for them through QueueEvents. Nothing on
+ * this path touches PostgreSQL: the worker's one read and one write (shared by the requests batched into one job) are
+ * all an evaluation costs it. When the wait times out, the 504 names the task id, and the task row is written here
+ * first so that getTaskStatus can follow it even before the worker gets to it.
+ */
+export class EvaluationService {
+  constructor(
+    private readonly db: Database,
+    private readonly registry: EntityRegistry,
+    private readonly engine: PolicyEngine,
+    private readonly batcher: EvaluationBatcher,
+    private readonly timeoutMs: number,
+    private readonly logger: Logger,
+  ) {}
+
+  async evaluate(actor: Actor, body: unknown): Promise<EntityEvaluationResult> {
+    await this.engine.require(actor, "VIEW_TESTS", "evaluate metadata tests");
+    const request = fromEvaluate(parseBody(evaluateRequest, body));
+    const results = await this.run(actor, request);
+    return results[request.urns[0]!]!;
+  }
+
+  async batchEvaluate(actor: Actor, body: unknown): Promise<{ results: Record<string, EntityEvaluationResult> }> {
+    await this.engine.require(actor, "VIEW_TESTS", "evaluate metadata tests");
+    return { results: await this.run(actor, fromBatchEvaluate(parseBody(batchEvaluateRequest, body))) };
+  }
+
+  private async run(actor: Actor, request: EvaluationRequest): Promise<Record<string, EntityEvaluationResult>> {
+    if (request.push) {
+      await this.engine.require(actor, "MANAGE_TESTS", "push metadata test results");
+      this.refuseUnstorable(request.urns);
+    }
+    const taskId = randomUUID();
+    let outcome: EvaluationItemResult;
+    try {
+      outcome = await this.batcher.submit({ taskId, ...request, actorUrn: actor.urn });
+    } catch (error) {
+      throw await this.explain(actor, taskId, request, error);
+    }
+    if ("refused" in outcome) throw new AppError(outcome.refused.code, outcome.refused.message);
+    return outcome.results;
+  }
+
+  /** Results can only be pushed to entity types whose registry entry has the testResults aspect. */
+  private refuseUnstorable(urns: readonly string[]): void {
+    for (const urn of urns) {
+      const { entityType } = parseUrn(urn);
+      if (!this.registry.entityTypes().includes(entityType)) continue; // nothing of it is stored: a 404 follows
+      if (!this.registry.aspectsOf(entityType).has(TEST_RESULTS_ASPECT)) {
+        throw badInput(
+          `push: entity type ${entityType} has no ${TEST_RESULTS_ASPECT} aspect in the entity registry, so results ` +
+            `for ${urn} cannot be stored; evaluate it with push: false`,
+        );
+      }
+    }
+  }
+
+  /** Turns a failed wait into what the caller sees. */
+  private async explain(actor: Actor, taskId: string, request: EvaluationRequest, error: unknown): Promise<AppError> {
+    if (error instanceof JobWaitTimeoutError) {
+      // The 504 goes out whatever happens here: a row not written now is still written when the worker gets to it.
+      await this.recordPending(actor, taskId, request).catch((cause: unknown) =>
+        this.logger.warn({ taskId, err: cause }, "could not record a timed-out evaluation's task row"),
+      );
+      return new AppError(
+        "GATEWAY_TIMEOUT",
+        `The evaluation did not finish within ${this.timeoutMs} ms. It goes on as task ${taskId}: follow it with ` +
+          `getTaskStatus.`,
+        { taskId },
+      );
+    }
+    if (error instanceof UnexpectedResultError) {
+      this.logger.error({ taskId, err: error.message }, "the evaluation worker returned an unexpected result");
+      return new AppError("INTERNAL_SERVER_ERROR", "The evaluation worker returned an unexpected result.", { taskId });
+    }
+    if (error instanceof JobFailedError) {
+      return new AppError(
+        "INTERNAL_SERVER_ERROR",
+        `The evaluation failed in the worker; getTaskStatus ${taskId} says why.`,
+        { taskId },
+      );
+    }
+    this.logger.error({ taskId, err: error }, "could not queue an evaluation");
+    return new AppError("SERVICE_UNAVAILABLE", "The evaluation queue is unavailable. Try again later.");
+  }
+
+  /**
+   * The row of an evaluation its caller stopped waiting for, so that getTaskStatus finds it at once. The worker
+   * completes it; if the worker got there first, its row stands (ON CONFLICT DO NOTHING).
+   */
+  private async recordPending(actor: Actor, taskId: string, request: EvaluationRequest): Promise<void> {
+    const progress = { evaluated: 0, total: request.urns.length, passing: 0, failing: 0, notApplicable: 0, percent: 0 };
+    await this.db.pool.query(
+      `INSERT INTO task (id, type, state, request, progress, created_by)
+       VALUES ($1, 'EVALUATE_TESTS', 'waiting', $2::jsonb, $3::jsonb, $4) ON CONFLICT (id) DO NOTHING`,
+      [taskId, JSON.stringify({ kind: "evaluate", ...request }), JSON.stringify(progress), actor.urn],
+    );
+  }
+}

@@ -1,0 +1,45 @@
+import type { EntityRegistry } from "@mdp/core";
+import {
+  entityTypeMatches,
+  parseTestDefinition,
+  TestDefinitionError,
+  type DefinitionProblem,
+  type ParsedDefinition,
+} from "@mdp/metadata-tests";
+
+export const MAX_DEFINITION_LENGTH = 100_000;
+
+/** A definition as stored: the text as written, the normalized form, and the registry's names of its entity types. */
+export interface AcceptedDefinition {
+  definitionText: string;
+  definition: ParsedDefinition;
+  onTypes: string[];
+}
+
+/**
+ * Parses definition text (JSON or YAML) and checks its on.types against the entity registry. An entity type the
+ * registry does not know is refused like any other definition error, naming where it is: a misspelled type would
+ * otherwise make a test that silently never runs. `onTypes` holds the registry's spelling of each type, which is what
+ * the evaluation worker selects tests by.
+ */
+export function acceptDefinition(text: string, registry: EntityRegistry): AcceptedDefinition {
+  if (text.length > MAX_DEFINITION_LENGTH) {
+    throw new TestDefinitionError([{ path: "", message: `longer than ${MAX_DEFINITION_LENGTH} characters` }]);
+  }
+  const definition = parseTestDefinition(text);
+  const known = registry.entityTypes();
+  const problems: DefinitionProblem[] = [];
+  const onTypes = new Set<string>();
+  definition.on.types.forEach((type, index) => {
+    const matches = known.filter((entityType) => entityTypeMatches(type, entityType));
+    if (matches.length === 0) {
+      problems.push({
+        path: `on.types[${index}]`,
+        message: `unknown entity type '${type}' (known: ${known.join(", ")})`,
+      });
+    }
+    for (const match of matches) onTypes.add(match);
+  });
+  if (problems.length > 0) throw new TestDefinitionError(problems);
+  return { definitionText: text, definition, onTypes: [...onTypes] };
+}

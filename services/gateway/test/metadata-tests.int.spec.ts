@@ -1,0 +1,769 @@
+/**
+ * Metadata tests end to end in one process: the gateway over real HTTP and GraphQL, a real BullMQ evaluation worker,
+ * real PostgreSQL. Definitions and their validation, evaluate and batchEvaluate (selection, failedRules, refusals,
+ * privileges), pushed results merged atomically under concurrent pushes, edits honoured by the next evaluation, the
+ * 504 with a task id that getTaskStatus follows, and runTest over every selected entity in batches.
+ */
+import { Queue } from "bullmq";
+import { AspectRepository, inTransaction } from "@mdp/db";
+import { closeRedis, createRedis, QUEUE_NAMES } from "@mdp/queues";
+import { startEvaluationWorker, type RunningWorker } from "./support/evaluation-worker";
+import { ROOT, grant, startGateway, systemClientHeaders, type Harness } from "./support/gateway-harness";
+
+const HIVE = "urn:li:dataset:(urn:li:dataPlatform:hive,db.orders,PROD)";
+const KAFKA = "urn:li:dataset:(urn:li:dataPlatform:kafka,orders,PROD)";
+const CHART = "urn:li:chart:(looker,orders)";
+const USER = "urn:li:corpuser:ann";
+const VIEWER = "urn:li:corpuser:viewer";
+const MANAGER = "urn:li:corpuser:manager";
+const NOBODY = "urn:li:corpuser:nobody";
+const EVALUATE = "/gms/test?action=evaluate";
+const BATCH = "/gms/test?action=batchEvaluate";
+
+const HAS_DESCRIPTION = `
+on:
+  types: [dataset]
+rules:
+  - property: datasetProperties.description
+    operator: exists
+`;
+const HAS_OWNER = JSON.stringify({
+  on: { types: ["DATASET"] },
+  rules: [
+    { query: "ownership.owners.owner", operation: "exists" },
+    { property: "ownership.owners.type", operator: "equals", value: "TECHNICAL_OWNER" },
+  ],
+});
+const HIVE_TAGGED = JSON.stringify({
+  on: {
+    types: ["dataset"],
+    conditions: { property: "platform", operator: "equals", value: "urn:li:dataPlatform:hive" },
+  },
+  rules: { property: "globalTags.tags.tag", operator: "contains_any", values: ["urn:li:tag:pii"] },
+});
+const CHART_TITLED = JSON.stringify({
+  on: { types: ["chart"] },
+  rules: { property: "chartInfo.title", operator: "exists" },
+});
+const DESCRIBED_AS_ORDERS = JSON.stringify({
+  on: { types: ["dataset"] },
+  rules: { property: "datasetProperties.description", operator: "contains_str", value: "orders" },
+});
+
+const CREATE = `mutation($input: CreateTestInput!) { createTest(input: $input) }`;
+const UPDATE = `mutation($urn: String!, $input: UpdateTestInput!) { updateTest(urn: $urn, input: $input) }`;
+const DELETE = `mutation($urn: String!) { deleteTest(urn: $urn) }`;
+const RUN = `mutation($urn: String!, $push: Boolean, $batchSize: Int) { runTest(urn: $urn, push: $push, batchSize: $batchSize) }`;
+const RESULTS = `query($urn: String!) {
+  testResults(urn: $urn) { passing { type test { urn name } } failing { type test { urn } failedRules { path property actual message } } }
+}`;
+
+interface Evaluation {
+  urn: string;
+  passing: Array<{ test: string; type: string }>;
+  failing: Array<{ test: string; type: string; failedRules: Array<Record<string, unknown>> }>;
+  notApplicable: string[];
+  evaluatedAt: number;
+}
+
+const aspect = (entityUrn: string, aspectName: string, value: unknown) => ({
+  entityType: entityUrn.split(":")[2],
+  entityUrn,
+  aspectName,
+  changeType: "UPSERT",
+  aspect: { contentType: "application/json", value: JSON.stringify(value) },
+});
+
+describe("metadata tests", () => {
+  let h: Harness;
+  let worker: RunningWorker;
+  const asRoot = systemClientHeaders(ROOT);
+
+  const gql = async (query: string, variables: Record<string, unknown>, actor = ROOT) =>
+    (await h.graphql(query, variables, systemClientHeaders(actor))).body;
+  const createTest = async (id: string, json: string, extra: Record<string, unknown> = {}) => {
+    const body = await gql(CREATE, {
+      input: { id, name: `test ${id}`, category: "Quality", definition: { json }, ...extra },
+    });
+    if (body.errors) throw new Error(JSON.stringify(body.errors));
+    return body.data?.createTest as string;
+  };
+  const ingest = async (proposals: unknown[]) => {
+    const res = await h.post("/gms/aspects?action=ingestProposalBatch", { proposals }, asRoot);
+    if (res.status !== 200) throw new Error(JSON.stringify(res.body));
+  };
+  const evaluate = async (body: unknown, actor = ROOT) => h.post(EVALUATE, body, systemClientHeaders(actor));
+  const evaluation = async (body: unknown) => {
+    const res = await evaluate(body);
+    if (res.status !== 200) throw new Error(JSON.stringify(res.body));
+    return res.body.value as Evaluation;
+  };
+  const storedResults = async (urn: string) => {
+    const res = await fetch(`${h.baseUrl}/gms/entities/${encodeURIComponent(urn)}`, { headers: asRoot });
+    return ((await res.json()) as { value: { aspects: Record<string, unknown> } }).value.aspects.testResults;
+  };
+  const taskStatus = async (taskId: string) =>
+    (await h.post("/gms/operations?action=getTaskStatus", { taskId })).body.value as Record<string, unknown>;
+  const waitForState = async (taskId: string, states: string[], timeoutMs = 20_000) => {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const status = await taskStatus(taskId);
+      if (states.includes(status.state as string)) return status;
+      if (Date.now() > deadline) throw new Error(`task ${taskId} stayed ${String(status.state)}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  };
+
+  beforeAll(async () => {
+    h = await startGateway();
+    worker = await startEvaluationWorker(h);
+    await grant(h, VIEWER, ["VIEW_TESTS"]);
+    await grant(h, MANAGER, ["MANAGE_TESTS"]);
+    await ingest([
+      aspect(HIVE, "datasetProperties", { description: "All orders" }),
+      aspect(HIVE, "globalTags", { tags: [{ tag: "urn:li:tag:finance" }] }),
+      aspect(KAFKA, "datasetProperties", { description: "Order events" }),
+      aspect(KAFKA, "ownership", { owners: [{ owner: USER, type: "TECHNICAL_OWNER" }] }),
+      aspect(CHART, "chartInfo", { title: "Orders" }),
+      aspect(USER, "corpUserInfo", { active: true }),
+    ]);
+  });
+  afterAll(async () => {
+    await worker?.close();
+    await h?.close();
+  });
+
+  describe("definitions over GraphQL", () => {
+    it("creates a test from YAML, keeping the text as written, the normalized form and the registry's type names", async () => {
+      expect(await createTest("described", HAS_DESCRIPTION)).toBe("urn:li:test:described");
+      expect(await createTest("owned", HAS_OWNER)).toBe("urn:li:test:owned");
+      const body = await gql(
+        `query($urn: String!) { test(urn: $urn) { urn name category state onTypes definition { json normalized } createdBy } }`,
+        { urn: "urn:li:test:owned" },
+      );
+      expect(body.data?.test).toEqual({
+        urn: "urn:li:test:owned",
+        name: "test owned",
+        category: "Quality",
+        state: "ACTIVE",
+        onTypes: ["dataset"],
+        definition: {
+          json: HAS_OWNER,
+          normalized: JSON.stringify({
+            on: { types: ["DATASET"] },
+            rules: {
+              and: [
+                { property: "ownership.owners.owner", operator: "exists" },
+                { property: "ownership.owners.type", operator: "equals", values: ["TECHNICAL_OWNER"] },
+              ],
+            },
+          }),
+        },
+        createdBy: ROOT,
+      });
+      const audit = await h.prisma.auditEvent.findFirst({
+        where: { action: "test.create", targetUrn: "urn:li:test:owned" },
+      });
+      expect(audit).toMatchObject({ actorUrn: ROOT, details: { name: "test owned", onTypes: ["dataset"] } });
+    });
+
+    it("generates an id when none is given", async () => {
+      const urn = await createTest("", CHART_TITLED);
+      expect(urn).toMatch(/^urn:li:test:[0-9a-f-]{36}$/);
+      expect(await gql(DELETE, { urn })).toEqual({ data: { deleteTest: true } });
+    });
+
+    it.each([
+      [
+        '{"on": {"types": ["dataset"]}, "rules": [{"property": "a", "operator": "exists"}, {"property": "b", "operator": "bigger"}]}',
+        "Failed to validate test definition: rules[1].operator: unknown operator 'bigger'",
+      ],
+      [
+        '{"on": {"types": ["datset"]}, "rules": {"property": "a", "operator": "exists"}}',
+        "Failed to validate test definition: on.types[0]: unknown entity type 'datset' (known: dataset, chart",
+      ],
+      [
+        '{"on": {"types": ["dataset"]}, "rules": {"property": "a", "operator": "regex_match", "value": "("}}',
+        "Failed to validate test definition: rules.value",
+      ],
+      ["on: [", "Failed to validate test definition: not valid YAML"],
+    ])("refuses an invalid definition %#, saying what and where, and stores nothing", async (json, message) => {
+      const before = await h.prisma.metadataTest.count();
+      const body = await gql(CREATE, { input: { id: "bad", name: "bad", category: "x", definition: { json } } });
+      expect(body.errors?.[0]?.extensions?.code).toBe("BAD_USER_INPUT");
+      expect(body.errors?.[0]?.message).toContain(message);
+      expect(await h.prisma.metadataTest.count()).toBe(before);
+    });
+
+    it("refuses a duplicate id, a bad name and a bad id with the right codes", async () => {
+      const dup = await gql(CREATE, {
+        input: { id: "owned", name: "again", category: "x", definition: { json: HAS_OWNER } },
+      });
+      expect(dup.errors?.[0]).toMatchObject({
+        message: "Test urn:li:test:owned already exists",
+        extensions: { code: "CONFLICT" },
+      });
+      const noName = await gql(CREATE, { input: { name: " ", category: "x", definition: { json: HAS_OWNER } } });
+      expect(noName.errors?.[0]?.message).toBe("input.name must be 1 to 256 characters long");
+      const badId = await gql(CREATE, {
+        input: { id: "a(b", name: "n", category: "x", definition: { json: HAS_OWNER } },
+      });
+      expect(badId.errors?.[0]).toMatchObject({ extensions: { code: "BAD_USER_INPUT" } });
+      expect(badId.errors?.[0]?.message).toContain("input.id");
+    });
+
+    it("updates and deletes with NOT_FOUND for unknown tests, auditing each change", async () => {
+      const urn = await createTest("temp", HAS_DESCRIPTION);
+      const input = { name: "renamed", category: "Docs", definition: { json: DESCRIBED_AS_ORDERS }, state: "INACTIVE" };
+      expect(await gql(UPDATE, { urn, input })).toEqual({ data: { updateTest: urn } });
+      expect(await h.prisma.metadataTest.findUnique({ where: { urn } })).toMatchObject({
+        name: "renamed",
+        state: "INACTIVE",
+        definitionText: DESCRIBED_AS_ORDERS,
+      });
+      const missing = await gql(UPDATE, { urn: "urn:li:test:none", input });
+      expect(missing.errors?.[0]).toMatchObject({
+        message: "Test urn:li:test:none does not exist",
+        extensions: { code: "NOT_FOUND" },
+      });
+      expect(await gql(DELETE, { urn })).toEqual({ data: { deleteTest: true } });
+      expect((await gql(DELETE, { urn })).errors?.[0]?.extensions?.code).toBe("NOT_FOUND");
+      const actions = await h.prisma.auditEvent.findMany({ where: { targetUrn: urn }, orderBy: { id: "asc" } });
+      expect(actions.map((a) => a.action)).toEqual(["test.create", "test.update", "test.delete"]);
+    });
+
+    it("lists tests oldest first with paging and a query", async () => {
+      const all = await gql(`{ listTests(input: {start: 0, count: 1}) { start count total tests { urn } } }`, {});
+      expect(all.data?.listTests).toEqual({ start: 0, count: 1, total: 2, tests: [{ urn: "urn:li:test:described" }] });
+      const found = await gql(`{ listTests(input: {query: "OWNED"}) { total tests { urn } } }`, {});
+      expect(found.data?.listTests).toEqual({ total: 1, tests: [{ urn: "urn:li:test:owned" }] });
+    });
+
+    it("needs VIEW_TESTS to read and MANAGE_TESTS to change", async () => {
+      const denied = await gql(`{ listTests(input: {}) { total } }`, {}, NOBODY);
+      expect(denied.errors?.[0]).toMatchObject({
+        message: `${NOBODY} is unauthorized to list metadata tests.`,
+        extensions: { code: "FORBIDDEN" },
+      });
+      expect((await gql(`{ listTests(input: {}) { total } }`, {}, VIEWER)).data?.listTests).toEqual({ total: 2 });
+      const create = { input: { id: "v", name: "v", category: "x", definition: { json: HAS_DESCRIPTION } } };
+      expect((await gql(CREATE, create, VIEWER)).errors?.[0]?.message).toBe(
+        `${VIEWER} is unauthorized to create metadata tests.`,
+      );
+      expect((await gql(DELETE, { urn: "urn:li:test:owned" }, VIEWER)).errors?.[0]?.extensions?.code).toBe("FORBIDDEN");
+      // MANAGE_TESTS implies VIEW_TESTS
+      expect((await gql(`{ test(urn: "urn:li:test:owned") { urn } }`, {}, MANAGER)).data?.test).toEqual({
+        urn: "urn:li:test:owned",
+      });
+    });
+  });
+
+  describe("evaluate", () => {
+    beforeAll(async () => {
+      await createTest("hive-tagged", HIVE_TAGGED);
+      await createTest("chart-titled", CHART_TITLED);
+      await createTest("inactive", DESCRIBED_AS_ORDERS, { state: "INACTIVE" });
+    });
+
+    it("runs every ACTIVE test whose on clause selects the entity, saying which rules failed", async () => {
+      const before = Date.now();
+      const value = await evaluation({ urn: HIVE });
+      expect(value).toEqual({
+        urn: HIVE,
+        passing: [{ test: "urn:li:test:described", type: "SUCCESS" }],
+        failing: [
+          {
+            test: "urn:li:test:hive-tagged",
+            type: "FAILURE",
+            failedRules: [
+              expect.objectContaining({
+                path: "rules",
+                property: "globalTags.tags.tag",
+                operator: "contains_any",
+                expected: ["urn:li:tag:pii"],
+                actual: ["urn:li:tag:finance"],
+              }),
+            ],
+          },
+          {
+            test: "urn:li:test:owned",
+            type: "FAILURE",
+            failedRules: [
+              expect.objectContaining({ path: "rules.and[0]", property: "ownership.owners.owner", actual: [] }),
+              expect.objectContaining({ path: "rules.and[1]", property: "ownership.owners.type" }),
+            ],
+          },
+        ],
+        notApplicable: [],
+        evaluatedAt: expect.any(Number),
+      });
+      expect(value.evaluatedAt).toBeGreaterThanOrEqual(before);
+      // Kafka: the hive-only test's conditions do not hold, so it neither passes nor fails.
+      expect(await evaluation({ urn: KAFKA })).toMatchObject({
+        passing: [
+          { test: "urn:li:test:described", type: "SUCCESS" },
+          { test: "urn:li:test:owned", type: "SUCCESS" },
+        ],
+        failing: [],
+        notApplicable: ["urn:li:test:hive-tagged"],
+      });
+      expect(await evaluation({ urn: CHART })).toMatchObject({
+        passing: [{ test: "urn:li:test:chart-titled", type: "SUCCESS" }],
+        failing: [],
+        notApplicable: [],
+      });
+      expect(await evaluation({ urn: USER })).toMatchObject({ passing: [], failing: [], notApplicable: [] });
+    });
+
+    it("runs only the named tests (testUrns, or its alias tests), INACTIVE ones included", async () => {
+      expect(
+        await evaluation({ urn: HIVE, testUrns: ["urn:li:test:inactive", "urn:li:test:chart-titled"] }),
+      ).toMatchObject({
+        passing: [{ test: "urn:li:test:inactive" }],
+        failing: [],
+        notApplicable: ["urn:li:test:chart-titled"],
+      });
+      expect(await evaluation({ urn: KAFKA, tests: ["urn:li:test:owned"] })).toMatchObject({
+        passing: [{ test: "urn:li:test:owned" }],
+        failing: [],
+      });
+    });
+
+    it("leaves a durable, completed task behind", async () => {
+      const res = await evaluate({ urn: HIVE, testUrns: ["urn:li:test:described"] });
+      const { rows } = await h.database.pool.query<{ id: string }>(
+        "SELECT id FROM task WHERE type = 'EVALUATE_TESTS' ORDER BY created_at DESC LIMIT 1",
+      );
+      expect(await taskStatus(rows[0]!.id)).toMatchObject({
+        type: "EVALUATE_TESTS",
+        state: "completed",
+        request: { kind: "evaluate", urns: [HIVE], push: false, testUrns: ["urn:li:test:described"] },
+        progress: { evaluated: 1, total: 1, passing: 1, failing: 0, percent: 100 },
+        result: { results: { [HIVE]: res.body.value } },
+        attemptsMade: 1,
+      });
+    });
+
+    it.each([
+      [{ urn: "not-a-urn" }, "Invalid urn in 'urn': 'not-a-urn'"],
+      [{}, "urn: is required (an entity urn)"],
+      [{ urn: HIVE, push: "yes" }, "push: must be true or false"],
+      [{ urn: HIVE, force: true }, "unknown field(s) force"],
+      [{ urn: HIVE, testUrns: [] }, "testUrns: must name at least one test"],
+      [
+        { urn: HIVE, testUrns: ["urn:li:test:owned"], tests: ["urn:li:test:owned"] },
+        "give testUrns or its alias tests",
+      ],
+      [
+        { urn: HIVE, tests: ["urn:li:test:owned", "urn:li:dataset:x"] },
+        "Invalid urn in 'tests[1]': 'urn:li:dataset:x'",
+      ],
+    ])("refuses %p with a 400 naming the problem", async (body, message) => {
+      const res = await evaluate(body);
+      expect(res.status).toBe(400);
+      expect(res.body.message).toContain(message);
+    });
+
+    it("answers 404 naming unknown entities and unknown tests, leaving a failed task that says why", async () => {
+      const ghost = "urn:li:dataset:(urn:li:dataPlatform:hive,ghost,PROD)";
+      expect(await evaluate({ urn: ghost })).toMatchObject({
+        status: 404,
+        body: { code: "NOT_FOUND", message: `Entity ${ghost} does not exist` },
+      });
+      expect(
+        await evaluate({ urn: HIVE, testUrns: ["urn:li:test:owned", "urn:li:test:x", "urn:li:test:y"] }),
+      ).toMatchObject({
+        status: 404,
+        body: { message: "Tests urn:li:test:x, urn:li:test:y do not exist" },
+      });
+      const latest = await h.prisma.task.findFirst({ orderBy: { createdAt: "desc" } });
+      expect(latest).toMatchObject({
+        state: "failed",
+        failedReason: "Tests urn:li:test:x, urn:li:test:y do not exist",
+      });
+    });
+
+    it("needs VIEW_TESTS, and MANAGE_TESTS to push", async () => {
+      expect(await evaluate({ urn: HIVE }, NOBODY)).toMatchObject({
+        status: 403,
+        body: { message: `${NOBODY} is unauthorized to evaluate metadata tests.` },
+      });
+      expect((await evaluate({ urn: HIVE }, VIEWER)).status).toBe(200);
+      expect(await evaluate({ urn: HIVE, push: true }, VIEWER)).toMatchObject({
+        status: 403,
+        body: { message: `${VIEWER} is unauthorized to push metadata test results.` },
+      });
+      expect(await storedResults(HIVE)).toBeUndefined();
+      expect(await evaluate({ urn: USER, push: true }, MANAGER)).toMatchObject({
+        status: 400,
+        body: { message: expect.stringContaining("entity type corpuser has no testResults aspect") },
+      });
+    });
+
+    it("answers requests that arrive together each on its own: results, a 404 and another caller's", async () => {
+      const [hive, ghost, kafka, viewer] = await Promise.all([
+        evaluate({ urn: HIVE, testUrns: ["urn:li:test:described"] }),
+        evaluate({ urn: "urn:li:dataset:(urn:li:dataPlatform:hive,none,PROD)" }),
+        evaluate({ urn: KAFKA, tests: ["urn:li:test:owned"] }),
+        evaluate({ urn: CHART }, VIEWER),
+      ]);
+      expect(hive).toMatchObject({
+        status: 200,
+        body: { value: { urn: HIVE, passing: [{ test: "urn:li:test:described" }] } },
+      });
+      expect(ghost).toMatchObject({ status: 404 });
+      expect(kafka).toMatchObject({
+        status: 200,
+        body: { value: { urn: KAFKA, passing: [{ test: "urn:li:test:owned" }] } },
+      });
+      expect(viewer).toMatchObject({
+        status: 200,
+        body: { value: { urn: CHART, passing: [{ test: "urn:li:test:chart-titled" }] } },
+      });
+    });
+
+    it("honours an edit and a deletion in the very next evaluation", async () => {
+      const urn = await createTest("edited", DESCRIBED_AS_ORDERS);
+      const verdict = async () => {
+        const value = await evaluation({ urn: HIVE });
+        if (value.passing.some((r) => r.test === urn)) return "passing";
+        if (value.failing.some((r) => r.test === urn)) return "failing";
+        return "absent";
+      };
+      expect(await verdict()).toBe("passing");
+      const input = (json: string) => ({ name: "edited", category: "x", definition: { json } });
+      await gql(UPDATE, {
+        urn,
+        input: input(
+          JSON.stringify({
+            on: { types: ["dataset"] },
+            rules: { property: "urn", operator: "contains_str", value: "kafka" },
+          }),
+        ),
+      });
+      expect(await verdict()).toBe("failing");
+      await gql(UPDATE, { urn, input: { ...input(DESCRIBED_AS_ORDERS), state: "INACTIVE" } });
+      expect(await verdict()).toBe("absent");
+      await gql(UPDATE, { urn, input: { ...input(DESCRIBED_AS_ORDERS), state: "ACTIVE" } });
+      expect(await verdict()).toBe("passing");
+      await gql(DELETE, { urn });
+      expect(await verdict()).toBe("absent");
+      expect((await evaluate({ urn: HIVE, testUrns: [urn] })).status).toBe(404);
+    });
+
+    it("evaluates many entities with batchEvaluate, and names every unknown one", async () => {
+      const res = await h.post(BATCH, { urns: [HIVE, CHART, HIVE], tests: ["urn:li:test:chart-titled"] }, asRoot);
+      expect(res.status).toBe(200);
+      const { results } = res.body.value as { results: Record<string, Evaluation> };
+      expect(Object.keys(results).sort()).toEqual([CHART, HIVE].sort());
+      expect(results[CHART]).toMatchObject({ passing: [{ test: "urn:li:test:chart-titled" }] });
+      expect(results[HIVE]).toMatchObject({ notApplicable: ["urn:li:test:chart-titled"] });
+      const missing = await h.post(BATCH, { urns: [HIVE, "urn:li:chart:a", "urn:li:chart:b"], push: false }, asRoot);
+      expect(missing).toMatchObject({
+        status: 404,
+        body: { message: "Entities urn:li:chart:a, urn:li:chart:b do not exist" },
+      });
+      const bad = await h.post(BATCH, { urns: [HIVE, "oops"] }, asRoot);
+      expect(bad).toMatchObject({
+        status: 400,
+        body: { message: expect.stringContaining("Invalid urn in 'urns[1]'") },
+      });
+    });
+  });
+
+  describe("pushed results", () => {
+    const DATASET = "urn:li:dataset:(urn:li:dataPlatform:hive,db.pushed,PROD)";
+    beforeAll(async () => {
+      await ingest([aspect(DATASET, "datasetProperties", { description: "orders pushed" })]);
+    });
+
+    it("stores results as testResults, merged with earlier results of other tests, readable afterwards", async () => {
+      await evaluation({ urn: DATASET, push: true, testUrns: ["urn:li:test:described"] });
+      expect(await storedResults(DATASET)).toEqual({
+        passing: [{ test: "urn:li:test:described", type: "SUCCESS" }],
+        failing: [],
+      });
+      await evaluation({ urn: DATASET, push: true, testUrns: ["urn:li:test:owned"] });
+      const stored = (await storedResults(DATASET)) as { passing: unknown[]; failing: Array<{ test: string }> };
+      expect(stored.passing).toEqual([{ test: "urn:li:test:described", type: "SUCCESS" }]);
+      expect(stored.failing.map((f) => f.test)).toEqual(["urn:li:test:owned"]);
+      const body = await gql(RESULTS, { urn: DATASET }, VIEWER);
+      expect(body.data?.testResults).toEqual({
+        passing: [{ type: "SUCCESS", test: { urn: "urn:li:test:described", name: "test described" } }],
+        failing: [
+          {
+            type: "FAILURE",
+            test: { urn: "urn:li:test:owned" },
+            failedRules: [
+              expect.objectContaining({ path: "rules.and[0]", property: "ownership.owners.owner", actual: [] }),
+              expect.objectContaining({ path: "rules.and[1]" }),
+            ],
+          },
+        ],
+      });
+      // The same outcome again writes no new version.
+      const versions = () => h.prisma.aspect.count({ where: { urn: DATASET, aspectName: "testResults" } });
+      const count = await versions();
+      await evaluation({ urn: DATASET, push: true, testUrns: ["urn:li:test:owned"] });
+      expect(await versions()).toBe(count);
+    });
+
+    it("answers null for an entity without results and NOT_FOUND for an unknown one", async () => {
+      expect((await gql(RESULTS, { urn: KAFKA })).data).toEqual({ testResults: null });
+      expect((await gql(RESULTS, { urn: "urn:li:chart:none" })).errors?.[0]?.extensions?.code).toBe("NOT_FOUND");
+      expect((await gql(RESULTS, { urn: KAFKA }, NOBODY)).errors?.[0]?.extensions?.code).toBe("FORBIDDEN");
+    });
+
+    it("serializes a push behind another one in flight for the same entity, so neither result is lost", async () => {
+      const target = "urn:li:dataset:(urn:li:dataPlatform:hive,db.interleaved,PROD)";
+      await ingest([aspect(target, "datasetProperties", { description: "interleaved" })]);
+      const aspects = new AspectRepository();
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      let locked!: () => void;
+      const lockTaken = new Promise<void>((resolve) => (locked = resolve));
+      // Another push, mid-flight: it holds the aspect's lock and has written, but not yet committed, its result.
+      const other = inTransaction(h.database.pool, async (client) => {
+        await aspects.lock(client, [{ urn: target, aspectName: "testResults" }]);
+        const value = { passing: [{ test: "urn:li:test:owned", type: "SUCCESS" }], failing: [] };
+        await aspects.upsert(
+          client,
+          [{ urn: target, entityType: "dataset", aspectName: "testResults", valueJson: JSON.stringify(value) }],
+          ROOT,
+        );
+        locked();
+        await released;
+      });
+      await lockTaken;
+      let answered = false;
+      const push = evaluate({ urn: target, push: true, testUrns: ["urn:li:test:described"] }).then((res) => {
+        answered = true;
+        return res;
+      });
+      await new Promise((r) => setTimeout(r, 300));
+      expect(answered).toBe(false); // waiting for the lock, before reading what is stored
+      release();
+      await other;
+      expect((await push).status).toBe(200);
+      expect(await storedResults(target)).toEqual({
+        passing: [
+          { test: "urn:li:test:described", type: "SUCCESS" },
+          { test: "urn:li:test:owned", type: "SUCCESS" },
+        ],
+        failing: [],
+      });
+    });
+
+    it("loses nothing when many pushes for one entity run at once", async () => {
+      const target = "urn:li:dataset:(urn:li:dataPlatform:hive,db.contended,PROD)";
+      await ingest([aspect(target, "datasetProperties", { description: "contended" })]);
+      const urns = await Promise.all(
+        Array.from({ length: 12 }, (_, i) => createTest(`parallel-${i}`, HAS_DESCRIPTION)),
+      );
+      // Several rounds: each round's pushes race one another in the worker (concurrency 4) and in PostgreSQL.
+      for (let round = 0; round < 3; round++) {
+        const responses = await Promise.all(urns.map((urn) => evaluate({ urn: target, push: true, testUrns: [urn] })));
+        expect(responses.map((r) => r.status)).toEqual(urns.map(() => 200));
+      }
+      const stored = (await storedResults(target)) as { passing: Array<{ test: string }> };
+      expect(stored.passing.map((p) => p.test).sort()).toEqual([...urns].sort());
+      for (const urn of urns) await gql(DELETE, { urn });
+    });
+
+    it("drops results of a test that was deleted, or that no longer applies, when the entity is next pushed", async () => {
+      const doomed = await createTest("doomed", HAS_DESCRIPTION);
+      await evaluation({ urn: DATASET, push: true, testUrns: [doomed] });
+      expect(JSON.stringify(await storedResults(DATASET))).toContain(doomed);
+      await gql(DELETE, { urn: doomed });
+      // Hidden at once from testResults, and gone from the aspect at the next push.
+      const shown = (await gql(RESULTS, { urn: DATASET })).data?.testResults as {
+        passing: Array<{ test: { urn: string } }>;
+      };
+      expect(shown.passing.map((p) => p.test.urn)).toEqual(["urn:li:test:described"]);
+      await evaluation({ urn: DATASET, push: true, testUrns: ["urn:li:test:hive-tagged"] });
+      expect(JSON.stringify(await storedResults(DATASET))).not.toContain(doomed);
+      // hive-tagged failed on this hive dataset; a kafka-only condition makes it not apply, so its result goes.
+      await gql(UPDATE, {
+        urn: "urn:li:test:hive-tagged",
+        input: {
+          name: "hive tagged",
+          category: "x",
+          definition: { json: HIVE_TAGGED.replace("urn:li:dataPlatform:hive", "urn:li:dataPlatform:kafka") },
+        },
+      });
+      await evaluation({ urn: DATASET, push: true, testUrns: ["urn:li:test:hive-tagged"] });
+      expect(JSON.stringify(await storedResults(DATASET))).not.toContain("hive-tagged");
+      await gql(UPDATE, {
+        urn: "urn:li:test:hive-tagged",
+        input: { name: "hive tagged", category: "x", definition: { json: HIVE_TAGGED } },
+      });
+    });
+  });
+
+  describe("runTest", () => {
+    const N = 25;
+    const datasetUrn = (i: number) =>
+      `urn:li:dataset:(urn:li:dataPlatform:${i % 5 === 0 ? "hive" : "kafka"},run.t${String(i).padStart(2, "0")},PROD)`;
+    beforeAll(async () => {
+      await ingest(
+        Array.from({ length: N }, (_, i) =>
+          aspect(datasetUrn(i), "datasetProperties", i % 2 === 0 ? { description: "even" } : { name: "odd" }),
+        ),
+      );
+    });
+
+    it("evaluates every selected entity in batches, with progress in getTaskStatus and the queue dashboard", async () => {
+      const datasets = await h.prisma.$queryRaw<Array<{ n: bigint }>>`
+        SELECT count(DISTINCT urn) AS n FROM aspect WHERE entity_type = 'dataset'`;
+      const total = Number(datasets[0]!.n);
+      const res = await gql(RUN, { urn: "urn:li:test:described", batchSize: 10 });
+      if (!res.data) throw new Error(JSON.stringify(res.errors));
+      const taskId = res.data?.runTest as string;
+      expect(taskId).toMatch(/^[0-9a-f-]{36}$/);
+      const done = await waitForState(taskId, ["completed", "failed"]);
+      const described = await h.prisma.$queryRaw<Array<{ n: bigint }>>`
+        SELECT count(DISTINCT urn) AS n FROM aspect
+         WHERE entity_type = 'dataset' AND aspect_name = 'datasetProperties' AND value ? 'description'`;
+      const passing = Number(described[0]!.n);
+      expect(done).toMatchObject({
+        type: "EVALUATE_TESTS",
+        state: "completed",
+        request: { kind: "runTest", testUrn: "urn:li:test:described", push: true, batchSize: 10 },
+        progress: {
+          evaluated: total,
+          total,
+          passing,
+          failing: total - passing,
+          notApplicable: 0,
+          percent: 100,
+          batches: Math.ceil(total / 10),
+        },
+        result: { evaluated: total, passing, failing: total - passing },
+        attemptsMade: 1,
+      });
+      for (let i = 0; i < N; i++) {
+        const stored = JSON.stringify(await storedResults(datasetUrn(i)));
+        expect(stored).toContain(
+          i % 2 === 0 ? '"passing":[{"test":"urn:li:test:described"' : '"failing":[{"test":"urn:li:test:described"',
+        );
+      }
+      // The dashboard shows the same progress (BullMQ's own copy of it).
+      const redis = createRedis(h.config.REDIS_URL, "worker");
+      const queue = new Queue(QUEUE_NAMES.evaluate, { connection: redis, prefix: h.config.QUEUE_PREFIX });
+      const job = await queue.getJob(taskId);
+      expect(job?.name).toBe("runTest");
+      expect(job?.progress).toMatchObject({ evaluated: total, total, percent: 100 });
+      await queue.close();
+      await closeRedis(redis);
+      const audit = await h.prisma.auditEvent.findFirst({ where: { action: "test.run" } });
+      expect(audit).toMatchObject({ actorUrn: ROOT, targetUrn: "urn:li:test:described", details: { taskId } });
+    });
+
+    it("counts entities whose conditions do not hold as not applicable, and writes nothing without push", async () => {
+      const urn = await createTest("run-hive", HIVE_TAGGED.replace("urn:li:tag:pii", "urn:li:tag:none"));
+      const taskId = (await gql(RUN, { urn, push: false })).data?.runTest as string;
+      const done = await waitForState(taskId, ["completed", "failed"]);
+      const progress = done.progress as Record<string, number>;
+      expect(done.state).toBe("completed");
+      expect(progress.notApplicable).toBeGreaterThan(0);
+      expect(progress.passing).toBe(0);
+      expect(progress.failing! + progress.notApplicable!).toBe(progress.evaluated);
+      expect(progress.batches).toBe(1);
+      const pushed = await h.prisma.$queryRaw<Array<{ n: bigint }>>`
+        SELECT count(*) AS n FROM aspect WHERE aspect_name = 'testResults' AND value::text LIKE ${`%${urn}%`}`;
+      expect(Number(pushed[0]!.n)).toBe(0);
+    });
+
+    it("refuses callers without MANAGE_TESTS, unknown tests and bad batch sizes", async () => {
+      expect((await gql(RUN, { urn: "urn:li:test:described" }, VIEWER)).errors?.[0]?.message).toBe(
+        `${VIEWER} is unauthorized to run metadata tests.`,
+      );
+      expect((await gql(RUN, { urn: "urn:li:test:nope" })).errors?.[0]).toMatchObject({
+        message: "Test urn:li:test:nope does not exist",
+        extensions: { code: "NOT_FOUND" },
+      });
+      expect((await gql(RUN, { urn: "urn:li:test:described", batchSize: 0 })).errors?.[0]?.extensions?.code).toBe(
+        "BAD_USER_INPUT",
+      );
+    });
+
+    it("returns the same task for an identical run while it waits, and cancels a waiting run", async () => {
+      await worker.close(); // nothing takes the job while we look at it
+      try {
+        const first = (await gql(RUN, { urn: "urn:li:test:owned" })).data?.runTest as string;
+        const second = (await gql(RUN, { urn: "urn:li:test:owned" })).data?.runTest as string;
+        expect(second).toBe(first);
+        expect(await taskStatus(first)).toMatchObject({ state: "waiting" });
+        const cancelled = await h.post("/gms/operations?action=cancelTask", { taskId: first });
+        expect(cancelled.body.value).toMatchObject({ state: "cancelled" });
+      } finally {
+        worker = await startEvaluationWorker(h);
+      }
+    });
+  });
+});
+
+describe("metadata tests: evaluation timeout", () => {
+  let h: Harness;
+  let worker: RunningWorker | undefined;
+  const DATASET = "urn:li:dataset:(urn:li:dataPlatform:hive,db.slow,PROD)";
+
+  beforeAll(async () => {
+    h = await startGateway({ EVALUATE_TIMEOUT_MS: "300" });
+    await h.post(
+      "/gms/aspects?action=ingestProposal",
+      { proposal: aspect(DATASET, "datasetProperties", { description: "slow" }) },
+      systemClientHeaders(ROOT),
+    );
+  });
+  afterAll(async () => {
+    await worker?.close();
+    await h?.close();
+  });
+
+  it("answers 504 with the task id when no worker answers in time; getTaskStatus follows it to the end", async () => {
+    const started = Date.now();
+    const res = await h.post(EVALUATE, { urn: DATASET });
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(res).toMatchObject({
+      status: 504,
+      body: { status: 504, code: "GATEWAY_TIMEOUT", details: { taskId: expect.any(String) } },
+    });
+    const taskId = (res.body as { details: { taskId: string } }).details.taskId;
+    expect(res.body.message).toContain(`task ${taskId}`);
+    const status = async () =>
+      (await h.post("/gms/operations?action=getTaskStatus", { taskId })).body.value as Record<string, unknown>;
+    expect(await status()).toMatchObject({ taskId, type: "EVALUATE_TESTS", state: "waiting" });
+
+    // A second one, with push, is cancelled before any worker gets to it: it must then neither push nor complete.
+    const created = await h.graphql(
+      `mutation($input: CreateTestInput!) { createTest(input: $input) }`,
+      {
+        input: {
+          id: "slow",
+          name: "slow",
+          category: "x",
+          definition: { json: "on: {types: [dataset]}\nrules: {property: urn, operator: exists}" },
+        },
+      },
+      systemClientHeaders(ROOT),
+    );
+    expect(created.body.data).toEqual({ createTest: "urn:li:test:slow" });
+    const pushed = await h.post(EVALUATE, { urn: DATASET, push: true });
+    const cancelledId = (pushed.body as { details: { taskId: string } }).details.taskId;
+    const cancel = await h.post("/gms/operations?action=cancelTask", { taskId: cancelledId });
+    expect(cancel.body.value).toMatchObject({ state: "cancelled" });
+
+    worker = await startEvaluationWorker(h);
+    const deadline = Date.now() + 15_000;
+    while ((await status()).state !== "completed" && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(await status()).toMatchObject({
+      state: "completed",
+      result: { results: { [DATASET]: { urn: DATASET, passing: [{ test: "urn:li:test:slow" }], failing: [] } } },
+    });
+    const after = await h.post("/gms/operations?action=getTaskStatus", { taskId: cancelledId });
+    expect(after.body.value).toMatchObject({ state: "cancelled" });
+    const stored = await h.prisma.aspect.count({ where: { urn: DATASET, aspectName: "testResults" } });
+    expect(stored).toBe(0);
+  });
+});
