@@ -4,11 +4,13 @@
  */
 import path from "node:path";
 import { ensureLocalServices } from "../scripts/local-services";
+import { benchEvaluate } from "./evaluate/evaluate.bench";
 import { benchIngest } from "./ingest/ingest.bench";
 import { benchTokens } from "./tokens/tokens.bench";
 import { benchTruncate } from "./truncate/truncate.bench";
 
 const BENCHMARKS: Record<string, () => Promise<void>> = {
+  evaluate: benchEvaluate,
   ingest: benchIngest,
   tokens: benchTokens,
   truncate: benchTruncate,

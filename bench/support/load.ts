@@ -14,6 +14,13 @@ export interface LoadResult {
   errors: number;
 }
 
+export interface LoadOptions {
+  connections?: number;
+  /** length of one run */
+  seconds?: number;
+  rounds?: number;
+}
+
 /** One bounded autocannon run against 127.0.0.1. Non-2xx answers count as errors: a benchmark must not time failures. */
 async function once(target: LoadTarget, connections: number, seconds: number): Promise<LoadResult> {
   const result = await autocannon({
@@ -32,22 +39,53 @@ async function once(target: LoadTarget, connections: number, seconds: number): P
   };
 }
 
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+export const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
-/** Warm-up, then `rounds` runs; the median of each figure (this machine is noisy). */
-export async function measure(
-  target: LoadTarget,
-  { connections = 10, seconds = 4, rounds = 3 } = {},
-): Promise<LoadResult> {
-  await once(target, connections, 1);
-  const runs: LoadResult[] = [];
-  for (let i = 0; i < rounds; i++) runs.push(await once(target, connections, seconds));
-  const errors = runs.reduce((sum, r) => sum + r.errors, 0);
-  if (errors > 0) throw new Error(`${target.url}: ${errors} requests failed during the benchmark`);
-  return {
-    requestsPerSecond: median(runs.map((r) => r.requestsPerSecond)),
-    p50Ms: median(runs.map((r) => r.p50Ms)),
-    p99Ms: median(runs.map((r) => r.p99Ms)),
-    errors,
-  };
+/** What one target did: every round's run, and their medians. */
+export interface Measured extends LoadResult {
+  runs: LoadResult[];
+}
+
+/**
+ * Warm-up, then `rounds` rounds in which every target runs once, in an order rotated each round. Interleaving means
+ * slow drift on this shared, noisy machine (other processes, autovacuum, a growing table) reaches every target alike,
+ * and `ratio` can pair runs of the same round instead of comparing measurements made a minute apart.
+ */
+export async function measureInterleaved<K extends string>(
+  targets: Record<K, LoadTarget>,
+  { connections = 10, seconds = 3, rounds = 5 }: LoadOptions = {},
+): Promise<Record<K, Measured>> {
+  const names = Object.keys(targets) as K[];
+  for (const name of names) await once(targets[name], connections, 1);
+  const runs = Object.fromEntries(names.map((n) => [n, [] as LoadResult[]])) as Record<K, LoadResult[]>;
+  for (let round = 0; round < rounds; round++) {
+    for (let i = 0; i < names.length; i++) {
+      const name = names[(i + round) % names.length]!;
+      runs[name].push(await once(targets[name], connections, seconds));
+    }
+  }
+  const measured = {} as Record<K, Measured>;
+  for (const name of names) {
+    const errors = runs[name].reduce((sum, r) => sum + r.errors, 0);
+    if (errors > 0) throw new Error(`${targets[name].url} (${name}): ${errors} requests failed during the benchmark`);
+    measured[name] = {
+      requestsPerSecond: median(runs[name].map((r) => r.requestsPerSecond)),
+      p50Ms: median(runs[name].map((r) => r.p50Ms)),
+      p99Ms: median(runs[name].map((r) => r.p99Ms)),
+      errors,
+      runs: runs[name],
+    };
+  }
+  return measured;
+}
+
+/** Warm-up, then `rounds` runs of one target; the median of each figure. */
+export async function measure(target: LoadTarget, options: LoadOptions = {}): Promise<Measured> {
+  return (await measureInterleaved({ target }, { seconds: 4, rounds: 3, ...options })).target;
+}
+
+/** The median over rounds of a/b, each round's runs paired; plus the lowest and highest of those ratios. */
+export function ratio(a: Measured, b: Measured): { median: number; min: number; max: number } {
+  const ratios = a.runs.map((run, i) => run.requestsPerSecond / b.runs[i]!.requestsPerSecond);
+  return { median: median(ratios), min: Math.min(...ratios), max: Math.max(...ratios) };
 }

@@ -11,6 +11,7 @@ import { healthRoutes } from "./http/health.routes";
 import { basicChallenge, basicTokenAsBearer, DASHBOARD_PATH, queueDashboard } from "./http/queue-dashboard";
 import { requestLogger } from "./http/request-logger";
 import { metadataRoutes, type MetadataDeps } from "./metadata/metadata.routes";
+import { testRoutes, type TestRoutesDeps } from "./metadata-tests/test.routes";
 import { operationsRoutes, type OperationsDeps } from "./operations/operations.routes";
 import type { Readiness } from "./readiness";
 
@@ -24,7 +25,7 @@ export interface AppDeps {
   authenticator: Authenticator;
   readiness: Readiness;
   services: Services;
-  http: MetadataDeps & OperationsDeps;
+  http: MetadataDeps & OperationsDeps & TestRoutesDeps;
   /** shown in the queue dashboard */
   queues: Queue[];
 }
@@ -52,7 +53,7 @@ export async function createGateway(deps: AppDeps): Promise<Gateway> {
   const graphql = await createGraphQLMiddleware({ logger: deps.logger, httpServer: server, services: deps.services });
   app.use(GRAPHQL_PATHS, graphql.middleware);
   for (const base of GMS_PATHS) {
-    app.use(base, metadataRoutes(deps.http), operationsRoutes(deps.http));
+    app.use(base, metadataRoutes(deps.http), operationsRoutes(deps.http), testRoutes(deps.http));
   }
 
   const dashboard = queueDashboard(deps.queues, deps.services.engine);

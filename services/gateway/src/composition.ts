@@ -6,6 +6,11 @@ import { AuditService } from "./audit/audit.service";
 import { Authenticator } from "./auth/authenticator";
 import { InvalidationBus } from "./events/invalidation-bus";
 import { IngestionService } from "./metadata/ingestion.service";
+import { EvaluationBatcher } from "./metadata-tests/evaluation-batcher";
+import { openEvaluationEvents } from "./metadata-tests/evaluation-events";
+import { EvaluationService } from "./metadata-tests/evaluation.service";
+import { MetadataTestService } from "./metadata-tests/metadata-test.service";
+import { TestRunService } from "./metadata-tests/test-run.service";
 import { TaskService } from "./operations/task.service";
 import { TruncationService } from "./operations/truncation.service";
 import type { Services } from "./graphql/context";
@@ -35,7 +40,9 @@ export async function composeServices(config: Config, connections: Connections, 
   );
   const engine = new PolicyEngine(prisma, config.ROOT_USER_URN, bus);
   const lastUsed = new LastUsedRecorder(prisma, logger);
-  const tokens = new TokenService(prisma, engine, bus, lastUsed, config);
+  const tokens = new TokenService(connections.db, engine, bus, lastUsed, config);
+  const registry = EntityRegistry.load(config.ENTITY_REGISTRY_PATH);
+  const evaluateProducer = new Producer("evaluate", connections.redis, config.QUEUE_PREFIX);
   const services: Services = {
     prisma,
     engine,
@@ -43,21 +50,30 @@ export async function composeServices(config: Config, connections: Connections, 
     policies: new PolicyService(prisma, engine, bus, config),
     groups: new GroupService(prisma, engine, bus, config),
     audit: new AuditService(prisma, engine),
+    tests: new MetadataTestService(prisma, engine, registry, config),
+    testRuns: new TestRunService(connections.db, registry, engine, evaluateProducer, logger),
   };
-  const registry = EntityRegistry.load(config.ENTITY_REGISTRY_PATH);
   const aspects = new AspectRepository();
   const timeseries = new TimeseriesStore(connections.db.pool);
   const ingestion = new IngestionService(connections.db, registry, aspects, timeseries, engine);
   const truncateProducer = new Producer("truncate", connections.redis, config.QUEUE_PREFIX);
   const truncation = new TruncationService(connections.db, registry, timeseries, truncateProducer, engine, logger);
-  const evaluateProducer = new Producer("evaluate", connections.redis, config.QUEUE_PREFIX);
   const tasks = new TaskService(connections.db, engine, [truncateProducer, evaluateProducer], logger);
-  const http = { db: connections.db, registry, aspects, timeseries, ingestion, engine, truncation, tasks };
+  const evaluationEvents = await openEvaluationEvents(connections.redis, config.QUEUE_PREFIX);
+  const evaluation = new EvaluationService(
+    connections.db,
+    registry,
+    engine,
+    new EvaluationBatcher(evaluateProducer, evaluationEvents.events, config.EVALUATE_TIMEOUT_MS),
+    config.EVALUATE_TIMEOUT_MS,
+    logger,
+  );
+  const http = { db: connections.db, registry, aspects, timeseries, ingestion, engine, truncation, tasks, evaluation };
   await bus.start();
   const authenticator = new Authenticator(config, (token) => tokens.verify(token));
   const stop = async () => {
     await lastUsed.stop();
-    await Promise.all([truncateProducer.close(), evaluateProducer.close()]);
+    await Promise.all([truncateProducer.close(), evaluateProducer.close(), evaluationEvents.close()]);
   };
   return { services, http, queues: [truncateProducer.queue, evaluateProducer.queue], authenticator, stop };
 }

@@ -1,6 +1,8 @@
 import type { PrismaClient } from "@mdp/db";
 import type { AuditService } from "../audit/audit.service";
 import type { Actor } from "../auth/actor";
+import type { MetadataTestService } from "../metadata-tests/metadata-test.service";
+import type { TestRunService } from "../metadata-tests/test-run.service";
 import type { GroupService } from "../policies/group.service";
 import type { PolicyEngine } from "../policies/policy-engine";
 import type { PolicyService } from "../policies/policy.service";
@@ -14,6 +16,8 @@ export interface Services {
   groups: GroupService;
   engine: PolicyEngine;
   audit: AuditService;
+  tests: MetadataTestService;
+  testRuns: TestRunService;
 }
 
 export interface GraphQLContext {

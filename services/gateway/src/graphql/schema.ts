@@ -1,6 +1,7 @@
 import type { GraphQLContext } from "./context";
 import { Long } from "./modules/scalars";
 import { policyResolvers, policyTypeDefs } from "./modules/policies.graphql";
+import { testResolvers, testTypeDefs } from "./modules/tests.graphql";
 import { tokenResolvers, tokenTypeDefs } from "./modules/tokens.graphql";
 
 const rootTypeDefs = /* GraphQL */ `
@@ -31,5 +32,5 @@ const rootResolvers = {
   },
 };
 
-export const typeDefs = [rootTypeDefs, tokenTypeDefs, policyTypeDefs];
-export const resolvers = [rootResolvers, tokenResolvers, policyResolvers];
+export const typeDefs = [rootTypeDefs, tokenTypeDefs, policyTypeDefs, testTypeDefs];
+export const resolvers = [rootResolvers, tokenResolvers, policyResolvers, testResolvers];
