@@ -1,13 +1,9 @@
 import { stopTelemetry } from "./instrument";
 import { createLogger, loadConfigOrExit } from "@mdp/core";
-import { AspectRepository, createDatabase } from "@mdp/db";
+import { createDatabase } from "@mdp/db";
 import { closeRedis, createRedis, createWorker, runUntilSignalled } from "@mdp/queues";
-import { DefinitionCache } from "./definition-cache";
-import { createEvaluateHandler } from "./evaluate.processor";
-import { EvaluationStore } from "./evaluation.store";
-import { ResultsPusher } from "./results.pusher";
+import { evaluationHandler } from "./evaluation-handler";
 import { TaskRetention } from "./task-retention";
-import { TaskRows } from "./task-rows";
 
 const config = loadConfigOrExit();
 const logger = createLogger("evaluation-worker", config.LOG_LEVEL);
@@ -15,15 +11,7 @@ const logger = createLogger("evaluation-worker", config.LOG_LEVEL);
 const db = createDatabase(config.DATABASE_URL, { poolMax: config.EVALUATION_CONCURRENCY + 2 });
 const connection = createRedis(config.REDIS_URL, "worker");
 const shutdown = new AbortController();
-const handler = createEvaluateHandler({
-  db,
-  store: new EvaluationStore(db.pool),
-  definitions: new DefinitionCache(),
-  pusher: new ResultsPusher(new AspectRepository()),
-  tasks: new TaskRows(db.pool),
-  logger,
-  shutdownSignal: shutdown.signal,
-});
+const handler = evaluationHandler(db, logger, shutdown.signal);
 const worker = createWorker("evaluate", handler, {
   connection,
   prefix: config.QUEUE_PREFIX,

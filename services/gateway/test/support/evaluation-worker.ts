@@ -1,12 +1,8 @@
 /** A real evaluation worker (BullMQ, PostgreSQL) in the test's process, on a gateway harness's database and queues. */
 import { createLogger } from "@mdp/core";
-import { AspectRepository, createDatabase } from "@mdp/db";
+import { createDatabase } from "@mdp/db";
 import { closeRedis, createRedis, createWorker } from "@mdp/queues";
-import { DefinitionCache } from "../../../evaluation-worker/src/definition-cache";
-import { createEvaluateHandler } from "../../../evaluation-worker/src/evaluate.processor";
-import { EvaluationStore } from "../../../evaluation-worker/src/evaluation.store";
-import { ResultsPusher } from "../../../evaluation-worker/src/results.pusher";
-import { TaskRows } from "../../../evaluation-worker/src/task-rows";
+import { evaluationHandler } from "../../../evaluation-worker/src/evaluation-handler";
 import type { Harness } from "./gateway-harness";
 
 export interface RunningWorker {
@@ -21,15 +17,7 @@ export async function startEvaluationWorker(h: Harness, concurrency = 4): Promis
   const connection = createRedis(h.config.REDIS_URL, "worker");
   const logger = createLogger("evaluation-worker-test", h.config.LOG_LEVEL);
   const shutdown = new AbortController();
-  const handler = createEvaluateHandler({
-    db,
-    store: new EvaluationStore(db.pool),
-    definitions: new DefinitionCache(),
-    pusher: new ResultsPusher(new AspectRepository()),
-    tasks: new TaskRows(db.pool),
-    logger,
-    shutdownSignal: shutdown.signal,
-  });
+  const handler = evaluationHandler(db, logger, shutdown.signal);
   const worker = createWorker("evaluate", handler, { connection, prefix: h.config.QUEUE_PREFIX, concurrency, logger });
   void worker.run();
   await worker.waitUntilReady();
