@@ -68,8 +68,11 @@ export async function ensurePartitions(
     const have = new Set(present.rows.map((r) => Number(r.from_millis)));
     for (const day of days.filter((d) => !have.has(d))) {
       const partition = partitionName(table, day);
+      // CREATE + ATTACH, not CREATE ... PARTITION OF: attaching locks the parent in SHARE UPDATE EXCLUSIVE mode only, so
+      // writers to the other days go on while a new day is added instead of queueing behind an ACCESS EXCLUSIVE lock.
+      await client.query(`CREATE TABLE ${qualified(partition)} (LIKE ${qualified(table)} INCLUDING DEFAULTS)`);
       await client.query(
-        `CREATE TABLE ${qualified(partition)} PARTITION OF ${qualified(table)} FOR VALUES FROM (${day}) TO (${day + DAY_MILLIS})`,
+        `ALTER TABLE ${qualified(table)} ATTACH PARTITION ${qualified(partition)} FOR VALUES FROM (${day}) TO (${day + DAY_MILLIS})`,
       );
       await client.query(
         "INSERT INTO timeseries.partition (table_name, parent_table, from_millis, to_millis) VALUES ($1, $2, $3, $4)",

@@ -41,6 +41,8 @@ const NO_PARTITION = "23514";
 export class TimeseriesStore {
   /** partitions this process has seen exist; a miss only costs one short DDL transaction */
   private readonly knownPartitions = new Set<string>();
+  /** partition creations under way, by aspect table */
+  private readonly creating = new Map<string, Promise<void>>();
 
   constructor(private readonly pool: pg.Pool) {}
 
@@ -58,10 +60,13 @@ export class TimeseriesStore {
       perDay.set(day, (perDay.get(day) ?? 0) + 1);
     }
     const perPartition = new Map([...perDay].map(([day, n]) => [partitionName(table, day), n]));
+    // The rows travel as one JSON array of [urn, timestampMillis, value] built from the validated JSON texts: cheaper
+    // for this process than pg's escaping of three array literals, and fewer bytes on the wire.
+    const rowsJson = `[${rows.map((r) => `[${JSON.stringify(r.urn)},${r.timestampMillis},${r.valueJson}]`).join(",")}]`;
     await client.query(
       `INSERT INTO ${qualified(table)} (urn, timestamp_millis, value)
-       SELECT * FROM unnest($1::text[], $2::bigint[], $3::jsonb[])`,
-      [rows.map((r) => r.urn), rows.map((r) => r.timestampMillis), rows.map((r) => r.valueJson)],
+       SELECT r->>0, (r->>1)::bigint, r->2 FROM jsonb_array_elements($1::jsonb) AS r`,
+      [rowsJson],
     );
     await client.query(
       `UPDATE timeseries.partition p SET row_count = p.row_count + d.n
@@ -166,10 +171,21 @@ export class TimeseriesStore {
 
   private async ensureDays(ref: TimeseriesAspectRef, table: string, rows: TimeseriesRow[]): Promise<void> {
     const days = new Set(rows.map((r) => dayStart(r.timestampMillis)));
-    const missing = [...days].filter((day) => !this.knownPartitions.has(partitionName(table, day)));
-    if (missing.length === 0) return;
-    const { partitions } = await ensurePartitions(this.pool, ref.entityType, ref.aspectName, missing);
-    for (const p of partitions) this.knownPartitions.add(p);
+    for (;;) {
+      const missing = [...days].filter((day) => !this.knownPartitions.has(partitionName(table, day)));
+      if (missing.length === 0) return;
+      // Concurrent requests reaching a new day wait for one creation instead of queueing on the advisory lock.
+      const inFlight = this.creating.get(table);
+      if (inFlight) {
+        await inFlight.catch(() => undefined);
+        continue;
+      }
+      const creation = ensurePartitions(this.pool, ref.entityType, ref.aspectName, missing)
+        .then(({ partitions }) => partitions.forEach((p) => this.knownPartitions.add(p)))
+        .finally(() => this.creating.delete(table));
+      this.creating.set(table, creation);
+      await creation;
+    }
   }
 
   private async tableExists(table: string): Promise<boolean> {
