@@ -9,6 +9,7 @@ import { createInterface } from "node:readline";
 import { DEVELOPMENT_SECRETS } from "@mdp/core";
 import { applyMigrations, ensureDatabase } from "@mdp/db";
 import { ensureLocalServices } from "./local-services";
+import { serviceNodeArgs } from "./service-command";
 
 const SERVICES = ["gateway", "truncation-worker", "evaluation-worker"] as const;
 
@@ -26,8 +27,7 @@ async function main(): Promise<void> {
   }
 
   const children: ChildProcess[] = SERVICES.map((name) => {
-    // node --import tsx: one process per service, so signals reach the service itself.
-    const child = spawn(process.execPath, ["--import", "tsx", path.join(root, "services", name, "src", "main.ts")], {
+    const child = spawn(process.execPath, serviceNodeArgs(root, name), {
       cwd: root,
       env,
       stdio: ["ignore", "pipe", "pipe"],

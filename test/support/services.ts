@@ -6,9 +6,10 @@ import { spawn, type ChildProcess } from "node:child_process";
 import net from "node:net";
 import path from "node:path";
 import { DEVELOPMENT_SECRETS } from "@mdp/core";
+import { serviceNodeArgs, type ServiceName } from "../../scripts/service-command";
 
 const ROOT = path.resolve(__dirname, "..", "..");
-export type ServiceName = "gateway" | "truncation-worker" | "evaluation-worker";
+export type { ServiceName };
 
 export interface RunningService {
   name: ServiceName;
@@ -22,8 +23,8 @@ export interface RunningService {
 export function startService(name: ServiceName, env: Record<string, string>): RunningService {
   const child = spawn(
     process.execPath,
-    // One process (no tsx CLI wrapper in between), so signals, SIGKILL included, reach the service itself.
-    ["--import", "tsx", path.join(ROOT, "services", name, "src", "main.ts")],
+    // SERVICE_NODE_ARGS adds node flags, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the services.
+    serviceNodeArgs(ROOT, name, process.env.SERVICE_NODE_ARGS?.split(" ").filter(Boolean)),
     {
       cwd: ROOT,
       // Not NODE_ENV=test: libraries such as Apollo behave differently under it, and these tests run the real thing.
