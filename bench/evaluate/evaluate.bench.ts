@@ -15,6 +15,7 @@ import { createDatabase } from "@mdp/db";
 import { createTestDatabase } from "@mdp/db/testing";
 import { closeRedis, createRedis, jobOptions } from "@mdp/queues";
 import { freePort, startService, uniqueName, waitForOutput, waitUntilReady } from "../../test/support/services";
+import { productionSetup } from "../support/production";
 import { printReport } from "../support/report";
 import { closedLoop, median, type LoopResult } from "./closed-loop";
 
@@ -33,13 +34,14 @@ export async function benchEvaluate(): Promise<void> {
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
   const prefix = uniqueName("bench-evaluate");
-  // AUTH_ENABLED=false: the header names the caller, as in the seed's examples; authentication is benchmarked elsewhere.
+  // The system client names the caller (its secret is a constant-time compare); bench/tokens measures bearer tokens.
+  const production = productionSetup();
   const env = {
+    ...production.env,
     DATABASE_URL: db.url,
     REDIS_URL: redisUrl,
     QUEUE_PREFIX: prefix,
     PORT: String(port),
-    AUTH_ENABLED: "false",
   };
   const gateway = startService("gateway", { ...env, LOG_LEVEL: "warn" });
   const worker = startService("evaluation-worker", {
@@ -60,7 +62,7 @@ export async function benchEvaluate(): Promise<void> {
       waitForProcessOutput(noop, "noop worker running"),
       events.waitUntilReady(),
     ]);
-    const api = apiClient(baseUrl, agent);
+    const api = apiClient(baseUrl, agent, production.systemClient(ADMIN));
     await seedOneEntityAndTenTests(api);
 
     const sample = (await api.post("/gms/test?action=evaluate", { urn: ENTITY })) as {
@@ -322,7 +324,7 @@ interface ApiClient {
   raw(path: string, body: string): Promise<void>;
 }
 
-function apiClient(baseUrl: string, agent: http.Agent): ApiClient {
+function apiClient(baseUrl: string, agent: http.Agent, caller: Record<string, string>): ApiClient {
   const { hostname, port } = new URL(baseUrl);
   const send = (path: string, body: string) =>
     new Promise<{ status: number; text: string }>((resolve, reject) => {
@@ -333,11 +335,7 @@ function apiClient(baseUrl: string, agent: http.Agent): ApiClient {
           path,
           method: "POST",
           agent,
-          headers: {
-            "content-type": "application/json",
-            "content-length": Buffer.byteLength(body),
-            "x-platform-actor": ADMIN,
-          },
+          headers: { ...caller, "content-length": Buffer.byteLength(body) },
         },
         (res) => {
           let text = "";

@@ -6,14 +6,16 @@
 import { performance } from "node:perf_hooks";
 import pg from "pg";
 import { createTestDatabase } from "@mdp/db/testing";
-import { freePort, startService, uniqueName, waitUntilReady, systemClient } from "../../test/support/services";
+import { freePort, startService, uniqueName, waitUntilReady } from "../../test/support/services";
+import { productionSetup } from "../support/production";
 import { printReport } from "../support/report";
 
 const ROWS_PER_REQUEST = 1000;
 const REQUESTS = 40;
 const CONCURRENCY = 4;
 const ROUNDS = 5;
-const headers = systemClient();
+const production = productionSetup();
+const headers = production.systemClient();
 
 interface Row {
   urn: string;
@@ -51,6 +53,7 @@ export async function benchIngest(): Promise<void> {
   const db = await createTestDatabase("bench_ingest");
   const port = await freePort();
   const gateway = startService("gateway", {
+    ...production.env,
     DATABASE_URL: db.url,
     REDIS_URL: process.env.REDIS_URL ?? "redis://127.0.0.1:6379",
     QUEUE_PREFIX: uniqueName("bench-ingest"),

@@ -10,14 +10,8 @@
 import { performance } from "node:perf_hooks";
 import { bulkLoad, createDatabase, DAY_MILLIS, type Database } from "@mdp/db";
 import { createTestDatabase } from "@mdp/db/testing";
-import {
-  freePort,
-  startService,
-  uniqueName,
-  waitForOutput,
-  waitUntilReady,
-  systemClient,
-} from "../../test/support/services";
+import { freePort, startService, uniqueName, waitForOutput, waitUntilReady } from "../../test/support/services";
+import { productionSetup } from "../support/production";
 import { printReport } from "../support/report";
 
 const ROWS = Number(process.env.BENCH_TRUNCATE_ROWS ?? 5_000_000);
@@ -25,7 +19,8 @@ const DAYS = 50; // 100k rows a day: 1% of the rows is half of the oldest day
 const END = Date.UTC(2026, 9, 1);
 const FIRST_DAY = END - (DAYS - 1) * DAY_MILLIS;
 const TABLE = 'timeseries."ts_dataset_datasetProfile"';
-const headers = systemClient();
+const production = productionSetup();
+const headers = production.systemClient();
 
 /** The timestamp below which `fraction` of the rows lie (the loader spreads rows evenly). */
 const cutoffFor = (fraction: number) => FIRST_DAY + Math.floor(fraction * DAYS * DAY_MILLIS);
@@ -39,6 +34,7 @@ export async function benchTruncate(): Promise<void> {
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
   const env = {
+    ...production.env,
     DATABASE_URL: db.url,
     REDIS_URL: process.env.REDIS_URL ?? "redis://127.0.0.1:6379",
     QUEUE_PREFIX: uniqueName("bench-truncate"),

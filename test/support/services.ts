@@ -87,9 +87,14 @@ export async function waitForOutput(service: RunningService, text: string): Prom
   );
 }
 
-/** Headers of the trusted system client acting for `actorUrn` (development secrets), with a JSON content type. */
-export function systemClient(actorUrn = "urn:li:corpuser:admin"): Record<string, string> {
-  const { SYSTEM_CLIENT_ID, SYSTEM_CLIENT_SECRET } = DEVELOPMENT_SECRETS;
+/** Headers of the trusted system client acting for `actorUrn` (development secrets unless given), with a JSON content type. */
+export function systemClient(
+  actorUrn = "urn:li:corpuser:admin",
+  {
+    SYSTEM_CLIENT_ID,
+    SYSTEM_CLIENT_SECRET,
+  }: { SYSTEM_CLIENT_ID: string; SYSTEM_CLIENT_SECRET: string } = DEVELOPMENT_SECRETS,
+): Record<string, string> {
   return {
     "content-type": "application/json",
     authorization: `Basic ${Buffer.from(`${SYSTEM_CLIENT_ID}:${SYSTEM_CLIENT_SECRET}`).toString("base64")}`,
