@@ -30,6 +30,7 @@ export const TOKEN_ISSUER = "metadata-admin";
 const TOKEN_VERSION = 2;
 /** filterable fields → their columns */
 const FILTER_COLUMNS = { actorUrn: "actor_urn", ownerUrn: "owner_urn", name: "name", id: "id" } as const;
+const MAX_PREPARED_FILTERS = 4;
 
 export interface CreateTokenInput {
   type: "PERSONAL";
@@ -209,7 +210,7 @@ export class TokenService {
     // statements, even in a transaction, each see their own snapshot under READ COMMITTED). The count is split so
     // each half is an index-only range scan of access_token_*_expires_at_idx. The page is joined to the count so that
     // an empty page still brings the total (one row, page columns null); times come back as epoch ms.
-    const rows = await this.run<PageRow>(Prisma.sql`
+    const statement = Prisma.sql`
       SELECT c.total, p.id, p.name, p.description, p.actor_urn, p.owner_urn,
              ${epochMs("p.created_at")} AS created_at, ${epochMs("p.expires_at")} AS expires_at,
              ${epochMs("p.last_used_at")} AS last_used_at
@@ -220,7 +221,14 @@ export class TokenService {
                             WHERE ${where} AND (expires_at IS NULL OR expires_at > ${now}::timestamptz)
                             ORDER BY created_at DESC, id DESC
                             LIMIT ${count} OFFSET ${start}) AS p ON true
-       ORDER BY p.created_at DESC, p.id DESC`);
+       ORDER BY p.created_at DESC, p.id DESC`;
+    // Prepared per filter shape (the text depends on the fields filtered, not the values): planning this statement cost
+    // PostgreSQL about as much as running it. Only for a few filters, so each connection keeps a bounded set.
+    const name =
+      filters.length <= MAX_PREPARED_FILTERS
+        ? `access-token-list-${hash("sha1", statement.text, "hex").slice(0, 16)}`
+        : undefined;
+    const rows = await this.run<PageRow>(statement, name);
     const tokens = rows
       .filter((row): row is PageRow & { id: string } => row.id !== null)
       .map((row) => this.metadataOfPageRow(row));
