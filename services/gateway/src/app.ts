@@ -42,6 +42,8 @@ export async function createGateway(deps: AppDeps): Promise<Gateway> {
   const app = express();
   const server = createServer(app);
   app.disable("x-powered-by");
+  // express hashes every response body for an ETag, POST answers included; no client of this API revalidates.
+  app.set("etag", false);
   app.set("trust proxy", "loopback");
   // Health probes every few seconds would drown the log.
   app.use(requestLogger(app, deps.logger, { ignore: (url) => url === "/health" || url === "/ready" }));
