@@ -85,6 +85,10 @@ export async function benchTruncate(): Promise<void> {
       endMillis: END,
       urns: 1000,
     });
+    // The first call is reported apart: a new PostgreSQL connection builds its catalog cache for every partition once.
+    const coldStarted = performance.now();
+    await api("getIndexSizes", {});
+    const sizeCold = performance.now() - coldStarted;
     const sizeCalls: number[] = [];
     for (let i = 0; i < 30; i++) {
       const started = performance.now();
@@ -149,7 +153,7 @@ export async function benchTruncate(): Promise<void> {
         `    ${steps.length} batch transactions, p50 ${median(steps).toFixed(1)} ms, p99 ${percentile(steps, 99).toFixed(1)} ms, max ${Math.max(...steps).toFixed(1)} ms (target p99 <= 250 ms: ${percentile(steps, 99) <= 250 ? "met" : "NOT MET"})\n` +
         `  dry run on ${ROWS} rows: p50 ${median(dryRuns).toFixed(1)} ms, p99 ${percentile(dryRuns, 99).toFixed(1)} ms (target p50 <= 100 ms: ${median(dryRuns) <= 100 ? "met" : "NOT MET"})\n` +
         `    "${report}"\n` +
-        `  getIndexSizes with ${2 * ROWS} rows stored: p50 ${median(sizeCalls).toFixed(1)} ms, p99 ${percentile(sizeCalls, 99).toFixed(1)} ms (target < 100 ms: ${percentile(sizeCalls, 99) < 100 ? "met" : "NOT MET"})\n`,
+        `  getIndexSizes with ${2 * ROWS} rows stored: p50 ${median(sizeCalls).toFixed(1)} ms, p99 ${percentile(sizeCalls, 99).toFixed(1)} ms (target < 100 ms: ${percentile(sizeCalls, 99) < 100 ? "met" : "NOT MET"}); first call ${sizeCold.toFixed(1)} ms\n`,
     );
   } finally {
     await Promise.all([gateway.stop(), worker.stop()]);
