@@ -36,6 +36,8 @@ export function rootPolicy(rootUserUrn: string): Policy {
 export class PolicyEngine {
   private activePolicies: Promise<Policy[]> | null = null;
   private readonly groupsOfUser = new Map<string, Promise<string[]>>();
+  /** derived from the two caches above, and dropped with them */
+  private readonly privilegesOfUser = new Map<string, Promise<ReadonlySet<Privilege>>>();
   private loadedAt = 0;
 
   constructor(
@@ -49,8 +51,20 @@ export class PolicyEngine {
     bus.onReset(() => this.clear());
   }
 
-  async privilegesOf(userUrn: string): Promise<Set<Privilege>> {
+  /** The user's privileges; the set is shared between callers (and cached until the next invalidation): read only. */
+  privilegesOf(userUrn: string): Promise<ReadonlySet<Privilege>> {
     if (Date.now() - this.loadedAt > MAX_CACHE_AGE_MS) this.clear();
+    let privileges = this.privilegesOfUser.get(userUrn);
+    if (!privileges) {
+      privileges = this.computePrivileges(userUrn);
+      privileges.catch(() => this.privilegesOfUser.delete(userUrn)); // never cache a failure
+      if (this.privilegesOfUser.size >= 10_000) this.privilegesOfUser.clear();
+      this.privilegesOfUser.set(userUrn, privileges);
+    }
+    return privileges;
+  }
+
+  private async computePrivileges(userUrn: string): Promise<ReadonlySet<Privilege>> {
     const [policies, groups] = await Promise.all([this.policies(), this.groups(userUrn)]);
     const granted = policies
       .filter((p) => p.allUsers || p.users.includes(userUrn) || p.groups.some((g) => groups.includes(g)))
@@ -96,5 +110,6 @@ export class PolicyEngine {
   private clear(): void {
     this.activePolicies = null;
     this.groupsOfUser.clear();
+    this.privilegesOfUser.clear();
   }
 }
