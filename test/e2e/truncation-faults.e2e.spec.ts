@@ -156,10 +156,28 @@ describe("truncation under faults", () => {
     const worker = await startWorker();
     const taskId = await truncate(cutoff, 100);
     await until(taskId, (s) => s.progress.deleted > 0 && s.state === "active");
-    // Cut every connection to this database but ours: the worker's batch in flight fails.
-    await database.pool.query(
-      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()",
-    );
+    // Hold the task's row, so the worker's next batch transaction waits on it with its rows deleted but not committed,
+    // then cut every connection to this database but ours: that batch fails for certain. (Cut between two batches, the
+    // worker's pool would only lose idle connections and the attempt could go on unharmed.)
+    const holder = await database.pool.connect();
+    try {
+      await holder.query("BEGIN");
+      await holder.query("SELECT 1 FROM task WHERE id = $1 FOR UPDATE", [taskId]);
+      await waitFor("the worker's batch to wait on the task row", async () => {
+        // From another connection: inside the holder's transaction pg_stat_activity would stay one snapshot.
+        const { rows } = await database.pool.query<{ waiting: number }>(
+          `SELECT count(*)::int AS waiting FROM pg_stat_activity
+            WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+        );
+        return rows[0]!.waiting > 0;
+      });
+      await holder.query(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()",
+      );
+    } finally {
+      await holder.query("ROLLBACK");
+      holder.release();
+    }
     await until(taskId, (s) => s.state === "completed" || s.state === "failed").catch(async (e: Error) => {
       throw new Error(`${e.message}: ${JSON.stringify(await status(taskId))}\n${worker.output().slice(-3000)}`);
     });
