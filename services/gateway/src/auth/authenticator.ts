@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from "node:http";
 import { parseUrnField, unauthenticated, forbidden, type Config } from "@mdp/core";
 import type { Actor } from "./actor";
-import { safeEqual } from "./constant-time";
+import { matcherFor } from "./constant-time";
 
 export const ACTOR_HEADER = "x-platform-actor";
 
@@ -13,10 +13,16 @@ export type TokenVerifier = (token: string) => Promise<Actor>;
  * bearer token; system client (Basic) acting for X-Platform-Actor; or, with AUTH_ENABLED=false, the header alone.
  */
 export class Authenticator {
+  private readonly isSystemClientId: (given: string) => boolean;
+  private readonly isSystemClientSecret: (given: string) => boolean;
+
   constructor(
     private readonly config: Pick<Config, "AUTH_ENABLED" | "SYSTEM_CLIENT_ID" | "SYSTEM_CLIENT_SECRET">,
     private readonly verifyToken: TokenVerifier,
-  ) {}
+  ) {
+    this.isSystemClientId = matcherFor(config.SYSTEM_CLIENT_ID);
+    this.isSystemClientSecret = matcherFor(config.SYSTEM_CLIENT_SECRET);
+  }
 
   async authenticate(headers: IncomingHttpHeaders): Promise<Actor> {
     const actorHeader = single(headers[ACTOR_HEADER]);
@@ -45,8 +51,8 @@ export class Authenticator {
     const id = colon >= 0 ? decoded.slice(0, colon) : decoded;
     const secret = colon >= 0 ? decoded.slice(colon + 1) : "";
     // Both comparisons always run so timing does not tell which part was wrong.
-    const idOk = safeEqual(id, this.config.SYSTEM_CLIENT_ID);
-    const secretOk = safeEqual(secret, this.config.SYSTEM_CLIENT_SECRET);
+    const idOk = this.isSystemClientId(id);
+    const secretOk = this.isSystemClientSecret(secret);
     if (!(idOk && secretOk)) throw unauthenticated("Invalid system client credentials.");
     if (!actorHeader) throw unauthenticated(`System client requests must name the user in the ${ACTOR_HEADER} header.`);
     return { urn: this.userUrn(actorHeader), via: "system" };
