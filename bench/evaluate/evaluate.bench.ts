@@ -7,7 +7,7 @@
  *   that distance any HTTP service has to travel.
  * - runTest over 100,000 entities (with and without push): entities per second, reported.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import http from "node:http";
 import path from "node:path";
@@ -16,9 +16,9 @@ import type { Redis } from "ioredis";
 import { createDatabase } from "@mdp/db";
 import { createTestDatabase } from "@mdp/db/testing";
 import { closeRedis, createRedis, jobOptions } from "@mdp/queues";
-import { SERVICE_NODE_FLAGS } from "../../scripts/service-command";
 import { freePort, startService, uniqueName, waitForOutput, waitUntilReady } from "../../test/support/services";
 import { productionSetup } from "../support/production";
+import { spawnBenchProcess } from "../support/bench-process";
 import { printReport } from "../support/report";
 import { closedLoop, median, type LoopResult } from "./closed-loop";
 
@@ -53,8 +53,14 @@ export async function benchEvaluate(): Promise<void> {
     EVALUATION_CONCURRENCY: String(WORKER_CONCURRENCY),
   });
   const queueEnv = { REDIS_URL: redisUrl, QUEUE_PREFIX: prefix, QUEUE_NAME: "noop" };
-  const noop = spawnBenchProcess("noop-worker.ts", { ...queueEnv, CONCURRENCY: String(WORKER_CONCURRENCY) });
-  const floor = spawnBenchProcess("http-floor-server.ts", { ...queueEnv, PORT: String(floorPort) });
+  const noop = spawnBenchProcess(path.join(__dirname, "noop-worker.ts"), {
+    ...queueEnv,
+    CONCURRENCY: String(WORKER_CONCURRENCY),
+  });
+  const floor = spawnBenchProcess(path.join(__dirname, "http-floor-server.ts"), {
+    ...queueEnv,
+    PORT: String(floorPort),
+  });
   const redis = createRedis(redisUrl, "worker");
   const eventsConnection = createRedis(redisUrl, "worker");
   const queue = new Queue("noop", { connection: redis, prefix });
@@ -382,14 +388,6 @@ async function removeKeys(redis: Redis, prefix: string): Promise<void> {
   for await (const keys of redis.scanStream({ match: `${prefix}:*`, count: 1000 }) as AsyncIterable<string[]>) {
     if (keys.length > 0) await redis.unlink(...keys);
   }
-}
-
-/** A helper process of the benchmark, run like the services (production, their node flags), in its own process. */
-function spawnBenchProcess(file: string, env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, [...SERVICE_NODE_FLAGS, "--import", "tsx", path.join(__dirname, file)], {
-    env: { ...process.env, NODE_ENV: "production", ...env },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
 }
 
 function waitForProcessOutput(child: ChildProcess, text: string): Promise<void> {

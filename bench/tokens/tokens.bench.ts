@@ -12,9 +12,8 @@ import { hashToken } from "../../services/gateway/src/tokens/token-hash";
 import { freePort, startService, uniqueName, waitUntilReady } from "../../test/support/services";
 import { measureInterleaved, ratio } from "../support/load";
 import { productionSetup } from "../support/production";
+import { spawnBenchProcess } from "../support/bench-process";
 import { printReport } from "../support/report";
-import { spawn } from "node:child_process";
-import { SERVICE_NODE_FLAGS } from "../../scripts/service-command";
 import { hash } from "node:crypto";
 
 const ROOT = "urn:li:corpuser:admin";
@@ -22,7 +21,7 @@ const BULK = "urn:li:corpuser:bulk";
 
 export async function benchTokens(): Promise<void> {
   const db = await createTestDatabase("bench_tokens");
-  const [gatewayPort, echoPort] = [await freePort(), await freePort()];
+  const [gatewayPort, echoPort, floorPort] = [await freePort(), await freePort(), await freePort()];
   const production = productionSetup();
   const gateway = startService("gateway", {
     ...production.env,
@@ -32,19 +31,16 @@ export async function benchTokens(): Promise<void> {
     PORT: String(gatewayPort),
     LOG_LEVEL: "warn",
   });
-  const echo = spawn(
-    process.execPath,
-    // The services' own node flags: the same stack, tuned alike.
-    [...SERVICE_NODE_FLAGS, "--import", "tsx", path.join(__dirname, "../support/echo-server.ts")],
-    {
-      env: { ...process.env, NODE_ENV: "production", PORT: String(echoPort) },
-      stdio: ["ignore", "pipe", "inherit"],
-    },
-  );
+  const echo = spawnBenchProcess(path.join(__dirname, "../support/echo-server.ts"), { PORT: String(echoPort) });
+  const listFloor = spawnBenchProcess(path.join(__dirname, "list-floor-server.ts"), {
+    PORT: String(floorPort),
+    DATABASE_URL: db.url,
+    LIST_ACTOR_URN: BULK,
+  });
   const base = `http://127.0.0.1:${gatewayPort}/api/graphql`;
   try {
     await waitUntilReady(`http://127.0.0.1:${gatewayPort}`, gateway);
-    await new Promise((resolve) => echo.stdout!.once("data", resolve));
+    await Promise.all([echo, listFloor].map((child) => new Promise((resolve) => child.stdout!.once("data", resolve))));
     await seedTokens(db.url, 10_000);
     // The system client acting for root: authenticated by a constant-time secret compare, no token to verify.
     const asRoot = production.systemClient(ROOT);
@@ -68,6 +64,7 @@ export async function benchTokens(): Promise<void> {
           `{ listAccessTokens(input: {start: 0, count: 100, filters: [{field: "actorUrn", value: "${BULK}"}]}) { total tokens { urn id actorUrn } } }`,
         ),
       },
+      listFloor: { url: `http://127.0.0.1:${floorPort}/list`, body: "{}" },
       systemClient: { url: base, headers: asRoot, body: me },
       bearer: { url: base, headers: { authorization: `Bearer ${token}` }, body: me },
     });
@@ -87,6 +84,7 @@ export async function benchTokens(): Promise<void> {
       `${m.requestsPerSecond.toFixed(0)} req/s p50 ${m.p50Ms} ms`;
     const create = ratio(c.create, c.echo);
     const list = ratio(r.list, r.echo);
+    const listFloorRatio = ratio(r.listFloor, r.echo);
     const systemClient = ratio(r.systemClient, r.echo);
     const bearer = ratio(r.bearer, r.systemClient);
     printReport(
@@ -108,6 +106,14 @@ export async function benchTokens(): Promise<void> {
           spread: list,
           target: ">= 0.4",
           met: list.median >= 0.4,
+        },
+        {
+          name: "  its floor: the same SQL, bare express",
+          value: rps(r.listFloor),
+          ratio: listFloorRatio.median,
+          spread: listFloorRatio,
+          target: "-",
+          met: true,
         },
         {
           name: "me, system client (no token)",
@@ -135,6 +141,7 @@ export async function benchTokens(): Promise<void> {
     );
   } finally {
     echo.kill("SIGTERM");
+    listFloor.kill("SIGTERM");
     await gateway.stop();
     await db.drop();
   }

@@ -204,30 +204,7 @@ export class TokenService {
         );
       }
     }
-    const now = new Date();
-    const where = Prisma.join([Prisma.sql`revoked_at IS NULL`, ...filters.map(filterCondition)], " AND ");
-    // Count and page in one statement: one round trip and one snapshot, so `total` and `tokens` always agree (two
-    // statements, even in a transaction, each see their own snapshot under READ COMMITTED). The count is split so
-    // each half is an index-only range scan of access_token_*_expires_at_idx. The page is joined to the count so that
-    // an empty page still brings the total (one row, page columns null); times come back as epoch ms.
-    const statement = Prisma.sql`
-      SELECT c.total, p.id, p.name, p.description, p.actor_urn, p.owner_urn,
-             ${epochMs("p.created_at")} AS created_at, ${epochMs("p.expires_at")} AS expires_at,
-             ${epochMs("p.last_used_at")} AS last_used_at
-        FROM (SELECT ((SELECT count(*) FROM access_token WHERE ${where} AND expires_at IS NULL)
-                      + (SELECT count(*) FROM access_token WHERE ${where} AND expires_at > ${now}::timestamptz))::int
-                     AS total) AS c
-        LEFT JOIN LATERAL (SELECT * FROM access_token
-                            WHERE ${where} AND (expires_at IS NULL OR expires_at > ${now}::timestamptz)
-                            ORDER BY created_at DESC, id DESC
-                            LIMIT ${count} OFFSET ${start}) AS p ON true
-       ORDER BY p.created_at DESC, p.id DESC`;
-    // Prepared per filter shape (the text depends on the fields filtered, not the values): planning this statement cost
-    // PostgreSQL about as much as running it. Only for a few filters, so each connection keeps a bounded set.
-    const name =
-      filters.length <= MAX_PREPARED_FILTERS
-        ? `access-token-list-${hash("sha1", statement.text, "hex").slice(0, 16)}`
-        : undefined;
+    const { statement, name } = listStatement(filters, new Date(), start, count);
     const rows = await this.run<PageRow>(statement, name);
     const tokens = rows
       .filter((row): row is PageRow & { id: string } => row.id !== null)
@@ -395,7 +372,7 @@ function epochMs(column: string): Prisma.Sql {
 }
 
 /** One filter as SQL: `=` for one value, so the (column, created_at) index also gives the order; ANY for several. */
-function filterCondition(filter: { column: (typeof FILTER_COLUMNS)[keyof typeof FILTER_COLUMNS]; values: string[] }) {
+function filterCondition(filter: ListFilter) {
   const column = Prisma.raw(filter.column);
   if (filter.column !== "id") {
     return filter.values.length === 1
@@ -405,6 +382,43 @@ function filterCondition(filter: { column: (typeof FILTER_COLUMNS)[keyof typeof 
   const ids = filter.values.filter(isUuid);
   if (ids.length === 0) return Prisma.sql`FALSE`;
   return ids.length === 1 ? Prisma.sql`id = ${ids[0]}::uuid` : Prisma.sql`id = ANY(${ids}::uuid[])`;
+}
+
+type ListFilter = { column: (typeof FILTER_COLUMNS)[keyof typeof FILTER_COLUMNS]; values: string[] };
+
+/**
+ * The list statement (exported for bench/tokens' floor), and the name it is prepared under. Count and page in one
+ * statement: one round trip and one snapshot, so `total` and `tokens` always agree (two statements, even in a
+ * transaction, each see their own snapshot under READ COMMITTED). The count is split so each half is an index-only
+ * range scan of access_token_*_expires_at_idx. The page is joined to the count so that an empty page still brings the
+ * total (one row, page columns null); times come back as epoch ms.
+ */
+export function listStatement(
+  filters: readonly ListFilter[],
+  now: Date,
+  start: number,
+  count: number,
+): { statement: Prisma.Sql; name: string | undefined } {
+  const where = Prisma.join([Prisma.sql`revoked_at IS NULL`, ...filters.map(filterCondition)], " AND ");
+  const statement = Prisma.sql`
+    SELECT c.total, p.id, p.name, p.description, p.actor_urn, p.owner_urn,
+           ${epochMs("p.created_at")} AS created_at, ${epochMs("p.expires_at")} AS expires_at,
+           ${epochMs("p.last_used_at")} AS last_used_at
+      FROM (SELECT ((SELECT count(*) FROM access_token WHERE ${where} AND expires_at IS NULL)
+                    + (SELECT count(*) FROM access_token WHERE ${where} AND expires_at > ${now}::timestamptz))::int
+                   AS total) AS c
+      LEFT JOIN LATERAL (SELECT * FROM access_token
+                          WHERE ${where} AND (expires_at IS NULL OR expires_at > ${now}::timestamptz)
+                          ORDER BY created_at DESC, id DESC
+                          LIMIT ${count} OFFSET ${start}) AS p ON true
+     ORDER BY p.created_at DESC, p.id DESC`;
+  // Prepared per filter shape (the text depends on the fields filtered, not the values): planning this statement cost
+  // PostgreSQL about as much as running it. Only for a few filters, so each connection keeps a bounded set.
+  const name =
+    filters.length <= MAX_PREPARED_FILTERS
+      ? `access-token-list-${hash("sha1", statement.text, "hex").slice(0, 16)}`
+      : undefined;
+  return { statement, name };
 }
 
 function requireUnexpired(claims: AccessTokenClaims): void {
