@@ -1,12 +1,14 @@
 /**
- * Two gateway processes on one PostgreSQL and Redis, as in a scaled deployment: a revocation or a policy change made
- * through one is enforced by the other within a second. Their logs, at the most verbose level, never hold a token.
+ * Two gateway processes (and an evaluation worker) on one PostgreSQL and Redis, as in a scaled deployment: a
+ * revocation or a policy change made through one is enforced by the other within a second; each receives the results
+ * of its own evaluations. Their logs, at the most verbose level, never hold a token.
  */
 import { createTestDatabase } from "@mdp/db/testing";
 import {
   freePort,
   startService,
   uniqueName,
+  waitForOutput,
   waitUntilReady,
   type RunningService,
   systemClient,
@@ -49,6 +51,7 @@ describe("two gateway replicas", () => {
   let db: Awaited<ReturnType<typeof createTestDatabase>>;
   let a: RunningService;
   let b: RunningService;
+  let worker: RunningService;
   let urlA: string;
   let urlB: string;
   const issuedTokens: string[] = [];
@@ -66,11 +69,12 @@ describe("two gateway replicas", () => {
     urlB = `http://127.0.0.1:${portB}`;
     a = startService("gateway", { ...env, PORT: String(portA) });
     b = startService("gateway", { ...env, PORT: String(portB) });
-    await Promise.all([waitUntilReady(urlA, a), waitUntilReady(urlB, b)]);
+    worker = startService("evaluation-worker", env);
+    await Promise.all([waitUntilReady(urlA, a), waitUntilReady(urlB, b), waitForOutput(worker, "worker running")]);
   });
 
   afterAll(async () => {
-    await Promise.all([a?.stop(), b?.stop()]);
+    await Promise.all([a?.stop(), b?.stop(), worker?.stop()]);
     await db?.drop();
   });
 
@@ -251,6 +255,59 @@ describe("two gateway replicas", () => {
       async () => !(await me()).privileges.includes("GENERATE_PERSONAL_ACCESS_TOKENS"),
     );
     expect(ms).toBeLessThan(1000);
+  });
+
+  it("gives each replica the results of its own evaluations when both evaluate at once", async () => {
+    const post = async (baseUrl: string, path: string, body: unknown) => {
+      const res = await fetch(`${baseUrl}${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...system(ROOT) },
+        body: JSON.stringify(body),
+      });
+      return { status: res.status, body: (await res.json()) as { value?: Record<string, unknown> } };
+    };
+    const urns = Array.from({ length: 12 }, (_, i) => `urn:li:dataset:(urn:li:dataPlatform:hive,db.t${i},PROD)`);
+    const proposals = urns.map((urn, i) => ({
+      entityType: "dataset",
+      entityUrn: urn,
+      aspectName: "datasetProperties",
+      changeType: "UPSERT",
+      // every other entity has a description, so the answers differ from one entity to the next
+      aspect: { contentType: "application/json", value: JSON.stringify(i % 2 ? {} : { description: `t${i}` }) },
+    }));
+    expect((await post(urlA, "/gms/aspects?action=ingestProposalBatch", { proposals })).status).toBe(200);
+    const created = await graphql(
+      urlB,
+      `
+        mutation ($input: CreateTestInput!) {
+          createTest(input: $input)
+        }
+      `,
+      {
+        input: {
+          id: "replicas-described",
+          name: "Has a description",
+          category: "Documentation",
+          definition: {
+            json: '{"on": {"types": ["dataset"]}, "rules": {"property": "datasetProperties.description", "operator": "exists"}}',
+          },
+        },
+      },
+      system(ROOT),
+    );
+    expect(created.data).toEqual({ createTest: "urn:li:test:replicas-described" });
+
+    const answers = await Promise.all(
+      urns.map((urn, i) => post(i % 2 ? urlB : urlA, "/gms/test?action=evaluate", { urn })),
+    );
+    answers.forEach((answer, i) => {
+      const passed = i % 2 === 0;
+      expect(answer).toMatchObject({
+        status: 200,
+        body: { value: { urn: urns[i], passing: passed ? [{ test: "urn:li:test:replicas-described" }] : [] } },
+      });
+      expect((answer.body.value!.failing as unknown[]).length).toBe(passed ? 0 : 1);
+    });
   });
 
   it("never writes a token to the logs of a create/use/revoke cycle, even at trace level", async () => {

@@ -34,6 +34,8 @@ export const evaluationItem = z.object({
 export const evaluateBatchPayload = z.object({
   kind: z.literal("evaluate"),
   items: z.array(evaluationItem).min(1).max(1000),
+  /** the ReplyInbox channel of the gateway waiting for the results (absent: nobody waits) */
+  replyTo: z.string().min(1).optional(),
   trace,
 });
 

@@ -1,4 +1,4 @@
-import { Queue, QueueEvents, type Job } from "bullmq";
+import { Queue, type Job } from "bullmq";
 import type { Redis } from "ioredis";
 import { injectTraceContext } from "@mdp/core";
 import { jobName, jobOptions } from "./job-options";
@@ -29,9 +29,4 @@ export class Producer<Q extends QueueKey> {
   close(): Promise<void> {
     return this.queue.close();
   }
-}
-
-/** Waits for a job's result through QueueEvents; rejects with the job's failure reason or on timeout. */
-export function waitForResult(job: Job, events: QueueEvents, timeoutMs: number): Promise<unknown> {
-  return job.waitUntilFinished(events, timeoutMs);
 }

@@ -2,7 +2,14 @@ import type { Job } from "bullmq";
 import type { Logger } from "@mdp/core";
 import { inTransaction, type Database } from "@mdp/db";
 import { appliesToEntityType, evaluateEntity, type EntityEvaluation, type TestToRun } from "@mdp/metadata-tests";
-import type { EvaluateJobResult, EvaluationItem, EvaluationItemResult, JobHandler, Payload } from "@mdp/queues";
+import type {
+  EvaluateJobResult,
+  EvaluationItem,
+  EvaluationItemResult,
+  JobHandler,
+  JobReply,
+  Payload,
+} from "@mdp/queues";
 import type { DefinitionCache } from "./definition-cache";
 import type { EvaluationInput, EvaluationStore } from "./evaluation.store";
 import type { PushItem, ResultsPusher } from "./results.pusher";
@@ -15,6 +22,8 @@ export interface EvaluateDeps {
   definitions: DefinitionCache;
   pusher: ResultsPusher;
   tasks: TaskRows;
+  /** sends an evaluate job's outcome to the gateway waiting for it (the payload's replyTo) */
+  reply: (channel: string, reply: JobReply) => Promise<void>;
   logger: Logger;
   /** aborted when the process is asked to stop: a test run hands its job back between batches */
   shutdownSignal: AbortSignal;
@@ -38,7 +47,8 @@ interface ItemOutcome {
 
 /**
  * Evaluates the job's items (each one evaluate or batchEvaluate request), pushes their results when asked, records
- * their task rows and returns each item's outcome, which reaches the waiting gateway through QueueEvents. Whatever
+ * their task rows and returns each item's outcome, which is also sent at once to the waiting gateway (replyTo): it
+ * need not wait for BullMQ to mark the job completed, since everything the outcome stands for is stored. Whatever
  * the number of items, that is one read (entities, tests and cancellations, afresh from PostgreSQL), one push
  * transaction if any item pushes, and one write of the task rows. An unknown entity or test is a refusal (the
  * gateway's 404), not a failure: retrying cannot change it.
@@ -82,7 +92,9 @@ async function evaluate(deps: EvaluateDeps, payload: EvaluatePayload, job: Job):
               }),
         ),
     );
-    return { items: Object.fromEntries(outcomes.map((o) => [o.item.taskId, o.result])) };
+    const result = { items: Object.fromEntries(outcomes.map((o) => [o.item.taskId, o.result])) };
+    await replyTo(deps, payload, job, { returnvalue: result });
+    return result;
   } catch (error) {
     const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
     const message = error instanceof Error ? error.message : String(error);
@@ -98,8 +110,25 @@ async function evaluate(deps: EvaluateDeps, payload: EvaluatePayload, job: Job):
         ),
       )
       .catch(() => undefined); // PostgreSQL itself may be what failed; BullMQ still records the failure
+    if (lastAttempt) await replyTo(deps, payload, job, { failedReason: message });
     throw error;
   }
+}
+
+/**
+ * A reply that cannot be sent leaves its gateway to time out (504 naming the task ids, whose rows tell the outcome):
+ * no reason to fail or redo an evaluation that is done and recorded.
+ */
+async function replyTo(
+  deps: EvaluateDeps,
+  payload: EvaluatePayload,
+  job: Job,
+  outcome: { returnvalue: unknown } | { failedReason: string },
+): Promise<void> {
+  if (!payload.replyTo) return;
+  await deps
+    .reply(payload.replyTo, { jobId: job.id!, ...outcome })
+    .catch((error: unknown) => deps.logger.warn({ jobId: job.id, err: error }, "could not send an evaluation's reply"));
 }
 
 function evaluateItem(deps: EvaluateDeps, item: EvaluationItem, input: EvaluationInput, at: number): ItemOutcome {

@@ -1,13 +1,12 @@
 import { EntityRegistry, type Config, type Logger } from "@mdp/core";
 import { AspectRepository, TimeseriesStore, type Database } from "@mdp/db";
-import { Producer } from "@mdp/queues";
+import { Producer, QUEUE_NAMES, ReplyInbox } from "@mdp/queues";
 import type { Redis } from "ioredis";
 import { AuditService } from "./audit/audit.service";
 import { Authenticator } from "./auth/authenticator";
 import { InvalidationBus } from "./events/invalidation-bus";
 import { IngestionService } from "./metadata/ingestion.service";
 import { EvaluationBatcher } from "./metadata-tests/evaluation-batcher";
-import { openEvaluationEvents } from "./metadata-tests/evaluation-events";
 import { EvaluationService } from "./metadata-tests/evaluation.service";
 import { MetadataTestService } from "./metadata-tests/metadata-test.service";
 import { TestRunService } from "./metadata-tests/test-run.service";
@@ -59,12 +58,13 @@ export async function composeServices(config: Config, connections: Connections, 
   const truncateProducer = new Producer("truncate", connections.redis, config.QUEUE_PREFIX);
   const truncation = new TruncationService(connections.db, registry, timeseries, truncateProducer, engine, logger);
   const tasks = new TaskService(connections.db, engine, [truncateProducer, evaluateProducer], logger);
-  const evaluationEvents = await openEvaluationEvents(connections.redis, config.QUEUE_PREFIX);
+  // The invalidation bus's subscriber connection carries this gateway's evaluation replies too.
+  const evaluationReplies = await ReplyInbox.open(connections.subscriber, config.QUEUE_PREFIX, QUEUE_NAMES.evaluate);
   const evaluation = new EvaluationService(
     connections.db,
     registry,
     engine,
-    new EvaluationBatcher(evaluateProducer, evaluationEvents.events, config.EVALUATE_TIMEOUT_MS),
+    new EvaluationBatcher(evaluateProducer, evaluationReplies, config.EVALUATE_TIMEOUT_MS),
     config.EVALUATE_TIMEOUT_MS,
     logger,
   );
@@ -73,7 +73,7 @@ export async function composeServices(config: Config, connections: Connections, 
   const authenticator = new Authenticator(config, (token) => tokens.verify(token));
   const stop = async () => {
     await lastUsed.stop();
-    await Promise.all([truncateProducer.close(), evaluateProducer.close(), evaluationEvents.close()]);
+    await Promise.all([truncateProducer.close(), evaluateProducer.close(), evaluationReplies.close()]);
   };
   return { services, http, queues: [truncateProducer.queue, evaluateProducer.queue], authenticator, stop };
 }

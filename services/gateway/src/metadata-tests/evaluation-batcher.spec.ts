@@ -1,23 +1,40 @@
 import { EventEmitter } from "node:events";
-import type { QueueEvents } from "bullmq";
-import { JobWaitTimeoutError, type EvaluationItem, type PayloadInput, type Producer } from "@mdp/queues";
+import type { Redis } from "ioredis";
+import {
+  JobFailedError,
+  JobWaitTimeoutError,
+  ReplyInbox,
+  type EvaluationItem,
+  type PayloadInput,
+  type Producer,
+} from "@mdp/queues";
 import { EvaluationBatcher, UnexpectedResultError } from "./evaluation-batcher";
 
 type EvaluateInput = Extract<PayloadInput<"evaluate">, { kind: "evaluate" }>;
 
-/** A stand-in for the queue: records each job and answers it as `answer` says, through the events emitter. */
-function fakeQueue(answer: (jobId: string, items: EvaluationItem[]) => unknown = echo) {
-  const events = new EventEmitter();
-  const jobs: Array<{ jobId: string; items: EvaluationItem[] }> = [];
+/**
+ * A stand-in for the queue and the worker: records each job and answers it as `answer` says, published on the
+ * channel the job names, to a real ReplyInbox listening on a stand-in subscriber connection.
+ */
+async function fakeQueue(answer: (jobId: string, items: EvaluationItem[]) => unknown = echo) {
+  const subscriber = Object.assign(new EventEmitter(), {
+    subscribe: async () => 1,
+    unsubscribe: async () => 0,
+  });
+  const inbox = await ReplyInbox.open(subscriber as unknown as Redis, "test", "evaluate-tests");
+  const jobs: Array<{ jobId: string; items: EvaluationItem[]; replyTo?: string }> = [];
   const producer = {
     enqueue: async (jobId: string, payload: EvaluateInput) => {
-      jobs.push({ jobId, items: payload.items });
+      jobs.push({ jobId, items: payload.items, replyTo: payload.replyTo });
       const returnvalue = answer(jobId, payload.items);
-      if (returnvalue !== undefined) setImmediate(() => events.emit(`completed:${jobId}`, { returnvalue }));
+      if (returnvalue !== undefined) {
+        const reply = JSON.stringify({ jobId, returnvalue });
+        setImmediate(() => subscriber.emit("message", payload.replyTo, reply));
+      }
       return {};
     },
   };
-  return { jobs, producer: producer as unknown as Producer<"evaluate">, events: events as unknown as QueueEvents };
+  return { jobs, producer: producer as unknown as Producer<"evaluate">, inbox, subscriber };
 }
 
 function echo(_jobId: string, items: EvaluationItem[]) {
@@ -44,11 +61,12 @@ const item = (taskId: string, urns = [`urn:li:dataset:${taskId}`]): EvaluationIt
 
 describe("EvaluationBatcher", () => {
   it("puts the requests of one turn of the event loop into one job, and gives each its own result", async () => {
-    const queue = fakeQueue();
-    const batcher = new EvaluationBatcher(queue.producer, queue.events, 1000);
+    const queue = await fakeQueue();
+    const batcher = new EvaluationBatcher(queue.producer, queue.inbox, 1000);
     const results = await Promise.all(["a", "b", "c"].map((id) => batcher.submit(item(id))));
     expect(queue.jobs).toHaveLength(1);
     expect(queue.jobs[0]!.items.map((i) => i.taskId)).toEqual(["a", "b", "c"]);
+    expect(queue.jobs[0]!.replyTo).toBe(queue.inbox.channel);
     expect(results.map((r) => ("results" in r ? Object.keys(r.results) : r))).toEqual([
       ["urn:li:dataset:a"],
       ["urn:li:dataset:b"],
@@ -59,8 +77,8 @@ describe("EvaluationBatcher", () => {
   });
 
   it("starts a new job when one would hold too many requests or entities", async () => {
-    const queue = fakeQueue();
-    const batcher = new EvaluationBatcher(queue.producer, queue.events, 1000, { items: 2, urns: 3 });
+    const queue = await fakeQueue();
+    const batcher = new EvaluationBatcher(queue.producer, queue.inbox, 1000, { items: 2, urns: 3 });
     await Promise.all([
       batcher.submit(item("a")),
       batcher.submit(item("b")),
@@ -71,34 +89,54 @@ describe("EvaluationBatcher", () => {
   });
 
   it("rejects every request of a job that does not finish in time", async () => {
-    const queue = fakeQueue(() => undefined);
-    const batcher = new EvaluationBatcher(queue.producer, queue.events, 20);
+    const queue = await fakeQueue(() => undefined);
+    const batcher = new EvaluationBatcher(queue.producer, queue.inbox, 20);
     const outcomes = await Promise.allSettled([batcher.submit(item("a")), batcher.submit(item("b"))]);
     for (const outcome of outcomes) {
       expect(outcome).toMatchObject({ status: "rejected", reason: expect.any(JobWaitTimeoutError) });
     }
   });
 
+  it("rejects every request of a job that failed for good with JobFailedError, and its reason", async () => {
+    const queue = await fakeQueue(() => undefined);
+    const batcher = new EvaluationBatcher(queue.producer, queue.inbox, 1000);
+    const outcomes = Promise.allSettled([batcher.submit(item("a")), batcher.submit(item("b"))]);
+    await new Promise((resolve) => setImmediate(resolve)); // the batch is queued
+    const { jobId } = queue.jobs[0]!;
+    queue.subscriber.emit(
+      "message",
+      queue.inbox.channel,
+      JSON.stringify({ jobId, failedReason: "PostgreSQL is away" }),
+    );
+    for (const outcome of await outcomes) {
+      expect(outcome).toMatchObject({
+        status: "rejected",
+        reason: expect.objectContaining({ name: "JobFailedError", failedReason: "PostgreSQL is away" }),
+      });
+      expect((outcome as PromiseRejectedResult).reason).toBeInstanceOf(JobFailedError);
+    }
+  });
+
   it("rejects with UnexpectedResultError when the worker's answer is not readable, or lacks a request", async () => {
-    const garbled = fakeQueue(() => ({ items: { a: { nonsense: true } } }));
-    await expect(
-      new EvaluationBatcher(garbled.producer, garbled.events, 1000).submit(item("a")),
-    ).rejects.toBeInstanceOf(UnexpectedResultError);
-    const partial = fakeQueue((jobId, items) => echo(jobId, items.slice(1)));
-    const batcher = new EvaluationBatcher(partial.producer, partial.events, 1000);
+    const garbled = await fakeQueue(() => ({ items: { a: { nonsense: true } } }));
+    await expect(new EvaluationBatcher(garbled.producer, garbled.inbox, 1000).submit(item("a"))).rejects.toBeInstanceOf(
+      UnexpectedResultError,
+    );
+    const partial = await fakeQueue((jobId, items) => echo(jobId, items.slice(1)));
+    const batcher = new EvaluationBatcher(partial.producer, partial.inbox, 1000);
     const [first, second] = await Promise.allSettled([batcher.submit(item("a")), batcher.submit(item("b"))]);
     expect(first).toMatchObject({ status: "rejected", reason: expect.any(UnexpectedResultError) });
     expect(second).toMatchObject({ status: "fulfilled" });
   });
 
   it("rejects every request when the job cannot be queued", async () => {
-    const queue = fakeQueue();
+    const queue = await fakeQueue();
     const failing = {
       enqueue: async () => {
         throw new Error("Redis is away");
       },
     } as unknown as Producer<"evaluate">;
-    const batcher = new EvaluationBatcher(failing, queue.events, 1000);
+    const batcher = new EvaluationBatcher(failing, queue.inbox, 1000);
     await expect(Promise.all([batcher.submit(item("a")), batcher.submit(item("b"))])).rejects.toThrow("Redis is away");
   });
 });

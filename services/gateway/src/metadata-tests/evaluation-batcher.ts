@@ -1,11 +1,10 @@
 import { randomUUID } from "node:crypto";
-import type { QueueEvents } from "bullmq";
 import {
-  enqueueAndWait,
   evaluateJobResult,
   type EvaluationItem,
   type EvaluationItemResult,
   type Producer,
+  type ReplyInbox,
 } from "@mdp/queues";
 
 /** The worker answered with something this gateway cannot read (another version of it, or a bug). */
@@ -40,7 +39,7 @@ export class EvaluationBatcher {
 
   constructor(
     private readonly producer: Producer<"evaluate">,
-    private readonly events: QueueEvents,
+    private readonly inbox: Pick<ReplyInbox, "channel" | "enqueueAndWait">,
     private readonly timeoutMs: number,
     private readonly limits: BatchLimits = { items: 100, urns: 1000 },
   ) {}
@@ -69,7 +68,10 @@ export class EvaluationBatcher {
     if (batch.length === 0) return;
     const jobId = randomUUID();
     const items = batch.map((w) => w.item);
-    enqueueAndWait(this.events, jobId, this.timeoutMs, () => this.producer.enqueue(jobId, { kind: "evaluate", items }))
+    this.inbox
+      .enqueueAndWait(jobId, this.timeoutMs, () =>
+        this.producer.enqueue(jobId, { kind: "evaluate", items, replyTo: this.inbox.channel }),
+      )
       .then((returned) => {
         const parsed = evaluateJobResult.safeParse(returned);
         for (const waiting of batch) {

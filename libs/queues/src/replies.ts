@@ -1,0 +1,103 @@
+import { randomUUID } from "node:crypto";
+import type { Redis } from "ioredis";
+
+/** The job did not finish within the wait; it may still finish later. */
+export class JobWaitTimeoutError extends Error {
+  constructor(
+    readonly jobId: string,
+    readonly timeoutMs: number,
+  ) {
+    super(`Job ${jobId} did not finish within ${timeoutMs} ms`);
+    this.name = "JobWaitTimeoutError";
+  }
+}
+
+/** The job failed for good (BullMQ will not retry it). */
+export class JobFailedError extends Error {
+  constructor(
+    readonly jobId: string,
+    readonly failedReason: string,
+  ) {
+    super(`Job ${jobId} failed: ${failedReason}`);
+    this.name = "JobFailedError";
+  }
+}
+
+/** What a worker sends back to the process waiting for a job: its return value, or why it failed for good. */
+export type JobReply = { jobId: string; returnvalue: unknown } | { jobId: string; failedReason: string };
+
+/** Sends a job's reply to the channel its producer named in the payload (`replyTo`). */
+export async function sendReply(redis: Redis, channel: string, reply: JobReply): Promise<void> {
+  await redis.publish(channel, JSON.stringify(reply));
+}
+
+interface Waiter {
+  resolve: (value: unknown) => void;
+  reject: (error: unknown) => void;
+}
+
+/**
+ * Where one process receives the replies to the jobs it waits for: a Redis pub/sub channel of its own, named in each
+ * job's payload, on which the worker publishes the job's outcome. BullMQ's QueueEvents would deliver every event of
+ * the queue, every job's return value included, to every waiting process; with many gateways each would then parse
+ * the whole cluster's results to find its own, so its cost would grow with the cluster rather than with its traffic.
+ * A reply lost while the subscriber is disconnected ends as a timeout, which callers already handle (the task row
+ * still says how the job ended).
+ */
+export class ReplyInbox {
+  private readonly waiting = new Map<string, Waiter>();
+
+  private constructor(
+    private readonly subscriber: Redis,
+    /** the channel to name in payloads as `replyTo` */
+    readonly channel: string,
+  ) {}
+
+  /** Subscribes on `subscriber`, a connection of its own (a subscribed connection can run no other command). */
+  static async open(subscriber: Redis, prefix: string, queueName: string): Promise<ReplyInbox> {
+    const inbox = new ReplyInbox(subscriber, `${prefix}:${queueName}:replies:${randomUUID()}`);
+    subscriber.on("message", (channel: string, message: string) => {
+      if (channel === inbox.channel) inbox.deliver(message);
+    });
+    await subscriber.subscribe(inbox.channel);
+    return inbox;
+  }
+
+  /**
+   * Adds a job (through `enqueue`, which must name this inbox's channel in it) and waits for its reply. The waiter is
+   * in place before the job exists, so a fast reply cannot be missed. Rejects with JobWaitTimeoutError or
+   * JobFailedError, or with whatever `enqueue` threw.
+   */
+  enqueueAndWait(jobId: string, timeoutMs: number, enqueue: () => Promise<unknown>): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      const settle = (finish: () => void) => {
+        clearTimeout(timer);
+        this.waiting.delete(jobId);
+        finish();
+      };
+      const timer = setTimeout(() => settle(() => reject(new JobWaitTimeoutError(jobId, timeoutMs))), timeoutMs);
+      this.waiting.set(jobId, {
+        resolve: (value) => settle(() => resolve(value)),
+        reject: (error) => settle(() => reject(error)),
+      });
+      enqueue().catch((error: unknown) => this.waiting.get(jobId)?.reject(error));
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.subscriber.unsubscribe(this.channel).catch(() => undefined);
+  }
+
+  private deliver(message: string): void {
+    let reply: JobReply;
+    try {
+      reply = JSON.parse(message) as JobReply;
+    } catch {
+      return; // not ours to understand; the waiter times out
+    }
+    const waiter = this.waiting.get(reply.jobId);
+    if (!waiter) return; // a reply to a wait that already timed out, or a retried job's second reply
+    if ("failedReason" in reply) waiter.reject(new JobFailedError(reply.jobId, reply.failedReason));
+    else waiter.resolve(reply.returnvalue);
+  }
+}
