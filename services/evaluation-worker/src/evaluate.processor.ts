@@ -53,7 +53,11 @@ interface ItemOutcome {
  * transaction if any item pushes, and one write of the task rows. An unknown entity or test is a refusal (the
  * gateway's 404), not a failure: retrying cannot change it.
  */
-async function evaluate(deps: EvaluateDeps, payload: EvaluatePayload, job: Job): Promise<EvaluateJobResult> {
+async function evaluate(
+  deps: EvaluateDeps,
+  payload: EvaluatePayload,
+  job: Job,
+): Promise<EvaluateJobResult | { tasks: Record<string, unknown> }> {
   const startedAt = new Date();
   const rowOf = (item: EvaluationItem, row: Pick<EvaluationRow, "state" | "progress" | "result" | "failedReason">) => ({
     ...row,
@@ -92,9 +96,12 @@ async function evaluate(deps: EvaluateDeps, payload: EvaluatePayload, job: Job):
               }),
         ),
     );
-    const result = { items: Object.fromEntries(outcomes.map((o) => [o.item.taskId, o.result])) };
+    const result: EvaluateJobResult = { items: Object.fromEntries(outcomes.map((o) => [o.item.taskId, o.result])) };
+    if (!payload.replyTo) return result; // queued by a gateway that reads the job's return value
     await replyTo(deps, payload, job, { returnvalue: result });
-    return result;
+    // The results went to the gateway and into the task rows; the job keeps a summary for the queue dashboard, so
+    // Redis does not store every result twice more (the job, and its completed event).
+    return { tasks: Object.fromEntries(outcomes.map((o) => [o.item.taskId, summaryOf(o)])) };
   } catch (error) {
     const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
     const message = error instanceof Error ? error.message : String(error);
@@ -182,6 +189,13 @@ function appliesTo(test: TestToRun, entityType: string): boolean {
 function describeMissing(one: string, many: string, urns: readonly string[]): string[] {
   if (urns.length === 0) return [];
   return [urns.length === 1 ? `${one} ${urns[0]} does not exist` : `${many} ${urns.join(", ")} do not exist`];
+}
+
+/** What the queue dashboard shows of one item: its refusal, or how many results of each kind it got. */
+function summaryOf(outcome: ItemOutcome) {
+  if ("refused" in outcome.result) return { refused: outcome.result.refused.code };
+  const { passing, failing, notApplicable } = progressOf(outcome.evaluations, outcome.item.urns.length);
+  return { urns: outcome.item.urns.length, passing, failing, notApplicable };
 }
 
 function progressOf(evaluations: readonly EntityEvaluation[], total: number): EvaluationProgress {

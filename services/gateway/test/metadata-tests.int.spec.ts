@@ -265,6 +265,18 @@ describe("metadata tests", () => {
       await createTest("inactive", DESCRIBED_AS_ORDERS, { state: "INACTIVE" });
     });
 
+    it("leaves the queue dashboard a summary of each evaluation, not its results again", async () => {
+      const value = await evaluation({ urn: HIVE });
+      const redis = createRedis(h.config.REDIS_URL, "worker");
+      const queue = new Queue(QUEUE_NAMES.evaluate, { connection: redis, prefix: h.config.QUEUE_PREFIX });
+      const [job] = await queue.getCompleted(0, 0); // the latest
+      await queue.close();
+      await closeRedis(redis);
+      const summary = { urns: 1, passing: value.passing.length, failing: value.failing.length, notApplicable: 0 };
+      expect(Object.values((job?.returnvalue as { tasks: object }).tasks)).toEqual([summary]);
+      expect(JSON.stringify(job?.returnvalue)).not.toContain("failedRules");
+    });
+
     it("runs every ACTIVE test whose on clause selects the entity, saying which rules failed", async () => {
       const before = Date.now();
       const value = await evaluation({ urn: HIVE });
