@@ -53,7 +53,10 @@ export class ReplyInbox {
     readonly channel: string,
   ) {}
 
-  /** Subscribes on `subscriber`, a connection of its own (a subscribed connection can run no other command). */
+  /**
+   * Subscribes on `subscriber`, a connection in subscriber mode: it can run no other command, though other
+   * subscriptions may share it.
+   */
   static async open(subscriber: Redis, prefix: string, queueName: string): Promise<ReplyInbox> {
     const inbox = new ReplyInbox(subscriber, `${prefix}:${queueName}:replies:${randomUUID()}`);
     subscriber.on("message", (channel: string, message: string) => {
@@ -95,6 +98,7 @@ export class ReplyInbox {
     } catch {
       return; // not ours to understand; the waiter times out
     }
+    if (typeof reply !== "object" || reply === null || typeof reply.jobId !== "string") return;
     const waiter = this.waiting.get(reply.jobId);
     if (!waiter) return; // a reply to a wait that already timed out, or a retried job's second reply
     if ("failedReason" in reply) waiter.reject(new JobFailedError(reply.jobId, reply.failedReason));

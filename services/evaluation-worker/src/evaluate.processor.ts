@@ -47,8 +47,8 @@ interface ItemOutcome {
 
 /**
  * Evaluates the job's items (each one evaluate or batchEvaluate request), pushes their results when asked, records
- * their task rows and returns each item's outcome, which is also sent at once to the waiting gateway (replyTo): it
- * need not wait for BullMQ to mark the job completed, since everything the outcome stands for is stored. Whatever
+ * their task rows and sends each item's outcome to the waiting gateway (replyTo) at once: it need not wait for BullMQ
+ * to mark the job completed, since everything the outcome stands for is stored. Whatever
  * the number of items, that is one read (entities, tests and cancellations, afresh from PostgreSQL), one push
  * transaction if any item pushes, and one write of the task rows. An unknown entity or test is a refusal (the
  * gateway's 404), not a failure: retrying cannot change it.
