@@ -1,5 +1,5 @@
 import type { Queue } from "bullmq";
-import express, { type Express } from "express";
+import express, { Router, type Express } from "express";
 import { createServer, type Server } from "node:http";
 import type { Logger } from "@mdp/core";
 import { authenticate } from "./auth/auth.middleware";
@@ -7,12 +7,12 @@ import type { Authenticator } from "./auth/authenticator";
 import type { Services } from "./graphql/context";
 import { createGraphQLMiddleware } from "./graphql/server";
 import { errorHandler, notFoundHandler } from "./http/error-handler";
-import { healthRoutes } from "./http/health.routes";
+import { addHealthRoutes } from "./http/health.routes";
 import { basicChallenge, basicTokenAsBearer, DASHBOARD_PATH, queueDashboard } from "./http/queue-dashboard";
 import { requestLogger } from "./http/request-logger";
-import { metadataRoutes, type MetadataDeps } from "./metadata/metadata.routes";
-import { testRoutes, type TestRoutesDeps } from "./metadata-tests/test.routes";
-import { operationsRoutes, type OperationsDeps } from "./operations/operations.routes";
+import { addMetadataRoutes, type MetadataDeps } from "./metadata/metadata.routes";
+import { addTestRoutes, type TestRoutesDeps } from "./metadata-tests/test.routes";
+import { addOperationsRoutes, type OperationsDeps } from "./operations/operations.routes";
 import type { Readiness } from "./readiness";
 
 export const BODY_LIMIT = "1mb";
@@ -47,16 +47,19 @@ export async function createGateway(deps: AppDeps): Promise<Gateway> {
   app.set("trust proxy", "loopback");
   // Health probes every few seconds would drown the log.
   app.use(requestLogger(app, deps.logger, { ignore: (url) => url === "/health" || url === "/ready" }));
-  app.use(healthRoutes(deps.readiness));
+  addHealthRoutes(app, deps.readiness);
   app.use(DASHBOARD_PATH, basicChallenge, basicTokenAsBearer);
   app.use(authenticate(deps.authenticator));
   app.use(express.json({ limit: BODY_LIMIT }));
 
   const graphql = await createGraphQLMiddleware({ logger: deps.logger, httpServer: server, services: deps.services });
   app.use(GRAPHQL_PATHS, graphql.middleware);
-  for (const base of GMS_PATHS) {
-    app.use(base, metadataRoutes(deps.http), operationsRoutes(deps.http), testRoutes(deps.http));
-  }
+  // One router for every HTTP operation, mounted once for both prefixes.
+  const gms = Router();
+  addMetadataRoutes(gms, deps.http);
+  addOperationsRoutes(gms, deps.http);
+  addTestRoutes(gms, deps.http);
+  app.use(GMS_PATHS, gms);
 
   const dashboard = queueDashboard(deps.queues, deps.services.engine);
   app.use(DASHBOARD_PATH, dashboard.guard, dashboard.router);

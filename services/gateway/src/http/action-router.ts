@@ -1,4 +1,4 @@
-import { Router, type Request, type Response } from "express";
+import type { Request, Response, Router } from "express";
 import { AppError, badInput } from "@mdp/core";
 import { actorOf } from "../auth/auth.middleware";
 import type { Actor } from "../auth/actor";
@@ -6,11 +6,11 @@ import type { Actor } from "../auth/actor";
 export type ActionHandler = (body: unknown, actor: Actor, req: Request) => Promise<unknown>;
 
 /**
- * Rest.li-style actions: `POST <path>?action=<name>` with a JSON body, answered `{"value": ...}`. A missing or
- * unknown action is a 400 listing the valid ones; a body that is not JSON is a 415.
+ * Adds Rest.li-style actions to `router`: `POST <path>?action=<name>` with a JSON body, answered `{"value": ...}`. A
+ * missing or unknown action is a 400 listing the valid ones; a body that is not JSON is a 415. A route of the router
+ * given, not a router of its own: every router a request passes through costs it a prefix match and a dispatch.
  */
-export function actionRouter(path: string, actions: Record<string, ActionHandler>): Router {
-  const router = Router();
+export function addActions(router: Router, path: string, actions: Record<string, ActionHandler>): void {
   router.post(path, async (req: Request, res: Response) => {
     const action = typeof req.query.action === "string" ? req.query.action : undefined;
     const handler = action !== undefined ? actions[action] : undefined;
@@ -27,5 +27,4 @@ export function actionRouter(path: string, actions: Record<string, ActionHandler
     }
     res.json({ value: await handler(req.body, actorOf(res.locals), req) });
   });
-  return router;
 }

@@ -1,14 +1,14 @@
 import type { Router } from "express";
-import { actionRouter } from "../http/action-router";
+import { addActions } from "../http/action-router";
 import type { EvaluationService } from "./evaluation.service";
 
 export interface TestRoutesDeps {
   evaluation: EvaluationService;
 }
 
-/** Metadata-test evaluation under /gms/test (CONTRACT.md "POST /gms/test?action=evaluate"). */
-export function testRoutes(deps: TestRoutesDeps): Router {
-  return actionRouter("/test", {
+/** Metadata-test evaluation under /gms/test (CONTRACT.md "POST /gms/test?action=evaluate"), added to the router of /gms. */
+export function addTestRoutes(router: Router, deps: TestRoutesDeps): void {
+  addActions(router, "/test", {
     evaluate: (body, actor) => deps.evaluation.evaluate(actor, body),
     batchEvaluate: (body, actor) => deps.evaluation.batchEvaluate(actor, body),
   });

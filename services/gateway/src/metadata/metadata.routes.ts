@@ -1,8 +1,8 @@
-import { Router } from "express";
+import type { Router } from "express";
 import { z } from "zod";
 import { badInput, notFound, parseUrnField, type EntityRegistry } from "@mdp/core";
 import type { AspectRepository, Database, TimeseriesStore } from "@mdp/db";
-import { actionRouter } from "../http/action-router";
+import { addActions } from "../http/action-router";
 import { parseBody } from "../http/validate";
 import type { IngestionService } from "./ingestion.service";
 import { proposalSchema } from "./proposal";
@@ -25,49 +25,46 @@ const valuesRequest = z.strictObject({
   limit: z.number().int().min(1).max(MAX_VALUES).default(100),
 });
 
-/** Ingestion and reads (CONTRACT.md "Metadata ingestion and reads"), mounted under /gms and /api/gms. */
-export function metadataRoutes(deps: MetadataDeps): Router {
-  const router = Router();
-  router.use(
-    actionRouter("/aspects", {
-      ingestProposal: async (body, actor) => {
-        const { proposal } = parseBody(z.strictObject({ proposal: proposalSchema }), body);
-        const [urn] = await deps.ingestion.ingest(actor, [{ proposal, at: "proposal" }]);
-        return urn;
-      },
-      ingestProposalBatch: async (body, actor) => {
-        const { proposals } = parseBody(z.strictObject({ proposals: z.array(proposalSchema).min(1) }), body);
-        return deps.ingestion.ingest(
-          actor,
-          proposals.map((proposal, i) => ({ proposal, at: `proposals[${i}]` })),
-        );
-      },
-      getTimeseriesAspectValues: async (body) => {
-        const request = parseBody(valuesRequest, body);
-        parseUrnField("urn", request.urn, request.entity);
-        if (
-          deps.registry.aspectKind(request.entity, request.aspect, { entityType: "entity", aspectName: "aspect" }) !==
-          "timeseries"
-        ) {
-          throw badInput(`aspect '${request.aspect}' of ${request.entity} is not a time-series aspect`);
-        }
-        const values = await deps.timeseries.values(
-          { entityType: request.entity, aspectName: request.aspect },
-          request.urn,
-          request,
-        );
-        return {
-          entityName: request.entity,
-          aspectName: request.aspect,
-          limit: request.limit,
-          values: values.map((v) => ({
-            timestampMillis: v.timestampMillis,
-            aspect: { contentType: "application/json", value: v.valueJson },
-          })),
-        };
-      },
-    }),
-  );
+/** Ingestion and reads (CONTRACT.md "Metadata ingestion and reads"), added to the router of /gms and /api/gms. */
+export function addMetadataRoutes(router: Router, deps: MetadataDeps): void {
+  addActions(router, "/aspects", {
+    ingestProposal: async (body, actor) => {
+      const { proposal } = parseBody(z.strictObject({ proposal: proposalSchema }), body);
+      const [urn] = await deps.ingestion.ingest(actor, [{ proposal, at: "proposal" }]);
+      return urn;
+    },
+    ingestProposalBatch: async (body, actor) => {
+      const { proposals } = parseBody(z.strictObject({ proposals: z.array(proposalSchema).min(1) }), body);
+      return deps.ingestion.ingest(
+        actor,
+        proposals.map((proposal, i) => ({ proposal, at: `proposals[${i}]` })),
+      );
+    },
+    getTimeseriesAspectValues: async (body) => {
+      const request = parseBody(valuesRequest, body);
+      parseUrnField("urn", request.urn, request.entity);
+      if (
+        deps.registry.aspectKind(request.entity, request.aspect, { entityType: "entity", aspectName: "aspect" }) !==
+        "timeseries"
+      ) {
+        throw badInput(`aspect '${request.aspect}' of ${request.entity} is not a time-series aspect`);
+      }
+      const values = await deps.timeseries.values(
+        { entityType: request.entity, aspectName: request.aspect },
+        request.urn,
+        request,
+      );
+      return {
+        entityName: request.entity,
+        aspectName: request.aspect,
+        limit: request.limit,
+        values: values.map((v) => ({
+          timestampMillis: v.timestampMillis,
+          aspect: { contentType: "application/json", value: v.valueJson },
+        })),
+      };
+    },
+  });
   router.get("/entities/:urn", async (req, res) => {
     const urn = req.params.urn;
     parseUrnField("urn", urn);
@@ -75,5 +72,4 @@ export function metadataRoutes(deps: MetadataDeps): Router {
     if (!entity) throw notFound(`Entity ${urn} does not exist`);
     res.json({ value: { urn, entityType: entity.entityType, aspects: entity.aspects } });
   });
-  return router;
 }
