@@ -216,6 +216,23 @@ describe("access tokens", () => {
     });
   });
 
+  it("revokes a token named by its id in upper case on this replica too, whose cache knows it in lower case", async () => {
+    const { token, id } = await createToken(h, DATAHUB, asDatahub);
+    expect((await h.graphql(`{ me { urn } }`, {}, bearer(token))).status).toBe(200); // now known to this replica
+    const res = await h.graphql(`mutation { revokeAccessToken(tokenId: "${id.toUpperCase()}") }`, {}, asDatahub);
+    expect(res.body).toEqual({ data: { revokeAccessToken: true } });
+    const after = await h.graphql(`{ me { urn } }`, {}, bearer(token));
+    expect(after.body.errors?.[0]?.message).toBe("Token has been revoked");
+  });
+
+  it("answers NOT_FOUND, not UNAUTHENTICATED, for the metadata of a token that is no token", async () => {
+    const res = await h.graphql(`{ getAccessTokenMetadata(token: "garbage") { id } }`, {}, asDatahub);
+    expect(res.body.errors?.[0]).toMatchObject({
+      message: "Access token does not exist",
+      extensions: { code: "NOT_FOUND" },
+    });
+  });
+
   it("returns a token's metadata to its actor", async () => {
     const { token, id } = await createToken(h, DATAHUB, asDatahub);
     const res = await h.graphql(

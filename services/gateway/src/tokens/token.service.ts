@@ -219,21 +219,32 @@ export class TokenService {
     if (token.ownerUrn !== actor.urn && token.actorUrn !== actor.urn) {
       await this.policies.require(actor, "MANAGE_ACCESS_TOKENS", "revoke access tokens of other users");
     }
+    // From here on the row's id, not the one given: PostgreSQL matched it in any letter case, while the caches of
+    // every replica know the token by the lower-case id of its claims.
+    const { id } = token;
     if (token.revokedAt === null) {
       await this.prisma.$transaction(async (tx) => {
-        await tx.accessToken.update({ where: { id: tokenId }, data: { revokedAt: new Date(), revokedBy: actor.urn } });
-        await recordAudit(tx, actor, "accessToken.revoke", this.urnOf(tokenId), { actorUrn: token.actorUrn });
+        await tx.accessToken.update({ where: { id }, data: { revokedAt: new Date(), revokedBy: actor.urn } });
+        await recordAudit(tx, actor, "accessToken.revoke", this.urnOf(id), { actorUrn: token.actorUrn });
       });
     }
-    this.known.delete(tokenId);
-    await this.bus.publish({ kind: "token-revoked", tokenId });
+    this.known.delete(id);
+    await this.bus.publish({ kind: "token-revoked", tokenId: id });
     return true;
   }
 
   async metadataFor(actor: Actor, token: string): Promise<TokenMetadata> {
     await this.requireTokenApi(actor, "read access token metadata");
-    const claims = this.claimsOf(token);
-    const row = await this.prisma.accessToken.findUnique({ where: { id: claims.jti } });
+    // The token asked about is not the caller's credential: one that fails its checks is unknown here, not a reason to
+    // answer UNAUTHENTICATED (which clients take to mean their own session has ended).
+    let claims: AccessTokenClaims;
+    try {
+      claims = this.jwt.verify(token);
+    } catch (error) {
+      if (error instanceof JwtError) throw notFound("Access token does not exist");
+      throw error;
+    }
+    const row = isUuid(claims.jti) ? await this.prisma.accessToken.findUnique({ where: { id: claims.jti } }) : null;
     if (!row || !safeEqual(row.tokenHash, hashToken(token, this.config.TOKEN_SALT))) {
       throw notFound("Access token does not exist");
     }
