@@ -4,6 +4,7 @@ export const ERROR_CODES = {
   UNAUTHENTICATED: { status: 401, graphql: "UNAUTHENTICATED" },
   FORBIDDEN: { status: 403, graphql: "FORBIDDEN" },
   NOT_FOUND: { status: 404, graphql: "NOT_FOUND" },
+  METHOD_NOT_ALLOWED: { status: 405, graphql: "BAD_USER_INPUT" },
   CONFLICT: { status: 409, graphql: "CONFLICT" },
   PAYLOAD_TOO_LARGE: { status: 413, graphql: "BAD_USER_INPUT" },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, graphql: "BAD_USER_INPUT" },

@@ -5,3 +5,4 @@ export * from "./telemetry";
 export * from "./urn";
 export * from "./otel-sdk";
 export * from "./registry/entity-registry";
+export * from "./storable";

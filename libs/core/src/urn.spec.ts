@@ -34,6 +34,8 @@ describe("parseUrn", () => {
     ["urn:li:dataset:(a,,b)", "empty tuple element"],
     ["urn:li:dataset:a)b", "unbalanced parentheses in id"],
     ["urn:li:9bad:x", "invalid entity type '9bad'"],
+    ["urn:li:dataset:a\u0000b", "contains a control character"],
+    ["urn:li:corpuser:bob\n", "contains a control character"],
   ])("refuses %s", (value, reason) => {
     expect(() => parseUrn(value)).toThrow(reason);
   });

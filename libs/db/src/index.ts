@@ -6,7 +6,7 @@ export * from "./timeseries/timeseries-tables";
 export * from "./timeseries/timeseries.store";
 export * from "./timeseries/truncation";
 export { bulkLoad, type BulkLoadOptions } from "./timeseries/bulk-load";
-export { isUniqueViolation } from "./errors";
+export { isUniqueViolation, unstorableValueReason } from "./errors";
 // PrismaClient, the Prisma namespace (errors, input types, TransactionClient), every model type and enum.
 export * from "./generated/prisma/client";
 export {

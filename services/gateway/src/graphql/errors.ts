@@ -1,6 +1,20 @@
-import { GraphQLError, type GraphQLFormattedError } from "graphql";
+import { GraphQLError, Kind, parse, visit, type ASTNode, type GraphQLFormattedError } from "graphql";
 import { unwrapResolverError } from "@apollo/server/errors";
 import { AppError, ERROR_CODES, type Logger } from "@mdp/core";
+import { unstorableValueReason } from "@mdp/db";
+
+/**
+ * Apollo's and graphql-js's own codes for a request the caller got wrong (syntax, validation, query limits, an empty
+ * body, the CSRF check), all BAD_USER_INPUT in the contract's set.
+ */
+const CALLER_ERROR_CODES = new Set([
+  "GRAPHQL_PARSE_FAILED",
+  "GRAPHQL_VALIDATION_FAILED",
+  "BAD_REQUEST",
+  "OPERATION_RESOLUTION_FAILURE",
+  "PERSISTED_QUERY_NOT_FOUND",
+  "PERSISTED_QUERY_NOT_SUPPORTED",
+]);
 
 /** AppError → GraphQLError with the contract's extensions.code. */
 export function toGraphQLError(error: AppError): GraphQLError {
@@ -10,8 +24,10 @@ export function toGraphQLError(error: AppError): GraphQLError {
 }
 
 /**
- * Apollo's formatError: AppErrors keep their code and message; GraphQL's own errors (syntax, validation) pass through;
- * anything else is logged and hidden behind INTERNAL_SERVER_ERROR so no internals reach the client.
+ * Apollo's formatError, so that every error carries one of the contract's codes: AppErrors keep their code and
+ * message; GraphQL's own errors for a bad request become BAD_USER_INPUT, naming the argument when the problem is an
+ * inline value; a value PostgreSQL refused is BAD_USER_INPUT too; anything else is logged and hidden behind
+ * INTERNAL_SERVER_ERROR so no internals reach the client.
  */
 export function formatError(logger: Logger) {
   return (formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError => {
@@ -19,8 +35,59 @@ export function formatError(logger: Logger) {
     if (original instanceof AppError) {
       return { ...toGraphQLError(original).toJSON(), path: formatted.path, locations: formatted.locations };
     }
-    if (original instanceof GraphQLError || formatted.extensions?.code !== "INTERNAL_SERVER_ERROR") return formatted;
+    const code = formatted.extensions?.code;
+    if (typeof code === "string" && CALLER_ERROR_CODES.has(code)) {
+      const at = error instanceof GraphQLError ? argumentPathOf(error) : undefined;
+      return {
+        message: at ? `${at}: ${formatted.message}` : formatted.message,
+        locations: formatted.locations,
+        extensions: { code: "BAD_USER_INPUT" },
+      };
+    }
+    const unstorable = unstorableValueReason(original);
+    if (unstorable !== undefined) {
+      return {
+        message: `A value in the request cannot be stored: ${unstorable}`,
+        path: formatted.path,
+        extensions: { code: "BAD_USER_INPUT" },
+      };
+    }
+    if (original instanceof GraphQLError || code !== "INTERNAL_SERVER_ERROR") return formatted;
     logger.error({ err: original }, "unhandled resolver error");
     return { message: "Internal server error.", path: formatted.path, extensions: { code: "INTERNAL_SERVER_ERROR" } };
   };
+}
+
+/**
+ * Where in the operation an invalid inline value is, e.g. `createAccessToken(input.duration)`: graphql-js's message
+ * names only the type ("Value "TWO_HOURS" does not exist in "AccessTokenDuration" enum."). Found by walking the
+ * operation to the node the error points at; undefined when the error is about something else.
+ */
+function argumentPathOf(error: GraphQLError): string | undefined {
+  const target = error.nodes?.[0]?.loc;
+  if (!target || !error.source) return undefined;
+  let found: string | undefined;
+  try {
+    visit(parse(error.source), {
+      enter(node, _key, parent, _path, ancestors) {
+        if (found !== undefined) return false;
+        if (node.loc?.start !== target.start || node.loc.end !== target.end) return undefined;
+        let field = "";
+        const names: string[] = [];
+        // `ancestors` stops before `parent`; arrays (lists of fields, arguments) are steps too.
+        const steps = [...ancestors, parent, node] as ReadonlyArray<ASTNode | readonly ASTNode[] | undefined>;
+        for (const step of steps) {
+          if (!step || !("kind" in step)) continue;
+          if (step.kind === Kind.FIELD) field = step.name.value;
+          else if (step.kind === Kind.ARGUMENT) names.splice(0, names.length, step.name.value);
+          else if (step.kind === Kind.OBJECT_FIELD) names.push(step.name.value);
+        }
+        if (names.length > 0) found = `${field}(${names.join(".")})`;
+        return false;
+      },
+    });
+  } catch {
+    return undefined; // the operation does not parse: a syntax error, which points at a position, not a value
+  }
+  return found;
 }

@@ -1,3 +1,4 @@
+import { refuseNul } from "@mdp/core";
 import type { GraphQLContext } from "./context";
 import { Long } from "./modules/scalars";
 import { policyResolvers, policyTypeDefs } from "./modules/policies.graphql";
@@ -33,4 +34,30 @@ const rootResolvers = {
 };
 
 export const typeDefs = [rootTypeDefs, tokenTypeDefs, policyTypeDefs, testTypeDefs];
-export const resolvers = [rootResolvers, tokenResolvers, policyResolvers, testResolvers];
+type Resolver = (parent: unknown, args: Record<string, unknown>, ...rest: unknown[]) => unknown;
+
+/** Every query and mutation refuses arguments holding a NUL, naming the argument (see refuseNul). */
+function refusingNul<Map extends object>(map: Map): Map {
+  const wrapped = { ...map } as Record<string, unknown>;
+  for (const root of ["Query", "Mutation"] as const) {
+    const fields = (map as Record<string, unknown>)[root] as Record<string, Resolver> | undefined;
+    if (!fields) continue;
+    wrapped[root] = Object.fromEntries(
+      Object.entries(fields).map(([name, resolve]) => [
+        name,
+        (parent: unknown, args: Record<string, unknown>, ...rest: unknown[]) => {
+          refuseNul(args, "");
+          return resolve(parent, args, ...rest);
+        },
+      ]),
+    );
+  }
+  return wrapped as Map;
+}
+
+export const resolvers = [
+  refusingNul(rootResolvers),
+  refusingNul(tokenResolvers),
+  refusingNul(policyResolvers),
+  refusingNul(testResolvers),
+];

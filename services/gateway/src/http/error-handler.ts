@@ -1,5 +1,6 @@
 import type { ErrorRequestHandler, RequestHandler } from "express";
 import { AppError, ERROR_CODES, toHttpErrorBody, type Logger } from "@mdp/core";
+import { unstorableValueReason } from "@mdp/db";
 
 /** Errors raised by body-parser carry a `type`; they are the client's fault and get their own codes. */
 interface BodyParserError {
@@ -20,7 +21,8 @@ export function errorHandler(logger: Logger, graphqlPaths: string[]): ErrorReque
     }
     if (res.headersSent) return;
     res.status(appError.status);
-    if (graphqlPaths.includes(req.path)) {
+    // Apollo answers under its mount path with a trailing slash too.
+    if (graphqlPaths.includes(req.path.replace(/\/$/, ""))) {
       res.json({ errors: [{ message: appError.message, extensions: { code: ERROR_CODES[appError.code].graphql } }] });
     } else {
       res.json(toHttpErrorBody(appError));
@@ -38,6 +40,13 @@ export function toAppError(error: unknown): AppError {
   }
   if (parserError?.type === "encoding.unsupported" || parserError?.type === "charset.unsupported") {
     return new AppError("UNSUPPORTED_MEDIA_TYPE", "Request body encoding is not supported.");
+  }
+  // The router's decodeURIComponent of a path parameter, e.g. /gms/entities/%E0%A4%A
+  if (error instanceof URIError)
+    return new AppError("BAD_USER_INPUT", "The request path is not validly percent-encoded.");
+  const unstorable = unstorableValueReason(error);
+  if (unstorable !== undefined) {
+    return new AppError("BAD_USER_INPUT", `A value in the request cannot be stored: ${unstorable}`);
   }
   return new AppError("INTERNAL_SERVER_ERROR", "Internal server error.");
 }

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { badInput, parseUrn, UrnParseError, type EntityRegistry } from "@mdp/core";
+import { badInput, parseUrn, refuseNul, UrnParseError, type EntityRegistry } from "@mdp/core";
 import type { TimeseriesRow, VersionedAspectWrite } from "@mdp/db";
 
 /** DataHub's MetadataChangeProposal, as much of it as this service accepts. */
@@ -54,6 +54,8 @@ export function validateProposal(p: Proposal, at: string, registry: EntityRegist
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw badInput(`${at}.aspect.value must be a JSON object`);
   }
+  // Only a \u0000 escape in the text can put a NUL in the value; the walk is for the rare text that has one.
+  if (p.aspect.value.includes("\\u0000")) refuseNul(value, `${at}.aspect.value`);
   if (kind === "versioned") {
     return {
       kind,

@@ -26,6 +26,9 @@ export class GroupService {
     parseUrnField("input.id", urn, "corpGroup");
     const name = input.name.trim();
     if (name.length < 1 || name.length > 256) throw badInput("input.name must be 1 to 256 characters long");
+    if ((input.description?.length ?? 0) > 2000) {
+      throw badInput("input.description must be at most 2000 characters long");
+    }
     try {
       await this.prisma.$transaction(async (tx) => {
         await tx.group.create({ data: { urn, name, description: input.description ?? null } });
@@ -40,6 +43,7 @@ export class GroupService {
 
   async addMembers(actor: Actor, input: { groupUrn: string; userUrns: string[] }): Promise<boolean> {
     await this.engine.require(actor, "MANAGE_POLICIES", "change group members");
+    parseUrnField("input.groupUrn", input.groupUrn, "corpGroup");
     const users = this.validUsers(input.userUrns);
     await this.prisma.$transaction(async (tx) => {
       await this.existing(tx, input.groupUrn);
@@ -55,6 +59,7 @@ export class GroupService {
 
   async removeMembers(actor: Actor, input: { groupUrn: string; userUrns: string[] }): Promise<boolean> {
     await this.engine.require(actor, "MANAGE_POLICIES", "change group members");
+    parseUrnField("input.groupUrn", input.groupUrn, "corpGroup");
     const users = this.validUsers(input.userUrns);
     await this.prisma.$transaction(async (tx) => {
       await this.existing(tx, input.groupUrn);

@@ -40,6 +40,7 @@ export class PolicyService {
 
   async update(actor: Actor, urn: string, input: PolicyUpdateInput): Promise<string> {
     await this.engine.require(actor, "MANAGE_POLICIES", "update policies");
+    parseUrnField("urn", urn, "dataHubPolicy");
     const data = validate(input);
     await this.prisma.$transaction(async (tx) => {
       await this.editable(tx, urn);
@@ -52,6 +53,7 @@ export class PolicyService {
 
   async delete(actor: Actor, urn: string): Promise<string> {
     await this.engine.require(actor, "MANAGE_POLICIES", "delete policies");
+    parseUrnField("urn", urn, "dataHubPolicy");
     await this.prisma.$transaction(async (tx) => {
       const policy = await this.editable(tx, urn);
       await tx.policy.delete({ where: { urn } });
@@ -63,6 +65,7 @@ export class PolicyService {
 
   async get(actor: Actor, urn: string): Promise<Policy | null> {
     await this.engine.require(actor, "MANAGE_POLICIES", "view policies");
+    parseUrnField("urn", urn, "dataHubPolicy");
     if (urn === ROOT_POLICY_URN) return rootPolicy(this.config.ROOT_USER_URN);
     return this.prisma.policy.findUnique({ where: { urn } });
   }
