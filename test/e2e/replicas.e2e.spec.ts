@@ -337,6 +337,12 @@ describe("two gateway replicas", () => {
       { t: accessToken },
       bearer,
     );
+    // A query sent over GET would put the token in the URL: refused, and the URL logged without its query.
+    const overGet = await fetch(
+      `${urlA}/api/graphql?query=${encodeURIComponent(`{ getAccessTokenMetadata(token: "${accessToken}") { id } }`)}`,
+      { headers: { ...bearer, "apollo-require-preflight": "1" } },
+    );
+    expect(overGet.status).toBe(405);
     await graphql(urlB, `mutation { revokeAccessToken(tokenId: "${metadata.id}") }`, {}, bearer);
     await graphql(
       urlA,

@@ -1,7 +1,7 @@
 import type { Queue } from "bullmq";
 import express, { Router, type Express } from "express";
 import { createServer, type Server } from "node:http";
-import type { Logger } from "@mdp/core";
+import { AppError, type Logger } from "@mdp/core";
 import { authenticate } from "./auth/auth.middleware";
 import type { Authenticator } from "./auth/authenticator";
 import type { Services } from "./graphql/context";
@@ -46,14 +46,25 @@ export async function createGateway(deps: AppDeps): Promise<Gateway> {
   app.set("etag", false);
   app.set("trust proxy", "loopback");
   // Health probes every few seconds would drown the log.
-  app.use(requestLogger(app, deps.logger, { ignore: (url) => url === "/health" || url === "/ready" }));
+  app.use(
+    requestLogger(app, deps.logger, {
+      ignore: (url) => url === "/health" || url === "/ready",
+      hideQuery: (path) => GRAPHQL_PATHS.includes(path.replace(/\/$/, "")),
+    }),
+  );
   addHealthRoutes(app, deps.readiness);
   app.use(DASHBOARD_PATH, basicChallenge, basicTokenAsBearer);
   app.use(authenticate(deps.authenticator));
   app.use(express.json({ limit: BODY_LIMIT }));
 
   const graphql = await createGraphQLMiddleware({ logger: deps.logger, httpServer: server, services: deps.services });
-  app.use(GRAPHQL_PATHS, graphql.middleware);
+  // POST only, as in DataHub: a query in the URL (GraphQL over GET) would put what it carries, tokens included, into
+  // access logs and browser histories.
+  app.post(GRAPHQL_PATHS, graphql.middleware);
+  app.all(GRAPHQL_PATHS, (_req, res) => {
+    res.setHeader("allow", "POST");
+    throw new AppError("METHOD_NOT_ALLOWED", "GraphQL is served over POST only.");
+  });
   // One router for every HTTP operation, mounted once for both prefixes.
   const gms = Router();
   addMetadataRoutes(gms, deps.http);

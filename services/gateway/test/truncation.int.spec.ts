@@ -277,6 +277,22 @@ describe("time-series truncation", () => {
       expect(await counters(PROFILE)).toBe(3000 - deleted);
     });
 
+    it("starts a new task for a request identical to one being cancelled, which will not do it again", async () => {
+      const body = { entityType: "dataset", aspect: "datasetProfile", endTimeMillis: T0 + 5, dryRun: false };
+      const first = (await h.post(TRUNCATE, body)).body.value as string;
+      // As a worker leaves a task it is running when asked to cancel it: active until its next step.
+      await h.database.pool.query("UPDATE task SET state = 'active', cancel_requested = true WHERE id = $1", [first]);
+      const second = (await h.post(TRUNCATE, body)).body.value as string;
+      expect(second).not.toBe(first);
+      expect(await status(second)).toMatchObject({ state: "waiting", cancelRequested: false });
+      // Neither job may run in a later test.
+      await h.database.pool.query("UPDATE task SET state = 'waiting' WHERE id = $1", [first]);
+      for (const taskId of [first, second]) {
+        await h.post("/gms/operations?action=cancelTask", { taskId });
+        expect(await status(taskId)).toMatchObject({ state: "cancelled" });
+      }
+    });
+
     it("stops cleanly at timeoutSeconds with the rows deleted so far reported", async () => {
       await clear();
       await load(

@@ -22,9 +22,15 @@ export function addActions(router: Router, path: string, actions: Record<string,
           : `Missing ?action= for ${path}; valid actions: ${valid}`,
       );
     }
-    if (!req.is("application/json")) {
+    // A request without a body needs no type (an action such as getIndexSizes takes none).
+    if (hasBody(req) && !req.is("application/json")) {
       throw new AppError("UNSUPPORTED_MEDIA_TYPE", "Content-Type must be application/json.");
     }
     res.json({ value: await handler(req.body, actorOf(res.locals), req) });
   });
+}
+
+function hasBody(req: Request): boolean {
+  const length = req.headers["content-length"];
+  return req.headers["transfer-encoding"] !== undefined || (length !== undefined && length !== "0");
 }

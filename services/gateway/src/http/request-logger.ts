@@ -18,11 +18,26 @@ import { requestId } from "./request-id";
 export function requestLogger(
   app: Express,
   logger: Logger,
-  options: { ignore?: (url: string) => boolean } = {},
+  options: {
+    /** requests not logged at all */
+    ignore?: (url: string) => boolean;
+    /** requests logged without their query string, which may carry secrets (a GraphQL query over GET may) */
+    hideQuery?: (path: string) => boolean;
+  } = {},
 ): RequestHandler {
+  const hideQuery = options.hideQuery ?? (() => false);
+  const serializeRequest = (req: IncomingMessage) => {
+    const line = stdSerializers.req(req);
+    const path = line.url.split("?", 1)[0]!;
+    if (hideQuery(path)) {
+      line.url = path;
+      delete (line as { query?: unknown }).query;
+    }
+    return line;
+  };
   const log = logger.child(
     {},
-    { serializers: { req: stdSerializers.req, res: stdSerializers.res, err: stdSerializers.err } },
+    { serializers: { req: serializeRequest, res: stdSerializers.res, err: stdSerializers.err } },
   );
   const ignore = options.ignore ?? (() => false);
 

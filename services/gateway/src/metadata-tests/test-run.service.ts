@@ -48,7 +48,8 @@ export class TestRunService {
     const { taskId, existing } = await this.db.prisma.$transaction(async (tx) => {
       await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(${dedupKey}))`;
       const running = await tx.task.findFirst({
-        where: { dedupKey, state: { in: ["waiting", "active"] } },
+        // A run being cancelled will not do what is asked again.
+        where: { dedupKey, state: { in: ["waiting", "active"] }, cancelRequested: false },
         orderBy: { createdAt: "asc" },
         select: { id: true },
       });

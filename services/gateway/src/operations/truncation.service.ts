@@ -42,7 +42,10 @@ export class TruncationService {
     return this.start(actor, request);
   }
 
-  /** Identical requests share the task that is still waiting or active; otherwise a new task row, then its job. */
+  /**
+   * Identical requests share the task that is still waiting or active, unless it is being cancelled (it will not do
+   * what is asked again); otherwise a new task row, then its job.
+   */
   private async start(actor: Actor, request: TruncateRequest): Promise<string> {
     const { dryRun: _, ...operation } = request;
     const dedupKey = createHash("sha256")
@@ -51,7 +54,8 @@ export class TruncationService {
     const { taskId, existing } = await inTransaction(this.db.pool, async (client) => {
       await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [dedupKey]);
       const found = await client.query<{ id: string }>(
-        `SELECT id FROM task WHERE dedup_key = $1 AND state IN ('waiting', 'active') ORDER BY created_at LIMIT 1`,
+        `SELECT id FROM task WHERE dedup_key = $1 AND state IN ('waiting', 'active') AND NOT cancel_requested
+          ORDER BY created_at LIMIT 1`,
         [dedupKey],
       );
       if (found.rows[0]) return { taskId: found.rows[0].id, existing: true };
