@@ -12,11 +12,17 @@ export type JobHandler<Q extends QueueKey> = (
   token: string | undefined,
 ) => Promise<unknown>;
 
-export interface WorkerOptions {
+export interface WorkerOptions<Q extends QueueKey = QueueKey> {
   connection: Redis;
   prefix: string;
   concurrency: number;
   logger: Logger;
+  /**
+   * Called when BullMQ fails a job without running the handler: a job that stalled (its worker died or hung) more
+   * often than the queue allows is failed by the next worker to fetch it. The handler, which records how its attempts
+   * end, never sees that last one; this is where the task it stood for is marked as failed.
+   */
+  onGivenUp?: (payload: Payload<Q>, job: Job, reason: string) => Promise<void>;
 }
 
 /**
@@ -24,7 +30,7 @@ export interface WorkerOptions {
  * payload that will never parse fails without retries. The worker does not run until `run()` is called, so a process
  * takes work only once it is ready.
  */
-export function createWorker<Q extends QueueKey>(key: Q, handler: JobHandler<Q>, options: WorkerOptions): Worker {
+export function createWorker<Q extends QueueKey>(key: Q, handler: JobHandler<Q>, options: WorkerOptions<Q>): Worker {
   const processor: Processor = async (job, token) => {
     const parsed = PAYLOADS[key].safeParse(job.data);
     if (!parsed.success) {
@@ -43,9 +49,18 @@ export function createWorker<Q extends QueueKey>(key: Q, handler: JobHandler<Q>,
     autorun: false,
     ...workerOptions(key),
   });
-  worker.on("failed", (job, error) =>
-    options.logger.warn({ jobId: job?.id, attemptsMade: job?.attemptsMade, err: error.message }, "job failed"),
-  );
+  worker.on("failed", (job, error) => {
+    options.logger.warn({ jobId: job?.id, attemptsMade: job?.attemptsMade, err: error.message }, "job failed");
+    // deferredFailure: BullMQ's mark on a job it fails without running (see onGivenUp)
+    if (!job?.deferredFailure || !options.onGivenUp) return;
+    const parsed = PAYLOADS[key].safeParse(job.data);
+    if (!parsed.success) return;
+    options
+      .onGivenUp(parsed.data as Payload<Q>, job, job.deferredFailure)
+      .catch((cause: unknown) =>
+        options.logger.error({ jobId: job.id, err: cause }, "could not record a job BullMQ gave up on"),
+      );
+  });
   worker.on("error", (error) => options.logger.error({ err: error.message }, "worker error"));
   return worker;
 }

@@ -29,7 +29,7 @@ export interface EvaluateDeps {
   shutdownSignal: AbortSignal;
 }
 
-type EvaluatePayload = Extract<Payload<"evaluate">, { kind: "evaluate" }>;
+export type EvaluatePayload = Extract<Payload<"evaluate">, { kind: "evaluate" }>;
 
 /** The evaluate-tests handler: an "evaluate" job answers waiting callers; a "runTest" job is a background task. */
 export function createEvaluateHandler(deps: EvaluateDeps): JobHandler<"evaluate"> {
@@ -59,15 +59,8 @@ async function evaluate(
   job: Job,
 ): Promise<EvaluateJobResult | { tasks: Record<string, unknown> }> {
   const startedAt = new Date();
-  const rowOf = (item: EvaluationItem, row: Pick<EvaluationRow, "state" | "progress" | "result" | "failedReason">) => ({
-    ...row,
-    taskId: item.taskId,
-    request: { kind: "evaluate", urns: item.urns, push: item.push, testUrns: item.testUrns },
-    createdBy: item.actorUrn,
-    createdAt: new Date(job.timestamp),
-    startedAt,
-    attemptsMade: job.attemptsMade + 1,
-  });
+  const rowOf = (item: EvaluationItem, row: Pick<EvaluationRow, "state" | "progress" | "result" | "failedReason">) =>
+    taskRowOf(job, startedAt, item, row);
   try {
     const input = await deps.store.loadForEvaluation({
       urns: [...new Set(payload.items.flatMap((i) => i.urns))],
@@ -105,21 +98,54 @@ async function evaluate(
   } catch (error) {
     const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
     const message = error instanceof Error ? error.message : String(error);
-    const failedReason = lastAttempt ? message : `Attempt ${job.attemptsMade + 1} failed, retrying: ${message}`;
-    await deps.tasks
-      .recordEvaluations(
-        payload.items.map((item) =>
-          rowOf(item, {
-            state: lastAttempt ? "failed" : "waiting",
-            progress: progressOf([], item.urns.length),
-            failedReason,
-          }),
-        ),
-      )
-      .catch(() => undefined); // PostgreSQL itself may be what failed; BullMQ still records the failure
-    if (lastAttempt) await replyTo(deps, payload, job, { failedReason: message });
+    await recordEvaluateFailure(deps, payload, job, startedAt, {
+      failedReason: lastAttempt ? message : `Attempt ${job.attemptsMade + 1} failed, retrying: ${message}`,
+      final: lastAttempt,
+    });
     throw error;
   }
+}
+
+/**
+ * Records a failed attempt of an evaluate job in its items' task rows, as waiting for a retry or, when `final`, as
+ * failed; a final failure is also sent to the waiting gateway.
+ */
+export async function recordEvaluateFailure(
+  deps: Pick<EvaluateDeps, "tasks" | "reply" | "logger">,
+  payload: EvaluatePayload,
+  job: Job,
+  startedAt: Date,
+  { failedReason, final }: { failedReason: string; final: boolean },
+): Promise<void> {
+  await deps.tasks
+    .recordEvaluations(
+      payload.items.map((item) =>
+        taskRowOf(job, startedAt, item, {
+          state: final ? "failed" : "waiting",
+          progress: progressOf([], item.urns.length),
+          failedReason,
+        }),
+      ),
+    )
+    .catch(() => undefined); // PostgreSQL itself may be what failed; BullMQ still records the failure
+  if (final) await replyTo(deps, payload, job, { failedReason });
+}
+
+function taskRowOf(
+  job: Job,
+  startedAt: Date,
+  item: EvaluationItem,
+  row: Pick<EvaluationRow, "state" | "progress" | "result" | "failedReason">,
+): EvaluationRow {
+  return {
+    ...row,
+    taskId: item.taskId,
+    request: { kind: "evaluate", urns: item.urns, push: item.push, testUrns: item.testUrns },
+    createdBy: item.actorUrn,
+    createdAt: new Date(job.timestamp),
+    startedAt,
+    attemptsMade: job.attemptsMade + 1,
+  };
 }
 
 /**
@@ -127,7 +153,7 @@ async function evaluate(
  * no reason to fail or redo an evaluation that is done and recorded.
  */
 async function replyTo(
-  deps: EvaluateDeps,
+  deps: Pick<EvaluateDeps, "reply" | "logger">,
   payload: EvaluatePayload,
   job: Job,
   outcome: { returnvalue: unknown } | { failedReason: string },

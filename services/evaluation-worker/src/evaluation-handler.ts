@@ -1,9 +1,10 @@
 import type { Redis } from "ioredis";
 import type { Logger } from "@mdp/core";
 import { AspectRepository, type Database } from "@mdp/db";
-import { sendReply, type JobHandler } from "@mdp/queues";
+import type { Job } from "bullmq";
+import { sendReply, type JobHandler, type Payload } from "@mdp/queues";
 import { DefinitionCache } from "./definition-cache";
-import { createEvaluateHandler } from "./evaluate.processor";
+import { createEvaluateHandler, recordEvaluateFailure } from "./evaluate.processor";
 import { EvaluationStore } from "./evaluation.store";
 import { ResultsPusher } from "./results.pusher";
 import { TaskRows } from "./task-rows";
@@ -28,4 +29,25 @@ export function evaluationHandler(
     logger,
     shutdownSignal,
   });
+}
+
+/**
+ * What becomes of a job BullMQ failed without running it (createWorker's onGivenUp): a test run's row, or the rows of
+ * an evaluate job's requests, end as failed with BullMQ's reason, and a waiting gateway is told at once.
+ */
+export function evaluationGivenUp(
+  db: Database,
+  redis: Redis,
+  logger: Logger,
+): (payload: Payload<"evaluate">, job: Job, reason: string) => Promise<void> {
+  const tasks = new TaskRows(db.pool);
+  const reply = (channel: string, message: Parameters<typeof sendReply>[2]) => sendReply(redis, channel, message);
+  return async (payload, job, reason) => {
+    const failedReason = `Given up after its workers stopped during it too often: ${reason}`;
+    if (payload.kind === "runTest") {
+      await tasks.giveUp(payload.taskId, failedReason);
+    } else {
+      await recordEvaluateFailure({ tasks, reply, logger }, payload, job, new Date(), { failedReason, final: true });
+    }
+  };
 }

@@ -2,7 +2,7 @@ import { stopTelemetry } from "./instrument";
 import { createLogger, loadConfigOrExit } from "@mdp/core";
 import { createDatabase } from "@mdp/db";
 import { closeRedis, createRedis, createWorker, runUntilSignalled } from "@mdp/queues";
-import { evaluationHandler } from "./evaluation-handler";
+import { evaluationGivenUp, evaluationHandler } from "./evaluation-handler";
 import { TaskRetention } from "./task-retention";
 
 const config = loadConfigOrExit();
@@ -17,6 +17,7 @@ const worker = createWorker("evaluate", handler, {
   prefix: config.QUEUE_PREFIX,
   concurrency: config.EVALUATION_CONCURRENCY,
   logger,
+  onGivenUp: evaluationGivenUp(db, connection, logger),
 });
 const retention = new TaskRetention(db.pool, logger);
 retention.start();

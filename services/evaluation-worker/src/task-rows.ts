@@ -117,6 +117,15 @@ export class TaskRows {
     });
   }
 
+  /** Ends a test run's row as failed, its progress as it stands (BullMQ failed the job without running it). */
+  async giveUp(taskId: string, failedReason: string): Promise<void> {
+    await this.db.query(
+      `UPDATE task SET state = 'failed', failed_reason = $2, finished_at = now()
+        WHERE id = $1 AND state IN ('waiting', 'active')`,
+      [taskId, failedReason],
+    );
+  }
+
   /** A failed attempt is recorded; the task becomes failed only when BullMQ will not retry it. */
   async recordAttemptFailure(job: Job, taskId: string, error: unknown): Promise<void> {
     const message = error instanceof Error ? error.message : String(error);

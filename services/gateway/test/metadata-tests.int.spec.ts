@@ -6,7 +6,7 @@
  */
 import { Queue } from "bullmq";
 import { AspectRepository, inTransaction } from "@mdp/db";
-import { closeRedis, createRedis, QUEUE_NAMES } from "@mdp/queues";
+import { closeRedis, createRedis, QUEUE_NAMES, whenReady } from "@mdp/queues";
 import { startEvaluationWorker, type RunningWorker } from "./support/evaluation-worker";
 import { ROOT, grant, startGateway, systemClientHeaders, type Harness } from "./support/gateway-harness";
 
@@ -709,6 +709,30 @@ describe("metadata tests", () => {
         const cancelled = await h.post("/gms/operations?action=cancelTask", { taskId: first });
         expect(cancelled.body.value).toMatchObject({ state: "cancelled" });
       } finally {
+        worker = await startEvaluationWorker(h);
+      }
+    });
+
+    it("ends as failed a run whose job BullMQ gave up on, having stalled too often", async () => {
+      await worker.close();
+      try {
+        const taskId = (await gql(RUN, { urn: "urn:li:test:owned", batchSize: 7 })).data?.runTest as string;
+        // What BullMQ's stalled-job check writes on a job whose workers died during it once too often.
+        const redis = createRedis(h.config.REDIS_URL, "producer");
+        await whenReady(redis);
+        await redis.hset(
+          `${h.config.QUEUE_PREFIX}:${QUEUE_NAMES.evaluate}:${taskId}`,
+          "defa",
+          "job stalled more than allowable limit",
+        );
+        await closeRedis(redis);
+        worker = await startEvaluationWorker(h);
+        expect(await waitForState(taskId, ["failed", "completed"])).toMatchObject({
+          state: "failed",
+          failedReason: "Given up after its workers stopped during it too often: job stalled more than allowable limit",
+        });
+      } finally {
+        await worker.close();
         worker = await startEvaluationWorker(h);
       }
     });

@@ -4,7 +4,7 @@
  * randomized check that exactly the rows older than the cutoff go.
  */
 import { DAY_MILLIS, inTransaction, TimeseriesStore, type TimeseriesAspectRef } from "@mdp/db";
-import { QUEUE_NAMES, createRedis, closeRedis } from "@mdp/queues";
+import { QUEUE_NAMES, createRedis, closeRedis, whenReady } from "@mdp/queues";
 import {
   ROOT,
   startGateway,
@@ -291,6 +291,27 @@ describe("time-series truncation", () => {
         await h.post("/gms/operations?action=cancelTask", { taskId });
         expect(await status(taskId)).toMatchObject({ state: "cancelled" });
       }
+    });
+
+    it("ends as failed a task whose job BullMQ gave up on, having stalled too often", async () => {
+      await clear();
+      await load(PROFILE, [T0, T0 + 1]);
+      const body = { entityType: "dataset", aspect: "datasetProfile", endTimeMillis: T0 + 1, dryRun: false };
+      const taskId = (await h.post(TRUNCATE, body)).body.value as string;
+      // What BullMQ's stalled-job check writes on a job whose workers died during it once too often.
+      const redis = createRedis(h.config.REDIS_URL, "producer");
+      await whenReady(redis);
+      const jobKey = `${h.config.QUEUE_PREFIX}:${QUEUE_NAMES.truncate}:${taskId}`;
+      await redis.hset(jobKey, "defa", "job stalled more than allowable limit");
+      await closeRedis(redis);
+      worker = await startTruncationWorker(h);
+      expect(await waitForState(taskId, ["failed", "completed"])).toMatchObject({
+        state: "failed",
+        failedReason: "Given up after its workers stopped during it too often: job stalled more than allowable limit",
+      });
+      expect(await timestampsOf(PROFILE)).toEqual([T0, T0 + 1]); // its handler never ran
+      // An identical request is not answered with the failed task.
+      expect((await h.post(TRUNCATE, body)).body.value).not.toBe(taskId);
     });
 
     it("stops cleanly at timeoutSeconds with the rows deleted so far reported", async () => {

@@ -3,7 +3,7 @@ import { createLogger, loadConfigOrExit } from "@mdp/core";
 import { createDatabase, TimeseriesStore } from "@mdp/db";
 import { closeRedis, createRedis, createWorker, Producer, runUntilSignalled } from "@mdp/queues";
 import { OrphanReconciler } from "./orphan-reconciler";
-import { createTruncateHandler } from "./truncate.processor";
+import { createTruncateHandler, recordGivenUp } from "./truncate.processor";
 
 const config = loadConfigOrExit();
 const logger = createLogger("truncation-worker", config.LOG_LEVEL);
@@ -22,6 +22,7 @@ const worker = createWorker("truncate", handler, {
   prefix: config.QUEUE_PREFIX,
   concurrency: config.TRUNCATION_CONCURRENCY,
   logger,
+  onGivenUp: (payload, _job, reason) => recordGivenUp(db.pool, payload.taskId, reason),
 });
 const producer = new Producer("truncate", producerConnection, config.QUEUE_PREFIX);
 const reconciler = new OrphanReconciler(db, producer, logger);

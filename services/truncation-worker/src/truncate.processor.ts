@@ -199,3 +199,15 @@ async function recordAttemptFailure(pool: pg.Pool, job: Job, taskId: string, err
     )
     .catch(() => undefined); // PostgreSQL itself may be what failed; BullMQ still records the failure
 }
+
+/**
+ * Ends a task whose job BullMQ failed without running it (createWorker's onGivenUp): it stalled, its worker dying or
+ * hanging mid-task, more often than the queue allows. The progress stays as the last step committed it.
+ */
+export async function recordGivenUp(pool: pg.Pool, taskId: string, reason: string): Promise<void> {
+  await pool.query(
+    `UPDATE task SET state = 'failed', failed_reason = $2, finished_at = now()
+      WHERE id = $1 AND state IN ('waiting', 'active')`,
+    [taskId, `Given up after its workers stopped during it too often: ${reason}`],
+  );
+}

@@ -2,7 +2,7 @@
 import { createLogger } from "@mdp/core";
 import { createDatabase } from "@mdp/db";
 import { closeRedis, createRedis, createWorker } from "@mdp/queues";
-import { evaluationHandler } from "../../../evaluation-worker/src/evaluation-handler";
+import { evaluationGivenUp, evaluationHandler } from "../../../evaluation-worker/src/evaluation-handler";
 import type { Harness } from "./gateway-harness";
 
 export interface RunningWorker {
@@ -18,7 +18,13 @@ export async function startEvaluationWorker(h: Harness, concurrency = 4): Promis
   const logger = createLogger("evaluation-worker-test", h.config.LOG_LEVEL);
   const shutdown = new AbortController();
   const handler = evaluationHandler(db, connection, logger, shutdown.signal);
-  const worker = createWorker("evaluate", handler, { connection, prefix: h.config.QUEUE_PREFIX, concurrency, logger });
+  const worker = createWorker("evaluate", handler, {
+    connection,
+    prefix: h.config.QUEUE_PREFIX,
+    concurrency,
+    logger,
+    onGivenUp: evaluationGivenUp(db, connection, logger),
+  });
   void worker.run();
   await worker.waitUntilReady();
   return {

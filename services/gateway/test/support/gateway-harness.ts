@@ -8,7 +8,7 @@ import { createLogger, DEVELOPMENT_SECRETS, loadConfig, type Config } from "@mdp
 import { createDatabase, TimeseriesStore, type Database, type PrismaClient } from "@mdp/db";
 import { createTestDatabase, type TestDatabase } from "@mdp/db/testing";
 import { closeRedis, createRedis, createWorker, whenReady } from "@mdp/queues";
-import { createTruncateHandler } from "../../../truncation-worker/src/truncate.processor";
+import { createTruncateHandler, recordGivenUp } from "../../../truncation-worker/src/truncate.processor";
 import { createGateway, type Gateway } from "../../src/app";
 import { composeServices } from "../../src/composition";
 import type { Services } from "../../src/graphql/context";
@@ -188,6 +188,7 @@ export async function startTruncationWorker(h: Harness): Promise<{ close(): Prom
     prefix: h.config.QUEUE_PREFIX,
     concurrency: 1,
     logger,
+    onGivenUp: (payload, _job, reason) => recordGivenUp(h.database.pool, payload.taskId, reason),
   });
   void worker.run();
   await worker.waitUntilReady();
