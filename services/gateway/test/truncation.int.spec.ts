@@ -340,6 +340,39 @@ describe("time-series truncation", () => {
       expect(await timestampsOf(PROFILE)).toHaveLength(20_000 - deleted);
     });
 
+    it("holds timeoutSeconds inside a step: a batch waiting on a lock is cancelled when the time is up", async () => {
+      await clear();
+      await load(PROFILE, [T0, T0 + 1, T0 + 2]);
+      const [partition] = await new TimeseriesStore(h.database.pool).partitions(PROFILE);
+      const locker = await h.database.pool.connect();
+      try {
+        // Another transaction holds the partition, so the batch's DELETE waits for it.
+        await locker.query("BEGIN");
+        await locker.query(`LOCK TABLE timeseries."${partition!.table}" IN SHARE MODE`); // reads pass, writes wait
+        worker = await startTruncationWorker(h);
+        const started = Date.now();
+        const taskId = (
+          await h.post(TRUNCATE, {
+            entityType: "dataset",
+            aspect: "datasetProfile",
+            endTimeMillis: T0 + 2,
+            dryRun: false,
+            timeoutSeconds: 1,
+          })
+        ).body.value as string;
+        const end = await waitForState(taskId, ["failed", "completed"], 8_000);
+        expect(end).toMatchObject({
+          state: "failed",
+          failedReason: "Timed out after 1 s; 0 rows were deleted before the timeout",
+        });
+        expect(Date.now() - started).toBeLessThan(5_000); // while the lock is still held
+      } finally {
+        await locker.query("ROLLBACK");
+        locker.release();
+      }
+      expect(await timestampsOf(PROFILE)).toEqual([T0, T0 + 1, T0 + 2]);
+    });
+
     it("deletes exactly the older rows of the one aspect, over many random layouts and cutoffs", async () => {
       worker = await startTruncationWorker(h);
       let seed = 42;

@@ -66,13 +66,16 @@ export function createTruncateHandler(deps: TruncateDeps): JobHandler<"truncate"
       },
     });
 
+    const deadline =
+      payload.timeoutSeconds === undefined ? undefined : startedAt.getTime() + payload.timeoutSeconds * 1000;
+    const timeOut = async (): Promise<never> => {
+      const reason = `Timed out after ${payload.timeoutSeconds} s; ${progress.deleted} rows were deleted before the timeout`;
+      await finish(deps.db.pool, payload.taskId, "failed", progress, reason);
+      throw new UnrecoverableError(reason);
+    };
     const checkpoint = async () => {
       if (deps.shutdownSignal.aborted) await handBack(job, token);
-      if (payload.timeoutSeconds !== undefined && Date.now() - startedAt.getTime() >= payload.timeoutSeconds * 1000) {
-        const reason = `Timed out after ${payload.timeoutSeconds} s; ${progress.deleted} rows were deleted before the timeout`;
-        await finish(deps.db.pool, payload.taskId, "failed", progress, reason);
-        throw new UnrecoverableError(reason);
-      }
+      if (deadline !== undefined && Date.now() >= deadline) await timeOut();
       const { cancelRequested } = await prisma.task.findUniqueOrThrow({
         where: { id: payload.taskId },
         select: { cancelRequested: true },
@@ -87,9 +90,20 @@ export function createTruncateHandler(deps: TruncateDeps): JobHandler<"truncate"
       await checkpoint();
       const started = performance.now();
       let deleted = 0;
-      progress = await inTransaction(deps.db.pool, async (client) =>
-        addProgress(client, payload.taskId, (deleted = await work(client))),
-      );
+      try {
+        progress = await inTransaction(deps.db.pool, async (client) => {
+          // The deadline holds inside a step too: a large batch, or one waiting on a lock, is cancelled by PostgreSQL
+          // when the time is up, and rolls back whole, so the progress stays exact.
+          if (deadline !== undefined) {
+            const remainingMs = Math.max(1, deadline - Date.now());
+            await client.query("SELECT set_config('statement_timeout', $1, true)", [`${remainingMs}ms`]);
+          }
+          return addProgress(client, payload.taskId, (deleted = await work(client)));
+        });
+      } catch (error) {
+        if (deadline !== undefined && isStatementTimeout(error)) await timeOut();
+        throw error;
+      }
       // How long each transaction held its locks: what operators (and bench/truncate) watch.
       deps.logger.debug({ taskId: payload.taskId, deleted, stepMs: performance.now() - started }, "truncation step");
       // The dashboard's copy; the task row is the truth, so a Redis hiccup here must not fail the step.
@@ -210,4 +224,10 @@ export async function recordGivenUp(pool: pg.Pool, taskId: string, reason: strin
       WHERE id = $1 AND state IN ('waiting', 'active')`,
     [taskId, `Given up after its workers stopped during it too often: ${reason}`],
   );
+}
+
+/** PostgreSQL cancelled the statement because statement_timeout passed (57014 is also an operator's cancel). */
+function isStatementTimeout(error: unknown): boolean {
+  const e = error as { code?: unknown; message?: unknown } | null;
+  return e?.code === "57014" && typeof e.message === "string" && e.message.includes("statement timeout");
 }
