@@ -33,6 +33,8 @@ export type Queryable = Pick<pg.Pool, "query">;
 
 /** PostgreSQL's answer when a row has no partition (e.g. another process dropped the day meanwhile). */
 const NO_PARTITION = "23514";
+/** PostgreSQL's undefined_table: a partition dropped (by a truncation) after it was listed */
+const UNDEFINED_TABLE = "42P01";
 
 /**
  * Time-series aspect rows: one range-partitioned table per aspect, one partition per UTC day, exact row counts per
@@ -126,6 +128,18 @@ export class TimeseriesStore {
    * timestamp index of the oldest and newest non-empty partitions: nothing here scans the data.
    */
   async sizes(): Promise<TimeseriesSize[]> {
+    // A truncation may drop a partition between this method's statements: each read then starts over, seeing the
+    // partitions as they are now. Three times in a row would need partitions dropped faster than they can be read.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.sizesOnce();
+      } catch (error) {
+        if (attempt >= 3 || (error as { code?: string })?.code !== UNDEFINED_TABLE) throw error;
+      }
+    }
+  }
+
+  private async sizesOnce(): Promise<TimeseriesSize[]> {
     const { rows } = await this.pool.query<{
       entity_type: string;
       aspect_name: string;
@@ -137,7 +151,7 @@ export class TimeseriesStore {
     }>(
       `SELECT a.entity_type, a.aspect_name, a.table_name,
               sum(p.row_count) AS row_count,
-              sum(pg_total_relation_size(format('timeseries.%I', p.table_name)::regclass)) AS size_bytes,
+              sum(pg_total_relation_size(to_regclass(format('timeseries.%I', p.table_name)))) AS size_bytes,
               (array_agg(p.table_name ORDER BY p.from_millis) FILTER (WHERE p.row_count > 0))[1] AS oldest_partition,
               (array_agg(p.table_name ORDER BY p.from_millis DESC) FILTER (WHERE p.row_count > 0))[1] AS newest_partition
          FROM timeseries.aspect_table a JOIN timeseries.partition p ON p.parent_table = a.table_name
