@@ -9,6 +9,7 @@ import { createGraphQLMiddleware } from "./graphql/server";
 import { errorHandler, notFoundHandler } from "./http/error-handler";
 import { addHealthRoutes } from "./http/health.routes";
 import { basicChallenge, basicTokenAsBearer, DASHBOARD_PATH, queueDashboard } from "./http/queue-dashboard";
+import { httpMetrics } from "./http/metrics";
 import { requestLogger } from "./http/request-logger";
 import { addMetadataRoutes, type MetadataDeps } from "./metadata/metadata.routes";
 import { addTestRoutes, type TestRoutesDeps } from "./metadata-tests/test.routes";
@@ -45,14 +46,17 @@ export async function createGateway(deps: AppDeps): Promise<Gateway> {
   // express hashes every response body for an ETag, POST answers included; no client of this API revalidates.
   app.set("etag", false);
   app.set("trust proxy", "loopback");
-  // Health probes every few seconds would drown the log.
+  const metrics = httpMetrics();
+  app.use(metrics.record);
+  // Health probes and scrapes every few seconds would drown the log.
   app.use(
     requestLogger(app, deps.logger, {
-      ignore: (url) => url === "/health" || url === "/ready",
+      ignore: (url) => url === "/health" || url === "/ready" || url === "/metrics",
       hideQuery: (path) => GRAPHQL_PATHS.includes(path.replace(/\/$/, "")),
     }),
   );
   addHealthRoutes(app, deps.readiness);
+  metrics.serve(app);
   app.use(DASHBOARD_PATH, basicChallenge, basicTokenAsBearer);
   app.use(authenticate(deps.authenticator));
   app.use(express.json({ limit: BODY_LIMIT }));

@@ -1,0 +1,50 @@
+import type { Express, Request, RequestHandler } from "express";
+import { collectDefaultMetrics, Histogram, Registry } from "prom-client";
+
+/**
+ * Prometheus metrics at `GET /metrics`, which the contract leaves open like /health and /ready (a scraper holds no
+ * token): node's own (CPU, memory, event loop lag, GC) and every request's duration by method, route and status.
+ * The route is the pattern the request matched (`/gms/test`, `/api/graphql`, `/gms/entities/:urn`), never the raw
+ * path, so a label cannot take one value per urn or task id.
+ */
+export function httpMetrics(): { record: RequestHandler; serve: (app: Express) => void } {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const duration = new Histogram({
+    name: "http_request_duration_seconds",
+    help: "Duration of HTTP requests, by method, matched route and status code",
+    labelNames: ["method", "route", "status"] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [registry],
+  });
+  const record: RequestHandler = (req, res, next) => {
+    const started = process.hrtime.bigint();
+    res.once("finish", () => {
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      duration.observe({ method: req.method, route: routeOf(req), status: res.statusCode }, seconds);
+    });
+    next();
+  };
+  const serve = (app: Express) =>
+    app.get("/metrics", (_req, res, next) => {
+      registry
+        .metrics()
+        .then((text) => res.type(registry.contentType).send(text))
+        .catch(next);
+    });
+  return { record, serve };
+}
+
+/**
+ * The route's pattern under its mount point, e.g. `/api/gms/entities/:urn`. The mount point is what precedes the
+ * route's own segments in the URL: req.baseUrl is no longer set once an error has left the router.
+ */
+function routeOf(req: Request): string {
+  const path = (req.route as { path?: string | string[] } | undefined)?.path;
+  if (path === undefined) return "unmatched"; // answered before any route, e.g. a 401
+  const url = req.originalUrl.split("?", 1)[0]!.replace(/\/$/, "");
+  // Of a route with several paths, the one this request took.
+  const taken = Array.isArray(path) ? (path.find((p) => url.endsWith(p)) ?? path[0]!) : path;
+  const segments = url.split("/");
+  return `${segments.slice(0, segments.length - (taken.split("/").length - 1)).join("/")}${taken}`;
+}
