@@ -46,12 +46,14 @@ interface ItemOutcome {
 }
 
 /**
- * Evaluates the job's items (each one evaluate or batchEvaluate request), pushes their results when asked, records
- * their task rows and sends each item's outcome to the waiting gateway (replyTo) at once: it need not wait for BullMQ
- * to mark the job completed, since everything the outcome stands for is stored. Whatever
- * the number of items, that is one read (entities, tests and cancellations, afresh from PostgreSQL), one push
- * transaction if any item pushes, and one write of the task rows. An unknown entity or test is a refusal (the
- * gateway's 404), not a failure: retrying cannot change it.
+ * Evaluates the job's items (each one evaluate or batchEvaluate request), pushes their results when asked, sends each
+ * item's outcome to the waiting gateway (replyTo), then records their task rows. The reply goes out as soon as what it
+ * stands for is stored: pushed results are committed before it, so a caller can read them at once; the task rows come
+ * after it, off the callers' path (their callers never see the task id of an answered evaluation: only one that got a
+ * 504 follows it, and its row is completed here either way). Whatever the number of items, that is one read
+ * (entities, tests and cancellations, afresh from PostgreSQL), one push transaction if any item pushes, and one write
+ * of the task rows. An unknown entity or test is a refusal (the gateway's 404), not a failure: retrying cannot change
+ * it.
  */
 async function evaluate(
   deps: EvaluateDeps,
@@ -59,8 +61,7 @@ async function evaluate(
   job: Job,
 ): Promise<EvaluateJobResult | { tasks: Record<string, unknown> }> {
   const startedAt = new Date();
-  const rowOf = (item: EvaluationItem, row: Pick<EvaluationRow, "state" | "progress" | "result" | "failedReason">) =>
-    taskRowOf(job, startedAt, item, row);
+  let replied = false;
   try {
     const input = await deps.store.loadForEvaluation({
       urns: [...new Set(payload.items.flatMap((i) => i.urns))],
@@ -72,28 +73,20 @@ async function evaluate(
     const outcomes = payload.items.map((item) => evaluateItem(deps, item, input, evaluatedAt));
     const pushItems = outcomes.flatMap((o) => (o.item.push ? pushItemsOf(o, input) : []));
     if (pushItems.length > 0) await inTransaction(deps.db.pool, (client) => deps.pusher.push(client, pushItems));
+    const result: EvaluateJobResult = { items: Object.fromEntries(outcomes.map((o) => [o.item.taskId, o.result])) };
+    if (payload.replyTo) {
+      await replyTo(deps, payload, job, { returnvalue: result });
+      replied = true;
+    }
     await deps.tasks.recordEvaluations(
       outcomes
         .filter((o) => !input.cancelled.has(o.item.taskId))
-        .map((o) =>
-          "refused" in o.result
-            ? rowOf(o.item, {
-                state: "failed",
-                progress: progressOf([], o.item.urns.length),
-                failedReason: o.result.refused.message,
-              })
-            : rowOf(o.item, {
-                state: "completed",
-                progress: progressOf(o.evaluations, o.item.urns.length),
-                result: o.result,
-              }),
-        ),
+        .map((o) => taskRowOf(job, startedAt, o.item, endOf(o))),
     );
-    const result: EvaluateJobResult = { items: Object.fromEntries(outcomes.map((o) => [o.item.taskId, o.result])) };
-    if (!payload.replyTo) return result; // queued by a gateway that reads the job's return value
-    await replyTo(deps, payload, job, { returnvalue: result });
-    // The results went to the gateway and into the task rows; the job keeps a summary for the queue dashboard, so
-    // Redis does not store every result twice more (the job, and its completed event).
+    // Without replyTo the gateway reads the job's return value. With it, the results went to the gateway and into the
+    // task rows; the job keeps a summary for the queue dashboard, so Redis does not store every result twice more (the
+    // job, and its completed event).
+    if (!payload.replyTo) return result;
     return { tasks: Object.fromEntries(outcomes.map((o) => [o.item.taskId, summaryOf(o)])) };
   } catch (error) {
     const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
@@ -101,21 +94,38 @@ async function evaluate(
     await recordEvaluateFailure(deps, payload, job, startedAt, {
       failedReason: lastAttempt ? message : `Attempt ${job.attemptsMade + 1} failed, retrying: ${message}`,
       final: lastAttempt,
+      // Only the task rows failed to be written: the callers have their answers, a failure would contradict them.
+      reply: !replied,
     });
     throw error;
   }
 }
 
+/** How an item's task row ends: failed with the refusal, or completed with its results. */
+function endOf(outcome: ItemOutcome): Pick<EvaluationRow, "state" | "progress" | "result" | "failedReason"> {
+  return "refused" in outcome.result
+    ? {
+        state: "failed",
+        progress: progressOf([], outcome.item.urns.length),
+        failedReason: outcome.result.refused.message,
+      }
+    : {
+        state: "completed",
+        progress: progressOf(outcome.evaluations, outcome.item.urns.length),
+        result: outcome.result,
+      };
+}
+
 /**
  * Records a failed attempt of an evaluate job in its items' task rows, as waiting for a retry or, when `final`, as
- * failed; a final failure is also sent to the waiting gateway.
+ * failed; a final failure is also sent to the waiting gateway, unless `reply` is false.
  */
 export async function recordEvaluateFailure(
   deps: Pick<EvaluateDeps, "tasks" | "reply" | "logger">,
   payload: EvaluatePayload,
   job: Job,
   startedAt: Date,
-  { failedReason, final }: { failedReason: string; final: boolean },
+  { failedReason, final, reply = true }: { failedReason: string; final: boolean; reply?: boolean },
 ): Promise<void> {
   await deps.tasks
     .recordEvaluations(
@@ -128,7 +138,7 @@ export async function recordEvaluateFailure(
       ),
     )
     .catch(() => undefined); // PostgreSQL itself may be what failed; BullMQ still records the failure
-  if (final) await replyTo(deps, payload, job, { failedReason });
+  if (final && reply) await replyTo(deps, payload, job, { failedReason });
 }
 
 function taskRowOf(

@@ -69,7 +69,7 @@ export class TaskRows {
   }
 
   /**
-   * Records the synchronous evaluations of one job: one statement when the job ends, on the path of its callers'
+   * Records the synchronous evaluations of one job: one statement when the job ends, just after its callers got their
    * answers. The gateway writes no row ahead of the job (that would be another write on every evaluation's path); it
    * writes one only when its caller gets a 504, and whichever of the two statements comes second completes the other's
    * row. The commit is asynchronous (synchronous_commit off for this statement's transaction only): waiting for the WAL

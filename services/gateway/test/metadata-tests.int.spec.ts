@@ -114,6 +114,21 @@ describe("metadata tests", () => {
     }
   };
 
+  /** The id of an evaluation's task row, which the worker writes just after answering: polled for. */
+  const recordedEvaluation = async (since: Date, request: Record<string, unknown>) => {
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const { rows } = await h.database.pool.query<{ id: string }>(
+        `SELECT id FROM task WHERE type = 'EVALUATE_TESTS' AND created_at >= $1 AND request @> $2::jsonb
+          ORDER BY created_at DESC LIMIT 1`,
+        [since, JSON.stringify(request)],
+      );
+      if (rows[0]) return rows[0].id;
+      if (Date.now() > deadline) throw new Error(`no task row for ${JSON.stringify(request)}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  };
+
   beforeAll(async () => {
     h = await startGateway();
     worker = await startEvaluationWorker(h);
@@ -342,11 +357,10 @@ describe("metadata tests", () => {
     });
 
     it("leaves a durable, completed task behind", async () => {
+      const since = new Date();
       const res = await evaluate({ urn: HIVE, testUrns: ["urn:li:test:described"] });
-      const { rows } = await h.database.pool.query<{ id: string }>(
-        "SELECT id FROM task WHERE type = 'EVALUATE_TESTS' ORDER BY created_at DESC LIMIT 1",
-      );
-      expect(await taskStatus(rows[0]!.id)).toMatchObject({
+      const taskId = await recordedEvaluation(since, { urns: [HIVE], testUrns: ["urn:li:test:described"] });
+      expect(await taskStatus(taskId)).toMatchObject({
         type: "EVALUATE_TESTS",
         state: "completed",
         request: { kind: "evaluate", urns: [HIVE], push: false, testUrns: ["urn:li:test:described"] },
@@ -354,6 +368,23 @@ describe("metadata tests", () => {
         result: { results: { [HIVE]: res.body.value } },
         attemptsMade: 1,
       });
+    });
+
+    it("answers even when the task rows cannot be written: they are a record, written after the reply", async () => {
+      // Every write of an evaluation's row fails while this trigger exists; the caller's answer must not.
+      await h.database.pool.query(`
+        CREATE FUNCTION refuse_evaluation_rows() RETURNS trigger LANGUAGE plpgsql AS
+          $$ BEGIN RAISE EXCEPTION 'task rows refused by the test'; END $$;
+        CREATE TRIGGER refuse_evaluation_rows BEFORE INSERT OR UPDATE ON task
+          FOR EACH ROW WHEN (NEW.type = 'EVALUATE_TESTS') EXECUTE FUNCTION refuse_evaluation_rows()`);
+      try {
+        const res = await evaluate({ urn: HIVE, testUrns: ["urn:li:test:described"] });
+        expect(res).toMatchObject({ status: 200, body: { value: { passing: [{ test: "urn:li:test:described" }] } } });
+      } finally {
+        await h.database.pool.query(
+          "DROP TRIGGER refuse_evaluation_rows ON task; DROP FUNCTION refuse_evaluation_rows()",
+        );
+      }
     });
 
     it.each([
@@ -378,6 +409,7 @@ describe("metadata tests", () => {
 
     it("answers 404 naming unknown entities and unknown tests, leaving a failed task that says why", async () => {
       const ghost = "urn:li:dataset:(urn:li:dataPlatform:hive,ghost,PROD)";
+      const since = new Date();
       expect(await evaluate({ urn: ghost })).toMatchObject({
         status: 404,
         body: { code: "NOT_FOUND", message: `Entity ${ghost} does not exist` },
@@ -388,8 +420,10 @@ describe("metadata tests", () => {
         status: 404,
         body: { message: "Tests urn:li:test:x, urn:li:test:y do not exist" },
       });
-      const latest = await h.prisma.task.findFirst({ orderBy: { createdAt: "desc" } });
-      expect(latest).toMatchObject({
+      const taskId = await recordedEvaluation(since, {
+        testUrns: ["urn:li:test:owned", "urn:li:test:x", "urn:li:test:y"],
+      });
+      expect(await h.prisma.task.findUnique({ where: { id: taskId } })).toMatchObject({
         state: "failed",
         failedReason: "Tests urn:li:test:x, urn:li:test:y do not exist",
       });
