@@ -1,7 +1,9 @@
 /**
  * bench/tokens: createAccessToken, listAccessTokens (a page of 100 out of 10,000 tokens) and a bearer-authenticated
  * request, each against a bare Apollo echo mutation on the same stack, measured in the same run: rounds in which each
- * of them runs once, so each ratio is the median of ratios between runs made moments apart.
+ * of them runs once, so each ratio is the median of ratios between runs made moments apart. Create and list are each
+ * shown beside their floors (no targets): the same operation on bare Apollo doing only its core work
+ * (apollo-floor-server.ts), and for the list also its SQL behind bare express (list-floor-server.ts).
  */
 import path from "node:path";
 import { performance } from "node:perf_hooks";
@@ -21,7 +23,12 @@ const BULK = "urn:li:corpuser:bulk";
 
 export async function benchTokens(): Promise<void> {
   const db = await createTestDatabase("bench_tokens");
-  const [gatewayPort, echoPort, floorPort] = [await freePort(), await freePort(), await freePort()];
+  const [gatewayPort, echoPort, floorPort, apolloFloorPort] = [
+    await freePort(),
+    await freePort(),
+    await freePort(),
+    await freePort(),
+  ];
   const production = productionSetup();
   const gateway = startService("gateway", {
     ...production.env,
@@ -37,10 +44,18 @@ export async function benchTokens(): Promise<void> {
     DATABASE_URL: db.url,
     LIST_ACTOR_URN: BULK,
   });
+  const apolloFloor = spawnBenchProcess(path.join(__dirname, "apollo-floor-server.ts"), {
+    PORT: String(apolloFloorPort),
+    DATABASE_URL: db.url,
+    LIST_ACTOR_URN: BULK,
+  });
   const base = `http://127.0.0.1:${gatewayPort}/api/graphql`;
+  const apolloFloorUrl = `http://127.0.0.1:${apolloFloorPort}/api/graphql`;
   try {
     await waitUntilReady(`http://127.0.0.1:${gatewayPort}`, gateway);
-    await Promise.all([echo, listFloor].map((child) => new Promise((resolve) => child.stdout!.once("data", resolve))));
+    await Promise.all(
+      [echo, listFloor, apolloFloor].map((child) => new Promise((resolve) => child.stdout!.once("data", resolve))),
+    );
     await seedTokens(db.url, 10_000);
     // The system client acting for root: authenticated by a constant-time secret compare, no token to verify.
     const asRoot = production.systemClient(ROOT);
@@ -55,34 +70,32 @@ export async function benchTokens(): Promise<void> {
     // Creation adds thousands of tokens a second: measured on its own, after the rest, so the list is timed on the
     // table it describes (10,000 tokens of one user) rather than on one growing faster than autovacuum and
     // autoanalyze follow, whose stale statistics would make the list's figure depend on how fast creation went.
+    const listQuery = gql(
+      `{ listAccessTokens(input: {start: 0, count: 100, filters: [{field: "actorUrn", value: "${BULK}"}]}) { total tokens { urn id actorUrn } } }`,
+    );
+    const createMutation = gql(
+      `mutation { createAccessToken(input: {type: PERSONAL, actorUrn: "${ROOT}", duration: ONE_HOUR, name: "bench"}) { accessToken } }`,
+    );
     const r = await measureInterleaved({
       echo: echoTarget,
-      list: {
-        url: base,
-        headers: asRoot,
-        body: gql(
-          `{ listAccessTokens(input: {start: 0, count: 100, filters: [{field: "actorUrn", value: "${BULK}"}]}) { total tokens { urn id actorUrn } } }`,
-        ),
-      },
+      list: { url: base, headers: asRoot, body: listQuery },
       listFloor: { url: `http://127.0.0.1:${floorPort}/list`, body: "{}" },
+      listApolloFloor: { url: apolloFloorUrl, body: listQuery },
       systemClient: { url: base, headers: asRoot, body: me },
       bearer: { url: base, headers: { authorization: `Bearer ${token}` }, body: me },
     });
     const c = await measureInterleaved({
       echo: echoTarget,
-      create: {
-        url: base,
-        headers: asRoot,
-        body: gql(
-          `mutation { createAccessToken(input: {type: PERSONAL, actorUrn: "${ROOT}", duration: ONE_HOUR, name: "bench"}) { accessToken } }`,
-        ),
-      },
+      create: { url: base, headers: asRoot, body: createMutation },
+      createFloor: { url: apolloFloorUrl, body: createMutation },
     });
     const verifyMicros = verifyCost(token, production.secrets);
 
     const rps = (m: { requestsPerSecond: number; p50Ms: number }) =>
       `${m.requestsPerSecond.toFixed(0)} req/s p50 ${m.p50Ms} ms`;
     const create = ratio(c.create, c.echo);
+    const createFloor = ratio(c.createFloor, c.echo);
+    const listApolloFloor = ratio(r.listApolloFloor, r.echo);
     const list = ratio(r.list, r.echo);
     const listFloorRatio = ratio(r.listFloor, r.echo);
     const systemClient = ratio(r.systemClient, r.echo);
@@ -100,12 +113,28 @@ export async function benchTokens(): Promise<void> {
           met: create.median >= 0.6,
         },
         {
+          name: "  its floor: the same INSERT, bare Apollo",
+          value: rps(c.createFloor),
+          ratio: createFloor.median,
+          spread: createFloor,
+          target: "-",
+          met: true,
+        },
+        {
           name: "listAccessTokens 100 of 10k",
           value: rps(r.list),
           ratio: list.median,
           spread: list,
           target: ">= 0.4",
           met: list.median >= 0.4,
+        },
+        {
+          name: "  its floor: a constant page, bare Apollo",
+          value: rps(r.listApolloFloor),
+          ratio: listApolloFloor.median,
+          spread: listApolloFloor,
+          target: "-",
+          met: true,
         },
         {
           name: "  its floor: the same SQL, bare express",
@@ -142,6 +171,7 @@ export async function benchTokens(): Promise<void> {
   } finally {
     echo.kill("SIGTERM");
     listFloor.kill("SIGTERM");
+    apolloFloor.kill("SIGTERM");
     await gateway.stop();
     await db.drop();
   }
