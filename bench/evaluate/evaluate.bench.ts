@@ -3,8 +3,9 @@
  * - POST /gms/test?action=evaluate running 10 tests on one entity, 50 concurrent callers: p50, p99 and throughput,
  *   against a bare BullMQ round trip (Queue.add + Job.waitUntilFinished of a no-op job, worker in its own process with
  *   the same concurrency) measured in the same run, rounds interleaved. Targets: p50 <= bare + 3 ms, throughput >= 0.5x.
- *   Also reported, not a target: the same round trip behind a bare express route (http-floor-server.ts), the part of
- *   that distance any HTTP service has to travel.
+ *   Also reported, not targets: the same round trip behind a bare express route (http-floor-server.ts), the part of
+ *   that distance any HTTP service has to travel; and behind a bare express route that batches requests as the gateway
+ *   does, how far batching alone can go.
  * - runTest over 100,000 entities (with and without push): entities per second, reported.
  */
 import type { ChildProcess } from "node:child_process";
@@ -94,13 +95,14 @@ export async function benchEvaluate(): Promise<void> {
     const evaluate = () => api.raw("/gms/test?action=evaluate", body);
     const floorApi = apiClient(`http://127.0.0.1:${floorPort}`, agent, {});
     const httpFloor = () => floorApi.raw("/noop", "{}");
-    const targets = { bare, evaluate, httpFloor };
+    const batchedFloor = () => floorApi.raw("/batched", "{}");
+    const targets = { bare, evaluate, httpFloor, batchedFloor };
 
     if (ROUNDS > 0) {
       // Warm-up (JIT, connection pools, PostgreSQL caches), then interleaved rounds so drift reaches both alike.
       for (const call of Object.values(targets)) await closedLoop(CONCURRENCY, 2, call);
       const names = Object.keys(targets) as Array<keyof typeof targets>;
-      const runs: Runs = { bare: [], evaluate: [], httpFloor: [] };
+      const runs: Runs = { bare: [], evaluate: [], httpFloor: [], batchedFloor: [] };
       for (let round = 0; round < ROUNDS; round++) {
         for (let i = 0; i < names.length; i++) {
           const name = names[(i + round) % names.length]!; // the order rotated every round
@@ -109,7 +111,7 @@ export async function benchEvaluate(): Promise<void> {
       }
       reportLatency(runs);
       // Not a target: what one request costs on an otherwise idle path, where batching has nothing to share.
-      const alone: Runs = { bare: [], evaluate: [], httpFloor: [] };
+      const alone: Runs = { bare: [], evaluate: [], httpFloor: [], batchedFloor: [] };
       for (let round = 0; round < 3; round++) {
         for (const name of names) alone[name].push(await closedLoop(1, 2, targets[name]));
       }
@@ -117,7 +119,8 @@ export async function benchEvaluate(): Promise<void> {
       const over = (xs: LoopResult[]) => `${p50(xs).toFixed(2)} ms (+${(p50(xs) - p50(alone.bare)).toFixed(2)} ms)`;
       process.stdout.write(
         `  one caller at a time (medians of 3 runs of 2 s): bare p50 ${p50(alone.bare).toFixed(2)} ms, ` +
-          `evaluate p50 ${over(alone.evaluate)}, http floor p50 ${over(alone.httpFloor)}\n`,
+          `evaluate p50 ${over(alone.evaluate)}, http floor p50 ${over(alone.httpFloor)}, ` +
+          `batched floor p50 ${over(alone.batchedFloor)}\n`,
       );
     }
 
@@ -137,7 +140,7 @@ export async function benchEvaluate(): Promise<void> {
   }
 }
 
-type Runs = Record<"bare" | "evaluate" | "httpFloor", LoopResult[]>;
+type Runs = Record<"bare" | "evaluate" | "httpFloor" | "batchedFloor", LoopResult[]>;
 
 function reportLatency(runs: Runs): void {
   const stats = (xs: LoopResult[]) => ({
@@ -152,19 +155,20 @@ function reportLatency(runs: Runs): void {
     return { ratio: median(ratios), spread: { min: Math.min(...ratios), max: Math.max(...ratios) } };
   };
   const ms = (x: number) => `${x.toFixed(2)} ms`;
+  const signed = (x: number) => `${x < 0 ? "−" : "+"}${Math.abs(x).toFixed(2)}`;
   const rows = (label: string, xs: LoopResult[], targets: boolean) => {
     const s = stats(xs);
     return [
       {
         name: `${label} p50`,
-        value: `${ms(s.p50)} (bare +${(s.p50 - bare.p50).toFixed(2)})`,
+        value: `${ms(s.p50)} (bare ${signed(s.p50 - bare.p50)})`,
         ...paired(xs, (r) => r.p50Ms),
         target: targets ? "<= +3 ms" : "-",
         met: !targets || s.p50 <= bare.p50 + 3,
       },
       {
         name: `${label} p99`,
-        value: `${ms(s.p99)} (bare +${(s.p99 - bare.p99).toFixed(2)})`,
+        value: `${ms(s.p99)} (bare ${signed(s.p99 - bare.p99)})`,
         ...paired(xs, (r) => r.p99Ms),
         target: "-",
         met: true,
@@ -182,10 +186,15 @@ function reportLatency(runs: Runs): void {
     `bench/evaluate: ${CONCURRENCY} concurrent callers, ${ROUNDS} rounds of ${SECONDS} s (medians)`,
     `bare BullMQ round trip (add + waitUntilFinished, no-op worker, concurrency ${WORKER_CONCURRENCY}): ` +
       `${bare.rps.toFixed(0)} jobs/s, p50 ${ms(bare.p50)}, p99 ${ms(bare.p99)}`,
-    [...rows("evaluate", runs.evaluate, true), ...rows("http floor", runs.httpFloor, false)],
+    [
+      ...rows("evaluate", runs.evaluate, true),
+      ...rows("http floor", runs.httpFloor, false),
+      ...rows("batched floor", runs.batchedFloor, false),
+    ],
   );
   process.stdout.write(
-    "  http floor: the bare round trip behind a bare express route, no authentication, database or evaluation\n",
+    "  http floor: the bare round trip behind a bare express route, no authentication, database or evaluation;\n" +
+      "  batched floor: the same, the requests of one event-loop turn sharing one job, as the gateway batches them\n",
   );
 }
 

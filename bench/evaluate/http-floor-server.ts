@@ -1,8 +1,12 @@
 /**
- * The floor of any HTTP front to the queue: a bare express 5 route (express.json, nothing else) that adds a no-op job
- * and answers when it finishes, the bare round trip's own work behind one HTTP hop. It runs in its own process, like
- * the gateway, against the baseline's no-op worker. Not a target: it shows how much of the distance between evaluate
- * and the bare round trip any HTTP service must travel. Exits on SIGTERM.
+ * The floor of any HTTP front to the queue: bare express 5 routes (express.json, nothing else) in a process of their
+ * own, like the gateway, against the baseline's no-op worker. Not targets.
+ * - `/noop` adds a no-op job per request and answers when it finishes: the bare round trip's own work behind one HTTP
+ *   hop, which is how much of the distance between evaluate and the bare round trip any HTTP service must travel.
+ * - `/batched` puts the requests read in the same turn of the event loop into one no-op job, as the gateway does with
+ *   evaluations (EvaluationBatcher), and answers them all when it finishes: how far batching alone can take an HTTP
+ *   front, before any authentication, database read or evaluation.
+ * Exits on SIGTERM.
  */
 import { randomUUID } from "node:crypto";
 import { Queue, QueueEvents } from "bullmq";
@@ -26,6 +30,20 @@ async function main(): Promise<void> {
       .then((value) => res.json(value))
       .catch(next);
   });
+  let batch: Array<{ resolve: (value: unknown) => void; reject: (error: unknown) => void }> = [];
+  app.post("/batched", (_req, res, next) => {
+    if (batch.length === 0) setImmediate(flush);
+    batch.push({ resolve: (value) => res.json(value), reject: next });
+  });
+  function flush(): void {
+    const waiting = batch;
+    batch = [];
+    queue
+      .add("noop", { requests: waiting.length }, jobOptions("evaluate", randomUUID()))
+      .then((job) => job.waitUntilFinished(events, 30_000))
+      .then((value) => waiting.forEach((w) => w.resolve(value)))
+      .catch((error: unknown) => waiting.forEach((w) => w.reject(error)));
+  }
   const port = Number(process.env.PORT);
   app.listen(port, "127.0.0.1", () => process.stdout.write(`http floor server listening on ${port}\n`));
   process.on("SIGTERM", () => process.exit(0));
