@@ -9,7 +9,20 @@ export type ServiceName = "gateway" | "truncation-worker" | "evaluation-worker";
  */
 export const SERVICE_NODE_FLAGS = ["--max-semi-space-size=64"];
 
-/** Arguments for `node`: one process per service, no tsx CLI in between, so signals reach the service itself. */
+/**
+ * How a service process loads its TypeScript: scripts/register-ts.cjs, with source maps for stack traces. Benchmarks'
+ * helper processes (baselines, floors) load theirs the same way, so they are measured alike.
+ */
+export function typeScriptLoaderArgs(root: string): string[] {
+  return ["--enable-source-maps", "--require", path.join(root, "scripts", "register-ts.cjs")];
+}
+
+/** Arguments for `node`: one process per service, no CLI in between, so signals reach the service itself. */
 export function serviceNodeArgs(root: string, name: ServiceName, extraFlags: string[] = []): string[] {
-  return [...SERVICE_NODE_FLAGS, ...extraFlags, "--import", "tsx", path.join(root, "services", name, "src", "main.ts")];
+  return [
+    ...SERVICE_NODE_FLAGS,
+    ...extraFlags,
+    ...typeScriptLoaderArgs(root),
+    path.join(root, "services", name, "src", "main.ts"),
+  ];
 }
