@@ -12,27 +12,50 @@ export interface ResolvedValues {
  */
 export function resolvePath(root: unknown, path: string): ResolvedValues {
   const result: ResolvedValues = { values: [], fannedOut: false };
-  collect(root, path.split("."), 0, result);
+  collect(root, keysOf(path), 0, result);
   return result;
 }
 
-function collect(value: unknown, segments: readonly string[], index: number, result: ResolvedValues): void {
+/**
+ * A path's keys: `keys[index][end - index - 1]` is segments index..end-1 joined with dots. Map keys may contain dots
+ * themselves (custom properties such as "spark.app.name"), so every way of reading the remaining segments as one key
+ * is followed, not just the next segment. Worked out once per path: paths come from test definitions, so there are
+ * few, and an evaluation walks each of them across every element of every list it meets.
+ */
+type PathKeys = string[][];
+
+const MAX_PATHS = 10_000;
+const pathKeys = new Map<string, PathKeys>();
+
+function keysOf(path: string): PathKeys {
+  let keys = pathKeys.get(path);
+  if (!keys) {
+    const segments = path.split(".");
+    keys = segments.map((_, index) =>
+      segments.slice(index).map((_, length) => segments.slice(index, index + length + 1).join(".")),
+    );
+    if (pathKeys.size >= MAX_PATHS) pathKeys.clear();
+    pathKeys.set(path, keys);
+  }
+  return keys;
+}
+
+function collect(value: unknown, keys: PathKeys, index: number, result: ResolvedValues): void {
   if (value === null || value === undefined) return;
   if (Array.isArray(value)) {
     result.fannedOut = true;
-    for (const item of value) collect(item, segments, index, result);
+    for (const item of value) collect(item, keys, index, result);
     return;
   }
-  if (index === segments.length) {
+  if (index === keys.length) {
     result.values.push(value);
     return;
   }
   if (typeof value !== "object") return;
-  // Map keys may contain dots themselves (custom properties such as "spark.app.name"), so every way of reading the
-  // remaining segments as one key is followed, not just the next segment. Own keys only: "constructor" must not
-  // reach Object.prototype.
-  for (let end = index + 1; end <= segments.length; end++) {
-    const key = segments.slice(index, end).join(".");
-    if (Object.hasOwn(value, key)) collect((value as Record<string, unknown>)[key], segments, end, result);
+  // Own keys only: "constructor" must not reach Object.prototype.
+  const candidates = keys[index]!;
+  for (let length = 0; length < candidates.length; length++) {
+    const key = candidates[length]!;
+    if (Object.hasOwn(value, key)) collect((value as Record<string, unknown>)[key], keys, index + length + 1, result);
   }
 }
