@@ -6,15 +6,12 @@
  * - listAccessTokens answers a constant page of 100 tokens held in memory: no database at all.
  * - createAccessToken runs the gateway's own create statement (createStatement) and answers a constant token: no
  *   signing, hashing or validation.
- * Exits on SIGTERM.
  */
 import { randomUUID } from "node:crypto";
-import { ApolloServer } from "@apollo/server";
-import { expressMiddleware } from "@as-integrations/express5";
-import express from "express";
 import pg from "pg";
 import { typeDefs } from "../../services/gateway/src/graphql/schema";
 import { createStatement, type TokenMetadata } from "../../services/gateway/src/tokens/token.service";
+import { serveBareApollo } from "../support/bare-apollo";
 
 async function main(): Promise<void> {
   const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
@@ -28,7 +25,7 @@ async function main(): Promise<void> {
     };
   });
   const accessToken = "x".repeat(400); // about the length of a real one
-  const server = new ApolloServer({
+  await serveBareApollo("apollo floor server", {
     typeDefs,
     resolvers: {
       Query: { listAccessTokens: () => ({ start: 0, count: page.length, total: 10_000, tokens: page }) },
@@ -49,15 +46,7 @@ async function main(): Promise<void> {
         },
       },
     },
-    stopOnTerminationSignals: false,
   });
-  await server.start();
-  const app = express();
-  app.use(express.json({ limit: "1mb" }));
-  app.use("/api/graphql", expressMiddleware(server));
-  const port = Number(process.env.PORT);
-  app.listen(port, "127.0.0.1", () => process.stdout.write(`apollo floor server listening on ${port}\n`));
-  process.on("SIGTERM", () => process.exit(0));
 }
 
 void main();
