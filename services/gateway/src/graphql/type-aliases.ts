@@ -1,18 +1,38 @@
 import type { RequestHandler } from "express";
+import { Kind, parse, print, visit } from "graphql";
 
 /**
  * DataHub's clients declare createAccessToken's input as CreateAccessTokenInput; the seed spec calls it
- * GetAccessTokenInput. GraphQL variables must name the argument's exact type, so documents using the other name are
- * rewritten before Apollo parses them.
+ * GetAccessTokenInput. GraphQL variables must name the argument's exact type, so documents using the other name have
+ * their type references renamed before Apollo parses them: type references only, never a string value or a field
+ * that happens to carry the name. Only documents that mention an alias at all are parsed here.
  */
-const ALIASES: Array<[RegExp, string]> = [[/\bCreateAccessTokenInput\b/g, "GetAccessTokenInput"]];
+const ALIASES = new Map([["CreateAccessTokenInput", "GetAccessTokenInput"]]);
 
 export const rewriteTypeAliases: RequestHandler = (req, _res, next) => {
   const body = req.body as { query?: unknown } | undefined;
-  if (body && typeof body.query === "string") {
-    let query = body.query;
-    for (const [pattern, replacement] of ALIASES) query = query.replace(pattern, replacement);
-    body.query = query;
+  const query = body?.query;
+  if (typeof query === "string" && [...ALIASES.keys()].some((alias) => query.includes(alias))) {
+    body!.query = renameTypes(query);
   }
   next();
 };
+
+function renameTypes(query: string): string {
+  let document;
+  try {
+    document = parse(query);
+  } catch {
+    return query; // Apollo reports the syntax error
+  }
+  let renamed = false;
+  const rewritten = visit(document, {
+    [Kind.NAMED_TYPE](node) {
+      const target = ALIASES.get(node.name.value);
+      if (!target) return undefined;
+      renamed = true;
+      return { ...node, name: { ...node.name, value: target } };
+    },
+  });
+  return renamed ? print(rewritten) : query;
+}
