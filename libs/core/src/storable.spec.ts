@@ -1,17 +1,44 @@
-import { refuseNul } from "./storable";
+import { requireLength, refuseUnstorable } from "./storable";
 
-describe("refuseNul", () => {
+describe("refuseUnstorable", () => {
   it("names the path of the first string holding a NUL, in objects and arrays", () => {
-    expect(() => refuseNul({ proposals: [{ ok: "a" }, { aspect: { value: "a\u0000b" } }] }, "")).toThrow(
+    expect(() => refuseUnstorable({ proposals: [{ ok: "a" }, { aspect: { value: "a\u0000b" } }] }, "")).toThrow(
       "proposals[1].aspect.value contains the character U+0000 (NUL), which cannot be stored",
     );
   });
 
   it("checks keys too", () => {
-    expect(() => refuseNul({ ["k\u0000"]: 1 }, "value")).toThrow("value.k\u0000 contains the character U+0000");
+    expect(() => refuseUnstorable({ ["k\u0000"]: 1 }, "value")).toThrow("value.k\u0000 contains the character U+0000");
   });
 
-  it("lets everything else through, other control characters included", () => {
-    expect(() => refuseNul({ a: ["tab\there", 1, null, true, { b: "line\nbreak" }] }, "")).not.toThrow();
+  it("refuses an unpaired surrogate, high or low, which is no Unicode character", () => {
+    expect(() => refuseUnstorable({ description: "x\ud800y" }, "value")).toThrow(
+      "value.description contains an unpaired surrogate U+D800 (not a Unicode character), which cannot be stored",
+    );
+    expect(() => refuseUnstorable(["\udc00"], "tags")).toThrow("tags[0] contains an unpaired surrogate U+DC00");
+  });
+
+  it("lets everything else through: other control characters, and surrogates in pairs (emoji)", () => {
+    expect(() =>
+      refuseUnstorable({ a: ["tab\there", 1, null, true, { b: "line\nbreak", c: "😀 \ud83d\ude00" }] }, ""),
+    ).not.toThrow();
+  });
+});
+
+describe("requireLength", () => {
+  it("counts characters as PostgreSQL does, not UTF-16 units: an emoji is one", () => {
+    expect(() => requireLength("input.name", "😀".repeat(256), { min: 1, max: 256 })).not.toThrow();
+    expect(() => requireLength("input.name", "😀".repeat(257), { min: 1, max: 256 })).toThrow(
+      "input.name must be 1 to 256 characters long",
+    );
+  });
+
+  it("names the field and its bounds", () => {
+    expect(() => requireLength("input.name", "", { min: 1, max: 256 })).toThrow(
+      "input.name must be 1 to 256 characters long",
+    );
+    expect(() => requireLength("input.description", "x".repeat(2001), { max: 2000 })).toThrow(
+      "input.description must be at most 2000 characters long",
+    );
   });
 });

@@ -1,33 +1,69 @@
 import { badInput } from "./errors";
 
 /**
- * Refuses `value` (found at `at` in the input, "" for the whole of it) if any string or key in it holds a NUL.
- * PostgreSQL stores no U+0000 (NUL) in text or jsonb: a value carrying one fails in the database, after validation,
- * as an error that names no field. Input is checked for it at the edge instead, so the caller learns which field.
+ * Refuses `value` (found at `at` in the input, "" for the whole of it) if any string or key in it holds what
+ * PostgreSQL cannot store: a NUL (U+0000), which text and jsonb refuse, or an unpaired UTF-16 surrogate, which is no
+ * Unicode character (jsonb refuses its escape; as text it would silently become U+FFFD). Such a value would fail in the
+ * database, after validation, as an error that names no field. Input is checked for it at the edge instead, so the
+ * caller learns which field.
  */
-export function refuseNul(value: unknown, at: string): void {
-  const path = nulPath(value, at);
-  if (path !== undefined) {
-    const name = path === "" ? "the value" : path;
-    throw badInput(`${name} contains the character U+0000 (NUL), which cannot be stored`, { field: name });
+export function refuseUnstorable(value: unknown, at: string): void {
+  const found = findUnstorable(value, at);
+  if (found !== undefined) {
+    const name = found.path === "" ? "the value" : found.path;
+    throw badInput(`${name} contains ${found.what}, which cannot be stored`, { field: name });
   }
 }
 
-function nulPath(value: unknown, at: string): string | undefined {
-  if (typeof value === "string") return value.includes("\u0000") ? at : undefined;
+// eslint-disable-next-line no-control-regex -- NUL is exactly what this looks for
+const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+function unstorableCharacterIn(text: string): string | undefined {
+  const match = UNSTORABLE.exec(text);
+  if (!match) return undefined;
+  if (match[0] === "\u0000") return "the character U+0000 (NUL)";
+  return `an unpaired surrogate U+${match[0].charCodeAt(0).toString(16).toUpperCase()} (not a Unicode character)`;
+}
+
+/** Where in `value` (under `at`) the first string or key that cannot be stored is, and what it holds. */
+export function findUnstorable(value: unknown, at: string): { path: string; what: string } | undefined {
+  if (typeof value === "string") {
+    const what = unstorableCharacterIn(value);
+    return what === undefined ? undefined : { path: at, what };
+  }
   if (typeof value !== "object" || value === null) return undefined;
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
-      const found = nulPath(value[i], `${at}[${i}]`);
+      const found = findUnstorable(value[i], `${at}[${i}]`);
       if (found !== undefined) return found;
     }
     return undefined;
   }
   for (const [key, inner] of Object.entries(value)) {
     const path = at ? `${at}.${key}` : key;
-    if (key.includes("\u0000")) return path;
-    const found = nulPath(inner, path);
+    const what = unstorableCharacterIn(key);
+    if (what !== undefined) return { path, what };
+    const found = findUnstorable(inner, path);
     if (found !== undefined) return found;
   }
   return undefined;
+}
+
+/**
+ * Refuses a text field outside `min`..`max` characters, counted as PostgreSQL's varchar counts them (code points): a
+ * JavaScript string's length counts UTF-16 units, two for an emoji, so `.length` would refuse a name that fits.
+ */
+export function requireLength(field: string, value: string, { min = 0, max }: { min?: number; max: number }): void {
+  // A string of at most `max` units holds at most `max` code points: counting them is needed only beyond that.
+  const length = value.length <= max ? value.length : codePoints(value);
+  if (length >= min && length <= max) return;
+  throw badInput(
+    min > 0 ? `${field} must be ${min} to ${max} characters long` : `${field} must be at most ${max} characters long`,
+  );
+}
+
+function codePoints(value: string): number {
+  let count = 0;
+  for (const _ of value) count++;
+  return count;
 }

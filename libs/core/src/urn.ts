@@ -18,12 +18,14 @@ const NAME = /^[A-Za-z][A-Za-z0-9_-]*$/;
 /** No URN carries one; NUL could not even be stored. */
 // eslint-disable-next-line no-control-regex -- control characters are exactly what this looks for
 const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
+const UNPAIRED_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 export class UrnParseError extends Error {}
 
 export function parseUrn(value: string): Urn {
   if (!value.startsWith("urn:")) throw new UrnParseError("must start with 'urn:'");
   if (CONTROL_CHARACTER.test(value)) throw new UrnParseError("contains a control character");
+  if (UNPAIRED_SURROGATE.test(value)) throw new UrnParseError("contains an unpaired surrogate, which is no character");
   const afterScheme = value.slice(4);
   const first = afterScheme.indexOf(":");
   if (first <= 0) throw new UrnParseError("missing namespace");
@@ -86,4 +88,25 @@ export function parseUrnField(field: string, value: string, expectedEntityType?:
 
 export function makeUrn(namespace: string, entityType: string, id: string): string {
   return `urn:${namespace}:${entityType}:${id}`;
+}
+
+/**
+ * The urn of a new entity whose id the caller may give as input field `field`: `generate()`'s id when it is left out
+ * or blank (forms send "" for an empty field). An id no urn can hold is a BAD_USER_INPUT naming the field and the id
+ * as given, not the urn made of it.
+ */
+export function urnOfNewId(
+  field: string,
+  given: string | null | undefined,
+  { namespace, entityType, generate }: { namespace: string; entityType: string; generate: () => string },
+): string {
+  const id = given?.trim() || generate();
+  const urn = makeUrn(namespace, entityType, id);
+  try {
+    parseUrn(urn);
+  } catch (error) {
+    const reason = error instanceof UrnParseError ? error.message : "malformed";
+    throw badInput(`Invalid id in '${field}': '${given}' (${reason})`, { field, value: given });
+  }
+  return urn;
 }

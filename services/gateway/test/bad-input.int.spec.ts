@@ -76,6 +76,63 @@ describe("bad input", () => {
     });
   });
 
+  describe("an unpaired UTF-16 surrogate, which is no Unicode character and cannot be stored, is refused naming where", () => {
+    const proposal = (value: string, aspectName = "datasetProperties") => ({
+      proposal: {
+        entityType: "dataset",
+        entityUrn: DATASET,
+        aspectName,
+        changeType: "UPSERT",
+        aspect: { contentType: "application/json", value },
+      },
+    });
+
+    it("escaped inside an aspect value, versioned or time series", async () => {
+      const versioned = await h.post("/gms/aspects?action=ingestProposal", proposal('{"description":"x\\ud800y"}'));
+      expect(versioned).toMatchObject({
+        status: 400,
+        body: {
+          message:
+            "proposal.aspect.value.description contains an unpaired surrogate U+D800 (not a Unicode character), which cannot be stored",
+        },
+      });
+      const timeseries = await h.post(
+        "/gms/aspects?action=ingestProposal",
+        proposal('{"timestampMillis":1700000000000,"note":"\\udc00"}', "datasetProfile"),
+      );
+      expect(timeseries).toMatchObject({ status: 400, body: { message: expect.stringContaining("U+DC00") } });
+    });
+
+    it("as it is, in an HTTP body: an urn to evaluate", async () => {
+      const res = await h.post("/gms/test?action=evaluate", { urn: "urn:li:dataset:x\ud800" });
+      expect(res).toMatchObject({
+        status: 400,
+        body: { message: expect.stringContaining("urn contains an unpaired") },
+      });
+    });
+
+    it("escaped inside a test definition, as a definition error saying where", async () => {
+      const res = await h.graphql(
+        `mutation($input: CreateTestInput!) { createTest(input: $input) }`,
+        {
+          input: {
+            id: "surrogate",
+            name: "surrogate",
+            category: "x",
+            definition: {
+              json: '{"on":{"types":["dataset"]},"rules":{"property":"urn","operator":"equals","value":"\\ud800"}}',
+            },
+          },
+        },
+        systemClientHeaders(ROOT),
+      );
+      expect(res.body.errors?.[0]).toMatchObject({
+        message: expect.stringMatching(/^Failed to validate test definition: .*unpaired surrogate U\+D800/),
+        extensions: { code: "BAD_USER_INPUT" },
+      });
+    });
+  });
+
   it("answers 400 for a path that is not validly percent-encoded", async () => {
     expect(await get("/gms/entities/urn%3Ali%3Adataset%3A%E0%A4%A")).toMatchObject({
       status: 400,

@@ -1,4 +1,4 @@
-import { refuseNul } from "@mdp/core";
+import { refuseUnstorable } from "@mdp/core";
 import type { GraphQLContext } from "./context";
 import { Long } from "./modules/scalars";
 import { policyResolvers, policyTypeDefs } from "./modules/policies.graphql";
@@ -36,7 +36,7 @@ const rootResolvers = {
 export const typeDefs = [rootTypeDefs, tokenTypeDefs, policyTypeDefs, testTypeDefs];
 type Resolver = (parent: unknown, args: Record<string, unknown>, ...rest: unknown[]) => unknown;
 
-/** Every query and mutation refuses arguments holding a NUL, naming the argument (see refuseNul). */
+/** Every query and mutation refuses arguments holding what cannot be stored, naming the argument (see refuseUnstorable). */
 function refusingNul<Map extends object>(map: Map): Map {
   const wrapped = { ...map } as Record<string, unknown>;
   for (const root of ["Query", "Mutation"] as const) {
@@ -46,7 +46,7 @@ function refusingNul<Map extends object>(map: Map): Map {
       Object.entries(fields).map(([name, resolve]) => [
         name,
         (parent: unknown, args: Record<string, unknown>, ...rest: unknown[]) => {
-          refuseNul(args, "");
+          refuseUnstorable(args, "");
           return resolve(parent, args, ...rest);
         },
       ]),

@@ -1,10 +1,10 @@
 import type { z } from "zod";
-import { badInput, refuseNul } from "@mdp/core";
+import { badInput, refuseUnstorable } from "@mdp/core";
 
 /** Parses a request body with a zod schema; a failure is a 400 naming every problem by its path in the body. */
 export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
   if (body === undefined) throw badInput("Request body must be a JSON object.");
-  refuseNul(body, "");
+  refuseUnstorable(body, "");
   const parsed = schema.safeParse(body);
   if (parsed.success) return parsed.data;
   const problems = parsed.error.issues.map((issue) => {

@@ -1,4 +1,4 @@
-import type { EntityRegistry } from "@mdp/core";
+import { findUnstorable, type EntityRegistry } from "@mdp/core";
 import {
   entityTypeMatches,
   parseTestDefinition,
@@ -29,6 +29,10 @@ export function acceptDefinition(text: string, registry: EntityRegistry): Accept
   const definition = parseTestDefinition(text);
   const known = registry.entityTypes();
   const problems: DefinitionProblem[] = [];
+  // An escape in the text (\u0000, a lone \ud800) can make a value PostgreSQL's jsonb cannot hold.
+  const unstorable = findUnstorable(definition, "");
+  if (unstorable)
+    problems.push({ path: unstorable.path, message: `contains ${unstorable.what}, which cannot be stored` });
   const onTypes = new Set<string>();
   definition.on.types.forEach((type, index) => {
     const matches = known.filter((entityType) => entityTypeMatches(type, entityType));

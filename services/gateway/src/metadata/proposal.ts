@@ -1,8 +1,11 @@
 import { z } from "zod";
-import { badInput, parseUrn, refuseNul, UrnParseError, type EntityRegistry } from "@mdp/core";
+import { badInput, parseUrn, refuseUnstorable, UrnParseError, type EntityRegistry } from "@mdp/core";
 import type { TimeseriesRow, VersionedAspectWrite } from "@mdp/db";
 
 /** DataHub's MetadataChangeProposal, as much of it as this service accepts. */
+/** A JSON escape of NUL or of a UTF-16 surrogate. */
+const ESCAPED_UNSTORABLE = /\\u(?:0000|[dD][89a-fA-F])/;
+
 export const proposalSchema = z.strictObject({
   entityType: z.string().min(1),
   entityUrn: z.string().min(1),
@@ -54,8 +57,9 @@ export function validateProposal(p: Proposal, at: string, registry: EntityRegist
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw badInput(`${at}.aspect.value must be a JSON object`);
   }
-  // Only a \u0000 escape in the text can put a NUL in the value; the walk is for the rare text that has one.
-  if (p.aspect.value.includes("\\u0000")) refuseNul(value, `${at}.aspect.value`);
+  // The text itself was checked with the request's body; only an escape in it (\u0000, or a surrogate's \ud800 to
+  // \udfff) can put what cannot be stored into the value. The walk is for the rare text that has one.
+  if (ESCAPED_UNSTORABLE.test(p.aspect.value)) refuseUnstorable(value, `${at}.aspect.value`);
   if (kind === "versioned") {
     return {
       kind,

@@ -1,4 +1,4 @@
-import { AppError, notFound, refuseNul, type Logger } from "@mdp/core";
+import { AppError, notFound, refuseUnstorable, type Logger } from "@mdp/core";
 import type { Database, Task } from "@mdp/db";
 import type { Producer } from "@mdp/queues";
 import type { Actor } from "../auth/actor";
@@ -97,7 +97,7 @@ export class TaskService {
   }
 
   private async find(taskId: string): Promise<Task> {
-    refuseNul(taskId, "taskId");
+    refuseUnstorable(taskId, "taskId");
     const task = await this.db.prisma.task.findUnique({ where: { id: taskId } });
     if (!task) throw notFound(`Task ${taskId} does not exist`);
     return task;
