@@ -32,14 +32,18 @@ async function main(): Promise<void> {
       Mutation: {
         createAccessToken: async (_: unknown, { input }: { input: { actorUrn: string; name: string } }) => {
           const id = randomUUID();
-          const issuedAt = Math.floor(Date.now() / 1000);
+          const createdAt = Date.now();
           const metadata = {
             ...{ urn: `urn:li:accessToken:${id}`, id, name: input.name, description: null },
             ...{ actorUrn: input.actorUrn, ownerUrn: input.actorUrn },
           };
           const { statement, name } = createStatement({
             ...{ id, type: "PERSONAL", metadata, tokenHash: randomUUID().replaceAll("-", "").repeat(2) },
-            ...{ issuedAt, exp: issuedAt + 3600, audit: { actorUrn: input.actorUrn, details: {} } },
+            ...{
+              createdAt,
+              exp: Math.floor(createdAt / 1000) + 3600,
+              audit: { actorUrn: input.actorUrn, details: {} },
+            },
           });
           await pool.query({ name, text: statement.text, values: statement.values });
           return { accessToken, metadata };

@@ -104,7 +104,8 @@ describe("access tokens", () => {
     );
     const metadata = (res.body.data!.createAccessToken as { metadata: { createdAt: number; expiresAt: number } })
       .metadata;
-    expect(metadata.expiresAt - metadata.createdAt).toBe(seconds * 1000);
+    // Expiry is to the second (the exp claim's precision): `duration` after the second the token was issued in.
+    expect(metadata.expiresAt).toBe((Math.floor(metadata.createdAt / 1000) + seconds) * 1000);
   });
 
   it("refuses NO_EXPIRY unless the server allows it", async () => {
@@ -126,6 +127,35 @@ describe("access tokens", () => {
       asDatahub,
     );
     expect(res.body).toEqual({ data: { createAccessToken: { metadata: { name: "aliased" } } } });
+  });
+
+  it("renames only the alias type: text that mentions it is stored as given", async () => {
+    const res = await h.graphql(
+      `mutation($input: CreateAccessTokenInput!) {
+         createAccessToken(input: $input) { metadata { name description } }
+       }`,
+      {
+        input: {
+          type: "PERSONAL",
+          actorUrn: DATAHUB,
+          duration: "ONE_DAY",
+          name: "for CreateAccessTokenInput clients",
+          description: "see CreateAccessTokenInput",
+        },
+      },
+      asDatahub,
+    );
+    expect(res.body.data?.createAccessToken).toEqual({
+      metadata: { name: "for CreateAccessTokenInput clients", description: "see CreateAccessTokenInput" },
+    });
+  });
+
+  it("counts a name's length in characters, as its column does, not in UTF-16 units", async () => {
+    const input = { type: "PERSONAL", actorUrn: DATAHUB, duration: "ONE_HOUR", name: "😀".repeat(256) };
+    const fits = await h.graphql(CREATE_TOKEN, { input }, asDatahub);
+    expect(fits.body.errors).toBeUndefined();
+    const tooLong = await h.graphql(CREATE_TOKEN, { input: { ...input, name: "😀".repeat(257) } }, asDatahub);
+    expect(tooLong.body.errors?.[0]?.message).toBe("input.name must be 1 to 256 characters long");
   });
 
   it.each([
@@ -171,7 +201,9 @@ describe("access tokens", () => {
 
   it("lists newest first, pages with start and count, and caps count at 1000", async () => {
     const actor = "urn:li:corpuser:pager";
-    for (let i = 0; i < 5; i++) await createToken(h, actor);
+    // Made within a second or so: the order must still be the order they were made in.
+    const made: string[] = [];
+    for (let i = 0; i < 5; i++) made.push((await createToken(h, actor)).id);
     const page = (start: number, count: number) =>
       h.graphql(
         `query($start: Int, $count: Int) { listAccessTokens(input: {start: $start, count: $count, filters: [{field: "actorUrn", value: "${actor}"}]}) { start count total tokens { id createdAt } } }`,
@@ -183,8 +215,7 @@ describe("access tokens", () => {
       tokens: Array<{ id: string; createdAt: number }>;
     };
     expect(all.total).toBe(5);
-    const times = all.tokens.map((t) => t.createdAt);
-    expect([...times].sort((a, b) => b - a)).toEqual(times);
+    expect(all.tokens.map((t) => t.id)).toEqual([...made].reverse());
     const second = (await page(2, 2)).body.data!.listAccessTokens as {
       start: number;
       count: number;
@@ -206,6 +237,32 @@ describe("access tokens", () => {
       asDatahub,
     );
     expect(res.body.errors?.[0]?.message).toContain("input.filters[0].field 'tokenHash' is not filterable");
+  });
+
+  it.each(["constructor", "toString", "__proto__"])(
+    "refuses the filter field %s, which every JavaScript object has, as not filterable",
+    async (field) => {
+      const res = await h.graphql(
+        `{ listAccessTokens(input: {filters: [{field: "${field}", value: "x"}]}) { total } }`,
+        {},
+        asDatahub,
+      );
+      expect(res.body.errors?.[0]).toMatchObject({
+        message: expect.stringContaining(`input.filters[0].field '${field}' is not filterable`),
+        extensions: { code: "BAD_USER_INPUT" },
+      });
+    },
+  );
+
+  it("takes a filter's value when its values are empty", async () => {
+    const actor = "urn:li:corpuser:valued";
+    await createToken(h, actor);
+    const res = await h.graphql(
+      `{ listAccessTokens(input: {filters: [{field: "actorUrn", value: "${actor}", values: []}]}) { total } }`,
+      {},
+      asDatahub,
+    );
+    expect(res.body).toEqual({ data: { listAccessTokens: { total: 1 } } });
   });
 
   it("answers NOT_FOUND for revoking a token that does not exist", async () => {

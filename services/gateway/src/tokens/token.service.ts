@@ -1,5 +1,14 @@
 import { hash, randomUUID } from "node:crypto";
-import { badInput, forbidden, makeUrn, notFound, parseUrnField, unauthenticated, type Config } from "@mdp/core";
+import {
+  badInput,
+  forbidden,
+  makeUrn,
+  notFound,
+  parseUrnField,
+  requireLength,
+  unauthenticated,
+  type Config,
+} from "@mdp/core";
 import { Prisma, type AccessToken, type Database, type PrismaClient } from "@mdp/db";
 import type pg from "pg";
 import type { Actor } from "../auth/actor";
@@ -124,18 +133,19 @@ export class TokenService {
       await this.policies.require(actor, "MANAGE_ACCESS_TOKENS", "generate access tokens for other users");
     }
     const name = input.name.trim();
-    if (name.length < 1 || name.length > 256) throw badInput("input.name must be 1 to 256 characters long");
-    if ((input.description?.length ?? 0) > 2000)
-      throw badInput("input.description must be at most 2000 characters long");
+    requireLength("input.name", name, { min: 1, max: 256 });
+    requireLength("input.description", input.description ?? "", { max: 2000 });
     const seconds = DURATIONS[input.duration];
     if (seconds === null && !this.config.ACCESS_TOKEN_ALLOW_NO_EXPIRY) {
       throw badInput("input.duration NO_EXPIRY is not allowed on this server (ACCESS_TOKEN_ALLOW_NO_EXPIRY=false)");
     }
 
     const id = randomUUID();
-    const now = new Date();
-    // Second precision, so the stored expiry and the token's exp claim are the same instant.
-    const issuedAt = Math.floor(now.getTime() / 1000);
+    // The creation time to the millisecond, so the list (newest first) keeps the order of tokens made within one
+    // second; the claims and the expiry to the second, so the stored expiry and the token's exp claim are the same
+    // instant: a token expires `duration` after the second it was issued in.
+    const createdAt = Date.now();
+    const issuedAt = Math.floor(createdAt / 1000);
     const exp = seconds === null ? undefined : issuedAt + seconds;
     const accessToken = this.jwt.sign({
       sub: input.actorUrn,
@@ -153,7 +163,7 @@ export class TokenService {
       description: input.description ?? null,
       actorUrn: input.actorUrn,
       ownerUrn: actor.urn,
-      createdAt: issuedAt * 1000,
+      createdAt,
       expiresAt: exp === undefined ? null : exp * 1000,
       lastUsedAt: null,
     };
@@ -162,7 +172,7 @@ export class TokenService {
       type: input.type,
       metadata,
       tokenHash: hashToken(accessToken, this.config.TOKEN_SALT),
-      issuedAt,
+      createdAt,
       exp,
       // The details recordAudit would write.
       audit: {
@@ -178,13 +188,17 @@ export class TokenService {
     await this.requireTokenApi(actor, "list access tokens");
     const { start, count } = pageOf(input);
     const filters = (input.filters ?? []).map((f, i) => {
-      const column = FILTER_COLUMNS[f.field as keyof typeof FILTER_COLUMNS];
+      // Own keys only: "constructor" or "toString" must not find Object.prototype's.
+      const column = Object.hasOwn(FILTER_COLUMNS, f.field)
+        ? FILTER_COLUMNS[f.field as keyof typeof FILTER_COLUMNS]
+        : undefined;
       if (!column) {
         throw badInput(
           `input.filters[${i}].field '${f.field}' is not filterable; use one of ${Object.keys(FILTER_COLUMNS).join(", ")}`,
         );
       }
-      const values = f.values ?? (f.value != null ? [f.value] : []);
+      // As in DataHub, `values` when it holds any, else `value`.
+      const values = f.values?.length ? f.values : f.value != null ? [f.value] : [];
       if (values.length === 0) throw badInput(`input.filters[${i}] needs a value or values`);
       return { column, values };
     });
@@ -370,8 +384,8 @@ export function createStatement(token: {
   type: CreateTokenInput["type"];
   metadata: Pick<TokenMetadata, "urn" | "name" | "description" | "actorUrn" | "ownerUrn">;
   tokenHash: string;
-  /** epoch seconds */
-  issuedAt: number;
+  /** epoch ms */
+  createdAt: number;
   /** epoch seconds; undefined: never expires */
   exp: number | undefined;
   audit: { actorUrn: string; details: Record<string, unknown> };
@@ -382,7 +396,7 @@ export function createStatement(token: {
       INSERT INTO access_token (id, type, name, description, actor_urn, owner_urn, token_hash, created_at, expires_at)
       VALUES (${token.id}::uuid, ${token.type}::"AccessTokenType", ${metadata.name}, ${metadata.description},
               ${metadata.actorUrn}, ${metadata.ownerUrn}, ${token.tokenHash},
-              to_timestamp(${token.issuedAt}::int8), to_timestamp(${token.exp ?? null}::int8))
+              to_timestamp(${token.createdAt}::int8 / 1000.0), to_timestamp(${token.exp ?? null}::int8))
       RETURNING id
     )
     INSERT INTO audit_event (actor_urn, action, target_urn, details)
