@@ -1,6 +1,21 @@
 import { randomUUID } from "node:crypto";
-import { badInput, conflict, makeUrn, notFound, parseUrnField, type Config, type EntityRegistry } from "@mdp/core";
-import { isUniqueViolation, type MetadataTest, type Prisma, type PrismaClient, type TestState } from "@mdp/db";
+import {
+  conflict,
+  notFound,
+  parseUrnField,
+  requireLength,
+  urnOfNewId,
+  type Config,
+  type EntityRegistry,
+} from "@mdp/core";
+import {
+  isUniqueViolation,
+  likeLiteral,
+  type MetadataTest,
+  type Prisma,
+  type PrismaClient,
+  type TestState,
+} from "@mdp/db";
 import { readTestResults, type FailedRule } from "@mdp/metadata-tests";
 import type { Actor } from "../auth/actor";
 import { recordAudit } from "../audit/audit.service";
@@ -50,9 +65,11 @@ export class MetadataTestService {
 
   async create(actor: Actor, input: CreateTestInput): Promise<string> {
     await this.engine.require(actor, "MANAGE_TESTS", "create metadata tests");
-    const id = input.id?.trim() || randomUUID();
-    const urn = makeUrn(this.config.URN_NAMESPACE, "test", id);
-    parseUrnField("input.id", urn, "test");
+    const urn = urnOfNewId("input.id", input.id, {
+      namespace: this.config.URN_NAMESPACE,
+      entityType: "test",
+      generate: randomUUID,
+    });
     const data = this.validate(input);
     try {
       await this.prisma.$transaction(async (tx) => {
@@ -105,9 +122,9 @@ export class MetadataTestService {
     const where: Prisma.MetadataTestWhereInput = query
       ? {
           OR: [
-            { name: { contains: query, mode: "insensitive" } },
-            { category: { contains: query, mode: "insensitive" } },
-            { description: { contains: query, mode: "insensitive" } },
+            { name: { contains: likeLiteral(query), mode: "insensitive" } },
+            { category: { contains: likeLiteral(query), mode: "insensitive" } },
+            { description: { contains: likeLiteral(query), mode: "insensitive" } },
           ],
         }
       : {};
@@ -155,11 +172,10 @@ export class MetadataTestService {
 
   private validate(input: TestInput) {
     const name = input.name.trim();
-    if (name.length < 1 || name.length > 256) throw badInput("input.name must be 1 to 256 characters long");
+    requireLength("input.name", name, { min: 1, max: 256 });
     const category = input.category.trim();
-    if (category.length < 1 || category.length > 256) throw badInput("input.category must be 1 to 256 characters long");
-    if ((input.description?.length ?? 0) > 2000)
-      throw badInput("input.description must be at most 2000 characters long");
+    requireLength("input.category", category, { min: 1, max: 256 });
+    requireLength("input.description", input.description ?? "", { max: 2000 });
     const accepted = acceptDefinition(input.definition.json, this.registry);
     return {
       name,

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { badInput, conflict, makeUrn, notFound, parseUrnField, type Config } from "@mdp/core";
-import { isUniqueViolation, type Prisma, type PrismaClient } from "@mdp/db";
+import { badInput, conflict, notFound, parseUrnField, requireLength, urnOfNewId, type Config } from "@mdp/core";
+import { isUniqueViolation, likeLiteral, type Prisma, type PrismaClient } from "@mdp/db";
 import type { Actor } from "../auth/actor";
 import { recordAudit } from "../audit/audit.service";
 import type { InvalidationBus } from "../events/invalidation-bus";
@@ -21,14 +21,14 @@ export class GroupService {
     input: { id?: string | null; name: string; description?: string | null },
   ): Promise<string> {
     await this.engine.require(actor, "MANAGE_POLICIES", "create groups");
-    const id = input.id?.trim() || randomUUID();
-    const urn = makeUrn(this.config.URN_NAMESPACE, "corpGroup", id);
-    parseUrnField("input.id", urn, "corpGroup");
+    const urn = urnOfNewId("input.id", input.id, {
+      namespace: this.config.URN_NAMESPACE,
+      entityType: "corpGroup",
+      generate: randomUUID,
+    });
     const name = input.name.trim();
-    if (name.length < 1 || name.length > 256) throw badInput("input.name must be 1 to 256 characters long");
-    if ((input.description?.length ?? 0) > 2000) {
-      throw badInput("input.description must be at most 2000 characters long");
-    }
+    requireLength("input.name", name, { min: 1, max: 256 });
+    requireLength("input.description", input.description ?? "", { max: 2000 });
     try {
       await this.prisma.$transaction(async (tx) => {
         await tx.group.create({ data: { urn, name, description: input.description ?? null } });
@@ -74,7 +74,7 @@ export class GroupService {
     await this.engine.require(actor, "MANAGE_POLICIES", "list groups");
     const { start, count } = pageOf(input);
     const query = input.query?.trim();
-    const where: Prisma.GroupWhereInput = query ? { name: { contains: query, mode: "insensitive" } } : {};
+    const where: Prisma.GroupWhereInput = query ? { name: { contains: likeLiteral(query), mode: "insensitive" } } : {};
     const [total, rows] = await this.prisma.$transaction([
       this.prisma.group.count({ where }),
       this.prisma.group.findMany({

@@ -85,7 +85,8 @@ export class PolicyEngine {
     if (!this.activePolicies) {
       this.loadedAt = Date.now();
       const loading = this.prisma.policy
-        .findMany({ where: { state: "ACTIVE" } })
+        // As in DataHub, only platform policies grant platform privileges; METADATA policies speak of resources.
+        .findMany({ where: { state: "ACTIVE", type: "PLATFORM" } })
         .then((stored) => [rootPolicy(this.rootUserUrn), ...stored]);
       loading.catch(() => this.clear()); // never cache a failure
       this.activePolicies = loading;

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { badInput, forbidden, makeUrn, notFound, parseUrnField, type Config } from "@mdp/core";
-import type { Policy, PolicyState, PolicyType, Prisma, PrismaClient } from "@mdp/db";
+import { badInput, forbidden, makeUrn, notFound, parseUrnField, requireLength, type Config } from "@mdp/core";
+import { likeLiteral, type Policy, type PolicyState, type PolicyType, type Prisma, type PrismaClient } from "@mdp/db";
 import type { Actor } from "../auth/actor";
 import { recordAudit } from "../audit/audit.service";
 import type { InvalidationBus } from "../events/invalidation-bus";
@@ -74,7 +74,7 @@ export class PolicyService {
     await this.engine.require(actor, "MANAGE_POLICIES", "list policies");
     const { start, count } = pageOf(input);
     const query = input.query?.trim();
-    const where: Prisma.PolicyWhereInput = query ? { name: { contains: query, mode: "insensitive" } } : {};
+    const where: Prisma.PolicyWhereInput = query ? { name: { contains: likeLiteral(query), mode: "insensitive" } } : {};
     const root = rootPolicy(this.config.ROOT_USER_URN);
     const rootMatches = !query || root.name.toLowerCase().includes(query.toLowerCase());
     // The built-in policy is listed first; stored ones follow, oldest first.
@@ -103,8 +103,8 @@ export class PolicyService {
 
 function validate(input: PolicyUpdateInput) {
   const name = input.name.trim();
-  if (name.length < 1 || name.length > 256) throw badInput("input.name must be 1 to 256 characters long");
-  if ((input.description?.length ?? 0) > 2000) throw badInput("input.description must be at most 2000 characters long");
+  requireLength("input.name", name, { min: 1, max: 256 });
+  requireLength("input.description", input.description ?? "", { max: 2000 });
   const unknown = input.privileges.filter((p) => !isPrivilege(p));
   if (unknown.length > 0) {
     throw badInput(`input.privileges has unknown privileges ${unknown.join(", ")}; known: ${PRIVILEGES.join(", ")}`);
