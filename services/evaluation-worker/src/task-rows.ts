@@ -78,6 +78,23 @@ export class TaskRows {
    */
   async recordEvaluations(rows: readonly EvaluationRow[]): Promise<void> {
     if (rows.length === 0) return;
+    try {
+      await this.writeEvaluations(rows);
+    } catch (error) {
+      if (rows.length === 1) throw error;
+      // One row PostgreSQL refuses must not cost the other requests of the job theirs: each is written alone, and the
+      // first refusal is thrown once all were tried.
+      let refusal: unknown;
+      for (const row of rows) {
+        await this.writeEvaluations([row]).catch((cause: unknown) => {
+          refusal ??= cause;
+        });
+      }
+      if (refusal !== undefined) throw refusal;
+    }
+  }
+
+  private async writeEvaluations(rows: readonly EvaluationRow[]): Promise<void> {
     // The rows travel as one JSON document: results are already JSON, and one JSON.stringify costs far less than
     // pg's escaping of ten array literals (results included) in this process.
     await this.db.query({
