@@ -128,6 +128,11 @@ describe("metadata ingestion and reads", () => {
       "proposals[1].aspect.value of time-series aspect datasetProfile must carry timestampMillis",
     ],
     [
+      "a time series after year 9999, whose day partition could not be named",
+      profile(Date.UTC(10000, 0, 2)),
+      "proposals[1].aspect.value.timestampMillis 253402387200000 is after the last supported instant, 9999-12-31T23:59:59.999Z",
+    ],
+    [
       "an unsupported changeType",
       proposal({ changeType: "PATCH" }),
       "proposals[1].changeType 'PATCH' is not supported; only UPSERT is",

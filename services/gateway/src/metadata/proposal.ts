@@ -3,6 +3,8 @@ import { badInput, parseUrn, refuseUnstorable, UrnParseError, type EntityRegistr
 import type { TimeseriesRow, VersionedAspectWrite } from "@mdp/db";
 
 /** DataHub's MetadataChangeProposal, as much of it as this service accepts. */
+/** 9999-12-31T23:59:59.999Z */
+const MAX_TIMESTAMP_MILLIS = 253_402_300_799_999;
 /** A JSON escape of NUL or of a UTF-16 surrogate. */
 const ESCAPED_UNSTORABLE = /\\u(?:0000|[dD][89a-fA-F])/;
 
@@ -70,6 +72,13 @@ export function validateProposal(p: Proposal, at: string, registry: EntityRegist
   if (typeof timestampMillis !== "number" || !Number.isSafeInteger(timestampMillis) || timestampMillis < 0) {
     throw badInput(
       `${at}.aspect.value of time-series aspect ${p.aspectName} must carry timestampMillis, a whole number of epoch milliseconds`,
+    );
+  }
+  // Rows live in day partitions named by date: a date past year 9999 has no four-digit name (nor any a Date can give).
+  if (timestampMillis > MAX_TIMESTAMP_MILLIS) {
+    throw badInput(
+      `${at}.aspect.value.timestampMillis ${timestampMillis} is after the last supported instant, ` +
+        `${new Date(MAX_TIMESTAMP_MILLIS).toISOString()} (${MAX_TIMESTAMP_MILLIS})`,
     );
   }
   return {
