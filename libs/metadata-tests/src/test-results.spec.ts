@@ -81,6 +81,15 @@ describe("readTestResults", () => {
     ).toEqual({ passing: [pass(A)], failing: [{ test: B, type: "FAILURE" }] });
     expect(readTestResults(null)).toEqual({ passing: [], failing: [] });
   });
+
+  it("gives an ingested failed rule every field its readers rely on, and drops one that is no object", () => {
+    const ingested = {
+      failing: [{ test: B, type: "FAILURE", failedRules: [{ path: "rules", message: "custom" }, 7] }],
+    };
+    expect(readTestResults(ingested).failing[0]!.failedRules).toEqual([
+      { path: "rules", property: "", operator: "", negated: false, actual: [], actualCount: 0, message: "custom" },
+    ]);
+  });
 });
 
 describe("sameJson", () => {

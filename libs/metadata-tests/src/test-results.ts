@@ -31,9 +31,29 @@ function readEntries(raw: unknown, type: StoredTestResult["type"]): StoredTestRe
   if (!Array.isArray(raw)) return [];
   return raw.flatMap((entry): StoredTestResult[] => {
     if (!isRecord(entry) || typeof entry.test !== "string") return [];
-    const failedRules = Array.isArray(entry.failedRules) ? (entry.failedRules as FailedRule[]) : undefined;
+    const failedRules = Array.isArray(entry.failedRules) ? entry.failedRules.flatMap(readFailedRule) : undefined;
     return [failedRules && type === "FAILURE" ? { test: entry.test, type, failedRules } : { test: entry.test, type }];
   });
+}
+
+/** A stored failed rule with every field its readers rely on, whoever wrote it; anything but an object is dropped. */
+function readFailedRule(raw: unknown): FailedRule[] {
+  if (!isRecord(raw)) return [];
+  const text = (value: unknown) => (typeof value === "string" ? value : "");
+  const actual = Array.isArray(raw.actual) ? raw.actual : [];
+  const expected = Array.isArray(raw.expected) ? raw.expected.filter((v) => typeof v === "string") : undefined;
+  return [
+    {
+      path: text(raw.path),
+      property: text(raw.property),
+      operator: text(raw.operator) as FailedRule["operator"],
+      negated: raw.negated === true,
+      ...(expected && { expected }),
+      actual,
+      actualCount: typeof raw.actualCount === "number" ? raw.actualCount : actual.length,
+      message: text(raw.message),
+    },
+  ];
 }
 
 /** The aspect an evaluation would store on its own. */
