@@ -70,18 +70,24 @@ async function evaluate(
       taskIds: payload.items.map((i) => i.taskId),
     });
     const evaluatedAt = Date.now();
-    const outcomes = payload.items.map((item) => evaluateItem(deps, item, input, evaluatedAt));
-    const pushItems = outcomes.flatMap((o) => (o.item.push ? pushItemsOf(o, input) : []));
-    if (pushItems.length > 0) await inTransaction(deps.db.pool, (client) => deps.pusher.push(client, pushItems));
+    let outcomes = payload.items.map((item) => evaluateItem(deps, item, input, evaluatedAt));
+    const cancelled = new Set(input.cancelled);
+    const pushing = outcomes.filter((o) => o.item.push && !("refused" in o.result));
+    if (pushing.length > 0) {
+      const claimed = pushing.map((o) => taskRowOf(job, startedAt, o.item, activeRow(o.item)));
+      const stopped = await inTransaction(deps.db.pool, (client) => deps.tasks.claimForPush(client, claimed));
+      const pushItems = pushing.filter((o) => !stopped.has(o.item.taskId)).flatMap((o) => pushItemsOf(o, input));
+      if (pushItems.length > 0) await inTransaction(deps.db.pool, (client) => deps.pusher.push(client, pushItems));
+      for (const taskId of stopped) cancelled.add(taskId);
+      outcomes = outcomes.map((o) => (stopped.has(o.item.taskId) ? cancelledOutcome(o.item) : o));
+    }
     const result: EvaluateJobResult = { items: Object.fromEntries(outcomes.map((o) => [o.item.taskId, o.result])) };
     if (payload.replyTo) {
       await replyTo(deps, payload, job, { returnvalue: result });
       replied = true;
     }
     await deps.tasks.recordEvaluations(
-      outcomes
-        .filter((o) => !input.cancelled.has(o.item.taskId))
-        .map((o) => taskRowOf(job, startedAt, o.item, endOf(o))),
+      outcomes.filter((o) => !cancelled.has(o.item.taskId)).map((o) => taskRowOf(job, startedAt, o.item, endOf(o))),
     );
     // Without replyTo the gateway reads the job's return value. With it, the results went to the gateway and into the
     // task rows; the job keeps a summary for the queue dashboard, so Redis does not store every result twice more (the
@@ -180,7 +186,7 @@ function evaluateItem(deps: EvaluateDeps, item: EvaluationItem, input: Evaluatio
     result: { refused: { code, message } },
     evaluations: [],
   });
-  if (input.cancelled.has(item.taskId)) return refuse("CONFLICT", `Task ${item.taskId} was cancelled`);
+  if (input.cancelled.has(item.taskId)) return cancelledOutcome(item);
   const byUrn = new Map(input.tests.map((t) => [t.urn, t]));
   const missing = [
     ...describeMissing(
@@ -205,6 +211,19 @@ function evaluateItem(deps: EvaluateDeps, item: EvaluationItem, input: Evaluatio
     return evaluateEntity(named ?? active.filter((t) => appliesTo(t, entity.entityType)), entity, at);
   });
   return { item, result: { results: Object.fromEntries(evaluations.map((e) => [e.urn, e])) }, evaluations };
+}
+
+function activeRow(item: EvaluationItem): Pick<EvaluationRow, "state" | "progress"> {
+  return { state: "active", progress: progressOf([], item.urns.length) };
+}
+
+/** A request whose task was cancelled (only a caller that got a 504 knows the task id): refused, nothing pushed. */
+function cancelledOutcome(item: EvaluationItem): ItemOutcome {
+  return {
+    item,
+    result: { refused: { code: "CONFLICT", message: `Task ${item.taskId} was cancelled` } },
+    evaluations: [],
+  };
 }
 
 function pushItemsOf(outcome: ItemOutcome, input: EvaluationInput): PushItem[] {

@@ -23,8 +23,15 @@ export interface EvaluationInput {
  * One row, one JSON document: the aspects of every urn, the tests named plus (when asked) every ACTIVE test of the
  * entities' types, and which of the tasks were cancelled. Built by PostgreSQL, parsed by one JSON.parse, because
  * decoding the same data as a few dozen typed rows costs the worker several times the CPU, on every evaluation.
+ * The tasks that have a row already (their callers got a 504) become active: getTaskStatus shows them running, and
+ * cancelTask then asks them to stop rather than cancelling outright. Most jobs have no such row, and then nothing is
+ * written.
  */
 const LOAD = `
+  WITH started AS (
+    UPDATE task SET state = 'active', started_at = COALESCE(started_at, now())
+     WHERE id = ANY($4::text[]) AND state = 'waiting'
+    RETURNING id)
   SELECT json_build_object(
     'aspects', COALESCE((
       SELECT json_agg(json_build_object('urn', l.urn, 'entityType', l.entity_type, 'aspect', l.aspect_name,

@@ -21,8 +21,8 @@ export function percentOf(evaluated: number, total: number): number {
 /** The row of one synchronous evaluation, as the worker records it. */
 export interface EvaluationRow {
   taskId: string;
-  /** waiting: an attempt failed and BullMQ will retry it */
-  state: "completed" | "failed" | "waiting";
+  /** waiting: an attempt failed and BullMQ will retry it; active: about to push its results */
+  state: "completed" | "failed" | "waiting" | "active";
   request: unknown;
   createdBy: string;
   createdAt: Date;
@@ -95,8 +95,6 @@ export class TaskRows {
   }
 
   private async writeEvaluations(rows: readonly EvaluationRow[]): Promise<void> {
-    // The rows travel as one JSON document: results are already JSON, and one JSON.stringify costs far less than
-    // pg's escaping of ten array literals (results included) in this process.
     await this.db.query({
       name: "evaluation-record",
       text: `WITH commit_mode AS (SELECT set_config('synchronous_commit', 'off', true))
@@ -104,7 +102,7 @@ export class TaskRows {
                                created_at, started_at, finished_at)
              SELECT r.id, 'EVALUATE_TESTS', r.state::"TaskState", r.request, r.progress, r.result, r.failed_reason,
                     r.attempts_made, r.created_by, r.created_at, r.started_at,
-                    CASE WHEN r.state <> 'waiting' THEN now() END
+                    CASE WHEN r.state NOT IN ('waiting', 'active') THEN now() END
                FROM commit_mode,
                     jsonb_to_recordset($1::jsonb)
                       AS r(id text, state text, request jsonb, progress jsonb, result jsonb, failed_reason text,
@@ -115,23 +113,47 @@ export class TaskRows {
                     attempts_made = GREATEST(task.attempts_made, EXCLUDED.attempts_made),
                     started_at = COALESCE(task.started_at, EXCLUDED.started_at), finished_at = EXCLUDED.finished_at
               WHERE task.state IN ('waiting', 'active')`,
-      values: [
-        JSON.stringify(
-          rows.map((r) => ({
-            id: r.taskId,
-            state: r.state,
-            request: r.request,
-            progress: r.progress,
-            result: r.result ?? null,
-            failed_reason: r.failedReason ?? null,
-            attempts_made: r.attemptsMade,
-            created_by: r.createdBy,
-            created_at: r.createdAt,
-            started_at: r.startedAt,
-          })),
-        ),
-      ],
+      values: [rowsDocument(rows)],
     });
+  }
+
+  /**
+   * Before an evaluate job pushes results, in a transaction of its own (`client`'s) committed before the push: the rows
+   * of the tasks that push become active, written now if their callers did not get a 504 (whose row the gateway then
+   * leaves as it is). Returned are the tasks that must not push: cancelled by their callers (only a caller that got a
+   * 504 knows its task id), or asked to stop, which end cancelled here. A cancellation therefore either lands before
+   * (and stops the push) or finds the task active, so it only asks it to stop, and it then completes: a task is never
+   * "cancelled" with its results pushed, whenever its 504's row is written.
+   */
+  async claimForPush(client: Queryable, rows: readonly EvaluationRow[]): Promise<Set<string>> {
+    const ids = rows.map((r) => r.taskId);
+    await client.query({
+      name: "evaluation-claim",
+      text: `INSERT INTO task (id, type, state, request, progress, attempts_made, created_by, created_at, started_at)
+             SELECT r.id, 'EVALUATE_TESTS', 'active', r.request, r.progress, r.attempts_made, r.created_by,
+                    r.created_at, r.started_at
+               FROM jsonb_to_recordset($1::jsonb)
+                      AS r(id text, request jsonb, progress jsonb, attempts_made int, created_by text,
+                           created_at timestamptz, started_at timestamptz)
+             ON CONFLICT (id) DO UPDATE
+                SET state = 'active', started_at = COALESCE(task.started_at, EXCLUDED.started_at),
+                    attempts_made = GREATEST(task.attempts_made, EXCLUDED.attempts_made)
+              WHERE task.state = 'waiting' AND NOT task.cancel_requested`,
+      values: [rowsDocument(rows)],
+    });
+    const { rows: stopped } = await client.query<{ id: string }>({
+      name: "evaluation-claim-stopped",
+      text: `WITH locked AS (
+               SELECT id, state, cancel_requested FROM task WHERE id = ANY($1::text[]) FOR UPDATE),
+             ended AS (
+               UPDATE task SET state = 'cancelled', finished_at = now(),
+                      failed_reason = 'Cancelled before its results were pushed'
+                 FROM locked
+                WHERE task.id = locked.id AND locked.state IN ('waiting', 'active') AND locked.cancel_requested)
+             SELECT id FROM locked WHERE state = 'cancelled' OR cancel_requested`,
+      values: [ids],
+    });
+    return new Set(stopped.map((r) => r.id));
   }
 
   /** Ends a test run's row as failed, its progress as it stands (BullMQ failed the job without running it). */
@@ -159,4 +181,25 @@ export class TaskRows {
       )
       .catch(() => undefined); // PostgreSQL itself may be what failed; BullMQ still records the failure
   }
+}
+
+/**
+ * Rows travel as one JSON document: results are already JSON, and one JSON.stringify costs far less than pg's escaping
+ * of ten array literals (results included) in this process.
+ */
+function rowsDocument(rows: readonly EvaluationRow[]): string {
+  return JSON.stringify(
+    rows.map((r) => ({
+      id: r.taskId,
+      state: r.state,
+      request: r.request,
+      progress: r.progress,
+      result: r.result ?? null,
+      failed_reason: r.failedReason ?? null,
+      attempts_made: r.attemptsMade,
+      created_by: r.createdBy,
+      created_at: r.createdAt,
+      started_at: r.startedAt,
+    })),
+  );
 }

@@ -836,4 +836,48 @@ describe("metadata tests: evaluation timeout", () => {
     const stored = await h.prisma.aspect.count({ where: { urn: DATASET, aspectName: "testResults" } });
     expect(stored).toBe(0);
   });
+
+  it("never shows a task cancelled whose results were pushed: one found past its start is only asked to stop", async () => {
+    const target = "urn:li:dataset:(urn:li:dataPlatform:hive,db.contended,PROD)";
+    await h.post(
+      "/gms/aspects?action=ingestProposal",
+      { proposal: aspect(target, "datasetProperties", { description: "contended" }) },
+      systemClientHeaders(ROOT),
+    );
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let locked!: () => void;
+    const lockTaken = new Promise<void>((resolve) => (locked = resolve));
+    // Another push holds the entity's testResults lock, so this evaluation's push waits behind it, past its 504.
+    const other = inTransaction(h.database.pool, async (client) => {
+      await new AspectRepository().lock(client, [{ urn: target, aspectName: "testResults" }]);
+      locked();
+      await released;
+    });
+    await lockTaken;
+    try {
+      const res = await h.post(EVALUATE, { urn: target, push: true, testUrns: ["urn:li:test:slow"] });
+      expect(res.status).toBe(504);
+      const taskId = (res.body as { details: { taskId: string } }).details.taskId;
+      const status = async () =>
+        (await h.post("/gms/operations?action=getTaskStatus", { taskId })).body.value as Record<string, unknown>;
+      const deadline = Date.now() + 10_000;
+      while ((await status()).state !== "active" && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      const cancel = await h.post("/gms/operations?action=cancelTask", { taskId });
+      expect(cancel.body.value).toMatchObject({ state: "active", cancelRequested: true });
+      release();
+      await other;
+      while ((await status()).state === "active" && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(await status()).toMatchObject({ state: "completed", cancelRequested: true });
+      const entity = await fetch(`${h.baseUrl}/gms/entities/${encodeURIComponent(target)}`, {
+        headers: systemClientHeaders(ROOT),
+      });
+      expect(await entity.json()).toMatchObject({
+        value: { aspects: { testResults: { passing: [{ test: "urn:li:test:slow" }] } } },
+      });
+    } finally {
+      release();
+      await other;
+    }
+  });
 });
