@@ -39,19 +39,23 @@ export class ResultsPusher {
     );
     const stored = await this.aspects.latestOfEach(client, TEST_RESULTS_ASPECT, urns);
     const current = new Map([...stored].map(([urn, value]) => [urn, readTestResults(value)]));
-    const existing = await this.existingTests(client, current);
-    // Tests evaluated in this job exist too: without them, a result an earlier request of the same job added for an
-    // entity would be dropped as "deleted" when a later request's results are merged onto it.
-    for (const item of items) for (const test of item.evaluated) existing.add(test);
+    const selects = await this.testsSelecting(client, current, items);
     const writes: VersionedAspectWrite[] = [];
     for (const item of items) {
       const urn = item.evaluation.urn;
       const before = current.get(urn);
+      // A result stands while its test exists and its on.types still select the entity's type: a test deleted, or
+      // edited away from this type, since (even while this job ran) loses its entry.
+      const stands = (test: string) => selects.get(test)?.includes(item.entityType) ?? false;
+      const evaluated = testResultsOf(item.evaluation);
       const after = mergeTestResults(
         before ?? { passing: [], failing: [] },
         item.evaluated,
-        testResultsOf(item.evaluation),
-        (test) => existing.has(test),
+        {
+          passing: evaluated.passing.filter((r) => stands(r.test)),
+          failing: evaluated.failing.filter((r) => stands(r.test)),
+        },
+        stands,
       );
       // Unchanged results write nothing; nor does an entity no test has results for (nothing applied to it).
       const unchanged = before ? sameJson(before, after) : after.passing.length + after.failing.length === 0;
@@ -70,18 +74,25 @@ export class ResultsPusher {
   }
 
   /**
-   * Which of the tests that stored results mention still exist: results of a deleted test are dropped when the
-   * entity's results are next written, rather than claiming forever that it passes.
+   * The entity types each test that stored results mention, or this job evaluated, selects now (its on.types), read
+   * inside the push's transaction: a test that no longer exists is absent. Results of a deleted test are dropped when
+   * the entity's results are next written, rather than claiming forever that it passes.
    */
-  private async existingTests(client: pg.ClientBase, stored: Map<string, TestResultsAspect>): Promise<Set<string>> {
+  private async testsSelecting(
+    client: pg.ClientBase,
+    stored: Map<string, TestResultsAspect>,
+    items: readonly PushItem[],
+  ): Promise<Map<string, string[]>> {
     const mentioned = new Set<string>();
     for (const results of stored.values()) {
       for (const entry of [...results.passing, ...results.failing]) mentioned.add(entry.test);
     }
-    if (mentioned.size === 0) return mentioned;
-    const { rows } = await client.query<{ urn: string }>("SELECT urn FROM metadata_test WHERE urn = ANY($1::text[])", [
-      [...mentioned],
-    ]);
-    return new Set(rows.map((r) => r.urn));
+    for (const item of items) for (const test of item.evaluated) mentioned.add(test);
+    if (mentioned.size === 0) return new Map();
+    const { rows } = await client.query<{ urn: string; on_types: string[] }>(
+      "SELECT urn, on_types FROM metadata_test WHERE urn = ANY($1::text[])",
+      [[...mentioned]],
+    );
+    return new Map(rows.map((r) => [r.urn, r.on_types]));
   }
 }

@@ -644,6 +644,28 @@ describe("metadata tests", () => {
         input: { name: "hive tagged", category: "x", definition: { json: HIVE_TAGGED } },
       });
     });
+
+    it("drops results of a test edited to select other entity types: from testResults at once, stored at the next push", async () => {
+      const retyped = await createTest("retyped", HAS_DESCRIPTION);
+      await evaluation({ urn: DATASET, push: true, testUrns: [retyped] });
+      expect(JSON.stringify(await storedResults(DATASET))).toContain(retyped);
+      await gql(UPDATE, {
+        urn: retyped,
+        input: {
+          name: "retyped",
+          category: "x",
+          definition: { json: HAS_DESCRIPTION.replace("[dataset]", "[chart]") },
+        },
+      });
+      const shown = (await gql(RESULTS, { urn: DATASET })).data?.testResults as {
+        passing: Array<{ test: { urn: string } }>;
+      };
+      expect(shown.passing.map((p) => p.test.urn)).not.toContain(retyped);
+      // Without testUrns the edited test no longer runs on this dataset, so nothing else would ever remove its entry.
+      await evaluation({ urn: DATASET, push: true });
+      expect(JSON.stringify(await storedResults(DATASET))).not.toContain(retyped);
+      await gql(DELETE, { urn: retyped });
+    });
   });
 
   describe("runTest", () => {

@@ -147,16 +147,20 @@ export class MetadataTestService {
   async results(actor: Actor, entityUrn: string): Promise<TestResultsView | null> {
     await this.engine.require(actor, "VIEW_TESTS", "view metadata test results");
     parseUrnField("urn", entityUrn);
-    const [row] = await this.prisma.$queryRaw<Array<{ exists: boolean; value: unknown }>>`
-      SELECT EXISTS (SELECT 1 FROM aspect WHERE urn = ${entityUrn}) AS exists,
+    const [row] = await this.prisma.$queryRaw<Array<{ entity_type: string | null; value: unknown }>>`
+      SELECT (SELECT entity_type FROM aspect WHERE urn = ${entityUrn} LIMIT 1) AS entity_type,
              (SELECT value FROM aspect WHERE urn = ${entityUrn} AND aspect_name = ${TEST_RESULTS_ASPECT}
                ORDER BY version DESC LIMIT 1) AS value`;
-    if (!row?.exists) throw notFound(`Entity ${entityUrn} does not exist`);
+    const entityType = row?.entity_type;
+    if (!entityType) throw notFound(`Entity ${entityUrn} does not exist`);
     if (row.value === null || row.value === undefined) return null;
     const stored = readTestResults(row.value);
     const urns = [...stored.passing, ...stored.failing].map((r) => r.test);
+    // As the next push will: results of tests deleted, or edited away from this entity's type, are not shown.
     const tests = new Map(
-      (await this.prisma.metadataTest.findMany({ where: { urn: { in: urns } } })).map((t) => [t.urn, t]),
+      (await this.prisma.metadataTest.findMany({ where: { urn: { in: urns }, onTypes: { has: entityType } } })).map(
+        (t) => [t.urn, t],
+      ),
     );
     return {
       passing: stored.passing.flatMap((r) => {
