@@ -266,6 +266,11 @@ describe("time-series truncation", () => {
         })
       ).body.value as string;
       await waitForState(taskId, ["active"]);
+      // Once it has deleted something: an active task is also one still planning, before any batch.
+      for (let deadline = Date.now() + 10_000; Date.now() < deadline;) {
+        if (((await status(taskId)).progress as { deleted: number }).deleted > 0) break;
+        await new Promise((r) => setTimeout(r, 10));
+      }
       await h.post("/gms/operations?action=cancelTask", { taskId });
       const end = await waitForState(taskId, ["cancelled", "completed", "failed"]);
       expect(end.state).toBe("cancelled");
@@ -360,6 +365,40 @@ describe("time-series truncation", () => {
             timeoutSeconds: 1,
           })
         ).body.value as string;
+        const end = await waitForState(taskId, ["failed", "completed"], 8_000);
+        expect(end).toMatchObject({
+          state: "failed",
+          failedReason: "Timed out after 1 s; 0 rows were deleted before the timeout",
+        });
+        expect(Date.now() - started).toBeLessThan(5_000); // while the lock is still held
+      } finally {
+        await locker.query("ROLLBACK");
+        locker.release();
+      }
+      expect(await timestampsOf(PROFILE)).toEqual([T0, T0 + 1, T0 + 2]);
+    });
+
+    it("holds timeoutSeconds while planning too: counting rows behind another's lock is cancelled in time", async () => {
+      await clear();
+      await load(PROFILE, [T0, T0 + 1, T0 + 2]);
+      const [partition] = await new TimeseriesStore(h.database.pool).partitions(PROFILE);
+      const locker = await h.database.pool.connect();
+      try {
+        // The cutoff falls inside this partition, so planning counts its older rows, and the count waits for the lock.
+        await locker.query("BEGIN");
+        await locker.query(`LOCK TABLE timeseries."${partition!.table}" IN ACCESS EXCLUSIVE MODE`);
+        worker = await startTruncationWorker(h);
+        const started = Date.now();
+        const taskId = (
+          await h.post(TRUNCATE, {
+            entityType: "dataset",
+            aspect: "datasetProfile",
+            endTimeMillis: T0 + 2,
+            dryRun: false,
+            timeoutSeconds: 1,
+          })
+        ).body.value as string;
+        expect(await waitForState(taskId, ["active", "failed"], 5_000)).toMatchObject({ state: "active" });
         const end = await waitForState(taskId, ["failed", "completed"], 8_000);
         expect(end).toMatchObject({
           state: "failed",

@@ -50,10 +50,7 @@ export function createTruncateHandler(deps: TruncateDeps): JobHandler<"truncate"
     }
     const ref = { entityType: payload.entityType, aspectName: payload.aspect };
     const startedAt = task.startedAt ?? new Date();
-    let plan = await planTruncation(deps.db.pool, await deps.store.partitions(ref), payload.endTimeMillis);
-    // The first attempt fixes toDelete; a resumed one keeps it, so the story the task row tells stays whole.
-    if (task.startedAt === null)
-      progress = { ...progress, toDelete: plan.toDelete, percent: plan.toDelete === 0 ? 100 : 0 };
+    // Active from before the plan: counting the rows to delete is work too, and may wait on another's lock.
     await prisma.task.update({
       where: { id: payload.taskId },
       data: {
@@ -62,7 +59,6 @@ export function createTruncateHandler(deps: TruncateDeps): JobHandler<"truncate"
         // Counted here, not by BullMQ: a job re-queued after its worker died or Redis lost it is an attempt too.
         attemptsMade: { increment: 1 },
         failedReason: null,
-        progress: { ...progress },
       },
     });
 
@@ -73,6 +69,26 @@ export function createTruncateHandler(deps: TruncateDeps): JobHandler<"truncate"
       await finish(deps.db.pool, payload.taskId, "failed", progress, reason);
       throw new UnrecoverableError(reason);
     };
+    /** In a transaction whose statements PostgreSQL cancels when the deadline passes, which then ends the task. */
+    const withinDeadline = async <T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> => {
+      try {
+        return await inTransaction(deps.db.pool, async (client) => {
+          if (deadline !== undefined) {
+            const remainingMs = Math.max(1, deadline - Date.now());
+            await client.query("SELECT set_config('statement_timeout', $1, true)", [`${remainingMs}ms`]);
+          }
+          return work(client);
+        });
+      } catch (error) {
+        if (deadline !== undefined && isStatementTimeout(error)) await timeOut();
+        throw error;
+      }
+    };
+    const planned = async () => {
+      const partitions = await deps.store.partitions(ref);
+      return withinDeadline((client) => planTruncation(client, partitions, payload.endTimeMillis));
+    };
+
     const checkpoint = async () => {
       if (deps.shutdownSignal.aborted) await handBack(job, token);
       if (deadline !== undefined && Date.now() >= deadline) await timeOut();
@@ -90,20 +106,11 @@ export function createTruncateHandler(deps: TruncateDeps): JobHandler<"truncate"
       await checkpoint();
       const started = performance.now();
       let deleted = 0;
-      try {
-        progress = await inTransaction(deps.db.pool, async (client) => {
-          // The deadline holds inside a step too: a large batch, or one waiting on a lock, is cancelled by PostgreSQL
-          // when the time is up, and rolls back whole, so the progress stays exact.
-          if (deadline !== undefined) {
-            const remainingMs = Math.max(1, deadline - Date.now());
-            await client.query("SELECT set_config('statement_timeout', $1, true)", [`${remainingMs}ms`]);
-          }
-          return addProgress(client, payload.taskId, (deleted = await work(client)));
-        });
-      } catch (error) {
-        if (deadline !== undefined && isStatementTimeout(error)) await timeOut();
-        throw error;
-      }
+      // The deadline holds inside a step too: a large batch, or one waiting on a lock, is cancelled by PostgreSQL when
+      // the time is up, and rolls back whole, so the progress stays exact.
+      progress = await withinDeadline(async (client) =>
+        addProgress(client, payload.taskId, (deleted = await work(client))),
+      );
       // How long each transaction held its locks: what operators (and bench/truncate) watch.
       deps.logger.debug({ taskId: payload.taskId, deleted, stepMs: performance.now() - started }, "truncation step");
       // The dashboard's copy; the task row is the truth, so a Redis hiccup here must not fail the step.
@@ -111,10 +118,16 @@ export function createTruncateHandler(deps: TruncateDeps): JobHandler<"truncate"
     };
 
     try {
+      let plan = await planned();
+      // The first attempt fixes toDelete; a resumed one keeps it, so the story the task row tells stays whole.
+      if (task.startedAt === null) {
+        progress = { ...progress, toDelete: plan.toDelete, percent: plan.toDelete === 0 ? 100 : 0 };
+        await prisma.task.update({ where: { id: payload.taskId }, data: { progress: { ...progress } } });
+      }
       // Rows can arrive for old days while we work: plan again until nothing older than the cutoff is left.
       while (plan.toDelete > 0) {
         await executePlan(plan, payload, step);
-        plan = await planTruncation(deps.db.pool, await deps.store.partitions(ref), payload.endTimeMillis);
+        plan = await planned();
       }
     } catch (error) {
       if (error instanceof UnrecoverableError || error instanceof DelayedError) throw error;
