@@ -51,9 +51,9 @@ interface ItemOutcome {
  * stands for is stored: pushed results are committed before it, so a caller can read them at once; the task rows come
  * after it, off the callers' path (their callers never see the task id of an answered evaluation: only one that got a
  * 504 follows it, and its row is completed here either way). Whatever the number of items, that is one read
- * (entities, tests and cancellations, afresh from PostgreSQL), one push transaction if any item pushes, and one write
- * of the task rows. An unknown entity or test is a refusal (the gateway's 404), not a failure: retrying cannot change
- * it.
+ * (entities, tests and cancellations, afresh from PostgreSQL), a claim and a push transaction if any item pushes (see
+ * TaskRows.claimForPush), and one write of the task rows. An unknown entity or test is a refusal (the gateway's 404),
+ * not a failure: retrying cannot change it.
  */
 async function evaluate(
   deps: EvaluateDeps,

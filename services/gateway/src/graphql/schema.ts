@@ -37,7 +37,7 @@ export const typeDefs = [rootTypeDefs, tokenTypeDefs, policyTypeDefs, testTypeDe
 type Resolver = (parent: unknown, args: Record<string, unknown>, ...rest: unknown[]) => unknown;
 
 /** Every query and mutation refuses arguments holding what cannot be stored, naming the argument (see refuseUnstorable). */
-function refusingNul<Map extends object>(map: Map): Map {
+function refusingUnstorable<Map extends object>(map: Map): Map {
   const wrapped = { ...map } as Record<string, unknown>;
   for (const root of ["Query", "Mutation"] as const) {
     const fields = (map as Record<string, unknown>)[root] as Record<string, Resolver> | undefined;
@@ -56,8 +56,8 @@ function refusingNul<Map extends object>(map: Map): Map {
 }
 
 export const resolvers = [
-  refusingNul(rootResolvers),
-  refusingNul(tokenResolvers),
-  refusingNul(policyResolvers),
-  refusingNul(testResolvers),
+  refusingUnstorable(rootResolvers),
+  refusingUnstorable(tokenResolvers),
+  refusingUnstorable(policyResolvers),
+  refusingUnstorable(testResolvers),
 ];
