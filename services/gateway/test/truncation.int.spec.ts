@@ -345,15 +345,18 @@ describe("time-series truncation", () => {
       expect(await timestampsOf(PROFILE)).toHaveLength(20_000 - deleted);
     });
 
-    it("holds timeoutSeconds inside a step: a batch waiting on a lock is cancelled when the time is up", async () => {
+    /**
+     * Truncates three rows with the cutoff inside their day's partition (timeoutSeconds 1) while another transaction
+     * holds that partition in `mode`: the task must end timed out while the lock is still held, having deleted nothing.
+     */
+    const timesOutBehindLock = async (mode: string, whileWaiting?: (taskId: string) => Promise<void>) => {
       await clear();
       await load(PROFILE, [T0, T0 + 1, T0 + 2]);
       const [partition] = await new TimeseriesStore(h.database.pool).partitions(PROFILE);
       const locker = await h.database.pool.connect();
       try {
-        // Another transaction holds the partition, so the batch's DELETE waits for it.
         await locker.query("BEGIN");
-        await locker.query(`LOCK TABLE timeseries."${partition!.table}" IN SHARE MODE`); // reads pass, writes wait
+        await locker.query(`LOCK TABLE timeseries."${partition!.table}" IN ${mode} MODE`);
         worker = await startTruncationWorker(h);
         const started = Date.now();
         const taskId = (
@@ -365,6 +368,7 @@ describe("time-series truncation", () => {
             timeoutSeconds: 1,
           })
         ).body.value as string;
+        await whileWaiting?.(taskId);
         const end = await waitForState(taskId, ["failed", "completed"], 8_000);
         expect(end).toMatchObject({
           state: "failed",
@@ -376,40 +380,18 @@ describe("time-series truncation", () => {
         locker.release();
       }
       expect(await timestampsOf(PROFILE)).toEqual([T0, T0 + 1, T0 + 2]);
+    };
+
+    it("holds timeoutSeconds inside a step: a batch waiting on a lock is cancelled when the time is up", async () => {
+      // Reads pass, writes wait: planning counts the rows, the batch's DELETE waits.
+      await timesOutBehindLock("SHARE");
     });
 
     it("holds timeoutSeconds while planning too: counting rows behind another's lock is cancelled in time", async () => {
-      await clear();
-      await load(PROFILE, [T0, T0 + 1, T0 + 2]);
-      const [partition] = await new TimeseriesStore(h.database.pool).partitions(PROFILE);
-      const locker = await h.database.pool.connect();
-      try {
-        // The cutoff falls inside this partition, so planning counts its older rows, and the count waits for the lock.
-        await locker.query("BEGIN");
-        await locker.query(`LOCK TABLE timeseries."${partition!.table}" IN ACCESS EXCLUSIVE MODE`);
-        worker = await startTruncationWorker(h);
-        const started = Date.now();
-        const taskId = (
-          await h.post(TRUNCATE, {
-            entityType: "dataset",
-            aspect: "datasetProfile",
-            endTimeMillis: T0 + 2,
-            dryRun: false,
-            timeoutSeconds: 1,
-          })
-        ).body.value as string;
+      // Planning counts the partition's older rows, and the count waits; the task is active meanwhile.
+      await timesOutBehindLock("ACCESS EXCLUSIVE", async (taskId) => {
         expect(await waitForState(taskId, ["active", "failed"], 5_000)).toMatchObject({ state: "active" });
-        const end = await waitForState(taskId, ["failed", "completed"], 8_000);
-        expect(end).toMatchObject({
-          state: "failed",
-          failedReason: "Timed out after 1 s; 0 rows were deleted before the timeout",
-        });
-        expect(Date.now() - started).toBeLessThan(5_000); // while the lock is still held
-      } finally {
-        await locker.query("ROLLBACK");
-        locker.release();
-      }
-      expect(await timestampsOf(PROFILE)).toEqual([T0, T0 + 1, T0 + 2]);
+      });
     });
 
     it("deletes exactly the older rows of the one aspect, over many random layouts and cutoffs", async () => {
