@@ -36,6 +36,7 @@ describe("parseUrn", () => {
     ["urn:li:9bad:x", "invalid entity type '9bad'"],
     ["urn:li:dataset:a\u0000b", "contains a control character"],
     ["urn:li:corpuser:bob\n", "contains a control character"],
+    ["urn:li:dataset:x\ud800", "contains an unpaired surrogate, which is no character"],
   ])("refuses %s", (value, reason) => {
     expect(() => parseUrn(value)).toThrow(reason);
   });

@@ -18,14 +18,13 @@ const NAME = /^[A-Za-z][A-Za-z0-9_-]*$/;
 /** No URN carries one; NUL could not even be stored. */
 // eslint-disable-next-line no-control-regex -- control characters are exactly what this looks for
 const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
-const UNPAIRED_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 export class UrnParseError extends Error {}
 
 export function parseUrn(value: string): Urn {
   if (!value.startsWith("urn:")) throw new UrnParseError("must start with 'urn:'");
   if (CONTROL_CHARACTER.test(value)) throw new UrnParseError("contains a control character");
-  if (UNPAIRED_SURROGATE.test(value)) throw new UrnParseError("contains an unpaired surrogate, which is no character");
+  if (!value.isWellFormed()) throw new UrnParseError("contains an unpaired surrogate, which is no character");
   const afterScheme = value.slice(4);
   const first = afterScheme.indexOf(":");
   if (first <= 0) throw new UrnParseError("missing namespace");
