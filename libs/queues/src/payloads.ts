@@ -36,6 +36,12 @@ export const evaluateBatchPayload = z.object({
   items: z.array(evaluationItem).min(1).max(1000),
   /** the ReplyInbox channel of the gateway waiting for the results (absent: nobody waits) */
   replyTo: z.string().min(1).optional(),
+  /**
+   * How long the gateway waits for the reply before its callers get a 504 naming their task ids (its
+   * EVALUATE_TIMEOUT_MS), counted from the job's timestamp: the worker records the task rows of a job that ran that
+   * long (absent: it records them always).
+   */
+  waitMs: z.number().int().positive().optional(),
   trace,
 });
 

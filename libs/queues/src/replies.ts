@@ -26,9 +26,12 @@ export class JobFailedError extends Error {
 /** What a worker sends back to the process waiting for a job: its return value, or why it failed for good. */
 export type JobReply = { jobId: string; returnvalue: unknown } | { jobId: string; failedReason: string };
 
-/** Sends a job's reply to the channel its producer named in the payload (`replyTo`). */
-export async function sendReply(redis: Redis, channel: string, reply: JobReply): Promise<void> {
-  await redis.publish(channel, JSON.stringify(reply));
+/**
+ * Sends a job's reply to the channel its producer named in the payload (`replyTo`). Resolves to whether a process
+ * was subscribed to receive it (false: the producer is gone or disconnected, and its callers will time out).
+ */
+export async function sendReply(redis: Redis, channel: string, reply: JobReply): Promise<boolean> {
+  return (await redis.publish(channel, JSON.stringify(reply))) > 0;
 }
 
 interface Waiter {

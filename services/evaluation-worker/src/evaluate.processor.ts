@@ -22,8 +22,11 @@ export interface EvaluateDeps {
   definitions: DefinitionCache;
   pusher: ResultsPusher;
   tasks: TaskRows;
-  /** sends an evaluate job's outcome to the gateway waiting for it (the payload's replyTo) */
-  reply: (channel: string, reply: JobReply) => Promise<void>;
+  /**
+   * sends an evaluate job's outcome to the gateway waiting for it (the payload's replyTo); resolves to whether a
+   * gateway received it
+   */
+  reply: (channel: string, reply: JobReply) => Promise<boolean>;
   logger: Logger;
   /** aborted when the process is asked to stop: a test run hands its job back between batches */
   shutdownSignal: AbortSignal;
@@ -47,13 +50,17 @@ interface ItemOutcome {
 
 /**
  * Evaluates the job's items (each one evaluate or batchEvaluate request), pushes their results when asked, sends each
- * item's outcome to the waiting gateway (replyTo), then records their task rows. The reply goes out as soon as what it
- * stands for is stored: pushed results are committed before it, so a caller can read them at once; the task rows come
- * after it, off the callers' path (their callers never see the task id of an answered evaluation: only one that got a
- * 504 follows it, and its row is completed here either way). Whatever the number of items, that is one read
- * (entities, tests and cancellations, afresh from PostgreSQL), a claim and a push transaction if any item pushes (see
- * TaskRows.claimForPush), and one write of the task rows. An unknown entity or test is a refusal (the gateway's 404),
- * not a failure: retrying cannot change it.
+ * item's outcome to the waiting gateway (replyTo), then records the task rows its callers can ask about. Pushed results
+ * are committed before the reply, so a caller can read them at once. Whatever the number of items, that is one read
+ * (entities, tests and cancellations, afresh from PostgreSQL) and, if any item pushes, a claim and a push transaction
+ * (see TaskRows.claimForPush). An unknown entity or test is a refusal (the gateway's 404), not a failure: retrying
+ * cannot change it.
+ *
+ * A caller learns its task id only from a 504, so a row is written only where one can have been handed out: for a
+ * job that ran as long as its gateway waits (less a margin for clocks, see mayHaveTimedOut), whose reply reached no
+ * gateway, or that has no replyTo; and for tasks whose row exists already (a 504 before the job started, or a push's
+ * claim). Answered evaluations leave no row: recording them cost a fifth of an evaluation's capacity, for rows no
+ * caller could look up.
  */
 async function evaluate(
   deps: EvaluateDeps,
@@ -72,9 +79,11 @@ async function evaluate(
     const evaluatedAt = Date.now();
     let outcomes = payload.items.map((item) => evaluateItem(deps, item, input, evaluatedAt));
     const cancelled = new Set(input.cancelled);
+    const withRow = new Set(input.started);
     const pushing = outcomes.filter((o) => o.item.push && !("refused" in o.result));
     if (pushing.length > 0) {
       const claimed = pushing.map((o) => taskRowOf(job, startedAt, o.item, activeRow(o.item)));
+      for (const row of claimed) withRow.add(row.taskId);
       const stopped = await inTransaction(deps.db.pool, (client) => deps.tasks.claimForPush(client, claimed));
       const pushItems = pushing.filter((o) => !stopped.has(o.item.taskId)).flatMap((o) => pushItemsOf(o, input));
       if (pushItems.length > 0) await inTransaction(deps.db.pool, (client) => deps.pusher.push(client, pushItems));
@@ -82,12 +91,16 @@ async function evaluate(
       outcomes = outcomes.map((o) => (stopped.has(o.item.taskId) ? cancelledOutcome(o.item) : o));
     }
     const result: EvaluateJobResult = { items: Object.fromEntries(outcomes.map((o) => [o.item.taskId, o.result])) };
+    let delivered = false;
     if (payload.replyTo) {
-      await replyTo(deps, payload, job, { returnvalue: result });
+      delivered = await replyTo(deps, payload, job, { returnvalue: result });
       replied = true;
     }
+    const recordAll = !delivered || mayHaveTimedOut(payload, job);
     await deps.tasks.recordEvaluations(
-      outcomes.filter((o) => !cancelled.has(o.item.taskId)).map((o) => taskRowOf(job, startedAt, o.item, endOf(o))),
+      outcomes
+        .filter((o) => !cancelled.has(o.item.taskId) && (recordAll || withRow.has(o.item.taskId)))
+        .map((o) => taskRowOf(job, startedAt, o.item, endOf(o))),
     );
     // Without replyTo the gateway reads the job's return value. With it, the results went to the gateway and into the
     // task rows; the job keeps a summary for the queue dashboard, so Redis does not store every result twice more (the
@@ -105,6 +118,17 @@ async function evaluate(
     });
     throw error;
   }
+}
+
+/**
+ * Gateways and workers are expected to keep their clocks within this of each other (NTP does far better): a job
+ * that ran for at least its gateway's wait less this may have had its callers sent a 504.
+ */
+export const CLOCK_MARGIN_MS = 1000;
+
+/** Whether the job's callers may have been sent a 504 (with their task ids) by now. */
+function mayHaveTimedOut(payload: EvaluatePayload, job: Job): boolean {
+  return payload.waitMs === undefined || Date.now() >= job.timestamp + payload.waitMs - CLOCK_MARGIN_MS;
 }
 
 /** How an item's task row ends: failed with the refusal, or completed with its results. */
@@ -166,18 +190,19 @@ function taskRowOf(
 
 /**
  * A reply that cannot be sent leaves its gateway to time out (504 naming the task ids, whose rows tell the outcome):
- * no reason to fail or redo an evaluation that is done and recorded.
+ * no reason to fail or redo an evaluation that is done. Resolves to whether a gateway received it.
  */
 async function replyTo(
   deps: Pick<EvaluateDeps, "reply" | "logger">,
   payload: EvaluatePayload,
   job: Job,
   outcome: { returnvalue: unknown } | { failedReason: string },
-): Promise<void> {
-  if (!payload.replyTo) return;
-  await deps
-    .reply(payload.replyTo, { jobId: job.id!, ...outcome })
-    .catch((error: unknown) => deps.logger.warn({ jobId: job.id, err: error }, "could not send an evaluation's reply"));
+): Promise<boolean> {
+  if (!payload.replyTo) return false;
+  return deps.reply(payload.replyTo, { jobId: job.id!, ...outcome }).catch((error: unknown) => {
+    deps.logger.warn({ jobId: job.id, err: error }, "could not send an evaluation's reply");
+    return false;
+  });
 }
 
 function evaluateItem(deps: EvaluateDeps, item: EvaluationItem, input: EvaluationInput, at: number): ItemOutcome {

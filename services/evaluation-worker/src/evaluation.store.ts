@@ -17,6 +17,8 @@ export interface EvaluationInput {
   tests: StoredTest[];
   /** task ids of the job whose rows were cancelled meanwhile (only a caller that got a 504 can have done that) */
   cancelled: Set<string>;
+  /** task ids of the job whose rows were waiting (their callers got a 504) and are now active */
+  started: Set<string>;
 }
 
 /**
@@ -45,13 +47,15 @@ const LOAD = `
        WHERE t.urn = ANY($2::text[])
           OR ($3 AND t.state = 'ACTIVE'
               AND t.on_types && ARRAY(SELECT DISTINCT entity_type FROM aspect WHERE urn = ANY($1::text[])))), '[]'),
-    'cancelled', COALESCE((SELECT json_agg(id) FROM task WHERE id = ANY($4::text[]) AND state = 'cancelled'), '[]')
+    'cancelled', COALESCE((SELECT json_agg(id) FROM task WHERE id = ANY($4::text[]) AND state = 'cancelled'), '[]'),
+    'started', COALESCE((SELECT json_agg(id) FROM started), '[]')
   )::text AS doc`;
 
 interface LoadDocument {
   aspects: Array<{ urn: string; entityType: string; aspect: string; value: unknown }>;
   tests: StoredTest[];
   cancelled: string[];
+  started: string[];
 }
 
 /**
@@ -76,7 +80,7 @@ export class EvaluationStore {
     const doc = JSON.parse(rows[0]?.doc ?? "{}") as LoadDocument;
     const entities = new Map<string, EntitySnapshot>();
     for (const a of doc.aspects) addAspect(entities, a.urn, a.entityType, a.aspect, a.value);
-    return { entities, tests: doc.tests, cancelled: new Set(doc.cancelled) };
+    return { entities, tests: doc.tests, cancelled: new Set(doc.cancelled), started: new Set(doc.started) };
   }
 
   /** One test by urn, whatever its state; null when it does not exist (deleted). */

@@ -69,12 +69,12 @@ export class TaskRows {
   }
 
   /**
-   * Records the synchronous evaluations of one job: one statement when the job ends, just after its callers got their
-   * answers. The gateway writes no row ahead of the job (that would be another write on every evaluation's path); it
-   * writes one only when its caller gets a 504, and whichever of the two statements comes second completes the other's
-   * row. The commit is asynchronous (synchronous_commit off for this statement's transaction only): waiting for the WAL
-   * flush would cost every job a disk sync, milliseconds on a busy disk. A PostgreSQL crash can therefore lose the last
-   * fraction of a second of these rows; their callers already had their answers.
+   * Records synchronous evaluations of one job (those whose callers can have been given their task ids, see
+   * evaluate.processor.ts): one statement when the job ends, just after its callers got their answers. The gateway
+   * writes a row only when its caller gets a 504, and whichever of the two statements comes second completes the
+   * other's row. The commit is asynchronous (synchronous_commit off for this statement's transaction only): waiting
+   * for the WAL flush would cost the job a disk sync. A PostgreSQL crash can therefore lose the last fraction of a
+   * second of these rows.
    */
   async recordEvaluations(rows: readonly EvaluationRow[]): Promise<void> {
     if (rows.length === 0) return;

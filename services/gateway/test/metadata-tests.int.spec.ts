@@ -4,6 +4,8 @@
  * privileges), pushed results merged atomically under concurrent pushes, edits honoured by the next evaluation, the
  * 504 with a task id that getTaskStatus follows, and runTest over every selected entity in batches.
  */
+import { randomUUID } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
 import { Queue } from "bullmq";
 import { AspectRepository, inTransaction } from "@mdp/db";
 import { closeRedis, createRedis, QUEUE_NAMES, whenReady } from "@mdp/queues";
@@ -111,21 +113,6 @@ describe("metadata tests", () => {
       if (states.includes(status.state as string)) return status;
       if (Date.now() > deadline) throw new Error(`task ${taskId} stayed ${String(status.state)}`);
       await new Promise((r) => setTimeout(r, 50));
-    }
-  };
-
-  /** The id of an evaluation's task row, which the worker writes just after answering: polled for. */
-  const recordedEvaluation = async (since: Date, request: Record<string, unknown>) => {
-    const deadline = Date.now() + 10_000;
-    for (;;) {
-      const { rows } = await h.database.pool.query<{ id: string }>(
-        `SELECT id FROM task WHERE type = 'EVALUATE_TESTS' AND created_at >= $1 AND request @> $2::jsonb
-          ORDER BY created_at DESC LIMIT 1`,
-        [since, JSON.stringify(request)],
-      );
-      if (rows[0]) return rows[0].id;
-      if (Date.now() > deadline) throw new Error(`no task row for ${JSON.stringify(request)}`);
-      await new Promise((r) => setTimeout(r, 20));
     }
   };
 
@@ -356,35 +343,102 @@ describe("metadata tests", () => {
       });
     });
 
-    it("leaves a durable, completed task behind", async () => {
-      const since = new Date();
-      const res = await evaluate({ urn: HIVE, testUrns: ["urn:li:test:described"] });
-      const taskId = await recordedEvaluation(since, { urns: [HIVE], testUrns: ["urn:li:test:described"] });
-      expect(await taskStatus(taskId)).toMatchObject({
-        type: "EVALUATE_TESTS",
-        state: "completed",
-        request: { kind: "evaluate", urns: [HIVE], push: false, testUrns: ["urn:li:test:described"] },
-        progress: { evaluated: 1, total: 1, passing: 1, failing: 0, percent: 100 },
-        result: { results: { [HIVE]: res.body.value } },
-        attemptsMade: 1,
+    describe("task rows: written only where a caller can have been given the task id (a 504)", () => {
+      let redis: ReturnType<typeof createRedis>;
+      let subscriber: ReturnType<typeof createRedis>;
+      let queue: Queue;
+      const listening = `${Date.now()}:listening`;
+      const replies: string[] = [];
+      beforeAll(async () => {
+        redis = createRedis(h.config.REDIS_URL, "producer");
+        subscriber = createRedis(h.config.REDIS_URL, "worker");
+        subscriber.on("message", (_channel: string, message: string) => replies.push(message));
+        await subscriber.subscribe(listening);
+        queue = new Queue(QUEUE_NAMES.evaluate, { connection: redis, prefix: h.config.QUEUE_PREFIX });
       });
-    });
+      afterAll(async () => {
+        await queue.close();
+        await closeRedis(subscriber);
+        await closeRedis(redis);
+      });
 
-    it("answers even when the task rows cannot be written: they are a record, written after the reply", async () => {
-      // Every write of an evaluation's row fails while this trigger exists; the caller's answer must not.
-      await h.database.pool.query(`
-        CREATE FUNCTION refuse_evaluation_rows() RETURNS trigger LANGUAGE plpgsql AS
-          $$ BEGIN RAISE EXCEPTION 'task rows refused by the test'; END $$;
-        CREATE TRIGGER refuse_evaluation_rows BEFORE INSERT OR UPDATE ON task
-          FOR EACH ROW WHEN (NEW.type = 'EVALUATE_TESTS') EXECUTE FUNCTION refuse_evaluation_rows()`);
-      try {
-        const res = await evaluate({ urn: HIVE, testUrns: ["urn:li:test:described"] });
-        expect(res).toMatchObject({ status: 200, body: { value: { passing: [{ test: "urn:li:test:described" }] } } });
-      } finally {
-        await h.database.pool.query(
-          "DROP TRIGGER refuse_evaluation_rows ON task; DROP FUNCTION refuse_evaluation_rows()",
+      /** Queues an evaluate job as a gateway does (waiting 30 s), waits for it to end, and returns its task's row. */
+      const evaluateJob = async (options: { replyTo: string; urn?: string; queuedMsAgo?: number }) => {
+        const taskId = randomUUID();
+        const item = { taskId, urns: [options.urn ?? HIVE], push: false, actorUrn: ROOT };
+        const job = await queue.add(
+          "evaluate",
+          { kind: "evaluate", items: [item], replyTo: options.replyTo, waitMs: 30_000 },
+          { jobId: randomUUID(), timestamp: Date.now() - (options.queuedMsAgo ?? 0) },
         );
-      }
+        const deadline = Date.now() + 10_000;
+        while ((await job.getState()) !== "completed" && Date.now() < deadline) await sleep(20);
+        expect(await job.getState()).toBe("completed");
+        return h.prisma.task.findUnique({ where: { id: taskId } });
+      };
+
+      it("answered in time: the reply reached its gateway, and no row is written", async () => {
+        const before = replies.length;
+        expect(await evaluateJob({ replyTo: listening })).toBeNull();
+        expect(replies.length).toBe(before + 1);
+      });
+
+      it("a reply that reached no gateway: its caller will get a 504, so the row is completed", async () => {
+        expect(await evaluateJob({ replyTo: `${listening}:gone` })).toMatchObject({
+          type: "EVALUATE_TESTS",
+          state: "completed",
+          request: { kind: "evaluate", urns: [HIVE], push: false },
+          progress: { evaluated: 1, total: 1, percent: 100 },
+          result: { results: { [HIVE]: { urn: HIVE } } },
+          attemptsMade: 1,
+        });
+      });
+
+      it("a job that ran as long as its gateway waits: the row is completed, the reply delivered or not", async () => {
+        expect(await evaluateJob({ replyTo: listening, queuedMsAgo: 30_000 })).toMatchObject({ state: "completed" });
+      });
+
+      it("a row that cannot be written does not turn the answer already sent into a failure", async () => {
+        // Every write of an evaluation's row fails while this trigger exists.
+        await h.database.pool.query(`
+          CREATE FUNCTION refuse_evaluation_rows() RETURNS trigger LANGUAGE plpgsql AS
+            $$ BEGIN RAISE EXCEPTION 'task rows refused by the test'; END $$;
+          CREATE TRIGGER refuse_evaluation_rows BEFORE INSERT OR UPDATE ON task
+            FOR EACH ROW WHEN (NEW.type = 'EVALUATE_TESTS') EXECUTE FUNCTION refuse_evaluation_rows()`);
+        const before = replies.length;
+        try {
+          const taskId = randomUUID();
+          const job = await queue.add(
+            "evaluate",
+            {
+              kind: "evaluate",
+              items: [{ taskId, urns: [HIVE], push: false, actorUrn: ROOT }],
+              replyTo: listening,
+              waitMs: 30_000,
+            },
+            { jobId: randomUUID(), timestamp: Date.now() - 30_000, attempts: 1 },
+          );
+          const deadline = Date.now() + 10_000;
+          while ((await job.getState()) !== "failed" && Date.now() < deadline) await sleep(20);
+          expect(await job.getState()).toBe("failed"); // the job's record failed, not the answer
+          const sent = replies.slice(before).map((r) => JSON.parse(r) as Record<string, unknown>);
+          expect(sent).toEqual([
+            { jobId: job.id, returnvalue: { items: { [taskId]: { results: { [HIVE]: expect.anything() } } } } },
+          ]);
+        } finally {
+          await h.database.pool.query(
+            "DROP TRIGGER refuse_evaluation_rows ON task; DROP FUNCTION refuse_evaluation_rows()",
+          );
+        }
+      });
+
+      it("a refusal nobody received: the row is failed and says why", async () => {
+        const ghost = "urn:li:dataset:(urn:li:dataPlatform:hive,ghost,PROD)";
+        expect(await evaluateJob({ replyTo: `${listening}:gone`, urn: ghost })).toMatchObject({
+          state: "failed",
+          failedReason: `Entity ${ghost} does not exist`,
+        });
+      });
     });
 
     it.each([
@@ -407,9 +461,8 @@ describe("metadata tests", () => {
       expect(res.body.message).toContain(message);
     });
 
-    it("answers 404 naming unknown entities and unknown tests, leaving a failed task that says why", async () => {
+    it("answers 404 naming unknown entities and unknown tests", async () => {
       const ghost = "urn:li:dataset:(urn:li:dataPlatform:hive,ghost,PROD)";
-      const since = new Date();
       expect(await evaluate({ urn: ghost })).toMatchObject({
         status: 404,
         body: { code: "NOT_FOUND", message: `Entity ${ghost} does not exist` },
@@ -419,13 +472,6 @@ describe("metadata tests", () => {
       ).toMatchObject({
         status: 404,
         body: { message: "Tests urn:li:test:x, urn:li:test:y do not exist" },
-      });
-      const taskId = await recordedEvaluation(since, {
-        testUrns: ["urn:li:test:owned", "urn:li:test:x", "urn:li:test:y"],
-      });
-      expect(await h.prisma.task.findUnique({ where: { id: taskId } })).toMatchObject({
-        state: "failed",
-        failedReason: "Tests urn:li:test:x, urn:li:test:y do not exist",
       });
     });
 

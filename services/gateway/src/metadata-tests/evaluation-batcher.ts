@@ -28,7 +28,7 @@ interface Waiting {
 /**
  * Puts the evaluate requests that arrive together into one evaluate-tests job: those whose bodies were read in the
  * same turn of the event loop (flushed with setImmediate, so a lone request waits for nothing). Under load that turns
- * one queue round trip, one database read and one task-row write per request into one per batch; each request keeps
+ * one queue round trip and one database read per request into one per batch; each request keeps
  * its own task id and gets its own result. Rejects every request of a batch with the batch's error: the wait timing
  * out (JobWaitTimeoutError), the job failing (JobFailedError), or the queue being unreachable.
  */
@@ -70,7 +70,12 @@ export class EvaluationBatcher {
     const items = batch.map((w) => w.item);
     this.inbox
       .enqueueAndWait(jobId, this.timeoutMs, () =>
-        this.producer.enqueue(jobId, { kind: "evaluate", items, replyTo: this.inbox.channel }),
+        this.producer.enqueue(jobId, {
+          kind: "evaluate",
+          items,
+          replyTo: this.inbox.channel,
+          waitMs: this.timeoutMs,
+        }),
       )
       .then((returned) => {
         const parsed = evaluateJobResult.safeParse(returned);

@@ -24,10 +24,11 @@ const TEST_RESULTS_ASPECT = "testResults";
 /**
  * `POST /gms/test?action=evaluate` and `batchEvaluate`: the request is checked here (fields, urns, privileges), then
  * run by the evaluation worker, which reads the entities and tests, refuses unknown ones (404 naming them), evaluates,
- * pushes, sends the results back and then records the durable task row; this waits for them on the gateway's reply
- * channel (ReplyInbox). Nothing on this path touches PostgreSQL: the worker's one read and one write (shared by the
- * requests batched into one job) are all an evaluation costs it. When the wait times out, the 504 names the task id,
- * and the task row is written here first so that getTaskStatus can follow it even before the worker gets to it.
+ * pushes and sends the results back; this waits for them on the gateway's reply channel (ReplyInbox). Nothing on this
+ * path touches PostgreSQL: the worker's one read (shared by the requests batched into one job) is all an evaluation
+ * costs it. When the wait times out, the 504 names the task id, and the task row is written here first so that
+ * getTaskStatus can follow it even before the worker gets to it; the worker completes it (an evaluation answered in
+ * time has no row: nobody was given its task id).
  */
 export class EvaluationService {
   constructor(
