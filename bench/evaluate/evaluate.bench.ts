@@ -93,7 +93,8 @@ export async function benchEvaluate(): Promise<void> {
     };
     const body = JSON.stringify({ urn: ENTITY });
     const evaluate = () => api.raw("/gms/test?action=evaluate", body);
-    const floorApi = apiClient(`http://127.0.0.1:${floorPort}`, agent, {});
+    // A JSON content type, so that express.json reads and parses the body as it does in the gateway.
+    const floorApi = apiClient(`http://127.0.0.1:${floorPort}`, agent, { "content-type": "application/json" });
     const httpFloor = () => floorApi.raw("/noop", "{}");
     const batchedFloor = () => floorApi.raw("/batched", "{}");
     const targets = { bare, evaluate, httpFloor, batchedFloor };
