@@ -9,6 +9,7 @@ import { createGraphQLMiddleware } from "./graphql/server";
 import { errorHandler, notFoundHandler } from "./http/error-handler";
 import { addHealthRoutes } from "./http/health.routes";
 import { basicChallenge, basicTokenAsBearer, DASHBOARD_PATH, queueDashboard } from "./http/queue-dashboard";
+import { jsonBody } from "./http/json-body";
 import { httpMetrics } from "./http/metrics";
 import { requestLogger } from "./http/request-logger";
 import { addMetadataRoutes, type MetadataDeps } from "./metadata/metadata.routes";
@@ -16,7 +17,8 @@ import { addTestRoutes, type TestRoutesDeps } from "./metadata-tests/test.routes
 import { addOperationsRoutes, type OperationsDeps } from "./operations/operations.routes";
 import type { Readiness } from "./readiness";
 
-export const BODY_LIMIT = "1mb";
+/** 1 MiB, as body-parser reads "1mb" */
+export const BODY_LIMIT_BYTES = 1024 * 1024;
 export const GRAPHQL_PATHS = ["/api/graphql", "/graphql"];
 /** The HTTP operations answer under both; the prefix before /gms depends on the deployment. */
 export const GMS_PATHS = ["/gms", "/api/gms"];
@@ -59,7 +61,7 @@ export async function createGateway(deps: AppDeps): Promise<Gateway> {
   metrics.serve(app);
   app.use(DASHBOARD_PATH, basicChallenge, basicTokenAsBearer);
   app.use(authenticate(deps.authenticator));
-  app.use(express.json({ limit: BODY_LIMIT }));
+  app.use(jsonBody(BODY_LIMIT_BYTES));
 
   const graphql = await createGraphQLMiddleware({ logger: deps.logger, httpServer: server, services: deps.services });
   // POST only, as in DataHub: a query in the URL (GraphQL over GET) would put what it carries, tokens included, into
