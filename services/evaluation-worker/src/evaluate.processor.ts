@@ -1,4 +1,4 @@
-import type { Job } from "bullmq";
+import { UnrecoverableError, type Job } from "bullmq";
 import type { Logger } from "@mdp/core";
 import { inTransaction, type Database } from "@mdp/db";
 import { appliesToEntityType, evaluateEntity, type EntityEvaluation, type TestToRun } from "@mdp/metadata-tests";
@@ -15,6 +15,7 @@ import type { EvaluationInput, EvaluationStore } from "./evaluation.store";
 import type { PushItem, ResultsPusher } from "./results.pusher";
 import { createRunTestHandler } from "./run-test.processor";
 import type { EvaluationProgress, EvaluationRow, TaskRows } from "./task-rows";
+import { runWithin, TimeLimitError } from "./time-limit";
 
 export interface EvaluateDeps {
   db: Database;
@@ -30,6 +31,8 @@ export interface EvaluateDeps {
   logger: Logger;
   /** aborted when the process is asked to stop: a test run hands its job back between batches */
   shutdownSignal: AbortSignal;
+  /** EVALUATION_TIME_LIMIT_MS: how long a job's (or a runTest batch's) evaluation may run (see runWithin) */
+  timeLimitMs: number;
 }
 
 export type EvaluatePayload = Extract<Payload<"evaluate">, { kind: "evaluate" }>;
@@ -77,7 +80,9 @@ async function evaluate(
       taskIds: payload.items.map((i) => i.taskId),
     });
     const evaluatedAt = Date.now();
-    let outcomes = payload.items.map((item) => evaluateItem(deps, item, input, evaluatedAt));
+    let outcomes = runWithin(deps.timeLimitMs, () =>
+      payload.items.map((item) => evaluateItem(deps, item, input, evaluatedAt)),
+    );
     const cancelled = new Set(input.cancelled);
     const withRow = new Set(input.started);
     const pushing = outcomes.filter((o) => o.item.push && !("refused" in o.result));
@@ -108,7 +113,8 @@ async function evaluate(
     if (!payload.replyTo) return result;
     return { tasks: Object.fromEntries(outcomes.map((o) => [o.item.taskId, summaryOf(o)])) };
   } catch (error) {
-    const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+    // Stopped at its time limit, it would be stopped again: it fails now, not after two more attempts.
+    const lastAttempt = error instanceof TimeLimitError || job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
     const message = error instanceof Error ? error.message : String(error);
     await recordEvaluateFailure(deps, payload, job, startedAt, {
       failedReason: lastAttempt ? message : `Attempt ${job.attemptsMade + 1} failed, retrying: ${message}`,
@@ -116,7 +122,7 @@ async function evaluate(
       // Only the task rows failed to be written: the callers have their answers, a failure would contradict them.
       reply: !replied,
     });
-    throw error;
+    throw error instanceof TimeLimitError ? new UnrecoverableError(message) : error;
   }
 }
 

@@ -18,6 +18,8 @@ export function evaluationHandler(
   redis: Redis,
   logger: Logger,
   shutdownSignal: AbortSignal,
+  /** EVALUATION_TIME_LIMIT_MS */
+  timeLimitMs = 10_000,
 ): JobHandler<"evaluate"> {
   return createEvaluateHandler({
     db,
@@ -28,6 +30,7 @@ export function evaluationHandler(
     reply: (channel, reply) => sendReply(redis, channel, reply),
     logger,
     shutdownSignal,
+    timeLimitMs,
   });
 }
 

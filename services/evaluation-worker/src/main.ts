@@ -11,7 +11,7 @@ const logger = createLogger("evaluation-worker", config.LOG_LEVEL);
 const db = createDatabase(config.DATABASE_URL, { poolMax: config.EVALUATION_CONCURRENCY + 2 });
 const connection = createRedis(config.REDIS_URL, "worker");
 const shutdown = new AbortController();
-const handler = evaluationHandler(db, connection, logger, shutdown.signal);
+const handler = evaluationHandler(db, connection, logger, shutdown.signal, config.EVALUATION_TIME_LIMIT_MS);
 const worker = createWorker("evaluate", handler, {
   connection,
   prefix: config.QUEUE_PREFIX,

@@ -1,6 +1,7 @@
 import { DelayedError, UnrecoverableError, type Job } from "bullmq";
 import { inTransaction, type Queryable } from "@mdp/db";
 import { evaluateEntity, type EntityEvaluation } from "@mdp/metadata-tests";
+import { runWithin, TimeLimitError } from "./time-limit";
 import type { Payload } from "@mdp/queues";
 import type { EvaluateDeps } from "./evaluate.processor";
 import { percentOf, type EvaluationProgress, type TaskEnd } from "./task-rows";
@@ -80,10 +81,9 @@ export function createRunTestHandler(deps: EvaluateDeps) {
         if (entities.length === 0) break;
         const toRun = [deps.definitions.toRun(test)];
         const evaluatedAt = Date.now();
-        const evaluations = entities.map((entity) => ({
-          entity,
-          evaluation: evaluateEntity(toRun, entity, evaluatedAt),
-        }));
+        const evaluations = runWithin(deps.timeLimitMs, () =>
+          entities.map((entity) => ({ entity, evaluation: evaluateEntity(toRun, entity, evaluatedAt) })),
+        );
         const evaluated = new Set([payload.testUrn]);
         progress = await inTransaction(deps.db.pool, async (client) => {
           let pushed = 0;
@@ -110,6 +110,10 @@ export function createRunTestHandler(deps: EvaluateDeps) {
       }
     } catch (error) {
       if (error instanceof UnrecoverableError || error instanceof DelayedError) throw error;
+      // It would be stopped again on every attempt.
+      if (error instanceof TimeLimitError) {
+        return await end("failed", `${error.message} ${progress.evaluated} entities were evaluated before it.`);
+      }
       await deps.tasks.recordAttemptFailure(job, payload.taskId, error);
       throw error;
     }

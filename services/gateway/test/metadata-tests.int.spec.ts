@@ -949,3 +949,71 @@ describe("metadata tests: evaluation timeout", () => {
     }
   });
 });
+
+describe("metadata tests: a regex that backtracks catastrophically", () => {
+  let h: Harness;
+  let worker: RunningWorker;
+  const DATASET = "urn:li:dataset:(urn:li:dataPlatform:hive,db.redos,PROD)";
+  const asRoot = systemClientHeaders(ROOT);
+  const createTest = (id: string, rules: unknown) =>
+    h.graphql(
+      `mutation($input: CreateTestInput!) { createTest(input: $input) }`,
+      {
+        input: {
+          id,
+          name: id,
+          category: "x",
+          definition: { json: JSON.stringify({ on: { types: ["dataset"] }, rules }) },
+        },
+      },
+      asRoot,
+    );
+
+  beforeAll(async () => {
+    h = await startGateway({ EVALUATION_TIME_LIMIT_MS: "300" });
+    worker = await startEvaluationWorker(h);
+    // Forty a's and a "!": (a+)+ tries 2^40 ways to split them before it gives up.
+    await h.post(
+      "/gms/aspects?action=ingestProposal",
+      { proposal: aspect(DATASET, "datasetProperties", { description: `${"a".repeat(40)}!` }) },
+      asRoot,
+    );
+    await createTest("redos", { property: "datasetProperties.description", operator: "regex_match", value: "^(a+)+$" });
+    await createTest("described", { property: "datasetProperties.description", operator: "exists" });
+  });
+  afterAll(async () => {
+    await worker?.close();
+    await h?.close();
+  });
+
+  it("stops the evaluation at EVALUATION_TIME_LIMIT_MS and fails its task, and the worker goes on serving", async () => {
+    const started = Date.now();
+    const res = await h.post(EVALUATE, { urn: DATASET, testUrns: ["urn:li:test:redos"] }, asRoot);
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(res).toMatchObject({ status: 500, body: { details: { taskId: expect.any(String) } } });
+    const { taskId } = (res.body as { details: { taskId: string } }).details;
+    const status = await h.post("/gms/operations?action=getTaskStatus", { taskId }, asRoot);
+    expect(status.body.value).toMatchObject({ state: "failed", attemptsMade: 1 });
+    expect((status.body.value as { failedReason: string }).failedReason).toContain(
+      "Evaluation stopped after 300 ms (EVALUATION_TIME_LIMIT_MS)",
+    );
+
+    const next = await h.post(EVALUATE, { urn: DATASET, testUrns: ["urn:li:test:described"] }, asRoot);
+    expect(next).toMatchObject({ status: 200, body: { value: { passing: [{ test: "urn:li:test:described" }] } } });
+  });
+
+  it("fails a runTest at the batch that ran too long, saying how far it got", async () => {
+    const run = await h.graphql(RUN, { urn: "urn:li:test:redos", push: false }, asRoot);
+    const taskId = (run.body.data as { runTest: string }).runTest;
+    const deadline = Date.now() + 15_000;
+    let status: Record<string, unknown> = {};
+    while (Date.now() < deadline) {
+      status = (await h.post("/gms/operations?action=getTaskStatus", { taskId }, asRoot)).body.value as typeof status;
+      if (status.state !== "waiting" && status.state !== "active") break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(status).toMatchObject({ state: "failed" });
+    expect(status.failedReason).toContain("(EVALUATION_TIME_LIMIT_MS)");
+    expect(status.failedReason).toContain("0 entities were evaluated before it.");
+  });
+});

@@ -17,7 +17,7 @@ export async function startEvaluationWorker(h: Harness, concurrency = 4): Promis
   const connection = createRedis(h.config.REDIS_URL, "worker");
   const logger = createLogger("evaluation-worker-test", h.config.LOG_LEVEL);
   const shutdown = new AbortController();
-  const handler = evaluationHandler(db, connection, logger, shutdown.signal);
+  const handler = evaluationHandler(db, connection, logger, shutdown.signal, h.config.EVALUATION_TIME_LIMIT_MS);
   const worker = createWorker("evaluate", handler, {
     connection,
     prefix: h.config.QUEUE_PREFIX,
