@@ -80,8 +80,11 @@ const schema = z.object({
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   TRUNCATION_CONCURRENCY: int(1, 64).default(1),
   EVALUATION_CONCURRENCY: int(1, 256).default(8),
-  /** how long one evaluate job's or one runTest batch's evaluation may run before the worker stops it */
-  EVALUATION_TIME_LIMIT_MS: int(1, 3_600_000).default(10_000),
+  /**
+   * how long one evaluate job's or one runTest batch's evaluation may run before the worker stops it; below the
+   * evaluate queue's 30 s BullMQ lock, which an event loop held longer would let lapse
+   */
+  EVALUATION_TIME_LIMIT_MS: int(1, 20_000).default(10_000),
 });
 
 export type Config = z.output<typeof schema>;

@@ -67,6 +67,7 @@ export async function composeServices(config: Config, connections: Connections, 
     new EvaluationBatcher(evaluateProducer, evaluationReplies, config.EVALUATE_TIMEOUT_MS),
     config.EVALUATE_TIMEOUT_MS,
     logger,
+    (jobId) => evaluateProducer.queue.getJobState(jobId),
   );
   const http = { db: connections.db, registry, aspects, timeseries, ingestion, engine, truncation, tasks, evaluation };
   await bus.start();

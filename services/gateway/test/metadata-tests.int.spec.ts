@@ -1017,3 +1017,35 @@ describe("metadata tests: a regex that backtracks catastrophically", () => {
     expect(status.failedReason).toContain("0 entities were evaluated before it.");
   });
 });
+
+describe("metadata tests: an answer that never reaches the gateway", () => {
+  let h: Harness;
+  let worker: RunningWorker;
+  const DATASET = "urn:li:dataset:(urn:li:dataPlatform:hive,db.lost,PROD)";
+
+  beforeAll(async () => {
+    h = await startGateway({ EVALUATE_TIMEOUT_MS: "1500" });
+    worker = await startEvaluationWorker(h, 4, { loseReplies: true });
+    await h.post(
+      "/gms/aspects?action=ingestProposal",
+      { proposal: aspect(DATASET, "datasetProperties", { description: "lost" }) },
+      systemClientHeaders(ROOT),
+    );
+  });
+  afterAll(async () => {
+    await worker?.close();
+    await h?.close();
+  });
+
+  it("ends the 504's task as failed, saying why, rather than waiting for good", async () => {
+    // The job ends well within the wait, so its worker writes no row; its reply is lost on the way.
+    const res = await h.post(EVALUATE, { urn: DATASET }, systemClientHeaders(ROOT));
+    expect(res).toMatchObject({ status: 504, body: { details: { taskId: expect.any(String) } } });
+    const { taskId } = (res.body as { details: { taskId: string } }).details;
+    const status = await h.post("/gms/operations?action=getTaskStatus", { taskId }, systemClientHeaders(ROOT));
+    expect(status.body.value).toMatchObject({
+      state: "failed",
+      failedReason: expect.stringContaining("its answer reached the gateway after the caller's timeout"),
+    });
+  });
+});

@@ -68,6 +68,7 @@ const cases: Array<[string, Record<string, string>, Buffer[]]> = [
   ["whitespace only", json, [utf8("   ")]],
   ["a body over the limit", json, [utf8(JSON.stringify({ pad: "x".repeat(LIMIT) }))]],
   ["an empty body", json, []],
+  ["a byte order mark alone", json, [Buffer.from([0xef, 0xbb, 0xbf])]],
   ["gzip", { ...json, "content-encoding": "gzip" }, [gzipSync(utf8('{"zipped": true}'))]],
   ["UTF-16", { "content-type": "application/json; charset=utf-16le" }, [Buffer.from('{"a": "\u00e9"}', "utf16le")]],
   ["Latin-1", { "content-type": "application/json; charset=iso-8859-1" }, [utf8('{"a": 1}')]],
@@ -102,6 +103,13 @@ describe("jsonBody", () => {
     });
     const large = [utf8(JSON.stringify({ pad: "x".repeat(LIMIT) }))];
     expect(await send(lean, sized(json, large), large)).toEqual({ status: 500, body: { error: "entity.too.large" } });
+  });
+
+  it("reads a Content-Length of 00 as an empty body, as express.json does", async () => {
+    const [ours, theirs] = await Promise.all(
+      [lean, reference].map((server) => send(server, { ...json, "content-length": "00" }, [])),
+    );
+    expect(ours).toEqual(theirs);
   });
 
   it("hands a chunked body to express.json", async () => {

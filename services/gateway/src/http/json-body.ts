@@ -25,7 +25,7 @@ export function jsonBody(limitBytes: number): RequestHandler {
     if (
       type === undefined ||
       length === undefined ||
-      length === "0" ||
+      Number(length) === 0 ||
       req.headers["content-encoding"] !== undefined ||
       req.headers["transfer-encoding"] !== undefined ||
       !PLAIN_JSON.test(type)
@@ -44,6 +44,11 @@ export function jsonBody(limitBytes: number): RequestHandler {
     req.once("end", () => {
       let text = (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).toString("utf8");
       if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+      if (text.length === 0) {
+        req.body = {}; // as body-parser reads an empty body
+        next();
+        return;
+      }
       const first = /[^ \t\n\r]/.exec(text)?.[0]; // JSON's whitespace, as body-parser's strict check
       if (first !== "{" && first !== "[") {
         next(parseFailed());

@@ -20,6 +20,8 @@ import {
 } from "./evaluation-request";
 
 const TEST_RESULTS_ASPECT = "testResults";
+/** BullMQ job states after which its handler has run for the last time (unknown: removed, having ended) */
+const ENDED_JOB_STATES = new Set(["completed", "failed", "unknown"]);
 
 /**
  * `POST /gms/test?action=evaluate` and `batchEvaluate`: the request is checked here (fields, urns, privileges), then
@@ -38,6 +40,8 @@ export class EvaluationService {
     private readonly batcher: EvaluationBatcher,
     private readonly timeoutMs: number,
     private readonly logger: Logger,
+    /** BullMQ's state of an evaluate job ("unknown" once it is removed) */
+    private readonly jobState: (jobId: string) => Promise<string>,
   ) {}
 
   async evaluate(actor: Actor, body: unknown): Promise<EntityEvaluationResult> {
@@ -86,7 +90,7 @@ export class EvaluationService {
   private async explain(actor: Actor, taskId: string, request: EvaluationRequest, error: unknown): Promise<AppError> {
     if (error instanceof JobWaitTimeoutError) {
       // The 504 goes out whatever happens here: a row not written now is still written when the worker gets to it.
-      await this.recordPending(actor, taskId, request).catch((cause: unknown) =>
+      await this.recordPending(actor, taskId, error.jobId, request).catch((cause: unknown) =>
         this.logger.warn({ taskId, err: cause }, "could not record a timed-out evaluation's task row"),
       );
       return new AppError(
@@ -114,13 +118,29 @@ export class EvaluationService {
   /**
    * The row of an evaluation its caller stopped waiting for, so that getTaskStatus finds it at once. The worker
    * completes it; if the worker got there first, its row stands (ON CONFLICT DO NOTHING).
+   *
+   * The worker writes the rows of a job that ran as long as this wait, but a job can also have ended in time and
+   * its reply have been lost (a dropped subscriber connection) or read too late (this process's event loop behind).
+   * Its worker then wrote no row, and none would complete this one: so once it is written, a job already ended
+   * (and rows are written before a job ends) with the row still waiting ends it as failed, saying so, rather than
+   * leaving a task that stays waiting for good.
    */
-  private async recordPending(actor: Actor, taskId: string, request: EvaluationRequest): Promise<void> {
+  private async recordPending(actor: Actor, taskId: string, jobId: string, request: EvaluationRequest): Promise<void> {
     const progress = { evaluated: 0, total: request.urns.length, passing: 0, failing: 0, notApplicable: 0, percent: 0 };
     await this.db.pool.query(
       `INSERT INTO task (id, type, state, request, progress, created_by)
        VALUES ($1, 'EVALUATE_TESTS', 'waiting', $2::jsonb, $3::jsonb, $4) ON CONFLICT (id) DO NOTHING`,
       [taskId, JSON.stringify({ kind: "evaluate", ...request }), JSON.stringify(progress), actor.urn],
+    );
+    if (!ENDED_JOB_STATES.has(await this.jobState(jobId))) return;
+    await this.db.pool.query(
+      `UPDATE task SET state = 'failed', finished_at = now(), failed_reason = $2
+        WHERE id = $1 AND state = 'waiting'`,
+      [
+        taskId,
+        "The evaluation finished, but its answer reached the gateway after the caller's timeout and its result " +
+          "was not kept; evaluate again.",
+      ],
     );
   }
 }

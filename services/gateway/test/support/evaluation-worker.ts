@@ -1,6 +1,7 @@
 /** A real evaluation worker (BullMQ, PostgreSQL) in the test's process, on a gateway harness's database and queues. */
 import { createLogger } from "@mdp/core";
 import { createDatabase } from "@mdp/db";
+import type { Redis } from "ioredis";
 import { closeRedis, createRedis, createWorker } from "@mdp/queues";
 import { evaluationGivenUp, evaluationHandler } from "../../../evaluation-worker/src/evaluation-handler";
 import type { Harness } from "./gateway-harness";
@@ -11,13 +12,22 @@ export interface RunningWorker {
   close(): Promise<void>;
 }
 
-export async function startEvaluationWorker(h: Harness, concurrency = 4): Promise<RunningWorker> {
+/**
+ * `loseReplies`: the worker's replies are counted as delivered but never arrive, as when a gateway's subscriber
+ * connection drops them.
+ */
+export async function startEvaluationWorker(
+  h: Harness,
+  concurrency = 4,
+  { loseReplies = false }: { loseReplies?: boolean } = {},
+): Promise<RunningWorker> {
   // A pool of its own: pushes wait on row locks while holding a connection, as in the real process.
   const db = createDatabase(h.config.DATABASE_URL, { poolMax: concurrency + 2 });
   const connection = createRedis(h.config.REDIS_URL, "worker");
   const logger = createLogger("evaluation-worker-test", h.config.LOG_LEVEL);
   const shutdown = new AbortController();
-  const handler = evaluationHandler(db, connection, logger, shutdown.signal, h.config.EVALUATION_TIME_LIMIT_MS);
+  const replies = loseReplies ? ({ publish: () => Promise.resolve(1) } as unknown as Redis) : connection;
+  const handler = evaluationHandler(db, replies, logger, shutdown.signal, h.config.EVALUATION_TIME_LIMIT_MS);
   const worker = createWorker("evaluate", handler, {
     connection,
     prefix: h.config.QUEUE_PREFIX,
