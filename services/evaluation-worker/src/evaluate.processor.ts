@@ -80,9 +80,7 @@ async function evaluate(
       taskIds: payload.items.map((i) => i.taskId),
     });
     const evaluatedAt = Date.now();
-    let outcomes = runWithin(deps.timeLimitMs, () =>
-      payload.items.map((item) => evaluateItem(deps, item, input, evaluatedAt)),
-    );
+    let outcomes = evaluateWithin(deps, payload.items, input, evaluatedAt);
     const cancelled = new Set(input.cancelled);
     const withRow = new Set(input.started);
     const pushing = outcomes.filter((o) => o.item.push && !("refused" in o.result));
@@ -211,12 +209,48 @@ async function replyTo(
   });
 }
 
-function evaluateItem(deps: EvaluateDeps, item: EvaluationItem, input: EvaluationInput, at: number): ItemOutcome {
-  const refuse = (code: "NOT_FOUND" | "CONFLICT", message: string): ItemOutcome => ({
-    item,
-    result: { refused: { code, message } },
-    evaluations: [],
+/** The least share of the time limit an item gets when its job's items are run again one by one. */
+const MIN_ITEM_SHARE_MS = 50;
+
+/**
+ * Evaluates the job's items under the time limit (see runWithin). When they run past it together, each is run again
+ * with an equal share of it (at least MIN_ITEM_SHARE_MS): the slow ones are refused with the time limit's message and
+ * the others get their answers, rather than every request batched with a slow one failing with it. In all that is
+ * about twice the limit at most, well within the job's lock. A job of one item fails instead (its caller gets the
+ * 500 with its task id).
+ */
+function evaluateWithin(
+  deps: EvaluateDeps,
+  items: readonly EvaluationItem[],
+  input: EvaluationInput,
+  at: number,
+): ItemOutcome[] {
+  try {
+    return runWithin(deps.timeLimitMs, () => items.map((item) => evaluateItem(deps, item, input, at)));
+  } catch (error) {
+    if (!(error instanceof TimeLimitError) || items.length === 1) throw error;
+  }
+  const share = Math.max(MIN_ITEM_SHARE_MS, Math.floor(deps.timeLimitMs / items.length));
+  return items.map((item) => {
+    try {
+      return runWithin(share, () => evaluateItem(deps, item, input, at));
+    } catch (error) {
+      if (error instanceof TimeLimitError) return refusal(item, "INTERNAL_SERVER_ERROR", error.message);
+      throw error;
+    }
   });
+}
+
+function refusal(
+  item: EvaluationItem,
+  code: "NOT_FOUND" | "CONFLICT" | "INTERNAL_SERVER_ERROR",
+  message: string,
+): ItemOutcome {
+  return { item, result: { refused: { code, message } }, evaluations: [] };
+}
+
+function evaluateItem(deps: EvaluateDeps, item: EvaluationItem, input: EvaluationInput, at: number): ItemOutcome {
+  const refuse = (code: "NOT_FOUND" | "CONFLICT", message: string) => refusal(item, code, message);
   if (input.cancelled.has(item.taskId)) return cancelledOutcome(item);
   const byUrn = new Map(input.tests.map((t) => [t.urn, t]));
   const missing = [
@@ -250,11 +284,7 @@ function activeRow(item: EvaluationItem): Pick<EvaluationRow, "state" | "progres
 
 /** A request whose task was cancelled (only a caller that got a 504 knows the task id): refused, nothing pushed. */
 function cancelledOutcome(item: EvaluationItem): ItemOutcome {
-  return {
-    item,
-    result: { refused: { code: "CONFLICT", message: `Task ${item.taskId} was cancelled` } },
-    evaluations: [],
-  };
+  return refusal(item, "CONFLICT", `Task ${item.taskId} was cancelled`);
 }
 
 function pushItemsOf(outcome: ItemOutcome, input: EvaluationInput): PushItem[] {

@@ -1002,6 +1002,46 @@ describe("metadata tests: a regex that backtracks catastrophically", () => {
     expect(next).toMatchObject({ status: 200, body: { value: { passing: [{ test: "urn:li:test:described" }] } } });
   });
 
+  it("refuses only the slow request of a batch: the others batched with it get their answers", async () => {
+    const redis = createRedis(h.config.REDIS_URL, "producer");
+    const subscriber = createRedis(h.config.REDIS_URL, "worker");
+    const queue = new Queue(QUEUE_NAMES.evaluate, { connection: redis, prefix: h.config.QUEUE_PREFIX });
+    try {
+      const channel = `replies-${randomUUID()}`;
+      const reply = new Promise<string>((resolve) => subscriber.on("message", (_c: string, m: string) => resolve(m)));
+      await subscriber.subscribe(channel);
+      const [slow, quick] = [randomUUID(), randomUUID()];
+      const item = (taskId: string, test: string) => ({
+        taskId,
+        urns: [DATASET],
+        push: false,
+        testUrns: [test],
+        actorUrn: ROOT,
+      });
+      await queue.add(
+        "evaluate",
+        {
+          kind: "evaluate",
+          items: [item(slow, "urn:li:test:redos"), item(quick, "urn:li:test:described")],
+          replyTo: channel,
+          waitMs: 30_000,
+        },
+        { jobId: randomUUID() },
+      );
+      const { returnvalue } = JSON.parse(await reply) as { returnvalue: { items: Record<string, unknown> } };
+      expect(returnvalue.items[slow]).toEqual({
+        refused: { code: "INTERNAL_SERVER_ERROR", message: expect.stringContaining("(EVALUATION_TIME_LIMIT_MS)") },
+      });
+      expect(returnvalue.items[quick]).toMatchObject({
+        results: { [DATASET]: { passing: [{ test: "urn:li:test:described" }] } },
+      });
+    } finally {
+      await queue.close();
+      await closeRedis(subscriber);
+      await closeRedis(redis);
+    }
+  });
+
   it("fails a runTest at the batch that ran too long, saying how far it got", async () => {
     const run = await h.graphql(RUN, { urn: "urn:li:test:redos", push: false }, asRoot);
     const taskId = (run.body.data as { runTest: string }).runTest;
