@@ -128,7 +128,7 @@ async function evaluate(
  * Gateways and workers are expected to keep their clocks within this of each other (NTP does far better): a job
  * that ran for at least its gateway's wait less this may have had its callers sent a 504.
  */
-export const CLOCK_MARGIN_MS = 1000;
+const CLOCK_MARGIN_MS = 1000;
 
 /** Whether the job's callers may have been sent a 504 (with their task ids) by now. */
 function mayHaveTimedOut(payload: EvaluatePayload, job: Job): boolean {
