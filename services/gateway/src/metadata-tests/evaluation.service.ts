@@ -102,7 +102,8 @@ export class EvaluationService {
     }
     if (error instanceof UnexpectedResultError) {
       this.logger.error({ taskId, err: error.message }, "the evaluation worker returned an unexpected result");
-      return new AppError("INTERNAL_SERVER_ERROR", "The evaluation worker returned an unexpected result.", { taskId });
+      // No task id for the caller: the worker answered in time, so it wrote no row for getTaskStatus to find.
+      return new AppError("INTERNAL_SERVER_ERROR", "The evaluation worker returned an unexpected result.");
     }
     if (error instanceof JobFailedError) {
       return new AppError(
