@@ -3,6 +3,7 @@ import { z } from "zod";
 import { badInput, notFound, parseUrnField, type EntityRegistry } from "@mdp/core";
 import type { AspectRepository, Database, TimeseriesStore } from "@mdp/db";
 import { addActions } from "../http/action-router";
+import { standingTestResults } from "../metadata-tests/standing-results";
 import { parseBody } from "../http/validate";
 import type { IngestionService } from "./ingestion.service";
 import { proposalSchema } from "./proposal";
@@ -70,6 +71,10 @@ export function addMetadataRoutes(router: Router, deps: MetadataDeps): void {
     parseUrnField("urn", urn);
     const entity = await deps.aspects.latest(deps.db.pool, urn);
     if (!entity) throw notFound(`Entity ${urn} does not exist`);
+    const { testResults } = entity.aspects;
+    if (testResults !== undefined) {
+      entity.aspects.testResults = await standingTestResults(deps.db.pool, entity.entityType, testResults);
+    }
     res.json({ value: { urn, entityType: entity.entityType, aspects: entity.aspects } });
   });
 }
