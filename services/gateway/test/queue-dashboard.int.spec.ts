@@ -58,4 +58,21 @@ describe("queue dashboard", () => {
     const res = await fetch(`${h.baseUrl}/admin/queues`, { headers: { authorization } });
     expect(res.status).toBe(401);
   });
+
+  it("tells a browser whose password is not an access token that it must be one", async () => {
+    const res = await fetch(`${h.baseUrl}/admin/queues`, { headers: basic("hunter2") });
+    expect(res.status).toBe(401);
+    expect(res.headers.get("www-authenticate")).toMatch(/^Basic realm=/);
+    expect(((await res.json()) as { message: string }).message).toBe(
+      "The queue dashboard's password must be an access token (any user name); this one is not.",
+    );
+  });
+
+  it("still says why a revoked token given as the password is refused", async () => {
+    const { token, id } = await createToken(h, ROOT);
+    await h.graphql(`mutation($id: String!) { revokeAccessToken(tokenId: $id) }`, { id }, systemClientHeaders(ROOT));
+    const res = await fetch(`${h.baseUrl}/admin/queues`, { headers: basic(token) });
+    expect(res.status).toBe(401);
+    expect(((await res.json()) as { message: string }).message).toBe("Token has been revoked");
+  });
 });
