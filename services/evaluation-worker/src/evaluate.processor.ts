@@ -233,7 +233,11 @@ function evaluateWithin(
   const share = Math.max(MIN_ITEM_SHARE_MS, Math.floor(deps.timeLimitMs / items.length));
   return items.map((item) => {
     try {
-      return runWithin(share, () => evaluateItem(deps, item, input, at));
+      return runWithin(
+        share,
+        () => evaluateItem(deps, item, input, at),
+        `${share} ms, its share of EVALUATION_TIME_LIMIT_MS (${deps.timeLimitMs} ms) among the ${items.length} requests of its batch`,
+      );
     } catch (error) {
       if (error instanceof TimeLimitError) return refusal(item, "INTERNAL_SERVER_ERROR", error.message);
       throw error;
