@@ -1045,7 +1045,7 @@ describe("metadata tests: a regex that backtracks catastrophically", () => {
       expect(returnvalue.items[slow]).toEqual({
         refused: {
           code: "INTERNAL_SERVER_ERROR",
-          // Run apart, each of the two requests had half the configured 300 ms: the message says so, not "150 ms".
+          // Run apart, each of the two requests had half the configured 300 ms: the message names both figures.
           message: expect.stringContaining(
             "Evaluation stopped after 150 ms, its share of EVALUATION_TIME_LIMIT_MS (300 ms) among the 2 requests of its batch.",
           ),
