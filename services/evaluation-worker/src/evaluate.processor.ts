@@ -2,13 +2,15 @@ import { UnrecoverableError, type Job } from "bullmq";
 import type { Logger } from "@mdp/core";
 import { inTransaction, type Database } from "@mdp/db";
 import { appliesToEntityType, evaluateEntity, type EntityEvaluation, type TestToRun } from "@mdp/metadata-tests";
-import type {
-  EvaluateJobResult,
-  EvaluationItem,
-  EvaluationItemResult,
-  JobHandler,
-  JobReply,
-  Payload,
+import {
+  toItemReply,
+  type EvaluateJobReply,
+  type EvaluateJobResult,
+  type EvaluationItem,
+  type EvaluationItemResult,
+  type JobHandler,
+  type JobReply,
+  type Payload,
 } from "@mdp/queues";
 import type { DefinitionCache } from "./definition-cache";
 import type { EvaluationInput, EvaluationStore } from "./evaluation.store";
@@ -93,10 +95,12 @@ async function evaluate(
       for (const taskId of stopped) cancelled.add(taskId);
       outcomes = outcomes.map((o) => (stopped.has(o.item.taskId) ? cancelledOutcome(o.item) : o));
     }
-    const result: EvaluateJobResult = { items: Object.fromEntries(outcomes.map((o) => [o.item.taskId, o.result])) };
     let delivered = false;
     if (payload.replyTo) {
-      delivered = await replyTo(deps, payload, job, { returnvalue: result });
+      const reply: EvaluateJobReply = {
+        items: Object.fromEntries(outcomes.map((o) => [o.item.taskId, toItemReply(o.result)])),
+      };
+      delivered = await replyTo(deps, payload, job, { returnvalue: reply });
       replied = true;
     }
     const recordAll = !delivered || mayHaveTimedOut(payload, job);
@@ -108,7 +112,7 @@ async function evaluate(
     // Without replyTo the gateway reads the job's return value. With it, the results went to the gateway and into the
     // task rows; the job keeps a summary for the queue dashboard, so Redis does not store every result twice more (the
     // job, and its completed event).
-    if (!payload.replyTo) return result;
+    if (!payload.replyTo) return { items: Object.fromEntries(outcomes.map((o) => [o.item.taskId, o.result])) };
     return { tasks: Object.fromEntries(outcomes.map((o) => [o.item.taskId, summaryOf(o)])) };
   } catch (error) {
     // Stopped at its time limit, it would be stopped again: it fails now, not after two more attempts.

@@ -5,6 +5,11 @@ import type { Actor } from "../auth/actor";
 
 export type ActionHandler = (body: unknown, actor: Actor, req: Request) => Promise<unknown>;
 
+/** An answer that is JSON text already (the evaluation worker's results): written into the response as it is. */
+export class JsonText {
+  constructor(readonly json: string) {}
+}
+
 /**
  * Adds Rest.li-style actions to `router`: `POST <path>?action=<name>` with a JSON body, answered `{"value": ...}`. A
  * missing or unknown action is a 400 listing the valid ones; a body that is not JSON is a 415. A route of the router
@@ -26,7 +31,9 @@ export function addActions(router: Router, path: string, actions: Record<string,
     if (hasBody(req) && !req.is("application/json")) {
       throw new AppError("UNSUPPORTED_MEDIA_TYPE", "Content-Type must be application/json.");
     }
-    res.json({ value: await handler(req.body, actorOf(res.locals), req) });
+    const value = await handler(req.body, actorOf(res.locals), req);
+    if (value instanceof JsonText) res.type("json").send(`{"value":${value.json}}`);
+    else res.json({ value });
   });
 }
 

@@ -37,17 +37,25 @@ async function fakeQueue(answer: (jobId: string, items: EvaluationItem[]) => unk
   return { jobs, producer: producer as unknown as Producer<"evaluate">, inbox, subscriber };
 }
 
+const resultOf = (urn: string) => ({ urn, passing: [], failing: [], notApplicable: [], evaluatedAt: 1 });
+
+/** Answers as the evaluation worker does: each urn's result serialized on its own. */
 function echo(_jobId: string, items: EvaluationItem[]) {
   return {
     items: Object.fromEntries(
       items.map((item) => [
         item.taskId,
-        {
-          results: Object.fromEntries(
-            item.urns.map((urn) => [urn, { urn, passing: [], failing: [], notApplicable: [], evaluatedAt: 1 }]),
-          ),
-        },
+        { resultsJson: Object.fromEntries(item.urns.map((urn) => [urn, JSON.stringify(resultOf(urn))])) },
       ]),
+    ),
+  };
+}
+
+/** Answers as workers did before they serialized each result: objects. */
+function echoObjects(_jobId: string, items: EvaluationItem[]) {
+  return {
+    items: Object.fromEntries(
+      items.map((item) => [item.taskId, { results: Object.fromEntries(item.urns.map((u) => [u, resultOf(u)])) }]),
     ),
   };
 }
@@ -67,13 +75,28 @@ describe("EvaluationBatcher", () => {
     expect(queue.jobs).toHaveLength(1);
     expect(queue.jobs[0]!.items.map((i) => i.taskId)).toEqual(["a", "b", "c"]);
     expect(queue.jobs[0]!.replyTo).toBe(queue.inbox.channel);
-    expect(results.map((r) => ("results" in r ? Object.keys(r.results) : r))).toEqual([
-      ["urn:li:dataset:a"],
-      ["urn:li:dataset:b"],
-      ["urn:li:dataset:c"],
-    ]);
+    expect(results).toEqual(
+      ["a", "b", "c"].map((id) => ({
+        resultsJson: { [`urn:li:dataset:${id}`]: JSON.stringify(resultOf(`urn:li:dataset:${id}`)) },
+      })),
+    );
     await batcher.submit(item("d"));
     expect(queue.jobs).toHaveLength(2);
+  });
+
+  it("reads the answers of workers that send results as objects, as workers did before (a rolling upgrade)", async () => {
+    const queue = await fakeQueue(echoObjects);
+    const batcher = new EvaluationBatcher(queue.producer, queue.inbox, 1000);
+    expect(await batcher.submit(item("a"))).toEqual({
+      resultsJson: { "urn:li:dataset:a": JSON.stringify(resultOf("urn:li:dataset:a")) },
+    });
+    // Checked as before: what is not part of a result is not passed on.
+    const extra = { ...resultOf("urn:li:dataset:b"), internal: "not for callers" };
+    const withExtra = await fakeQueue(() => ({ items: { b: { results: { "urn:li:dataset:b": extra } } } }));
+    const answer = await new EvaluationBatcher(withExtra.producer, withExtra.inbox, 1000).submit(item("b"));
+    expect(JSON.parse((answer as { resultsJson: Record<string, string> }).resultsJson["urn:li:dataset:b"]!)).toEqual(
+      resultOf("urn:li:dataset:b"),
+    );
   });
 
   it("starts a new job when one would hold too many requests or entities", async () => {
@@ -127,6 +150,11 @@ describe("EvaluationBatcher", () => {
     const [first, second] = await Promise.allSettled([batcher.submit(item("a")), batcher.submit(item("b"))]);
     expect(first).toMatchObject({ status: "rejected", reason: expect.any(UnexpectedResultError) });
     expect(second).toMatchObject({ status: "fulfilled" });
+    // An answer that lacks one of the request's urns would otherwise reach its caller as an empty value.
+    const urnMissing = await fakeQueue((jobId, items) => echo(jobId, [{ ...items[0]!, urns: ["urn:li:dataset:x"] }]));
+    await expect(
+      new EvaluationBatcher(urnMissing.producer, urnMissing.inbox, 1000).submit(item("c", ["urn:li:dataset:x", "u2"])),
+    ).rejects.toThrow(new UnexpectedResultError("no result for u2"));
   });
 
   it("rejects every request when the job cannot be queued", async () => {

@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import {
-  evaluateJobResult,
+  evaluateJobReply,
   type EvaluationItem,
-  type EvaluationItemResult,
+  type EvaluationItemReply,
   type Producer,
   type ReplyInbox,
 } from "@mdp/queues";
@@ -19,9 +19,16 @@ export interface BatchLimits {
   urns: number;
 }
 
+/**
+ * A request's outcome: each urn's result as JSON text, as the worker serialized it (the caller's answer is made of
+ * them without parsing them), or the refusal to answer with.
+ */
+export type EvaluationOutcome =
+  { resultsJson: Record<string, string> } | Extract<EvaluationItemReply, { refused: unknown }>;
+
 interface Waiting {
   item: EvaluationItem;
-  resolve: (result: EvaluationItemResult) => void;
+  resolve: (outcome: EvaluationOutcome) => void;
   reject: (error: unknown) => void;
 }
 
@@ -44,7 +51,7 @@ export class EvaluationBatcher {
     private readonly limits: BatchLimits = { items: 100, urns: 1000 },
   ) {}
 
-  submit(item: EvaluationItem): Promise<EvaluationItemResult> {
+  submit(item: EvaluationItem): Promise<EvaluationOutcome> {
     return new Promise((resolve, reject) => {
       if (this.pending.length > 0 && this.pendingUrns + item.urns.length > this.limits.urns) this.flush();
       this.pending.push({ item, resolve, reject });
@@ -78,18 +85,31 @@ export class EvaluationBatcher {
         }),
       )
       .then((returned) => {
-        const parsed = evaluateJobResult.safeParse(returned);
+        const parsed = evaluateJobReply.safeParse(returned);
         for (const waiting of batch) {
-          const result = parsed.success ? parsed.data.items[waiting.item.taskId] : undefined;
-          if (result) waiting.resolve(result);
-          else
-            waiting.reject(
-              new UnexpectedResultError(parsed.success ? "no result for this request" : parsed.error.message),
-            );
+          try {
+            if (!parsed.success) throw new UnexpectedResultError(parsed.error.message);
+            waiting.resolve(outcomeOf(waiting.item, parsed.data.items[waiting.item.taskId]));
+          } catch (error) {
+            waiting.reject(error);
+          }
         }
       })
       .catch((error: unknown) => {
         for (const waiting of batch) waiting.reject(error);
       });
   }
+}
+
+/** The item's reply as its request's outcome, with a result for each of its urns; throws UnexpectedResultError. */
+function outcomeOf(item: EvaluationItem, reply: EvaluationItemReply | undefined): EvaluationOutcome {
+  if (!reply) throw new UnexpectedResultError("no result for this request");
+  if ("refused" in reply) return reply;
+  const resultsJson =
+    "resultsJson" in reply
+      ? reply.resultsJson
+      : Object.fromEntries(Object.entries(reply.results).map(([urn, result]) => [urn, JSON.stringify(result)]));
+  const missing = item.urns.find((urn) => resultsJson[urn] === undefined);
+  if (missing !== undefined) throw new UnexpectedResultError(`no result for ${missing}`);
+  return { resultsJson };
 }

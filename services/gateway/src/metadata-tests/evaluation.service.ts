@@ -1,16 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { AppError, badInput, parseUrn, type EntityRegistry, type Logger } from "@mdp/core";
 import type { Database } from "@mdp/db";
-import {
-  JobFailedError,
-  JobWaitTimeoutError,
-  type EntityEvaluationResult,
-  type EvaluationItemResult,
-} from "@mdp/queues";
+import { JobFailedError, JobWaitTimeoutError } from "@mdp/queues";
 import type { Actor } from "../auth/actor";
+import { JsonText } from "../http/action-router";
 import { parseBody } from "../http/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
-import { UnexpectedResultError, type EvaluationBatcher } from "./evaluation-batcher";
+import { UnexpectedResultError, type EvaluationBatcher, type EvaluationOutcome } from "./evaluation-batcher";
 import {
   batchEvaluateRequest,
   evaluateRequest,
@@ -44,32 +40,38 @@ export class EvaluationService {
     private readonly jobState: (jobId: string) => Promise<string>,
   ) {}
 
-  async evaluate(actor: Actor, body: unknown): Promise<EntityEvaluationResult> {
+  /** The entity's result (an EntityEvaluationResult), as the worker serialized it. */
+  async evaluate(actor: Actor, body: unknown): Promise<JsonText> {
     await this.engine.require(actor, "VIEW_TESTS", "evaluate metadata tests");
     const request = fromEvaluate(parseBody(evaluateRequest, body));
-    const results = await this.run(actor, request);
-    return results[request.urns[0]!]!;
+    const resultsJson = await this.run(actor, request);
+    return new JsonText(resultsJson[request.urns[0]!]!);
   }
 
-  async batchEvaluate(actor: Actor, body: unknown): Promise<{ results: Record<string, EntityEvaluationResult> }> {
+  /** `{"results": {urn: EntityEvaluationResult}}`, in the order the urns were asked for. */
+  async batchEvaluate(actor: Actor, body: unknown): Promise<JsonText> {
     await this.engine.require(actor, "VIEW_TESTS", "evaluate metadata tests");
-    return { results: await this.run(actor, fromBatchEvaluate(parseBody(batchEvaluateRequest, body))) };
+    const request = fromBatchEvaluate(parseBody(batchEvaluateRequest, body));
+    const resultsJson = await this.run(actor, request);
+    const entries = request.urns.map((urn) => `${JSON.stringify(urn)}:${resultsJson[urn]!}`);
+    return new JsonText(`{"results":{${entries.join(",")}}}`);
   }
 
-  private async run(actor: Actor, request: EvaluationRequest): Promise<Record<string, EntityEvaluationResult>> {
+  /** Each urn's result as JSON text (see EvaluationOutcome). */
+  private async run(actor: Actor, request: EvaluationRequest): Promise<Record<string, string>> {
     if (request.push) {
       await this.engine.require(actor, "MANAGE_TESTS", "push metadata test results");
       this.refuseUnstorable(request.urns);
     }
     const taskId = randomUUID();
-    let outcome: EvaluationItemResult;
+    let outcome: EvaluationOutcome;
     try {
       outcome = await this.batcher.submit({ taskId, ...request, actorUrn: actor.urn });
     } catch (error) {
       throw await this.explain(actor, taskId, request, error);
     }
     if ("refused" in outcome) throw new AppError(outcome.refused.code, outcome.refused.message);
-    return outcome.results;
+    return outcome.resultsJson;
   }
 
   /** Results can only be pushed to entity types whose registry entry has the testResults aspect. */
