@@ -254,6 +254,29 @@ describe("access tokens", () => {
     },
   );
 
+  it.each([
+    ["actorUrn", `value: "alice"`, "input.filters[0].value", "'alice'"],
+    [
+      "ownerUrn",
+      `values: ["urn:li:corpuser:ann", "urn:li:dataset:x"]`,
+      "input.filters[0].values[1]",
+      "is not a corpuser",
+    ],
+  ])(
+    "refuses a malformed user urn in a %s filter, naming it, rather than listing nothing",
+    async (field, value, named, why) => {
+      const res = await h.graphql(
+        `{ listAccessTokens(input: {filters: [{field: "${field}", ${value}}]}) { total } }`,
+        {},
+        asDatahub,
+      );
+      expect(res.body.errors?.[0]).toMatchObject({
+        message: expect.stringMatching(new RegExp(`'${named.replace(/[[\].]/g, "\\$&")}'.*${why}`)),
+        extensions: { code: "BAD_USER_INPUT" },
+      });
+    },
+  );
+
   it("takes a filter's value when its values are empty", async () => {
     const actor = "urn:li:corpuser:valued";
     await createToken(h, actor);
@@ -326,5 +349,21 @@ describe("access tokens", () => {
       ["accessToken.revoke", DATAHUB],
       ["accessToken.create", DATAHUB],
     ]);
+  });
+
+  it.each([
+    ["actorUrn", "alice", "'input.actorUrn': 'alice'"],
+    ["actorUrn", "urn:li:dataset:x", "is not a corpuser urn"],
+    ["targetUrn", "accessToken:123", "'input.targetUrn': 'accessToken:123'"],
+  ])("refuses a malformed %s filter on audit events, naming it, rather than listing nothing", async (f, v, says) => {
+    const res = await h.graphql(
+      `query($v: String) { listAuditEvents(input: {${f}: $v}) { total } }`,
+      { v },
+      systemClientHeaders(ROOT),
+    );
+    expect(res.body.errors?.[0]).toMatchObject({
+      message: expect.stringContaining(says),
+      extensions: { code: "BAD_USER_INPUT" },
+    });
   });
 });

@@ -1,4 +1,5 @@
 import type { Prisma, PrismaClient } from "@mdp/db";
+import { parseUrnField } from "@mdp/core";
 import type { Actor } from "../auth/actor";
 import { pageOf } from "../graphql/paging";
 import type { PolicyEngine } from "../policies/policy-engine";
@@ -41,6 +42,9 @@ export class AuditService {
 
 async function listAuditEvents(prisma: PrismaClient, input: ListAuditEventsInput) {
   const { start, count } = pageOf(input);
+  // A mistyped urn would otherwise match nothing, which reads as "no such events".
+  if (input.actorUrn) parseUrnField("input.actorUrn", input.actorUrn, "corpuser");
+  if (input.targetUrn) parseUrnField("input.targetUrn", input.targetUrn);
   const where: Prisma.AuditEventWhereInput = {
     ...(input.actorUrn ? { actorUrn: input.actorUrn } : {}),
     ...(input.action ? { action: input.action } : {}),

@@ -198,8 +198,15 @@ export class TokenService {
         );
       }
       // As in DataHub, `values` when it holds any, else `value`.
-      const values = f.values?.length ? f.values : f.value != null ? [f.value] : [];
+      const fromValues = Boolean(f.values?.length);
+      const values = fromValues ? f.values! : f.value != null ? [f.value] : [];
       if (values.length === 0) throw badInput(`input.filters[${i}] needs a value or values`);
+      // A mistyped user ("alice") would otherwise list nothing, which reads as "alice has no tokens".
+      if (column === "actor_urn" || column === "owner_urn") {
+        values.forEach((value, j) =>
+          parseUrnField(`input.filters[${i}].${fromValues ? `values[${j}]` : "value"}`, value, "corpuser"),
+        );
+      }
       return { column, values };
     });
     if (!(await this.policies.has(actor, "MANAGE_ACCESS_TOKENS"))) {
