@@ -323,6 +323,20 @@ describe("access tokens", () => {
     expect(res.body.data!.getAccessTokenMetadata).toEqual({ id, actorUrn: DATAHUB, ownerUrn: DATAHUB });
   });
 
+  it("answers NOT_FOUND saying so for the metadata of a revoked token, as for one that no longer exists", async () => {
+    const { token, id } = await createToken(h, DATAHUB, asDatahub);
+    await h.graphql(`mutation { revokeAccessToken(tokenId: "${id}") }`, {}, asDatahub);
+    const res = await h.graphql(
+      `query($t: String!) { getAccessTokenMetadata(token: $t) { id } }`,
+      { t: token },
+      asDatahub,
+    );
+    expect(res.body).toMatchObject({
+      data: null,
+      errors: [{ message: "Access token has been revoked", extensions: { code: "NOT_FOUND" } }],
+    });
+  });
+
   it("keeps lastUsedAt within a few seconds of use, without a write per request", async () => {
     const { token, id } = await createToken(h, DATAHUB, asDatahub);
     const before = Date.now();

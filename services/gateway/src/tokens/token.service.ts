@@ -267,6 +267,8 @@ export class TokenService {
     if (row.actorUrn !== actor.urn) {
       await this.policies.require(actor, "MANAGE_ACCESS_TOKENS", "read the metadata of other users' access tokens");
     }
+    // Its metadata would read as a live token's (it has no field for revocation); DataHub deletes a revoked token's.
+    if (row.revokedAt !== null) throw notFound("Access token has been revoked");
     return this.metadataOf(row);
   }
 

@@ -75,6 +75,7 @@ export const tokenTypeDefs = /* GraphQL */ `
 
   extend type Query {
     listAccessTokens(input: ListAccessTokenInput!): ListAccessTokenResult!
+    "A live token's metadata: an expired or unknown token is NOT_FOUND, and so is a revoked one, saying so."
     getAccessTokenMetadata(token: String!): AccessTokenMetadata!
   }
 
