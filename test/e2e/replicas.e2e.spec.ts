@@ -343,6 +343,15 @@ describe("two gateway replicas", () => {
       { headers: { ...bearer, "apollo-require-preflight": "1" } },
     );
     expect(overGet.status).toBe(405);
+    // Paths match whatever their case: so does what the log hides, and the error's GraphQL shape.
+    const overGetMixedCase = await fetch(
+      `${urlA}/API/GraphQL?query=${encodeURIComponent(`{ getAccessTokenMetadata(token: "${accessToken}") { id } }`)}`,
+      { headers: { ...bearer, "apollo-require-preflight": "1" } },
+    );
+    expect(overGetMixedCase.status).toBe(405);
+    expect(await overGetMixedCase.json()).toEqual({
+      errors: [{ message: "GraphQL is served over POST only.", extensions: { code: "BAD_USER_INPUT" } }],
+    });
     await graphql(urlB, `mutation { revokeAccessToken(tokenId: "${metadata.id}") }`, {}, bearer);
     await graphql(
       urlA,

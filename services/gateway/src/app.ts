@@ -20,6 +20,8 @@ import type { Readiness } from "./readiness";
 /** 1 MiB, as body-parser reads "1mb" */
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 export const GRAPHQL_PATHS = ["/api/graphql", "/graphql"];
+/** Whether a request path is GraphQL's: routes match whatever the case, and Apollo's with a trailing slash too. */
+export const isGraphQLPath = (path: string) => GRAPHQL_PATHS.includes(path.replace(/\/$/, "").toLowerCase());
 /** The HTTP operations answer under both; the prefix before /gms depends on the deployment. */
 export const GMS_PATHS = ["/gms", "/api/gms"];
 
@@ -54,7 +56,7 @@ export async function createGateway(deps: AppDeps): Promise<Gateway> {
   app.use(
     requestLogger(app, deps.logger, {
       ignore: (url) => url === "/health" || url === "/ready" || url === "/metrics",
-      hideQuery: (path) => GRAPHQL_PATHS.includes(path.replace(/\/$/, "")),
+      hideQuery: isGraphQLPath,
     }),
   );
   addHealthRoutes(app, deps.readiness);
@@ -82,6 +84,6 @@ export async function createGateway(deps: AppDeps): Promise<Gateway> {
   app.use(DASHBOARD_PATH, dashboard.guard, dashboard.router);
 
   app.use(notFoundHandler);
-  app.use(errorHandler(deps.logger, GRAPHQL_PATHS));
+  app.use(errorHandler(deps.logger, isGraphQLPath));
   return { app, server, stop: graphql.stop };
 }

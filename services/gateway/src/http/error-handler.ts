@@ -13,7 +13,7 @@ interface BodyParserError {
  * Turns anything thrown into the contract's JSON error body; on GraphQL paths into a GraphQL response with
  * extensions.code, which is what GraphQL clients parse. Unknown errors are logged and answered as a bare 500.
  */
-export function errorHandler(logger: Logger, graphqlPaths: string[]): ErrorRequestHandler {
+export function errorHandler(logger: Logger, isGraphQLPath: (path: string) => boolean): ErrorRequestHandler {
   return (error: unknown, req, res, _next) => {
     const appError = toAppError(error);
     if (appError.code === "INTERNAL_SERVER_ERROR") {
@@ -21,8 +21,7 @@ export function errorHandler(logger: Logger, graphqlPaths: string[]): ErrorReque
     }
     if (res.headersSent) return;
     res.status(appError.status);
-    // Apollo answers under its mount path with a trailing slash too.
-    if (graphqlPaths.includes(req.path.replace(/\/$/, ""))) {
+    if (isGraphQLPath(req.path)) {
       res.json({ errors: [{ message: appError.message, extensions: { code: ERROR_CODES[appError.code].graphql } }] });
     } else {
       res.json(toHttpErrorBody(appError));
