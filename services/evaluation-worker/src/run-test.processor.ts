@@ -1,5 +1,5 @@
 import { DelayedError, UnrecoverableError, type Job } from "bullmq";
-import { inTransaction, type Queryable } from "@mdp/db";
+import { cancellationReason, inTransaction, type Queryable } from "@mdp/db";
 import { evaluateEntity, type EntityEvaluation } from "@mdp/metadata-tests";
 import { runWithin, TimeLimitError } from "./time-limit";
 import type { Payload } from "@mdp/queues";
@@ -43,7 +43,7 @@ export function createRunTestHandler(deps: EvaluateDeps) {
       await deps.tasks.finish(payload.taskId, state, { progress, failedReason: reason });
       throw new UnrecoverableError(reason);
     };
-    if (task.cancelRequested) return end("cancelled", "Cancelled before it started");
+    if (task.cancelRequested) return end("cancelled", cancellationReason(task));
 
     try {
       let test = await deps.store.test(payload.testUrn);
@@ -52,11 +52,12 @@ export function createRunTestHandler(deps: EvaluateDeps) {
         const total = await deps.store.countEntities(test.onTypes);
         progress = { ...progress, total, percent: total === 0 ? 100 : 0 };
       }
+      const startedAt = task.startedAt ?? new Date();
       await prisma.task.update({
         where: { id: payload.taskId },
         data: {
           state: "active",
-          startedAt: task.startedAt ?? new Date(),
+          startedAt,
           attemptsMade: job.attemptsMade + 1,
           failedReason: null,
           progress: { ...progress },
@@ -69,7 +70,9 @@ export function createRunTestHandler(deps: EvaluateDeps) {
           where: { id: payload.taskId },
           select: { cancelRequested: true },
         });
-        if (cancelRequested) return await end("cancelled", `Cancelled; ${progress.evaluated} entities were evaluated`);
+        if (cancelRequested) {
+          return await end("cancelled", cancellationReason({ ...task, startedAt, progress: { ...progress } }));
+        }
         test = await deps.store.test(payload.testUrn);
         if (!test) {
           return await end(

@@ -249,6 +249,37 @@ describe("time-series truncation", () => {
       expect(await timestampsOf(PROFILE)).toEqual([T0, T0 + 1]);
     });
 
+    it("says what an earlier attempt deleted when a task waiting for its retry is cancelled", async () => {
+      await clear();
+      await load(PROFILE, [T0, T0 + 1, T0 + 2]);
+      const body = { entityType: "dataset", aspect: "datasetProfile", endTimeMillis: T0 + 10, dryRun: false };
+      // Two tasks left as a failed first attempt leaves them (it deleted 2 rows), waiting for the next one.
+      const byGateway = (await h.post(TRUNCATE, body)).body.value as string;
+      const asAfterAFailedAttempt = (taskId: string) =>
+        h.database.pool.query(
+          `UPDATE task SET started_at = now(), attempts_made = 1, progress = progress || '{"deleted": 2}'
+            WHERE id = $1`,
+          [taskId],
+        );
+      await asAfterAFailedAttempt(byGateway);
+      // Taken off the queue by the gateway.
+      const cancelled = await h.post("/gms/operations?action=cancelTask", { taskId: byGateway });
+      expect(cancelled.body.value).toMatchObject({
+        state: "cancelled",
+        failedReason: "Cancelled; 2 rows were deleted before the cancellation",
+      });
+      // Found cancelled by the worker when the retry is delivered (a cancel that came as the job was being taken).
+      const byWorker = (await h.post(TRUNCATE, { ...body, endTimeMillis: T0 + 11 })).body.value as string;
+      await asAfterAFailedAttempt(byWorker);
+      await h.database.pool.query("UPDATE task SET cancel_requested = true WHERE id = $1", [byWorker]);
+      worker = await startTruncationWorker(h);
+      expect(await waitForState(byWorker, ["cancelled", "completed", "failed"])).toMatchObject({
+        state: "cancelled",
+        failedReason: "Cancelled; 2 rows were deleted before the cancellation",
+      });
+      expect(await timestampsOf(PROFILE)).toEqual([T0, T0 + 1, T0 + 2]); // neither deleted anything more
+    });
+
     it("stops an active task between batches when cancelled, reporting what was deleted", async () => {
       await clear();
       await load(

@@ -2,6 +2,7 @@ import { DelayedError, UnrecoverableError, type Job } from "bullmq";
 import type { Logger } from "@mdp/core";
 import {
   deleteBatch,
+  cancellationReason,
   dropPartitions,
   PARTITIONS_PER_DROP,
   inTransaction,
@@ -45,8 +46,9 @@ export function createTruncateHandler(deps: TruncateDeps): JobHandler<"truncate"
     if (task.state !== "waiting" && task.state !== "active") return task.result; // a duplicate delivery of a finished task
     let progress = progressOf(task.progress);
     if (task.cancelRequested) {
-      await finish(deps.db.pool, payload.taskId, "cancelled", progress, "Cancelled before it started");
-      throw new UnrecoverableError("Cancelled before it started");
+      const reason = cancellationReason(task);
+      await finish(deps.db.pool, payload.taskId, "cancelled", progress, reason);
+      throw new UnrecoverableError(reason);
     }
     const ref = { entityType: payload.entityType, aspectName: payload.aspect };
     const startedAt = task.startedAt ?? new Date();
@@ -97,7 +99,7 @@ export function createTruncateHandler(deps: TruncateDeps): JobHandler<"truncate"
         select: { cancelRequested: true },
       });
       if (cancelRequested) {
-        const reason = `Cancelled; ${progress.deleted} rows were deleted before the cancellation`;
+        const reason = cancellationReason({ ...task, startedAt, progress: { ...progress } });
         await finish(deps.db.pool, payload.taskId, "cancelled", progress, reason);
         throw new UnrecoverableError(reason);
       }

@@ -1,5 +1,5 @@
 import { AppError, notFound, refuseUnstorable, type Logger } from "@mdp/core";
-import type { Database, Task } from "@mdp/db";
+import { cancellationReason, type Database, type Task } from "@mdp/db";
 import type { Producer } from "@mdp/queues";
 import type { Actor } from "../auth/actor";
 import type { PolicyEngine } from "../policies/policy-engine";
@@ -72,7 +72,7 @@ export class TaskService {
     if (task.state === "waiting" && (await this.removeWaitingJob(taskId))) {
       await prisma.task.updateMany({
         where: { id: taskId, state: "waiting" },
-        data: { state: "cancelled", finishedAt: new Date(), failedReason: "Cancelled before it started" },
+        data: { state: "cancelled", finishedAt: new Date(), failedReason: cancellationReason(task) },
       });
     }
     return statusOf(await this.find(taskId));
