@@ -85,7 +85,11 @@ export class TruncationService {
 
 /** The dry-run report of CONTRACT.md. */
 export function report(plan: TruncationPlan): string {
-  const percent = plan.totalRows === 0 ? 0 : (100 * plan.toDelete) / plan.totalRows;
+  // Two decimals as the contract shows, but 100.00% only when every row goes and 0.00% only when none does: an operator
+  // reads those as "all" and "nothing".
+  const share = plan.totalRows === 0 ? 0 : (100 * plan.toDelete) / plan.totalRows;
+  const partial = plan.toDelete > 0 && plan.toDelete < plan.totalRows;
+  const percent = partial ? Math.min(99.99, Math.max(0.01, share)) : share;
   const strategy =
     plan.strategy === "reindex"
       ? "Reindexing the aspect without the deleted records."
