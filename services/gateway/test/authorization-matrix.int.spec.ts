@@ -25,7 +25,9 @@ interface Operation {
   request: (caller: string, f: Fixtures) => { query: string; variables?: Record<string, unknown> };
 }
 interface Fixtures {
+  /** revoked by the first caller allowed to */
   strangerTokenId: string;
+  /** another of the stranger's tokens, never revoked: a revoked token has no metadata to read */
   strangerToken: string;
   /** a token owned by the manager, acting for the caller */
   tokenActingForCaller: (caller: string) => Promise<{ id: string; token: string }>;
@@ -99,10 +101,10 @@ describe("authorization matrix", () => {
     await grant(h, GENERATOR, ["GENERATE_PERSONAL_ACCESS_TOKENS"]);
     await grant(h, MANAGER, ["MANAGE_ACCESS_TOKENS"]);
     await grant(h, STRANGER, ["GENERATE_PERSONAL_ACCESS_TOKENS"]);
-    const stranger = await createToken(h, STRANGER);
+    const [toRevoke, toRead] = [await createToken(h, STRANGER), await createToken(h, STRANGER)];
     fixtures = {
-      strangerTokenId: stranger.id,
-      strangerToken: stranger.token,
+      strangerTokenId: toRevoke.id,
+      strangerToken: toRead.token,
       tokenActingForCaller: (caller) => createToken(h, caller, callers["holding MANAGE_ACCESS_TOKENS"]!.headers),
     };
     for (const [kind, urn] of [
