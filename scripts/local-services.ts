@@ -2,7 +2,7 @@
  * Local PostgreSQL and Redis for `pnpm start` and `pnpm test` on a single machine.
  *
  * - `pnpm start` with DATABASE_URL/REDIS_URL unset runs private servers of its own: data under .data/, ports 54329
- *   and 63799, stopped again on exit.
+ *   and 63799, stopped again on exit; those another command started (a second `pnpm start`) are used and left running.
  * - `pnpm test` (reuseDefaults) first looks for servers at the usual 127.0.0.1:5432 (reachable as `postgres` without a
  *   password) and :6379, and starts private ones only when those do not answer.
  * Nothing is installed here: a missing binary is reported with what to install or which variable to set.
@@ -114,6 +114,11 @@ function asServerUser(command: string, args: string[]): [string, string[]] {
 }
 
 async function startPostgres(dataDir: string): Promise<() => Promise<void>> {
+  // One of ours from another command (a `pnpm start` running): used, and left for that command to stop.
+  if (await isListening(PRIVATE_PG_PORT)) {
+    process.stdout.write(`PostgreSQL (private, started by another command) on 127.0.0.1:${PRIVATE_PG_PORT}\n`);
+    return async () => {};
+  }
   const initdb = findPostgresBin("initdb");
   const pgCtl = findPostgresBin("pg_ctl");
   if (!initdb || !pgCtl) {
@@ -129,9 +134,7 @@ async function startPostgres(dataDir: string): Promise<() => Promise<void>> {
     run(...asServerUser(initdb, ["-D", pgData, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"]));
   }
   const options = `-p ${PRIVATE_PG_PORT} -c listen_addresses=127.0.0.1 -c unix_socket_directories=''`;
-  if (!(await isListening(PRIVATE_PG_PORT))) {
-    run(...asServerUser(pgCtl, ["-D", pgData, "-o", options, "-l", path.join(pgData, "server.log"), "-w", "start"]));
-  }
+  run(...asServerUser(pgCtl, ["-D", pgData, "-o", options, "-l", path.join(pgData, "server.log"), "-w", "start"]));
   await waitForPort(PRIVATE_PG_PORT, "PostgreSQL");
   process.stdout.write(`PostgreSQL (private, data in ${pgData}) on 127.0.0.1:${PRIVATE_PG_PORT}\n`);
   return async () => {
@@ -148,7 +151,10 @@ async function startRedis(dataDir: string): Promise<() => Promise<void>> {
   }
   const dir = path.join(dataDir, "redis");
   mkdirSync(dir, { recursive: true });
-  if (await isListening(PRIVATE_REDIS_PORT)) return async () => {}; // one of ours from another command
+  if (await isListening(PRIVATE_REDIS_PORT)) {
+    process.stdout.write(`Redis (private, started by another command) on 127.0.0.1:${PRIVATE_REDIS_PORT}\n`);
+    return async () => {}; // as PostgreSQL above
+  }
   const log = openSync(path.join(dir, "server.log"), "a");
   const child: ChildProcess = spawn(
     redisServer,
