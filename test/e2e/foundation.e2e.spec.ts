@@ -195,6 +195,20 @@ describe("the system as separate processes", () => {
     ).toEqual({ passing: [{ test: "urn:li:test:described", type: "SUCCESS" }], failing: [] });
   });
 
+  it("refuses to start a second gateway on a port in use, saying so and what to do, without a stack trace", async () => {
+    const second = startService("gateway", {
+      DATABASE_URL: db.url,
+      REDIS_URL,
+      QUEUE_PREFIX: prefix,
+      PORT: new URL(baseUrl).port,
+    });
+    expect(await second.stop("SIGCONT")).toBe(1); // waits for its own exit: SIGCONT does nothing
+    expect(second.output()).toContain(
+      `gateway failed to start: 127.0.0.1:${new URL(baseUrl).port} is in use by another process: stop it, or set PORT to a free port`,
+    );
+    expect(second.output()).not.toMatch(/Unhandled 'error' event|^\s+at /m);
+  });
+
   it("stops every process cleanly on SIGTERM", async () => {
     const codes = await Promise.all(services.map((s) => s.stop("SIGTERM")));
     expect(codes).toEqual([0, 0, 0]);

@@ -1,4 +1,5 @@
 import { stopTelemetry } from "./instrument";
+import type { Server } from "node:http";
 import { createLogger, loadConfigOrExit } from "@mdp/core";
 import { createDatabase } from "@mdp/db";
 import { closeRedis, createRedis, whenReady } from "@mdp/queues";
@@ -36,7 +37,7 @@ async function main(): Promise<void> {
     readiness: new Readiness(prisma, redis, config.DATABASE_URL),
   });
 
-  await new Promise<void>((resolve) => gateway.server.listen(config.PORT, config.HOST, resolve));
+  await listen(gateway.server, config.PORT, config.HOST);
   logger.info({ url: `http://${config.HOST}:${config.PORT}` }, "gateway listening");
 
   let stopping = false;
@@ -65,7 +66,27 @@ async function main(): Promise<void> {
   process.on("SIGINT", () => void shutdown("SIGINT"));
 }
 
+/** A start that failed for a reason the operator can act on: said in one line, without a stack trace. */
+class StartupError extends Error {}
+
+function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const failed = (error: NodeJS.ErrnoException) =>
+      reject(
+        error.code === "EADDRINUSE"
+          ? new StartupError(`${host}:${port} is in use by another process: stop it, or set PORT to a free port`)
+          : error,
+      );
+    server.once("error", failed);
+    server.listen(port, host, () => {
+      server.off("error", failed);
+      resolve();
+    });
+  });
+}
+
 main().catch((error: unknown) => {
-  process.stderr.write(`gateway failed to start: ${error instanceof Error ? error.stack : String(error)}\n`);
+  const said = error instanceof StartupError ? error.message : error instanceof Error ? error.stack : String(error);
+  process.stderr.write(`gateway failed to start: ${said}\n`);
   process.exit(1);
 });
