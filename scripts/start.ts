@@ -6,7 +6,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
 import { createInterface } from "node:readline";
-import { DEVELOPMENT_SECRETS } from "@mdp/core";
+import { DEVELOPMENT_SECRETS, loadConfigOrExit, type Config } from "@mdp/core";
 import { applyMigrations, ensureDatabase } from "@mdp/db";
 import { ensureLocalServices } from "./local-services";
 import { serviceNodeArgs } from "./service-command";
@@ -15,6 +15,12 @@ const SERVICES = ["gateway", "truncation-worker", "evaluation-worker"] as const;
 
 async function main(): Promise<void> {
   const root = path.resolve(__dirname, "..");
+  // A bad setting is refused before anything starts, as each service would refuse it (the URLs are known later).
+  const config = loadConfigOrExit({
+    DATABASE_URL: "postgresql://localhost/x",
+    REDIS_URL: "redis://localhost",
+    ...process.env,
+  });
   const local = await ensureLocalServices(root, { reuseDefaults: false });
   const env = { ...process.env, DATABASE_URL: local.databaseUrl, REDIS_URL: local.redisUrl };
   try {
@@ -33,7 +39,11 @@ async function main(): Promise<void> {
       stdio: ["ignore", "pipe", "pipe"],
     });
     for (const stream of [child.stdout, child.stderr]) {
-      createInterface({ input: stream! }).on("line", (line) => process.stdout.write(`[${name}] ${line}\n`));
+      createInterface({ input: stream! }).on("line", (line) => {
+        process.stdout.write(`[${name}] ${line}\n`);
+        // How to use it once it can be used: not before the gateway listens, nor when it failed to.
+        if (name === "gateway" && line.includes('"msg":"gateway listening"')) printHowToUse(config, local.databaseUrl);
+      });
     }
     return child;
   });
@@ -56,7 +66,6 @@ async function main(): Promise<void> {
   }
   process.on("SIGINT", () => void stopAll(0));
   process.on("SIGTERM", () => void stopAll(0));
-  printHowToUse(env);
 }
 
 function stopChild(child: ChildProcess): Promise<void> {
@@ -67,19 +76,21 @@ function stopChild(child: ChildProcess): Promise<void> {
   });
 }
 
-function printHowToUse(env: NodeJS.ProcessEnv): void {
-  const url = `http://${env.HOST ?? "127.0.0.1"}:${env.PORT ?? 8080}`;
-  const root = env.ROOT_USER_URN ?? "urn:li:corpuser:admin";
+function printHowToUse(config: Config, databaseUrl: string): void {
+  const url = `http://${config.HOST}:${config.PORT}`;
+  const root = config.ROOT_USER_URN;
   // The development secret is in the source anyway; a secret of the operator's own is never printed.
-  const secret = env.SYSTEM_CLIENT_SECRET ? "<your SYSTEM_CLIENT_SECRET>" : DEVELOPMENT_SECRETS.SYSTEM_CLIENT_SECRET;
-  const clientId = env.SYSTEM_CLIENT_ID ?? DEVELOPMENT_SECRETS.SYSTEM_CLIENT_ID;
-  const lines =
-    env.AUTH_ENABLED === "false"
-      ? [`  curl -s ${url}/api/graphql -H 'X-Platform-Actor: ${root}' -H 'Content-Type: application/json' \\`]
-      : [
-          `  curl -s ${url}/api/graphql -u '${clientId}:${secret}' \\`,
-          `    -H 'X-Platform-Actor: ${root}' -H 'Content-Type: application/json' \\`,
-        ];
+  const secret =
+    config.SYSTEM_CLIENT_SECRET === DEVELOPMENT_SECRETS.SYSTEM_CLIENT_SECRET
+      ? DEVELOPMENT_SECRETS.SYSTEM_CLIENT_SECRET
+      : "<your SYSTEM_CLIENT_SECRET>";
+  const clientId = config.SYSTEM_CLIENT_ID;
+  const lines = !config.AUTH_ENABLED
+    ? [`  curl -s ${url}/api/graphql -H 'X-Platform-Actor: ${root}' -H 'Content-Type: application/json' \\`]
+    : [
+        `  curl -s ${url}/api/graphql -u '${clientId}:${secret}' \\`,
+        `    -H 'X-Platform-Actor: ${root}' -H 'Content-Type: application/json' \\`,
+      ];
   process.stdout.write(
     [
       "",
@@ -87,7 +98,11 @@ function printHowToUse(env: NodeJS.ProcessEnv): void {
       "Act as the root user through the system client, for example to create access tokens with createAccessToken:",
       ...lines,
       `    -d '{"query":"{ me { urn } }"}'`,
-      "Ctrl-C stops everything.",
+      // Only the private server's: a DATABASE_URL of the operator's own may hold a password.
+      ...(process.env.DATABASE_URL
+        ? []
+        : [`Database: ${databaseUrl} (set DATABASE_URL to it for pnpm db:bulk-load and the README's other commands)`]),
+      "Ctrl-C (SIGTERM when run without a terminal) stops everything.",
       "",
     ].join("\n"),
   );

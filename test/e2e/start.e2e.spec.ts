@@ -1,0 +1,64 @@
+/**
+ * `pnpm start` (scripts/start.ts), the README's first command, against this test's own database and queue prefix:
+ * what it says, and when.
+ */
+import { spawn } from "node:child_process";
+import path from "node:path";
+import { createTestDatabase } from "@mdp/db/testing";
+import { typeScriptLoaderArgs } from "../../scripts/service-command";
+import { freePort, uniqueName, waitFor } from "../support/services";
+
+const ROOT = path.resolve(__dirname, "..", "..");
+
+function start(env: Record<string, string>) {
+  const child = spawn(process.execPath, [...typeScriptLoaderArgs(ROOT), path.join(ROOT, "scripts", "start.ts")], {
+    cwd: ROOT,
+    env: { ...process.env, LOG_LEVEL: "info", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  return { child, output: () => output, exited };
+}
+
+describe("pnpm start", () => {
+  let db: Awaited<ReturnType<typeof createTestDatabase>>;
+  let env: Record<string, string>;
+
+  beforeAll(async () => {
+    db = await createTestDatabase("e2e_start");
+    env = {
+      DATABASE_URL: db.url,
+      REDIS_URL: process.env.REDIS_URL ?? "redis://127.0.0.1:6379",
+      QUEUE_PREFIX: uniqueName("e2e-start"),
+    };
+  });
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  it("refuses a bad setting before it starts anything, naming it", async () => {
+    const run = start({ ...env, PORT: "abc" });
+    expect(await run.exited).toBe(78);
+    expect(run.output()).toContain("Invalid configuration: PORT must be a whole number");
+    expect(run.output()).not.toMatch(/Migrations up to date|Applied migrations|Gateway: /);
+  });
+
+  it("says how to use the system once the gateway listens, and stops everything on SIGTERM", async () => {
+    const port = await freePort();
+    const run = start({ ...env, PORT: String(port) });
+    try {
+      await waitFor("the how-to", async () => run.output().includes("Gateway: "), 30_000);
+      const output = run.output();
+      expect(output.indexOf("Gateway: ")).toBeGreaterThan(output.indexOf('"msg":"gateway listening"'));
+      expect(output).toContain(`Gateway: http://127.0.0.1:${port}`);
+      expect(output).not.toContain("Database: "); // a DATABASE_URL of the operator's own is not printed
+      expect((await fetch(`http://127.0.0.1:${port}/health`)).status).toBe(200);
+    } finally {
+      run.child.kill("SIGTERM");
+    }
+    expect(await run.exited).toBe(0);
+  });
+});
