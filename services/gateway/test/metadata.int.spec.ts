@@ -161,6 +161,23 @@ describe("metadata ingestion and reads", () => {
     });
   });
 
+  it("answers an action asked for with another method than POST with 405, saying to use POST", async () => {
+    for (const method of ["GET", "PUT"]) {
+      const res = await fetch(`${h.baseUrl}/api/gms/aspects?action=ingestProposal`, {
+        method,
+        headers: systemClientHeaders(INGESTER),
+      });
+      expect(res.status).toBe(405);
+      expect(res.headers.get("allow")).toBe("POST");
+      expect(await res.json()).toEqual({
+        status: 405,
+        code: "METHOD_NOT_ALLOWED",
+        message:
+          "/api/gms/aspects takes POST ?action=<name> with a JSON body; valid actions: ingestProposal, ingestProposalBatch, getTimeseriesAspectValues",
+      });
+    }
+  });
+
   it("refuses an unknown action and a body that is not JSON", async () => {
     const unknown = await post("/gms/aspects?action=ingest", {});
     expect(unknown.body.message).toBe(

@@ -35,6 +35,14 @@ export function addActions(router: Router, path: string, actions: Record<string,
     if (value instanceof JsonText) res.type("json").send(`{"value":${value.json}}`);
     else res.json({ value });
   });
+  // A GET would otherwise be "No route for GET ...", which reads as if the path did not exist.
+  router.all(path, (req: Request, res: Response) => {
+    res.setHeader("allow", "POST");
+    throw new AppError(
+      "METHOD_NOT_ALLOWED",
+      `${req.baseUrl}${path} takes POST ?action=<name> with a JSON body; valid actions: ${Object.keys(actions).join(", ")}`,
+    );
+  });
 }
 
 function hasBody(req: Request): boolean {
