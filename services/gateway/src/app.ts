@@ -1,5 +1,5 @@
 import type { Queue } from "bullmq";
-import express, { Router, type Express } from "express";
+import express, { Router, type Express, type RequestHandler } from "express";
 import { createServer, type Server } from "node:http";
 import { AppError, type Logger } from "@mdp/core";
 import { authenticate } from "./auth/auth.middleware";
@@ -42,6 +42,15 @@ export interface Gateway {
   stop: () => Promise<void>;
 }
 
+/** Apollo would refuse another type as a possible cross-site request forgery, which misleads a curl user. */
+const refuseNonJson: RequestHandler = (req, _res, next) => {
+  // false: a body of another type, or of none declared; null: no body at all, which Apollo answers itself.
+  if (req.is("application/json") === false) {
+    throw new AppError("UNSUPPORTED_MEDIA_TYPE", "Content-Type must be application/json.");
+  }
+  next();
+};
+
 /** Builds the gateway: the express app and its HTTP server, not yet listening. */
 export async function createGateway(deps: AppDeps): Promise<Gateway> {
   const app = express();
@@ -68,7 +77,7 @@ export async function createGateway(deps: AppDeps): Promise<Gateway> {
   const graphql = await createGraphQLMiddleware({ logger: deps.logger, httpServer: server, services: deps.services });
   // POST only, as in DataHub: a query in the URL (GraphQL over GET) would put what it carries, tokens included, into
   // access logs and browser histories.
-  app.post(GRAPHQL_PATHS, graphql.middleware);
+  app.post(GRAPHQL_PATHS, refuseNonJson, graphql.middleware);
   app.all(GRAPHQL_PATHS, (_req, res) => {
     res.setHeader("allow", "POST");
     throw new AppError("METHOD_NOT_ALLOWED", "GraphQL is served over POST only.");

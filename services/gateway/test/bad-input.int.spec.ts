@@ -184,6 +184,21 @@ describe("bad input", () => {
       });
     });
 
+    it.each(["application/x-www-form-urlencoded", "text/plain", undefined])(
+      "answers a body sent as %s with 415 saying it must be JSON, not with Apollo's CSRF refusal",
+      async (type) => {
+        const res = await fetch(`${h.baseUrl}/api/graphql`, {
+          method: "POST",
+          headers: { ...asRoot, "content-type": type ?? "" },
+          body: JSON.stringify({ query: "{ me { urn } }" }),
+        });
+        expect(res.status).toBe(415);
+        expect(await res.json()).toEqual({
+          errors: [{ message: "Content-Type must be application/json.", extensions: { code: "BAD_USER_INPUT" } }],
+        });
+      },
+    );
+
     it("answers in GraphQL's shape under its path with a trailing slash too", async () => {
       const res = await fetch(`${h.baseUrl}/api/graphql/`, {
         method: "POST",
