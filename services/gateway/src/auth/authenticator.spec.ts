@@ -40,6 +40,17 @@ describe("Authenticator", () => {
     });
   });
 
+  it.each(["Bearer", "Bearer   ", "bearer", "Basic"])(
+    "says the credentials are missing from '%s', as a shell variable left unset sends it",
+    async (authorization) => {
+      const scheme = authorization.trim().toLowerCase() === "basic" ? "Basic" : "Bearer";
+      expect(await failure(auth.authenticate({ authorization }))).toEqual({
+        code: "UNAUTHENTICATED",
+        message: `The Authorization header names the ${scheme} scheme but holds no credentials after it.`,
+      });
+    },
+  );
+
   it("accepts a bearer token and takes the actor from it", async () => {
     await expect(auth.authenticate({ authorization: "Bearer good-token" })).resolves.toEqual({
       urn: ALICE,

@@ -31,9 +31,10 @@ export class Authenticator {
       if (!this.config.AUTH_ENABLED && actorHeader) return { urn: this.userUrn(actorHeader), via: "header" };
       throw unauthenticated("Request is missing 'Authorization' header.");
     }
-    const space = authorization.indexOf(" ");
-    const scheme = space > 0 ? authorization.slice(0, space).toLowerCase() : "";
-    const credentials = space > 0 ? authorization.slice(space + 1).trim() : "";
+    const trimmed = authorization.trim();
+    const space = trimmed.indexOf(" ");
+    const scheme = (space > 0 ? trimmed.slice(0, space) : trimmed).toLowerCase();
+    const credentials = space > 0 ? trimmed.slice(space + 1).trim() : "";
     if (scheme === "bearer" && credentials) {
       const actor = await this.verifyToken(credentials);
       if (actorHeader && actorHeader !== actor.urn) {
@@ -42,6 +43,11 @@ export class Authenticator {
       return actor;
     }
     if (scheme === "basic" && credentials) return this.systemClient(credentials, actorHeader);
+    if (scheme === "bearer" || scheme === "basic") {
+      // "Bearer $TOKEN" with TOKEN unset: the scheme is right, the token is missing.
+      const named = scheme === "basic" ? "Basic" : "Bearer";
+      throw unauthenticated(`The Authorization header names the ${named} scheme but holds no credentials after it.`);
+    }
     throw unauthenticated("Authorization header must use the Bearer or Basic scheme.");
   }
 
