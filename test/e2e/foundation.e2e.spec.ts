@@ -209,6 +209,24 @@ describe("the system as separate processes", () => {
     expect(second.output()).not.toMatch(/Unhandled 'error' event|^\s+at /m);
   });
 
+  it("says at start that PostgreSQL cannot be reached, rather than starting as if healthy", async () => {
+    const unreachable = `postgresql://postgres@127.0.0.1:${await freePort()}/nowhere`;
+    const port = await freePort();
+    const lonely = startService("gateway", {
+      DATABASE_URL: unreachable,
+      REDIS_URL,
+      QUEUE_PREFIX: prefix,
+      PORT: String(port),
+    });
+    try {
+      await waitForOutput(lonely, "not ready yet");
+      expect(lonely.output()).toContain('"postgres":"unreachable: ');
+      expect((await fetch(`http://127.0.0.1:${port}/ready`)).status).toBe(503);
+    } finally {
+      await lonely.stop();
+    }
+  });
+
   it("stops every process cleanly on SIGTERM", async () => {
     const codes = await Promise.all(services.map((s) => s.stop("SIGTERM")));
     expect(codes).toEqual([0, 0, 0]);

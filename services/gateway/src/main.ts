@@ -28,17 +28,15 @@ async function main(): Promise<void> {
     authenticator,
     stop: stopServices,
   } = await composeServices(config, { db, redis, subscriber }, logger);
-  const gateway = await createGateway({
-    logger,
-    authenticator,
-    services,
-    http,
-    queues,
-    readiness: new Readiness(prisma, redis, config.DATABASE_URL),
-  });
+  const readiness = new Readiness(prisma, redis, config.DATABASE_URL);
+  const gateway = await createGateway({ logger, authenticator, services, http, queues, readiness });
 
   await listen(gateway.server, config.PORT, config.HOST);
   logger.info({ url: `http://${config.HOST}:${config.PORT}` }, "gateway listening");
+  // No reason to exit (PostgreSQL may be on its way up), but a wrong DATABASE_URL should not look like a healthy start.
+  void readiness.check().then((report) => {
+    if (!report.ready) logger.warn({ checks: report.checks }, "not ready yet: /ready says so until every check is ok");
+  });
 
   let stopping = false;
   const shutdown = async (signal: string) => {
