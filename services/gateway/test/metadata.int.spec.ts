@@ -234,4 +234,28 @@ describe("metadata ingestion and reads", () => {
       newestTimestampMillis: Date.UTC(2026, 0, 3),
     });
   });
+
+  it("ingests concurrent time-series rows for more new days than the pool has connections", async () => {
+    // Each request's day partition is new: made in a short transaction of its own, which must not need a second
+    // connection while the request's own transaction holds the first (a pool of 5 here, 10 in a gateway).
+    const day0 = Date.UTC(2031, 0, 1, 12);
+    const statuses = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        fetch(`${h.baseUrl}/gms/aspects?action=ingestProposal`, {
+          method: "POST",
+          headers: { "content-type": "application/json", ...systemClientHeaders(INGESTER) },
+          body: JSON.stringify({
+            proposal: profile(day0 + i * 86_400_000, `urn:li:dataset:(urn:li:dataPlatform:hive,d${i},PROD)`),
+          }),
+          signal: AbortSignal.timeout(10_000),
+        }).then((res) => res.status),
+      ),
+    );
+    expect(statuses).toEqual(Array(12).fill(200));
+    const { rows } = await h.database.pool.query<{ n: string }>(
+      "SELECT sum(row_count) AS n FROM timeseries.partition WHERE from_millis >= $1",
+      [day0 - 43_200_000],
+    );
+    expect(Number(rows[0]!.n)).toBe(12);
+  });
 });

@@ -23,18 +23,15 @@ describe("time-series truncation", () => {
   let h: Harness;
   let store: TimeseriesStore;
 
-  const load = async (ref: TimeseriesAspectRef, timestamps: number[]) =>
-    inTransaction(h.database.pool, (client) =>
-      store.append(
-        client,
-        ref,
-        timestamps.map((t, i) => ({
-          urn: `urn:li:${ref.entityType}:(urn:li:dataPlatform:x,t${i % 7},PROD)`,
-          timestampMillis: t,
-          valueJson: JSON.stringify({ timestampMillis: t }),
-        })),
-      ),
-    );
+  const load = async (ref: TimeseriesAspectRef, timestamps: number[]) => {
+    const rows = timestamps.map((t, i) => ({
+      urn: `urn:li:${ref.entityType}:(urn:li:dataPlatform:x,t${i % 7},PROD)`,
+      timestampMillis: t,
+      valueJson: JSON.stringify({ timestampMillis: t }),
+    }));
+    await store.prepare(ref, rows);
+    await inTransaction(h.database.pool, (client) => store.append(client, ref, rows));
+  };
   const timestampsOf = async (ref: TimeseriesAspectRef) => {
     const { rows } = await h.database.pool.query<{ t: string }>(
       `SELECT timestamp_millis AS t FROM timeseries."ts_${ref.entityType}_${ref.aspectName}" ORDER BY 1`,

@@ -49,13 +49,22 @@ export class TimeseriesStore {
   constructor(private readonly pool: pg.Pool) {}
 
   /**
-   * Appends rows of one aspect inside the caller's transaction (`client` has run BEGIN). The day partitions are made
-   * first, outside it. Returns how many rows were written.
+   * Makes the day partitions `rows` need, each missing one in a short transaction of its own. Call it before opening
+   * the transaction that appends them: inside it, that would need a second connection of the pool while holding one,
+   * and enough concurrent requests reaching new days would each hold one and wait for another, for good.
+   */
+  async prepare(ref: TimeseriesAspectRef, rows: readonly TimeseriesRow[]): Promise<void> {
+    if (rows.length > 0) await this.ensureDays(ref, aspectTableName(ref.entityType, ref.aspectName), rows);
+  }
+
+  /**
+   * Appends rows of one aspect inside the caller's transaction (`client` has run BEGIN), into partitions `prepare`
+   * made; one dropped since (by a truncation) fails the insert with an error isMissingPartition recognises. Returns how
+   * many rows were written.
    */
   async append(client: pg.ClientBase, ref: TimeseriesAspectRef, rows: TimeseriesRow[]): Promise<number> {
     if (rows.length === 0) return 0;
     const table = aspectTableName(ref.entityType, ref.aspectName);
-    await this.ensureDays(ref, table, rows);
     const perDay = new Map<number, number>();
     for (const row of rows) {
       const day = dayStart(row.timestampMillis);
@@ -183,7 +192,7 @@ export class TimeseriesStore {
     );
   }
 
-  private async ensureDays(ref: TimeseriesAspectRef, table: string, rows: TimeseriesRow[]): Promise<void> {
+  private async ensureDays(ref: TimeseriesAspectRef, table: string, rows: readonly TimeseriesRow[]): Promise<void> {
     const days = new Set(rows.map((r) => dayStart(r.timestampMillis)));
     for (;;) {
       const missing = [...days].filter((day) => !this.knownPartitions.has(partitionName(table, day)));

@@ -43,19 +43,33 @@ export class IngestionService {
         series.set(key, group);
       }
     }
-    await this.writeWithRetry(async (client) => {
-      await this.aspects.upsert(client, versioned, actor.urn);
-      for (const group of series.values()) await this.timeseries.append(client, group, group.rows);
-    });
+    const groups = [...series.values()];
+    await this.writeWithRetry(
+      async () => {
+        for (const group of groups) await this.timeseries.prepare(group, group.rows);
+      },
+      async (client) => {
+        await this.aspects.upsert(client, versioned, actor.urn);
+        for (const group of groups) await this.timeseries.append(client, group, group.rows);
+      },
+    );
     return proposals.map((p) => p.proposal.entityUrn);
   }
 
-  /** One transaction; retried once when a day partition was dropped (by truncation) between check and insert. */
-  private async writeWithRetry(write: (client: PoolClient) => Promise<void>): Promise<void> {
+  /**
+   * The day partitions first (see TimeseriesStore.prepare), then one transaction; both again, once, when a partition
+   * was dropped (by a truncation) between the two.
+   */
+  private async writeWithRetry(
+    prepare: () => Promise<void>,
+    write: (client: PoolClient) => Promise<void>,
+  ): Promise<void> {
+    await prepare();
     try {
       await inTransaction(this.db.pool, write);
     } catch (error) {
       if (!this.timeseries.isMissingPartition(error)) throw error;
+      await prepare();
       await inTransaction(this.db.pool, write);
     }
   }
