@@ -39,12 +39,23 @@ export class EntityRegistry {
       throw new Error(`Entity registry ${source} is invalid: ${problems}`);
     }
     const entities = new Map<string, Map<string, AspectKind>>();
+    // A time-series aspect's rows live in a table named after "<entityType>_<aspectName>": two aspects whose names
+    // join alike (ab.c_usage, ab_c.usage) would share one, and truncating one would delete the other's rows.
+    const joined = new Map<string, string>();
     for (const [entityType, def] of Object.entries(parsed.data.entities)) {
       const aspects = new Map<string, AspectKind>();
       for (const name of def.aspects) aspects.set(name, "versioned");
       for (const name of def.timeseriesAspects) {
         if (aspects.has(name)) throw new Error(`Entity registry ${source}: ${entityType}.${name} is listed twice`);
         aspects.set(name, "timeseries");
+        const other = joined.get(`${entityType}_${name}`);
+        if (other) {
+          throw new Error(
+            `Entity registry ${source}: time-series aspects ${other} and ${entityType}.${name} would be stored in one ` +
+              `table (their names joined with '_' are alike); rename one of them`,
+          );
+        }
+        joined.set(`${entityType}_${name}`, `${entityType}.${name}`);
       }
       entities.set(entityType, aspects);
     }
