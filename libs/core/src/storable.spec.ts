@@ -18,6 +18,21 @@ describe("refuseUnstorable", () => {
     expect(() => refuseUnstorable(["\udc00"], "tags")).toThrow("tags[0] contains an unpaired surrogate U+DC00");
   });
 
+  it("refuses nesting deeper than 1000 levels, naming where, however deep it goes", () => {
+    const nested = (levels: number) => {
+      let value: unknown = "leaf";
+      for (let i = 0; i < levels; i++) value = i % 2 ? { a: value } : [value];
+      return value;
+    };
+    // The body's own object is the first level.
+    expect(() => refuseUnstorable({ proposals: nested(999) }, "")).not.toThrow();
+    expect(() => refuseUnstorable({ proposals: nested(1000) }, "")).toThrow(
+      /^proposals(\.a\[0\]){22}\.… contains more than 1000 levels of nesting, which cannot be stored$/,
+    );
+    // Deep enough to exhaust the stack of a walk with no limit.
+    expect(() => refuseUnstorable(nested(200_000), "value")).toThrow("contains more than 1000 levels of nesting");
+  });
+
   it("lets everything else through: other control characters, and surrogates in pairs (emoji)", () => {
     expect(() =>
       refuseUnstorable({ a: ["tab\there", 1, null, true, { b: "line\nbreak", c: "😀 \ud83d\ude00" }] }, ""),

@@ -10,7 +10,9 @@ import { badInput } from "./errors";
 export function refuseUnstorable(value: unknown, at: string): void {
   const found = findUnstorable(value, at);
   if (found !== undefined) {
-    const name = found.path === "" ? "the value" : found.path;
+    // A path a thousand levels deep would make a message of kilobytes: its start says where.
+    const path = found.path.length > 120 ? `${found.path.slice(0, 120)}…` : found.path;
+    const name = path === "" ? "the value" : path;
     throw badInput(`${name} contains ${found.what}, which cannot be stored`, { field: name });
   }
 }
@@ -35,16 +37,24 @@ function unstorableCharacterIn(text: string): string | undefined {
   return `an unpaired surrogate U+${match[0].charCodeAt(0).toString(16).toUpperCase()} (not a Unicode character)`;
 }
 
+/**
+ * The deepest nesting of arrays and objects accepted, as Jackson (DataHub's JSON library) allows by default. PostgreSQL's
+ * jsonb gives up somewhere past ten thousand levels ("stack depth limit exceeded"), and walking such a value here
+ * would exhaust this process's stack first.
+ */
+export const MAX_NESTING = 1000;
+
 /** Where in `value` (under `at`) the first string or key that cannot be stored is, and what it holds. */
-export function findUnstorable(value: unknown, at: string): { path: string; what: string } | undefined {
+export function findUnstorable(value: unknown, at: string, depth = 0): { path: string; what: string } | undefined {
   if (typeof value === "string") {
     const what = unstorableCharacterIn(value);
     return what === undefined ? undefined : { path: at, what };
   }
   if (typeof value !== "object" || value === null) return undefined;
+  if (depth === MAX_NESTING) return { path: at, what: `more than ${MAX_NESTING} levels of nesting` };
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
-      const found = findUnstorable(value[i], `${at}[${i}]`);
+      const found = findUnstorable(value[i], `${at}[${i}]`, depth + 1);
       if (found !== undefined) return found;
     }
     return undefined;
@@ -53,7 +63,7 @@ export function findUnstorable(value: unknown, at: string): { path: string; what
     const path = at ? `${at}.${key}` : key;
     const what = unstorableCharacterIn(key);
     if (what !== undefined) return { path, what };
-    const found = findUnstorable(inner, path);
+    const found = findUnstorable(inner, path, depth + 1);
     if (found !== undefined) return found;
   }
   return undefined;

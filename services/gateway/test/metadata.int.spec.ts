@@ -138,6 +138,16 @@ describe("metadata ingestion and reads", () => {
       "proposals[1].changeType 'PATCH' is not supported; only UPSERT is",
     ],
     ["an unknown field", proposal({ color: "blue" }), "proposals.1: unknown field(s) color"],
+    [
+      "a number PostgreSQL cannot store, which JSON allows",
+      proposal({ aspect: { contentType: "application/json", value: '{"description":"x","score":1e-99999}' } }),
+      "an aspect value of proposals holds a number PostgreSQL cannot store",
+    ],
+    [
+      "a value nested deeper than 1000 levels",
+      proposal({ aspect: { contentType: "application/json", value: `{"a":${"[".repeat(3000)}${"]".repeat(3000)}}` } }),
+      "contains more than 1000 levels of nesting, which cannot be stored",
+    ],
   ])("refuses %s with a 400 naming it, and stores nothing of the batch", async (_case, bad, message) => {
     const before = await storedRows();
     const res = await post("/gms/aspects?action=ingestProposalBatch", {
@@ -147,6 +157,18 @@ describe("metadata ingestion and reads", () => {
     expect(res.body).toMatchObject({ status: 400, code: "BAD_USER_INPUT" });
     expect(res.body.message).toContain(message);
     expect(await storedRows()).toEqual(before);
+  });
+
+  it("refuses a request body nested deeper than 1000 levels with a 400, however deep", async () => {
+    const res = await fetch(`${h.baseUrl}/gms/aspects?action=ingestProposalBatch`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...systemClientHeaders(INGESTER) },
+      body: `{"proposals":${"[".repeat(200_000)}${"]".repeat(200_000)}}`,
+    });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { message: string }).message).toMatch(
+      /^proposals(\[0\])+… contains more than 1000 levels of nesting, which cannot be stored$/,
+    );
   });
 
   it("refuses ingestion without INGEST_METADATA", async () => {

@@ -13,6 +13,8 @@ import type { PolicyEngine } from "../policies/policy-engine";
 import { validateProposal, type Proposal } from "./proposal";
 
 export const MAX_BATCH = 10_000;
+/** PostgreSQL's numeric_value_out_of_range */
+const NUMERIC_OUT_OF_RANGE = "22003";
 
 /**
  * Metadata ingestion (DataHub's ingestProposal / ingestProposalBatch): everything is validated before anything is
@@ -44,15 +46,26 @@ export class IngestionService {
       }
     }
     const groups = [...series.values()];
-    await this.writeWithRetry(
-      async () => {
-        for (const group of groups) await this.timeseries.prepare(group, group.rows);
-      },
-      async (client) => {
-        await this.aspects.upsert(client, versioned, actor.urn);
-        for (const group of groups) await this.timeseries.append(client, group, group.rows);
-      },
-    );
+    try {
+      await this.writeWithRetry(
+        async () => {
+          for (const group of groups) await this.timeseries.prepare(group, group.rows);
+        },
+        async (client) => {
+          await this.aspects.upsert(client, versioned, actor.urn);
+          for (const group of groups) await this.timeseries.append(client, group, group.rows);
+        },
+      );
+    } catch (error) {
+      // Stored as sent, an aspect value is parsed by PostgreSQL, whose numbers keep at most 131072 digits before the
+      // decimal point and 16383 after: JSON allows 1e-99999, which would otherwise be a 500.
+      if ((error as { code?: unknown }).code !== NUMERIC_OUT_OF_RANGE) throw error;
+      const field = proposals.length === 1 ? `${proposals[0]!.at}.aspect.value` : "an aspect value of proposals";
+      throw badInput(
+        `${field} holds a number PostgreSQL cannot store (at most 131072 digits before the decimal point and 16383 ` +
+          `after it; 1e-99999 is beyond that)`,
+      );
+    }
     return proposals.map((p) => p.proposal.entityUrn);
   }
 

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { badInput, parseUrn, refuseUnstorable, UrnParseError, type EntityRegistry } from "@mdp/core";
+import { badInput, MAX_NESTING, parseUrn, refuseUnstorable, UrnParseError, type EntityRegistry } from "@mdp/core";
 import type { TimeseriesRow, VersionedAspectWrite } from "@mdp/db";
 
 /** DataHub's MetadataChangeProposal, as much of it as this service accepts. */
@@ -60,8 +60,11 @@ export function validateProposal(p: Proposal, at: string, registry: EntityRegist
     throw badInput(`${at}.aspect.value must be a JSON object`);
   }
   // The text itself was checked with the request's body; only an escape in it (\u0000, or a surrogate's \ud800 to
-  // \udfff) can put what cannot be stored into the value. The walk is for the rare text that has one.
-  if (ESCAPED_UNSTORABLE.test(p.aspect.value)) refuseUnstorable(value, `${at}.aspect.value`);
+  // \udfff) can put what cannot be stored into the value, and only a long text can nest deeper than MAX_NESTING (two
+  // characters a level), which PostgreSQL would refuse as a 500. The walk is for those texts.
+  if (p.aspect.value.length > 2 * MAX_NESTING || ESCAPED_UNSTORABLE.test(p.aspect.value)) {
+    refuseUnstorable(value, `${at}.aspect.value`);
+  }
   if (kind === "versioned") {
     return {
       kind,
