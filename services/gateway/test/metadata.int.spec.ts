@@ -140,8 +140,10 @@ describe("metadata ingestion and reads", () => {
     ["an unknown field", proposal({ color: "blue" }), "proposals.1: unknown field(s) color"],
     [
       "a number PostgreSQL cannot store, which JSON allows",
-      proposal({ aspect: { contentType: "application/json", value: '{"description":"x","score":1e-99999}' } }),
-      "an aspect value of proposals holds a number PostgreSQL cannot store",
+      proposal({
+        aspect: { contentType: "application/json", value: '{"description":"2e-99999 \\" 3e-99999","score":1e-99999}' },
+      }),
+      "proposals[1].aspect.value holds the number 1e-99999, which PostgreSQL cannot store (at most 131072 digits before the decimal point and 16383 after it)",
     ],
     [
       "a value nested deeper than 1000 levels",

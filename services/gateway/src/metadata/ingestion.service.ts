@@ -10,7 +10,7 @@ import {
 import type { PoolClient } from "pg";
 import type { Actor } from "../auth/actor";
 import type { PolicyEngine } from "../policies/policy-engine";
-import { validateProposal, type Proposal } from "./proposal";
+import { numberPostgresCannotStore, validateProposal, type Proposal } from "./proposal";
 
 export const MAX_BATCH = 10_000;
 /** PostgreSQL's numeric_value_out_of_range */
@@ -60,11 +60,15 @@ export class IngestionService {
       // Stored as sent, an aspect value is parsed by PostgreSQL, whose numbers keep at most 131072 digits before the
       // decimal point and 16383 after: JSON allows 1e-99999, which would otherwise be a 500.
       if ((error as { code?: unknown }).code !== NUMERIC_OUT_OF_RANGE) throw error;
-      const field = proposals.length === 1 ? `${proposals[0]!.at}.aspect.value` : "an aspect value of proposals";
-      throw badInput(
-        `${field} holds a number PostgreSQL cannot store (at most 131072 digits before the decimal point and 16383 ` +
-          `after it; 1e-99999 is beyond that)`,
-      );
+      for (const { proposal, at } of proposals) {
+        const number = numberPostgresCannotStore(proposal.aspect.value);
+        if (number === undefined) continue;
+        throw badInput(
+          `${at}.aspect.value holds the number ${number}, which PostgreSQL cannot store (at most 131072 digits before ` +
+            `the decimal point and 16383 after it)`,
+        );
+      }
+      throw badInput("An aspect value holds a number PostgreSQL cannot store: " + (error as Error).message);
     }
     return proposals.map((p) => p.proposal.entityUrn);
   }

@@ -91,3 +91,32 @@ export function validateProposal(p: Proposal, at: string, registry: EntityRegist
     row: { urn: p.entityUrn, timestampMillis, valueJson: p.aspect.value },
   };
 }
+
+/** PostgreSQL's numeric keeps at most this many digits before the decimal point, and this many after it. */
+const NUMERIC_DIGITS = { before: 131_072, after: 16_383 };
+const NUMBER = /-?(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?/y;
+
+/**
+ * The first number in the JSON text `json` that PostgreSQL's jsonb cannot store (1e-99999, which JSON allows), or
+ * undefined. Strings are skipped: only numbers outside them count. For naming the value after PostgreSQL refused it.
+ */
+export function numberPostgresCannotStore(json: string): string | undefined {
+  for (let i = 0; i < json.length; i++) {
+    const c = json[i]!;
+    if (c === '"') {
+      for (i++; i < json.length && json[i] !== '"'; i++) if (json[i] === "\\") i++;
+    } else if (c === "-" || (c >= "0" && c <= "9")) {
+      NUMBER.lastIndex = i;
+      const match = NUMBER.exec(json)!;
+      const exponent = Number(match[3] ?? 0);
+      if (
+        match[1]!.length + exponent > NUMERIC_DIGITS.before ||
+        (match[2]?.length ?? 0) - exponent > NUMERIC_DIGITS.after
+      ) {
+        return match[0].length > 40 ? `${match[0].slice(0, 40)}…` : match[0];
+      }
+      i += match[0].length - 1;
+    }
+  }
+  return undefined;
+}
