@@ -15,12 +15,10 @@ const SERVICES = ["gateway", "truncation-worker", "evaluation-worker"] as const;
 
 async function main(): Promise<void> {
   const root = path.resolve(__dirname, "..");
-  // A bad setting is refused before anything starts, as each service would refuse it (the URLs are known later).
-  const config = loadConfigOrExit({
-    DATABASE_URL: "postgresql://localhost/x",
-    REDIS_URL: "redis://localhost",
-    ...process.env,
-  });
+  // A bad setting is refused before anything starts, as each service would refuse it (the URLs are known later; an
+  // empty variable counts as unset, here as in the services).
+  const set = Object.fromEntries(Object.entries(process.env).filter(([, value]) => value));
+  const config = loadConfigOrExit({ DATABASE_URL: "postgresql://localhost/x", REDIS_URL: "redis://localhost", ...set });
   const local = await ensureLocalServices(root, { reuseDefaults: false });
   const env = { ...process.env, DATABASE_URL: local.databaseUrl, REDIS_URL: local.redisUrl };
   try {
@@ -39,11 +37,7 @@ async function main(): Promise<void> {
       stdio: ["ignore", "pipe", "pipe"],
     });
     for (const stream of [child.stdout, child.stderr]) {
-      createInterface({ input: stream! }).on("line", (line) => {
-        process.stdout.write(`[${name}] ${line}\n`);
-        // How to use it once it can be used: not before the gateway listens, nor when it failed to.
-        if (name === "gateway" && line.includes('"msg":"gateway listening"')) printHowToUse(config, local.databaseUrl);
-      });
+      createInterface({ input: stream! }).on("line", (line) => process.stdout.write(`[${name}] ${line}\n`));
     }
     return child;
   });
@@ -66,6 +60,21 @@ async function main(): Promise<void> {
   }
   process.on("SIGINT", () => void stopAll(0));
   process.on("SIGTERM", () => void stopAll(0));
+  // How to use it once it can be used: not before the gateway answers, nor when it failed to start.
+  if (await gatewayAnswers(config, () => stopping)) printHowToUse(config, local.databaseUrl);
+}
+
+/** Polls the gateway's /health until it answers (true) or the system is stopping (false). */
+async function gatewayAnswers(config: Config, stopping: () => boolean): Promise<boolean> {
+  while (!stopping()) {
+    const answered = await fetch(`http://${config.HOST}:${config.PORT}/health`).then(
+      (res) => res.ok,
+      () => false,
+    );
+    if (answered) return true;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  return false;
 }
 
 function stopChild(child: ChildProcess): Promise<void> {

@@ -46,19 +46,30 @@ describe("pnpm start", () => {
     expect(run.output()).not.toMatch(/Migrations up to date|Applied migrations|Gateway: /);
   });
 
-  it("says how to use the system once the gateway listens, and stops everything on SIGTERM", async () => {
-    const port = await freePort();
-    const run = start({ ...env, PORT: String(port) });
-    try {
-      await waitFor("the how-to", async () => run.output().includes("Gateway: "), 30_000);
-      const output = run.output();
-      expect(output.indexOf("Gateway: ")).toBeGreaterThan(output.indexOf('"msg":"gateway listening"'));
-      expect(output).toContain(`Gateway: http://127.0.0.1:${port}`);
-      expect(output).not.toContain("Database: "); // a DATABASE_URL of the operator's own is not printed
-      expect((await fetch(`http://127.0.0.1:${port}/health`)).status).toBe(200);
-    } finally {
-      run.child.kill("SIGTERM");
-    }
-    expect(await run.exited).toBe(0);
-  });
+  it.each(["info", "warn"])(
+    "says how to use the system once the gateway answers, at LOG_LEVEL=%s, and stops everything on SIGTERM",
+    async (level) => {
+      const port = await freePort();
+      // At warn, REDIS_URL is left empty, which counts as unset: a private Redis is started (and stopped) for it.
+      const run = start({
+        ...env,
+        PORT: String(port),
+        LOG_LEVEL: level,
+        ...(level === "warn" ? { REDIS_URL: "" } : {}),
+      });
+      try {
+        await waitFor("the how-to", async () => run.output().includes("Gateway: "), 30_000);
+        const output = run.output();
+        if (level === "info") {
+          expect(output.indexOf("Gateway: ")).toBeGreaterThan(output.indexOf('"msg":"gateway listening"'));
+        }
+        expect(output).toContain(`Gateway: http://127.0.0.1:${port}`);
+        expect(output).not.toContain("Database: "); // a DATABASE_URL of the operator's own is not printed
+        expect((await fetch(`http://127.0.0.1:${port}/health`)).status).toBe(200);
+      } finally {
+        run.child.kill("SIGTERM");
+      }
+      expect(await run.exited).toBe(0);
+    },
+  );
 });
