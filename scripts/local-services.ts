@@ -2,13 +2,14 @@
  * Local PostgreSQL and Redis for `pnpm start` and `pnpm test` on a single machine.
  *
  * - `pnpm start` with DATABASE_URL/REDIS_URL unset runs private servers of its own: data under .data/, ports 54329
- *   and 63799, stopped again on exit; those another command started (a second `pnpm start`) are used and left running.
+ *   and 63799, stopped again on exit; those another command started and still runs (a second `pnpm start`) are used
+ *   and left running.
  * - `pnpm test` (reuseDefaults) first looks for servers at the usual 127.0.0.1:5432 (reachable as `postgres` without a
  *   password) and :6379, and starts private ones only when those do not answer.
  * Nothing is installed here: a missing binary is reported with what to install or which variable to set.
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { chownSync, existsSync, mkdirSync, openSync, readdirSync } from "node:fs";
+import { chownSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { Client } from "pg";
@@ -113,9 +114,22 @@ function asServerUser(command: string, args: string[]): [string, string[]] {
   return ["setsid", ["--wait", ...asUser]];
 }
 
+/** Whether the process whose pid `file` holds (the command that started a private server) still runs. */
+function ownerRuns(file: string): boolean {
+  try {
+    process.kill(Number(readFileSync(file, "utf8")), 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM"; // it runs, as another user
+  }
+}
+
 async function startPostgres(dataDir: string): Promise<() => Promise<void>> {
-  // One of ours from another command (a `pnpm start` running): used, and left for that command to stop.
-  if (await isListening(PRIVATE_PG_PORT)) {
+  const owner = path.join(dataDir, "postgres.owner");
+  const listening = await isListening(PRIVATE_PG_PORT);
+  // One another command started and runs (a `pnpm start`): used, and left for that command to stop. One whose command
+  // is gone (killed, or its terminal closed) is this command's to stop.
+  if (listening && ownerRuns(owner)) {
     process.stdout.write(`PostgreSQL (private, started by another command) on 127.0.0.1:${PRIVATE_PG_PORT}\n`);
     return async () => {};
   }
@@ -134,11 +148,15 @@ async function startPostgres(dataDir: string): Promise<() => Promise<void>> {
     run(...asServerUser(initdb, ["-D", pgData, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"]));
   }
   const options = `-p ${PRIVATE_PG_PORT} -c listen_addresses=127.0.0.1 -c unix_socket_directories=''`;
-  run(...asServerUser(pgCtl, ["-D", pgData, "-o", options, "-l", path.join(pgData, "server.log"), "-w", "start"]));
+  if (!listening) {
+    run(...asServerUser(pgCtl, ["-D", pgData, "-o", options, "-l", path.join(pgData, "server.log"), "-w", "start"]));
+  }
   await waitForPort(PRIVATE_PG_PORT, "PostgreSQL");
+  writeFileSync(owner, String(process.pid));
   process.stdout.write(`PostgreSQL (private, data in ${pgData}) on 127.0.0.1:${PRIVATE_PG_PORT}\n`);
   return async () => {
     run(...asServerUser(pgCtl, ["-D", pgData, "-m", "fast", "-w", "stop"]));
+    rmSync(owner, { force: true });
   };
 }
 
