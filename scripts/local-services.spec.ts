@@ -35,6 +35,21 @@ describe("ensureLocalServices, with a private PostgreSQL listening already", () 
     await expect(services.stop()).resolves.toBeUndefined();
   });
 
+  it("takes an empty DATABASE_URL or REDIS_URL as unset, as the services do", async () => {
+    writeFileSync(path.join(root, ".data", "postgres.owner"), String(process.pid));
+    const redisUrl = process.env.REDIS_URL;
+    Object.assign(process.env, { DATABASE_URL: "", REDIS_URL: "" });
+    try {
+      const services = await ensureLocalServices(root, { reuseDefaults: true });
+      expect(services.databaseUrl).toMatch(/^postgresql:\/\/postgres@127\.0\.0\.1:(5432|54329)\/metadata_admin$/);
+      expect(services.redisUrl).toMatch(/^redis:\/\/127\.0\.0\.1:(6379|63799)$/);
+      await services.stop();
+    } finally {
+      if (redisUrl === undefined) delete process.env.REDIS_URL;
+      else process.env.REDIS_URL = redisUrl;
+    }
+  });
+
   it("stops it on exit when the command that started it is gone, as it would have", async () => {
     const gone = spawn(process.execPath, ["-e", ""]);
     await new Promise((resolve) => gone.once("exit", resolve));

@@ -36,17 +36,18 @@ export async function ensureLocalServices(root: string, options: { reuseDefaults
     stops.push(await startPostgres(dataDir));
     pgServer = `postgresql://postgres@127.0.0.1:${PRIVATE_PG_PORT}`;
   }
-  let redisUrl = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+  // An empty variable counts as unset, as the services read it.
+  let redisUrl = process.env.REDIS_URL || "redis://127.0.0.1:6379";
   if (!process.env.REDIS_URL && !(options.reuseDefaults && (await isListening(6379)))) {
     stops.push(await startRedis(dataDir));
     redisUrl = `redis://127.0.0.1:${PRIVATE_REDIS_PORT}`;
   }
-  const databaseUrl = process.env.DATABASE_URL ?? `${pgServer}/metadata_admin`;
+  const databaseUrl = process.env.DATABASE_URL || `${pgServer}/metadata_admin`;
   const admin = new URL(databaseUrl);
   admin.pathname = "/postgres";
   return {
     databaseUrl,
-    adminDatabaseUrl: process.env.TEST_DATABASE_URL ?? admin.toString(),
+    adminDatabaseUrl: process.env.TEST_DATABASE_URL || admin.toString(),
     redisUrl,
     stop: async () => {
       for (const stop of stops.reverse()) await stop();
