@@ -283,15 +283,13 @@ describe("metadata ingestion and reads", () => {
     expect(Number(rows[0]!.n)).toBe(12);
   });
 
-  it("reads an entity that has time-series rows only as one with no versioned aspects, not as missing", async () => {
+  it("reads an entity with time-series rows only as unknown, as evaluation does: as in DataHub, they make no entity", async () => {
     const urn = "urn:li:dataset:(urn:li:dataPlatform:hive,profiled_only,PROD)";
-    expect(
-      (await post("/gms/aspects?action=ingestProposal", { proposal: profile(Date.UTC(2026, 0, 5), urn) })).status,
-    ).toBe(200);
+    const ingested = await post("/gms/aspects?action=ingestProposal", { proposal: profile(Date.UTC(2026, 0, 5), urn) });
+    expect(ingested.status).toBe(200);
     const res = await fetch(`${h.baseUrl}/gms/entities/${encodeURIComponent(urn)}`, {
       headers: systemClientHeaders(ROOT),
     });
-    expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ value: { urn, entityType: "dataset", aspects: {} } });
+    expect(res.status).toBe(404);
   });
 });

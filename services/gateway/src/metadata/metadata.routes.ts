@@ -68,27 +68,13 @@ export function addMetadataRoutes(router: Router, deps: MetadataDeps): void {
   });
   router.get("/entities/:urn", async (req, res) => {
     const urn = req.params.urn;
-    const { entityType } = parseUrnField("urn", urn);
+    parseUrnField("urn", urn);
     const entity = await deps.aspects.latest(deps.db.pool, urn);
-    if (!entity) {
-      // Time-series rows are something stored for it too: 404 only when there is nothing at all (CONTRACT.md).
-      if (await hasTimeseriesRows(deps, entityType, urn)) res.json({ value: { urn, entityType, aspects: {} } });
-      else throw notFound(`Entity ${urn} does not exist`);
-      return;
-    }
+    if (!entity) throw notFound(`Entity ${urn} does not exist`);
     const { testResults } = entity.aspects;
     if (testResults !== undefined) {
       entity.aspects.testResults = await standingTestResults(deps.db.pool, entity.entityType, testResults);
     }
     res.json({ value: { urn, entityType: entity.entityType, aspects: entity.aspects } });
   });
-}
-
-async function hasTimeseriesRows(deps: MetadataDeps, entityType: string, urn: string): Promise<boolean> {
-  if (!deps.registry.entityTypes().includes(entityType)) return false;
-  for (const [aspectName, kind] of deps.registry.aspectsOf(entityType)) {
-    if (kind !== "timeseries") continue;
-    if ((await deps.timeseries.values({ entityType, aspectName }, urn, { limit: 1 })).length > 0) return true;
-  }
-  return false;
 }
