@@ -142,12 +142,29 @@ describe("truncation under faults", () => {
     const stoppedAt = Date.now();
     expect(await first.stop("SIGTERM")).toBe(0);
     expect(Date.now() - stoppedAt).toBeLessThan(5_000); // it did not run the task to the end first
+    // Back in the queue, nothing running it: waiting, not active.
+    expect(await status(taskId)).toMatchObject({ state: "waiting", progress: { deleted: expect.any(Number) } });
     expect((await status(taskId)).progress.deleted).toBeLessThan(toGo);
 
     await startWorker();
     await until(taskId, (s) => s.state === "completed" || s.state === "failed");
     expect(await status(taskId)).toMatchObject({ state: "completed", attemptsMade: 2, progress: { deleted: toGo } });
     expect(await remaining(cutoff)).toEqual({ older: 0, newer: ROWS - toGo });
+  }, 60_000);
+
+  it("cancels a task handed back on SIGTERM at once, saying what it deleted", async () => {
+    const cutoff = DAY + Math.floor(DAY_MILLIS / 2);
+    const toGo = await loadDay(cutoff);
+    const first = await startWorker();
+    const taskId = await truncate(cutoff, 250);
+    await until(taskId, (s) => s.progress.deleted > 0 && s.state === "active");
+    expect(await first.stop("SIGTERM")).toBe(0);
+    const deleted = (await status(taskId)).progress.deleted;
+    expect((await post("cancelTask", { taskId })).value).toMatchObject({
+      state: "cancelled",
+      failedReason: `Cancelled; ${deleted} rows were deleted before the cancellation`,
+    });
+    expect(await remaining(cutoff)).toEqual({ older: toGo - deleted, newer: ROWS - toGo });
   }, 60_000);
 
   it("fails the attempt, not the process, when PostgreSQL connections drop mid-task, and completes on retry", async () => {

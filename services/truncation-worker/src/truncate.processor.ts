@@ -92,7 +92,7 @@ export function createTruncateHandler(deps: TruncateDeps): JobHandler<"truncate"
     };
 
     const checkpoint = async () => {
-      if (deps.shutdownSignal.aborted) await handBack(job, token);
+      if (deps.shutdownSignal.aborted) await handBack(deps.db.pool, payload.taskId, job, token);
       if (deadline !== undefined && Date.now() >= deadline) await timeOut();
       const { cancelRequested } = await prisma.task.findUniqueOrThrow({
         where: { id: payload.taskId },
@@ -208,8 +208,12 @@ async function finish(
   );
 }
 
-/** Puts the job back in the queue at once: another worker (or this one, restarted) resumes from the recorded progress. */
-async function handBack(job: Job, token: string | undefined): Promise<never> {
+/**
+ * Puts the job back in the queue at once: another worker (or this one, restarted) resumes from the recorded progress.
+ * Its task waits again meanwhile, so getTaskStatus does not show it running and cancelTask can take it off the queue.
+ */
+async function handBack(pool: pg.Pool, taskId: string, job: Job, token: string | undefined): Promise<never> {
+  await pool.query("UPDATE task SET state = 'waiting' WHERE id = $1 AND state = 'active'", [taskId]);
   await job.moveToDelayed(Date.now(), token);
   throw new DelayedError();
 }
