@@ -29,6 +29,19 @@ describe("query limits", () => {
     expect(errorsOf(ofTypes)).toEqual(["Introspection is nested 22 levels deep; the limit is 20."]);
   });
 
+  it("counts fragments that spread others many times over without expanding them again (a few lines, 2^40 fields)", () => {
+    // Each fragment spreads the one below it twice: walked spread by spread, this document would take days to check.
+    const levels = Array.from({ length: 40 }, (_, i) => `fragment F${i + 1} on Node { ...F${i} ...F${i} }`);
+    const document = `{ root { ...F40 } } fragment F0 on Node { name } ${levels.join(" ")}`;
+    expect(errorsOf(document)).toEqual([`Query selects ${2 ** 40 + 1} fields; the limit is 1000.`]);
+  });
+
+  it("measures depth through fragments, nested in fields", () => {
+    const deep = `${"child { ".repeat(10)}name${" }".repeat(10)}`;
+    const document = `{ root { ...A } } fragment A on Node { child { ...B ... on Node { name } } } fragment B on Node { ${deep} }`;
+    expect(errorsOf(document)).toEqual([`Query is nested 13 levels deep; the limit is ${MAX_DEPTH}.`]);
+  });
+
   it("counts fields through fragments", () => {
     const names = Array.from({ length: 1001 }, (_, i) => `n${i}: name`).join(" ");
     expect(errorsOf(`{ root { ...F } } fragment F on Node { ${names} }`)).toEqual([
