@@ -8,6 +8,14 @@ export function isUniqueViolation(error: unknown): boolean {
   return error instanceof Prisma.PrismaClientKnownRequestError && error.code === "P2002";
 }
 
+/**
+ * Whether `error` is Prisma's P2025: the row an update or delete names is gone, deleted by a concurrent request
+ * between the caller's check and its write. Lets callers answer "does not exist" as the check would have.
+ */
+export function isRecordMissing(error: unknown): boolean {
+  return error instanceof Prisma.PrismaClientKnownRequestError && error.code === "P2025";
+}
+
 /** PostgreSQL's codes for a value it cannot store: NUL in text (22021) or in jsonb (22P05), too long (22001). */
 const UNSTORABLE_VALUE_CODES = new Set(["22021", "22P05", "22001"]);
 

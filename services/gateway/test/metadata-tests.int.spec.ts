@@ -177,6 +177,12 @@ describe("metadata tests", () => {
       expect(audit).toMatchObject({ actorUrn: ROOT, details: { name: "test owned", onTypes: ["dataset"] } });
     });
 
+    it("answers NOT_FOUND, not an internal error, to the second of two concurrent deletes of a test", async () => {
+      const urn = await createTest("raced", CHART_TITLED);
+      const answers = await Promise.all([gql(DELETE, { urn }), gql(DELETE, { urn })]);
+      expect(answers.map((a) => a.errors?.[0]?.extensions?.code ?? "ok").sort()).toEqual(["NOT_FOUND", "ok"]);
+    });
+
     it("generates an id when none is given", async () => {
       const urn = await createTest("", CHART_TITLED);
       expect(urn).toMatch(/^urn:li:test:[0-9a-f-]{36}$/);

@@ -20,6 +20,24 @@ describe("policies and groups", () => {
   });
   afterAll(() => h.close());
 
+  it("answers NOT_FOUND, not an internal error, to the second of two concurrent deletes or an update racing one", async () => {
+    const policy = { name: "raced", state: "INACTIVE", privileges: [], actors: {} };
+    for (const second of ["delete", "update"]) {
+      const urn = (await createPolicy(policy)).data?.createPolicy as string;
+      const del = gql(`mutation($urn: String!) { deletePolicy(urn: $urn) }`, { urn });
+      const other =
+        second === "delete"
+          ? gql(`mutation($urn: String!) { deletePolicy(urn: $urn) }`, { urn })
+          : gql(`mutation($urn: String!, $input: PolicyUpdateInput!) { updatePolicy(urn: $urn, input: $input) }`, {
+              urn,
+              input: { ...policy, name: "renamed" },
+            });
+      const codes = (await Promise.all([del, other])).map((r) => r.errors?.[0]?.extensions?.code ?? "ok");
+      expect(codes.filter((c) => c !== "ok" && c !== "NOT_FOUND")).toEqual([]);
+      expect(await h.prisma.policy.findUnique({ where: { urn } })).toBeNull();
+    }
+  });
+
   it("grants platform privileges through PLATFORM policies only, as DataHub does", async () => {
     const erin = "urn:li:corpuser:erin";
     const base = { state: "ACTIVE", privileges: ["MANAGE_POLICIES"], actors: { users: [erin] } };

@@ -9,6 +9,7 @@ import {
   type EntityRegistry,
 } from "@mdp/core";
 import {
+  isRecordMissing,
   isUniqueViolation,
   likeLiteral,
   type MetadataTest,
@@ -87,24 +88,28 @@ export class MetadataTestService {
     await this.engine.require(actor, "MANAGE_TESTS", "update metadata tests");
     parseUrnField("urn", urn, "test");
     const data = this.validate(input);
-    await this.prisma.$transaction(async (tx) => {
-      await this.existing(tx, urn);
-      // An omitted state leaves the test as it is, so DataHub's clients (which know no state) cannot re-activate it.
-      const { state, ...rest } = data;
-      await tx.metadataTest.update({ where: { urn }, data: state ? { ...rest, state } : rest });
-      await recordAudit(tx, actor, "test.update", urn, auditDetails(data));
-    });
+    await this.prisma
+      .$transaction(async (tx) => {
+        await this.existing(tx, urn);
+        // An omitted state leaves the test as it is, so DataHub's clients (which know no state) cannot re-activate it.
+        const { state, ...rest } = data;
+        await tx.metadataTest.update({ where: { urn }, data: state ? { ...rest, state } : rest });
+        await recordAudit(tx, actor, "test.update", urn, auditDetails(data));
+      })
+      .catch(missingAs(urn));
     return urn;
   }
 
   async delete(actor: Actor, urn: string): Promise<boolean> {
     await this.engine.require(actor, "MANAGE_TESTS", "delete metadata tests");
     parseUrnField("urn", urn, "test");
-    await this.prisma.$transaction(async (tx) => {
-      const test = await this.existing(tx, urn);
-      await tx.metadataTest.delete({ where: { urn } });
-      await recordAudit(tx, actor, "test.delete", urn, { name: test.name });
-    });
+    await this.prisma
+      .$transaction(async (tx) => {
+        const test = await this.existing(tx, urn);
+        await tx.metadataTest.delete({ where: { urn } });
+        await recordAudit(tx, actor, "test.delete", urn, { name: test.name });
+      })
+      .catch(missingAs(urn));
     return true;
   }
 
@@ -197,6 +202,13 @@ export class MetadataTestService {
     if (!test) throw notFound(`Test ${urn} does not exist`);
     return test;
   }
+}
+
+/** A test deleted by a concurrent request after existing() found it: the answer existing() would have given. */
+function missingAs(urn: string) {
+  return (error: unknown): never => {
+    throw isRecordMissing(error) ? notFound(`Test ${urn} does not exist`) : error;
+  };
 }
 
 function auditDetails(data: { name: string; category: string; onTypes: string[]; state?: TestState }) {

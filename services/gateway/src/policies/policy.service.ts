@@ -1,6 +1,14 @@
 import { randomUUID } from "node:crypto";
 import { badInput, forbidden, makeUrn, notFound, parseUrnField, requireLength, type Config } from "@mdp/core";
-import { likeLiteral, type Policy, type PolicyState, type PolicyType, type Prisma, type PrismaClient } from "@mdp/db";
+import {
+  isRecordMissing,
+  likeLiteral,
+  type Policy,
+  type PolicyState,
+  type PolicyType,
+  type Prisma,
+  type PrismaClient,
+} from "@mdp/db";
 import type { Actor } from "../auth/actor";
 import { recordAudit } from "../audit/audit.service";
 import type { InvalidationBus } from "../events/invalidation-bus";
@@ -42,11 +50,13 @@ export class PolicyService {
     await this.engine.require(actor, "MANAGE_POLICIES", "update policies");
     parseUrnField("urn", urn, "dataHubPolicy");
     const data = validate(input);
-    await this.prisma.$transaction(async (tx) => {
-      await this.editable(tx, urn);
-      await tx.policy.update({ where: { urn }, data });
-      await recordAudit(tx, actor, "policy.update", urn, { ...data });
-    });
+    await this.prisma
+      .$transaction(async (tx) => {
+        await this.editable(tx, urn);
+        await tx.policy.update({ where: { urn }, data });
+        await recordAudit(tx, actor, "policy.update", urn, { ...data });
+      })
+      .catch(missingAs(urn));
     await this.bus.publish({ kind: "policies-changed" });
     return urn;
   }
@@ -54,11 +64,13 @@ export class PolicyService {
   async delete(actor: Actor, urn: string): Promise<string> {
     await this.engine.require(actor, "MANAGE_POLICIES", "delete policies");
     parseUrnField("urn", urn, "dataHubPolicy");
-    await this.prisma.$transaction(async (tx) => {
-      const policy = await this.editable(tx, urn);
-      await tx.policy.delete({ where: { urn } });
-      await recordAudit(tx, actor, "policy.delete", urn, { name: policy.name });
-    });
+    await this.prisma
+      .$transaction(async (tx) => {
+        const policy = await this.editable(tx, urn);
+        await tx.policy.delete({ where: { urn } });
+        await recordAudit(tx, actor, "policy.delete", urn, { name: policy.name });
+      })
+      .catch(missingAs(urn));
     await this.bus.publish({ kind: "policies-changed" });
     return urn;
   }
@@ -99,6 +111,13 @@ export class PolicyService {
     if (!policy.editable) throw forbidden(`Policy ${urn} is not editable`);
     return policy;
   }
+}
+
+/** A policy deleted by a concurrent request after editable() found it: the answer editable() would have given. */
+function missingAs(urn: string) {
+  return (error: unknown): never => {
+    throw isRecordMissing(error) ? notFound(`Policy ${urn} does not exist`) : error;
+  };
 }
 
 function validate(input: PolicyUpdateInput) {
