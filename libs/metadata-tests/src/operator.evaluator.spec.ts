@@ -40,6 +40,15 @@ describe("equals", () => {
   it("compares numerically when both sides are numbers, whichever is written as a string", () => {
     const tierOne = { property: "datasetProperties.customProperties.tier", operator: "equals", value: 1 };
     expect(holds(tierOne, properties({ customProperties: { tier: "1.0" } }))).toBe(true);
+    // Numerically means exactly: identifiers beyond a double's 15-17 digits, or past its range, stay apart.
+    const id = (value: string) => ({ property: "datasetProperties.customProperties.id", operator: "equals", value });
+    expect(holds(id("12345678901234567890"), properties({ customProperties: { id: "12345678901234567891" } }))).toBe(
+      false,
+    );
+    expect(
+      holds(id("12345678901234567890"), properties({ customProperties: { id: "1.2345678901234567890e19" } })),
+    ).toBe(true);
+    expect(holds(id("1e400"), properties({ customProperties: { id: "2e999" } }))).toBe(false);
     expect(holds(tierOne, properties({ customProperties: { tier: 1 } }))).toBe(true);
     expect(holds({ ...tierOne, value: "01" }, properties({ customProperties: { tier: 1 } }))).toBe(true);
     expect(holds(tierOne, properties({ customProperties: { tier: "1st" } }))).toBe(false);
@@ -183,6 +192,18 @@ describe("greater_than and less_than", () => {
     expect(holds(big, { datasetProfile: { rowCount: true } })).toBe(false);
     expect(holds(big, {})).toBe(false);
     expect(holds(small, {})).toBe(false);
+  });
+
+  it("compare numbers of any length exactly, beyond what a double holds", () => {
+    const beyond = (value: unknown) => ({ property: "datasetProfile.rowCount", operator: "greater_than", value });
+    expect(holds(beyond(9007199254740992), { datasetProfile: { rowCount: "9007199254740993" } })).toBe(true);
+    expect(holds(beyond("9007199254740993"), { datasetProfile: { rowCount: 9007199254740992 } })).toBe(false);
+    expect(holds(beyond("1e400"), { datasetProfile: { rowCount: "2e400" } })).toBe(true);
+    expect(holds(beyond("1e400"), { datasetProfile: { rowCount: "1.0e400" } })).toBe(false);
+    expect(holds(beyond("-0.000000000000000000001"), { datasetProfile: { rowCount: "0" } })).toBe(true);
+    const under = { property: "datasetProfile.rowCount", operator: "less_than", value: "-1e-400" };
+    expect(holds(under, { datasetProfile: { rowCount: "-2e-400" } })).toBe(true);
+    expect(holds(under, { datasetProfile: { rowCount: "-0.5e-400" } })).toBe(false);
   });
 
   it("hold when any fanned-out value compares", () => {

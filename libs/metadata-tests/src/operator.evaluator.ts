@@ -1,7 +1,7 @@
 import { expectedValues, type PropertyPredicate } from "./definition.types";
 import type { ResolvedValues } from "./property-path";
 import { compileRegex } from "./regex-cache";
-import { asBoolean, asNumber, asText, scalarEquals } from "./value-coercion";
+import { asBoolean, asDecimal, asText, compareDecimals, scalarEquals } from "./value-coercion";
 
 /**
  * Whether the values a property resolved to satisfy a leaf predicate. A property that fans out to several values
@@ -12,7 +12,16 @@ export function satisfies(predicate: PropertyPredicate, resolved: ResolvedValues
   const expected = expectedValues(predicate);
   const { values } = resolved;
   const texts = () => values.map(asText).filter((text): text is string => text !== undefined);
-  const numbers = () => values.map(asNumber).filter((number): number is number => number !== undefined);
+  // Against the one numeric operand the parser guarantees, exactly (see compareDecimals); none compares when a corrupt
+  // definition has none, so it fails closed.
+  const compared = () => {
+    const threshold = asDecimal(expected[0]);
+    if (threshold === undefined) return [];
+    return values
+      .map(asDecimal)
+      .filter((number): number is string => number !== undefined)
+      .map((number) => compareDecimals(number, threshold));
+  };
   switch (predicate.operator) {
     case "exists":
       return values.length > 0;
@@ -30,17 +39,12 @@ export function satisfies(predicate: PropertyPredicate, resolved: ResolvedValues
     case "regex_match":
       return texts().some((text) => expected.some((operand) => compileRegex(operand).test(text)));
     case "greater_than":
-      return numbers().some((number) => number > threshold(expected));
+      return compared().some((order) => order > 0);
     case "less_than":
-      return numbers().some((number) => number < threshold(expected));
+      return compared().some((order) => order < 0);
     case "is_true":
       return values.some((value) => asBoolean(value) === true);
     case "is_false":
       return values.some((value) => asBoolean(value) === false);
   }
-}
-
-function threshold(expected: readonly string[]): number {
-  // The parser guarantees one numeric operand; NaN (never compares true) keeps a corrupt definition failing closed.
-  return asNumber(expected[0]) ?? Number.NaN;
 }
