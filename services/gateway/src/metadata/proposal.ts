@@ -108,11 +108,12 @@ export function numberPostgresCannotStore(json: string): string | undefined {
     } else if (c === "-" || (c >= "0" && c <= "9")) {
       NUMBER.lastIndex = i;
       const match = NUMBER.exec(json)!;
-      const exponent = Number(match[3] ?? 0);
-      if (
-        match[1]!.length + exponent > NUMERIC_DIGITS.before ||
-        (match[2]?.length ?? 0) - exponent > NUMERIC_DIGITS.after
-      ) {
+      const [whole, fraction, exponent] = [match[1]!, match[2] ?? "", Number(match[3] ?? 0)];
+      // Digits before the point count from the first significant one (0.5e131072 is 5 followed by 131071 zeros);
+      // after it, as written (PostgreSQL keeps the scale given).
+      const significant = (whole + fraction).replace(/^0+/, "");
+      const before = significant === "" ? 0 : significant.length - fraction.length + exponent;
+      if (before > NUMERIC_DIGITS.before || fraction.length - exponent > NUMERIC_DIGITS.after) {
         return match[0].length > 40 ? `${match[0].slice(0, 40)}…` : match[0];
       }
       i += match[0].length - 1;
