@@ -35,6 +35,11 @@ describe("ensureLocalServices, with a private PostgreSQL listening already", () 
     await expect(services.stop()).resolves.toBeUndefined();
   });
 
+  it("uses it, and leaves it running, when nothing says it is this checkout's (another checkout's server)", async () => {
+    const services = await ensureLocalServices(root, { reuseDefaults: false });
+    await expect(services.stop()).resolves.toBeUndefined();
+  });
+
   it("takes an empty DATABASE_URL or REDIS_URL as unset, as the services do", async () => {
     writeFileSync(path.join(root, ".data", "postgres.owner"), String(process.pid));
     const redisUrl = process.env.REDIS_URL;

@@ -115,22 +115,32 @@ function asServerUser(command: string, args: string[]): [string, string[]] {
   return ["setsid", ["--wait", ...asUser]];
 }
 
-/** Whether the process whose pid `file` holds (the command that started a private server) still runs. */
-function ownerRuns(file: string): boolean {
+/**
+ * Whether `file` names the command that started a private server here, and that command is gone (killed, or its
+ * terminal closed). Without the file the server is not known to be this checkout's (another checkout's, or one
+ * started before the file existed): not gone, so it is left alone.
+ */
+function ownerGone(file: string): boolean {
+  let pid: number;
   try {
-    process.kill(Number(readFileSync(file, "utf8")), 0);
-    return true;
+    pid = Number(readFileSync(file, "utf8"));
+  } catch {
+    return false;
+  }
+  try {
+    process.kill(pid, 0);
+    return false;
   } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM"; // it runs, as another user
+    return (error as NodeJS.ErrnoException).code !== "EPERM"; // EPERM: it runs, as another user
   }
 }
 
 async function startPostgres(dataDir: string): Promise<() => Promise<void>> {
   const owner = path.join(dataDir, "postgres.owner");
   const listening = await isListening(PRIVATE_PG_PORT);
-  // One another command started and runs (a `pnpm start`): used, and left for that command to stop. One whose command
-  // is gone (killed, or its terminal closed) is this command's to stop.
-  if (listening && ownerRuns(owner)) {
+  // One another command started and runs (a `pnpm start`): used, and left for that command to stop. One this checkout's
+  // command started and left behind when it died is this command's to stop.
+  if (listening && !ownerGone(owner)) {
     process.stdout.write(`PostgreSQL (private, started by another command) on 127.0.0.1:${PRIVATE_PG_PORT}\n`);
     return async () => {};
   }
