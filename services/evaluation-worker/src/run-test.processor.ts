@@ -65,7 +65,7 @@ export function createRunTestHandler(deps: EvaluateDeps) {
       });
 
       for (;;) {
-        if (deps.shutdownSignal.aborted) await handBack(deps.db.pool, payload.taskId, job, token);
+        if (deps.shutdownSignal.aborted) await handBack(deps.db.pool, payload.taskId, job.attemptsMade + 1, job, token);
         const { cancelRequested } = await prisma.task.findUniqueOrThrow({
           where: { id: payload.taskId },
           select: { cancelRequested: true },
@@ -175,9 +175,19 @@ async function saveProgress(db: Queryable, taskId: string, progress: RunProgress
 }
 
 /** Puts the job back in the queue at once: another worker (or this one, restarted) resumes after the last batch. */
-async function handBack(db: Queryable, taskId: string, job: Job, token: string | undefined): Promise<never> {
-  // Its task waits again meanwhile, so getTaskStatus does not show it running and cancelTask can take it off the queue.
-  await db.query("UPDATE task SET state = 'waiting' WHERE id = $1 AND state = 'active'", [taskId]);
+async function handBack(
+  db: Queryable,
+  taskId: string,
+  attempt: number,
+  job: Job,
+  token: string | undefined,
+): Promise<never> {
+  // Its task waits again meanwhile, so getTaskStatus does not show it running and cancelTask can take it off the queue;
+  // only while it is this attempt's: a worker that took the job over after this one's lock lapsed runs a later one.
+  await db.query("UPDATE task SET state = 'waiting' WHERE id = $1 AND state = 'active' AND attempts_made = $2", [
+    taskId,
+    attempt,
+  ]);
   await job.moveToDelayed(Date.now(), token);
   throw new DelayedError();
 }

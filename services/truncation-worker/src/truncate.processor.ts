@@ -53,7 +53,7 @@ export function createTruncateHandler(deps: TruncateDeps): JobHandler<"truncate"
     const ref = { entityType: payload.entityType, aspectName: payload.aspect };
     const startedAt = task.startedAt ?? new Date();
     // Active from before the plan: counting the rows to delete is work too, and may wait on another's lock.
-    await prisma.task.update({
+    const { attemptsMade: attempt } = await prisma.task.update({
       where: { id: payload.taskId },
       data: {
         state: "active",
@@ -92,7 +92,7 @@ export function createTruncateHandler(deps: TruncateDeps): JobHandler<"truncate"
     };
 
     const checkpoint = async () => {
-      if (deps.shutdownSignal.aborted) await handBack(deps.db.pool, payload.taskId, job, token);
+      if (deps.shutdownSignal.aborted) await handBack(deps.db.pool, payload.taskId, attempt, job, token);
       if (deadline !== undefined && Date.now() >= deadline) await timeOut();
       const { cancelRequested } = await prisma.task.findUniqueOrThrow({
         where: { id: payload.taskId },
@@ -212,8 +212,18 @@ async function finish(
  * Puts the job back in the queue at once: another worker (or this one, restarted) resumes from the recorded progress.
  * Its task waits again meanwhile, so getTaskStatus does not show it running and cancelTask can take it off the queue.
  */
-async function handBack(pool: pg.Pool, taskId: string, job: Job, token: string | undefined): Promise<never> {
-  await pool.query("UPDATE task SET state = 'waiting' WHERE id = $1 AND state = 'active'", [taskId]);
+async function handBack(
+  pool: pg.Pool,
+  taskId: string,
+  attempt: number,
+  job: Job,
+  token: string | undefined,
+): Promise<never> {
+  // Only while it is this attempt's: a worker that took the job over after this one's lock lapsed runs a later one.
+  await pool.query("UPDATE task SET state = 'waiting' WHERE id = $1 AND state = 'active' AND attempts_made = $2", [
+    taskId,
+    attempt,
+  ]);
   await job.moveToDelayed(Date.now(), token);
   throw new DelayedError();
 }
