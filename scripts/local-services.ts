@@ -69,9 +69,9 @@ async function canConnect(databaseUrl: string): Promise<boolean> {
   }
 }
 
-function isListening(port: number): Promise<boolean> {
+export function isListening(port: number, host = "127.0.0.1"): Promise<boolean> {
   return new Promise((resolve) => {
-    const socket = net.connect({ host: "127.0.0.1", port });
+    const socket = net.connect({ host, port });
     socket.once("connect", () => {
       socket.destroy();
       resolve(true);

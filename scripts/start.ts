@@ -8,7 +8,7 @@ import path from "node:path";
 import { createInterface } from "node:readline";
 import { DEVELOPMENT_SECRETS, loadConfigOrExit, type Config } from "@mdp/core";
 import { applyMigrations, ensureDatabase } from "@mdp/db";
-import { ensureLocalServices } from "./local-services";
+import { ensureLocalServices, isListening } from "./local-services";
 import { serviceNodeArgs } from "./service-command";
 
 const SERVICES = ["gateway", "truncation-worker", "evaluation-worker"] as const;
@@ -19,6 +19,14 @@ async function main(): Promise<void> {
   // empty variable counts as unset, here as in the services).
   const set = Object.fromEntries(Object.entries(process.env).filter(([, value]) => value));
   const config = loadConfigOrExit({ DATABASE_URL: "postgresql://localhost/x", REDIS_URL: "redis://localhost", ...set });
+  // Taken, the gateway would fail only after everything started, and the port's owner would answer its /health.
+  const reachable = config.HOST === "0.0.0.0" || config.HOST === "::" ? "127.0.0.1" : config.HOST;
+  if (await isListening(config.PORT, reachable)) {
+    process.stderr.write(
+      `pnpm start: ${config.HOST}:${config.PORT} is in use by another process: stop it, or set PORT to a free port\n`,
+    );
+    process.exit(1);
+  }
   const local = await ensureLocalServices(root, { reuseDefaults: false });
   const env = { ...process.env, DATABASE_URL: local.databaseUrl, REDIS_URL: local.redisUrl };
   try {
@@ -67,7 +75,7 @@ async function main(): Promise<void> {
 /** Polls the gateway's /health until it answers (true) or the system is stopping (false). */
 async function gatewayAnswers(config: Config, stopping: () => boolean): Promise<boolean> {
   while (!stopping()) {
-    const answered = await fetch(`http://${config.HOST}:${config.PORT}/health`).then(
+    const answered = await fetch(`${origin(config)}/health`).then(
       (res) => res.ok,
       () => false,
     );
@@ -85,8 +93,13 @@ function stopChild(child: ChildProcess): Promise<void> {
   });
 }
 
+/** The gateway's address for a URL: an IPv6 host in brackets. */
+function origin(config: Config): string {
+  return `http://${config.HOST.includes(":") ? `[${config.HOST}]` : config.HOST}:${config.PORT}`;
+}
+
 function printHowToUse(config: Config, databaseUrl: string): void {
-  const url = `http://${config.HOST}:${config.PORT}`;
+  const url = origin(config);
   const root = config.ROOT_USER_URN;
   // The development secret is in the source anyway; a secret of the operator's own is never printed.
   const secret =

@@ -3,6 +3,7 @@
  * what it says, and when.
  */
 import { spawn } from "node:child_process";
+import net from "node:net";
 import path from "node:path";
 import { createTestDatabase } from "@mdp/db/testing";
 import { typeScriptLoaderArgs } from "../../scripts/service-command";
@@ -44,6 +45,22 @@ describe("pnpm start", () => {
     expect(await run.exited).toBe(78);
     expect(run.output()).toContain("Invalid configuration: PORT must be a whole number");
     expect(run.output()).not.toMatch(/Migrations up to date|Applied migrations|Gateway: /);
+  });
+
+  it("refuses a port in use before it starts anything, saying so", async () => {
+    const taken = net.createServer();
+    const port = await freePort();
+    await new Promise<void>((resolve) => taken.listen(port, "127.0.0.1", resolve));
+    try {
+      const run = start({ ...env, PORT: String(port) });
+      expect(await run.exited).toBe(1);
+      expect(run.output()).toContain(
+        `pnpm start: 127.0.0.1:${port} is in use by another process: stop it, or set PORT to a free port`,
+      );
+      expect(run.output()).not.toMatch(/Migrations up to date|Applied migrations|Gateway: /);
+    } finally {
+      taken.close();
+    }
   });
 
   it.each(["info", "warn"])(
