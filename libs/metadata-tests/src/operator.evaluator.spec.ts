@@ -200,6 +200,7 @@ describe("greater_than and less_than", () => {
     expect(holds(beyond("9007199254740993"), { datasetProfile: { rowCount: 9007199254740992 } })).toBe(false);
     expect(holds(beyond("1e400"), { datasetProfile: { rowCount: "2e400" } })).toBe(true);
     expect(holds(beyond("1e400"), { datasetProfile: { rowCount: "1.0e400" } })).toBe(false);
+    expect(holds(beyond("1e9007199254740992"), { datasetProfile: { rowCount: "1e9007199254740993" } })).toBe(true);
     expect(holds(beyond("-0.000000000000000000001"), { datasetProfile: { rowCount: "0" } })).toBe(true);
     const under = { property: "datasetProfile.rowCount", operator: "less_than", value: "-1e-400" };
     expect(holds(under, { datasetProfile: { rowCount: "-2e-400" } })).toBe(true);

@@ -68,7 +68,7 @@ export function compareDecimals(left: string, right: string): number {
 }
 
 /** sign (-1, 0, 1), significant digits without leading or trailing zeros, and where the point falls: 0.digits × 10^point. */
-function decimalParts(text: string): { sign: number; digits: string; point: number } {
+function decimalParts(text: string): { sign: number; digits: string; point: bigint } {
   const [mantissa = "", exponent = "0"] = text.toLowerCase().split("e");
   const negative = mantissa.startsWith("-");
   const unsigned = mantissa.replace(/^[+-]/, "");
@@ -76,8 +76,9 @@ function decimalParts(text: string): { sign: number; digits: string; point: numb
   const all = whole + fraction;
   const leading = all.length - all.replace(/^0+/, "").length;
   const digits = all.slice(leading).replace(/0+$/, "");
-  if (digits === "") return { sign: 0, digits, point: 0 };
-  return { sign: negative ? -1 : 1, digits, point: whole.length - leading + Number(exponent) };
+  if (digits === "") return { sign: 0, digits, point: 0n };
+  // A bigint: an exponent past 2^53 ("1e9007199254740993") still compares exactly.
+  return { sign: negative ? -1 : 1, digits, point: BigInt(whole.length - leading) + BigInt(exponent) };
 }
 
 function compareDigits(a: string, b: string): number {
