@@ -1,3 +1,4 @@
+import { notFound } from "@mdp/core";
 import { Prisma } from "./generated/prisma/client";
 
 /**
@@ -9,11 +10,15 @@ export function isUniqueViolation(error: unknown): boolean {
 }
 
 /**
- * Whether `error` is Prisma's P2025: the row an update or delete names is gone, deleted by a concurrent request
- * between the caller's check and its write. Lets callers answer "does not exist" as the check would have.
+ * For `.catch` after a transaction that checks a row exists, then updates or deletes it: Prisma's P2025 (the row is
+ * gone, deleted by a concurrent request between the check and the write) becomes the NOT_FOUND the check would have
+ * answered, with `message`; anything else is rethrown.
  */
-export function isRecordMissing(error: unknown): boolean {
-  return error instanceof Prisma.PrismaClientKnownRequestError && error.code === "P2025";
+export function notFoundWhenMissing(message: string): (error: unknown) => never {
+  return (error) => {
+    const missing = error instanceof Prisma.PrismaClientKnownRequestError && error.code === "P2025";
+    throw missing ? notFound(message) : error;
+  };
 }
 
 /** PostgreSQL's codes for a value it cannot store: NUL in text (22021) or in jsonb (22P05), too long (22001). */

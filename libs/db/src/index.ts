@@ -6,7 +6,7 @@ export * from "./timeseries/timeseries-tables";
 export * from "./timeseries/timeseries.store";
 export * from "./timeseries/truncation";
 export { bulkLoad, type BulkLoadOptions } from "./timeseries/bulk-load";
-export { isRecordMissing, isUniqueViolation, unstorableValueReason } from "./errors";
+export { isUniqueViolation, notFoundWhenMissing, unstorableValueReason } from "./errors";
 export { likeLiteral } from "./like";
 export { cancellationReason } from "./tasks/cancellation";
 // PrismaClient, the Prisma namespace (errors, input types, TransactionClient), every model type and enum.

@@ -9,7 +9,7 @@ import {
   type EntityRegistry,
 } from "@mdp/core";
 import {
-  isRecordMissing,
+  notFoundWhenMissing,
   isUniqueViolation,
   likeLiteral,
   type MetadataTest,
@@ -96,7 +96,7 @@ export class MetadataTestService {
         await tx.metadataTest.update({ where: { urn }, data: state ? { ...rest, state } : rest });
         await recordAudit(tx, actor, "test.update", urn, auditDetails(data));
       })
-      .catch(missingAs(urn));
+      .catch(notFoundWhenMissing(`Test ${urn} does not exist`));
     return urn;
   }
 
@@ -109,7 +109,7 @@ export class MetadataTestService {
         await tx.metadataTest.delete({ where: { urn } });
         await recordAudit(tx, actor, "test.delete", urn, { name: test.name });
       })
-      .catch(missingAs(urn));
+      .catch(notFoundWhenMissing(`Test ${urn} does not exist`));
     return true;
   }
 
@@ -202,13 +202,6 @@ export class MetadataTestService {
     if (!test) throw notFound(`Test ${urn} does not exist`);
     return test;
   }
-}
-
-/** A test deleted by a concurrent request after existing() found it: the answer existing() would have given. */
-function missingAs(urn: string) {
-  return (error: unknown): never => {
-    throw isRecordMissing(error) ? notFound(`Test ${urn} does not exist`) : error;
-  };
 }
 
 function auditDetails(data: { name: string; category: string; onTypes: string[]; state?: TestState }) {

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { badInput, forbidden, makeUrn, notFound, parseUrnField, requireLength, type Config } from "@mdp/core";
 import {
-  isRecordMissing,
+  notFoundWhenMissing,
   likeLiteral,
   type Policy,
   type PolicyState,
@@ -56,7 +56,7 @@ export class PolicyService {
         await tx.policy.update({ where: { urn }, data });
         await recordAudit(tx, actor, "policy.update", urn, { ...data });
       })
-      .catch(missingAs(urn));
+      .catch(notFoundWhenMissing(`Policy ${urn} does not exist`));
     await this.bus.publish({ kind: "policies-changed" });
     return urn;
   }
@@ -70,7 +70,7 @@ export class PolicyService {
         await tx.policy.delete({ where: { urn } });
         await recordAudit(tx, actor, "policy.delete", urn, { name: policy.name });
       })
-      .catch(missingAs(urn));
+      .catch(notFoundWhenMissing(`Policy ${urn} does not exist`));
     await this.bus.publish({ kind: "policies-changed" });
     return urn;
   }
@@ -111,13 +111,6 @@ export class PolicyService {
     if (!policy.editable) throw forbidden(`Policy ${urn} is not editable`);
     return policy;
   }
-}
-
-/** A policy deleted by a concurrent request after editable() found it: the answer editable() would have given. */
-function missingAs(urn: string) {
-  return (error: unknown): never => {
-    throw isRecordMissing(error) ? notFound(`Policy ${urn} does not exist`) : error;
-  };
 }
 
 function validate(input: PolicyUpdateInput) {
