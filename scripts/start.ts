@@ -1,15 +1,15 @@
 /**
  * `pnpm start`: the whole system on one machine. Applies migrations, then runs the gateway and both workers, with
  * their output prefixed. With DATABASE_URL/REDIS_URL unset it runs private PostgreSQL and Redis under .data/.
- * Ctrl-C (or SIGTERM) stops the services gracefully, then the private servers.
+ * A service that dies is restarted with backoff while the others keep running (scripts/supervisor.ts says how).
+ * Ctrl-C (or SIGTERM) stops the services gracefully, restarting none, then the private servers.
  */
-import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
-import { createInterface } from "node:readline";
 import { DEVELOPMENT_SECRETS, loadConfigOrExit, type Config } from "@mdp/core";
 import { applyMigrations, ensureDatabase } from "@mdp/db";
 import { ensureLocalServices, isListening } from "./local-services";
 import { serviceNodeArgs } from "./service-command";
+import { START_SUPERVISION, Supervisor } from "./supervisor";
 
 const SERVICES = ["gateway", "truncation-worker", "evaluation-worker"] as const;
 
@@ -38,37 +38,29 @@ async function main(): Promise<void> {
     throw error;
   }
 
-  const children: ChildProcess[] = SERVICES.map((name) => {
-    const child = spawn(process.execPath, serviceNodeArgs(root, name), {
-      cwd: root,
-      env,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    for (const stream of [child.stdout, child.stderr]) {
-      createInterface({ input: stream! }).on("line", (line) => process.stdout.write(`[${name}] ${line}\n`));
-    }
-    return child;
-  });
+  // Each service is restarted with backoff when it dies, so one crash (e.g. a worker out of memory) stops no other.
+  const supervisor = new Supervisor(
+    SERVICES.map((name) => ({ name, command: process.execPath, args: serviceNodeArgs(root, name) })),
+    {
+      ...START_SUPERVISION,
+      spawnOptions: { cwd: root, env },
+      output: (service, line) =>
+        service ? process.stdout.write(`[${service}] ${line}\n`) : process.stderr.write(`pnpm start: ${line}\n`),
+    },
+  );
+  supervisor.start();
 
   let stopping = false;
-  const stopAll = async (exitCode: number) => {
+  const stopAll = async () => {
     if (stopping) return;
     stopping = true;
-    await Promise.all(children.map((child) => stopChild(child)));
+    await supervisor.stop();
     await local.stop();
-    process.exit(exitCode);
+    process.exit(0);
   };
-  for (const child of children) {
-    child.once("exit", (code) => {
-      if (!stopping) {
-        process.stderr.write(`a service exited (code ${code}); stopping the others\n`);
-        void stopAll(1);
-      }
-    });
-  }
-  process.on("SIGINT", () => void stopAll(0));
-  process.on("SIGTERM", () => void stopAll(0));
-  // How to use it once it can be used: not before the gateway answers, nor when it failed to start.
+  process.on("SIGINT", () => void stopAll());
+  process.on("SIGTERM", () => void stopAll());
+  // How to use it once it can be used: not before the gateway answers (a gateway that dies at start is restarted).
   if (await gatewayAnswers(config, () => stopping)) printHowToUse(config, local.databaseUrl);
 }
 
@@ -83,14 +75,6 @@ async function gatewayAnswers(config: Config, stopping: () => boolean): Promise<
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
   return false;
-}
-
-function stopChild(child: ChildProcess): Promise<void> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve();
-    child.once("exit", () => resolve());
-    child.kill("SIGTERM");
-  });
 }
 
 /** The gateway's address for a URL: an IPv6 host in brackets. */

@@ -89,4 +89,58 @@ describe("pnpm start", () => {
       expect(await run.exited).toBe(0);
     },
   );
+
+  it("restarts a service killed with SIGKILL while the others keep answering, and restarts nothing on SIGTERM", async () => {
+    const port = await freePort();
+    const run = start({ ...env, PORT: String(port) });
+    const health = `http://127.0.0.1:${port}/health`;
+    const workerPids = () =>
+      [...run.output().matchAll(/pnpm start: evaluation-worker started \(pid (\d+)\)/g)].map((match) =>
+        Number(match[1]),
+      );
+    const workerReadyLines = () => run.output().match(/\[evaluation-worker\] .*"msg":"worker running"/g)?.length ?? 0;
+    let polling = true;
+    const answers: number[] = [];
+    try {
+      await waitFor("the how-to", async () => run.output().includes("Gateway: "), 30_000);
+      await waitFor("the evaluation worker", async () => workerReadyLines() === 1, 30_000);
+      const [killed] = workerPids();
+      // /health is asked throughout: the gateway must not notice the worker's death.
+      const poller = (async () => {
+        while (polling)
+          answers.push(
+            await fetch(health).then(
+              (res) => res.status,
+              () => 0,
+            ),
+          );
+      })();
+      process.kill(killed!, "SIGKILL");
+      await waitFor("the evaluation worker to come back", async () => workerReadyLines() === 2, 30_000);
+      polling = false;
+      await poller;
+      const [, restarted] = workerPids();
+      expect(restarted).toBeGreaterThan(0);
+      expect(restarted).not.toBe(killed);
+      expect(run.output()).toMatch(
+        new RegExp(
+          `evaluation-worker \\(pid ${killed}\\) was killed by SIGKILL after [\\d.]+ s; restarting it in 0.5 s \\(crash 1 in a row\\)`,
+        ),
+      );
+      expect(answers.length).toBeGreaterThan(0);
+      expect(answers.filter((status) => status !== 200)).toEqual([]);
+      // The other services kept their processes: each was started once.
+      expect(run.output().match(/pnpm start: gateway started/g)).toHaveLength(1);
+      expect(run.output().match(/pnpm start: truncation-worker started/g)).toHaveLength(1);
+    } finally {
+      polling = false;
+      run.child.kill("SIGTERM");
+    }
+    expect(await run.exited).toBe(0);
+    const afterStop = run.output().slice(run.output().lastIndexOf('"msg":"worker running"'));
+    for (const name of ["gateway", "truncation-worker", "evaluation-worker"]) {
+      expect(afterStop).toMatch(new RegExp(`pnpm start: ${name} \\(pid \\d+\\) stopped \\(code 0\\)`));
+    }
+    expect(afterStop).not.toContain("restarting it in");
+  });
 });
