@@ -1,4 +1,4 @@
-import { parseUrn, parseUrnField } from "./urn";
+import { MAX_URN_BYTES, parseUrn, parseUrnField, urlEncodedBytes } from "./urn";
 
 describe("parseUrn", () => {
   it("parses a user urn", () => {
@@ -49,5 +49,21 @@ describe("parseUrn", () => {
 
   it("refuses a urn of another entity type when one is expected", () => {
     expect(() => parseUrnField("actorUrn", "urn:li:dataset:x", "corpuser")).toThrow("is not a corpuser urn");
+  });
+
+  it(`refuses a urn longer than ${MAX_URN_BYTES} bytes URL-encoded, as DataHub does, and shows only its start`, () => {
+    const fits = `urn:li:corpuser:${"a".repeat(MAX_URN_BYTES - 22)}`;
+    expect(urlEncodedBytes(fits)).toBe(MAX_URN_BYTES); // "urn:li:corpuser:": 13 letters and 3 colons of 3 bytes
+    expect(() => parseUrn(fits)).not.toThrow();
+    expect(() => parseUrn(`${fits}a`)).toThrow(`longer than the limit of ${MAX_URN_BYTES} bytes URL-encoded`);
+    expect(() => parseUrnField("urn", `urn:li:corpuser:${"a".repeat(100_000)}`)).toThrow(
+      /^Invalid urn in 'urn': 'urn:li:corpuser:a{84}…' \(longer/,
+    );
+  });
+
+  it("counts bytes as java.net.URLEncoder writes them", () => {
+    expect(urlEncodedBytes("aZ09.-*_ ")).toBe(9);
+    expect(urlEncodedBytes(":(),/")).toBe(15);
+    expect(urlEncodedBytes("é€😀")).toBe(6 + 9 + 12);
   });
 });

@@ -21,7 +21,52 @@ const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
 
 export class UrnParseError extends Error {}
 
+/**
+ * The longest urn accepted, in bytes once URL-encoded: DataHub's limit (UrnValidationUtil.URN_NUM_BYTES_LIMIT), so
+ * every urn a DataHub client can write fits, and well under what one PostgreSQL btree index row can hold (~2,700
+ * bytes, the urn with the other key columns), which a longer urn would fail on as an internal error.
+ */
+export const MAX_URN_BYTES = 512;
+
+/** The longest id (taskId, tokenId, ...) accepted, in characters: ids this service issues are UUIDs (36). */
+export const MAX_ID_LENGTH = 256;
+
+/** Bytes of `value` URL-encoded as DataHub measures it (java.net.URLEncoder: `A-Za-z0-9.-*_` and space stay one). */
+export function urlEncodedBytes(value: string): number {
+  let bytes = 0;
+  for (let i = 0; i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    if (
+      (c >= 48 && c <= 57) || // 0-9
+      (c >= 65 && c <= 90) || // A-Z
+      (c >= 97 && c <= 122) || // a-z
+      c === 46 || // .
+      c === 45 || // -
+      c === 42 || // *
+      c === 95 || // _
+      c === 32 // space, as '+'
+    ) {
+      bytes += 1;
+    } else if (c < 0x80) bytes += 3;
+    else if (c < 0x800) bytes += 6;
+    else if (c >= 0xd800 && c <= 0xdbff) {
+      bytes += 12; // a surrogate pair: one 4-byte character
+      i++;
+    } else bytes += 9;
+  }
+  return bytes;
+}
+
+/** A value for an error message: a value of kilobytes would make one of kilobytes. */
+export function abbreviated(value: string, max = 100): string {
+  return value.length > max ? `${value.slice(0, max)}…` : value;
+}
+
 export function parseUrn(value: string): Urn {
+  // First, so nothing below ever walks a long value. Each character encodes to at least one byte.
+  if (value.length > MAX_URN_BYTES || urlEncodedBytes(value) > MAX_URN_BYTES) {
+    throw new UrnParseError(`longer than the limit of ${MAX_URN_BYTES} bytes URL-encoded`);
+  }
   if (!value.startsWith("urn:")) throw new UrnParseError("must start with 'urn:'");
   if (CONTROL_CHARACTER.test(value)) throw new UrnParseError("contains a control character");
   if (!value.isWellFormed()) throw new UrnParseError("contains an unpaired surrogate, which is no character");
@@ -77,7 +122,10 @@ export function parseUrnField(field: string, value: string, expectedEntityType?:
     urn = parseUrn(value);
   } catch (error) {
     const reason = error instanceof UrnParseError ? error.message : "malformed";
-    throw badInput(`Invalid urn in '${field}': '${value}' (${reason})`, { field, value });
+    throw badInput(`Invalid urn in '${field}': '${abbreviated(value)}' (${reason})`, {
+      field,
+      value: abbreviated(value),
+    });
   }
   if (expectedEntityType && urn.entityType !== expectedEntityType) {
     throw badInput(`Invalid urn in '${field}': '${value}' is not a ${expectedEntityType} urn`, { field, value });
@@ -105,7 +153,20 @@ export function urnOfNewId(
     parseUrn(urn);
   } catch (error) {
     const reason = error instanceof UrnParseError ? error.message : "malformed";
-    throw badInput(`Invalid id in '${field}': '${given}' (${reason})`, { field, value: given });
+    throw badInput(`Invalid id in '${field}': '${abbreviated(given ?? "")}' (${reason})`, {
+      field,
+      value: abbreviated(given ?? ""),
+    });
   }
   return urn;
+}
+
+/**
+ * Refuses an id given as input field `field` (a taskId, a tokenId) longer than MAX_ID_LENGTH: no id this service
+ * issues is, and one of kilobytes would reach a database lookup. A BAD_USER_INPUT naming the field and the limit.
+ */
+export function requireIdLength(field: string, value: string): void {
+  if (value.length > MAX_ID_LENGTH) {
+    throw badInput(`${field} is longer than the limit of ${MAX_ID_LENGTH} characters`, { field, limit: MAX_ID_LENGTH });
+  }
 }

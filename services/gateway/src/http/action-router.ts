@@ -1,5 +1,5 @@
 import type { Request, Response, Router } from "express";
-import { AppError, badInput } from "@mdp/core";
+import { abbreviated, AppError, badInput } from "@mdp/core";
 import { actorOf } from "../auth/auth.middleware";
 import type { Actor } from "../auth/actor";
 
@@ -16,14 +16,17 @@ export class JsonText {
  * given, not a router of its own: every router a request passes through costs it a prefix match and a dispatch.
  */
 export function addActions(router: Router, path: string, actions: Record<string, ActionHandler>): void {
+  // A Map, not the object: `actions[name]` would find Object.prototype's members (`constructor`, `valueOf`,
+  // `__proto__`, ...) for an action name a caller chose.
+  const handlers = new Map(Object.entries(actions));
   router.post(path, async (req: Request, res: Response) => {
     const action = typeof req.query.action === "string" ? req.query.action : undefined;
-    const handler = action !== undefined ? actions[action] : undefined;
+    const handler = action !== undefined ? handlers.get(action) : undefined;
     if (!handler) {
       const valid = Object.keys(actions).join(", ");
       throw badInput(
         action
-          ? `Unknown action '${action}' for ${path}; valid actions: ${valid}`
+          ? `Unknown action '${abbreviated(action)}' for ${path}; valid actions: ${valid}`
           : `Missing ?action= for ${path}; valid actions: ${valid}`,
       );
     }

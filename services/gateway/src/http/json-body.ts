@@ -1,4 +1,5 @@
-import express, { type RequestHandler } from "express";
+import express, { type Request, type RequestHandler } from "express";
+import { AppError, MAX_NESTING } from "@mdp/core";
 
 /** `application/json`, with no parameter but an optional UTF-8 charset: what nearly every client sends. */
 const PLAIN_JSON = /^application\/json\s*(?:;\s*charset\s*=\s*"?utf-8"?\s*)?$/i;
@@ -18,7 +19,15 @@ const tooLarge = (limit: number) =>
  * gateway 20-30 µs of an evaluate request's 200-270.
  */
 export function jsonBody(limitBytes: number): RequestHandler {
-  const general = express.json({ limit: limitBytes });
+  const general = express.json({
+    limit: limitBytes,
+    // After decompression and before JSON.parse; a charset other than UTF-8 (UTF-16) is decoded first.
+    verify: (_req, _res, body, charset) => {
+      const bytes =
+        charset === "utf-8" || charset === "utf8" ? body : Buffer.from(new TextDecoder(charset).decode(body));
+      if (nestsTooDeep(bytes)) throw tooDeep();
+    },
+  });
   return (req, res, next) => {
     const type = req.headers["content-type"];
     const length = req.headers["content-length"];
@@ -30,7 +39,7 @@ export function jsonBody(limitBytes: number): RequestHandler {
       req.headers["transfer-encoding"] !== undefined ||
       !PLAIN_JSON.test(type)
     ) {
-      general(req, res, next);
+      general(req, res, (error?: unknown) => next(error === undefined ? undefined : bodyReadError(error, req)));
       return;
     }
     if (Number(length) > limitBytes) {
@@ -40,9 +49,15 @@ export function jsonBody(limitBytes: number): RequestHandler {
     // Node's HTTP parser ends the body at Content-Length: "end" means all of it arrived.
     const chunks: Buffer[] = [];
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
-    req.once("error", next);
+    // The client went away mid-body: nobody reads the answer, but it is no server error either.
+    req.once("error", () => next(new AppError("BAD_USER_INPUT", "Request body could not be read in full.")));
     req.once("end", () => {
-      let text = (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).toString("utf8");
+      const bytes = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+      if (nestsTooDeep(bytes)) {
+        next(bodyReadError(tooDeep(), req));
+        return;
+      }
+      let text = bytes.toString("utf8");
       if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
       if (text.length === 0) {
         req.body = {}; // as body-parser reads an empty body
@@ -63,4 +78,66 @@ export function jsonBody(limitBytes: number): RequestHandler {
       next();
     });
   };
+}
+
+const tooDeep = () => Object.assign(new Error("request body nests too deep"), { type: "entity.too.deep" });
+
+/**
+ * Whether the JSON text in `bytes` (UTF-8) nests arrays and objects more than MAX_NESTING levels deep. JSON.parse
+ * itself takes any depth, but whatever walks the value after it (validation, jsonb, GraphQL's input coercion) is
+ * recursive: a 1 MiB body can nest 500,000 levels. A scan of the bytes, before parsing: brackets inside strings do not
+ * count; a multi-byte character's bytes are all >= 0x80, so none is taken for a quote or a bracket. A body shorter
+ * than the limit cannot exceed it and is not scanned.
+ */
+export function nestsTooDeep(bytes: Uint8Array, limit = MAX_NESTING): boolean {
+  if (bytes.length <= limit) return false;
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < bytes.length; i++) {
+    const b = bytes[i]!;
+    if (inString) {
+      if (b === 0x5c)
+        i++; // a backslash: the next byte is escaped
+      else if (b === 0x22) inString = false;
+    } else if (b === 0x22) inString = true;
+    else if (b === 0x5b || b === 0x7b) {
+      if (++depth > limit) return true;
+    } else if (b === 0x5d || b === 0x7d) depth--;
+  }
+  return false;
+}
+
+/**
+ * What the caller gets when its body cannot be read: an AppError naming the header or limit at fault. body-parser's
+ * errors are a 4xx but some carry no `type` (a decompression error is zlib's, e.g. "incorrect header check"), and
+ * their text is not for clients; anything that is no client error (a 5xx) goes on as it is.
+ */
+export function bodyReadError(error: unknown, req: Request): unknown {
+  if (error instanceof AppError) return error;
+  const e = error as { type?: string; status?: number; limit?: number; charset?: string } | null;
+  const encoding = req.headers["content-encoding"];
+  const type = e?.type;
+  if (type === "entity.too.deep") {
+    return new AppError(
+      "BAD_USER_INPUT",
+      `Request body nests arrays and objects deeper than the limit of ${MAX_NESTING} levels.`,
+      { limit: MAX_NESTING },
+    );
+  }
+  if (type === "encoding.unsupported") {
+    return new AppError(
+      "UNSUPPORTED_MEDIA_TYPE",
+      `Content-Encoding '${String(encoding).slice(0, 100)}' is not supported; send gzip, deflate, br or none.`,
+    );
+  }
+  // The error handler's own answers (400, 413, 415).
+  if (type === "charset.unsupported" || type === "entity.parse.failed" || type === "entity.too.large") return error;
+  if (typeof e?.status !== "number" || e.status >= 500) return error;
+  if (encoding !== undefined && encoding.toLowerCase() !== "identity") {
+    return new AppError(
+      "BAD_USER_INPUT",
+      `Request body could not be decoded as its Content-Encoding '${encoding.slice(0, 100)}' says; send it encoded so, or without that header.`,
+    );
+  }
+  return new AppError("BAD_USER_INPUT", "Request body could not be read in full.");
 }

@@ -1,4 +1,4 @@
-import { AppError, notFound, refuseUnstorable, type Logger } from "@mdp/core";
+import { AppError, notFound, refuseUnstorable, requireIdLength, type Logger } from "@mdp/core";
 import { cancellationReason, type Database, type Task } from "@mdp/db";
 import type { Producer } from "@mdp/queues";
 import type { Actor } from "../auth/actor";
@@ -97,6 +97,7 @@ export class TaskService {
   }
 
   private async find(taskId: string): Promise<Task> {
+    requireIdLength("taskId", taskId);
     refuseUnstorable(taskId, "taskId");
     const task = await this.db.prisma.task.findUnique({ where: { id: taskId } });
     if (!task) throw notFound(`Task ${taskId} does not exist`);

@@ -5,6 +5,7 @@ import {
   makeUrn,
   notFound,
   parseUrnField,
+  requireIdLength,
   requireLength,
   unauthenticated,
   type Config,
@@ -230,6 +231,7 @@ export class TokenService {
 
   async revoke(actor: Actor, tokenId: string): Promise<boolean> {
     await this.requireTokenApi(actor, "revoke access tokens");
+    requireIdLength("tokenId", tokenId);
     const token = isUuid(tokenId) ? await this.prisma.accessToken.findUnique({ where: { id: tokenId } }) : null;
     if (!token) throw notFound(`Access token ${tokenId} does not exist`);
     if (token.ownerUrn !== actor.urn && token.actorUrn !== actor.urn) {
