@@ -5,4 +5,5 @@ export * from "./telemetry";
 export * from "./urn";
 export * from "./otel-sdk";
 export * from "./registry/entity-registry";
+export * from "./registry/service-written-aspects";
 export * from "./storable";

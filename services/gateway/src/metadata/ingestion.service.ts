@@ -10,7 +10,7 @@ import {
 import type { PoolClient } from "pg";
 import type { Actor } from "../auth/actor";
 import type { PolicyEngine } from "../policies/policy-engine";
-import { numberPostgresCannotStore, validateProposal, type Proposal } from "./proposal";
+import { numberPostgresCannotStore, refuseServiceWrittenAspect, validateProposal, type Proposal } from "./proposal";
 
 export const MAX_BATCH = 10_000;
 /** PostgreSQL's numeric_value_out_of_range */
@@ -35,6 +35,7 @@ export class IngestionService {
     const versioned: VersionedAspectWrite[] = [];
     const series = new Map<string, { entityType: string; aspectName: string; rows: TimeseriesRow[] }>();
     for (const { proposal, at } of proposals) {
+      refuseServiceWrittenAspect(proposal, at, actor.urn);
       const valid = validateProposal(proposal, at, this.registry);
       if (valid.kind === "versioned") {
         versioned.push(valid.write);

@@ -1,5 +1,14 @@
 import { z } from "zod";
-import { badInput, MAX_NESTING, parseUrn, refuseUnstorable, UrnParseError, type EntityRegistry } from "@mdp/core";
+import {
+  badInput,
+  forbidden,
+  MAX_NESTING,
+  parseUrn,
+  refuseUnstorable,
+  SERVICE_WRITTEN_ASPECTS,
+  UrnParseError,
+  type EntityRegistry,
+} from "@mdp/core";
 import type { TimeseriesRow, VersionedAspectWrite } from "@mdp/db";
 
 /** DataHub's MetadataChangeProposal, as much of it as this service accepts. */
@@ -90,6 +99,20 @@ export function validateProposal(p: Proposal, at: string, registry: EntityRegist
     aspectName: p.aspectName,
     row: { urn: p.entityUrn, timestampMillis, valueJson: p.aspect.value },
   };
+}
+
+/**
+ * FORBIDDEN when the proposal would write an aspect only the service writes (SERVICE_WRITTEN_ASPECTS), naming it and
+ * where it is (`at`, e.g. "proposals[3]"). A 403 as in DataHub, which refuses writes of restricted aspects as
+ * "unauthorized": no privilege grants it, the root user's included.
+ */
+export function refuseServiceWrittenAspect(p: Proposal, at: string, actorUrn: string): void {
+  const writer = SERVICE_WRITTEN_ASPECTS.get(p.aspectName);
+  if (writer === undefined) return;
+  throw forbidden(
+    `${actorUrn} is unauthorized to ingest aspect ${p.aspectName} (${at}.aspectName): only the service writes it, ` +
+      `through ${writer}`,
+  );
 }
 
 /** PostgreSQL's numeric keeps at most this many digits before the decimal point, and this many after it. */
