@@ -70,6 +70,16 @@ describe("Authenticator", () => {
     expect((await failure(auth.authenticate(headers))).code).toBe("FORBIDDEN");
   });
 
+  it.each(["alice", "urn:li:corpGroup:alice", "urn:li:corpuser:"])(
+    "refuses a malformed actor header '%s' beside a bearer token as bad input naming the header",
+    async (header) => {
+      const headers = { authorization: "Bearer good-token", "x-platform-actor": header };
+      const { code, message } = await failure(auth.authenticate(headers));
+      expect(code).toBe("BAD_USER_INPUT");
+      expect(message).toContain("x-platform-actor");
+    },
+  );
+
   it("accepts an actor header that agrees with the token", async () => {
     const headers = { authorization: "Bearer good-token", "x-platform-actor": ALICE };
     await expect(auth.authenticate(headers)).resolves.toMatchObject({ urn: ALICE });

@@ -37,6 +37,9 @@ export class Authenticator {
     const credentials = space > 0 ? trimmed.slice(space + 1).trim() : "";
     if (scheme === "bearer" && credentials) {
       const actor = await this.verifyToken(credentials);
+      // A header that names no user is bad input (400 naming it) whoever sends it; only a well-formed other user is
+      // the contradiction the contract answers with 403.
+      if (actorHeader) this.userUrn(actorHeader);
       if (actorHeader && actorHeader !== actor.urn) {
         throw forbidden(`${ACTOR_HEADER} '${actorHeader}' does not match the actor of the access token`);
       }
