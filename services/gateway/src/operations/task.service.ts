@@ -1,4 +1,4 @@
-import { AppError, notFound, refuseUnstorable, requireIdLength, type Logger } from "@mdp/core";
+import { AppError, forbidden, notFound, refuseUnstorable, requireIdLength, type Logger } from "@mdp/core";
 import { cancellationReason, type Database, type Task } from "@mdp/db";
 import type { Producer } from "@mdp/queues";
 import type { Actor } from "../auth/actor";
@@ -62,8 +62,7 @@ export class TaskService {
    * does between two batches (the answer then still says active, with cancelRequested).
    */
   async cancel(actor: Actor, taskId: string): Promise<TaskStatus> {
-    const task = await this.find(taskId);
-    await this.engine.require(actor, CANCEL_PRIVILEGE[task.type], "cancel this task");
+    const task = await this.cancellable(actor, taskId);
     if (task.state !== "waiting" && task.state !== "active") {
       throw new AppError("CONFLICT", `Task ${taskId} is already ${task.state}`);
     }
@@ -76,6 +75,29 @@ export class TaskService {
       });
     }
     return statusOf(await this.find(taskId));
+  }
+
+  /**
+   * The task, once the actor may cancel it. The privilege is checked before the answer can depend on whether the task
+   * exists: a caller who may cancel no task is refused before the lookup; one who may cancel some types but not this
+   * one's gets the same refusal for it as for an unknown id, unless GET_TASK_STATUS lets it see every task anyway.
+   */
+  private async cancellable(actor: Actor, taskId: string): Promise<Task> {
+    const held = await this.engine.privilegesOf(actor.urn);
+    const refusal = forbidden(`${actor.urn} is unauthorized to cancel this task.`);
+    const mayCancel = (type: Task["type"]) => held.has(CANCEL_PRIVILEGE[type]);
+    const types = Object.keys(CANCEL_PRIVILEGE) as Array<Task["type"]>;
+    if (!types.some(mayCancel)) throw refusal;
+    const seesEveryTask = held.has("GET_TASK_STATUS") || types.every(mayCancel);
+    let task: Task;
+    try {
+      task = await this.find(taskId);
+    } catch (error) {
+      if (error instanceof AppError && error.code === "NOT_FOUND" && !seesEveryTask) throw refusal;
+      throw error;
+    }
+    if (!mayCancel(task.type)) throw refusal;
+    return task;
   }
 
   private async removeWaitingJob(taskId: string): Promise<boolean> {
