@@ -38,7 +38,8 @@ describe("metadata ingestion and reads", () => {
 
   beforeAll(async () => {
     h = await startGateway();
-    await grant(h, INGESTER, ["INGEST_METADATA"]);
+    // Writing does not let one read: getTimeseriesAspectValues below needs its own privilege.
+    await grant(h, INGESTER, ["INGEST_METADATA", "GET_TIMESERIES_ASPECT"]);
   });
   afterAll(() => h.close());
 

@@ -2,9 +2,11 @@ import type { Router } from "express";
 import { z } from "zod";
 import { badInput, notFound, parseUrnField, type EntityRegistry } from "@mdp/core";
 import type { AspectRepository, Database, TimeseriesStore } from "@mdp/db";
+import { actorOf } from "../auth/auth.middleware";
 import { addActions } from "../http/action-router";
 import { standingTestResults } from "../metadata-tests/standing-results";
 import { parseBody } from "../http/validate";
+import type { PolicyEngine } from "../policies/policy-engine";
 import type { IngestionService } from "./ingestion.service";
 import { proposalSchema } from "./proposal";
 
@@ -14,6 +16,7 @@ export interface MetadataDeps {
   aspects: AspectRepository;
   timeseries: TimeseriesStore;
   ingestion: IngestionService;
+  engine: PolicyEngine;
 }
 
 const MAX_VALUES = 10_000;
@@ -41,7 +44,9 @@ export function addMetadataRoutes(router: Router, deps: MetadataDeps): void {
         proposals.map((proposal, i) => ({ proposal, at: `proposals[${i}]` })),
       );
     },
-    getTimeseriesAspectValues: async (body) => {
+    getTimeseriesAspectValues: async (body, actor) => {
+      // Before anything is looked up: a caller without it learns nothing, not even which urns or aspects exist.
+      await deps.engine.require(actor, "GET_TIMESERIES_ASPECT", "get time-series aspect values");
       const request = parseBody(valuesRequest, body);
       parseUrnField("urn", request.urn, request.entity);
       if (
@@ -67,6 +72,7 @@ export function addMetadataRoutes(router: Router, deps: MetadataDeps): void {
     },
   });
   router.get("/entities/:urn", async (req, res) => {
+    await deps.engine.require(actorOf(res.locals), "GET_ENTITY", "get entities");
     const urn = req.params.urn;
     parseUrnField("urn", urn);
     const entity = await deps.aspects.latest(deps.db.pool, urn);

@@ -14,7 +14,7 @@ import { recordAudit } from "../audit/audit.service";
 import type { InvalidationBus } from "../events/invalidation-bus";
 import { pageOf } from "../graphql/paging";
 import { ROOT_POLICY_URN, rootPolicy, type PolicyEngine } from "./policy-engine";
-import { PRIVILEGES, isPrivilege } from "./privileges";
+import { PRIVILEGES, canonicalPrivilege } from "./privileges";
 
 export interface PolicyUpdateInput {
   type?: PolicyType | null;
@@ -117,7 +117,7 @@ function validate(input: PolicyUpdateInput) {
   const name = input.name.trim();
   requireLength("input.name", name, { min: 1, max: 256 });
   requireLength("input.description", input.description ?? "", { max: 2000 });
-  const unknown = input.privileges.filter((p) => !isPrivilege(p));
+  const unknown = input.privileges.filter((p) => canonicalPrivilege(p) === undefined);
   if (unknown.length > 0) {
     throw badInput(`input.privileges has unknown privileges ${unknown.join(", ")}; known: ${PRIVILEGES.join(", ")}`);
   }
@@ -130,7 +130,8 @@ function validate(input: PolicyUpdateInput) {
     name,
     description: input.description ?? null,
     state: input.state,
-    privileges: [...new Set(input.privileges)],
+    // Stored as ours: a DataHub spelling (GET_ENTITY_PRIVILEGE) reads back as the privilege it grants (GET_ENTITY).
+    privileges: [...new Set(input.privileges.map((p) => canonicalPrivilege(p)!))],
     users: [...new Set(users)],
     groups: [...new Set(groups)],
     allUsers: input.actors.allUsers ?? false,
