@@ -187,7 +187,61 @@ describe("authorization matrix", () => {
     });
   });
 
+  describe("creating a token for another user: never more power than the minter's", () => {
+    const POLICY_ADMIN = "urn:li:corpuser:policy-admin"; // MANAGE_POLICIES, which the manager lacks
+    beforeAll(() => grant(h, POLICY_ADMIN, ["MANAGE_POLICIES"]));
+
+    it.each([
+      ["the root user", ROOT],
+      ["a user holding a privilege the manager lacks", POLICY_ADMIN],
+    ])("a MANAGE_ACCESS_TOKENS holder is refused one for %s, without being told which privileges", async (_w, urn) => {
+      const res = await h.graphql(
+        createFor(urn).query,
+        createFor(urn).variables,
+        callers["holding MANAGE_ACCESS_TOKENS"]!.headers,
+      );
+      expect(res.body.errors?.[0]).toMatchObject({
+        message: `${MANAGER} is unauthorized to generate access tokens for ${urn}: it holds privileges you do not.`,
+        extensions: { code: "FORBIDDEN" },
+      });
+      expect(await h.prisma.accessToken.count({ where: { actorUrn: urn, ownerUrn: MANAGER } })).toBe(0);
+    });
+
+    it.each([
+      ["holding no privilege", NOBODY],
+      ["holding a privilege the manager's implies", GENERATOR],
+      ["holding the manager's own privilege", MANAGER],
+    ])("a MANAGE_ACCESS_TOKENS holder may create one for a user %s", async (_w, urn) => {
+      const headers = callers["holding MANAGE_ACCESS_TOKENS"]!.headers;
+      const res = await h.graphql(createFor(urn).query, createFor(urn).variables, headers);
+      expect(res.body.errors).toBeUndefined();
+    });
+
+    it("the system client acting for a token manager may create one for the root user: it could act as root anyway", async () => {
+      const res = await h.graphql(createFor(ROOT).query, createFor(ROOT).variables, systemClientHeaders(MANAGER));
+      expect(res.body.errors).toBeUndefined();
+    });
+  });
+
   describe("revoking a token: owner, actor, stranger", () => {
+    it("gives a caller without MANAGE_ACCESS_TOKENS the same refusal for an unknown id as for another's token", async () => {
+      const headers = callers["holding GENERATE_PERSONAL_ACCESS_TOKENS"]!.headers;
+      const others = await createToken(h, STRANGER);
+      const messages = [];
+      for (const tokenId of [others.id, "00000000-0000-4000-8000-000000000000"]) {
+        const res = await h.graphql(`mutation { revokeAccessToken(tokenId: "${tokenId}") }`, {}, headers);
+        expect(res.body.errors?.[0]?.extensions?.code).toBe("FORBIDDEN");
+        messages.push(res.body.errors![0]!.message.replace(tokenId, "<id>"));
+      }
+      expect(messages[0]).toBe(messages[1]);
+      const unknown = await h.graphql(
+        `mutation { revokeAccessToken(tokenId: "00000000-0000-4000-8000-000000000000") }`,
+        {},
+        callers["holding MANAGE_ACCESS_TOKENS"]!.headers,
+      );
+      expect(unknown.body.errors?.[0]?.extensions?.code).toBe("NOT_FOUND");
+    });
+
     it.each([
       ["its owner (who created it for someone else)", MANAGER, "ok"],
       ["its actor", GENERATOR, "ok"],

@@ -18,6 +18,7 @@ import { recordAudit } from "../audit/audit.service";
 import type { InvalidationBus } from "../events/invalidation-bus";
 import { pageOf } from "../graphql/paging";
 import type { PolicyEngine } from "../policies/policy-engine";
+import { privilegesMissing } from "../policies/privileges";
 import { Hs256, JwtError, type AccessTokenClaims } from "./jwt";
 import type { LastUsedRecorder } from "./last-used.recorder";
 import { digestMatches, hashToken, tokenDigest } from "./token-hash";
@@ -132,6 +133,7 @@ export class TokenService {
     parseUrnField("input.actorUrn", input.actorUrn, "corpuser");
     if (input.actorUrn !== actor.urn) {
       await this.policies.require(actor, "MANAGE_ACCESS_TOKENS", "generate access tokens for other users");
+      await this.requireNoStrongerThanMinter(actor, input.actorUrn);
     }
     const name = input.name.trim();
     requireLength("input.name", name, { min: 1, max: 256 });
@@ -185,6 +187,25 @@ export class TokenService {
     return { accessToken, metadata };
   }
 
+  /**
+   * A token never carries more power than its minter: the actor it is for may hold no privilege the minter lacks, or
+   * MANAGE_ACCESS_TOKENS would mint a root token. The system client is exempt: it is trusted to act for any user
+   * (X-Platform-Actor), so it could act as that actor anyway. The refusal does not list the privileges, which would
+   * tell the minter what the other actor holds.
+   */
+  private async requireNoStrongerThanMinter(minter: Actor, actorUrn: string): Promise<void> {
+    if (minter.via === "system") return;
+    const [held, wanted] = await Promise.all([
+      this.policies.privilegesOf(minter.urn),
+      this.policies.privilegesOf(actorUrn),
+    ]);
+    if (privilegesMissing(held, wanted).length > 0) {
+      throw forbidden(
+        `${minter.urn} is unauthorized to generate access tokens for ${actorUrn}: it holds privileges you do not.`,
+      );
+    }
+  }
+
   async list(actor: Actor, input: ListTokensInput) {
     await this.requireTokenApi(actor, "list access tokens");
     const { start, count } = pageOf(input);
@@ -233,10 +254,16 @@ export class TokenService {
     await this.requireTokenApi(actor, "revoke access tokens");
     requireIdLength("tokenId", tokenId);
     const token = isUuid(tokenId) ? await this.prisma.accessToken.findUnique({ where: { id: tokenId } }) : null;
-    if (!token) throw notFound(`Access token ${tokenId} does not exist`);
-    if (token.ownerUrn !== actor.urn && token.actorUrn !== actor.urn) {
-      await this.policies.require(actor, "MANAGE_ACCESS_TOKENS", "revoke access tokens of other users");
+    // Whether the caller may revoke it is settled before whether it exists is told: without MANAGE_ACCESS_TOKENS, an
+    // unknown id gets the same 403 as another user's token.
+    const own = token !== null && (token.ownerUrn === actor.urn || token.actorUrn === actor.urn);
+    if (!own && !(await this.policies.has(actor, "MANAGE_ACCESS_TOKENS"))) {
+      throw forbidden(
+        `${actor.urn} is unauthorized to revoke access token ${tokenId}: it is not one of yours, and revoking ` +
+          `other users' tokens needs MANAGE_ACCESS_TOKENS.`,
+      );
     }
+    if (!token) throw notFound(`Access token ${tokenId} does not exist`);
     // From here on the row's id, not the one given: PostgreSQL matched it in any letter case, while the caches of
     // every replica know the token by the lower-case id of its claims.
     const { id } = token;
@@ -262,12 +289,14 @@ export class TokenService {
       if (error instanceof JwtError) throw notFound("Access token does not exist");
       throw error;
     }
-    const row = isUuid(claims.jti) ? await this.prisma.accessToken.findUnique({ where: { id: claims.jti } }) : null;
-    if (!row || !safeEqual(row.tokenHash, hashToken(token, this.config.TOKEN_SALT))) {
-      throw notFound("Access token does not exist");
-    }
-    if (row.actorUrn !== actor.urn) {
+    // Checked on the signed claims, before the row is looked up: the answer to another user's token does not depend
+    // on whether it still exists. A row whose actor differs from its claims' is refused below as unknown.
+    if (claims.sub !== actor.urn) {
       await this.policies.require(actor, "MANAGE_ACCESS_TOKENS", "read the metadata of other users' access tokens");
+    }
+    const row = isUuid(claims.jti) ? await this.prisma.accessToken.findUnique({ where: { id: claims.jti } }) : null;
+    if (!row || row.actorUrn !== claims.sub || !safeEqual(row.tokenHash, hashToken(token, this.config.TOKEN_SALT))) {
+      throw notFound("Access token does not exist");
     }
     // Its metadata would read as a live token's (it has no field for revocation); DataHub deletes a revoked token's.
     if (row.revokedAt !== null) throw notFound("Access token has been revoked");
