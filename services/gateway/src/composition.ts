@@ -74,6 +74,7 @@ export async function composeServices(config: Config, connections: Connections, 
   const authenticator = new Authenticator(config, (token) => tokens.verify(token));
   const stop = async () => {
     await lastUsed.stop();
+    await bus.stop(); // says goodbye: peers would take the silence for a lost channel
     await Promise.all([truncateProducer.close(), evaluateProducer.close(), evaluationReplies.close()]);
   };
   return { services, http, queues: [truncateProducer.queue, evaluateProducer.queue], authenticator, stop };

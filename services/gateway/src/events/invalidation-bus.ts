@@ -1,18 +1,53 @@
+import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
 import type { Logger } from "@mdp/core";
 
 /** What one gateway tells the others so their caches stay honest. */
 export type Invalidation = { kind: "token-revoked"; tokenId: string } | { kind: "policies-changed" };
 
+/** Everything on the channel: invalidations, and the heartbeats that say the channel still delivers them. */
+type Message = Invalidation | { kind: "heartbeat"; replica: string } | { kind: "leaving"; replica: string };
+
 type Handler = (event: Invalidation) => void;
 
+/** How often each replica publishes a heartbeat on the channel. */
+export const HEARTBEAT_INTERVAL_MS = 100;
 /**
- * Cross-replica cache invalidation over Redis pub/sub. Messages can be lost while a subscriber is disconnected, so
- * every (re)subscription also tells the handlers to drop everything they cache ("reset").
+ * The channel counts as live while this replica's own heartbeat, and every known peer's, arrived within this long.
+ * With the interval above, a stalled or lost channel is noticed within 0.5 s, so a revocation it failed to carry is
+ * enforced (from PostgreSQL) within 1 s.
+ */
+export const LIVENESS_WINDOW_MS = 500;
+/**
+ * A peer silent this long without saying it was leaving is taken to have died and is forgotten; until then its
+ * silence keeps every replica off its caches (it may have revoked a token it could not announce).
+ */
+export const PEER_FORGET_MS = 30_000;
+/** The longest a publish may hold its caller (a revocation is already committed; publishing is best effort). */
+export const PUBLISH_TIMEOUT_MS = 250;
+
+/**
+ * Cross-replica cache invalidation over Redis pub/sub, and the judge of whether caches may be trusted.
+ *
+ * Pub/sub loses messages silently while Redis is stalled (CLIENT PAUSE), disconnected or partitioned from a peer, so
+ * a cache may be read only while the channel is known to deliver: `isLive()` is true while this replica keeps
+ * receiving its own heartbeats and those of every peer it knows, each within LIVENESS_WINDOW_MS. While it is false,
+ * the caches are bypassed (their owners read PostgreSQL, the source of truth); when it turns true again, or the
+ * subscriber reconnects, every handler is told to drop what it holds ("reset"), since messages sent meanwhile may be
+ * lost. Publishing never waits on Redis longer than PUBLISH_TIMEOUT_MS and never throws.
  */
 export class InvalidationBus {
   private readonly handlers: Handler[] = [];
   private readonly resetHandlers: Array<() => void> = [];
+  /** this replica's name on the channel */
+  private readonly replica = randomUUID();
+  /** when this replica last received its own heartbeat */
+  private ownHeardAt = Number.NEGATIVE_INFINITY;
+  /** other replicas → when their last heartbeat arrived */
+  private readonly peers = new Map<string, number>();
+  private live = false;
+  private heartbeatInFlight = false;
+  private timer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly publisher: Redis,
@@ -22,18 +57,31 @@ export class InvalidationBus {
   ) {}
 
   async start(): Promise<void> {
-    this.subscriber.on("message", (channel: string, message: string) => {
+    this.subscriber.on("message", (channel: string, text: string) => {
       if (channel !== this.channel) return;
+      let message: Message;
       try {
-        const event = JSON.parse(message) as Invalidation;
-        for (const handler of this.handlers) handler(event);
+        message = JSON.parse(text) as Message;
       } catch (error) {
         this.logger.warn({ err: error }, "ignoring a malformed invalidation message");
+        return;
       }
+      this.receive(message);
     });
     // ioredis re-subscribes by itself after a reconnect; anything published meanwhile was missed.
     this.subscriber.on("ready", () => this.resetAll());
     await this.subscriber.subscribe(this.channel);
+    this.timer = setInterval(() => {
+      this.heartbeat();
+      this.isLive(); // notices a stall even when no request asks
+    }, HEARTBEAT_INTERVAL_MS).unref();
+    this.heartbeat();
+  }
+
+  /** Says goodbye, so peers do not take this replica's silence for a lost channel. */
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    await this.send({ kind: "leaving", replica: this.replica });
   }
 
   onInvalidation(handler: Handler): void {
@@ -44,9 +92,72 @@ export class InvalidationBus {
     this.resetHandlers.push(handler);
   }
 
-  /** Tells every replica, this one included (it is subscribed too). */
+  /**
+   * Tells every replica, this one included (it is subscribed too). Best effort and bounded: the change is already in
+   * PostgreSQL, and a replica that misses this message stops trusting its caches within LIVENESS_WINDOW_MS.
+   */
   async publish(event: Invalidation): Promise<void> {
-    await this.publisher.publish(this.channel, JSON.stringify(event));
+    await this.send(event);
+  }
+
+  /** Whether caches that rely on this channel may be read now. */
+  isLive(): boolean {
+    const now = Date.now();
+    let live = now - this.ownHeardAt <= LIVENESS_WINDOW_MS;
+    for (const [peer, heardAt] of this.peers) {
+      const silentFor = now - heardAt;
+      if (silentFor > PEER_FORGET_MS) this.peers.delete(peer);
+      else if (silentFor > LIVENESS_WINDOW_MS) live = false;
+    }
+    if (live !== this.live) {
+      this.live = live;
+      if (live) this.logger.info("invalidation channel live again: caches in use");
+      else this.logger.warn("invalidation channel silent: caches bypassed, every check reads PostgreSQL");
+      // Going off: loads in flight must not cache what they read. Coming back: what was published meanwhile is lost.
+      this.resetAll();
+    }
+    return live;
+  }
+
+  private receive(message: Message): void {
+    if (message.kind === "heartbeat") {
+      if (message.replica === this.replica) this.ownHeardAt = Date.now();
+      else this.peers.set(message.replica, Date.now());
+      return;
+    }
+    if (message.kind === "leaving") {
+      this.peers.delete(message.replica);
+      return;
+    }
+    for (const handler of this.handlers) handler(message);
+  }
+
+  /** One heartbeat at a time: while Redis stalls, they would otherwise pile up on the connection. */
+  private heartbeat(): void {
+    if (this.heartbeatInFlight) return;
+    this.heartbeatInFlight = true;
+    this.publisher
+      .publish(this.channel, JSON.stringify({ kind: "heartbeat", replica: this.replica }))
+      .catch(() => undefined) // the silence it leaves is what tells
+      .finally(() => (this.heartbeatInFlight = false));
+  }
+
+  private async send(message: Message): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<"timeout">((resolve) => {
+      timer = setTimeout(() => resolve("timeout"), PUBLISH_TIMEOUT_MS);
+    });
+    try {
+      // A command already written still runs when a stall ends; only the caller stops waiting for it.
+      const outcome = await Promise.race([this.publisher.publish(this.channel, JSON.stringify(message)), timedOut]);
+      if (outcome === "timeout") {
+        this.logger.warn({ kind: message.kind }, `invalidation not confirmed by Redis within ${PUBLISH_TIMEOUT_MS} ms`);
+      }
+    } catch (error) {
+      this.logger.warn({ err: error, kind: message.kind }, "could not publish an invalidation");
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   private resetAll(): void {

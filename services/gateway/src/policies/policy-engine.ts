@@ -6,7 +6,7 @@ import { PRIVILEGES, withImplied, type Privilege } from "./privileges";
 
 export const ROOT_POLICY_URN = "urn:li:dataHubPolicy:root-user";
 
-/** A safety net only: pub/sub invalidation is what makes changes visible within a second. */
+/** A safety net only: pub/sub invalidation is what makes changes visible within a second (while the bus is live). */
 const MAX_CACHE_AGE_MS = 60_000;
 
 /** The root user's built-in policy: not stored, not editable, derived from ROOT_USER_URN. */
@@ -43,7 +43,7 @@ export class PolicyEngine {
   constructor(
     private readonly prisma: PrismaClient,
     private readonly rootUserUrn: string,
-    bus: InvalidationBus,
+    private readonly bus: InvalidationBus,
   ) {
     bus.onInvalidation((event) => {
       if (event.kind === "policies-changed") this.clear();
@@ -53,6 +53,8 @@ export class PolicyEngine {
 
   /** The user's privileges; the set is shared between callers (and cached until the next invalidation): read only. */
   privilegesOf(userUrn: string): Promise<ReadonlySet<Privilege>> {
+    // A change announced on a channel that is not delivering would go unseen: read PostgreSQL instead.
+    if (!this.bus.isLive()) return this.computePrivileges(userUrn, false);
     if (Date.now() - this.loadedAt > MAX_CACHE_AGE_MS) this.clear();
     let privileges = this.privilegesOfUser.get(userUrn);
     if (!privileges) {
@@ -64,8 +66,10 @@ export class PolicyEngine {
     return privileges;
   }
 
-  private async computePrivileges(userUrn: string): Promise<ReadonlySet<Privilege>> {
-    const [policies, groups] = await Promise.all([this.policies(), this.groups(userUrn)]);
+  private async computePrivileges(userUrn: string, cached = true): Promise<ReadonlySet<Privilege>> {
+    const [policies, groups] = await Promise.all(
+      cached ? [this.policies(), this.groups(userUrn)] : [this.loadPolicies(), this.loadGroups(userUrn)],
+    );
     const granted = policies
       .filter((p) => p.allUsers || p.users.includes(userUrn) || p.groups.some((g) => groups.includes(g)))
       .flatMap((p) => p.privileges);
@@ -84,10 +88,7 @@ export class PolicyEngine {
   private policies(): Promise<Policy[]> {
     if (!this.activePolicies) {
       this.loadedAt = Date.now();
-      const loading = this.prisma.policy
-        // As in DataHub, only platform policies grant platform privileges; METADATA policies speak of resources.
-        .findMany({ where: { state: "ACTIVE", type: "PLATFORM" } })
-        .then((stored) => [rootPolicy(this.rootUserUrn), ...stored]);
+      const loading = this.loadPolicies();
       loading.catch(() => this.clear()); // never cache a failure
       this.activePolicies = loading;
     }
@@ -97,15 +98,28 @@ export class PolicyEngine {
   private groups(userUrn: string): Promise<string[]> {
     let groups = this.groupsOfUser.get(userUrn);
     if (!groups) {
-      groups = this.prisma.groupMember
-        .findMany({ where: { userUrn }, select: { groupUrn: true } })
-        .then((rows) => rows.map((r) => r.groupUrn));
+      groups = this.loadGroups(userUrn);
       groups.catch(() => this.groupsOfUser.delete(userUrn));
       // Bounded: a burst of distinct users cannot grow the map without limit.
       if (this.groupsOfUser.size >= 10_000) this.groupsOfUser.clear();
       this.groupsOfUser.set(userUrn, groups);
     }
     return groups;
+  }
+
+  private loadPolicies(): Promise<Policy[]> {
+    return (
+      this.prisma.policy
+        // As in DataHub, only platform policies grant platform privileges; METADATA policies speak of resources.
+        .findMany({ where: { state: "ACTIVE", type: "PLATFORM" } })
+        .then((stored) => [rootPolicy(this.rootUserUrn), ...stored])
+    );
+  }
+
+  private loadGroups(userUrn: string): Promise<string[]> {
+    return this.prisma.groupMember
+      .findMany({ where: { userUrn }, select: { groupUrn: true } })
+      .then((rows) => rows.map((r) => r.groupUrn));
   }
 
   private clear(): void {

@@ -78,7 +78,10 @@ interface KnownToken {
   cachedAt: number;
 }
 
-/** A safety net only: revocations reach every replica over pub/sub at once. */
+/**
+ * A safety net only: revocations reach every replica over pub/sub at once, and the cache is not read at all while the
+ * bus cannot vouch for the channel (InvalidationBus.isLive).
+ */
 const TOKEN_CACHE_MAX_AGE_MS = 30_000;
 const TOKEN_CACHE_MAX_ENTRIES = 50_000;
 
@@ -274,6 +277,7 @@ export class TokenService {
       });
     }
     this.known.delete(id);
+    // The commit above is what revokes; this only shortens other replicas' caches, bounded, never failing the call.
     await this.bus.publish({ kind: "token-revoked", tokenId: id });
     return true;
   }
@@ -345,6 +349,8 @@ export class TokenService {
   }
 
   private cached(tokenId: string): KnownToken | undefined {
+    // A revocation announced on a channel that is not delivering would go unseen: read the row instead.
+    if (!this.bus.isLive()) return undefined;
     const cached = this.known.get(tokenId);
     return cached && Date.now() - cached.cachedAt < TOKEN_CACHE_MAX_AGE_MS ? cached : undefined;
   }
