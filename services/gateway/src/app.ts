@@ -12,6 +12,7 @@ import { basicChallenge, basicTokenAsBearer, DASHBOARD_PATH, queueDashboard } fr
 import { jsonBody } from "./http/json-body";
 import { httpMetrics } from "./http/metrics";
 import { requestLogger } from "./http/request-logger";
+import { securityHeaders } from "./http/security-headers";
 import { addMetadataRoutes, type MetadataDeps } from "./metadata/metadata.routes";
 import { addTestRoutes, type TestRoutesDeps } from "./metadata-tests/test.routes";
 import { addOperationsRoutes, type OperationsDeps } from "./operations/operations.routes";
@@ -59,6 +60,7 @@ export async function createGateway(deps: AppDeps): Promise<Gateway> {
   // express hashes every response body for an ETag, POST answers included; no client of this API revalidates.
   app.set("etag", false);
   app.set("trust proxy", "loopback");
+  app.use(securityHeaders());
   const metrics = httpMetrics();
   app.use(metrics.record);
   // Health probes and scrapes every few seconds would drown the log.

@@ -17,11 +17,19 @@ export function httpMetrics(): { record: RequestHandler; serve: (app: Express) =
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [registry],
   });
+  // A backstop: whatever routing lets through, no client can create more series than this.
+  const routes = new Set<string>();
+  const bounded = (route: string) => {
+    if (routes.has(route)) return route;
+    if (routes.size >= MAX_ROUTE_LABELS) return "other";
+    routes.add(route);
+    return route;
+  };
   const record: RequestHandler = (req, res, next) => {
     const started = process.hrtime.bigint();
     res.once("finish", () => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      duration.observe({ method: req.method, route: routeOf(req), status: res.statusCode }, seconds);
+      duration.observe({ method: req.method, route: bounded(routeOf(req)), status: res.statusCode }, seconds);
     });
     next();
   };
@@ -35,6 +43,9 @@ export function httpMetrics(): { record: RequestHandler; serve: (app: Express) =
   return { record, serve };
 }
 
+/** More distinct route labels than the gateway has routes (a few dozen with the dashboard's) */
+const MAX_ROUTE_LABELS = 200;
+
 /**
  * The route's pattern under its mount point, e.g. `/api/gms/entities/:urn`. The mount point is what precedes the
  * route's own segments in the URL: req.baseUrl is no longer set once an error has left the router.
@@ -42,7 +53,13 @@ export function httpMetrics(): { record: RequestHandler; serve: (app: Express) =
 function routeOf(req: Request): string {
   const path = (req.route as { path?: string | string[] } | undefined)?.path;
   if (path === undefined) return "unmatched"; // answered before any route, e.g. a 401
-  const url = req.originalUrl.split("?", 1)[0]!.replace(/\/$/, "");
+  // Routes match whatever the letter case (and `//`, a trailing slash): the label is the lower-case, single-slash
+  // form, so `/GMS/operations` and `/gms/operations` are one series, not one per spelling a client invents.
+  const url = req.originalUrl
+    .split("?", 1)[0]!
+    .toLowerCase()
+    .replace(/\/{2,}/g, "/")
+    .replace(/\/$/, "");
   // Of a route with several paths, the one this request took.
   const taken = Array.isArray(path) ? (path.find((p) => url.endsWith(p)) ?? path[0]!) : path;
   const segments = url.split("/");

@@ -2,7 +2,7 @@ import { createBullBoard } from "@bull-board/api";
 import { BullMQAdapter } from "@bull-board/api/bullMQAdapter";
 import { ExpressAdapter } from "@bull-board/express";
 import type { Queue } from "bullmq";
-import type { RequestHandler, Router } from "express";
+import type { Express, RequestHandler } from "express";
 import { AppError, unauthenticated } from "@mdp/core";
 import { actorOf } from "../auth/auth.middleware";
 import type { PolicyEngine } from "../policies/policy-engine";
@@ -37,7 +37,7 @@ export const basicChallenge: RequestHandler = (_req, res, next) => {
 };
 
 /** Bull Board over both queues, for holders of MANAGE_SYSTEM_OPERATIONS only. */
-export function queueDashboard(queues: Queue[], engine: PolicyEngine): { guard: RequestHandler; router: Router } {
+export function queueDashboard(queues: Queue[], engine: PolicyEngine): { guard: RequestHandler; router: Express } {
   const serverAdapter = new ExpressAdapter();
   serverAdapter.setBasePath(DASHBOARD_PATH);
   createBullBoard({ queues: queues.map((q) => new BullMQAdapter(q)), serverAdapter });
@@ -52,5 +52,8 @@ export function queueDashboard(queues: Queue[], engine: PolicyEngine): { guard: 
       next(error);
     }
   };
-  return { guard, router: serverAdapter.getRouter() as Router };
+  // Bull Board's router is an express app of its own, which would announce X-Powered-By on every page it serves.
+  const router = serverAdapter.getRouter() as Express;
+  router.disable("x-powered-by");
+  return { guard, router };
 }

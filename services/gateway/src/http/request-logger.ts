@@ -6,6 +6,47 @@ import type { Actor } from "../auth/actor";
 import { requestId } from "./request-id";
 
 /**
+ * Names of query parameters and headers whose values are credentials: `access_token` (OAuth's query form), `token`,
+ * `api_key`, `password`, `client_secret`, `X-Auth-Token`, `Authorization`, `Cookie`... matched as a part of the name, so
+ * a new spelling is covered too. A false positive costs one value in a log line.
+ */
+const CREDENTIAL_NAME =
+  /token|secret|passw|pwd|api[-_]?key|auth|cookie|session|signature|credential|^sig$|^key$|^code$/i;
+const REDACTED = "[redacted]";
+
+/** The URL with the value of every credential-like query parameter replaced. */
+export function redactedUrl(url: string): string {
+  const at = url.indexOf("?");
+  if (at < 0) return url;
+  const parts = url
+    .slice(at + 1)
+    .split("&")
+    .map((pair) => {
+      const eq = pair.indexOf("=");
+      const rawName = eq < 0 ? pair : pair.slice(0, eq);
+      let name: string;
+      try {
+        name = decodeURIComponent(rawName.replace(/\+/g, " "));
+      } catch {
+        name = rawName; // not validly percent-encoded: judged as it is
+      }
+      return eq >= 0 && CREDENTIAL_NAME.test(name) ? `${rawName}=${REDACTED}` : pair;
+    });
+  return `${url.slice(0, at)}?${parts.join("&")}`;
+}
+
+function redactedQuery(query: object): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(query).map(([name, value]) => [name, CREDENTIAL_NAME.test(name) ? REDACTED : value]),
+  );
+}
+
+/** The headers but those that carry credentials, which are never logged, not even redacted. */
+function withoutCredentials(headers: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(headers).filter(([name]) => !CREDENTIAL_NAME.test(name)));
+}
+
+/**
  * Request ids and one structured log line per request, in pino-http's shape (`req`, `actor`, `tokenId`, `res`,
  * `responseTime`, "request completed" / "request aborted" / "request errored" at info): who made the request, never
  * how, since the logger redacts credentials.
@@ -32,7 +73,12 @@ export function requestLogger(
     if (hideQuery(path)) {
       line.url = path;
       delete (line as { query?: unknown }).query;
+    } else if (path.length < line.url.length) {
+      line.url = redactedUrl(line.url);
+      const query = (line as { query?: unknown }).query;
+      if (query !== null && typeof query === "object") (line as { query?: unknown }).query = redactedQuery(query);
     }
+    line.headers = withoutCredentials(line.headers);
     return line;
   };
   const log = logger.child(
