@@ -126,7 +126,7 @@ describe("the system as separate processes", () => {
       valueJson: JSON.stringify({ timestampMillis: t, rowCount: i }),
     }));
     const store = new TimeseriesStore(database.pool);
-    await store.prepare(PROFILE, rows);
+    await store.prepare([{ ...PROFILE, rows }]);
     await inTransaction(database.pool, (client) => store.append(client, PROFILE, rows));
     await prisma.task.create({ data: { id: taskId, type: "TRUNCATE_TIMESERIES", request: {}, createdBy: ADMIN } });
 

@@ -85,6 +85,12 @@ const schema = z.object({
    * evaluate queue's 30 s BullMQ lock, which an event loop held longer would let lapse
    */
   EVALUATION_TIME_LIMIT_MS: int(1, 20_000).default(10_000),
+  /** distinct (aspect, UTC day) pairs one time-series write may touch: its transaction locks each day's partition */
+  TIMESERIES_MAX_DAYS_PER_WRITE: int(1, 1_000).default(100),
+  /** day partitions one time-series aspect may hold; truncation frees them */
+  TIMESERIES_MAX_PARTITIONS_PER_ASPECT: int(1, 36_600).default(1_000),
+  /** how far after now a time-series row's timestampMillis may lie (writers' clock skew); at most 366 days */
+  TIMESERIES_MAX_FUTURE_MS: int(0, 31_622_400_000).default(86_400_000),
 });
 
 export type Config = z.output<typeof schema>;

@@ -3,6 +3,7 @@ export { createDatabase, createPrismaClient, type Database, type PrismaClientOpt
 export * from "./aspects/aspect.repository";
 export { inTransaction } from "./transaction";
 export * from "./timeseries/timeseries-tables";
+export * from "./timeseries/timeseries-limits";
 export * from "./timeseries/timeseries.store";
 export * from "./timeseries/truncation";
 export { bulkLoad, type BulkLoadOptions } from "./timeseries/bulk-load";

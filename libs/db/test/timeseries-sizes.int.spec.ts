@@ -28,7 +28,7 @@ describe("TimeseriesStore.sizes", () => {
       timestampMillis: T0 + day * DAY_MILLIS,
       valueJson: `{"day":${day}}`,
     }));
-    await store.prepare(REF, rows);
+    await store.prepare([{ ...REF, rows }]);
     await inTransaction(pool, (client) => store.append(client, REF, rows));
     const [oldest] = await store.partitions(REF);
 

@@ -53,7 +53,11 @@ export async function composeServices(config: Config, connections: Connections, 
     testRuns: new TestRunService(connections.db, registry, engine, evaluateProducer, logger),
   };
   const aspects = new AspectRepository();
-  const timeseries = new TimeseriesStore(connections.db.pool);
+  const timeseries = new TimeseriesStore(connections.db.pool, {
+    maxDaysPerWrite: config.TIMESERIES_MAX_DAYS_PER_WRITE,
+    maxPartitionsPerAspect: config.TIMESERIES_MAX_PARTITIONS_PER_ASPECT,
+    maxFutureMillis: config.TIMESERIES_MAX_FUTURE_MS,
+  });
   const ingestion = new IngestionService(connections.db, registry, aspects, timeseries, engine);
   const truncateProducer = new Producer("truncate", connections.redis, config.QUEUE_PREFIX);
   const truncation = new TruncationService(connections.db, registry, timeseries, truncateProducer, engine, logger);

@@ -263,7 +263,7 @@ describe("metadata ingestion and reads", () => {
   it("ingests concurrent time-series rows for more new days than the pool has connections", async () => {
     // Each request's day partition is new: made in a short transaction of its own, which must not need a second
     // connection while the request's own transaction holds the first (a pool of 5 here, 10 in a gateway).
-    const day0 = Date.UTC(2031, 0, 1, 12);
+    const day0 = Date.UTC(2026, 9, 1, 12); // after every other day of this file, and in the past
     const statuses = await Promise.all(
       Array.from({ length: 12 }, (_, i) =>
         fetch(`${h.baseUrl}/gms/aspects?action=ingestProposal`, {

@@ -29,7 +29,7 @@ describe("time-series truncation", () => {
       timestampMillis: t,
       valueJson: JSON.stringify({ timestampMillis: t }),
     }));
-    await store.prepare(ref, rows);
+    await store.prepare([{ ...ref, rows }]);
     await inTransaction(h.database.pool, (client) => store.append(client, ref, rows));
   };
   const timestampsOf = async (ref: TimeseriesAspectRef) => {

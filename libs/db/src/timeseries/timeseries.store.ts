@@ -1,4 +1,12 @@
 import type pg from "pg";
+import { badInput } from "@mdp/core";
+import {
+  checkTimestamp,
+  DEFAULT_TIMESERIES_LIMITS,
+  MAX_VALUES_PER_READ,
+  tooManyDays,
+  type TimeseriesLimits,
+} from "./timeseries-limits";
 import { aspectTableName, dayStart, ensurePartitions, partitionName, qualified } from "./timeseries-tables";
 
 export interface TimeseriesAspectRef {
@@ -11,6 +19,11 @@ export interface TimeseriesRow {
   timestampMillis: number;
   /** the aspect value as JSON text (already validated by the caller) */
   valueJson: string;
+}
+
+/** The rows of one aspect in one write. */
+export interface TimeseriesWrite extends TimeseriesAspectRef {
+  rows: readonly TimeseriesRow[];
 }
 
 export interface TimeseriesPartition {
@@ -31,6 +44,12 @@ export interface TimeseriesSize extends TimeseriesAspectRef {
 /** A pool or a client in a transaction. */
 export type Queryable = Pick<pg.Pool, "query">;
 
+/** Partitions one read statement spans: the first, and at most (see TimeseriesStore.values). */
+const READ_GROUP_MIN = 4;
+const READ_GROUP_MAX = 64;
+/** Partitions one statement of TimeseriesStore.sizes measures. */
+const SIZE_GROUP = 128;
+
 /** PostgreSQL's answer when a row has no partition (e.g. another process dropped the day meanwhile). */
 const NO_PARTITION = "23514";
 /** PostgreSQL's undefined_table: a partition dropped (by a truncation) after it was listed */
@@ -46,15 +65,44 @@ export class TimeseriesStore {
   /** partition creations under way, by aspect table */
   private readonly creating = new Map<string, Promise<void>>();
 
-  constructor(private readonly pool: pg.Pool) {}
+  readonly limits: TimeseriesLimits;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    limits: Partial<TimeseriesLimits> = {},
+  ) {
+    this.limits = { ...DEFAULT_TIMESERIES_LIMITS, ...limits };
+  }
+
+  /** Refuses (400, naming `field` and the accepted range) a timestampMillis a write may not carry. */
+  checkTimestamp(timestampMillis: number, field: string): void {
+    checkTimestamp(timestampMillis, field, this.limits);
+  }
 
   /**
-   * Makes the day partitions `rows` need, each missing one in a short transaction of its own. Call it before opening
-   * the transaction that appends them: inside it, that would need a second connection of the pool while holding one,
-   * and enough concurrent requests reaching new days would each hold one and wait for another, for good.
+   * Checks one write (every aspect it touches) against the limits, then makes the day partitions it needs in short
+   * transactions of their own. Call it before opening the transaction that appends the rows: inside it, that would
+   * need a second connection of the pool while holding one, and enough concurrent requests reaching new days would
+   * each hold one and wait for another, for good. The checks come before anything is created, so a refused write
+   * leaves nothing behind: timestamps in range, at most maxDaysPerWrite (aspect, day) pairs in all, since the write's
+   * transaction locks each of those partitions, and each aspect within its partition budget.
    */
-  async prepare(ref: TimeseriesAspectRef, rows: readonly TimeseriesRow[]): Promise<void> {
-    if (rows.length > 0) await this.ensureDays(ref, aspectTableName(ref.entityType, ref.aspectName), rows);
+  async prepare(writes: readonly TimeseriesWrite[]): Promise<void> {
+    const now = Date.now();
+    const daysByWrite = writes.map((w) => {
+      const days = new Set<number>();
+      for (let i = 0; i < w.rows.length; i++) {
+        const t = w.rows[i]!.timestampMillis;
+        checkTimestamp(t, `rows[${i}].timestampMillis of ${w.entityType}/${w.aspectName}`, this.limits, now);
+        days.add(dayStart(t));
+      }
+      return days;
+    });
+    const total = daysByWrite.reduce((sum, days) => sum + days.size, 0);
+    if (total > this.limits.maxDaysPerWrite) throw tooManyDays(total, this.limits);
+    for (const [i, w] of writes.entries()) {
+      if (w.rows.length > 0) await this.ensureDays(w, aspectTableName(w.entityType, w.aspectName), daysByWrite[i]!);
+    }
   }
 
   /**
@@ -94,21 +142,49 @@ export class TimeseriesStore {
     return missing;
   }
 
-  /** Newest first. */
+  /**
+   * An entity's rows, newest first, at most `limit` (≤ MAX_VALUES_PER_READ). The partitions in the time range are
+   * read newest first, a few at a time (the query's range names only them, so PostgreSQL prunes, plans and locks just
+   * those), until `limit` rows are found: a read with no range touches the newest days only, and even a read that
+   * must look through every partition of the aspect never holds more than READ_GROUP_MAX partitions' locks at once.
+   */
   async values(
     ref: TimeseriesAspectRef,
     urn: string,
     opts: { startTimeMillis?: number; endTimeMillis?: number; limit: number },
   ): Promise<Array<{ timestampMillis: number; valueJson: string }>> {
+    if (!Number.isSafeInteger(opts.limit) || opts.limit < 1 || opts.limit > MAX_VALUES_PER_READ) {
+      throw badInput(`limit must be a whole number from 1 to ${MAX_VALUES_PER_READ}`);
+    }
+    const start = opts.startTimeMillis ?? 0;
+    const end = opts.endTimeMillis ?? Number.MAX_SAFE_INTEGER;
     const table = aspectTableName(ref.entityType, ref.aspectName);
-    if (!(await this.tableExists(table))) return [];
-    const { rows } = await this.pool.query<{ timestamp_millis: string; value: string }>(
-      `SELECT timestamp_millis, value::text AS value FROM ${qualified(table)}
-       WHERE urn = $1 AND timestamp_millis >= $2 AND timestamp_millis <= $3
-       ORDER BY timestamp_millis DESC LIMIT $4`,
-      [urn, opts.startTimeMillis ?? 0, opts.endTimeMillis ?? Number.MAX_SAFE_INTEGER, opts.limit],
+    const { rows: partitions } = await this.pool.query<{ from_millis: string; to_millis: string; row_count: string }>(
+      `SELECT from_millis, to_millis, row_count FROM timeseries.partition
+        WHERE parent_table = $1 AND to_millis > $2 AND from_millis <= $3 ORDER BY from_millis DESC`,
+      [table, start, end],
     );
-    return rows.map((r) => ({ timestampMillis: Number(r.timestamp_millis), valueJson: r.value }));
+    const found: Array<{ timestampMillis: number; valueJson: string }> = [];
+    // Recent rows are what most reads want: the first group is small, later ones grow.
+    for (let i = 0, size = READ_GROUP_MIN; i < partitions.length && found.length < opts.limit;) {
+      const group = partitions.slice(i, i + size);
+      i += group.length;
+      size = Math.min(size * 2, READ_GROUP_MAX);
+      if (group.every((p) => p.row_count === "0")) continue;
+      const { rows } = await this.pool.query<{ timestamp_millis: string; value: string }>(
+        `SELECT timestamp_millis, value::text AS value FROM ${qualified(table)}
+         WHERE urn = $1 AND timestamp_millis >= $2 AND timestamp_millis <= $3
+         ORDER BY timestamp_millis DESC LIMIT $4`,
+        [
+          urn,
+          Math.max(start, Number(group.at(-1)!.from_millis)),
+          Math.min(end, Number(group[0]!.to_millis) - 1),
+          opts.limit - found.length,
+        ],
+      );
+      for (const r of rows) found.push({ timestampMillis: Number(r.timestamp_millis), valueJson: r.value });
+    }
+    return found;
   }
 
   /** The aspect's partitions, oldest first, with exact row counts. */
@@ -154,13 +230,13 @@ export class TimeseriesStore {
       aspect_name: string;
       table_name: string;
       row_count: string;
-      size_bytes: string;
+      partitions: string[];
       oldest_partition: string;
       newest_partition: string;
     }>(
       `SELECT a.entity_type, a.aspect_name, a.table_name,
               sum(p.row_count) AS row_count,
-              sum(pg_total_relation_size(to_regclass(format('timeseries.%I', p.table_name)))) AS size_bytes,
+              array_agg(p.table_name) AS partitions,
               (array_agg(p.table_name ORDER BY p.from_millis) FILTER (WHERE p.row_count > 0))[1] AS oldest_partition,
               (array_agg(p.table_name ORDER BY p.from_millis DESC) FILTER (WHERE p.row_count > 0))[1] AS newest_partition
          FROM timeseries.aspect_table a JOIN timeseries.partition p ON p.parent_table = a.table_name
@@ -170,13 +246,14 @@ export class TimeseriesStore {
     );
     return Promise.all(
       rows.map(async (r) => {
-        const [oldest, newest] = await Promise.all([
+        const [oldest, newest, sizeBytes] = await Promise.all([
           this.pool.query<{ t: string | null }>(
             `SELECT min(timestamp_millis) AS t FROM ${qualified(r.oldest_partition)}`,
           ),
           this.pool.query<{ t: string | null }>(
             `SELECT max(timestamp_millis) AS t FROM ${qualified(r.newest_partition)}`,
           ),
+          this.partitionBytes(r.partitions),
         ]);
         const asNumber = (v: string | null | undefined) => (v == null ? null : Number(v));
         return {
@@ -184,7 +261,7 @@ export class TimeseriesStore {
           aspectName: r.aspect_name,
           table: r.table_name,
           rowCount: Number(r.row_count),
-          sizeBytes: Number(r.size_bytes),
+          sizeBytes,
           oldestTimestampMillis: asNumber(oldest.rows[0]?.t),
           newestTimestampMillis: asNumber(newest.rows[0]?.t),
         };
@@ -192,8 +269,23 @@ export class TimeseriesStore {
     );
   }
 
-  private async ensureDays(ref: TimeseriesAspectRef, table: string, rows: readonly TimeseriesRow[]): Promise<void> {
-    const days = new Set(rows.map((r) => dayStart(r.timestampMillis)));
+  /**
+   * On-disk bytes of the partitions, SIZE_GROUP at a time: measuring a table locks it and its indexes until the
+   * statement's transaction ends, and thousands of partitions in one statement would fill PostgreSQL's lock table.
+   */
+  private async partitionBytes(partitions: readonly string[]): Promise<number> {
+    let bytes = 0;
+    for (let i = 0; i < partitions.length; i += SIZE_GROUP) {
+      const { rows } = await this.pool.query<{ n: string | null }>(
+        `SELECT sum(pg_total_relation_size(to_regclass(format('timeseries.%I', t)))) AS n FROM unnest($1::text[]) AS t`,
+        [partitions.slice(i, i + SIZE_GROUP)],
+      );
+      bytes += Number(rows[0]?.n ?? 0);
+    }
+    return bytes;
+  }
+
+  private async ensureDays(ref: TimeseriesAspectRef, table: string, days: ReadonlySet<number>): Promise<void> {
     for (;;) {
       const missing = [...days].filter((day) => !this.knownPartitions.has(partitionName(table, day)));
       if (missing.length === 0) return;
@@ -203,16 +295,12 @@ export class TimeseriesStore {
         await inFlight.catch(() => undefined);
         continue;
       }
-      const creation = ensurePartitions(this.pool, ref.entityType, ref.aspectName, missing)
+      const max = this.limits.maxPartitionsPerAspect;
+      const creation = ensurePartitions(this.pool, ref.entityType, ref.aspectName, missing, max)
         .then(({ partitions }) => partitions.forEach((p) => this.knownPartitions.add(p)))
         .finally(() => this.creating.delete(table));
       this.creating.set(table, creation);
       await creation;
     }
-  }
-
-  private async tableExists(table: string): Promise<boolean> {
-    const { rowCount } = await this.pool.query("SELECT 1 FROM timeseries.aspect_table WHERE table_name = $1", [table]);
-    return rowCount === 1;
   }
 }

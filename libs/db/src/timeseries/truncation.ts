@@ -8,7 +8,10 @@ export interface TruncationPlan {
   totalRows: number;
   /** exact number of rows with timestamp_millis < cutoff */
   toDelete: number;
-  /** partitions entirely before the cutoff: dropped whole */
+  /**
+   * partitions entirely before the cutoff: dropped whole. Empty ones are included (left by a write that failed after
+   * its days were made, or emptied by an earlier truncation): each counts against the aspect's partition budget.
+   */
   wholePartitions: TimeseriesPartition[];
   /** the partition the cutoff falls inside, with how many of its rows are older than the cutoff */
   boundary: { partition: TimeseriesPartition; rowsBefore: number } | null;
@@ -24,7 +27,7 @@ export async function planTruncation(
   partitions: TimeseriesPartition[],
   cutoff: number,
 ): Promise<TruncationPlan> {
-  const wholePartitions = partitions.filter((p) => p.toMillis <= cutoff && p.rowCount > 0);
+  const wholePartitions = partitions.filter((p) => p.toMillis <= cutoff);
   const inside = partitions.find((p) => p.fromMillis < cutoff && cutoff < p.toMillis && p.rowCount > 0);
   let boundary: TruncationPlan["boundary"] = null;
   if (inside) {
@@ -37,7 +40,9 @@ export async function planTruncation(
   const totalRows = partitions.reduce((sum, p) => sum + p.rowCount, 0);
   const toDelete = wholePartitions.reduce((sum, p) => sum + p.rowCount, 0) + (boundary?.rowsBefore ?? 0);
   // DataHub reindexes when most of an index goes; here "reindexing" is dropping whole partitions.
-  const strategy = wholePartitions.length > 0 || toDelete * 2 > totalRows ? "reindex" : "deleteByQuery";
+  // Dropping empty partitions deletes no rows, so they do not decide the strategy the dry run reports.
+  const dropsRows = wholePartitions.some((p) => p.rowCount > 0);
+  const strategy = dropsRows || toDelete * 2 > totalRows ? "reindex" : "deleteByQuery";
   return { totalRows, toDelete, wholePartitions, boundary, strategy };
 }
 

@@ -1,6 +1,6 @@
 import type { ErrorRequestHandler, RequestHandler } from "express";
 import { AppError, ERROR_CODES, toHttpErrorBody, type Logger } from "@mdp/core";
-import { unstorableValueReason } from "@mdp/db";
+import { databaseResourceExhausted, isDatabaseResourceExhausted, unstorableValueReason } from "@mdp/db";
 
 /** Errors raised by body-parser carry a `type`; they are the client's fault and get their own codes. */
 interface BodyParserError {
@@ -47,6 +47,8 @@ export function toAppError(error: unknown): AppError {
   if (unstorable !== undefined) {
     return new AppError("BAD_USER_INPUT", `A value in the request cannot be stored: ${unstorable}`);
   }
+  // "out of shared memory": PostgreSQL's lock table full; the server's state, not the request's fault
+  if (isDatabaseResourceExhausted(error)) return databaseResourceExhausted();
   return new AppError("INTERNAL_SERVER_ERROR", "Internal server error.");
 }
 

@@ -40,6 +40,7 @@ export class IngestionService {
       if (valid.kind === "versioned") {
         versioned.push(valid.write);
       } else {
+        this.timeseries.checkTimestamp(valid.row.timestampMillis, `${at}.aspect.value.timestampMillis`);
         const key = `${valid.entityType}\u0000${valid.aspectName}`;
         const group = series.get(key) ?? { entityType: valid.entityType, aspectName: valid.aspectName, rows: [] };
         group.rows.push(valid.row);
@@ -49,9 +50,7 @@ export class IngestionService {
     const groups = [...series.values()];
     try {
       await this.writeWithRetry(
-        async () => {
-          for (const group of groups) await this.timeseries.prepare(group, group.rows);
-        },
+        () => this.timeseries.prepare(groups),
         async (client) => {
           await this.aspects.upsert(client, versioned, actor.urn);
           for (const group of groups) await this.timeseries.append(client, group, group.rows);

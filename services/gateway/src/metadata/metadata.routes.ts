@@ -1,7 +1,7 @@
 import type { Router } from "express";
 import { z } from "zod";
 import { badInput, notFound, parseUrnField, type EntityRegistry } from "@mdp/core";
-import type { AspectRepository, Database, TimeseriesStore } from "@mdp/db";
+import { MAX_VALUES_PER_READ, type AspectRepository, type Database, type TimeseriesStore } from "@mdp/db";
 import { actorOf } from "../auth/auth.middleware";
 import { addActions } from "../http/action-router";
 import { standingTestResults } from "../metadata-tests/standing-results";
@@ -19,14 +19,18 @@ export interface MetadataDeps {
   engine: PolicyEngine;
 }
 
-const MAX_VALUES = 10_000;
 const valuesRequest = z.strictObject({
   urn: z.string().min(1),
   entity: z.string().min(1),
   aspect: z.string().min(1),
   startTimeMillis: z.number().int().nonnegative().optional(),
   endTimeMillis: z.number().int().nonnegative().optional(),
-  limit: z.number().int().min(1).max(MAX_VALUES).default(100),
+  limit: z
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_VALUES_PER_READ, { error: `must be at most ${MAX_VALUES_PER_READ} (rows one read returns)` })
+    .default(100),
 });
 
 /** Ingestion and reads (CONTRACT.md "Metadata ingestion and reads"), added to the router of /gms and /api/gms. */
