@@ -81,10 +81,17 @@ const schema = z.object({
   TRUNCATION_CONCURRENCY: int(1, 64).default(1),
   EVALUATION_CONCURRENCY: int(1, 256).default(8),
   /**
-   * how long one evaluate job's or one runTest batch's evaluation may run before the worker stops it; below the
-   * evaluate queue's 30 s BullMQ lock, which an event loop held longer would let lapse
+   * how long one evaluate request's or one runTest batch's evaluation may run in its thread before the worker stops
+   * it (the thread is replaced) and refuses the request naming the limit
    */
   EVALUATION_TIME_LIMIT_MS: int(1, 20_000).default(10_000),
+  /**
+   * threads each evaluation worker evaluates in: one slow evaluation holds one of them, the others keep serving
+   * (at least 2, so that one cannot hold them all)
+   */
+  EVALUATION_THREADS: int(2, 64).default(4),
+  /** heap (old generation) one evaluation thread may grow to; an evaluation that needs more is refused */
+  EVALUATION_MEMORY_LIMIT_MB: int(16, 4_096).default(128),
   /** distinct (aspect, UTC day) pairs one time-series write may touch: its transaction locks each day's partition */
   TIMESERIES_MAX_DAYS_PER_WRITE: int(1, 1_000).default(100),
   /** day partitions one time-series aspect may hold; truncation frees them */

@@ -20,13 +20,16 @@ export const entityEvaluationResult = z.object({
 
 /**
  * One item's outcome: the results per urn, or a refusal its caller must see as such (an unknown entity or test: 404;
- * a cancelled task: 409; an evaluation stopped at the worker's time limit: 500). A refusal is a result, not a
- * failure, because retrying cannot change it.
+ * a cancelled task: 409; an evaluation stopped at the worker's time or memory limit: 400 naming it, sent as 500 by
+ * workers of earlier versions). A refusal is a result, not a failure, because retrying cannot change it.
  */
 export const evaluationItemResult = z.union([
   z.object({ results: z.record(z.string(), entityEvaluationResult) }),
   z.object({
-    refused: z.object({ code: z.enum(["NOT_FOUND", "CONFLICT", "INTERNAL_SERVER_ERROR"]), message: z.string() }),
+    refused: z.object({
+      code: z.enum(["NOT_FOUND", "CONFLICT", "BAD_USER_INPUT", "INTERNAL_SERVER_ERROR"]),
+      message: z.string(),
+    }),
   }),
 ]);
 

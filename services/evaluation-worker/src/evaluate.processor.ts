@@ -1,7 +1,7 @@
-import { UnrecoverableError, type Job } from "bullmq";
+import type { Job } from "bullmq";
 import type { Logger } from "@mdp/core";
 import { inTransaction, type Database } from "@mdp/db";
-import { appliesToEntityType, evaluateEntity, type EntityEvaluation, type TestToRun } from "@mdp/metadata-tests";
+import type { EntityEvaluation } from "@mdp/metadata-tests";
 import {
   toItemReply,
   type EvaluateJobReply,
@@ -12,17 +12,17 @@ import {
   type JobReply,
   type Payload,
 } from "@mdp/queues";
-import type { DefinitionCache } from "./definition-cache";
 import type { EvaluationInput, EvaluationStore } from "./evaluation.store";
 import type { PushItem, ResultsPusher } from "./results.pusher";
 import { createRunTestHandler } from "./run-test.processor";
 import type { EvaluationProgress, EvaluationRow, TaskRows } from "./task-rows";
-import { runWithin, TimeLimitError } from "./time-limit";
+import { EvaluationLimitError, type EvaluationPool } from "./evaluation-pool";
 
 export interface EvaluateDeps {
   db: Database;
   store: EvaluationStore;
-  definitions: DefinitionCache;
+  /** the threads evaluations run in, under the time and memory limits (EVALUATION_TIME_LIMIT_MS and the others) */
+  pool: EvaluationPool;
   pusher: ResultsPusher;
   tasks: TaskRows;
   /**
@@ -33,8 +33,6 @@ export interface EvaluateDeps {
   logger: Logger;
   /** aborted when the process is asked to stop: a test run hands its job back between batches */
   shutdownSignal: AbortSignal;
-  /** EVALUATION_TIME_LIMIT_MS: how long a job's (or a runTest batch's) evaluation may run (see runWithin) */
-  timeLimitMs: number;
 }
 
 export type EvaluatePayload = Extract<Payload<"evaluate">, { kind: "evaluate" }>;
@@ -82,7 +80,7 @@ async function evaluate(
       taskIds: payload.items.map((i) => i.taskId),
     });
     const evaluatedAt = Date.now();
-    let outcomes = evaluateWithin(deps, payload.items, input, evaluatedAt);
+    let outcomes = await evaluateItems(deps, payload.items, input, evaluatedAt);
     const cancelled = new Set(input.cancelled);
     const withRow = new Set(input.started);
     const pushing = outcomes.filter((o) => o.item.push && !("refused" in o.result));
@@ -115,8 +113,7 @@ async function evaluate(
     if (!payload.replyTo) return { items: Object.fromEntries(outcomes.map((o) => [o.item.taskId, o.result])) };
     return { tasks: Object.fromEntries(outcomes.map((o) => [o.item.taskId, summaryOf(o)])) };
   } catch (error) {
-    // Stopped at its time limit, it would be stopped again: it fails now, not after two more attempts.
-    const lastAttempt = error instanceof TimeLimitError || job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+    const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
     const message = error instanceof Error ? error.message : String(error);
     await recordEvaluateFailure(deps, payload, job, startedAt, {
       failedReason: lastAttempt ? message : `Attempt ${job.attemptsMade + 1} failed, retrying: ${message}`,
@@ -124,7 +121,7 @@ async function evaluate(
       // Only the task rows failed to be written: the callers have their answers, a failure would contradict them.
       reply: !replied,
     });
-    throw error instanceof TimeLimitError ? new UnrecoverableError(message) : error;
+    throw error;
   }
 }
 
@@ -213,54 +210,48 @@ async function replyTo(
   });
 }
 
-/** The least share of the time limit an item gets when its job's items are run again one by one. */
-const MIN_ITEM_SHARE_MS = 50;
-
 /**
- * Evaluates the job's items under the time limit (see runWithin). When they run past it together, each is run again
- * with an equal share of it (at least MIN_ITEM_SHARE_MS): the slow ones are refused with the time limit's message and
- * the others get their answers, rather than every request batched with a slow one failing with it. In all that is
- * about twice the limit at most, well within the job's lock. A job of one item fails instead (its caller gets the
- * 500 with its task id).
+ * Evaluates the job's items in the evaluation pool's threads (see EvaluationPool): a refusal for an unknown entity or
+ * test, or for a cancelled task, is decided here; the rest are evaluated in one task. A request stopped at the time or
+ * memory limit is refused naming the limit and the test (a 400: its tests cannot be evaluated on its entities within
+ * this service's limits, and retrying cannot change that); the requests batched with it get their answers.
  */
-function evaluateWithin(
+async function evaluateItems(
   deps: EvaluateDeps,
   items: readonly EvaluationItem[],
   input: EvaluationInput,
   at: number,
-): ItemOutcome[] {
-  try {
-    return runWithin(deps.timeLimitMs, () => items.map((item) => evaluateItem(deps, item, input, at)));
-  } catch (error) {
-    if (!(error instanceof TimeLimitError) || items.length === 1) throw error;
-  }
-  const share = Math.max(MIN_ITEM_SHARE_MS, Math.floor(deps.timeLimitMs / items.length));
-  return items.map((item) => {
-    try {
-      return runWithin(
-        share,
-        () => evaluateItem(deps, item, input, at),
-        `${share} ms, its share of EVALUATION_TIME_LIMIT_MS (${deps.timeLimitMs} ms) among the ${items.length} requests of its batch`,
-      );
-    } catch (error) {
-      if (error instanceof TimeLimitError) return refusal(item, "INTERNAL_SERVER_ERROR", error.message);
-      throw error;
-    }
+): Promise<ItemOutcome[]> {
+  const outcomes = items.map((item) => refusalOf(item, input));
+  const toEvaluate = items.flatMap((item, i) => (outcomes[i] ? [] : [i]));
+  if (toEvaluate.length === 0) return outcomes as ItemOutcome[];
+  const evaluated = await deps.pool.evaluate(
+    { at, tests: input.tests, entities: input.entities },
+    toEvaluate.map((i) => ({ urns: items[i]!.urns, testUrns: items[i]!.testUrns })),
+  );
+  toEvaluate.forEach((i, k) => {
+    const item = items[i]!;
+    const evaluations = evaluated[k]!;
+    outcomes[i] =
+      evaluations instanceof EvaluationLimitError
+        ? refusal(item, "BAD_USER_INPUT", evaluations.message)
+        : { item, result: { results: Object.fromEntries(evaluations.map((e) => [e.urn, e])) }, evaluations };
   });
+  return outcomes as ItemOutcome[];
 }
 
 function refusal(
   item: EvaluationItem,
-  code: "NOT_FOUND" | "CONFLICT" | "INTERNAL_SERVER_ERROR",
+  code: "NOT_FOUND" | "CONFLICT" | "BAD_USER_INPUT",
   message: string,
 ): ItemOutcome {
   return { item, result: { refused: { code, message } }, evaluations: [] };
 }
 
-function evaluateItem(deps: EvaluateDeps, item: EvaluationItem, input: EvaluationInput, at: number): ItemOutcome {
-  const refuse = (code: "NOT_FOUND" | "CONFLICT", message: string) => refusal(item, code, message);
+/** The refusal of an item that is not evaluated at all (cancelled, or naming what does not exist), if any. */
+function refusalOf(item: EvaluationItem, input: EvaluationInput): ItemOutcome | undefined {
   if (input.cancelled.has(item.taskId)) return cancelledOutcome(item);
-  const byUrn = new Map(input.tests.map((t) => [t.urn, t]));
+  const known = new Set(input.tests.map((t) => t.urn));
   const missing = [
     ...describeMissing(
       "Entity",
@@ -270,20 +261,10 @@ function evaluateItem(deps: EvaluateDeps, item: EvaluationItem, input: Evaluatio
     ...describeMissing(
       "Test",
       "Tests",
-      (item.testUrns ?? []).filter((urn) => !byUrn.has(urn)),
+      (item.testUrns ?? []).filter((urn) => !known.has(urn)),
     ),
   ];
-  if (missing.length > 0) return refuse("NOT_FOUND", missing.join("; "));
-
-  // Named tests all run, ACTIVE or not, and those that do not apply are reported as such; otherwise the ACTIVE tests
-  // whose on.types select the entity (the job's read also returned tests named by other items, and other types').
-  const named = item.testUrns?.map((urn) => deps.definitions.toRun(byUrn.get(urn)!));
-  const active = named ? [] : input.tests.filter((t) => t.active).map((t) => deps.definitions.toRun(t));
-  const evaluations = item.urns.map((urn) => {
-    const entity = input.entities.get(urn)!;
-    return evaluateEntity(named ?? active.filter((t) => appliesTo(t, entity.entityType)), entity, at);
-  });
-  return { item, result: { results: Object.fromEntries(evaluations.map((e) => [e.urn, e])) }, evaluations };
+  return missing.length > 0 ? refusal(item, "NOT_FOUND", missing.join("; ")) : undefined;
 }
 
 function activeRow(item: EvaluationItem): Pick<EvaluationRow, "state" | "progress"> {
@@ -304,10 +285,6 @@ function pushItemsOf(outcome: ItemOutcome, input: EvaluationInput): PushItem[] {
     ),
     actorUrn: outcome.item.actorUrn,
   }));
-}
-
-function appliesTo(test: TestToRun, entityType: string): boolean {
-  return appliesToEntityType(test.definition, entityType);
 }
 
 function describeMissing(one: string, many: string, urns: readonly string[]): string[] {

@@ -3,15 +3,19 @@ import type { Logger } from "@mdp/core";
 import { AspectRepository, type Database } from "@mdp/db";
 import type { Job } from "bullmq";
 import { sendReply, type JobHandler, type Payload } from "@mdp/queues";
-import { DefinitionCache } from "./definition-cache";
 import { createEvaluateHandler, recordEvaluateFailure } from "./evaluate.processor";
 import { EvaluationStore } from "./evaluation.store";
+import { EvaluationPool, type PoolSettings } from "./evaluation-pool";
 import { ResultsPusher } from "./results.pusher";
 import { TaskRows } from "./task-rows";
 
+/** The evaluate-tests handler, and how to stop the threads it evaluates in (after the BullMQ worker has closed). */
+export type EvaluationHandler = JobHandler<"evaluate"> & { close(): Promise<void> };
+
 /**
  * The evaluate-tests handler wired to its collaborators on one database, replying to waiting gateways on `redis` (a
- * command connection, such as the worker's own): what main.ts and the tests both run.
+ * command connection, such as the worker's own): what main.ts and the tests both run. It starts the evaluation
+ * threads at once (see EvaluationPool); `close()` destroys them.
  */
 export function evaluationHandler(
   db: Database,
@@ -20,18 +24,21 @@ export function evaluationHandler(
   shutdownSignal: AbortSignal,
   /** EVALUATION_TIME_LIMIT_MS */
   timeLimitMs = 10_000,
-): JobHandler<"evaluate"> {
-  return createEvaluateHandler({
+  /** EVALUATION_THREADS, EVALUATION_MEMORY_LIMIT_MB and the queue's bound (EVALUATION_CONCURRENCY) */
+  { threads = 2, memoryLimitMb = 128, maxQueue = 8 }: Partial<Omit<PoolSettings, "timeLimitMs">> = {},
+): EvaluationHandler {
+  const pool = new EvaluationPool({ threads, memoryLimitMb, maxQueue, timeLimitMs });
+  const handler = createEvaluateHandler({
     db,
     store: new EvaluationStore(db.pool),
-    definitions: new DefinitionCache(),
+    pool,
     pusher: new ResultsPusher(new AspectRepository()),
     tasks: new TaskRows(db.pool),
     reply: (channel, reply) => sendReply(redis, channel, reply),
     logger,
     shutdownSignal,
-    timeLimitMs,
   });
+  return Object.assign(handler, { close: () => pool.close() });
 }
 
 /**

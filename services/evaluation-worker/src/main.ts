@@ -11,7 +11,12 @@ const logger = createLogger("evaluation-worker", config.LOG_LEVEL);
 const db = createDatabase(config.DATABASE_URL, { poolMax: config.EVALUATION_CONCURRENCY + 2 });
 const connection = createRedis(config.REDIS_URL, "worker");
 const shutdown = new AbortController();
-const handler = evaluationHandler(db, connection, logger, shutdown.signal, config.EVALUATION_TIME_LIMIT_MS);
+// Every job the worker runs at once may have one task waiting for a thread, no more (see EvaluationPool).
+const handler = evaluationHandler(db, connection, logger, shutdown.signal, config.EVALUATION_TIME_LIMIT_MS, {
+  threads: config.EVALUATION_THREADS,
+  memoryLimitMb: config.EVALUATION_MEMORY_LIMIT_MB,
+  maxQueue: config.EVALUATION_CONCURRENCY,
+});
 const worker = createWorker("evaluate", handler, {
   connection,
   prefix: config.QUEUE_PREFIX,
@@ -24,6 +29,12 @@ retention.start();
 runUntilSignalled({
   worker,
   logger,
-  resources: [async () => retention.stop(), () => closeRedis(connection), () => db.close(), stopTelemetry],
+  resources: [
+    async () => retention.stop(),
+    () => handler.close(),
+    () => closeRedis(connection),
+    () => db.close(),
+    stopTelemetry,
+  ],
   shutdown,
 });

@@ -1,7 +1,7 @@
 import { DelayedError, UnrecoverableError, type Job } from "bullmq";
 import { cancellationReason, inTransaction, type Queryable } from "@mdp/db";
-import { evaluateEntity, type EntityEvaluation } from "@mdp/metadata-tests";
-import { runWithin, TimeLimitError } from "./time-limit";
+import type { EntityEvaluation } from "@mdp/metadata-tests";
+import { EvaluationLimitError } from "./evaluation-pool";
 import type { Payload } from "@mdp/queues";
 import type { EvaluateDeps } from "./evaluate.processor";
 import { percentOf, type EvaluationProgress, type TaskEnd } from "./task-rows";
@@ -82,11 +82,19 @@ export function createRunTestHandler(deps: EvaluateDeps) {
         }
         const entities = await deps.store.nextEntities(test.onTypes, progress.lastUrn, payload.batchSize);
         if (entities.length === 0) break;
-        const toRun = [deps.definitions.toRun(test)];
-        const evaluatedAt = Date.now();
-        const evaluations = runWithin(deps.timeLimitMs, () =>
-          entities.map((entity) => ({ entity, evaluation: evaluateEntity(toRun, entity, evaluatedAt) })),
+        // The batch is one request to the pool: EVALUATION_TIME_LIMIT_MS bounds the batch's evaluation.
+        const [outcome] = await deps.pool.evaluate(
+          { at: Date.now(), tests: [test], entities: new Map(entities.map((e) => [e.urn, e])) },
+          [{ urns: entities.map((e) => e.urn), testUrns: [test.urn] }],
+          `${deps.pool.settings.timeLimitMs} ms (EVALUATION_TIME_LIMIT_MS) for its batch of ${entities.length} entities`,
         );
+        if (outcome instanceof EvaluationLimitError) {
+          return await end(
+            "failed",
+            `${outcome.message} ${progress.evaluated + outcome.entitiesBefore} entities were evaluated before it.`,
+          );
+        }
+        const evaluations = entities.map((entity, i) => ({ entity, evaluation: outcome![i]! }));
         const evaluated = new Set([payload.testUrn]);
         progress = await inTransaction(deps.db.pool, async (client) => {
           let pushed = 0;
@@ -113,10 +121,6 @@ export function createRunTestHandler(deps: EvaluateDeps) {
       }
     } catch (error) {
       if (error instanceof UnrecoverableError || error instanceof DelayedError) throw error;
-      // It would be stopped again on every attempt.
-      if (error instanceof TimeLimitError) {
-        return await end("failed", `${error.message} ${progress.evaluated} entities were evaluated before it.`);
-      }
       await deps.tasks.recordAttemptFailure(job, payload.taskId, error);
       throw error;
     }

@@ -41,6 +41,7 @@ export async function startEvaluationWorker(
     shutdown,
     close: async () => {
       await worker.close();
+      await handler.close(); // the evaluation threads
       await closeRedis(connection);
       await db.close();
     },

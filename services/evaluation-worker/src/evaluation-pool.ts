@@ -1,0 +1,161 @@
+import path from "node:path";
+import { Piscina } from "piscina";
+import type { EntityEvaluation, EntitySnapshot } from "@mdp/metadata-tests";
+import type { StoredTest } from "./evaluation.store";
+import { WHERE, type EvaluationTask, type ThreadItem } from "./evaluation-thread";
+
+export interface PoolSettings {
+  /** EVALUATION_THREADS: threads that evaluate; a thread stopped at a limit is replaced */
+  threads: number;
+  /** EVALUATION_MEMORY_LIMIT_MB: the heap (old generation) one thread may grow to */
+  memoryLimitMb: number;
+  /** EVALUATION_TIME_LIMIT_MS: how long one request's (or one runTest batch's) evaluation may run */
+  timeLimitMs: number;
+  /** tasks that may wait for a thread: one per job the worker runs at once (EVALUATION_CONCURRENCY) */
+  maxQueue: number;
+}
+
+/** A thread's young generation, fixed so that the memory budget is the documented sum (see docs/limits.md). */
+export const YOUNG_GENERATION_MB = 16;
+
+/** An evaluation stopped at the time or memory limit. Retrying cannot help: it would be stopped again. */
+export class EvaluationLimitError extends Error {
+  override readonly name = "EvaluationLimitError";
+  constructor(
+    message: string,
+    readonly limit: "time" | "memory",
+    /** how many of its entities were evaluated before the one it stopped at */
+    readonly entitiesBefore: number,
+  ) {
+    super(message);
+  }
+}
+
+export interface PoolInput {
+  at: number;
+  tests: StoredTest[];
+  entities: ReadonlyMap<string, EntitySnapshot>;
+}
+
+/**
+ * The threads metadata tests are evaluated in (piscina). Evaluation is synchronous CPU work over data already read:
+ * on the main thread one slow or hostile evaluation (a definition whose evaluation fans out, a pathological pattern)
+ * held the event loop, so every other caller's evaluation waited, BullMQ lost its lock renewals and re-ran the stalled
+ * jobs elsewhere, and a hostile definition could grow the process to gigabytes. Here each task runs in a thread with
+ * a heap limit (resourceLimits) and is stopped by aborting it (piscina terminates and replaces the thread, which even
+ * a RegExp in the middle of backtracking cannot delay), while the main thread stays free to read, push, reply and renew
+ * locks. piscina, rather than worker_threads by hand: a maintained pool with abort, replacement, resource limits and a
+ * bounded queue built in.
+ *
+ * A job's requests go to one thread as one task (one structured-clone round trip in the common case), and the time
+ * limit is per request: the thread records which request, entity and test it is at, and a watchdog on the main thread
+ * stops the task only when one request has run for the whole limit. The request it stopped at (or that exhausted the
+ * heap) is refused naming the limit and the test; the job's other requests are run again in a fresh task, so only
+ * the request that caused it is refused.
+ */
+export class EvaluationPool {
+  private readonly pool: Piscina<EvaluationTask, EntityEvaluation[][]>;
+
+  constructor(readonly settings: PoolSettings) {
+    this.pool = new Piscina({
+      filename: path.join(__dirname, "evaluation-thread.cjs"),
+      // All threads start at once and stay: a request never waits for a thread (and its module loading) to start.
+      minThreads: settings.threads,
+      maxThreads: settings.threads,
+      idleTimeout: Number.MAX_SAFE_INTEGER,
+      maxQueue: settings.maxQueue,
+      resourceLimits: {
+        maxOldGenerationSizeMb: settings.memoryLimitMb,
+        maxYoungGenerationSizeMb: YOUNG_GENERATION_MB,
+      },
+    });
+  }
+
+  /**
+   * Evaluates each item (a request: urns and the tests it names, or unset for the ACTIVE tests of each entity's type)
+   * against `input`; each item's evaluations, or the EvaluationLimitError it was stopped with. Other errors (a stored
+   * definition that no longer parses, say) are thrown.
+   */
+  async evaluate(
+    input: PoolInput,
+    items: readonly ThreadItem[],
+    limitText = `${this.settings.timeLimitMs} ms (EVALUATION_TIME_LIMIT_MS)`,
+  ): Promise<Array<EntityEvaluation[] | EvaluationLimitError>> {
+    const outcomes = new Array<EntityEvaluation[] | EvaluationLimitError>(items.length);
+    let pending = items.map((_, i) => i);
+    while (pending.length > 0) {
+      const run = pending;
+      const result = await this.runTask(
+        input,
+        run.map((i) => items[i]!),
+        limitText,
+      );
+      if (Array.isArray(result)) {
+        run.forEach((i, k) => (outcomes[i] = result[k]!));
+        return outcomes;
+      }
+      outcomes[run[result.item]!] = result.error;
+      // The others lost their results with the thread: they run again, each with the whole limit.
+      pending = run.filter((_, k) => k !== result.item);
+    }
+    return outcomes;
+  }
+
+  /** Destroys the threads: evaluations still running end (their jobs are retried by BullMQ) */
+  async close(): Promise<void> {
+    await this.pool.destroy();
+  }
+
+  private async runTask(
+    input: PoolInput,
+    items: ThreadItem[],
+    limitText: string,
+  ): Promise<EntityEvaluation[][] | { item: number; error: EvaluationLimitError }> {
+    const limitMs = this.settings.timeLimitMs;
+    const whereBuffer = new SharedArrayBuffer(WHERE.size * Int32Array.BYTES_PER_ELEMENT);
+    const where = new Int32Array(whereBuffer).fill(-1);
+    const urns = new Set(items.flatMap((i) => i.urns));
+    const task: EvaluationTask = {
+      at: input.at,
+      tests: input.tests,
+      entities: [...urns].map((urn) => input.entities.get(urn)!),
+      items,
+      where: whereBuffer,
+      base: Date.now(),
+    };
+    const abort = new AbortController();
+    let timedOut = false;
+    let timer: NodeJS.Timeout | undefined;
+    // Wakes at most once a limit per request: the time a task waits for a thread, and its earlier requests, do not
+    // count against the request it is at.
+    const watch = (delayMs: number) => {
+      timer = setTimeout(() => {
+        if (Atomics.load(where, WHERE.item) < 0) return watch(limitMs);
+        const ran = Date.now() - task.base - Atomics.load(where, WHERE.startedAt);
+        if (ran < limitMs) return watch(limitMs - ran);
+        timedOut = true;
+        abort.abort();
+      }, delayMs);
+    };
+    watch(limitMs);
+    try {
+      return await this.pool.run(task, { signal: abort.signal });
+    } catch (error) {
+      const outOfMemory = (error as { code?: string } | null)?.code === "ERR_WORKER_OUT_OF_MEMORY";
+      if (!timedOut && !outOfMemory) throw error;
+      const item = Math.max(0, Atomics.load(where, WHERE.item));
+      const entity = Atomics.load(where, WHERE.entity);
+      const test = input.tests[Atomics.load(where, WHERE.test)]?.urn;
+      const urn = items[item]?.urns[entity];
+      const what = `Evaluation${test ? ` of test ${test}` : ""}${urn ? ` on ${urn}` : ""}`;
+      const message = timedOut
+        ? `${what} stopped after ${limitText}: a test whose evaluation fans out or backtracks on the entity's values ` +
+          `is the likely cause; rewrite or deactivate that test.`
+        : `${what} stopped: it needed more than ${this.settings.memoryLimitMb} MB of memory ` +
+          `(EVALUATION_MEMORY_LIMIT_MB); rewrite or deactivate that test.`;
+      return { item, error: new EvaluationLimitError(message, timedOut ? "time" : "memory", Math.max(0, entity)) };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}

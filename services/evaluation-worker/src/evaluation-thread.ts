@@ -1,0 +1,68 @@
+import { appliesToEntityType, evaluateEntity, type EntityEvaluation, type EntitySnapshot } from "@mdp/metadata-tests";
+import { DefinitionCache } from "./definition-cache";
+import type { StoredTest } from "./evaluation.store";
+
+/**
+ * What runs inside an evaluation thread (loaded through evaluation-thread.cjs): the pure evaluation of already-loaded
+ * entities and tests. No I/O: the main thread reads PostgreSQL, pushes and replies.
+ */
+
+/** One request of a task: its entities, and the tests it names (unset: every ACTIVE test of each entity's type). */
+export interface ThreadItem {
+  urns: string[];
+  testUrns?: string[];
+}
+
+export interface EvaluationTask {
+  /** the results' evaluatedAt */
+  at: number;
+  tests: StoredTest[];
+  entities: EntitySnapshot[];
+  items: ThreadItem[];
+  /** Int32Array slots (see WHERE): where the thread is, read by the main thread's watchdog and after a crash */
+  where: SharedArrayBuffer;
+  /** Date.now() when the task was handed to the pool: WHERE.startedAt counts from it */
+  base: number;
+}
+
+/** The slots of EvaluationTask.where; -1 in item means the task has not started. */
+export const WHERE = { item: 0, startedAt: 1, entity: 2, test: 3, size: 4 } as const;
+
+/** Parsed definitions live as long as the thread: a thread replaced after a limit starts with none. */
+const definitions = new DefinitionCache();
+
+/** Each item's evaluations, one per urn, in the item's urn order. */
+export default function evaluateTask(task: EvaluationTask): EntityEvaluation[][] {
+  const where = new Int32Array(task.where);
+  const entities = new Map(task.entities.map((e) => [e.urn, e]));
+  const testIndex = new Map(task.tests.map((t, i) => [t.urn, i]));
+  const activeIndexes = task.tests.flatMap((t, i) => (t.active ? [i] : []));
+  const out: EntityEvaluation[][] = [];
+  for (let i = 0; i < task.items.length; i++) {
+    const item = task.items[i]!;
+    Atomics.store(where, WHERE.entity, -1);
+    Atomics.store(where, WHERE.test, -1);
+    Atomics.store(where, WHERE.startedAt, Date.now() - task.base);
+    Atomics.store(where, WHERE.item, i);
+    const named = item.testUrns?.map((urn) => testIndex.get(urn)!);
+    out.push(
+      item.urns.map((urn, e) => {
+        Atomics.store(where, WHERE.entity, e);
+        const entity = entities.get(urn)!;
+        const evaluation: EntityEvaluation = { urn, passing: [], failing: [], notApplicable: [], evaluatedAt: task.at };
+        // Test by test, so that a test stopped at a limit can be named (see EvaluationPool).
+        for (const t of named ?? activeIndexes) {
+          Atomics.store(where, WHERE.test, t);
+          const test = definitions.toRun(task.tests[t]!);
+          if (!named && !appliesToEntityType(test.definition, entity.entityType)) continue;
+          const one = evaluateEntity([test], entity, task.at);
+          evaluation.passing.push(...one.passing);
+          evaluation.failing.push(...one.failing);
+          evaluation.notApplicable.push(...one.notApplicable);
+        }
+        return evaluation;
+      }),
+    );
+  }
+  return out;
+}
