@@ -85,6 +85,14 @@ const schema = z.object({
    * it (the thread is replaced) and refuses the request naming the limit
    */
   EVALUATION_TIME_LIMIT_MS: int(1, 20_000).default(10_000),
+  /** per actor per minute, shared by every gateway replica; 0 = off; the system client is never limited */
+  RATE_LIMIT_TOKEN_MINTS_PER_MINUTE: int(0, 1_000_000).default(30),
+  /** entities evaluated (evaluate counts 1, batchEvaluate its urns) per actor per minute; 0 = off */
+  RATE_LIMIT_EVALUATIONS_PER_MINUTE: int(0, 10_000_000).default(1_200),
+  /** runTest calls per actor per minute; 0 = off */
+  RATE_LIMIT_TEST_RUNS_PER_MINUTE: int(0, 1_000_000).default(10),
+  /** gateway replicas: while Redis is unavailable each one enforces its share (limit ÷ this) in memory */
+  RATE_LIMIT_REPLICAS: int(1, 1_000).default(1),
   /**
    * threads each evaluation worker evaluates in: one slow evaluation holds one of them, the others keep serving
    * (at least 2, so that one cannot hold them all)

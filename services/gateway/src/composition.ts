@@ -18,6 +18,7 @@ import { PolicyEngine } from "./policies/policy-engine";
 import { PolicyService } from "./policies/policy.service";
 import { LastUsedRecorder } from "./tokens/last-used.recorder";
 import { TokenService } from "./tokens/token.service";
+import { RateLimits } from "./http/rate-limits";
 
 export interface Connections {
   /** Prisma and pg on one pool */
@@ -51,6 +52,8 @@ export async function composeServices(config: Config, connections: Connections, 
     audit: new AuditService(prisma, engine),
     tests: new MetadataTestService(prisma, engine, registry, config),
     testRuns: new TestRunService(connections.db, registry, engine, evaluateProducer, logger),
+    // A connection of its own: a limit check must fail fast when Redis is away, which BullMQ's settings do not.
+    rateLimits: new RateLimits(RateLimits.connect(config, logger), config),
   };
   const aspects = new AspectRepository();
   const timeseries = new TimeseriesStore(connections.db.pool, {
@@ -73,12 +76,16 @@ export async function composeServices(config: Config, connections: Connections, 
     logger,
     (jobId) => evaluateProducer.queue.getJobState(jobId),
   );
-  const http = { db: connections.db, registry, aspects, timeseries, ingestion, engine, truncation, tasks, evaluation };
+  const http = {
+    ...{ db: connections.db, registry, aspects, timeseries, ingestion, engine, truncation, tasks, evaluation },
+    rateLimits: services.rateLimits,
+  };
   await bus.start();
   const authenticator = new Authenticator(config, (token) => tokens.verify(token));
   const stop = async () => {
     await lastUsed.stop();
     await bus.stop(); // says goodbye: peers would take the silence for a lost channel
+    await services.rateLimits.close();
     await Promise.all([truncateProducer.close(), evaluateProducer.close(), evaluationReplies.close()]);
   };
   return { services, http, queues: [truncateProducer.queue, evaluateProducer.queue], authenticator, stop };

@@ -1,6 +1,7 @@
 import type { PrismaClient } from "@mdp/db";
 import type { AuditService } from "../audit/audit.service";
 import type { Actor } from "../auth/actor";
+import type { RateLimits } from "../http/rate-limits";
 import type { MetadataTestService } from "../metadata-tests/metadata-test.service";
 import type { TestRunService } from "../metadata-tests/test-run.service";
 import type { GroupService } from "../policies/group.service";
@@ -18,6 +19,7 @@ export interface Services {
   audit: AuditService;
   tests: MetadataTestService;
   testRuns: TestRunService;
+  rateLimits: RateLimits;
 }
 
 export interface GraphQLContext {

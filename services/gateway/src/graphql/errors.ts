@@ -1,7 +1,17 @@
-import { GraphQLError, Kind, parse, visit, type ASTNode, type GraphQLFormattedError } from "graphql";
+import {
+  GraphQLError,
+  Kind,
+  parse,
+  visit,
+  type ASTNode,
+  type DocumentNode,
+  type GraphQLFormattedError,
+  type Source,
+} from "graphql";
 import { unwrapResolverError } from "@apollo/server/errors";
 import { AppError, ERROR_CODES, type Logger } from "@mdp/core";
 import { unstorableValueReason } from "@mdp/db";
+import { PARSE_OPTIONS } from "./document-limits";
 
 /**
  * Apollo's and graphql-js's own codes for a request the caller got wrong (syntax, validation, query limits, an empty
@@ -59,6 +69,24 @@ export function formatError(logger: Logger) {
 }
 
 /**
+ * The document of a request's errors, parsed once however many errors it has: all of one request's errors share its
+ * Source, and parsing it again for each of up to 100 validation errors held a gateway for seconds (issue 17, 2).
+ */
+const parsedSources = new WeakMap<Source, DocumentNode | null>();
+function documentOf(source: Source): DocumentNode | null {
+  let document = parsedSources.get(source);
+  if (document === undefined) {
+    try {
+      document = parse(source, PARSE_OPTIONS);
+    } catch {
+      document = null; // the operation does not parse: a syntax error, which points at a position, not a value
+    }
+    parsedSources.set(source, document);
+  }
+  return document;
+}
+
+/**
  * Where in the operation an invalid inline value is, e.g. `createAccessToken(input.duration)`: graphql-js's message
  * names only the type ("Value "TWO_HOURS" does not exist in "AccessTokenDuration" enum."). Found by walking the
  * operation to the node the error points at; undefined when the error is about something else.
@@ -66,28 +94,28 @@ export function formatError(logger: Logger) {
 function argumentPathOf(error: GraphQLError): string | undefined {
   const target = error.nodes?.[0]?.loc;
   if (!target || !error.source) return undefined;
+  const document = documentOf(error.source);
+  if (!document) return undefined;
   let found: string | undefined;
-  try {
-    visit(parse(error.source), {
-      enter(node, _key, parent, _path, ancestors) {
-        if (found !== undefined) return false;
-        if (node.loc?.start !== target.start || node.loc.end !== target.end) return undefined;
-        let field = "";
-        const names: string[] = [];
-        // `ancestors` stops before `parent`; arrays (lists of fields, arguments) are steps too.
-        const steps = [...ancestors, parent, node] as ReadonlyArray<ASTNode | readonly ASTNode[] | undefined>;
-        for (const step of steps) {
-          if (!step || !("kind" in step)) continue;
-          if (step.kind === Kind.FIELD) field = step.name.value;
-          else if (step.kind === Kind.ARGUMENT) names.splice(0, names.length, step.name.value);
-          else if (step.kind === Kind.OBJECT_FIELD) names.push(step.name.value);
-        }
-        if (names.length > 0) found = `${field}(${names.join(".")})`;
-        return false;
-      },
-    });
-  } catch {
-    return undefined; // the operation does not parse: a syntax error, which points at a position, not a value
-  }
+  visit(document, {
+    enter(node, _key, parent, _path, ancestors) {
+      if (found !== undefined) return false;
+      // Only the nodes around the target are entered: each error costs the depth of its node, not the document.
+      if (node.loc && (node.loc.end < target.start || node.loc.start > target.end)) return false;
+      if (node.loc?.start !== target.start || node.loc.end !== target.end) return undefined;
+      let field = "";
+      const names: string[] = [];
+      // `ancestors` stops before `parent`; arrays (lists of fields, arguments) are steps too.
+      const steps = [...ancestors, parent, node] as ReadonlyArray<ASTNode | readonly ASTNode[] | undefined>;
+      for (const step of steps) {
+        if (!step || !("kind" in step)) continue;
+        if (step.kind === Kind.FIELD) field = step.name.value;
+        else if (step.kind === Kind.ARGUMENT) names.splice(0, names.length, step.name.value);
+        else if (step.kind === Kind.OBJECT_FIELD) names.push(step.name.value);
+      }
+      if (names.length > 0) found = `${field}(${names.join(".")})`;
+      return false;
+    },
+  });
   return found;
 }

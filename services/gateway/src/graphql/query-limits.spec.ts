@@ -1,9 +1,9 @@
 import { buildSchema, getIntrospectionQuery, parse, specifiedRules, validate } from "graphql";
-import { MAX_DEPTH, queryLimits } from "./query-limits";
+import { armor, MAX_DEPTH, queryLimits } from "./query-limits";
 
 const schema = buildSchema(`type Node { name: String, child: Node } type Query { root: Node }`);
 const errorsOf = (query: string) =>
-  validate(schema, parse(query), [...specifiedRules, queryLimits]).map((e) => e.message);
+  validate(schema, parse(query), [...specifiedRules, queryLimits, ...armor.validationRules]).map((e) => e.message);
 const nested = (levels: number) => `{ root ${"{ child ".repeat(levels - 2)}{ name }${" }".repeat(levels - 2)} }`;
 
 describe("query limits", () => {
@@ -21,12 +21,14 @@ describe("query limits", () => {
 
   it(`refuses data nested deeper than ${MAX_DEPTH} levels, and accepts ${MAX_DEPTH}`, () => {
     expect(errorsOf(nested(MAX_DEPTH))).toEqual([]);
-    expect(errorsOf(nested(MAX_DEPTH + 1))).toEqual([`Query is nested 13 levels deep; the limit is ${MAX_DEPTH}.`]);
+    expect(errorsOf(nested(MAX_DEPTH + 1))).toEqual([
+      `Syntax Error: Query depth limit of ${MAX_DEPTH} exceeded, found 13.`,
+    ]);
   });
 
-  it("bounds introspection too", () => {
+  it("bounds introspection by __type too", () => {
     const ofTypes = `{ __type(name: "Node") { ${"ofType { ".repeat(20)}name${" }".repeat(20)} } }`;
-    expect(errorsOf(ofTypes)).toEqual(["Introspection is nested 22 levels deep; the limit is 20."]);
+    expect(errorsOf(ofTypes)).toEqual([`Syntax Error: Query depth limit of ${MAX_DEPTH} exceeded, found 22.`]);
   });
 
   it("counts fragments that spread others many times over without expanding them again (a few lines, 2^40 fields)", () => {
@@ -39,7 +41,7 @@ describe("query limits", () => {
   it("measures depth through fragments, nested in fields", () => {
     const deep = `${"child { ".repeat(10)}name${" }".repeat(10)}`;
     const document = `{ root { ...A } } fragment A on Node { child { ...B ... on Node { name } } } fragment B on Node { ${deep} }`;
-    expect(errorsOf(document)).toEqual([`Query is nested 13 levels deep; the limit is ${MAX_DEPTH}.`]);
+    expect(errorsOf(document)).toEqual([`Syntax Error: Query depth limit of ${MAX_DEPTH} exceeded, found 13.`]);
   });
 
   it("counts fields through fragments", () => {

@@ -1,91 +1,117 @@
+import { ApolloArmor } from "@escape.tech/graphql-armor";
 import { GraphQLError, Kind, type FragmentDefinitionNode, type SelectionSetNode, type ValidationRule } from "graphql";
+import { ERROR_CODES } from "@mdp/core";
 
+/** Field nesting, fragments flattened; introspection (`__schema`) is exempt and bounded by MAX_NESTING instead. */
 export const MAX_DEPTH = 12;
-/**
- * Introspection (`__schema`, `__type`) walks type references nested `ofType` in `ofType`: the standard query that
- * GraphiQL, Apollo Sandbox and code generators send (graphql-js' getIntrospectionQuery) is 15 levels deep.
- */
-export const MAX_INTROSPECTION_DEPTH = 20;
+export const MAX_ALIASES = 15;
+export const MAX_DIRECTIVES = 10;
+/** Fields selected, every fragment spread expanded. */
 export const MAX_FIELDS = 1000;
+/**
+ * Fields of one response name in one selection set. graphql-js' OverlappingFieldsCanBeMerged compares them pairwise:
+ * 490 copies of `me { urn }` (under 2,000 tokens) took it 280 ms; 20 copies take nothing.
+ */
+export const MAX_SAME_NAME_FIELDS = 20;
 
-/** What a selection set comes to: its fields (fragments expanded), and how many levels below it each kind reaches. */
-interface Extent {
-  fields: number;
-  /** levels below the set reached by data fields (0: the set itself; -Infinity: none) */
-  data: number;
-  /** the same for fields under an introspection field */
-  introspection: number;
+/** A caller's document over a limit: BAD_USER_INPUT, HTTP 400, whichever Apollo stage raises it. */
+export function limitError(message: string, extensions: Record<string, unknown> = {}): GraphQLError {
+  const { status, graphql } = ERROR_CODES.BAD_USER_INPUT;
+  return new GraphQLError(message, { extensions: { code: graphql, http: { status }, ...extensions } });
 }
 
 /**
- * Refuses documents nested deeper than MAX_DEPTH (MAX_INTROSPECTION_DEPTH under an introspection field) or selecting
- * more than MAX_FIELDS fields (fragments expanded), so one request cannot make the server do unbounded work. The
- * schema has no costly per-field resolvers beyond these.
- *
- * Each fragment is measured once (per kind of field it sits under) and its extent reused wherever it is spread: a
- * document of a few lines whose fragments each spread the one below twice selects 2^40 fields, and expanding it spread
- * by spread would hold the event loop for days.
+ * graphql-armor's depth, alias and directive limits (validation rules, messages naming the limit), and its masking of
+ * "Did you mean" suggestions, which would let a caller without introspection map the schema. Armor's token limit
+ * re-parses every document, so the parser's own limit is used instead (document-limits.ts); its cost limit prices
+ * lists only by literal `first`/`last` and never sees variables, so cost is query-cost.ts's, per request.
  */
-export const queryLimits: ValidationRule = (context) => {
-  const fragments = new Map<string, FragmentDefinitionNode>();
-  for (const def of context.getDocument().definitions) {
-    if (def.kind === Kind.FRAGMENT_DEFINITION) fragments.set(def.name.value, def);
-  }
-  const measured = new Map<string, Extent | "measuring">();
-  const measure = (set: SelectionSetNode, introspection: boolean): Extent => {
-    const extent: Extent = { fields: 0, data: -Infinity, introspection: -Infinity };
-    extent[introspection ? "introspection" : "data"] = 0;
-    const add = (inner: Extent, levels: number) => {
-      extent.fields += inner.fields;
-      extent.data = Math.max(extent.data, inner.data + levels);
-      extent.introspection = Math.max(extent.introspection, inner.introspection + levels);
-    };
-    for (const selection of set.selections) {
-      if (selection.kind === Kind.FIELD) {
-        extent.fields++;
-        if (selection.selectionSet) {
-          add(measure(selection.selectionSet, introspection || selection.name.value.startsWith("__")), 1);
-        }
-      } else if (selection.kind === Kind.INLINE_FRAGMENT) {
-        add(measure(selection.selectionSet, introspection), 0);
-      } else {
-        const fragment = fragments.get(selection.name.value);
-        const key = `${selection.name.value}\u0000${introspection}`;
-        const known = measured.get(key);
-        // A fragment cycle ("measuring" again) is reported by graphql's own NoFragmentCycles rule.
-        if (!fragment || known === "measuring") continue;
-        if (known) {
-          add(known, 0);
-        } else {
-          measured.set(key, "measuring");
-          const inner = measure(fragment.selectionSet, introspection);
-          measured.set(key, inner);
-          add(inner, 0);
-        }
-      }
+export const armor = new ApolloArmor({
+  maxDepth: { n: MAX_DEPTH, flattenFragments: true, ignoreIntrospection: true, exposeLimits: true },
+  maxAliases: { n: MAX_ALIASES, exposeLimits: true },
+  maxDirectives: { n: MAX_DIRECTIVES, exposeLimits: true },
+  blockFieldSuggestion: { enabled: true },
+  maxTokens: { enabled: false },
+  costLimit: { enabled: false },
+}).protect();
+
+/** What a selection set comes to, fragments expanded: its fields, and the most fields sharing one response name. */
+interface Extent {
+  fields: number;
+  sameName: number;
+}
+
+/**
+ * Refuses, before any other validation rule has looked at the document, one selecting more than MAX_FIELDS fields
+ * (fragments expanded; armor counts no fields) or repeating a response name more than MAX_SAME_NAME_FIELDS times in
+ * one selection set. It measures the whole document on entering it, each fragment once however often it is spread (a
+ * few lines of fragments each spreading the next twice select 2^40 fields). graphql-js runs every rule in one walk, so
+ * reporting alone would still let the quadratic rule above run to its end; a thrown error would be Apollo's 500.
+ */
+export const queryLimits: ValidationRule = (context) => ({
+  Document(document) {
+    const fragments = new Map<string, FragmentDefinitionNode>();
+    for (const def of document.definitions) {
+      if (def.kind === Kind.FRAGMENT_DEFINITION) fragments.set(def.name.value, def);
     }
-    return extent;
-  };
-  return {
-    OperationDefinition(operation) {
-      const extent = measure(operation.selectionSet, false);
-      const deepest = { data: 1 + extent.data, introspection: 1 + extent.introspection };
-      if (deepest.data > MAX_DEPTH) {
-        context.reportError(
-          new GraphQLError(`Query is nested ${deepest.data} levels deep; the limit is ${MAX_DEPTH}.`),
-        );
-      }
-      if (deepest.introspection > MAX_INTROSPECTION_DEPTH) {
-        context.reportError(
-          new GraphQLError(
-            `Introspection is nested ${deepest.introspection} levels deep; the limit is ${MAX_INTROSPECTION_DEPTH}.`,
-          ),
-        );
-      }
+    const measured = new Map<string, Extent | "measuring">();
+    const measure = (set: SelectionSetNode): Extent => {
+      const extent: Extent = { fields: 0, sameName: 0 };
+      const names = new Map<string, number>();
+      // Inline fragments' fields merge into the set's own, as graphql-js compares them.
+      const walk = (inner: SelectionSetNode) => {
+        for (const selection of inner.selections) {
+          if (selection.kind === Kind.FIELD) {
+            extent.fields++;
+            const name = (selection.alias ?? selection.name).value;
+            const count = (names.get(name) ?? 0) + 1;
+            names.set(name, count);
+            extent.sameName = Math.max(extent.sameName, count);
+            if (selection.selectionSet) add(measure(selection.selectionSet));
+          } else if (selection.kind === Kind.INLINE_FRAGMENT) {
+            walk(selection.selectionSet);
+          } else {
+            const inner = fragmentExtent(selection.name.value);
+            if (inner) add(inner);
+          }
+        }
+      };
+      const add = (inner: Extent) => {
+        extent.fields += inner.fields;
+        extent.sameName = Math.max(extent.sameName, inner.sameName);
+      };
+      walk(set);
+      return extent;
+    };
+    const fragmentExtent = (name: string): Extent | undefined => {
+      const fragment = fragments.get(name);
+      const known = measured.get(name);
+      // A fragment cycle ("measuring" again) is reported by graphql's own NoFragmentCycles rule.
+      if (!fragment || known === "measuring") return undefined;
+      if (known) return known;
+      measured.set(name, "measuring");
+      const extent = measure(fragment.selectionSet);
+      measured.set(name, extent);
+      return extent;
+    };
+    for (const def of document.definitions) {
+      let extent: Extent | undefined;
+      if (def.kind === Kind.OPERATION_DEFINITION) extent = measure(def.selectionSet);
+      else if (def.kind === Kind.FRAGMENT_DEFINITION) extent = fragmentExtent(def.name.value);
+      if (!extent) continue;
+      let refusal: string | undefined;
       if (extent.fields > MAX_FIELDS) {
         const fields = Number.isSafeInteger(extent.fields) ? String(extent.fields) : "more than 2^53";
-        context.reportError(new GraphQLError(`Query selects ${fields} fields; the limit is ${MAX_FIELDS}.`));
+        refusal = `Query selects ${fields} fields; the limit is ${MAX_FIELDS}.`;
+      } else if (extent.sameName > MAX_SAME_NAME_FIELDS) {
+        refusal = `Query selects one field ${extent.sameName} times in one selection; the limit is ${MAX_SAME_NAME_FIELDS}.`;
       }
-    },
-  };
-};
+      if (refusal) {
+        context.reportError(limitError(refusal));
+        // The walk goes on in the document a visitor returns: an empty one, so no later rule looks at this one.
+        return { ...document, definitions: [] };
+      }
+    }
+    return undefined;
+  },
+});

@@ -6,9 +6,13 @@ import type { RequestHandler } from "express";
 import type { Server } from "node:http";
 import type { Logger } from "@mdp/core";
 import { actorOf } from "../auth/auth.middleware";
+import { rateLimitedGraphQLStatus } from "../http/rate-limits";
 import type { GraphQLContext, Services } from "./context";
+import { DocumentCache } from "./document-cache";
+import { PARSE_OPTIONS, refuseOversizedDocuments } from "./document-limits";
 import { formatError } from "./errors";
-import { queryLimits } from "./query-limits";
+import { queryCostLimit } from "./query-cost";
+import { armor, queryLimits } from "./query-limits";
 import { resolvers, typeDefs } from "./schema";
 import { rewriteTypeAliases } from "./type-aliases";
 
@@ -39,7 +43,16 @@ export async function createGraphQLMiddleware(
     includeStacktraceInErrorResponses: false,
     // main.ts owns shutdown; Apollo's own signal handlers (on outside NODE_ENV=test) would race it.
     stopOnTerminationSignals: false,
-    validationRules: [queryLimits],
+    // Limits, in the order a document meets them: its text (refuseOversizedDocuments, before anything parses it), its
+    // tokens (graphql-js' parser), what it selects (queryLimits first, then armor's rules), what it costs with its
+    // variables (queryCostLimit).
+    parseOptions: PARSE_OPTIONS,
+    validationRules: [queryLimits, ...armor.validationRules],
+    // Parsed documents bounded by the heap they hold, not by their count or JSON (document-cache.ts).
+    documentStore: new DocumentCache(),
+    // Automatic persisted queries would be a second store of query texts; DataHub's clients do not send them.
+    persistedQueries: false,
+    allowBatchedHttpRequests: false,
     formatError: formatError(deps.logger),
     plugins: [
       ApolloServerPluginDrainHttpServer({ httpServer: deps.httpServer }),
@@ -48,11 +61,14 @@ export async function createGraphQLMiddleware(
       // 0: it only ever answered `cache-control: no-store`. That header is kept (responses carry tokens), the hooks go.
       ApolloServerPluginCacheControlDisabled(),
       noStore,
+      rateLimitedGraphQLStatus,
+      queryCostLimit,
+      ...armor.plugins,
     ],
   });
   await server.start();
   const apollo = expressMiddleware(server, {
     context: async ({ res }) => ({ actor: actorOf(res.locals), services: deps.services }),
   });
-  return { middleware: [rewriteTypeAliases, apollo], stop: () => server.stop() };
+  return { middleware: [refuseOversizedDocuments, rewriteTypeAliases, apollo], stop: () => server.stop() };
 }

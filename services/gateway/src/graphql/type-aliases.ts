@@ -1,5 +1,6 @@
 import type { RequestHandler } from "express";
 import { Kind, parse, print, visit } from "graphql";
+import { PARSE_OPTIONS } from "./document-limits";
 
 /**
  * DataHub's clients declare createAccessToken's input as CreateAccessTokenInput; the seed spec calls it
@@ -21,9 +22,10 @@ export const rewriteTypeAliases: RequestHandler = (req, _res, next) => {
 function renameTypes(query: string): string {
   let document;
   try {
-    document = parse(query);
+    // Under the same token limit as Apollo's parse; the text's bytes and nesting were checked before (document-limits).
+    document = parse(query, PARSE_OPTIONS);
   } catch {
-    return query; // Apollo reports the syntax error
+    return query; // Apollo reports the syntax error, or the token limit
   }
   let renamed = false;
   const rewritten = visit(document, {

@@ -21,6 +21,9 @@ export function errorHandler(logger: Logger, isGraphQLPath: (path: string) => bo
     }
     if (res.headersSent) return;
     res.status(appError.status);
+    // 429 and 503 say when to come back (CONTRACT.md); the seconds travel in the error's details.
+    const retryAfter = appError.details?.retryAfterSeconds;
+    if (typeof retryAfter === "number") res.setHeader("retry-after", String(retryAfter));
     if (isGraphQLPath(req.path)) {
       res.json({ errors: [{ message: appError.message, extensions: { code: ERROR_CODES[appError.code].graphql } }] });
     } else {

@@ -155,6 +155,9 @@ export const testResolvers = {
       ctx.services.tests.update(ctx.actor, args.urn, args.input),
     deleteTest: (_: unknown, args: { urn: string }, ctx: GraphQLContext) =>
       ctx.services.tests.delete(ctx.actor, args.urn),
-    runTest: (_: unknown, args: RunTestInput, ctx: GraphQLContext) => ctx.services.testRuns.run(ctx.actor, args),
+    runTest: async (_: unknown, args: RunTestInput, ctx: GraphQLContext) => {
+      await ctx.services.rateLimits.consume(ctx.actor, "testRuns");
+      return ctx.services.testRuns.run(ctx.actor, args);
+    },
   },
 };

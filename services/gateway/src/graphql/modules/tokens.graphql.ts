@@ -94,8 +94,10 @@ export const tokenResolvers = {
       ctx.services.tokens.metadataFor(ctx.actor, args.token),
   },
   Mutation: {
-    createAccessToken: (_: unknown, args: { input: CreateTokenInput }, ctx: GraphQLContext) =>
-      ctx.services.tokens.create(ctx.actor, args.input),
+    createAccessToken: async (_: unknown, args: { input: CreateTokenInput }, ctx: GraphQLContext) => {
+      await ctx.services.rateLimits.consume(ctx.actor, "tokenMints");
+      return ctx.services.tokens.create(ctx.actor, args.input);
+    },
     revokeAccessToken: (_: unknown, args: { tokenId: string }, ctx: GraphQLContext) =>
       ctx.services.tokens.revoke(ctx.actor, args.tokenId),
   },
