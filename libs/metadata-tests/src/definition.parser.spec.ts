@@ -346,7 +346,7 @@ describe("parseTestDefinition: refusing invalid definitions, saying what and whe
 
   it("refuses an invalid regular expression when the test is saved, not when it runs", () => {
     expect(refusalOf(rulesWith({ property: "urn", operator: "regex_match", value: "(unclosed" })).message).toBe(
-      `${PREFIX}rules[0].value: invalid regular expression "(unclosed": Unterminated group`,
+      `${PREFIX}rules[0].value: invalid regular expression "(unclosed": missing ): (unclosed`,
     );
     expect(
       refusalOf(rulesWith({ property: "urn", operator: "regex_match", values: ["^ok$", "[z-a]"] })).problems,

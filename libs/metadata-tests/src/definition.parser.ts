@@ -1,4 +1,11 @@
-import type { ParsedDefinition, Predicate, TestAction, TestActions } from "./definition.types";
+import {
+  isPropertyPredicate,
+  type ParsedDefinition,
+  type Predicate,
+  type TestAction,
+  type TestActions,
+} from "./definition.types";
+import { DEFINITION_LIMITS, checkDefinitionShape } from "./definition-limits";
 import { readDefinitionText } from "./definition-text";
 import { parsePredicate } from "./predicate.parser";
 import { ProblemList, describeValue, isRecord } from "./problem-list";
@@ -18,10 +25,29 @@ export function parseTestDefinition(text: string): ParsedDefinition {
  * evaluator misbehave.
  */
 export function definitionFromJson(json: unknown): ParsedDefinition {
+  // Before the recursive parse: nesting and size bounds are what make recursing safe.
+  checkDefinitionShape(json);
   const problems = new ProblemList();
   const definition = parseDefinition(json, problems);
+  if (definition) checkCounts(definition, problems);
   if (!definition || !problems.isEmpty) throw new TestDefinitionError(problems.problems);
   return definition;
+}
+
+/** The limit on the definition as a whole: predicates in on.conditions and rules together (patterns: see parser). */
+function checkCounts(definition: ParsedDefinition, problems: ProblemList): void {
+  let predicates = 0;
+  const count = (predicate: Predicate): void => {
+    predicates++;
+    if (isPropertyPredicate(predicate)) return;
+    if ("not" in predicate) count(predicate.not);
+    else ("and" in predicate ? predicate.and : predicate.or).forEach(count);
+  };
+  if (definition.on.conditions) count(definition.on.conditions);
+  count(definition.rules);
+  if (predicates > DEFINITION_LIMITS.predicates) {
+    problems.add("", `${predicates} predicates, more than the limit of ${DEFINITION_LIMITS.predicates}`);
+  }
 }
 
 const DEFINITION_KEYS = ["on", "rules", "actions"];

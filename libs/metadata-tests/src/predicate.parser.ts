@@ -1,5 +1,6 @@
 import type { Predicate, PropertyPredicate } from "./definition.types";
 import { OPERAND_SHAPE, OPERATORS, isOperator, type Operator } from "./operators";
+import { DEFINITION_LIMITS } from "./definition-limits";
 import { describeValue, isRecord, quoteKeys, type ProblemList } from "./problem-list";
 import { regexSyntaxError } from "./regex-cache";
 import { asNumber } from "./value-coercion";
@@ -120,7 +121,25 @@ function parsePropertyName(raw: Record<string, unknown>, path: string, problems:
     return undefined;
   }
   const property = value.trim();
-  if (property.split(".").some((segment) => segment === "")) {
+  // Counted before splitting, so that refusing a 1,000-segment property costs no more than reading it.
+  let segmentCount = 1;
+  for (let index = property.indexOf("."); index !== -1; index = property.indexOf(".", index + 1)) segmentCount++;
+  if (segmentCount > DEFINITION_LIMITS.propertySegments) {
+    problems.add(
+      `${path}.${key}`,
+      `${segmentCount} dot-separated segments, more than the limit of ${DEFINITION_LIMITS.propertySegments} for a property`,
+    );
+    return undefined;
+  }
+  if (property.length > DEFINITION_LIMITS.propertyLength) {
+    problems.add(
+      `${path}.${key}`,
+      `${property.length} characters, more than the limit of ${DEFINITION_LIMITS.propertyLength} for a property`,
+    );
+    return undefined;
+  }
+  const segments = property.split(".");
+  if (segments.some((segment) => segment === "")) {
     problems.add(`${path}.${key}`, `'${property}' has an empty path segment`);
     return undefined;
   }
@@ -226,6 +245,13 @@ function parseValueList(
     problems.add(`${path}.values`, "must list at least one value");
     return undefined;
   }
+  if (list.length > DEFINITION_LIMITS.valuesPerPredicate) {
+    problems.add(
+      `${path}.values`,
+      `${list.length} values, more than the limit of ${DEFINITION_LIMITS.valuesPerPredicate} for one predicate`,
+    );
+    return undefined;
+  }
   const values = list.map((item, index) => {
     const value = parseScalar(item, `${path}.values[${index}]`, problems);
     if (
@@ -243,7 +269,11 @@ function parseValueList(
 
 /** Operands are kept as strings: entity metadata compares as text, and numerically when both sides are numbers. */
 function parseScalar(raw: unknown, path: string, problems: ProblemList): string | undefined {
-  if (typeof raw === "string") return raw;
+  if (typeof raw === "string") {
+    if (raw.length <= DEFINITION_LIMITS.valueLength) return raw;
+    problems.add(path, `${raw.length} characters, more than the limit of ${DEFINITION_LIMITS.valueLength} for a value`);
+    return undefined;
+  }
   if (typeof raw === "boolean") return String(raw);
   if (typeof raw === "number" && Number.isFinite(raw)) return String(raw);
   const hint = Array.isArray(raw) && path.endsWith(".value") ? " (use 'values' for a list)" : "";
@@ -251,8 +281,23 @@ function parseScalar(raw: unknown, path: string, problems: ProblemList): string 
   return undefined;
 }
 
-// Refused when the test is saved rather than discovered when the first entity is evaluated.
+// Refused when the test is saved rather than discovered when the first entity is evaluated: a pattern the linear-time
+// engine cannot run (backreferences, lookaround) included.
 function isValidRegex(pattern: string, path: string, problems: ProblemList): boolean {
+  if (pattern.length > DEFINITION_LIMITS.patternLength) {
+    problems.add(
+      path,
+      `a regular expression of ${pattern.length} characters, more than the limit of ${DEFINITION_LIMITS.patternLength}`,
+    );
+    return false;
+  }
+  if (++problems.patterns > DEFINITION_LIMITS.patterns) {
+    // Reported once, at the first pattern past the limit.
+    if (problems.patterns === DEFINITION_LIMITS.patterns + 1) {
+      problems.add(path, `more than the limit of ${DEFINITION_LIMITS.patterns} regex_match patterns in one definition`);
+    }
+    return false;
+  }
   const error = regexSyntaxError(pattern);
   if (error) problems.add(path, `invalid regular expression ${JSON.stringify(pattern)}: ${error}`);
   return error === undefined;

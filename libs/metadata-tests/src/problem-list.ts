@@ -3,6 +3,8 @@ import type { DefinitionProblem } from "./test-definition.error";
 /** Collects validation problems so that one pass over a definition reports all of them, not just the first. */
 export class ProblemList {
   readonly problems: DefinitionProblem[] = [];
+  /** regex_match patterns met so far: each costs a compilation, so the limit is enforced before compiling more */
+  patterns = 0;
 
   add(path: string, message: string): void {
     this.problems.push({ path, message });

@@ -19,25 +19,61 @@ export function resolvePath(root: unknown, path: string): ResolvedValues {
 /**
  * A path's keys: `keys[index][end - index - 1]` is segments index..end-1 joined with dots. Map keys may contain dots
  * themselves (custom properties such as "spark.app.name"), so every way of reading the remaining segments as one key
- * is followed, not just the next segment. Worked out once per path: paths come from test definitions, so there are
- * few, and an evaluation walks each of them across every element of every list it meets.
+ * is followed, not just the next segment. Worked out once per path: an evaluation walks each path across every
+ * element of every list it meets.
+ *
+ * That is n(n+1)/2 keys whose characters add up to about n³/6 segments' worth, so it is bounded by the parser's
+ * limits on a property (DEFINITION_LIMITS: 32 segments, 512 characters, about 90 K characters of keys at worst), and
+ * the cache by the characters it holds, not by how many paths: a few long paths cannot fill memory the way 10,000
+ * cached 1,000-segment paths (gigabytes) did.
  */
 type PathKeys = string[][];
 
-const MAX_PATHS = 10_000;
-const pathKeys = new Map<string, PathKeys>();
+const MAX_CACHED_CHARS = 1 << 20; // 2 MiB of UTF-16
+const pathKeys = new Map<string, { keys: PathKeys; chars: number }>();
+let cachedChars = 0;
 
 function keysOf(path: string): PathKeys {
-  let keys = pathKeys.get(path);
-  if (!keys) {
-    const segments = path.split(".");
-    keys = segments.map((_, index) =>
-      segments.slice(index).map((_, length) => segments.slice(index, index + length + 1).join(".")),
-    );
-    if (pathKeys.size >= MAX_PATHS) pathKeys.clear();
-    pathKeys.set(path, keys);
+  const hit = pathKeys.get(path);
+  if (hit) return hit.keys;
+  const segments = path.split(".");
+  // Keys are slices of the path between segment boundaries, built span by span rather than by re-joining segments.
+  const starts: number[] = [];
+  const ends: number[] = [];
+  let offset = 0;
+  for (const segment of segments) {
+    starts.push(offset);
+    ends.push(offset + segment.length);
+    offset += segment.length + 1;
   }
+  let chars = 0;
+  const keys = starts.map((start, index) => {
+    const spans: string[] = [];
+    for (let end = index; end < segments.length; end++) {
+      spans.push(path.slice(start, ends[end]));
+      chars += ends[end]! - start;
+    }
+    return spans;
+  });
+  remember(path, keys, chars + path.length);
   return keys;
+}
+
+/** Caches a path's keys within MAX_CACHED_CHARS, evicting the least recently added paths to make room. */
+function remember(path: string, keys: PathKeys, chars: number): void {
+  if (chars > MAX_CACHED_CHARS) return;
+  for (const [oldest, entry] of pathKeys) {
+    if (cachedChars + chars <= MAX_CACHED_CHARS) break;
+    pathKeys.delete(oldest);
+    cachedChars -= entry.chars;
+  }
+  pathKeys.set(path, { keys, chars });
+  cachedChars += chars;
+}
+
+/** Characters the path cache holds (for tests of its bound). */
+export function cachedPathChars(): number {
+  return cachedChars;
 }
 
 function collect(value: unknown, keys: PathKeys, index: number, result: ResolvedValues): void {

@@ -7,8 +7,6 @@ import {
   type ParsedDefinition,
 } from "@mdp/metadata-tests";
 
-export const MAX_DEFINITION_LENGTH = 100_000;
-
 /** A definition as stored: the text as written, the normalized form, and the registry's names of its entity types. */
 export interface AcceptedDefinition {
   definitionText: string;
@@ -23,9 +21,8 @@ export interface AcceptedDefinition {
  * the evaluation worker selects tests by.
  */
 export function acceptDefinition(text: string, registry: EntityRegistry): AcceptedDefinition {
-  if (text.length > MAX_DEFINITION_LENGTH) {
-    throw new TestDefinitionError([{ path: "", message: `longer than ${MAX_DEFINITION_LENGTH} characters` }]);
-  }
+  // The parser enforces every size limit (DEFINITION_LIMITS), the text's bytes first: one owner for the gateway and
+  // the worker that loads stored definitions.
   const definition = parseTestDefinition(text);
   const known = registry.entityTypes();
   const problems: DefinitionProblem[] = [];

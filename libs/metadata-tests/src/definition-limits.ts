@@ -1,0 +1,104 @@
+import { isRecord } from "./problem-list";
+import { TestDefinitionError } from "./test-definition.error";
+
+/**
+ * The sizes a test definition may have. DataHub definitions are a few hundred bytes with a handful of predicates, so
+ * real users are far from every one of these; they exist so that the worst definition a MANAGE_TESTS holder can save
+ * is cheap to validate, store and evaluate. The parser enforces them on the text the gateway receives and again on
+ * the stored JSON the worker loads, so a row saved before a limit existed fails cleanly instead of hogging a worker.
+ */
+export const DEFINITION_LIMITS = {
+  /** UTF-8 bytes of the definition text */
+  bytes: 65_536,
+  /** levels of nested objects and lists, the definition itself being level 1 */
+  depth: 64,
+  /** and / or / not / property predicates in on.conditions and rules together */
+  predicates: 200,
+  /** characters of a property path */
+  propertyLength: 512,
+  /** dot-separated segments of a property path: key expansion works on every span of segments */
+  propertySegments: 32,
+  /** operands of one predicate (`values`) */
+  valuesPerPredicate: 1_000,
+  /** characters of one operand */
+  valueLength: 4_096,
+  /** characters of one regex_match pattern */
+  patternLength: 1_000,
+  /** regex_match patterns in one definition: each is compiled when the test is saved and when it is loaded */
+  patterns: 100,
+  /** characters of a value a pattern searches: only that many leading characters are searched */
+  regexSubjectLength: 16_384,
+} as const;
+
+/** Refuses text longer than DEFINITION_LIMITS.bytes, before anything parses it. */
+export function checkDefinitionBytes(text: string): void {
+  // A cheap upper bound first: no string of at most limit/3 UTF-16 units can exceed the limit in UTF-8.
+  if (text.length <= DEFINITION_LIMITS.bytes / 3) return;
+  const bytes = Buffer.byteLength(text, "utf8");
+  if (bytes > DEFINITION_LIMITS.bytes) {
+    throw new TestDefinitionError([
+      { path: "", message: `the definition is ${bytes} bytes, more than the limit of ${DEFINITION_LIMITS.bytes}` },
+    ]);
+  }
+}
+
+/**
+ * Refuses a decoded definition nested deeper than DEFINITION_LIMITS.depth, or holding more values than its text could
+ * within the byte limit (a stored row is JSON, not text, so this is its size check). Iterative, so that it runs before the
+ * recursive parser and evaluator: 8,000 nested `not` are refused here rather than overflowing their stacks.
+ */
+export function checkDefinitionShape(root: unknown): void {
+  const stack: Array<{ value: unknown; path: string; depth: number }> = [{ value: root, path: "", depth: 1 }];
+  // Text within the byte limit cannot hold more values than it has bytes; a stored row that does was never accepted.
+  let budget = DEFINITION_LIMITS.bytes;
+  while (stack.length > 0) {
+    if (--budget < 0) {
+      throw new TestDefinitionError([
+        { path: "", message: `the definition holds more than ${DEFINITION_LIMITS.bytes} values (the byte limit)` },
+      ]);
+    }
+    const { value, path, depth } = stack.pop()!;
+    const children: Array<[string, unknown]> = Array.isArray(value)
+      ? value.map((child, index) => [`${path}[${index}]`, child])
+      : isRecord(value)
+        ? Object.entries(value).map(([key, child]) => [path ? `${path}.${key}` : key, child])
+        : [];
+    if (children.length === 0) continue;
+    if (depth >= DEFINITION_LIMITS.depth) {
+      throw new TestDefinitionError([
+        { path, message: `nested more than ${DEFINITION_LIMITS.depth} levels deep (the limit)` },
+      ]);
+    }
+    for (const [childPath, child] of children) stack.push({ value: child, path: childPath, depth: depth + 1 });
+  }
+}
+
+/**
+ * The deepest nesting of YAML flow collections ([ ] and { }) in `text`, outside quotes and comments, stopping once
+ * past `limit`. The yaml library composes documents recursively, so a few hundred levels overflow its stack; this
+ * scan lets such text be refused by the nesting limit instead. Brackets inside plain scalars count too, which can
+ * only overestimate, and only a definition far from any real one reaches the limit that way.
+ */
+export function flowNestingDepth(text: string, limit: number): number {
+  let depth = 0;
+  let deepest = 0;
+  let quote: string | undefined;
+  for (let index = 0; index < text.length; index++) {
+    const char = text[index];
+    if (quote) {
+      if (char === "\\" && quote === '"') index++;
+      else if (char === quote) quote = undefined;
+      continue;
+    }
+    if (char === '"' || char === "'") quote = char;
+    else if (char === "#" && (index === 0 || /\s/.test(text[index - 1]!))) {
+      const end = text.indexOf("\n", index);
+      index = end === -1 ? text.length : end;
+    } else if (char === "[" || char === "{") {
+      depth++;
+      if (depth > deepest) deepest = depth;
+      if (deepest > limit) return deepest;
+    } else if ((char === "]" || char === "}") && depth > 0) depth--;
+  }
+  return deepest;
+}
