@@ -6,7 +6,6 @@
  */
 import {
   CREATE_TOKEN,
-  ROOT,
   bearer,
   createToken,
   grant,
