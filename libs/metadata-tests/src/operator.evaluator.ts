@@ -1,6 +1,6 @@
 import { expectedValues, type PropertyPredicate } from "./definition.types";
 import type { ResolvedValues } from "./property-path";
-import { compileRegex } from "./regex-cache";
+import { regexMatches } from "./regex-cache";
 import { asBoolean, asDecimal, asText, compareDecimals, scalarEquals } from "./value-coercion";
 
 /**
@@ -37,7 +37,7 @@ export function satisfies(predicate: PropertyPredicate, resolved: ResolvedValues
         ? values.some((value) => expected.some((operand) => scalarEquals(value, operand)))
         : texts().some((text) => expected.some((operand) => text.includes(operand)));
     case "regex_match":
-      return texts().some((text) => expected.some((operand) => compileRegex(operand).test(text)));
+      return texts().some((text) => expected.some((operand) => regexMatches(operand, text)));
     case "greater_than":
       return compared().some((order) => order > 0);
     case "less_than":
