@@ -1,0 +1,197 @@
+/**
+ * Isolation of evaluation (real PostgreSQL, Redis and BullMQ; the real handler and its threads): one caller's slow or
+ * memory-hungry evaluation is stopped at its limit, refused naming it, while other callers' evaluations keep being
+ * answered quickly and the worker's event loop (which renews BullMQ's locks) stays free.
+ */
+import { randomUUID } from "node:crypto";
+import { monitorEventLoopDelay } from "node:perf_hooks";
+import { Queue, type Worker } from "bullmq";
+import type { Redis } from "ioredis";
+import { createLogger } from "@mdp/core";
+import { createDatabase, type Database } from "@mdp/db";
+import { createTestDatabase, type TestDatabase } from "@mdp/db/testing";
+import { closeRedis, createRedis, createWorker, QUEUE_NAMES } from "@mdp/queues";
+import { evaluationHandler, type EvaluationHandler } from "../src/evaluation-handler";
+
+const ACTOR = "urn:li:corpuser:admin";
+const SMALL = "urn:li:dataset:(urn:li:dataPlatform:hive,db.small,PROD)";
+const HOG = "urn:li:dataset:(urn:li:dataPlatform:hive,db.hog,PROD)";
+const HUGE = "urn:li:dataset:(urn:li:dataPlatform:hive,db.huge,PROD)";
+const TIME_LIMIT_MS = 1_000;
+const MEMORY_LIMIT_MB = 32;
+/** Legal, small definitions that together take seconds on HOG: 300 tests × 10 substrings × 20,000 tag urns. */
+const HOG_TESTS = Array.from({ length: 300 }, (_, i) => `urn:li:test:hog${i}`);
+
+interface ItemReply {
+  resultsJson?: Record<string, string>;
+  refused?: { code: string; message: string };
+}
+
+describe("evaluation isolation", () => {
+  let testDb: TestDatabase;
+  let db: Database;
+  let connection: Redis;
+  let subscriber: Redis;
+  let producer: Redis;
+  let queue: Queue;
+  let handler: EvaluationHandler;
+  let worker: Worker;
+  const channel = `replies-${randomUUID()}`;
+  const waiting = new Map<string, (reply: Record<string, ItemReply>) => void>();
+
+  /** Queues one evaluate request as its own job and resolves to its item's reply and how long it took. */
+  async function evaluate(urn: string, testUrns: string[]): Promise<{ reply: ItemReply; ms: number }> {
+    const jobId = randomUUID();
+    const taskId = randomUUID();
+    const started = performance.now();
+    const replied = new Promise<Record<string, ItemReply>>((resolve) => waiting.set(jobId, resolve));
+    await queue.add(
+      "evaluate",
+      {
+        kind: "evaluate",
+        items: [{ taskId, urns: [urn], push: false, testUrns, actorUrn: ACTOR }],
+        replyTo: channel,
+        waitMs: 30_000,
+      },
+      { jobId },
+    );
+    const items = await replied;
+    return { reply: items[taskId]!, ms: performance.now() - started };
+  }
+
+  beforeAll(async () => {
+    testDb = await createTestDatabase("evaluation_isolation");
+    db = createDatabase(testDb.url, { poolMax: 6 });
+    const prefix = `test-${randomUUID()}`;
+    const redisUrl = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+    connection = createRedis(redisUrl, "worker");
+    subscriber = createRedis(redisUrl, "worker");
+    producer = createRedis(redisUrl, "producer");
+    subscriber.on("message", (_channel: string, message: string) => {
+      const reply = JSON.parse(message) as { jobId: string; returnvalue: { items: Record<string, ItemReply> } };
+      waiting.get(reply.jobId)?.(reply.returnvalue.items);
+    });
+    await subscriber.subscribe(channel);
+    queue = new Queue(QUEUE_NAMES.evaluate, { connection: producer, prefix });
+
+    const aspect = (urn: string, name: string, value: unknown) =>
+      db.pool.query(
+        `INSERT INTO aspect (urn, aspect_name, version, entity_type, value, created_by)
+         VALUES ($1, $2, 0, 'dataset', $3::jsonb, $4)`,
+        [urn, name, JSON.stringify(value), ACTOR],
+      );
+    await aspect(SMALL, "datasetProperties", { description: "small" });
+    const tags = Array.from({ length: 20_000 }, (_, i) => ({ tag: `urn:li:tag:${"t".repeat(80)}${i}` }));
+    await aspect(HOG, "globalTags", { tags });
+    // Written straight to the table (ingestion would refuse it): more data than a thread's heap may hold, as many
+    // small values (a single allocation far past the limit is fatal to the whole process in V8; see docs/limits.md).
+    const many = Array.from({ length: 400_000 }, (_, i) => ({ tag: `urn:li:tag:t${i}` }));
+    await aspect(HUGE, "globalTags", { tags: many });
+    const test = (urn: string, rules: unknown) => ({ urn, rules });
+    const tests = [
+      test("urn:li:test:described", { property: "datasetProperties.description", operator: "exists" }),
+      test("urn:li:test:big", { property: "globalTags.tags.tag", operator: "exists" }),
+      ...HOG_TESTS.map((urn, i) =>
+        test(urn, {
+          property: "globalTags.tags.tag",
+          operator: "contains_str",
+          values: Array.from({ length: 10 }, (_, j) => `absent-${i}-${j}`),
+        }),
+      ),
+    ];
+    await db.pool.query(
+      `INSERT INTO metadata_test (urn, name, category, definition_text, definition, on_types, created_by, updated_at)
+       SELECT t->>'urn', t->>'urn', 'x', '{}', jsonb_build_object('on', '{"types":["dataset"]}'::jsonb,
+              'rules', t->'rules'), ARRAY['dataset'], $2, now()
+         FROM jsonb_array_elements($1::jsonb) AS t`,
+      [JSON.stringify(tests), ACTOR],
+    );
+
+    const logger = createLogger("evaluation-isolation-test", process.env.TEST_LOG_LEVEL ?? "silent");
+    handler = evaluationHandler(db, connection, logger, new AbortController().signal, TIME_LIMIT_MS, {
+      threads: 2,
+      memoryLimitMb: MEMORY_LIMIT_MB,
+      maxQueue: 4,
+    });
+    worker = createWorker("evaluate", handler, { connection, prefix, concurrency: 4, logger });
+    void worker.run();
+    await worker.waitUntilReady();
+    await evaluate(SMALL, ["urn:li:test:described"]); // the threads have loaded
+  });
+
+  afterAll(async () => {
+    await worker?.close();
+    await handler?.close();
+    await queue?.close();
+    for (const redis of [subscriber, producer, connection]) if (redis) await closeRedis(redis);
+    await db?.close();
+    await testDb?.drop();
+  });
+
+  it("stops a slow evaluation at EVALUATION_TIME_LIMIT_MS while other callers' evaluations go on", async () => {
+    const loop = monitorEventLoopDelay({ resolution: 10 });
+    loop.enable();
+    const hog = evaluate(HOG, HOG_TESTS);
+    let hogDone = false;
+    void hog.finally(() => (hogDone = true));
+    const harmless: number[] = [];
+    while (!hogDone) {
+      const { reply, ms } = await evaluate(SMALL, ["urn:li:test:described"]);
+      expect(JSON.parse(reply.resultsJson![SMALL]!)).toMatchObject({ passing: [{ test: "urn:li:test:described" }] });
+      if (!hogDone) harmless.push(ms);
+    }
+    loop.disable();
+    const { reply, ms } = await hog;
+    expect(reply.refused).toEqual({
+      code: "BAD_USER_INPUT",
+      message: expect.stringContaining(`on ${HOG} stopped after ${TIME_LIMIT_MS} ms (EVALUATION_TIME_LIMIT_MS)`),
+    });
+    expect(ms).toBeGreaterThanOrEqual(TIME_LIMIT_MS);
+    // Answered all along the hog's run, each well within its limit: none waited for it. (Under no other load each
+    // takes a few ms; the bound leaves room for a machine shared with other tests.)
+    expect(harmless.length).toBeGreaterThan(5);
+    expect(Math.max(...harmless)).toBeLessThan(TIME_LIMIT_MS / 2);
+    // The worker's event loop, which renews BullMQ's locks, never stalled while the hog ran.
+    expect(loop.max / 1e6).toBeLessThan(200);
+  });
+
+  it("refuses an evaluation that outgrows EVALUATION_MEMORY_LIMIT_MB, and the worker goes on serving", async () => {
+    const { reply } = await evaluate(HUGE, ["urn:li:test:big"]);
+    expect(reply.refused).toEqual({
+      code: "BAD_USER_INPUT",
+      message: expect.stringContaining(
+        `it needed more than ${MEMORY_LIMIT_MB} MB of memory (EVALUATION_MEMORY_LIMIT_MB)`,
+      ),
+    });
+    const { reply: next } = await evaluate(SMALL, ["urn:li:test:described"]);
+    expect(JSON.parse(next.resultsJson![SMALL]!)).toMatchObject({ passing: [{ test: "urn:li:test:described" }] });
+  });
+
+  it("refuses only the request that hit the limit: the requests batched with it get their answers", async () => {
+    const jobId = randomUUID();
+    const [slow, quick] = [randomUUID(), randomUUID()];
+    const replied = new Promise<Record<string, ItemReply>>((resolve) => waiting.set(jobId, resolve));
+    const item = (taskId: string, urn: string, testUrns: string[]) => ({
+      taskId,
+      urns: [urn],
+      push: false,
+      testUrns,
+      actorUrn: ACTOR,
+    });
+    await queue.add(
+      "evaluate",
+      {
+        kind: "evaluate",
+        items: [item(slow, HOG, HOG_TESTS), item(quick, SMALL, ["urn:li:test:described"])],
+        replyTo: channel,
+        waitMs: 30_000,
+      },
+      { jobId },
+    );
+    const items = await replied;
+    expect(items[slow]!.refused?.message).toContain("(EVALUATION_TIME_LIMIT_MS)");
+    expect(JSON.parse(items[quick]!.resultsJson![SMALL]!)).toMatchObject({
+      passing: [{ test: "urn:li:test:described" }],
+    });
+  });
+});
