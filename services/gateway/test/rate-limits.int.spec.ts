@@ -13,6 +13,8 @@ import {
   systemClientHeaders,
   type Harness,
 } from "./support/gateway-harness";
+import { Redis } from "ioredis";
+import { startPrivateRedis } from "./support/private-redis";
 
 const ALICE = "urn:li:corpuser:alice";
 const LIMITS = {
@@ -142,6 +144,31 @@ describe("rate limits", () => {
       }
     } finally {
       await off.close();
+    }
+  });
+});
+
+describe("rate limits while Redis stalls", () => {
+  it("fall back to each replica's share, counted in memory, and never hold the request", async () => {
+    const redis = await startPrivateRedis();
+    const admin = new Redis(redis.url);
+    const h = await startGateway({ ...LIMITS, REDIS_URL: redis.url, RATE_LIMIT_REPLICAS: "1" });
+    try {
+      await grant(h, ALICE, ["GENERATE_PERSONAL_ACCESS_TOKENS"]);
+      const token = (await createToken(h, ALICE)).token;
+      await admin.call("CLIENT", "PAUSE", "10000", "WRITE"); // holds the limiter's script (EVALSHA is a write)
+      const statuses: number[] = [];
+      for (let i = 0; i < 4; i++) {
+        const startedAt = Date.now();
+        statuses.push((await mint(h, bearer(token))).status);
+        expect(Date.now() - startedAt).toBeLessThan(1000);
+      }
+      expect(statuses).toEqual([200, 200, 200, 429]);
+    } finally {
+      await admin.call("CLIENT", "UNPAUSE");
+      await admin.quit();
+      await h.close();
+      await redis.stop();
     }
   });
 });
