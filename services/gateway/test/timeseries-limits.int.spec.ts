@@ -3,6 +3,8 @@
  * timestamp outside the accepted range, an aspect at its partition budget and a read limit past the maximum are each
  * a 4xx naming the limit, with nothing written; PostgreSQL's lock table running full is a 503, not a 500.
  */
+import { createLogger } from "@mdp/core";
+import { formatError } from "../src/graphql/errors";
 import { toAppError } from "../src/http/error-handler";
 import { ROOT, startGateway, systemClientHeaders, type Harness } from "./support/gateway-harness";
 
@@ -103,5 +105,11 @@ describe("time-series limits over HTTP", () => {
     expect(answer.status).toBe(503);
     expect(answer.message).not.toContain("shared memory");
     expect(answer.details).toEqual({ retryAfterSeconds: 2 });
+    const graphql = formatError(createLogger("test", "silent"))(
+      { message: "out of shared memory", extensions: { code: "INTERNAL_SERVER_ERROR" } },
+      error,
+    );
+    expect(graphql.extensions?.code).toBe("SERVICE_UNAVAILABLE");
+    expect(graphql.message).toBe(answer.message);
   });
 });

@@ -10,7 +10,7 @@ import {
 } from "graphql";
 import { unwrapResolverError } from "@apollo/server/errors";
 import { AppError, ERROR_CODES, type Logger } from "@mdp/core";
-import { unstorableValueReason } from "@mdp/db";
+import { databaseResourceExhausted, isDatabaseResourceExhausted, unstorableValueReason } from "@mdp/db";
 import { PARSE_OPTIONS } from "./document-limits";
 
 /**
@@ -61,6 +61,10 @@ export function formatError(logger: Logger) {
         path: formatted.path,
         extensions: { code: "BAD_USER_INPUT" },
       };
+    }
+    // "out of shared memory": PostgreSQL's lock table full; the server's state, retried later, not a 500
+    if (isDatabaseResourceExhausted(original)) {
+      return { ...toGraphQLError(databaseResourceExhausted()).toJSON(), path: formatted.path };
     }
     if (original instanceof GraphQLError || code !== "INTERNAL_SERVER_ERROR") return formatted;
     logger.error({ err: original }, "unhandled resolver error");
