@@ -1,6 +1,7 @@
 export * from "./config";
 export * from "./errors";
 export * from "./logger";
+export * from "./outages";
 export * from "./telemetry";
 export * from "./urn";
 export * from "./otel-sdk";

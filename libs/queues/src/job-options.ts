@@ -2,6 +2,8 @@ import type { JobsOptions, WorkerOptions } from "bullmq";
 import type { QueueKey } from "./names";
 
 const HOUR = 3600;
+/** Attempts of an evaluate job: see jobOptions. */
+export const EVALUATE_ATTEMPTS = 6;
 const DAY = 24 * HOUR;
 
 /**
@@ -19,8 +21,9 @@ export function jobOptions(queue: QueueKey, jobId: string, kind?: string): JobsO
       // A test run over every entity checkpoints each batch, so like truncation it resumes after a crash.
       if (kind === "runTest")
         return { jobId, attempts: 3, backoff: { type: "exponential", delay: 2_000 }, ...retention };
-      // A caller is waiting synchronously; a retry after a long backoff would answer nobody.
-      return { jobId, attempts: 2, backoff: { type: "fixed", delay: 200 }, ...retention };
+      // A caller is waiting (EVALUATE_TIMEOUT_MS, 30 s by default): retries 0.25, 0.5, 1, 2 and 4 s apart outlast a
+      // PostgreSQL restart of a few seconds (7.75 s in all) and still answer a caller who waits the default.
+      return { jobId, attempts: EVALUATE_ATTEMPTS, backoff: { type: "exponential", delay: 250 }, ...retention };
   }
 }
 

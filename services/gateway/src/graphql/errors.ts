@@ -9,7 +9,7 @@ import {
   type Source,
 } from "graphql";
 import { unwrapResolverError } from "@apollo/server/errors";
-import { AppError, ERROR_CODES, type Logger } from "@mdp/core";
+import { AppError, ERROR_CODES, outageError, type Logger } from "@mdp/core";
 import { databaseResourceExhausted, isDatabaseResourceExhausted, unstorableValueReason } from "@mdp/db";
 import { PARSE_OPTIONS } from "./document-limits";
 
@@ -66,6 +66,9 @@ export function formatError(logger: Logger) {
     if (isDatabaseResourceExhausted(original)) {
       return { ...toGraphQLError(databaseResourceExhausted()).toJSON(), path: formatted.path };
     }
+    // PostgreSQL or Redis unreachable: SERVICE_UNAVAILABLE saying which, with the seconds to wait in details
+    const outage = outageError(original);
+    if (outage) return { ...toGraphQLError(outage).toJSON(), path: formatted.path, locations: formatted.locations };
     if (original instanceof GraphQLError || code !== "INTERNAL_SERVER_ERROR") return formatted;
     logger.error({ err: original }, "unhandled resolver error");
     return { message: "Internal server error.", path: formatted.path, extensions: { code: "INTERNAL_SERVER_ERROR" } };

@@ -1,5 +1,5 @@
 import type { ErrorRequestHandler, RequestHandler } from "express";
-import { AppError, ERROR_CODES, toHttpErrorBody, type Logger } from "@mdp/core";
+import { AppError, ERROR_CODES, outageError, toHttpErrorBody, type Logger } from "@mdp/core";
 import { databaseResourceExhausted, isDatabaseResourceExhausted, unstorableValueReason } from "@mdp/db";
 
 /** Errors raised by body-parser carry a `type`; they are the client's fault and get their own codes. */
@@ -52,6 +52,9 @@ export function toAppError(error: unknown): AppError {
   }
   // "out of shared memory": PostgreSQL's lock table full; the server's state, not the request's fault
   if (isDatabaseResourceExhausted(error)) return databaseResourceExhausted();
+  // PostgreSQL or Redis unreachable (a restart, a failover): 503 with Retry-After, saying which
+  const outage = outageError(error);
+  if (outage) return outage;
   return new AppError("INTERNAL_SERVER_ERROR", "Internal server error.");
 }
 

@@ -1,5 +1,13 @@
 import { randomUUID } from "node:crypto";
-import { AppError, badInput, parseUrn, type EntityRegistry, type Logger } from "@mdp/core";
+import {
+  AppError,
+  badInput,
+  OUTAGE_RETRY_AFTER_SECONDS,
+  outageError,
+  parseUrn,
+  type EntityRegistry,
+  type Logger,
+} from "@mdp/core";
 import type { Database } from "@mdp/db";
 import { JobFailedError, JobWaitTimeoutError } from "@mdp/queues";
 import type { Actor } from "../auth/actor";
@@ -88,13 +96,23 @@ export class EvaluationService {
     }
   }
 
-  /** Turns a failed wait into what the caller sees. */
+  /**
+   * Turns a failed wait into what the caller sees. A task id is handed out only once its task row exists, so that
+   * getTaskStatus can always look it up: when the row cannot be written (PostgreSQL down), the answer has no id.
+   * PostgreSQL or Redis being unreachable, here or in the worker (whose retries outlast a short restart), is a 503
+   * saying which.
+   */
   private async explain(actor: Actor, taskId: string, request: EvaluationRequest, error: unknown): Promise<AppError> {
     if (error instanceof JobWaitTimeoutError) {
-      // The 504 goes out whatever happens here: a row not written now is still written when the worker gets to it.
-      await this.recordPending(actor, taskId, error.jobId, request).catch((cause: unknown) =>
-        this.logger.warn({ taskId, err: cause }, "could not record a timed-out evaluation's task row"),
-      );
+      try {
+        await this.recordPending(actor, taskId, error.jobId, request);
+      } catch (cause) {
+        this.logger.warn({ taskId, err: cause }, "could not record a timed-out evaluation's task row");
+        return (
+          outageError(cause) ??
+          new AppError("GATEWAY_TIMEOUT", `The evaluation did not finish within ${this.timeoutMs} ms.`)
+        );
+      }
       return new AppError(
         "GATEWAY_TIMEOUT",
         `The evaluation did not finish within ${this.timeoutMs} ms. It goes on as task ${taskId}: follow it with ` +
@@ -108,14 +126,41 @@ export class EvaluationService {
       return new AppError("INTERNAL_SERVER_ERROR", "The evaluation worker returned an unexpected result.");
     }
     if (error instanceof JobFailedError) {
+      const recorded = await this.recordFailed(actor, taskId, request, error.failedReason).then(
+        () => true,
+        (cause: unknown) => {
+          this.logger.warn({ taskId, err: cause }, "could not record a failed evaluation's task row");
+          return false;
+        },
+      );
+      const outage = outageError(error.failedReason, recorded ? { taskId } : {});
+      if (outage) return outage;
+      if (!recorded) return new AppError("INTERNAL_SERVER_ERROR", "The evaluation failed in the worker.");
       return new AppError(
         "INTERNAL_SERVER_ERROR",
         `The evaluation failed in the worker; getTaskStatus ${taskId} says why.`,
         { taskId },
       );
     }
+    const outage = outageError(error);
+    if (outage) return outage;
     this.logger.error({ taskId, err: error }, "could not queue an evaluation");
-    return new AppError("SERVICE_UNAVAILABLE", "The evaluation queue is unavailable. Try again later.");
+    return new AppError("SERVICE_UNAVAILABLE", "The evaluation queue is unavailable. Try again later.", {
+      retryAfterSeconds: OUTAGE_RETRY_AFTER_SECONDS,
+    });
+  }
+
+  /**
+   * The row of an evaluation that failed for good, unless its worker wrote one (ON CONFLICT DO NOTHING): a worker
+   * that could not reach PostgreSQL could not, and the caller is about to be given the task id.
+   */
+  private async recordFailed(actor: Actor, taskId: string, request: EvaluationRequest, reason: string): Promise<void> {
+    const progress = { evaluated: 0, total: request.urns.length, passing: 0, failing: 0, notApplicable: 0, percent: 0 };
+    await this.db.pool.query(
+      `INSERT INTO task (id, type, state, request, progress, created_by, failed_reason, finished_at)
+       VALUES ($1, 'EVALUATE_TESTS', 'failed', $2::jsonb, $3::jsonb, $4, $5, now()) ON CONFLICT (id) DO NOTHING`,
+      [taskId, JSON.stringify({ kind: "evaluate", ...request }), JSON.stringify(progress), actor.urn, reason],
+    );
   }
 
   /**
