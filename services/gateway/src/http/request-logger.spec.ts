@@ -2,7 +2,7 @@
 import express from "express";
 import type { AddressInfo } from "node:net";
 import { Writable } from "node:stream";
-import { pino } from "pino";
+import { createLogger } from "@mdp/core";
 import { redactedUrl, requestLogger } from "./request-logger";
 
 describe("request log line", () => {
@@ -17,11 +17,17 @@ describe("request log line", () => {
       },
     });
     const app = express();
-    app.use(requestLogger(app, pino({ level: "info" }, sink), { hideQuery: (path) => path === "/graphql" }));
+    app.use(
+      requestLogger(app, createLogger("request-logger-test", "info", sink), {
+        hideQuery: (path) => path === "/graphql",
+      }),
+    );
     app.get(/.*/, (_req, res) => {
       res.json({});
     });
-    await new Promise<void>((resolve) => (server = app.listen(0, "127.0.0.1", resolve)));
+    await new Promise<void>((resolve, reject) => {
+      server = app.listen(0, "127.0.0.1", (error) => (error ? reject(error) : resolve()));
+    });
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   });
   afterAll(() => new Promise((resolve) => server.close(resolve)));
