@@ -70,6 +70,38 @@ describe("HTTP input", () => {
       }
     });
 
+    it("a refused proposal or truncation echoes no value whole, however long (any field may be most of the body)", async () => {
+      const huge = "y".repeat(200_000);
+      const proposal = {
+        entityType: "dataset",
+        entityUrn: "urn:li:dataset:(urn:li:dataPlatform:hive,t,PROD)",
+        aspectName: "datasetProperties",
+        changeType: "UPSERT",
+        aspect: { contentType: "application/json", value: "{}" },
+      };
+      const refusals = await Promise.all([
+        ...[
+          { entityUrn: `urn:li:dataset:${huge}` },
+          { entityUrn: huge },
+          { changeType: huge },
+          { entityType: huge },
+          { aspectName: huge },
+          { aspect: { contentType: huge, value: "{}" } },
+        ].map((bad) => h.post("/gms/aspects?action=ingestProposal", { proposal: { ...proposal, ...bad } })),
+        h.post("/gms/operations?action=truncateTimeseriesAspect", {
+          entityType: huge,
+          aspect: huge,
+          endTimeMillis: 1,
+        }),
+      ]);
+      for (const res of refusals) {
+        expect(res.status).toBeGreaterThanOrEqual(400);
+        expect(res.status).toBeLessThan(500);
+        expect(res.body.message).toContain("y".repeat(50) + "…"); // abbreviated, saying so
+        expect(JSON.stringify(res.body).length).toBeLessThan(1000);
+      }
+    });
+
     it("a multi-byte urn counts its encoded bytes, as DataHub does", async () => {
       // 100 characters, each 9 bytes encoded
       const res = await send(`/gms/entities/${encodeURIComponent(`urn:li:dataset:${"€".repeat(100)}`)}`, {

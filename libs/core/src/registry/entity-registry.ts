@@ -3,6 +3,7 @@ import path from "node:path";
 import { parse } from "yaml";
 import { z } from "zod";
 import { badInput, notFound } from "../errors";
+import { abbreviated } from "../urn";
 
 const NAME = /^[A-Za-z][A-Za-z0-9_]*$/;
 const names = z.array(z.string().regex(NAME, { error: "must be letters, digits or '_', starting with a letter" }));
@@ -88,7 +89,7 @@ export class EntityRegistry {
     const kind = aspects.get(aspectName);
     if (!kind) {
       throw badInput(
-        `Unknown aspect '${aspectName}' in '${fields.aspectName}' for entity type ${entityType}; valid aspects: ${[...aspects.keys()].join(", ")}`,
+        `Unknown aspect '${abbreviated(aspectName)}' in '${fields.aspectName}' for entity type ${entityType}; valid aspects: ${[...aspects.keys()].join(", ")}`,
       );
     }
     return kind;
@@ -98,7 +99,7 @@ export class EntityRegistry {
     const aspects = this.entities.get(entityType);
     if (!aspects) {
       throw badInput(
-        `Unknown entity type '${entityType}' in '${field}'; valid entity types: ${this.entityTypes().join(", ")}`,
+        `Unknown entity type '${abbreviated(entityType)}' in '${field}'; valid entity types: ${this.entityTypes().join(", ")}`,
       );
     }
     return aspects;
@@ -120,7 +121,7 @@ export class EntityRegistry {
     if (this.entities.get(entityType)?.get(aspectName) !== "timeseries") {
       const known = this.timeseriesIndexes().map((i) => `${i.entityType}/${i.aspectName}`);
       throw notFound(
-        `No time-series aspect '${aspectName}' for entity type '${entityType}'; known: ${known.join(", ")}`,
+        `No time-series aspect '${abbreviated(aspectName)}' for entity type '${abbreviated(entityType)}'; known: ${known.join(", ")}`,
       );
     }
     return timeseriesIndex(entityType, aspectName);

@@ -1,12 +1,12 @@
 import { z } from "zod";
 import {
+  abbreviated,
   badInput,
   forbidden,
   MAX_NESTING,
-  parseUrn,
+  parseUrnField,
   refuseUnstorable,
   SERVICE_WRITTEN_ASPECTS,
-  UrnParseError,
   type EntityRegistry,
 } from "@mdp/core";
 import type { TimeseriesRow, VersionedAspectWrite } from "@mdp/db";
@@ -36,28 +36,24 @@ export type ValidatedProposal =
 
 /**
  * Checks one proposal against the registry; `at` names it in errors (e.g. "proposals[3]"). Every refusal says which
- * field is wrong and why, so a client can fix the request without guessing.
+ * field is wrong and why, so a client can fix the request without guessing. A value echoed in a message is abbreviated
+ * (any field may be nearly as long as the body), or has passed a check that bounds it (the urn's parse).
  */
 export function validateProposal(p: Proposal, at: string, registry: EntityRegistry): ValidatedProposal {
   if (p.changeType !== "UPSERT") {
-    throw badInput(`${at}.changeType '${p.changeType}' is not supported; only UPSERT is`);
+    throw badInput(`${at}.changeType '${abbreviated(p.changeType)}' is not supported; only UPSERT is`);
   }
   const kind = registry.aspectKind(p.entityType, p.aspectName, {
     entityType: `${at}.entityType`,
     aspectName: `${at}.aspectName`,
   });
-  let urnType: string;
-  try {
-    urnType = parseUrn(p.entityUrn).entityType;
-  } catch (error) {
-    const reason = error instanceof UrnParseError ? error.message : "malformed";
-    throw badInput(`Invalid urn in '${at}.entityUrn': '${p.entityUrn}' (${reason})`);
-  }
+  // The entity type was found in the registry above, and a parsed urn is at most MAX_URN_BYTES: both are short.
+  const urnType = parseUrnField(`${at}.entityUrn`, p.entityUrn).entityType;
   if (urnType !== p.entityType) {
     throw badInput(`${at}.entityUrn '${p.entityUrn}' is a ${urnType} urn, but ${at}.entityType is '${p.entityType}'`);
   }
   if (p.aspect.contentType !== "application/json") {
-    throw badInput(`${at}.aspect.contentType must be application/json, not '${p.aspect.contentType}'`);
+    throw badInput(`${at}.aspect.contentType must be application/json, not '${abbreviated(p.aspect.contentType)}'`);
   }
   let value: unknown;
   try {
