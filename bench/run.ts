@@ -5,12 +5,14 @@
 import path from "node:path";
 import { ensureLocalServices } from "../scripts/local-services";
 import { benchEvaluate } from "./evaluate/evaluate.bench";
+import { benchGraphqlMemory } from "./graphql-memory/graphql-memory.bench";
 import { benchIngest } from "./ingest/ingest.bench";
 import { benchTokens } from "./tokens/tokens.bench";
 import { benchTruncate } from "./truncate/truncate.bench";
 
 const BENCHMARKS: Record<string, () => Promise<void>> = {
   evaluate: benchEvaluate,
+  "graphql-memory": benchGraphqlMemory,
   ingest: benchIngest,
   tokens: benchTokens,
   truncate: benchTruncate,
