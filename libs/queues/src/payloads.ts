@@ -26,6 +26,9 @@ export const evaluationItem = z.object({
   actorUrn: z.string().min(1),
 });
 
+/** Most requests in one evaluate job (the gateway puts at most 100 together). */
+export const EVALUATE_MAX_ITEMS = 1000;
+
 /**
  * Evaluate tests and answer with the results (POST /gms/test?action=evaluate, batchEvaluate). The gateway puts the
  * requests that arrive together into one job, so that under load the queue and database round trips are shared
@@ -33,7 +36,7 @@ export const evaluationItem = z.object({
  */
 export const evaluateBatchPayload = z.object({
   kind: z.literal("evaluate"),
-  items: z.array(evaluationItem).min(1).max(1000),
+  items: z.array(evaluationItem).min(1).max(EVALUATE_MAX_ITEMS),
   /** the ReplyInbox channel of the gateway waiting for the results (absent: nobody waits) */
   replyTo: z.string().min(1).optional(),
   /**

@@ -35,7 +35,8 @@ export async function sendReply(redis: Redis, channel: string, reply: JobReply):
 }
 
 interface Waiter {
-  resolve: (value: unknown) => void;
+  /** takes one reply's return value; true when the wait is over */
+  take: (value: unknown) => boolean;
   reject: (error: unknown) => void;
 }
 
@@ -75,6 +76,25 @@ export class ReplyInbox {
    * JobFailedError, or with whatever `enqueue` threw.
    */
   enqueueAndWait(jobId: string, timeoutMs: number, enqueue: () => Promise<unknown>): Promise<unknown> {
+    let returned: unknown;
+    return this.enqueueAndCollect(jobId, timeoutMs, enqueue, (value) => {
+      returned = value;
+      return true;
+    }).then(() => returned);
+  }
+
+  /**
+   * Like enqueueAndWait, for a job whose worker replies in parts (an evaluate job answers each request as soon as it
+   * is done): `take` is given each reply's return value, and returns true once it has had the last one. Resolves
+   * then; rejects with JobWaitTimeoutError when the parts do not all come within `timeoutMs`, with JobFailedError
+   * when the job fails for good (the parts already taken stand), or with whatever `enqueue` or `take` threw.
+   */
+  enqueueAndCollect(
+    jobId: string,
+    timeoutMs: number,
+    enqueue: () => Promise<unknown>,
+    take: (value: unknown) => boolean,
+  ): Promise<void> {
     return new Promise((resolve, reject) => {
       const settle = (finish: () => void) => {
         clearTimeout(timer);
@@ -83,7 +103,17 @@ export class ReplyInbox {
       };
       const timer = setTimeout(() => settle(() => reject(new JobWaitTimeoutError(jobId, timeoutMs))), timeoutMs);
       this.waiting.set(jobId, {
-        resolve: (value) => settle(() => resolve(value)),
+        take: (value) => {
+          let done: boolean;
+          try {
+            done = take(value);
+          } catch (error) {
+            settle(() => reject(error));
+            return true;
+          }
+          if (done) settle(resolve);
+          return done;
+        },
         reject: (error) => settle(() => reject(error)),
       });
       enqueue().catch((error: unknown) => this.waiting.get(jobId)?.reject(error));
@@ -105,6 +135,6 @@ export class ReplyInbox {
     const waiter = this.waiting.get(reply.jobId);
     if (!waiter) return; // a reply to a wait that already timed out, or a retried job's second reply
     if ("failedReason" in reply) waiter.reject(new JobFailedError(reply.jobId, reply.failedReason));
-    else waiter.resolve(reply.returnvalue);
+    else waiter.take(reply.returnvalue);
   }
 }

@@ -48,8 +48,16 @@ export const evaluationItemReply = z.union([
   ...evaluationItemResult.options,
 ]);
 
-/** What an "evaluate" job's worker sends to the gateway waiting for it (see evaluationItemReply). */
-export const evaluateJobReply = z.object({ items: z.record(z.string(), evaluationItemReply) });
+/**
+ * What an "evaluate" job's worker sends to the gateway waiting for it (see evaluationItemReply). A worker answers
+ * each request as soon as it is done, so that a slow request never holds the answers of those batched with it: every
+ * reply but the job's last says `partial: true`, and the last one completes the job's requests (a request of the job
+ * that none of them answered is an error). Workers of earlier versions sent one reply with every request in it.
+ */
+export const evaluateJobReply = z.object({
+  items: z.record(z.string(), evaluationItemReply),
+  partial: z.literal(true).optional(),
+});
 
 export type EntityEvaluationResult = z.output<typeof entityEvaluationResult>;
 export type EvaluationItemResult = z.output<typeof evaluationItemResult>;

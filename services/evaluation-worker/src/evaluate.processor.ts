@@ -16,7 +16,7 @@ import type { EvaluationInput, EvaluationStore } from "./evaluation.store";
 import type { PushItem, ResultsPusher } from "./results.pusher";
 import { createRunTestHandler } from "./run-test.processor";
 import type { EvaluationProgress, EvaluationRow, TaskRows } from "./task-rows";
-import { EvaluationLimitError, type EvaluationPool } from "./evaluation-pool";
+import { EvaluationLimitError, StoredDefinitionError, type EvaluationPool } from "./evaluation-pool";
 
 export interface EvaluateDeps {
   db: Database;
@@ -52,15 +52,18 @@ interface ItemOutcome {
 }
 
 /**
- * Evaluates the job's items (each one evaluate or batchEvaluate request), pushes their results when asked, sends each
- * item's outcome to the waiting gateway (replyTo), then records the task rows its callers can ask about. Pushed results
- * are committed before the reply, so a caller can read them at once. Whatever the number of items, that is one read
- * (entities, tests and cancellations, afresh from PostgreSQL) and, if any item pushes, a claim and a push transaction
- * (see TaskRows.claimForPush). An unknown entity or test is a refusal (the gateway's 404), not a failure: retrying
- * cannot change it.
+ * Evaluates the job's items (each one evaluate or batchEvaluate request), pushes their results when asked, and sends
+ * each item's outcome to the waiting gateway (replyTo) as soon as that item is done, then records the task rows its
+ * callers can ask about. Each item is a task of its own in the evaluation pool, so a slow item (stopped only at
+ * EVALUATION_TIME_LIMIT_MS) holds one thread and its own answer, never the answers of the items batched with it.
+ * Items done in the same turn of the event loop share one claim, one push transaction and one reply, so a job of
+ * quick items still costs about one of each. Pushed results are committed before their reply, so a caller can read
+ * them at once. Whatever the number of items, the job makes one read (entities, tests and cancellations, afresh from
+ * PostgreSQL). An unknown entity or test is a refusal (the gateway's 404), not a failure: retrying cannot change it;
+ * so is a stored definition that breaks a definition limit (400 naming it).
  *
- * A caller learns its task id only from a 504, so a row is written only where one can have been handed out: for a
- * job that ran as long as its gateway waits (less a margin for clocks, see mayHaveTimedOut), whose reply reached no
+ * A caller learns its task id only from a 504, so a row is written only where one can have been handed out: for an
+ * item answered as late as its gateway waits (less a margin for clocks, see mayHaveTimedOut), whose reply reached no
  * gateway, or that has no replyTo; and for tasks whose row exists already (a 504 before the job started, or a push's
  * claim). Answered evaluations leave no row: recording them cost a fifth of an evaluation's capacity, for rows no
  * caller could look up.
@@ -71,7 +74,11 @@ async function evaluate(
   job: Job,
 ): Promise<EvaluateJobResult | { tasks: Record<string, unknown> }> {
   const startedAt = new Date();
-  let replied = false;
+  /** items whose answer has been sent */
+  const answered = new Set<string>();
+  /** items whose caller may have been given the task id: answered late, or their reply reached no gateway */
+  const maybeTimedOut = new Set<string>();
+  let unsent = payload.items.length;
   try {
     const input = await deps.store.loadForEvaluation({
       urns: [...new Set(payload.items.flatMap((i) => i.urns))],
@@ -80,31 +87,49 @@ async function evaluate(
       taskIds: payload.items.map((i) => i.taskId),
     });
     const evaluatedAt = Date.now();
-    let outcomes = await evaluateItems(deps, payload.items, input, evaluatedAt);
     const cancelled = new Set(input.cancelled);
     const withRow = new Set(input.started);
-    const pushing = outcomes.filter((o) => o.item.push && !("refused" in o.result));
-    if (pushing.length > 0) {
-      const claimed = pushing.map((o) => taskRowOf(job, startedAt, o.item, activeRow(o.item)));
-      for (const row of claimed) withRow.add(row.taskId);
-      const stopped = await inTransaction(deps.db.pool, (client) => deps.tasks.claimForPush(client, claimed));
-      const pushItems = pushing.filter((o) => !stopped.has(o.item.taskId)).flatMap((o) => pushItemsOf(o, input));
-      if (pushItems.length > 0) await inTransaction(deps.db.pool, (client) => deps.pusher.push(client, pushItems));
-      for (const taskId of stopped) cancelled.add(taskId);
-      outcomes = outcomes.map((o) => (stopped.has(o.item.taskId) ? cancelledOutcome(o.item) : o));
-    }
-    let delivered = false;
-    if (payload.replyTo) {
-      const reply: EvaluateJobReply = {
-        items: Object.fromEntries(outcomes.map((o) => [o.item.taskId, toItemReply(o.result)])),
-      };
-      delivered = await replyTo(deps, payload, job, { returnvalue: reply });
-      replied = true;
-    }
-    const recordAll = !delivered || mayHaveTimedOut(payload, job);
+    const finish = perTurn(async (done: ItemOutcome[]): Promise<ItemOutcome[]> => {
+      let ready = done;
+      const pushing = done.filter((o) => o.item.push && !("refused" in o.result));
+      if (pushing.length > 0) {
+        const claimed = pushing.map((o) => taskRowOf(job, startedAt, o.item, activeRow(o.item)));
+        for (const row of claimed) withRow.add(row.taskId);
+        const stopped = await inTransaction(deps.db.pool, (client) => deps.tasks.claimForPush(client, claimed));
+        const pushItems = pushing.filter((o) => !stopped.has(o.item.taskId)).flatMap((o) => pushItemsOf(o, input));
+        if (pushItems.length > 0) await inTransaction(deps.db.pool, (client) => deps.pusher.push(client, pushItems));
+        for (const taskId of stopped) cancelled.add(taskId);
+        ready = done.map((o) => (stopped.has(o.item.taskId) ? cancelledOutcome(o.item) : o));
+      }
+      if (payload.replyTo) {
+        unsent -= ready.length;
+        const reply: EvaluateJobReply = {
+          items: Object.fromEntries(ready.map((o) => [o.item.taskId, toItemReply(o.result)])),
+          ...(unsent > 0 ? { partial: true as const } : {}),
+        };
+        const delivered = await replyTo(deps, payload, job, { returnvalue: reply });
+        const late = !delivered || mayHaveTimedOut(payload, job);
+        for (const o of ready) {
+          answered.add(o.item.taskId);
+          if (late) maybeTimedOut.add(o.item.taskId);
+        }
+      }
+      return ready;
+    });
+    const settled = await Promise.allSettled(
+      payload.items.map((item) => evaluateItem(deps, item, input, evaluatedAt).then(finish)),
+    );
+    const failed = settled.find((s) => s.status === "rejected");
+    if (failed) throw failed.reason;
+    const outcomes = settled.map((s) => (s as PromiseFulfilledResult<ItemOutcome>).value);
+    const recordAll = !payload.replyTo;
     await deps.tasks.recordEvaluations(
       outcomes
-        .filter((o) => !cancelled.has(o.item.taskId) && (recordAll || withRow.has(o.item.taskId)))
+        .filter(
+          (o) =>
+            !cancelled.has(o.item.taskId) &&
+            (recordAll || maybeTimedOut.has(o.item.taskId) || withRow.has(o.item.taskId)),
+        )
         .map((o) => taskRowOf(job, startedAt, o.item, endOf(o))),
     );
     // Without replyTo the gateway reads the job's return value. With it, the results went to the gateway and into the
@@ -115,14 +140,45 @@ async function evaluate(
   } catch (error) {
     const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
     const message = error instanceof Error ? error.message : String(error);
-    await recordEvaluateFailure(deps, payload, job, startedAt, {
-      failedReason: lastAttempt ? message : `Attempt ${job.attemptsMade + 1} failed, retrying: ${message}`,
-      final: lastAttempt,
+    const unanswered = payload.items.filter((i) => !answered.has(i.taskId));
+    const failedReason = lastAttempt ? message : `Attempt ${job.attemptsMade + 1} failed, retrying: ${message}`;
+    if (unanswered.length === 0) {
       // Only the task rows failed to be written: the callers have their answers, a failure would contradict them.
-      reply: !replied,
+      await recordEvaluateFailure(deps, payload, job, startedAt, { failedReason, final: lastAttempt, reply: false });
+      throw error;
+    }
+    if (unanswered.length < payload.items.length && !lastAttempt) {
+      // The next attempt evaluates (and pushes) only what is still unanswered.
+      await job.updateData({ ...payload, items: unanswered }).catch(() => undefined);
+    }
+    await recordEvaluateFailure(deps, { ...payload, items: unanswered }, job, startedAt, {
+      failedReason,
+      final: lastAttempt,
     });
     throw error;
   }
+}
+
+/**
+ * Runs `run` once per turn of the event loop on the values given in that turn, each caller getting the result at its
+ * value's index (or `run`'s error).
+ */
+function perTurn<T, R>(run: (batch: T[]) => Promise<R[]>): (value: T) => Promise<R> {
+  let pending: Array<{ value: T; resolve: (result: R) => void; reject: (error: unknown) => void }> = [];
+  return (value) =>
+    new Promise<R>((resolve, reject) => {
+      if (pending.length === 0) {
+        setImmediate(() => {
+          const batch = pending;
+          pending = [];
+          run(batch.map((b) => b.value)).then(
+            (results) => batch.forEach((b, i) => b.resolve(results[i]!)),
+            (error: unknown) => batch.forEach((b) => b.reject(error)),
+          );
+        });
+      }
+      pending.push({ value, resolve, reject });
+    });
 }
 
 /**
@@ -211,33 +267,29 @@ async function replyTo(
 }
 
 /**
- * Evaluates the job's items in the evaluation pool's threads (see EvaluationPool): a refusal for an unknown entity or
- * test, or for a cancelled task, is decided here; the rest are evaluated in one task. A request stopped at the time or
- * memory limit is refused naming the limit and the test (a 400: its tests cannot be evaluated on its entities within
- * this service's limits, and retrying cannot change that); the requests batched with it get their answers.
+ * Evaluates one item in a task of its own in the evaluation pool's threads (see EvaluationPool): a refusal for an
+ * unknown entity or test, or for a cancelled task, is decided here. A request stopped at the time or memory limit is
+ * refused naming the limit and the test (a 400: its tests cannot be evaluated on its entities within this service's
+ * limits, and retrying cannot change that); so is one needing a test whose stored definition breaks a definition
+ * limit (a row stored before the limit existed): it stays so until the test is updated.
  */
-async function evaluateItems(
+async function evaluateItem(
   deps: EvaluateDeps,
-  items: readonly EvaluationItem[],
+  item: EvaluationItem,
   input: EvaluationInput,
   at: number,
-): Promise<ItemOutcome[]> {
-  const outcomes = items.map((item) => refusalOf(item, input));
-  const toEvaluate = items.flatMap((item, i) => (outcomes[i] ? [] : [i]));
-  if (toEvaluate.length === 0) return outcomes as ItemOutcome[];
-  const evaluated = await deps.pool.evaluate(
-    { at, tests: input.tests, entities: input.entities },
-    toEvaluate.map((i) => ({ urns: items[i]!.urns, testUrns: items[i]!.testUrns })),
-  );
-  toEvaluate.forEach((i, k) => {
-    const item = items[i]!;
-    const evaluations = evaluated[k]!;
-    outcomes[i] =
-      evaluations instanceof EvaluationLimitError
-        ? refusal(item, "BAD_USER_INPUT", evaluations.message)
-        : { item, result: { results: Object.fromEntries(evaluations.map((e) => [e.urn, e])) }, evaluations };
-  });
-  return outcomes as ItemOutcome[];
+): Promise<ItemOutcome> {
+  const refused = refusalOf(item, input);
+  if (refused) return refused;
+  const named = item.testUrns && new Set(item.testUrns);
+  const tests = input.tests.filter((t) => (named ? named.has(t.urn) : t.active));
+  const [outcome] = await deps.pool.evaluate({ at, tests, entities: input.entities }, [
+    { urns: item.urns, testUrns: item.testUrns },
+  ]);
+  if (outcome instanceof EvaluationLimitError || outcome instanceof StoredDefinitionError) {
+    return refusal(item, "BAD_USER_INPUT", outcome.message);
+  }
+  return { item, result: { results: Object.fromEntries(outcome!.map((e) => [e.urn, e])) }, evaluations: outcome! };
 }
 
 function refusal(

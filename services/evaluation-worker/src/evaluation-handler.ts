@@ -2,7 +2,7 @@ import type { Redis } from "ioredis";
 import type { Logger } from "@mdp/core";
 import { AspectRepository, type Database } from "@mdp/db";
 import type { Job } from "bullmq";
-import { sendReply, type JobHandler, type Payload } from "@mdp/queues";
+import { EVALUATE_MAX_ITEMS, sendReply, type JobHandler, type Payload } from "@mdp/queues";
 import { createEvaluateHandler, recordEvaluateFailure } from "./evaluate.processor";
 import { EvaluationStore } from "./evaluation.store";
 import { EvaluationPool, type PoolSettings } from "./evaluation-pool";
@@ -24,10 +24,13 @@ export function evaluationHandler(
   shutdownSignal: AbortSignal,
   /** EVALUATION_TIME_LIMIT_MS */
   timeLimitMs = 10_000,
-  /** EVALUATION_THREADS, EVALUATION_MEMORY_LIMIT_MB and the queue's bound (EVALUATION_CONCURRENCY) */
+  /**
+   * EVALUATION_THREADS, EVALUATION_MEMORY_LIMIT_MB and the jobs run at once (EVALUATION_CONCURRENCY), each of whose
+   * requests is a task of its own in the pool
+   */
   { threads = 2, memoryLimitMb = 128, maxQueue = 8 }: Partial<Omit<PoolSettings, "timeLimitMs">> = {},
 ): EvaluationHandler {
-  const pool = new EvaluationPool({ threads, memoryLimitMb, maxQueue, timeLimitMs });
+  const pool = new EvaluationPool({ threads, memoryLimitMb, maxQueue: maxQueue * EVALUATE_MAX_ITEMS, timeLimitMs });
   const handler = createEvaluateHandler({
     db,
     store: new EvaluationStore(db.pool),

@@ -2,7 +2,7 @@ import path from "node:path";
 import { Piscina } from "piscina";
 import type { EntityEvaluation, EntitySnapshot } from "@mdp/metadata-tests";
 import type { StoredTest } from "./evaluation.store";
-import { WHERE, type EvaluationTask, type ThreadItem } from "./evaluation-thread";
+import { WHERE, type EvaluationTask, type ThreadItem, type ThreadItemResult } from "./evaluation-thread";
 
 export interface PoolSettings {
   /** EVALUATION_THREADS: threads that evaluate; a thread stopped at a limit is replaced */
@@ -11,8 +11,33 @@ export interface PoolSettings {
   memoryLimitMb: number;
   /** EVALUATION_TIME_LIMIT_MS: how long one request's (or one runTest batch's) evaluation may run */
   timeLimitMs: number;
-  /** tasks that may wait for a thread: one per job the worker runs at once (EVALUATION_CONCURRENCY) */
+  /**
+   * tasks that may wait for a thread: each request of the jobs the worker runs at once is a task of its own
+   * (EVALUATION_CONCURRENCY × the most requests in one job, see evaluationHandler)
+   */
   maxQueue: number;
+}
+
+type Balancer = NonNullable<ConstructorParameters<typeof Piscina>[0]>["loadBalancer"] & {};
+type BalancedThread = Parameters<Balancer>[1][number];
+
+/**
+ * piscina's default balancer hands a task to any thread without one, including a thread that replaces one stopped at
+ * a limit and is still loading its modules (hundreds of ms): a request would wait for that load while another thread
+ * is free. This one picks only threads that are ready and idle; a task no such thread takes waits in the queue, and
+ * piscina distributes it again when a thread becomes ready or finishes a task. Readiness is piscina's own flag (on
+ * its worker record, behind the kWorkerData symbol); should a later piscina not expose it, every thread counts as
+ * ready, as piscina's default does.
+ */
+const readyIdleThread: Balancer = (_task, threads) => {
+  for (const thread of threads) if (thread.currentUsage === 0 && isReady(thread)) return thread;
+  return null;
+};
+
+function isReady(thread: BalancedThread): boolean {
+  const data = Object.getOwnPropertySymbols(thread).find((symbol) => symbol.description === "Piscina.kWorkerData");
+  const record = data && (thread as unknown as Record<symbol, { isReady?: () => boolean } | undefined>)[data];
+  return typeof record?.isReady === "function" ? record.isReady() : true;
 }
 
 /** A thread's young generation, fixed so that the memory budget is the documented sum (see docs/limits.md). */
@@ -30,6 +55,24 @@ export class EvaluationLimitError extends Error {
     super(message);
   }
 }
+
+/**
+ * A request that names (or selects) a test whose stored definition fails validation: a row written before a
+ * definition limit existed. Retrying cannot help: the definition stays as it is until the test is updated.
+ */
+export class StoredDefinitionError extends Error {
+  override readonly name = "StoredDefinitionError";
+  constructor(
+    /** the test whose definition is refused */
+    readonly testUrn: string,
+    /** the parser's message: "Failed to validate test definition: <where>: <what>, more than the limit of <n>" */
+    readonly reason: string,
+  ) {
+    super(`Test ${testUrn} cannot be evaluated: its stored definition is refused. ${reason}`);
+  }
+}
+
+export type PoolOutcome = EntityEvaluation[] | EvaluationLimitError | StoredDefinitionError;
 
 export interface PoolInput {
   at: number;
@@ -54,7 +97,7 @@ export interface PoolInput {
  * the request that caused it is refused.
  */
 export class EvaluationPool {
-  private readonly pool: Piscina<EvaluationTask, EntityEvaluation[][]>;
+  private readonly pool: Piscina<EvaluationTask, ThreadItemResult[]>;
 
   constructor(readonly settings: PoolSettings) {
     this.pool = new Piscina({
@@ -64,6 +107,7 @@ export class EvaluationPool {
       maxThreads: settings.threads,
       idleTimeout: Number.MAX_SAFE_INTEGER,
       maxQueue: settings.maxQueue,
+      loadBalancer: readyIdleThread,
       resourceLimits: {
         maxOldGenerationSizeMb: settings.memoryLimitMb,
         maxYoungGenerationSizeMb: YOUNG_GENERATION_MB,
@@ -73,15 +117,15 @@ export class EvaluationPool {
 
   /**
    * Evaluates each item (a request: urns and the tests it names, or unset for the ACTIVE tests of each entity's type)
-   * against `input`; each item's evaluations, or the EvaluationLimitError it was stopped with. Other errors (a stored
-   * definition that no longer parses, say) are thrown.
+   * against `input`; each item's evaluations, the EvaluationLimitError it was stopped with, or the
+   * StoredDefinitionError of a test it needs whose stored definition no longer parses. Other errors are thrown.
    */
   async evaluate(
     input: PoolInput,
     items: readonly ThreadItem[],
     limitText = `${this.settings.timeLimitMs} ms (EVALUATION_TIME_LIMIT_MS)`,
-  ): Promise<Array<EntityEvaluation[] | EvaluationLimitError>> {
-    const outcomes = new Array<EntityEvaluation[] | EvaluationLimitError>(items.length);
+  ): Promise<PoolOutcome[]> {
+    const outcomes = new Array<PoolOutcome>(items.length);
     let pending = items.map((_, i) => i);
     while (pending.length > 0) {
       const run = pending;
@@ -91,7 +135,10 @@ export class EvaluationPool {
         limitText,
       );
       if (Array.isArray(result)) {
-        run.forEach((i, k) => (outcomes[i] = result[k]!));
+        run.forEach((i, k) => {
+          const one = result[k]!;
+          outcomes[i] = Array.isArray(one) ? one : new StoredDefinitionError(one.invalidTest, one.message);
+        });
         return outcomes;
       }
       outcomes[run[result.item]!] = result.error;
@@ -110,7 +157,7 @@ export class EvaluationPool {
     input: PoolInput,
     items: ThreadItem[],
     limitText: string,
-  ): Promise<EntityEvaluation[][] | { item: number; error: EvaluationLimitError }> {
+  ): Promise<ThreadItemResult[] | { item: number; error: EvaluationLimitError }> {
     const limitMs = this.settings.timeLimitMs;
     const whereBuffer = new SharedArrayBuffer(WHERE.size * Int32Array.BYTES_PER_ELEMENT);
     const where = new Int32Array(whereBuffer).fill(-1);

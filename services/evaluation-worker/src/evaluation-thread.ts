@@ -1,4 +1,11 @@
-import { appliesToEntityType, evaluateEntity, type EntityEvaluation, type EntitySnapshot } from "@mdp/metadata-tests";
+import {
+  appliesToEntityType,
+  evaluateEntity,
+  TestDefinitionError,
+  type EntityEvaluation,
+  type TestToRun,
+  type EntitySnapshot,
+} from "@mdp/metadata-tests";
 import { DefinitionCache } from "./definition-cache";
 import type { StoredTest } from "./evaluation.store";
 
@@ -31,13 +38,25 @@ export const WHERE = { item: 0, startedAt: 1, entity: 2, test: 3, size: 4 } as c
 /** Parsed definitions live as long as the thread: a thread replaced after a limit starts with none. */
 const definitions = new DefinitionCache();
 
-/** Each item's evaluations, one per urn, in the item's urn order. */
-export default function evaluateTask(task: EvaluationTask): EntityEvaluation[][] {
+/**
+ * An item that names (or selects) a test whose stored definition fails validation, as a row written before a
+ * definition limit existed does: the test and the parser's message. Returned rather than thrown, so that the
+ * request is refused (retrying cannot change a stored definition) and the other items of the task are answered.
+ */
+export interface InvalidDefinition {
+  invalidTest: string;
+  message: string;
+}
+
+export type ThreadItemResult = EntityEvaluation[] | InvalidDefinition;
+
+/** Each item's evaluations, one per urn, in the item's urn order; or the stored definition it could not parse. */
+export default function evaluateTask(task: EvaluationTask): ThreadItemResult[] {
   const where = new Int32Array(task.where);
   const entities = new Map(task.entities.map((e) => [e.urn, e]));
   const testIndex = new Map(task.tests.map((t, i) => [t.urn, i]));
   const activeIndexes = task.tests.flatMap((t, i) => (t.active ? [i] : []));
-  const out: EntityEvaluation[][] = [];
+  const out: ThreadItemResult[] = [];
   for (let i = 0; i < task.items.length; i++) {
     const item = task.items[i]!;
     Atomics.store(where, WHERE.entity, -1);
@@ -45,24 +64,32 @@ export default function evaluateTask(task: EvaluationTask): EntityEvaluation[][]
     Atomics.store(where, WHERE.startedAt, Date.now() - task.base);
     Atomics.store(where, WHERE.item, i);
     const named = item.testUrns?.map((urn) => testIndex.get(urn)!);
-    out.push(
-      item.urns.map((urn, e) => {
-        Atomics.store(where, WHERE.entity, e);
-        const entity = entities.get(urn)!;
-        const evaluation: EntityEvaluation = { urn, passing: [], failing: [], notApplicable: [], evaluatedAt: task.at };
-        // Test by test, so that a test stopped at a limit can be named (see EvaluationPool).
-        for (const t of named ?? activeIndexes) {
-          Atomics.store(where, WHERE.test, t);
-          const test = definitions.toRun(task.tests[t]!);
-          if (!named && !appliesToEntityType(test.definition, entity.entityType)) continue;
-          const one = evaluateEntity([test], entity, task.at);
-          evaluation.passing.push(...one.passing);
-          evaluation.failing.push(...one.failing);
-          evaluation.notApplicable.push(...one.notApplicable);
+    let invalid: InvalidDefinition | undefined;
+    const evaluations = item.urns.map((urn, e) => {
+      Atomics.store(where, WHERE.entity, e);
+      const entity = entities.get(urn)!;
+      const evaluation: EntityEvaluation = { urn, passing: [], failing: [], notApplicable: [], evaluatedAt: task.at };
+      // Test by test, so that a test stopped at a limit can be named (see EvaluationPool).
+      for (const t of invalid ? [] : (named ?? activeIndexes)) {
+        Atomics.store(where, WHERE.test, t);
+        const stored = task.tests[t]!;
+        let test: TestToRun;
+        try {
+          test = definitions.toRun(stored);
+        } catch (error) {
+          if (!(error instanceof TestDefinitionError)) throw error;
+          invalid = { invalidTest: stored.urn, message: error.message };
+          break;
         }
-        return evaluation;
-      }),
-    );
+        if (!named && !appliesToEntityType(test.definition, entity.entityType)) continue;
+        const one = evaluateEntity([test], entity, task.at);
+        evaluation.passing.push(...one.passing);
+        evaluation.failing.push(...one.failing);
+        evaluation.notApplicable.push(...one.notApplicable);
+      }
+      return evaluation;
+    });
+    out.push(invalid ?? evaluations);
   }
   return out;
 }

@@ -1,7 +1,7 @@
 import { DelayedError, UnrecoverableError, type Job } from "bullmq";
 import { cancellationReason, inTransaction, type Queryable } from "@mdp/db";
 import type { EntityEvaluation } from "@mdp/metadata-tests";
-import { EvaluationLimitError } from "./evaluation-pool";
+import { EvaluationLimitError, StoredDefinitionError } from "./evaluation-pool";
 import type { Payload } from "@mdp/queues";
 import type { EvaluateDeps } from "./evaluate.processor";
 import { percentOf, type EvaluationProgress, type TaskEnd } from "./task-rows";
@@ -94,6 +94,9 @@ export function createRunTestHandler(deps: EvaluateDeps) {
             `${outcome.message} ${progress.evaluated + outcome.entitiesBefore} entities were evaluated before it.`,
           );
         }
+        // A stored definition past a limit (written before the limit existed) fails the run at once: no attempt can
+        // change it.
+        if (outcome instanceof StoredDefinitionError) return await end("failed", outcome.message);
         const evaluations = entities.map((entity, i) => ({ entity, evaluation: outcome![i]! }));
         const evaluated = new Set([payload.testUrn]);
         progress = await inTransaction(deps.db.pool, async (client) => {

@@ -37,14 +37,26 @@ describe("evaluation isolation", () => {
   let handler: EvaluationHandler;
   let worker: Worker;
   const channel = `replies-${randomUUID()}`;
-  const waiting = new Map<string, (reply: Record<string, ItemReply>) => void>();
+  /** each job's handler of its replies (a job answers each item as soon as it is done; all but the last are partial) */
+  const waiting = new Map<string, (reply: { items: Record<string, ItemReply>; partial?: true }) => void>();
+
+  /** Each item of the job, when it was answered (performance.now()), and its reply; once the last reply is in. */
+  function repliesOf(jobId: string): Promise<Record<string, { reply: ItemReply; at: number }>> {
+    const answered: Record<string, { reply: ItemReply; at: number }> = {};
+    return new Promise((resolve) =>
+      waiting.set(jobId, ({ items, partial }) => {
+        for (const [taskId, reply] of Object.entries(items)) answered[taskId] = { reply, at: performance.now() };
+        if (!partial) resolve(answered);
+      }),
+    );
+  }
 
   /** Queues one evaluate request as its own job and resolves to its item's reply and how long it took. */
   async function evaluate(urn: string, testUrns: string[]): Promise<{ reply: ItemReply; ms: number }> {
     const jobId = randomUUID();
     const taskId = randomUUID();
     const started = performance.now();
-    const replied = new Promise<Record<string, ItemReply>>((resolve) => waiting.set(jobId, resolve));
+    const replied = repliesOf(jobId);
     await queue.add(
       "evaluate",
       {
@@ -56,7 +68,7 @@ describe("evaluation isolation", () => {
       { jobId },
     );
     const items = await replied;
-    return { reply: items[taskId]!, ms: performance.now() - started };
+    return { reply: items[taskId]!.reply, ms: performance.now() - started };
   }
 
   beforeAll(async () => {
@@ -68,8 +80,11 @@ describe("evaluation isolation", () => {
     subscriber = createRedis(redisUrl, "worker");
     producer = createRedis(redisUrl, "producer");
     subscriber.on("message", (_channel: string, message: string) => {
-      const reply = JSON.parse(message) as { jobId: string; returnvalue: { items: Record<string, ItemReply> } };
-      waiting.get(reply.jobId)?.(reply.returnvalue.items);
+      const reply = JSON.parse(message) as {
+        jobId: string;
+        returnvalue: { items: Record<string, ItemReply>; partial?: true };
+      };
+      waiting.get(reply.jobId)?.(reply.returnvalue);
     });
     await subscriber.subscribe(channel);
     queue = new Queue(QUEUE_NAMES.evaluate, { connection: producer, prefix });
@@ -167,10 +182,10 @@ describe("evaluation isolation", () => {
     expect(JSON.parse(next.resultsJson![SMALL]!)).toMatchObject({ passing: [{ test: "urn:li:test:described" }] });
   });
 
-  it("refuses only the request that hit the limit: the requests batched with it get their answers", async () => {
+  it("answers each request of a job as soon as it is done: one that runs to the limit holds no other's answer", async () => {
     const jobId = randomUUID();
-    const [slow, quick] = [randomUUID(), randomUUID()];
-    const replied = new Promise<Record<string, ItemReply>>((resolve) => waiting.set(jobId, resolve));
+    const [slow, quick, alsoQuick] = [randomUUID(), randomUUID(), randomUUID()];
+    const replied = repliesOf(jobId);
     const item = (taskId: string, urn: string, testUrns: string[]) => ({
       taskId,
       urns: [urn],
@@ -178,20 +193,30 @@ describe("evaluation isolation", () => {
       testUrns,
       actorUrn: ACTOR,
     });
+    const started = performance.now();
     await queue.add(
       "evaluate",
       {
         kind: "evaluate",
-        items: [item(slow, HOG, HOG_TESTS), item(quick, SMALL, ["urn:li:test:described"])],
+        items: [
+          item(slow, HOG, HOG_TESTS),
+          item(quick, SMALL, ["urn:li:test:described"]),
+          item(alsoQuick, SMALL, ["urn:li:test:described"]),
+        ],
         replyTo: channel,
         waitMs: 30_000,
       },
       { jobId },
     );
     const items = await replied;
-    expect(items[slow]!.refused?.message).toContain("(EVALUATION_TIME_LIMIT_MS)");
-    expect(JSON.parse(items[quick]!.resultsJson![SMALL]!)).toMatchObject({
-      passing: [{ test: "urn:li:test:described" }],
-    });
+    expect(items[slow]!.reply.refused?.message).toContain(`on ${HOG} stopped after ${TIME_LIMIT_MS} ms`);
+    expect(items[slow]!.at - started).toBeGreaterThanOrEqual(TIME_LIMIT_MS);
+    for (const taskId of [quick, alsoQuick]) {
+      expect(JSON.parse(items[taskId]!.reply.resultsJson![SMALL]!)).toMatchObject({
+        passing: [{ test: "urn:li:test:described" }],
+      });
+      // Answered while the hog ran, not when it was stopped (a few ms unloaded; room for a shared machine).
+      expect(items[taskId]!.at - started).toBeLessThan(TIME_LIMIT_MS / 2);
+    }
   });
 });

@@ -36,8 +36,9 @@ interface Waiting {
  * Puts the evaluate requests that arrive together into one evaluate-tests job: those whose bodies were read in the
  * same turn of the event loop (flushed with setImmediate, so a lone request waits for nothing). Under load that turns
  * one queue round trip and one database read per request into one per batch; each request keeps
- * its own task id and gets its own result. Rejects every request of a batch with the batch's error: the wait timing
- * out (JobWaitTimeoutError), the job failing (JobFailedError), or the queue being unreachable.
+ * its own task id and gets its own result, as soon as the worker has it: a slow request in the batch does not hold the
+ * others' answers. Rejects every request of a batch not answered yet with the batch's error: the wait timing out
+ * (JobWaitTimeoutError), the job failing (JobFailedError), or the queue being unreachable.
  */
 export class EvaluationBatcher {
   private pending: Waiting[] = [];
@@ -46,7 +47,7 @@ export class EvaluationBatcher {
 
   constructor(
     private readonly producer: Producer<"evaluate">,
-    private readonly inbox: Pick<ReplyInbox, "channel" | "enqueueAndWait">,
+    private readonly inbox: Pick<ReplyInbox, "channel" | "enqueueAndCollect">,
     private readonly timeoutMs: number,
     private readonly limits: BatchLimits = { items: 100, urns: 1000 },
   ) {}
@@ -75,35 +76,48 @@ export class EvaluationBatcher {
     if (batch.length === 0) return;
     const jobId = randomUUID();
     const items = batch.map((w) => w.item);
+    const unanswered = new Map(batch.map((w) => [w.item.taskId, w]));
     this.inbox
-      .enqueueAndWait(jobId, this.timeoutMs, () =>
-        this.producer.enqueue(jobId, {
-          kind: "evaluate",
-          items,
-          replyTo: this.inbox.channel,
-          waitMs: this.timeoutMs,
-        }),
-      )
-      .then((returned) => {
-        const parsed = evaluateJobReply.safeParse(returned);
-        for (const waiting of batch) {
-          try {
-            if (!parsed.success) throw new UnexpectedResultError(parsed.error.message);
-            waiting.resolve(outcomeOf(waiting.item, parsed.data.items[waiting.item.taskId]));
-          } catch (error) {
-            waiting.reject(error);
+      .enqueueAndCollect(
+        jobId,
+        this.timeoutMs,
+        () =>
+          this.producer.enqueue(jobId, {
+            kind: "evaluate",
+            items,
+            replyTo: this.inbox.channel,
+            waitMs: this.timeoutMs,
+          }),
+        // The worker answers each request as soon as it is done (a slow one never holds the others' answers): each
+        // reply answers the requests in it at once, and the last one (not partial) the job's remaining requests.
+        (returned) => {
+          const parsed = evaluateJobReply.safeParse(returned);
+          if (!parsed.success) throw new UnexpectedResultError(parsed.error.message);
+          for (const [taskId, reply] of Object.entries(parsed.data.items)) {
+            const waiting = unanswered.get(taskId);
+            if (!waiting) continue; // answered already (a retried attempt answers again), or not this job's
+            unanswered.delete(taskId);
+            try {
+              waiting.resolve(outcomeOf(waiting.item, reply));
+            } catch (error) {
+              waiting.reject(error);
+            }
           }
-        }
-      })
+          if (parsed.data.partial) return unanswered.size === 0;
+          for (const waiting of unanswered.values())
+            waiting.reject(new UnexpectedResultError("no result for this request"));
+          unanswered.clear();
+          return true;
+        },
+      )
       .catch((error: unknown) => {
-        for (const waiting of batch) waiting.reject(error);
+        for (const waiting of unanswered.values()) waiting.reject(error);
       });
   }
 }
 
 /** The item's reply as its request's outcome, with a result for each of its urns; throws UnexpectedResultError. */
-function outcomeOf(item: EvaluationItem, reply: EvaluationItemReply | undefined): EvaluationOutcome {
-  if (!reply) throw new UnexpectedResultError("no result for this request");
+function outcomeOf(item: EvaluationItem, reply: EvaluationItemReply): EvaluationOutcome {
   if ("refused" in reply) return reply;
   const resultsJson =
     "resultsJson" in reply
