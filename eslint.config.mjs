@@ -23,7 +23,7 @@ export default tseslint.config(
     files: ["**/*.cjs"],
     languageOptions: {
       sourceType: "commonjs",
-      globals: { require: "readonly", module: "readonly", process: "readonly" },
+      globals: { require: "readonly", module: "readonly", process: "readonly", __dirname: "readonly" },
     },
     rules: { "@typescript-eslint/no-require-imports": "off" },
   },

@@ -26,3 +26,25 @@ export function serviceNodeArgs(root: string, name: ServiceName, extraFlags: str
     path.join(root, "services", name, "src", "main.ts"),
   ];
 }
+
+/**
+ * The export condition under which the workspace libs resolve to their build (`dist/`) instead of their TypeScript
+ * sources (each lib's package.json `exports`). A built service must run with `--conditions=mdp-built`: without it
+ * its `require("@mdp/core")` would load a .ts file.
+ */
+export const BUILT_CONDITION = "mdp-built";
+
+/**
+ * Node flags of a service started from its build (`pnpm build`), as each service's `start:prod` script, the
+ * Dockerfile and docker-compose.yml spell them: the same flags as from source, no TypeScript loader.
+ */
+export const BUILT_SERVICE_NODE_FLAGS = [
+  ...SERVICE_NODE_FLAGS,
+  "--enable-source-maps",
+  `--conditions=${BUILT_CONDITION}`,
+];
+
+/** Arguments for `node` to run a service from its build in this workspace (test/e2e/build.e2e.spec.ts). */
+export function builtServiceNodeArgs(root: string, name: ServiceName, extraFlags: string[] = []): string[] {
+  return [...BUILT_SERVICE_NODE_FLAGS, ...extraFlags, path.join(root, "services", name, "dist", "main.js")];
+}

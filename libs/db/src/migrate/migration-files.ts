@@ -2,8 +2,15 @@ import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 
-/** The repository's prisma/migrations, found from this file so the working directory does not matter. */
-export const defaultMigrationsDir = path.resolve(__dirname, "../../../../prisma/migrations");
+/**
+ * The repository's prisma/migrations, found from this file so the working directory does not matter. A build
+ * (`pnpm build`) carries its own copy in dist/prisma/migrations, which is used when present: a deployed build has no
+ * repository around it.
+ */
+const builtMigrationsDir = path.resolve(__dirname, "../prisma/migrations");
+export const defaultMigrationsDir = existsSync(builtMigrationsDir)
+  ? builtMigrationsDir
+  : path.resolve(__dirname, "../../../../prisma/migrations");
 
 export const LOCKFILE_NAME = "migration_lock.toml";
 /** Byte for byte what Prisma writes (and `migrate dev` would otherwise rewrite). */
