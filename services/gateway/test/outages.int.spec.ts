@@ -40,6 +40,24 @@ describe("outages", () => {
       },
     };
   };
+  /** GraphQL over HTTP, with the response's status and Retry-After (the harness's helper drops the headers) */
+  const graphql = async (query: string, variables: Record<string, unknown> = {}) => {
+    const res = await fetch(`${h.baseUrl}/api/graphql`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...systemClientHeaders(ROOT) },
+      body: JSON.stringify({ query, variables }),
+    });
+    return {
+      status: res.status,
+      retryAfter: res.headers.get("retry-after"),
+      body: (await res.json()) as {
+        data?: Record<string, unknown> | null;
+        errors?: Array<{ message: string; extensions?: Record<string, unknown> }>;
+      },
+    };
+  };
+  const taskStatus = async (taskId: unknown) =>
+    (await post("/gms/operations?action=getTaskStatus", { taskId })).body.value as Record<string, unknown>;
   const unavailable = (message: string) => ({
     status: 503,
     retryAfter: String(OUTAGE_RETRY_AFTER_SECONDS),
@@ -66,6 +84,24 @@ describe("outages", () => {
     [pg, redis] = await Promise.all([privatePostgres(), privateRedis()]);
     h = await startGateway({ DATABASE_URL: pg.url, REDIS_URL: redis.url });
     worker = await startEvaluationWorker(h);
+    const created = await graphql(
+      `
+        mutation ($input: CreateTestInput!) {
+          createTest(input: $input)
+        }
+      `,
+      {
+        input: {
+          id: "outage-run",
+          name: "outage run",
+          category: "Quality",
+          definition: {
+            json: '{"on":{"types":["dataset"]},"rules":{"property":"datasetProperties.description","operator":"exists"}}',
+          },
+        },
+      },
+    );
+    expect(created.body.errors).toBeUndefined();
     queue = new Queue(QUEUE_NAMES.evaluate, { connection: { url: redis.url }, prefix: h.config.QUEUE_PREFIX });
     expect((await ingest()).status).toBe(200);
   }, 50_000);
@@ -89,11 +125,11 @@ describe("outages", () => {
       );
       expect(await ingest()).toMatchObject(unavailable(PG_DOWN));
       expect(await post("/gms/operations?action=getTaskStatus", { taskId: "t" })).toMatchObject(unavailable(PG_DOWN));
-      const token = await h.graphql(
-        CREATE_TOKEN,
-        { input: { type: "PERSONAL", actorUrn: ROOT, duration: "ONE_HOUR", name: "outage" } },
-        systemClientHeaders(ROOT),
-      );
+      // GraphQL: an operation whose only errors are outages is a 503 with Retry-After too, not a 200
+      const token = await graphql(CREATE_TOKEN, {
+        input: { type: "PERSONAL", actorUrn: ROOT, duration: "ONE_HOUR", name: "outage" },
+      });
+      expect(token).toMatchObject({ status: 503, retryAfter: String(OUTAGE_RETRY_AFTER_SECONDS) });
       expect(token.body.errors?.[0]).toMatchObject({
         message: PG_DOWN,
         extensions: { code: "SERVICE_UNAVAILABLE", details: { retryAfterSeconds: OUTAGE_RETRY_AFTER_SECONDS } },
@@ -135,8 +171,35 @@ describe("outages", () => {
     await redis.stop();
     try {
       expect(await post("/gms/test?action=evaluate", { urn: DATASET })).toMatchObject(unavailable(REDIS_DOWN));
-      // TruncationService answers its own 503 ("The task queue is unavailable; nothing was deleted.")
-      expect((await post("/gms/operations?action=truncateTimeseriesAspect", truncation(false))).status).toBe(503);
+      // A truncation's task row is written before its job: the job cannot be queued, so the row ends failed, saying
+      // why, and the caller gets its id to look it up (PostgreSQL is up).
+      const truncate = await post("/gms/operations?action=truncateTimeseriesAspect", truncation(false));
+      expect(truncate).toMatchObject(unavailable(REDIS_DOWN));
+      expect(await taskStatus(truncate.body.details?.taskId)).toMatchObject({
+        type: "TRUNCATE_TIMESERIES",
+        state: "failed",
+        failedReason: "Could not be queued: Redis is unavailable.",
+      });
+      // runTest alike, over GraphQL: 503 with Retry-After, and a failed task row rather than one waiting forever
+      const run = await graphql(
+        `
+          mutation ($urn: String!) {
+            runTest(urn: $urn)
+          }
+        `,
+        { urn: "urn:li:test:outage-run" },
+      );
+      expect(run).toMatchObject({ status: 503, retryAfter: String(OUTAGE_RETRY_AFTER_SECONDS) });
+      expect(run.body.errors?.[0]).toMatchObject({
+        message: REDIS_DOWN,
+        extensions: { code: "SERVICE_UNAVAILABLE", details: { taskId: expect.any(String) } },
+      });
+      const runTask = (run.body.errors?.[0]?.extensions?.details as { taskId: string }).taskId;
+      expect(await taskStatus(runTask)).toMatchObject({
+        type: "EVALUATE_TESTS",
+        state: "failed",
+        failedReason: "Could not be queued: Redis is unavailable.",
+      });
     } finally {
       await redis.start();
     }

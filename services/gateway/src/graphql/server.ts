@@ -6,13 +6,13 @@ import type { RequestHandler } from "express";
 import type { Server } from "node:http";
 import type { Logger } from "@mdp/core";
 import { actorOf } from "../auth/auth.middleware";
-import { rateLimitedGraphQLStatus } from "../http/rate-limits";
 import type { GraphQLContext, Services } from "./context";
 import { DocumentCache } from "./document-cache";
 import { PARSE_OPTIONS, refuseOversizedDocuments } from "./document-limits";
 import { formatError } from "./errors";
 import { queryCostLimit } from "./query-cost";
 import { armor, queryLimits } from "./query-limits";
+import { retryAfterStatus } from "./retry-status";
 import { resolvers, typeDefs } from "./schema";
 import { rewriteTypeAliases } from "./type-aliases";
 
@@ -61,7 +61,8 @@ export async function createGraphQLMiddleware(
       // 0: it only ever answered `cache-control: no-store`. That header is kept (responses carry tokens), the hooks go.
       ApolloServerPluginCacheControlDisabled(),
       noStore,
-      rateLimitedGraphQLStatus,
+      // 429 / 503 with Retry-After for an operation refused for a reason to wait out (rate limit, outage)
+      retryAfterStatus,
       queryCostLimit,
       ...armor.plugins,
     ],

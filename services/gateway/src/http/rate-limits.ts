@@ -1,4 +1,3 @@
-import type { ApolloServerPlugin } from "@apollo/server";
 import { Redis } from "ioredis";
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
 import { AppError, type Config, type Logger } from "@mdp/core";
@@ -96,27 +95,3 @@ export class RateLimits {
     else this.redis.disconnect();
   }
 }
-
-/**
- * GraphQL answers 200 with errors[]; a rate-limited request answers 429 with Retry-After instead, as the HTTP
- * operations do, so clients and proxies that honour the status back off.
- */
-export const rateLimitedGraphQLStatus: ApolloServerPlugin = {
-  async requestDidStart() {
-    return {
-      async willSendResponse({ response }) {
-        if (response.body.kind !== "single") return;
-        let retryAfter = 0;
-        for (const error of response.body.singleResult.errors ?? []) {
-          if (error.extensions?.code !== "TOO_MANY_REQUESTS") continue;
-          const details = error.extensions.details as { retryAfterSeconds?: unknown } | undefined;
-          const seconds = typeof details?.retryAfterSeconds === "number" ? details.retryAfterSeconds : 1;
-          retryAfter = Math.max(retryAfter, seconds);
-        }
-        if (retryAfter === 0) return;
-        response.http.status = 429;
-        response.http.headers.set("retry-after", String(retryAfter));
-      },
-    };
-  },
-};

@@ -1,9 +1,10 @@
 import { createHash, randomUUID } from "node:crypto";
-import { AppError, badInput, notFound, parseUrnField, type EntityRegistry, type Logger } from "@mdp/core";
+import { badInput, notFound, parseUrnField, type EntityRegistry, type Logger } from "@mdp/core";
 import type { Database } from "@mdp/db";
 import type { Producer } from "@mdp/queues";
 import type { Actor } from "../auth/actor";
 import { recordAudit } from "../audit/audit.service";
+import { enqueueTask } from "../operations/task.service";
 import type { PolicyEngine } from "../policies/policy-engine";
 
 export const DEFAULT_RUN_BATCH_SIZE = 1000;
@@ -71,19 +72,9 @@ export class TestRunService {
     });
     // A task row whose job never reached Redis (a crash between the two) gets its job now: the job id is the task id.
     if (existing && (await this.producer.queue.getJob(taskId))) return taskId;
-    try {
-      await this.producer.enqueue(taskId, { ...request, taskId, actorUrn: actor.urn });
-    } catch (error) {
-      this.logger.error({ taskId, err: error }, "could not queue a test run");
-      await this.db.prisma.task.update({
-        where: { id: taskId },
-        data: { state: "failed", failedReason: "Could not be queued: Redis is unavailable", finishedAt: new Date() },
-      });
-      throw new AppError(
-        "SERVICE_UNAVAILABLE",
-        "The evaluation queue is unavailable; nothing was run. Try again later.",
-      );
-    }
+    await enqueueTask(this.db, this.logger, { id: taskId, what: "a test run", wroteRow: !existing }, () =>
+      this.producer.enqueue(taskId, { ...request, taskId, actorUrn: actor.urn }),
+    );
     return taskId;
   }
 

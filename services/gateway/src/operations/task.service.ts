@@ -1,4 +1,13 @@
-import { AppError, forbidden, notFound, refuseUnstorable, requireIdLength, type Logger } from "@mdp/core";
+import {
+  AppError,
+  forbidden,
+  notFound,
+  refuseUnstorable,
+  requireIdLength,
+  unavailableDependency,
+  serviceUnavailable,
+  type Logger,
+} from "@mdp/core";
 import { cancellationReason, type Database, type Task } from "@mdp/db";
 import type { Producer } from "@mdp/queues";
 import type { Actor } from "../auth/actor";
@@ -41,6 +50,44 @@ export function statusOf(task: Task): TaskStatus {
     startedAt: task.startedAt?.getTime() ?? null,
     finishedAt: task.finishedAt?.getTime() ?? null,
   };
+}
+
+/**
+ * Queues the job of the task row a request has just written (the job id is the task id). When that fails the row is
+ * ended as failed, saying why ("Could not be queued: Redis is unavailable"), so that getTaskStatus tells the truth
+ * instead of `waiting` for a job that does not exist; the caller gets the shared outage answer (503, Retry-After,
+ * which server) with the task id, or the error as it is. A row that a worker already took (the job reached Redis but
+ * its reply did not) is left to the worker. A row written by an earlier request (`wroteRow` false) stays waiting: its
+ * caller holds its id, and an identical request, or the truncation worker's reconciler, queues it again.
+ */
+export async function enqueueTask(
+  db: Database,
+  logger: Logger,
+  task: { id: string; what: string; wroteRow: boolean },
+  enqueue: () => Promise<unknown>,
+): Promise<void> {
+  try {
+    await enqueue();
+  } catch (error) {
+    const which = unavailableDependency(error);
+    logger.error({ taskId: task.id, err: error }, `could not queue ${task.what}`);
+    if (!task.wroteRow) throw which ? serviceUnavailable(which) : error;
+    const reason = which ? `Could not be queued: ${which} is unavailable.` : "Could not be queued: internal error.";
+    const ended = await db.prisma.task
+      .updateMany({
+        where: { id: task.id, state: "waiting" },
+        data: { state: "failed", failedReason: reason, finishedAt: new Date() },
+      })
+      .then(
+        () => true,
+        (markError: unknown) => {
+          // PostgreSQL gone as well: the row stays waiting, which an identical request (or the reconciler) picks up.
+          logger.error({ taskId: task.id, err: markError }, `could not mark ${task.what} as failed`);
+          return false;
+        },
+      );
+    throw which ? serviceUnavailable(which, ended ? { taskId: task.id } : {}) : error;
+  }
 }
 
 /** Following and cancelling asynchronous tasks (getTaskStatus, cancelTask). */

@@ -1,11 +1,12 @@
 import { createHash, randomUUID } from "node:crypto";
 import { z } from "zod";
-import { AppError, type EntityRegistry, type Logger } from "@mdp/core";
+import type { EntityRegistry, Logger } from "@mdp/core";
 import { inTransaction, planTruncation, type Database, type TimeseriesStore, type TruncationPlan } from "@mdp/db";
 import type { Producer } from "@mdp/queues";
 import type { Actor } from "../auth/actor";
 import { parseBody } from "../http/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
+import { enqueueTask } from "./task.service";
 
 const wholeNumber = (what: string) => z.number({ error: `must be ${what}` }).int({ error: `must be ${what}` });
 
@@ -69,16 +70,9 @@ export class TruncationService {
     });
     // A task row whose job never reached Redis (a crash between the two) gets its job now: the job id is the task id.
     if (existing && (await this.producer.queue.getJob(taskId))) return taskId;
-    try {
-      await this.producer.enqueue(taskId, { taskId, ...operation });
-    } catch (error) {
-      this.logger.error({ taskId, err: error }, "could not queue a truncation task");
-      await this.db.prisma.task.update({
-        where: { id: taskId },
-        data: { state: "failed", failedReason: "Could not be queued: Redis is unavailable", finishedAt: new Date() },
-      });
-      throw new AppError("SERVICE_UNAVAILABLE", "The task queue is unavailable; nothing was deleted. Try again later.");
-    }
+    await enqueueTask(this.db, this.logger, { id: taskId, what: "a truncation task", wroteRow: !existing }, () =>
+      this.producer.enqueue(taskId, { taskId, ...operation }),
+    );
     return taskId;
   }
 }
