@@ -219,6 +219,31 @@ describe("time-series truncation", () => {
       expect(((await viaGet.json()) as { value: { state: string } }).value.state).toBe("completed");
     });
 
+    it("drops partitions wholly before the cutoff that hold no rows: they count against the partition limit", async () => {
+      await clear();
+      // Days 0-2 get partitions and no rows (what a write that failed after creating them leaves, or a truncation
+      // whose cutoff emptied a day); day 5 holds the one row.
+      const emptyDays = [0, 1, 2].map((d) => T0 + d * DAY_MILLIS + 1000);
+      await store.prepare([
+        { ...PROFILE, rows: emptyDays.map((t) => ({ urn: "urn:li:dataset:e", timestampMillis: t, valueJson: "{}" })) },
+      ]);
+      const kept = [T0 + 5 * DAY_MILLIS + 1000];
+      await load(PROFILE, kept);
+      expect((await store.partitions(PROFILE)).map((p) => p.rowCount)).toEqual([0, 0, 0, 1]);
+
+      worker = await startTruncationWorker(h);
+      const body = { entityType: "dataset", aspect: "datasetProfile", endTimeMillis: T0 + 3 * DAY_MILLIS };
+      expect((await h.post(TRUNCATE, body)).body.value).toMatch(/^Delete 0 out of 1 rows \(0\.00%\)/);
+      const taskId = (await h.post(TRUNCATE, { ...body, dryRun: false })).body.value as string;
+      expect(await waitForState(taskId, ["completed", "failed"])).toMatchObject({
+        state: "completed",
+        progress: { deleted: 0, toDelete: 0, percent: 100 },
+        result: { deleted: 0 },
+      });
+      expect((await store.partitions(PROFILE)).map((p) => p.fromMillis)).toEqual([T0 + 5 * DAY_MILLIS]);
+      expect(await timestampsOf(PROFILE)).toEqual(kept);
+    });
+
     it("answers 404 for an unknown task and 409 for cancelling a finished one", async () => {
       expect((await h.post("/gms/operations?action=getTaskStatus", { taskId: "nope" })).status).toBe(404);
       const { rows } = await h.database.pool.query<{ id: string }>(

@@ -126,8 +126,11 @@ export function createTruncateHandler(deps: TruncateDeps): JobHandler<"truncate"
         progress = { ...progress, toDelete: plan.toDelete, percent: plan.toDelete === 0 ? 100 : 0 };
         await prisma.task.update({ where: { id: payload.taskId }, data: { progress: { ...progress } } });
       }
-      // Rows can arrive for old days while we work: plan again until nothing older than the cutoff is left.
-      while (plan.toDelete > 0) {
+      // Rows can arrive for old days while we work: plan again until nothing older than the cutoff is left. Partitions
+      // wholly before it go even when they hold no rows (a write that failed after creating them, a day an earlier
+      // truncation emptied): they delete nothing, but count against TIMESERIES_MAX_PARTITIONS_PER_ASPECT. A plan
+      // again after dropping them finds none (dropped ones leave the bookkeeping in the same transaction).
+      while (plan.toDelete > 0 || plan.wholePartitions.length > 0) {
         await executePlan(plan, payload, step);
         plan = await planned();
       }
