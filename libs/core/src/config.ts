@@ -75,6 +75,11 @@ const schema = z.object({
   EVALUATE_TIMEOUT_MS: int(1, 3_600_000).default(30_000),
   /** a replacement entity registry (YAML); unset = the built-in default */
   ENTITY_REGISTRY_PATH: z.string().min(1).optional(),
+  /**
+   * workers only: a file the worker touches every 10 s while its BullMQ worker runs and its Redis answers PING, for a
+   * container health check (docker-compose.yml); unset = none
+   */
+  WORKER_HEARTBEAT_FILE: z.string().min(1).optional(),
   /** when set, traces are exported over OTLP/HTTP */
   OTEL_EXPORTER_OTLP_ENDPOINT: url(["http:", "https:"]).optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),

@@ -29,6 +29,7 @@ retention.start();
 runUntilSignalled({
   worker,
   logger,
+  heartbeatFile: config.WORKER_HEARTBEAT_FILE,
   resources: [
     async () => retention.stop(),
     () => handler.close(),

@@ -30,6 +30,7 @@ reconciler.start();
 runUntilSignalled({
   worker,
   logger,
+  heartbeatFile: config.WORKER_HEARTBEAT_FILE,
   shutdown,
   resources: [
     async () => reconciler.stop(),
