@@ -1,9 +1,49 @@
-# One image for every service; docker-compose.yml picks the command.
-FROM node:20-bookworm-slim
+# One Dockerfile, one image per service: docker-compose.yml builds each `target` (gateway is the default, last stage).
+#   build    full workspace with development dependencies: pnpm install, pnpm build, then `pnpm deploy --prod` of each
+#            service into /out/<service> (its dist/, the workspace libs' dist/ and its production dependencies only)
+#   runtime  node slim, NODE_ENV=production, the non-root `node` user; no pnpm, no TypeScript, no sources
+# The migrate step runs from the gateway image: node node_modules/@mdp/db/dist/migrate/cli.js deploy
+# Every service runs `node <flags> dist/main.js` with scripts/service-command.ts's BUILT_SERVICE_NODE_FLAGS.
+ARG NODE_IMAGE=node:20-bookworm-slim
+
+FROM ${NODE_IMAGE} AS build
 RUN npm install -g pnpm@12.18.0
-WORKDIR /app
+WORKDIR /src
 COPY . .
 RUN pnpm install --frozen-lockfile
-ENV NODE_ENV=production HOST=0.0.0.0
+RUN pnpm build
+# Sources and lockfiles pnpm deploy copies beside dist/ are not needed to run.
+RUN for service in gateway truncation-worker evaluation-worker; do \
+      pnpm --filter "$service" deploy --prod "/out/$service" \
+      && rm -rf "/out/$service/src" "/out/$service/pnpm-lock.yaml" "/out/$service/pnpm-workspace.yaml" || exit 1; \
+    done
+
+FROM ${NODE_IMAGE} AS runtime
+ENV NODE_ENV=production
+WORKDIR /app
+# Files stay owned by root: the services never write beside their code.
 USER node
-CMD ["pnpm", "--filter", "gateway", "start"]
+STOPSIGNAL SIGTERM
+
+FROM runtime AS truncation-worker
+COPY --from=build /out/truncation-worker /app
+# A worker has no port: it rewrites this file every 10 s while its BullMQ worker runs and Redis answers PING.
+ENV WORKER_HEARTBEAT_FILE=/tmp/worker-heartbeat
+HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 \
+  CMD test -n "$(find "$WORKER_HEARTBEAT_FILE" -newermt '-30 seconds' 2>/dev/null)"
+CMD ["node", "--max-semi-space-size=64", "--enable-source-maps", "--conditions=mdp-built", "dist/main.js"]
+
+FROM runtime AS evaluation-worker
+COPY --from=build /out/evaluation-worker /app
+ENV WORKER_HEARTBEAT_FILE=/tmp/worker-heartbeat
+HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 \
+  CMD test -n "$(find "$WORKER_HEARTBEAT_FILE" -newermt '-30 seconds' 2>/dev/null)"
+CMD ["node", "--max-semi-space-size=64", "--enable-source-maps", "--conditions=mdp-built", "dist/main.js"]
+
+FROM runtime AS gateway
+COPY --from=build /out/gateway /app
+ENV HOST=0.0.0.0 PORT=8080
+EXPOSE 8080
+HEALTHCHECK --interval=10s --timeout=5s --start-period=20s --retries=6 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + process.env.PORT + '/ready').then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+CMD ["node", "--max-semi-space-size=64", "--enable-source-maps", "--conditions=mdp-built", "dist/main.js"]
