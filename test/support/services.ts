@@ -6,7 +6,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import net from "node:net";
 import path from "node:path";
 import { DEVELOPMENT_SECRETS } from "@mdp/core";
-import { serviceNodeArgs, type ServiceName } from "../../scripts/service-command";
+import { builtServiceNodeArgs, serviceNodeArgs, type ServiceName } from "../../scripts/service-command";
 
 const ROOT = path.resolve(__dirname, "..", "..");
 export type { ServiceName };
@@ -20,11 +20,17 @@ export interface RunningService {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-export function startService(name: ServiceName, env: Record<string, string>): RunningService {
+/** `built`: run the service from its build (`pnpm build`'s dist/, as in production) instead of its sources. */
+export function startService(
+  name: ServiceName,
+  env: Record<string, string>,
+  { built = false }: { built?: boolean } = {},
+): RunningService {
+  // SERVICE_NODE_ARGS adds node flags, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the services.
+  const extraFlags = process.env.SERVICE_NODE_ARGS?.split(" ").filter(Boolean);
   const child = spawn(
     process.execPath,
-    // SERVICE_NODE_ARGS adds node flags, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the services.
-    serviceNodeArgs(ROOT, name, process.env.SERVICE_NODE_ARGS?.split(" ").filter(Boolean)),
+    built ? builtServiceNodeArgs(ROOT, name, extraFlags) : serviceNodeArgs(ROOT, name, extraFlags),
     {
       cwd: ROOT,
       // Not NODE_ENV=test: libraries such as Apollo behave differently under it, and these tests run the real thing.
