@@ -18,6 +18,8 @@ import { PolicyEngine } from "./policies/policy-engine";
 import { PolicyService } from "./policies/policy.service";
 import { LastUsedRecorder } from "./tokens/last-used.recorder";
 import { TokenService } from "./tokens/token.service";
+import { TokenStore } from "./tokens/token.store";
+import { TokenVerifier } from "./tokens/token.verifier";
 import { RateLimits } from "./http/rate-limits";
 
 export interface Connections {
@@ -40,7 +42,9 @@ export async function composeServices(config: Config, connections: Connections, 
   );
   const engine = new PolicyEngine(prisma, config.ROOT_USER_URN, bus);
   const lastUsed = new LastUsedRecorder(prisma, logger);
-  const tokens = new TokenService(connections.db, engine, bus, lastUsed, config);
+  const tokenStore = new TokenStore(connections.db, config.URN_NAMESPACE);
+  const tokenVerifier = new TokenVerifier(tokenStore, bus, lastUsed, config);
+  const tokens = new TokenService(tokenStore, tokenVerifier, engine, config);
   const registry = EntityRegistry.load(config.ENTITY_REGISTRY_PATH);
   const evaluateProducer = new Producer("evaluate", connections.redis, config.QUEUE_PREFIX);
   const services: Services = {
@@ -81,7 +85,7 @@ export async function composeServices(config: Config, connections: Connections, 
     rateLimits: services.rateLimits,
   };
   await bus.start();
-  const authenticator = new Authenticator(config, (token) => tokens.verify(token));
+  const authenticator = new Authenticator(config, (token) => tokenVerifier.verify(token));
   const stop = async () => {
     await lastUsed.stop();
     await bus.stop(); // says goodbye: peers would take the silence for a lost channel
