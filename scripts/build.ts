@@ -22,6 +22,7 @@ const PACKAGES = [
   "libs/db",
   "libs/metadata-tests",
   "libs/queues",
+  "libs/tasks",
   "services/gateway",
   "services/truncation-worker",
   "services/evaluation-worker",

@@ -1,11 +1,14 @@
-import type { Task } from "../generated/prisma/client";
-
 /**
  * What a cancelled task's failedReason says. A task can be cancelled while it waits after it has started: an attempt
  * failed and it waits for the next one, or its worker handed it back on shutdown. Its earlier attempts may have
  * deleted rows or pushed results by then, so it says how far it got, as a task stopped while active does.
  */
-export function cancellationReason(task: Pick<Task, "type" | "startedAt" | "progress" | "request">): string {
+export function cancellationReason(task: {
+  type: string;
+  startedAt: Date | null;
+  progress: unknown;
+  request: unknown;
+}): string {
   if (task.startedAt === null) return "Cancelled before it started";
   const progress = (task.progress ?? {}) as { deleted?: number; evaluated?: number };
   if (task.type === "TRUNCATE_TIMESERIES") {

@@ -1,5 +1,6 @@
 import { DelayedError, UnrecoverableError, type Job } from "bullmq";
-import { cancellationReason, inTransaction, type Queryable } from "@mdp/db";
+import { inTransaction, type Queryable } from "@mdp/db";
+import { cancellationReason } from "@mdp/tasks";
 import type { EntityEvaluation } from "@mdp/metadata-tests";
 import { EvaluationLimitError, StoredDefinitionError } from "./evaluation-pool";
 import type { Payload } from "@mdp/queues";

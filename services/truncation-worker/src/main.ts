@@ -2,8 +2,8 @@ import { stopTelemetry } from "./instrument";
 import { createLogger, loadConfigOrExit } from "@mdp/core";
 import { createDatabase, TimeseriesStore } from "@mdp/db";
 import { closeRedis, createRedis, createWorker, Producer, runUntilSignalled } from "@mdp/queues";
-import { OrphanReconciler } from "./orphan-reconciler";
-import { createTruncateHandler, recordGivenUp } from "./truncate.processor";
+import { TaskLifecycle, TaskReconciler } from "@mdp/tasks";
+import { createTruncateHandler, recordGivenUp, truncationReconciled } from "./truncate.processor";
 
 const config = loadConfigOrExit();
 const logger = createLogger("truncation-worker", config.LOG_LEVEL);
@@ -11,8 +11,11 @@ const db = createDatabase(config.DATABASE_URL, { poolMax: config.TRUNCATION_CONC
 const connection = createRedis(config.REDIS_URL, "worker");
 const producerConnection = createRedis(config.REDIS_URL, "worker");
 const shutdown = new AbortController();
+const tasks = new TaskLifecycle(db, logger);
+const leases = tasks.keepLeases();
 const handler = createTruncateHandler({
   db,
+  tasks,
   store: new TimeseriesStore(db.pool),
   logger,
   shutdownSignal: shutdown.signal,
@@ -22,10 +25,11 @@ const worker = createWorker("truncate", handler, {
   prefix: config.QUEUE_PREFIX,
   concurrency: config.TRUNCATION_CONCURRENCY,
   logger,
-  onGivenUp: (payload, _job, reason) => recordGivenUp(db.pool, payload.taskId, reason),
+  onGivenUp: (payload, _job, reason) => recordGivenUp(tasks, payload.taskId, reason),
 });
 const producer = new Producer("truncate", producerConnection, config.QUEUE_PREFIX);
-const reconciler = new OrphanReconciler(db, producer, logger);
+// Lapsed leases wait again; truncations whose job vanished from Redis are queued again (at start, then every 15 s).
+const reconciler = new TaskReconciler(tasks, [truncationReconciled(producer)], logger);
 reconciler.start();
 runUntilSignalled({
   worker,
@@ -34,6 +38,7 @@ runUntilSignalled({
   shutdown,
   resources: [
     async () => reconciler.stop(),
+    async () => leases.stop(),
     () => producer.close(),
     () => closeRedis(producerConnection),
     () => closeRedis(connection),

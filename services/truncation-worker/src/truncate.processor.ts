@@ -1,8 +1,7 @@
-import { DelayedError, UnrecoverableError, type Job } from "bullmq";
+import { DelayedError, UnrecoverableError } from "bullmq";
 import type { Logger } from "@mdp/core";
 import {
   deleteBatch,
-  cancellationReason,
   dropPartitions,
   PARTITIONS_PER_DROP,
   inTransaction,
@@ -11,13 +10,16 @@ import {
   type TimeseriesStore,
   type TruncationPlan,
 } from "@mdp/db";
-import type { JobHandler, Payload } from "@mdp/queues";
+import { truncatePayload, type JobHandler, type Payload, type Producer } from "@mdp/queues";
+import { cancellationReason, isLastAttempt, type ReconciledKind, type TaskLifecycle } from "@mdp/tasks";
 import { performance } from "node:perf_hooks";
 import type pg from "pg";
 
 export interface TruncateDeps {
   db: Database;
   store: TimeseriesStore;
+  /** the task lifecycle (claims, progress, endings); its leases are renewed by the process (keepLeases) */
+  tasks: TaskLifecycle;
   logger: Logger;
   /** aborted when the process is asked to stop: the job hands itself back between steps */
   shutdownSignal: AbortSignal;
@@ -30,45 +32,49 @@ export interface TruncateProgress {
   percent: number;
 }
 
-type TaskEnd = "completed" | "failed" | "cancelled";
+/** What one step did: rows deleted, and whether it counts as a batch (it deleted rows or dropped partitions). */
+interface StepOutcome {
+  deleted: number;
+  counted: boolean;
+}
 
 /**
  * Deletes the rows of one time-series aspect older than the cutoff: partitions that lie entirely before it are dropped
  * whole, the partition it falls inside is deleted from in transactions of at most `batchSize` rows. Every step commits
- * together with the task's progress, so a worker that dies mid-task leaves an exact count, and the next attempt plans
- * again from what is left: it never deletes a row at or after the cutoff, nor counts a row twice.
+ * together with the task's progress under the attempt's lease (a stale attempt's step rolls back whole), so a worker
+ * that dies mid-task leaves an exact count, and the next attempt plans again from what is left: it never deletes a
+ * row at or after the cutoff, nor counts a row twice. After every plan `toDelete` is what this task deleted plus what
+ * is left, so percent is right after a resume, and a task that overlapped another on the same aspect ends with what
+ * it deleted itself (the other's deletions are neither counted nor left "to go").
  */
 export function createTruncateHandler(deps: TruncateDeps): JobHandler<"truncate"> {
+  const { tasks } = deps;
   return async (payload, job, token) => {
-    const { prisma } = deps.db;
-    const task = await prisma.task.findUnique({ where: { id: payload.taskId } });
-    if (!task) throw new UnrecoverableError(`Task ${payload.taskId} does not exist`);
-    if (task.state !== "waiting" && task.state !== "active") return task.result; // a duplicate delivery of a finished task
-    let progress = progressOf(task.progress);
-    if (task.cancelRequested) {
-      const reason = cancellationReason(task);
-      await finish(deps.db.pool, payload.taskId, "cancelled", progress, reason);
-      throw new UnrecoverableError(reason);
+    const claim = await tasks.claim(payload.taskId);
+    switch (claim.outcome) {
+      case "missing":
+        throw new UnrecoverableError(`Task ${payload.taskId} does not exist`);
+      case "finished":
+        return claim.task.result; // a duplicate delivery of a finished task
+      case "cancelled":
+        throw new UnrecoverableError(claim.reason);
+      case "held":
+        // Delivered again while another attempt still holds the task (BullMQ thought it stalled): come back later.
+        await job.moveToDelayed(Date.now() + claim.retryInMs, token);
+        throw new DelayedError();
+      case "claimed":
+        break;
     }
+    const { lease, task } = claim;
+    let progress = progressOf(task.progress);
     const ref = { entityType: payload.entityType, aspectName: payload.aspect };
     const startedAt = task.startedAt ?? new Date();
-    // Active from before the plan: counting the rows to delete is work too, and may wait on another's lock.
-    const { attemptsMade: attempt } = await prisma.task.update({
-      where: { id: payload.taskId },
-      data: {
-        state: "active",
-        startedAt,
-        // Counted here, not by BullMQ: a job re-queued after its worker died or Redis lost it is an attempt too.
-        attemptsMade: { increment: 1 },
-        failedReason: null,
-      },
-    });
 
     const deadline =
       payload.timeoutSeconds === undefined ? undefined : startedAt.getTime() + payload.timeoutSeconds * 1000;
     const timeOut = async (): Promise<never> => {
       const reason = `Timed out after ${payload.timeoutSeconds} s; ${progress.deleted} rows were deleted before the timeout`;
-      await finish(deps.db.pool, payload.taskId, "failed", progress, reason);
+      await tasks.fail(lease, reason, progress);
       throw new UnrecoverableError(reason);
     };
     /** In a transaction whose statements PostgreSQL cancels when the deadline passes, which then ends the task. */
@@ -86,33 +92,37 @@ export function createTruncateHandler(deps: TruncateDeps): JobHandler<"truncate"
         throw error;
       }
     };
+    /** Plans what is left, and records toDelete as what this task deleted plus that. */
     const planned = async () => {
       const partitions = await deps.store.partitions(ref);
-      return withinDeadline((client) => planTruncation(client, partitions, payload.endTimeMillis));
+      return withinDeadline(async (client) => {
+        const plan = await planTruncation(client, partitions, payload.endTimeMillis);
+        progress = await tasks.progress(lease, (stored) => withToDelete(progressOf(stored), plan.toDelete), client);
+        return plan;
+      });
     };
 
     const checkpoint = async () => {
-      if (deps.shutdownSignal.aborted) await handBack(deps.db.pool, payload.taskId, attempt, job, token);
+      if (deps.shutdownSignal.aborted) await tasks.handBack(lease, job, token);
       if (deadline !== undefined && Date.now() >= deadline) await timeOut();
-      const { cancelRequested } = await prisma.task.findUniqueOrThrow({
-        where: { id: payload.taskId },
-        select: { cancelRequested: true },
-      });
+      const { cancelRequested } = await tasks.checkpoint(lease);
       if (cancelRequested) {
         const reason = cancellationReason({ ...task, startedAt, progress: { ...progress } });
-        await finish(deps.db.pool, payload.taskId, "cancelled", progress, reason);
+        await tasks.cancel(lease, reason, progress);
         throw new UnrecoverableError(reason);
       }
     };
-    const step = async (work: (client: pg.PoolClient) => Promise<number>) => {
+    const step = async (work: (client: pg.PoolClient) => Promise<StepOutcome>) => {
       await checkpoint();
       const started = performance.now();
       let deleted = 0;
       // The deadline holds inside a step too: a large batch, or one waiting on a lock, is cancelled by PostgreSQL when
       // the time is up, and rolls back whole, so the progress stays exact.
-      progress = await withinDeadline(async (client) =>
-        addProgress(client, payload.taskId, (deleted = await work(client))),
-      );
+      progress = await withinDeadline(async (client) => {
+        const outcome = await work(client);
+        deleted = outcome.deleted;
+        return tasks.progress(lease, (stored) => addStep(progressOf(stored), outcome), client);
+      });
       // How long each transaction held its locks: what operators (and bench/truncate) watch.
       deps.logger.debug({ taskId: payload.taskId, deleted, stepMs: performance.now() - started }, "truncation step");
       // The dashboard's copy; the task row is the truth, so a Redis hiccup here must not fail the step.
@@ -121,11 +131,6 @@ export function createTruncateHandler(deps: TruncateDeps): JobHandler<"truncate"
 
     try {
       let plan = await planned();
-      // The first attempt fixes toDelete; a resumed one keeps it, so the story the task row tells stays whole.
-      if (task.startedAt === null) {
-        progress = { ...progress, toDelete: plan.toDelete, percent: plan.toDelete === 0 ? 100 : 0 };
-        await prisma.task.update({ where: { id: payload.taskId }, data: { progress: { ...progress } } });
-      }
       // Rows can arrive for old days while we work: plan again until nothing older than the cutoff is left. Partitions
       // wholly before it go even when they hold no rows (a write that failed after creating them, a day an earlier
       // truncation emptied): they delete nothing, but count against TIMESERIES_MAX_PARTITIONS_PER_ASPECT. A plan
@@ -134,32 +139,36 @@ export function createTruncateHandler(deps: TruncateDeps): JobHandler<"truncate"
         await executePlan(plan, payload, step);
         plan = await planned();
       }
+      const result = { deleted: progress.deleted, batches: progress.batches };
+      await tasks.complete(lease, progress, result);
+      return result;
     } catch (error) {
       if (error instanceof UnrecoverableError || error instanceof DelayedError) throw error;
-      await recordAttemptFailure(deps.db.pool, job, payload.taskId, error);
+      await tasks.failAttempt(lease, error, isLastAttempt(job));
       throw error;
     }
-    const result = { deleted: progress.deleted, batches: progress.batches };
-    await finish(deps.db.pool, payload.taskId, "completed", progress, null, result);
-    return result;
   };
 }
 
 async function executePlan(
   plan: TruncationPlan,
   payload: Payload<"truncate">,
-  step: (work: (client: pg.PoolClient) => Promise<number>) => Promise<void>,
+  step: (work: (client: pg.PoolClient) => Promise<StepOutcome>) => Promise<void>,
 ): Promise<void> {
   for (let i = 0; i < plan.wholePartitions.length; i += PARTITIONS_PER_DROP) {
     const group = plan.wholePartitions.slice(i, i + PARTITIONS_PER_DROP);
-    await step((client) => dropPartitions(client, group));
+    await step(async (client) => ({ deleted: await dropPartitions(client, group), counted: true }));
   }
   if (!plan.boundary) return;
   const { partition } = plan.boundary;
   let deleted: number;
   do {
     let n = 0;
-    await step(async (client) => (n = await deleteBatch(client, partition, payload.endTimeMillis, payload.batchSize)));
+    // The batch after one that deleted exactly batchSize rows may find none: it ran, but is no batch of the task.
+    await step(async (client) => {
+      n = await deleteBatch(client, partition, payload.endTimeMillis, payload.batchSize);
+      return { deleted: n, counted: n > 0 };
+    });
     deleted = n;
   } while (deleted === payload.batchSize);
 }
@@ -174,88 +183,45 @@ function progressOf(value: unknown): TruncateProgress {
   };
 }
 
-/**
- * Adds a step's deletions to the task row in the step's own transaction. The arithmetic is done by PostgreSQL on the
- * stored value, so even two workers that briefly ran the same task (a job re-queued while its first worker still
- * lived) count every row once.
- */
-async function addProgress(client: pg.ClientBase, taskId: string, deleted: number): Promise<TruncateProgress> {
-  const { rows } = await client.query<{ progress: TruncateProgress }>(
-    `WITH p AS (
-       SELECT (progress->>'deleted')::bigint + $2 AS deleted,
-              GREATEST((progress->>'toDelete')::bigint, (progress->>'deleted')::bigint + $2) AS to_delete,
-              (progress->>'batches')::int + 1 AS batches
-         FROM task WHERE id = $1)
-     UPDATE task SET progress = jsonb_build_object(
-              'deleted', p.deleted, 'toDelete', p.to_delete, 'batches', p.batches,
-              'percent', CASE WHEN p.to_delete = 0 THEN 100 ELSE round(100.0 * p.deleted / p.to_delete, 2) END)
-       FROM p WHERE id = $1
-     RETURNING task.progress`,
-    [taskId, deleted],
-  );
-  return progressOf(rows[0]?.progress);
+/** A step's deletions added to the stored progress (read under the row's lock, so two attempts never lose a count). */
+function addStep(stored: TruncateProgress, step: StepOutcome): TruncateProgress {
+  const deleted = stored.deleted + step.deleted;
+  const toDelete = Math.max(stored.toDelete, deleted);
+  return { deleted, toDelete, batches: stored.batches + (step.counted ? 1 : 0), percent: percentOf(deleted, toDelete) };
 }
 
-async function finish(
-  pool: pg.Pool,
-  taskId: string,
-  state: TaskEnd,
-  progress: TruncateProgress,
-  failedReason: string | null,
-  result?: Record<string, number>,
-): Promise<void> {
-  await pool.query(
-    `UPDATE task SET state = $2::"TaskState", progress = $3::jsonb, failed_reason = $4, result = $5::jsonb,
-            finished_at = now() WHERE id = $1`,
-    [taskId, state, JSON.stringify(progress), failedReason, result ? JSON.stringify(result) : null],
-  );
+/** After a plan: what this task deleted, plus what is left to delete now. */
+function withToDelete(stored: TruncateProgress, left: number): TruncateProgress {
+  const toDelete = stored.deleted + left;
+  return { ...stored, toDelete, percent: percentOf(stored.deleted, toDelete) };
 }
 
-/**
- * Puts the job back in the queue at once: another worker (or this one, restarted) resumes from the recorded progress.
- * Its task waits again meanwhile, so getTaskStatus does not show it running and cancelTask can take it off the queue.
- */
-async function handBack(
-  pool: pg.Pool,
-  taskId: string,
-  attempt: number,
-  job: Job,
-  token: string | undefined,
-): Promise<never> {
-  // Only while it is this attempt's: a worker that took the job over after this one's lock lapsed runs a later one.
-  await pool.query("UPDATE task SET state = 'waiting' WHERE id = $1 AND state = 'active' AND attempts_made = $2", [
-    taskId,
-    attempt,
-  ]);
-  await job.moveToDelayed(Date.now(), token);
-  throw new DelayedError();
-}
-
-/** A failed attempt is recorded; the task becomes failed only when BullMQ will not retry it. */
-async function recordAttemptFailure(pool: pg.Pool, job: Job, taskId: string, error: unknown): Promise<void> {
-  const message = error instanceof Error ? error.message : String(error);
-  const attempt = job.attemptsMade + 1;
-  const lastAttempt = attempt >= (job.opts.attempts ?? 1);
-  await pool
-    .query(
-      lastAttempt
-        ? `UPDATE task SET state = 'failed', failed_reason = $2, finished_at = now() WHERE id = $1`
-        : `UPDATE task SET state = 'waiting', failed_reason = $2 WHERE id = $1`,
-      [taskId, lastAttempt ? message : `Attempt ${attempt} failed, retrying: ${message}`],
-    )
-    .catch(() => undefined); // PostgreSQL itself may be what failed; BullMQ still records the failure
+function percentOf(deleted: number, toDelete: number): number {
+  return toDelete === 0 ? 100 : Math.round((10_000 * deleted) / toDelete) / 100;
 }
 
 /**
  * Ends a task whose job BullMQ failed without running it (createWorker's onGivenUp): it stalled, its worker dying or
  * hanging mid-task, more often than the queue allows. The progress stays as the last step committed it.
  */
-export async function recordGivenUp(pool: pg.Pool, taskId: string, reason: string): Promise<void> {
-  await pool.query(
-    `UPDATE task SET state = 'failed', failed_reason = $2, finished_at = now()
-      WHERE id = $1 AND state IN ('waiting', 'active')`,
-    [taskId, `Given up after its workers stopped during it too often: ${reason}`],
-  );
+export function recordGivenUp(tasks: TaskLifecycle, taskId: string, reason: string): Promise<void> {
+  return tasks.giveUp(taskId, reason);
+}
+
+/**
+ * The reconciler's view of truncations: a waiting task whose job vanished from Redis (a restart without persistence)
+ * is queued again under its own id, from its stored request.
+ */
+export function truncationReconciled(producer: Producer<"truncate">): ReconciledKind {
+  return {
+    type: "TRUNCATE_TIMESERIES",
+    jobExists: async (taskId) => Boolean(await producer.queue.getJob(taskId)),
+    requeue: async (task) => {
+      const payload = truncatePayload.omit({ trace: true }).safeParse({ ...(task.request as object), taskId: task.id });
+      if (!payload.success) return; // not a request this version can run; left for an operator to see
+      await producer.enqueue(task.id, payload.data);
+    },
+  };
 }
 
 /** PostgreSQL cancelled the statement because statement_timeout passed (57014 is also an operator's cancel). */

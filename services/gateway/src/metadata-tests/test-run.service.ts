@@ -1,10 +1,10 @@
-import { createHash, randomUUID } from "node:crypto";
+import { createHash } from "node:crypto";
 import { badInput, notFound, parseUrnField, type EntityRegistry, type Logger } from "@mdp/core";
 import type { Database } from "@mdp/db";
 import type { Producer } from "@mdp/queues";
+import { TaskLifecycle } from "@mdp/tasks";
 import type { Actor } from "../auth/actor";
 import { recordAudit } from "../audit/audit.service";
-import { enqueueTask } from "../operations/task.service";
 import type { PolicyEngine } from "../policies/policy-engine";
 
 export const DEFAULT_RUN_BATCH_SIZE = 1000;
@@ -24,13 +24,17 @@ export interface RunTestInput {
  * returned instead of starting a second one over the same entities.
  */
 export class TestRunService {
+  private readonly tasks: TaskLifecycle;
+
   constructor(
     private readonly db: Database,
     private readonly registry: EntityRegistry,
     private readonly engine: PolicyEngine,
     private readonly producer: Producer<"evaluate">,
-    private readonly logger: Logger,
-  ) {}
+    logger: Logger,
+  ) {
+    this.tasks = new TaskLifecycle(db, logger);
+  }
 
   async run(actor: Actor, input: RunTestInput): Promise<string> {
     await this.engine.require(actor, "MANAGE_TESTS", "run metadata tests");
@@ -46,34 +50,20 @@ export class TestRunService {
 
     const request = { kind: "runTest" as const, testUrn: input.urn, push, batchSize };
     const dedupKey = createHash("sha256").update(JSON.stringify(request)).digest("hex");
-    const { taskId, existing } = await this.db.prisma.$transaction(async (tx) => {
-      await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(${dedupKey}))`;
-      const running = await tx.task.findFirst({
-        // A run being cancelled will not do what is asked again.
-        where: { dedupKey, state: { in: ["waiting", "active"] }, cancelRequested: false },
-        orderBy: { createdAt: "asc" },
-        select: { id: true },
-      });
-      if (running) return { taskId: running.id, existing: true };
-      const id = randomUUID();
-      await tx.task.create({
-        data: {
-          id,
-          type: "EVALUATE_TESTS",
-          state: "waiting",
-          request,
-          dedupKey,
-          progress: { evaluated: 0, total: 0, passing: 0, failing: 0, notApplicable: 0, percent: 0 },
-          createdBy: actor.urn,
-        },
-      });
-      await recordAudit(tx, actor, "test.run", input.urn, { taskId: id, push, batchSize });
-      return { taskId: id, existing: false };
-    });
-    // A task row whose job never reached Redis (a crash between the two) gets its job now: the job id is the task id.
-    if (existing && (await this.producer.queue.getJob(taskId))) return taskId;
-    await enqueueTask(this.db, this.logger, { id: taskId, what: "a test run", wroteRow: !existing }, () =>
-      this.producer.enqueue(taskId, { ...request, taskId, actorUrn: actor.urn }),
+    const { taskId } = await this.tasks.create(
+      {
+        type: "EVALUATE_TESTS",
+        request,
+        dedupKey, // a run being cancelled will not do what is asked again: not shared
+        progress: { evaluated: 0, total: 0, passing: 0, failing: 0, notApplicable: 0, percent: 0 },
+        createdBy: actor.urn,
+        what: "a test run",
+        afterInsert: (tx, id) => recordAudit(tx, actor, "test.run", input.urn, { taskId: id, push, batchSize }),
+      },
+      {
+        enqueue: (id) => this.producer.enqueue(id, { ...request, taskId: id, actorUrn: actor.urn }),
+        jobExists: async (id) => Boolean(await this.producer.queue.getJob(id)),
+      },
     );
     return taskId;
   }

@@ -1,15 +1,7 @@
-import {
-  AppError,
-  forbidden,
-  notFound,
-  refuseUnstorable,
-  requireIdLength,
-  unavailableDependency,
-  serviceUnavailable,
-  type Logger,
-} from "@mdp/core";
-import { cancellationReason, type Database, type Task } from "@mdp/db";
+import { AppError, forbidden, notFound, refuseUnstorable, requireIdLength, type Logger } from "@mdp/core";
+import type { Database } from "@mdp/db";
 import type { Producer } from "@mdp/queues";
+import { presentState, TaskLifecycle, type TaskRow, type TaskType } from "@mdp/tasks";
 import type { Actor } from "../auth/actor";
 import type { PolicyEngine } from "../policies/policy-engine";
 import type { Privilege } from "../policies/privileges";
@@ -30,20 +22,25 @@ export interface TaskStatus {
   finishedAt: number | null;
 }
 
-const CANCEL_PRIVILEGE: Record<Task["type"], Privilege> = {
+const CANCEL_PRIVILEGE: Record<TaskType, Privilege> = {
   TRUNCATE_TIMESERIES: "TRUNCATE_TIMESERIES_INDEX",
   EVALUATE_TESTS: "MANAGE_TESTS",
 };
 
-export function statusOf(task: Task): TaskStatus {
+/**
+ * What a task row says, truthfully at this moment: an active task whose worker stopped renewing its lease reads as
+ * waiting for its next attempt (`presentState` of @mdp/tasks).
+ */
+export function statusOf(task: TaskRow): TaskStatus {
+  const { state, failedReason } = presentState(task);
   return {
     taskId: task.id,
     type: task.type,
-    state: task.state,
-    progress: task.progress as Record<string, unknown>,
+    state,
+    progress: task.progress,
     request: task.request,
     result: task.result,
-    failedReason: task.failedReason,
+    failedReason,
     attemptsMade: task.attemptsMade,
     cancelRequested: task.cancelRequested,
     createdAt: task.createdAt.getTime(),
@@ -52,52 +49,18 @@ export function statusOf(task: Task): TaskStatus {
   };
 }
 
-/**
- * Queues the job of the task row a request has just written (the job id is the task id). When that fails the row is
- * ended as failed, saying why ("Could not be queued: Redis is unavailable"), so that getTaskStatus tells the truth
- * instead of `waiting` for a job that does not exist; the caller gets the shared outage answer (503, Retry-After,
- * which server) with the task id, or the error as it is. A row that a worker already took (the job reached Redis but
- * its reply did not) is left to the worker. A row written by an earlier request (`wroteRow` false) stays waiting: its
- * caller holds its id, and an identical request, or the truncation worker's reconciler, queues it again.
- */
-export async function enqueueTask(
-  db: Database,
-  logger: Logger,
-  task: { id: string; what: string; wroteRow: boolean },
-  enqueue: () => Promise<unknown>,
-): Promise<void> {
-  try {
-    await enqueue();
-  } catch (error) {
-    const which = unavailableDependency(error);
-    logger.error({ taskId: task.id, err: error }, `could not queue ${task.what}`);
-    if (!task.wroteRow) throw which ? serviceUnavailable(which) : error;
-    const reason = which ? `Could not be queued: ${which} is unavailable.` : "Could not be queued: internal error.";
-    const ended = await db.prisma.task
-      .updateMany({
-        where: { id: task.id, state: "waiting" },
-        data: { state: "failed", failedReason: reason, finishedAt: new Date() },
-      })
-      .then(
-        () => true,
-        (markError: unknown) => {
-          // PostgreSQL gone as well: the row stays waiting, which an identical request (or the reconciler) picks up.
-          logger.error({ taskId: task.id, err: markError }, `could not mark ${task.what} as failed`);
-          return false;
-        },
-      );
-    throw which ? serviceUnavailable(which, ended ? { taskId: task.id } : {}) : error;
-  }
-}
-
 /** Following and cancelling asynchronous tasks (getTaskStatus, cancelTask). */
 export class TaskService {
+  private readonly tasks: TaskLifecycle;
+
   constructor(
-    private readonly db: Database,
+    db: Database,
     private readonly engine: PolicyEngine,
     private readonly producers: Array<Producer<"truncate"> | Producer<"evaluate">>,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.tasks = new TaskLifecycle(db, logger);
+  }
 
   async status(actor: Actor, taskId: string): Promise<TaskStatus> {
     await this.engine.require(actor, "GET_TASK_STATUS", "get task status");
@@ -113,15 +76,9 @@ export class TaskService {
     if (task.state !== "waiting" && task.state !== "active") {
       throw new AppError("CONFLICT", `Task ${taskId} is already ${task.state}`);
     }
-    const { prisma } = this.db;
-    await prisma.task.update({ where: { id: taskId }, data: { cancelRequested: true } });
-    if (task.state === "waiting" && (await this.removeWaitingJob(taskId))) {
-      await prisma.task.updateMany({
-        where: { id: taskId, state: "waiting" },
-        data: { state: "cancelled", finishedAt: new Date(), failedReason: cancellationReason(task) },
-      });
-    }
-    return statusOf(await this.find(taskId));
+    const after = await this.tasks.requestCancel(taskId, () => this.removeWaitingJob(taskId));
+    if (!after) throw new AppError("CONFLICT", `Task ${taskId} is already ${(await this.find(taskId)).state}`);
+    return statusOf(after);
   }
 
   /**
@@ -129,14 +86,14 @@ export class TaskService {
    * exists: a caller who may cancel no task is refused before the lookup; one who may cancel some types but not this
    * one's gets the same refusal for it as for an unknown id, unless GET_TASK_STATUS lets it see every task anyway.
    */
-  private async cancellable(actor: Actor, taskId: string): Promise<Task> {
+  private async cancellable(actor: Actor, taskId: string): Promise<TaskRow> {
     const held = await this.engine.privilegesOf(actor.urn);
     const refusal = forbidden(`${actor.urn} is unauthorized to cancel this task.`);
-    const mayCancel = (type: Task["type"]) => held.has(CANCEL_PRIVILEGE[type]);
-    const types = Object.keys(CANCEL_PRIVILEGE) as Array<Task["type"]>;
+    const mayCancel = (type: TaskType) => held.has(CANCEL_PRIVILEGE[type]);
+    const types = Object.keys(CANCEL_PRIVILEGE) as TaskType[];
     if (!types.some(mayCancel)) throw refusal;
     const seesEveryTask = held.has("GET_TASK_STATUS") || types.every(mayCancel);
-    let task: Task;
+    let task: TaskRow;
     try {
       task = await this.find(taskId);
     } catch (error) {
@@ -165,10 +122,10 @@ export class TaskService {
     return true; // no job: nothing will run it
   }
 
-  private async find(taskId: string): Promise<Task> {
+  private async find(taskId: string): Promise<TaskRow> {
     requireIdLength("taskId", taskId);
     refuseUnstorable(taskId, "taskId");
-    const task = await this.db.prisma.task.findUnique({ where: { id: taskId } });
+    const task = await this.tasks.read(taskId);
     if (!task) throw notFound(`Task ${taskId} does not exist`);
     return task;
   }

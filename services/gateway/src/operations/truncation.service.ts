@@ -1,12 +1,12 @@
-import { createHash, randomUUID } from "node:crypto";
+import { createHash } from "node:crypto";
 import { z } from "zod";
 import type { EntityRegistry, Logger } from "@mdp/core";
-import { inTransaction, planTruncation, type Database, type TimeseriesStore, type TruncationPlan } from "@mdp/db";
+import { planTruncation, type Database, type TimeseriesStore, type TruncationPlan } from "@mdp/db";
 import type { Producer } from "@mdp/queues";
+import { TaskLifecycle } from "@mdp/tasks";
 import type { Actor } from "../auth/actor";
 import { parseBody } from "../http/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
-import { enqueueTask } from "./task.service";
 
 const wholeNumber = (what: string) => z.number({ error: `must be ${what}` }).int({ error: `must be ${what}` });
 
@@ -23,14 +23,18 @@ export type TruncateRequest = z.output<typeof truncateRequest>;
 
 /** truncateTimeseriesAspect: the dry-run report, or a durable task and its job (CONTRACT.md). */
 export class TruncationService {
+  private readonly tasks: TaskLifecycle;
+
   constructor(
     private readonly db: Database,
     private readonly registry: EntityRegistry,
     private readonly store: TimeseriesStore,
     private readonly producer: Producer<"truncate">,
     private readonly engine: PolicyEngine,
-    private readonly logger: Logger,
-  ) {}
+    logger: Logger,
+  ) {
+    this.tasks = new TaskLifecycle(db, logger);
+  }
 
   async truncate(actor: Actor, body: unknown): Promise<string> {
     await this.engine.require(actor, "TRUNCATE_TIMESERIES_INDEX", "truncate time-series indexes");
@@ -52,26 +56,19 @@ export class TruncationService {
     const dedupKey = createHash("sha256")
       .update(JSON.stringify({ ...operation, timeoutSeconds: operation.timeoutSeconds ?? null }))
       .digest("hex");
-    const { taskId, existing } = await inTransaction(this.db.pool, async (client) => {
-      await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [dedupKey]);
-      const found = await client.query<{ id: string }>(
-        `SELECT id FROM task WHERE dedup_key = $1 AND state IN ('waiting', 'active') AND NOT cancel_requested
-          ORDER BY created_at LIMIT 1`,
-        [dedupKey],
-      );
-      if (found.rows[0]) return { taskId: found.rows[0].id, existing: true };
-      const id = randomUUID();
-      await client.query(
-        `INSERT INTO task (id, type, state, request, dedup_key, progress, created_by)
-         VALUES ($1, 'TRUNCATE_TIMESERIES', 'waiting', $2::jsonb, $3, '{"deleted":0,"toDelete":0,"batches":0,"percent":0}', $4)`,
-        [id, JSON.stringify(request), dedupKey, actor.urn],
-      );
-      return { taskId: id, existing: false };
-    });
-    // A task row whose job never reached Redis (a crash between the two) gets its job now: the job id is the task id.
-    if (existing && (await this.producer.queue.getJob(taskId))) return taskId;
-    await enqueueTask(this.db, this.logger, { id: taskId, what: "a truncation task", wroteRow: !existing }, () =>
-      this.producer.enqueue(taskId, { taskId, ...operation }),
+    const { taskId } = await this.tasks.create(
+      {
+        type: "TRUNCATE_TIMESERIES",
+        request,
+        dedupKey,
+        progress: { deleted: 0, toDelete: 0, batches: 0, percent: 0 },
+        createdBy: actor.urn,
+        what: "a truncation task",
+      },
+      {
+        enqueue: (id) => this.producer.enqueue(id, { taskId: id, ...operation }),
+        jobExists: async (id) => Boolean(await this.producer.queue.getJob(id)),
+      },
     );
     return taskId;
   }

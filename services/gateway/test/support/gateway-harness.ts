@@ -8,6 +8,7 @@ import { createLogger, DEVELOPMENT_SECRETS, loadConfig, type Config } from "@mdp
 import { createDatabase, TimeseriesStore, type Database, type PrismaClient } from "@mdp/db";
 import { createTestDatabase, type TestDatabase } from "@mdp/db/testing";
 import { closeRedis, createRedis, createWorker, whenReady } from "@mdp/queues";
+import { TaskLifecycle } from "@mdp/tasks";
 import { createTruncateHandler, recordGivenUp } from "../../../truncation-worker/src/truncate.processor";
 import { createGateway, type Gateway } from "../../src/app";
 import { composeServices } from "../../src/composition";
@@ -177,8 +178,11 @@ export async function createToken(
 export async function startTruncationWorker(h: Harness): Promise<{ close(): Promise<void> }> {
   const connection = createRedis(h.config.REDIS_URL, "worker");
   const logger = createLogger("truncation-worker-test", h.config.LOG_LEVEL);
+  const tasks = new TaskLifecycle(h.database, logger);
+  const leases = tasks.keepLeases();
   const handler = createTruncateHandler({
     db: h.database,
+    tasks,
     store: new TimeseriesStore(h.database.pool),
     logger,
     shutdownSignal: new AbortController().signal,
@@ -188,13 +192,14 @@ export async function startTruncationWorker(h: Harness): Promise<{ close(): Prom
     prefix: h.config.QUEUE_PREFIX,
     concurrency: 1,
     logger,
-    onGivenUp: (payload, _job, reason) => recordGivenUp(h.database.pool, payload.taskId, reason),
+    onGivenUp: (payload, _job, reason) => recordGivenUp(tasks, payload.taskId, reason),
   });
   void worker.run();
   await worker.waitUntilReady();
   return {
     close: async () => {
       await worker.close();
+      leases.stop();
       await closeRedis(connection);
     },
   };

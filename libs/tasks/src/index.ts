@@ -1,0 +1,5 @@
+export * from "./states";
+export * from "./lifecycle";
+export * from "./reconciler";
+export * from "./evaluations";
+export { cancellationReason } from "./cancellation";

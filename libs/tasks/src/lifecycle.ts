@@ -1,0 +1,445 @@
+import { randomUUID } from "node:crypto";
+import { DelayedError, type Job } from "bullmq";
+import type pg from "pg";
+import { serviceUnavailable, unavailableDependency, type Logger } from "@mdp/core";
+import { inTransaction, type Database, type Prisma } from "@mdp/db";
+import { cancellationReason } from "./cancellation";
+import type { TaskState } from "./states";
+
+export type TaskType = "TRUNCATE_TIMESERIES" | "EVALUATE_TESTS";
+
+/** The task row as this module reads it, with whether an active task's lease has lapsed (by PostgreSQL's clock). */
+export interface TaskRow {
+  id: string;
+  type: TaskType;
+  state: TaskState;
+  request: unknown;
+  dedupKey: string | null;
+  progress: Record<string, unknown>;
+  result: unknown;
+  failedReason: string | null;
+  attemptsMade: number;
+  cancelRequested: boolean;
+  createdBy: string;
+  createdAt: Date;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+  leaseOwner: string | null;
+  leaseExpiresAt: Date | null;
+  /** active, but its worker has not renewed the lease in time (dead, hung, or cut off from PostgreSQL) */
+  leaseLapsed: boolean;
+}
+
+/** The right to write an active task: held by one attempt of one worker process. */
+export interface Lease {
+  readonly taskId: string;
+  /** names this attempt in every write: a stale attempt's writes match nothing */
+  readonly token: string;
+  /** the attempt's number (attemptsMade after the claim) */
+  readonly attempt: number;
+}
+
+/** A worker's write found the task no longer held by its attempt: another attempt took it over, or it was reclaimed. */
+export class LeaseLostError extends Error {
+  constructor(taskId: string) {
+    super(`Task ${taskId} is no longer held by this attempt (its lease lapsed and it was taken over)`);
+    this.name = "LeaseLostError";
+  }
+}
+
+export type ClaimResult =
+  | { outcome: "missing" }
+  /** already completed, failed or cancelled: a duplicate delivery */
+  | { outcome: "finished"; task: TaskRow }
+  /** asked to stop before this attempt started: ended as cancelled here */
+  | { outcome: "cancelled"; task: TaskRow; reason: string }
+  /** another attempt holds a live lease (BullMQ delivered the job again while it runs): try again after `retryInMs` */
+  | { outcome: "held"; retryInMs: number }
+  /** `task` is the row as the previous attempts left it */
+  | { outcome: "claimed"; task: TaskRow; lease: Lease };
+
+export interface LifecycleOptions {
+  /** how long a claim or renewal holds a task without another renewal; default 10 s */
+  leaseMs?: number;
+  /** this worker process's name in lease_owner; default a random one */
+  owner?: string;
+}
+
+export const DEFAULT_LEASE_MS = 10_000;
+
+const COLUMNS = `id, type::text AS type, state::text AS state, request, dedup_key AS "dedupKey", progress, result,
+  failed_reason AS "failedReason", attempts_made AS "attemptsMade", cancel_requested AS "cancelRequested",
+  created_by AS "createdBy", created_at AS "createdAt", started_at AS "startedAt", finished_at AS "finishedAt",
+  lease_owner AS "leaseOwner", lease_expires_at AS "leaseExpiresAt",
+  (state = 'active' AND (lease_expires_at IS NULL OR lease_expires_at <= clock_timestamp())) AS "leaseLapsed"`;
+
+/** The lapsed-lease test in SQL, for guards. */
+const LAPSED = "(lease_expires_at IS NULL OR lease_expires_at <= clock_timestamp())";
+const CLEAR_LEASE = "lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL";
+
+/**
+ * What getTaskStatus shows: the row's state, except that an active task whose lease lapsed is waiting (its worker is
+ * gone; the reconciler or BullMQ's stall check gives it its next attempt), saying so.
+ */
+export function presentState(task: TaskRow): { state: TaskState; failedReason: string | null } {
+  if (task.state === "active" && task.leaseLapsed) {
+    return { state: "waiting", failedReason: lapsedReason(task.attemptsMade) };
+  }
+  return { state: task.state, failedReason: task.failedReason };
+}
+
+function lapsedReason(attempt: number): string {
+  return `Attempt ${attempt} stopped: its worker stopped responding; waiting for the next attempt`;
+}
+
+/** Whether BullMQ will not retry this attempt of the job if it fails. */
+export function isLastAttempt(job: Pick<Job, "attemptsMade" | "opts">): boolean {
+  return job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+}
+
+export interface CreateTask {
+  type: TaskType;
+  request: unknown;
+  /** identical requests share one task while it is waiting or active and not being cancelled */
+  dedupKey?: string;
+  progress: Record<string, unknown>;
+  createdBy: string;
+  /** what the log and errors call it ("a truncation task") */
+  what: string;
+  /** written in the same transaction as a new row (an audit record) */
+  afterInsert?: (tx: Prisma.TransactionClient, taskId: string) => Promise<void>;
+}
+
+export interface Enqueuing {
+  /** queues the task's job (job id = task id) */
+  enqueue: (taskId: string) => Promise<unknown>;
+  /** whether the task's job is in Redis */
+  jobExists: (taskId: string) => Promise<boolean>;
+}
+
+/**
+ * The one owner of the `task` table's lifecycle: every transition of the state machine (states.ts) is a method
+ * here, one compare-and-set statement (or one short transaction) each. Workers hold a task through a Lease; their
+ * writes name it, so after a lapse and a takeover the stale attempt's writes (and the deletions in the same
+ * transaction) roll back.
+ */
+export class TaskLifecycle {
+  readonly leaseMs: number;
+  readonly owner: string;
+
+  constructor(
+    private readonly db: Database,
+    private readonly logger: Logger,
+    options: LifecycleOptions = {},
+  ) {
+    this.leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
+    this.owner = options.owner ?? `worker-${randomUUID()}`;
+  }
+
+  private get pool(): pg.Pool {
+    return this.db.pool;
+  }
+
+  // ---- reading ---------------------------------------------------------------------------------------------------
+
+  async read(taskId: string, client: pg.ClientBase | pg.Pool = this.pool): Promise<TaskRow | null> {
+    const { rows } = await client.query<TaskRow>(`SELECT ${COLUMNS} FROM task WHERE id = $1`, [taskId]);
+    return rows[0] ?? null;
+  }
+
+  // ---- create ----------------------------------------------------------------------------------------------------
+
+  /**
+   * create: lock the dedup key, return an identical waiting or active task (not being cancelled), or insert a new
+   * waiting row; then queue its job (job id = task id). A job that cannot be queued ends a new row as failed, saying
+   * why, and throws the shared outage error with the task id; a row an earlier request wrote keeps waiting (the
+   * reconciler queues it again).
+   */
+  async create(input: CreateTask, queue: Enqueuing): Promise<{ taskId: string; existing: boolean }> {
+    const { taskId, existing } = await this.db.prisma.$transaction(async (tx) => {
+      if (input.dedupKey !== undefined) {
+        await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(${input.dedupKey}))`;
+        const found = await tx.$queryRaw<Array<{ id: string }>>`
+          SELECT id FROM task WHERE dedup_key = ${input.dedupKey} AND state IN ('waiting', 'active')
+             AND NOT cancel_requested ORDER BY created_at LIMIT 1`;
+        if (found[0]) return { taskId: found[0].id, existing: true };
+      }
+      const id = randomUUID();
+      await tx.$executeRaw`
+        INSERT INTO task (id, type, state, request, dedup_key, progress, created_by)
+        VALUES (${id}, ${input.type}::"TaskType", 'waiting', ${JSON.stringify(input.request)}::jsonb,
+                ${input.dedupKey ?? null}, ${JSON.stringify(input.progress)}::jsonb, ${input.createdBy})`;
+      await input.afterInsert?.(tx, id);
+      return { taskId: id, existing: false };
+    });
+    // A row whose job never reached Redis (a crash between the two) gets its job now: the job id is the task id.
+    if (existing && (await queue.jobExists(taskId))) return { taskId, existing };
+    try {
+      await queue.enqueue(taskId);
+    } catch (error) {
+      const which = unavailableDependency(error);
+      this.logger.error({ taskId, err: error }, `could not queue ${input.what}`);
+      if (existing) throw which ? serviceUnavailable(which) : error;
+      const ended = await this.failUnqueued(taskId, which).then(
+        () => true,
+        (markError: unknown) => {
+          // PostgreSQL gone as well: the row stays waiting, which an identical request (or the reconciler) picks up.
+          this.logger.error({ taskId, err: markError }, `could not mark ${input.what} as failed`);
+          return false;
+        },
+      );
+      throw which ? serviceUnavailable(which, ended ? { taskId } : {}) : error;
+    }
+    return { taskId, existing };
+  }
+
+  /** failUnqueued: a new row whose job could not be queued ends failed, saying why. */
+  async failUnqueued(taskId: string, which: string | undefined): Promise<void> {
+    const reason = which ? `Could not be queued: ${which} is unavailable.` : "Could not be queued: internal error.";
+    await this.pool.query(
+      `UPDATE task SET state = 'failed', failed_reason = $2, finished_at = now() WHERE id = $1 AND state = 'waiting'`,
+      [taskId, reason],
+    );
+  }
+
+  // ---- cancel (gateway) ------------------------------------------------------------------------------------------
+
+  /**
+   * cancel, as a caller asks it: the task is marked cancelRequested; a waiting one (or one whose worker is gone)
+   * whose job `removeJob` takes off the queue ends cancelled at once, saying how far earlier attempts got; an active
+   * one stops at its worker's next checkpoint. Returns the row afterwards, or null when it is already finished.
+   */
+  async requestCancel(taskId: string, removeJob: () => Promise<boolean>): Promise<TaskRow | null> {
+    const { rows } = await this.pool.query<TaskRow>(
+      `UPDATE task SET cancel_requested = true WHERE id = $1 AND state IN ('waiting', 'active') RETURNING ${COLUMNS}`,
+      [taskId],
+    );
+    const task = rows[0];
+    if (!task) return null;
+    if ((task.state === "waiting" || task.leaseLapsed) && (await removeJob())) {
+      await this.pool.query(
+        `UPDATE task SET state = 'cancelled', finished_at = now(), failed_reason = $2, ${CLEAR_LEASE}
+          WHERE id = $1 AND (state = 'waiting' OR (state = 'active' AND ${LAPSED}))`,
+        [taskId, cancellationReason(task)],
+      );
+    }
+    return this.read(taskId);
+  }
+
+  // ---- worker transitions ----------------------------------------------------------------------------------------
+
+  /**
+   * claim: a waiting task, or an active one whose lease lapsed (its worker died), becomes active under a new lease of
+   * this process; attemptsMade counts the attempt. A task asked to stop before it started ends cancelled here.
+   */
+  async claim(taskId: string): Promise<ClaimResult> {
+    return inTransaction(this.pool, async (client) => {
+      const { rows } = await client.query<TaskRow>(`SELECT ${COLUMNS} FROM task WHERE id = $1 FOR UPDATE`, [taskId]);
+      const task = rows[0];
+      if (!task) return { outcome: "missing" };
+      if (task.state !== "waiting" && task.state !== "active") return { outcome: "finished", task };
+      if (task.state === "active" && !task.leaseLapsed) {
+        const left = task.leaseExpiresAt ? task.leaseExpiresAt.getTime() - Date.now() : this.leaseMs;
+        return { outcome: "held", retryInMs: Math.max(100, Math.min(this.leaseMs, left)) };
+      }
+      if (task.cancelRequested) {
+        const reason = cancellationReason(task);
+        await client.query(
+          `UPDATE task SET state = 'cancelled', failed_reason = $2, finished_at = now(), ${CLEAR_LEASE} WHERE id = $1`,
+          [taskId, reason],
+        );
+        return { outcome: "cancelled", task, reason };
+      }
+      const token = randomUUID();
+      const { rows: claimed } = await client.query<{ attempt: number }>(
+        `UPDATE task SET state = 'active', attempts_made = attempts_made + 1, started_at = COALESCE(started_at, now()),
+                failed_reason = NULL, lease_owner = $2, lease_token = $3,
+                lease_expires_at = clock_timestamp() + make_interval(secs => $4 / 1000.0)
+          WHERE id = $1 RETURNING attempts_made AS attempt`,
+        [taskId, this.owner, token, this.leaseMs],
+      );
+      return { outcome: "claimed", task, lease: { taskId, token, attempt: claimed[0]!.attempt } };
+    });
+  }
+
+  /**
+   * progress: the holder replaces the task's progress with `update(stored)`, inside `client`'s transaction (the
+   * step's own, so the work and its count commit together) or a short one of its own. Renews the lease. Throws
+   * LeaseLostError, rolling the step back, when the attempt no longer holds the task.
+   */
+  async progress<P extends object>(
+    lease: Lease,
+    update: (stored: Record<string, unknown>) => P,
+    client?: pg.ClientBase,
+  ): Promise<P> {
+    const run = async (c: pg.ClientBase): Promise<P> => {
+      const { rows } = await c.query<{ progress: Record<string, unknown> }>(
+        `SELECT progress FROM task WHERE id = $1 AND lease_token = $2 AND state = 'active' FOR UPDATE`,
+        [lease.taskId, lease.token],
+      );
+      if (!rows[0]) throw new LeaseLostError(lease.taskId);
+      const next = update(rows[0].progress ?? {});
+      await c.query(
+        `UPDATE task SET progress = $2::jsonb, lease_expires_at = clock_timestamp() + make_interval(secs => $3 / 1000.0)
+          WHERE id = $1`,
+        [lease.taskId, JSON.stringify(next), this.leaseMs],
+      );
+      return next;
+    };
+    return client ? run(client) : inTransaction(this.pool, run);
+  }
+
+  /** Between steps: whether the task was asked to stop. Throws LeaseLostError when the attempt no longer holds it. */
+  async checkpoint(lease: Lease): Promise<{ cancelRequested: boolean; task: TaskRow }> {
+    const { rows } = await this.pool.query<TaskRow & { held: boolean }>(
+      `SELECT ${COLUMNS}, lease_token = $2 AND state = 'active' AS held FROM task WHERE id = $1`,
+      [lease.taskId, lease.token],
+    );
+    const task = rows[0];
+    if (!task?.held) throw new LeaseLostError(lease.taskId);
+    return { cancelRequested: task.cancelRequested, task };
+  }
+
+  /**
+   * handBack: the holder, shutting down, puts the task back to waiting (saying so) and its job back in the queue at
+   * once; throws BullMQ's DelayedError, which the handler lets through.
+   */
+  async handBack(lease: Lease, job: Job, jobToken: string | undefined): Promise<never> {
+    await this.pool.query(
+      `UPDATE task SET state = 'waiting', failed_reason = $3, ${CLEAR_LEASE}
+        WHERE id = $1 AND lease_token = $2 AND state = 'active'`,
+      [
+        lease.taskId,
+        lease.token,
+        `Attempt ${lease.attempt} was handed back by a worker shutting down; waiting for the next attempt`,
+      ],
+    );
+    await job.moveToDelayed(Date.now(), jobToken);
+    throw new DelayedError();
+  }
+
+  /**
+   * retryWait (or fail, on the last attempt): a failed attempt is recorded by its holder; the task waits for the next
+   * attempt, saying which failed and why, or ends failed when BullMQ will not retry (`final`). Never throws: PostgreSQL
+   * itself may be what failed (the lease then lapses, and the status says the task waits).
+   */
+  async failAttempt(lease: Lease, error: unknown, final: boolean): Promise<void> {
+    if (error instanceof LeaseLostError) return;
+    const message = error instanceof Error ? error.message : String(error);
+    await this.pool
+      .query(
+        final
+          ? `UPDATE task SET state = 'failed', failed_reason = $3, finished_at = now(), ${CLEAR_LEASE}
+              WHERE id = $1 AND lease_token = $2 AND state = 'active'`
+          : `UPDATE task SET state = 'waiting', failed_reason = $3, ${CLEAR_LEASE}
+              WHERE id = $1 AND lease_token = $2 AND state = 'active'`,
+        [lease.taskId, lease.token, final ? message : `Attempt ${lease.attempt} failed, retrying: ${message}`],
+      )
+      .catch((cause: unknown) =>
+        this.logger.warn({ taskId: lease.taskId, err: cause }, "could not record a failed attempt"),
+      );
+  }
+
+  /** complete: the holder ends the task with its result. */
+  async complete(lease: Lease, progress: object, result: unknown): Promise<void> {
+    await this.end(lease, "completed", progress, null, result);
+  }
+
+  /** fail: the holder ends the task as failed (nothing a retry could change: a timeout, a deleted test, a limit). */
+  async fail(lease: Lease, reason: string, progress?: object): Promise<void> {
+    await this.end(lease, "failed", progress, reason);
+  }
+
+  /** cancel, by the holder between two steps, having found cancelRequested. */
+  async cancel(lease: Lease, reason: string, progress?: object): Promise<void> {
+    await this.end(lease, "cancelled", progress, reason);
+  }
+
+  private async end(
+    lease: Lease,
+    state: "completed" | "failed" | "cancelled",
+    progress: object | undefined,
+    failedReason: string | null,
+    result?: unknown,
+  ): Promise<void> {
+    const { rowCount } = await this.pool.query(
+      `UPDATE task SET state = $3::"TaskState", progress = COALESCE($4::jsonb, progress), failed_reason = $5,
+              result = $6::jsonb, finished_at = now(), ${CLEAR_LEASE}
+        WHERE id = $1 AND lease_token = $2 AND state = 'active'`,
+      [
+        lease.taskId,
+        lease.token,
+        state,
+        progress === undefined ? null : JSON.stringify(progress),
+        failedReason,
+        result === undefined ? null : JSON.stringify(result),
+      ],
+    );
+    if (rowCount === 0) throw new LeaseLostError(lease.taskId);
+  }
+
+  /** giveUp: BullMQ failed the task's job without running it (it stalled too often); progress stays as committed. */
+  async giveUp(taskId: string, reason: string): Promise<void> {
+    await this.pool.query(
+      `UPDATE task SET state = 'failed', failed_reason = $2, finished_at = now(), ${CLEAR_LEASE}
+        WHERE id = $1 AND state IN ('waiting', 'active')`,
+      [taskId, `Given up after its workers stopped during it too often: ${reason}`],
+    );
+  }
+
+  // ---- leases and reconciliation ---------------------------------------------------------------------------------
+
+  /** Renews the lease of every task this process holds: one statement, however many. Returns how many. */
+  async renewLeases(): Promise<number> {
+    const { rowCount } = await this.pool.query(
+      `UPDATE task SET lease_expires_at = clock_timestamp() + make_interval(secs => $2 / 1000.0)
+        WHERE state = 'active' AND lease_owner = $1`,
+      [this.owner, this.leaseMs],
+    );
+    return rowCount ?? 0;
+  }
+
+  /**
+   * Renews this process's leases every third of the lease, until stopped. A process that cannot (dead, hung, cut
+   * off from PostgreSQL) lets them lapse: its tasks read as waiting, and are claimed again.
+   */
+  keepLeases(): { stop(): void } {
+    const timer = setInterval(
+      () => {
+        this.renewLeases().catch((error: unknown) => this.logger.warn({ err: error }, "could not renew task leases"));
+      },
+      Math.max(50, Math.floor(this.leaseMs / 3)),
+    );
+    timer.unref();
+    return { stop: () => clearInterval(timer) };
+  }
+
+  /** reconcile, first half: active tasks whose lease lapsed wait again, saying so. Returns their ids. */
+  async releaseLapsed(): Promise<string[]> {
+    const { rows } = await this.pool.query<{ id: string }>(
+      `UPDATE task SET state = 'waiting', ${CLEAR_LEASE},
+              failed_reason = 'Attempt ' || attempts_made || ' stopped: its worker stopped responding; waiting for the next attempt'
+        WHERE state = 'active' AND ${LAPSED} RETURNING id`,
+    );
+    return rows.map((r) => r.id);
+  }
+
+  /** Waiting tasks of a type (and request kind) older than `graceMs`: the reconciler checks that their jobs exist. */
+  async waitingOlderThan(type: TaskType, graceMs: number, kind?: string): Promise<TaskRow[]> {
+    const { rows } = await this.pool.query<TaskRow>(
+      `SELECT ${COLUMNS} FROM task
+        WHERE type = $1::"TaskType" AND state = 'waiting' AND created_at < now() - make_interval(secs => $2 / 1000.0)
+          AND ($3::text IS NULL OR request->>'kind' = $3)`,
+      [type, graceMs, kind ?? null],
+    );
+    return rows;
+  }
+
+  /** Ends a waiting task whose job vanished and cannot be queued again (a synchronous evaluation's). */
+  async failLost(taskId: string, reason: string): Promise<void> {
+    await this.pool.query(
+      `UPDATE task SET state = 'failed', failed_reason = $2, finished_at = now() WHERE id = $1 AND state = 'waiting'`,
+      [taskId, reason],
+    );
+  }
+}

@@ -1,0 +1,63 @@
+import type { Logger } from "@mdp/core";
+import type { TaskLifecycle, TaskRow, TaskType } from "./lifecycle";
+
+/** One kind of task a reconciler looks after: how to tell its job exists, and what to do when it does not. */
+export interface ReconciledKind {
+  type: TaskType;
+  /** the request's `kind`, where a type has several (EVALUATE_TESTS: runTest, evaluate) */
+  kind?: string;
+  jobExists: (taskId: string) => Promise<boolean>;
+  /** queues the task's job again (job id = task id), or ends the task when it cannot be run again */
+  requeue: (task: TaskRow) => Promise<void>;
+}
+
+export const RECONCILE_INTERVAL_MS = 15_000;
+/** A row younger than this may be one whose job its gateway is queueing right now. */
+export const RECONCILE_GRACE_MS = 5_000;
+
+/**
+ * reconcile: every worker, at start and periodically, (1) moves active tasks whose lease lapsed back to waiting,
+ * and (2) queues again the waiting tasks of its kinds whose job vanished from Redis (a restart without persistence).
+ * Adding a job id that exists is a no-op and a claim resumes from the row, so doing this twice is harmless.
+ */
+export class TaskReconciler {
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly tasks: TaskLifecycle,
+    private readonly kinds: readonly ReconciledKind[],
+    private readonly logger: Logger,
+    private readonly options: { intervalMs?: number; graceMs?: number } = {},
+  ) {}
+
+  start(): void {
+    const tick = () =>
+      void this.reconcile().catch((error: unknown) => this.logger.warn({ err: error }, "reconcile failed"));
+    tick();
+    this.timer = setInterval(tick, this.options.intervalMs ?? RECONCILE_INTERVAL_MS).unref();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+
+  /** Returns the ids of the tasks whose lease it released and of those it queued again. */
+  async reconcile(): Promise<{ released: string[]; requeued: string[] }> {
+    const released = await this.tasks.releaseLapsed();
+    for (const taskId of released) this.logger.warn({ taskId }, "a task's worker stopped renewing its lease");
+    const requeued: string[] = [];
+    for (const kind of this.kinds) {
+      for (const task of await this.tasks.waitingOlderThan(
+        kind.type,
+        this.options.graceMs ?? RECONCILE_GRACE_MS,
+        kind.kind,
+      )) {
+        if (await kind.jobExists(task.id)) continue;
+        await kind.requeue(task);
+        requeued.push(task.id);
+        this.logger.warn({ taskId: task.id }, "re-queued a task whose job had vanished from Redis");
+      }
+    }
+    return { released, requeued };
+  }
+}
