@@ -1,17 +1,30 @@
 /**
  * The floors of listAccessTokens and createAccessToken on the stack the issue prescribes: Apollo Server 5 behind
- * express 5, set up like the echo baseline, serving the gateway's own schema (typeDefs) with resolvers that do only
- * the bare minimum. No authentication, policy check, logging or metrics. Not targets: they show how far Apollo alone
+ * express 5, set up like the echo baseline, serving the gateway's own schema (as the running gateway describes it by
+ * introspection, read by tokens.bench.ts into SCHEMA_FILE) with resolvers that do only the bare minimum. No authentication, policy check, logging or metrics. Not targets: they show how far Apollo alone
  * lets each operation go.
  * - listAccessTokens answers a constant page of 100 tokens held in memory: no database at all.
- * - createAccessToken runs the gateway's own create statement (createStatement) and answers a constant token: no
+ * - createAccessToken runs the gateway's create statement (floor-statements.ts) and answers a constant token: no
  *   signing, hashing or validation.
  */
 import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
 import pg from "pg";
-import { typeDefs } from "../../services/gateway/src/graphql/schema";
-import { createStatement, type TokenMetadata } from "../../services/gateway/src/tokens/token.service";
 import { serveBareApollo } from "../support/bare-apollo";
+import { createToken } from "./floor-statements";
+
+/** AccessTokenMetadata as the schema has it. */
+interface TokenMetadata {
+  urn: string;
+  id: string;
+  name: string;
+  description: string | null;
+  actorUrn: string;
+  ownerUrn: string;
+  createdAt: number;
+  expiresAt: number | null;
+  lastUsedAt: number | null;
+}
 
 async function main(): Promise<void> {
   const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
@@ -26,7 +39,7 @@ async function main(): Promise<void> {
   });
   const accessToken = "x".repeat(400); // about the length of a real one
   await serveBareApollo("apollo floor server", {
-    typeDefs,
+    typeDefs: readFileSync(process.env.SCHEMA_FILE!, "utf8"),
     resolvers: {
       Query: { listAccessTokens: () => ({ start: 0, count: page.length, total: 10_000, tokens: page }) },
       Mutation: {
@@ -37,15 +50,11 @@ async function main(): Promise<void> {
             ...{ urn: `urn:li:accessToken:${id}`, id, name: input.name, description: null },
             ...{ actorUrn: input.actorUrn, ownerUrn: input.actorUrn },
           };
-          const { statement, name } = createStatement({
-            ...{ id, type: "PERSONAL", metadata, tokenHash: randomUUID().replaceAll("-", "").repeat(2) },
-            ...{
-              createdAt,
-              exp: Math.floor(createdAt / 1000) + 3600,
-              audit: { actorUrn: input.actorUrn, details: {} },
-            },
+          await createToken(pool, {
+            ...{ id, urn: metadata.urn, name: input.name, actorUrn: input.actorUrn },
+            ...{ tokenHash: randomUUID().replaceAll("-", "").repeat(2), createdAt },
+            exp: Math.floor(createdAt / 1000) + 3600,
           });
-          await pool.query({ name, text: statement.text, values: statement.values });
           return { accessToken, metadata };
         },
       },

@@ -1,12 +1,12 @@
 /**
- * The floor of listAccessTokens: a bare express 5 route (express.json, nothing else) that runs the gateway's own list
- * statement (TokenService's listStatement, prepared the same way, on a pool of the gateway's size) and answers the
+ * The floor of listAccessTokens: a bare express 5 route (express.json, nothing else) that runs the gateway's list
+ * statement (floor-statements.ts, prepared the same way, on a pool of the gateway's size) and answers the
  * fields the benchmark's GraphQL query selects. No authentication, policy check or GraphQL: what serving this SQL over
  * HTTP costs at the least. Not a target. Exits on SIGTERM.
  */
 import express from "express";
 import pg from "pg";
-import { listStatement } from "../../services/gateway/src/tokens/token.service";
+import { listTokens } from "./floor-statements";
 
 async function main(): Promise<void> {
   const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
@@ -14,14 +14,8 @@ async function main(): Promise<void> {
   const app = express();
   app.use(express.json({ limit: "1mb" }));
   app.post("/list", (_req, res, next) => {
-    const { statement, name } = listStatement([{ column: "actor_urn", values: [actorUrn] }], new Date(), 0, 100);
-    pool
-      .query<{ total: number; id: string | null; actor_urn: string }>({
-        name,
-        text: statement.text,
-        values: statement.values,
-      })
-      .then(({ rows }) => {
+    listTokens(pool, actorUrn, new Date(), 0, 100)
+      .then((rows) => {
         const tokens = rows
           .filter((row) => row.id !== null)
           .map((row) => ({ urn: `urn:li:accessToken:${row.id}`, id: row.id, actorUrn: row.actor_urn }));

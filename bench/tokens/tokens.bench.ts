@@ -5,18 +5,19 @@
  * shown beside their floors (no targets): the same operation on bare Apollo doing only its core work
  * (apollo-floor-server.ts), and for the list also its SQL behind bare express (list-floor-server.ts).
  */
+import { createHmac, hash, timingSafeEqual } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
+import { buildClientSchema, getIntrospectionQuery, printSchema, type IntrospectionQuery } from "graphql";
 import { Client } from "pg";
 import { createTestDatabase } from "@mdp/db/testing";
-import { Hs256 } from "../../services/gateway/src/tokens/jwt";
-import { hashToken } from "../../services/gateway/src/tokens/token-hash";
 import { freePort, startService, uniqueName, waitUntilReady } from "../../test/support/services";
 import { measureInterleaved, ratio } from "../support/load";
 import { productionSetup } from "../support/production";
 import { spawnBenchProcess } from "../support/bench-process";
 import { printReport } from "../support/report";
-import { hash } from "node:crypto";
 
 const ROOT = "urn:li:corpuser:admin";
 const BULK = "urn:li:corpuser:bulk";
@@ -44,21 +45,27 @@ export async function benchTokens(): Promise<void> {
     DATABASE_URL: db.url,
     LIST_ACTOR_URN: BULK,
   });
-  const apolloFloor = spawnBenchProcess(path.join(__dirname, "apollo-floor-server.ts"), {
-    PORT: String(apolloFloorPort),
-    DATABASE_URL: db.url,
-    LIST_ACTOR_URN: BULK,
-  });
+  // Started once the gateway has described its schema, which this floor serves.
+  let apolloFloor: ReturnType<typeof spawnBenchProcess> | undefined;
+  const schemaDir = mkdtempSync(path.join(tmpdir(), "bench-tokens-"));
   const base = `http://127.0.0.1:${gatewayPort}/api/graphql`;
   const apolloFloorUrl = `http://127.0.0.1:${apolloFloorPort}/api/graphql`;
+  // The system client acting for root: authenticated by a constant-time secret compare, no token to verify.
+  const asRoot = production.systemClient(ROOT);
   try {
     await waitUntilReady(`http://127.0.0.1:${gatewayPort}`, gateway);
+    const schemaFile = path.join(schemaDir, "schema.graphql");
+    writeFileSync(schemaFile, await gatewaySchema(base, asRoot));
+    apolloFloor = spawnBenchProcess(path.join(__dirname, "apollo-floor-server.ts"), {
+      PORT: String(apolloFloorPort),
+      DATABASE_URL: db.url,
+      LIST_ACTOR_URN: BULK,
+      SCHEMA_FILE: schemaFile,
+    });
     await Promise.all(
       [echo, listFloor, apolloFloor].map((child) => new Promise((resolve) => child.stdout!.once("data", resolve))),
     );
     await seedTokens(db.url, 10_000);
-    // The system client acting for root: authenticated by a constant-time secret compare, no token to verify.
-    const asRoot = production.systemClient(ROOT);
     const token = await createToken(base, asRoot);
 
     const gql = (query: string, variables: Record<string, unknown> = {}) => JSON.stringify({ query, variables });
@@ -171,9 +178,10 @@ export async function benchTokens(): Promise<void> {
   } finally {
     echo.kill("SIGTERM");
     listFloor.kill("SIGTERM");
-    apolloFloor.kill("SIGTERM");
+    apolloFloor?.kill("SIGTERM");
     await gateway.stop();
     await db.drop();
+    rmSync(schemaDir, { recursive: true, force: true });
   }
 }
 
@@ -205,15 +213,29 @@ async function createToken(url: string, headers: Record<string, string>): Promis
   return body.data.createAccessToken.accessToken;
 }
 
+/** The gateway's schema as SDL, from its own introspection (which is on), for the floor to serve. */
+async function gatewaySchema(url: string, headers: Record<string, string>): Promise<string> {
+  const res = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify({ query: getIntrospectionQuery() }),
+  });
+  const body = (await res.json()) as { data?: IntrospectionQuery; errors?: unknown };
+  if (!body.data) throw new Error(`introspection of the gateway failed: ${JSON.stringify(body.errors)}`);
+  return printSchema(buildClientSchema(body.data));
+}
+
 /**
- * Median µs of the cryptography of bearer authentication (the rest is cached lookups): a token's first use checks the
- * signature and the salted hash; later uses are recognised by the token's SHA-256 (TokenService.verify).
+ * Median µs of the cryptography of bearer authentication (the rest is cached lookups), with the primitives the gateway
+ * uses (node:crypto): a token's first use checks the HS256 signature and decodes the claims, then computes the salted
+ * hash (HMAC-SHA256 keyed with TOKEN_SALT) to compare with the stored one; later uses are recognised by the token's
+ * SHA-256 (TokenVerifier.verify).
  */
 function verifyCost(
   token: string,
   secrets: { TOKEN_SIGNING_KEY: string; TOKEN_SALT: string },
 ): { firstUse: number; laterUse: number } {
-  const jwt = new Hs256(secrets.TOKEN_SIGNING_KEY);
+  const [header, payload, signature] = token.split(".") as [string, string, string];
   const median = (measure: () => void) => {
     const samples: number[] = [];
     for (let i = 0; i < 20_000; i++) {
@@ -225,8 +247,10 @@ function verifyCost(
   };
   return {
     firstUse: median(() => {
-      jwt.verify(token);
-      hashToken(token, secrets.TOKEN_SALT);
+      const expected = createHmac("sha256", secrets.TOKEN_SIGNING_KEY).update(`${header}.${payload}`).digest();
+      if (!timingSafeEqual(Buffer.from(signature, "base64url"), expected)) throw new Error("bad signature");
+      JSON.parse(Buffer.from(payload, "base64url").toString("utf8"));
+      createHmac("sha256", secrets.TOKEN_SALT).update(token).digest();
     }),
     laterUse: median(() => hash("sha256", token, "base64url")),
   };
