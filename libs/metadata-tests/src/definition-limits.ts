@@ -28,6 +28,22 @@ export const DEFINITION_LIMITS = {
   patterns: 100,
   /** characters of a value a pattern searches: only that many leading characters are searched */
   regexSubjectLength: 16_384,
+  // The definition once YAML aliases are resolved: an alias repeats what it names in the decoded value, so 64 KiB of
+  // text can stand for megabytes (the yaml library's maxAliasCount only bounds aliases nested in aliases, not the size
+  // of what one names). Text without aliases never reaches the character and byte limits: its operands hold fewer
+  // characters than its bytes, and normalizing at most doubles it (`[1,2]` becomes `["1","2"]`).
+  /** operands (`value`/`values`) of all predicates together */
+  operands: 10_000,
+  /** characters of all operands together */
+  operandCharacters: 65_536,
+  /** characters of every key and string of the decoded definition, counted before parsing it */
+  expandedCharacters: 131_072,
+  /** UTF-8 bytes of the normalized definition's JSON, as stored and as sent to the evaluation worker */
+  normalizedBytes: 131_072,
+  /** estimated compile cost of one regex_match pattern (see regex-cost.ts), about 20 µs of re2-wasm each */
+  patternCost: 2_500,
+  /** estimated compile cost of all regex_match patterns of one definition together */
+  patternCostTotal: 5_000,
 } as const;
 
 /** Refuses text longer than DEFINITION_LIMITS.bytes, before anything parses it. */
@@ -43,14 +59,29 @@ export function checkDefinitionBytes(text: string): void {
 }
 
 /**
- * Refuses a decoded definition nested deeper than DEFINITION_LIMITS.depth, or holding more values than its text could
- * within the byte limit (a stored row is JSON, not text, so this is its size check). Iterative, so that it runs before the
+ * Refuses a decoded definition nested deeper than DEFINITION_LIMITS.depth, holding more values than its text could
+ * within the byte limit (a stored row is JSON, not text, so this is its size check), or more characters of keys and
+ * strings than DEFINITION_LIMITS.expandedCharacters. A value reached twice (a YAML alias) is counted each time, as the
+ * parser and the stored JSON will repeat it, and the walk stops as soon as a count is past its limit: refusing 99
+ * aliases of a 56 KB list costs a few of its uses, not building the megabytes. Iterative, so that it runs before the
  * recursive parser and evaluator: 8,000 nested `not` are refused here rather than overflowing their stacks.
  */
 export function checkDefinitionShape(root: unknown): void {
   const stack: Array<{ value: unknown; path: string; depth: number }> = [{ value: root, path: "", depth: 1 }];
   // Text within the byte limit cannot hold more values than it has bytes; a stored row that does was never accepted.
   let budget = DEFINITION_LIMITS.bytes;
+  let characters = 0;
+  const countCharacters = (count: number): void => {
+    characters += count;
+    if (characters > DEFINITION_LIMITS.expandedCharacters) {
+      throw new TestDefinitionError([
+        {
+          path: "",
+          message: `the definition expands to more than ${DEFINITION_LIMITS.expandedCharacters} characters of keys and values (the limit; a YAML alias counts each time it is used)`,
+        },
+      ]);
+    }
+  };
   while (stack.length > 0) {
     if (--budget < 0) {
       throw new TestDefinitionError([
@@ -58,10 +89,14 @@ export function checkDefinitionShape(root: unknown): void {
       ]);
     }
     const { value, path, depth } = stack.pop()!;
+    if (typeof value === "string") countCharacters(value.length);
     const children: Array<[string, unknown]> = Array.isArray(value)
       ? value.map((child, index) => [`${path}[${index}]`, child])
       : isRecord(value)
-        ? Object.entries(value).map(([key, child]) => [path ? `${path}.${key}` : key, child])
+        ? Object.entries(value).map(([key, child]) => {
+            countCharacters(key.length);
+            return [path ? `${path}.${key}` : key, child];
+          })
         : [];
     if (children.length === 0) continue;
     if (depth >= DEFINITION_LIMITS.depth) {

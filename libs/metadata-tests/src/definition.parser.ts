@@ -34,12 +34,23 @@ export function definitionFromJson(json: unknown): ParsedDefinition {
   return definition;
 }
 
-/** The limit on the definition as a whole: predicates in on.conditions and rules together (patterns: see parser). */
+/**
+ * The limits on the definition as a whole: predicates in on.conditions and rules together, their operands, and the
+ * normalized JSON that is stored and sent to the evaluation worker (patterns: see the predicate parser). The shape
+ * check has already bounded what this walks and serializes.
+ */
 function checkCounts(definition: ParsedDefinition, problems: ProblemList): void {
   let predicates = 0;
+  let operands = 0;
+  let operandCharacters = 0;
   const count = (predicate: Predicate): void => {
     predicates++;
-    if (isPropertyPredicate(predicate)) return;
+    if (isPropertyPredicate(predicate)) {
+      const values = predicate.values ?? (predicate.value === undefined ? [] : [predicate.value]);
+      operands += values.length;
+      for (const value of values) operandCharacters += value.length;
+      return;
+    }
     if ("not" in predicate) count(predicate.not);
     else ("and" in predicate ? predicate.and : predicate.or).forEach(count);
   };
@@ -47,6 +58,23 @@ function checkCounts(definition: ParsedDefinition, problems: ProblemList): void 
   count(definition.rules);
   if (predicates > DEFINITION_LIMITS.predicates) {
     problems.add("", `${predicates} predicates, more than the limit of ${DEFINITION_LIMITS.predicates}`);
+  }
+  if (operands > DEFINITION_LIMITS.operands) {
+    problems.add("", `${operands} operands in all predicates, more than the limit of ${DEFINITION_LIMITS.operands}`);
+  }
+  if (operandCharacters > DEFINITION_LIMITS.operandCharacters) {
+    problems.add(
+      "",
+      `${operandCharacters} characters of operands in all predicates, more than the limit of ${DEFINITION_LIMITS.operandCharacters}`,
+    );
+  }
+  if (!problems.isEmpty) return;
+  const bytes = Buffer.byteLength(JSON.stringify(definition), "utf8");
+  if (bytes > DEFINITION_LIMITS.normalizedBytes) {
+    problems.add(
+      "",
+      `the normalized definition is ${bytes} bytes of JSON, more than the limit of ${DEFINITION_LIMITS.normalizedBytes}`,
+    );
   }
 }
 

@@ -3,6 +3,7 @@ import { OPERAND_SHAPE, OPERATORS, isOperator, type Operator } from "./operators
 import { DEFINITION_LIMITS } from "./definition-limits";
 import { describeValue, isRecord, quoteKeys, type ProblemList } from "./problem-list";
 import { regexSyntaxError } from "./regex-cache";
+import { regexCompileCost } from "./regex-cost";
 import { asNumber } from "./value-coercion";
 
 const COMBINATORS = ["and", "or", "not"] as const;
@@ -296,6 +297,26 @@ function isValidRegex(pattern: string, path: string, problems: ProblemList): boo
     if (problems.patterns === DEFINITION_LIMITS.patterns + 1) {
       problems.add(path, `more than the limit of ${DEFINITION_LIMITS.patterns} regex_match patterns in one definition`);
     }
+    return false;
+  }
+  // Compiling runs synchronously on the caller's event loop, and some legal patterns take seconds: their cost is
+  // estimated from the text first, per pattern and for the definition's patterns together.
+  const cost = regexCompileCost(pattern);
+  if (cost > DEFINITION_LIMITS.patternCost) {
+    problems.add(
+      path,
+      `a regular expression whose repetitions and character classes expand to about ${cost} instructions, more than the limit of ${DEFINITION_LIMITS.patternCost} (x{n,m} repeats x m times; ., negated classes and \\p{…} weigh more)`,
+    );
+    return false;
+  }
+  // Past the total already: reported at the pattern that crossed it.
+  if (problems.patternCost > DEFINITION_LIMITS.patternCostTotal) return false;
+  problems.patternCost += cost;
+  if (problems.patternCost > DEFINITION_LIMITS.patternCostTotal) {
+    problems.add(
+      path,
+      `regular expressions expanding to about ${problems.patternCost} instructions together, more than the limit of ${DEFINITION_LIMITS.patternCostTotal} for one definition`,
+    );
     return false;
   }
   const error = regexSyntaxError(pattern);

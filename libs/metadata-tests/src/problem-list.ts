@@ -5,6 +5,8 @@ export class ProblemList {
   readonly problems: DefinitionProblem[] = [];
   /** regex_match patterns met so far: each costs a compilation, so the limit is enforced before compiling more */
   patterns = 0;
+  /** their estimated compile cost so far (regexCompileCost), bounded before compiling the next */
+  patternCost = 0;
 
   add(path: string, message: string): void {
     this.problems.push({ path, message });
