@@ -25,12 +25,23 @@ export const MAX_COST = 5000;
 const PAGE_SIZE_ARGUMENTS = ["count", "limit", "first", "last"];
 /** The size assumed for a list of objects whose size no argument states (a test's results, its failed rules). */
 export const DEFAULT_LIST_SIZE = 20;
+/**
+ * Scalar fields that can be large cost what they weigh, about 1 per 4 KiB at their largest (a scalar otherwise costs
+ * 0): a test's definition text is at most 64 KiB and its normalized JSON 128 KiB (DEFINITION_LIMITS), so a page of
+ * 1,000 tests with definitions (32,000+) is refused while a page of 100 (~3,200, or ~4,700 with both) fits, and one
+ * request carries at most ~20 MB of definitions.
+ */
+export const FIELD_COSTS: Readonly<Record<string, number>> = {
+  "TestDefinition.json": 15,
+  "TestDefinition.normalized": 30,
+};
 /** A mutation writes and audits: each top-level mutation field costs this much on top of what it selects. */
 export const MUTATION_COST = 10;
 
 /**
- * What executing an operation may cost, with the request's variables (Shopify's model): a scalar 0, an object 1, a
- * list of objects 2 + size × (1 + what each selects), aliases and fragments summed wherever they appear. A list's size
+ * What executing an operation may cost, with the request's variables (Shopify's model): a scalar 0 (FIELD_COSTS for
+ * the large ones), an object 1, a list of objects 2 + size × (1 + what each selects), aliases and fragments summed
+ * wherever they appear. A list's size
  * is the page size its own arguments, or those of the field above it, ask for (literal or variable; the argument's
  * default when absent), else DEFAULT_LIST_SIZE. Introspection is free: it reads the schema in memory, and its depth
  * and fields are bounded by the document limits.
@@ -71,7 +82,8 @@ export function operationCost(
     return cost;
   };
   const fieldCost = (node: FieldNode, parent: GraphQLCompositeType, pageSize: number | undefined): number => {
-    if (node.name.value.startsWith("__") || !node.selectionSet) return 0;
+    if (node.name.value.startsWith("__")) return 0;
+    if (!node.selectionSet) return FIELD_COSTS[`${parent.name}.${node.name.value}`] ?? 0;
     const field = isObjectType(parent) || isInterfaceType(parent) ? parent.getFields()[node.name.value] : undefined;
     if (!field) return 0;
     const named = getNamedType(field.type);

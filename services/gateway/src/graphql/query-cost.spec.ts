@@ -1,0 +1,36 @@
+import { buildSchema, Kind, parse, type OperationDefinitionNode } from "graphql";
+import { MAX_COST, operationCost } from "./query-cost";
+import { typeDefs } from "./schema";
+
+const schema = buildSchema(typeDefs.join("\n"));
+const costOf = (query: string, variables: Record<string, unknown> = {}) => {
+  const document = parse(query);
+  const operation = document.definitions.find(
+    (d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION,
+  )!;
+  return operationCost(schema, document, operation, variables);
+};
+
+describe("query cost of test definitions", () => {
+  const page = (count: number, fields: string) =>
+    `{ listTests(input: {count: ${count}}) { total tests { urn definition { ${fields} } } } }`;
+
+  it("refuses a page of 1,000 tests with their definitions, which weigh up to 192 KiB each", () => {
+    expect(costOf(page(1000, "normalized"))).toBeGreaterThan(MAX_COST);
+    expect(costOf(page(1000, "json"))).toBeGreaterThan(MAX_COST);
+    expect(costOf(page(160, "json normalized"))).toBeGreaterThan(MAX_COST);
+  });
+
+  it("lets a page of 100 through, and a page of 1,000 without definitions", () => {
+    expect(costOf(page(100, "json normalized"))).toBeLessThanOrEqual(MAX_COST);
+    expect(costOf(page(150, "normalized"))).toBeLessThanOrEqual(MAX_COST);
+    expect(costOf(`{ listTests(input: {count: 1000}) { tests { urn name } } }`)).toBeLessThanOrEqual(MAX_COST);
+  });
+
+  it("counts definitions wherever they are selected: aliases, fragments, variables", () => {
+    const aliases = Array.from({ length: 2 }, (_, i) => `a${i}: listTests(input: $i) { tests { ...D } }`).join(" ");
+    const query = `query($i: ListTestsInput) { ${aliases} } fragment D on Test { definition { normalized } }`;
+    expect(costOf(query, { i: { count: 70 } })).toBeLessThanOrEqual(MAX_COST);
+    expect(costOf(query, { i: { count: 100 } })).toBeGreaterThan(MAX_COST);
+  });
+});
