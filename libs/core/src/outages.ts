@@ -6,9 +6,13 @@ export type Dependency = "PostgreSQL" | "Redis";
 /** How long a caller is told to wait before retrying: a PostgreSQL or Redis restart takes about a second. */
 export const OUTAGE_RETRY_AFTER_SECONDS = 2;
 
-/** What a caller gets while `which` is unreachable: 503, Retry-After, and which server it is. */
-export function serviceUnavailable(which: Dependency, details: Record<string, unknown> = {}): AppError {
-  return new AppError("SERVICE_UNAVAILABLE", `${which} is unavailable; retry shortly.`, {
+/**
+ * What a caller gets while `which` is unreachable (or, `busy`, too busy to answer in time): 503, Retry-After, and which
+ * server it is.
+ */
+export function serviceUnavailable(which: Dependency, details: Record<string, unknown> = {}, busy = false): AppError {
+  const state = busy ? "too busy to answer in time" : "unavailable";
+  return new AppError("SERVICE_UNAVAILABLE", `${which} is ${state}; retry shortly.`, {
     ...details,
     retryAfterSeconds: OUTAGE_RETRY_AFTER_SECONDS,
   });
@@ -21,10 +25,17 @@ export function serviceUnavailable(which: Dependency, details: Record<string, un
  */
 const POSTGRES_CODES = new Set(["57P01", "57P02", "57P03", "08000", "08001", "08003", "08004", "08006", "53300"]);
 /**
- * Prisma's codes for the same: P1001 can't reach the server, P1002 timed out, P1008 operation timed out, P1017 the
- * server closed the connection, P2024 no pool connection in time; and its driver adapter's kinds of them.
+ * Prisma's codes for the same: P1001 can't reach the server, P1002 timed out, P1017 the server closed the connection;
+ * and its driver adapter's kinds of them.
  */
-const PRISMA_CODES = new Set(["P1001", "P1002", "P1008", "P1017", "P2024"]);
+const PRISMA_CODES = new Set(["P1001", "P1002", "P1017"]);
+/**
+ * Prisma's codes for a server too busy to answer in time, which a caller can wait out as well: P1008 operation timed
+ * out, P2024 no pool connection in time, and P2028 when it says a transaction ran past its timeout or could not start
+ * in time (P2028 also reports misuse of a transaction, a bug, which stays an internal error).
+ */
+const PRISMA_BUSY_CODES = new Set(["P1008", "P2024"]);
+const TRANSACTION_TIMEOUT = /expired transaction|timeout for this transaction|start a transaction in the given time/;
 const ADAPTER_KINDS = new Set(["DatabaseNotReachable", "ConnectionClosed", "SocketTimeout", "TooManyConnections"]);
 /** Node's socket errors: only the PostgreSQL drivers hand them to a caller (ioredis retries, then says so its way). */
 const SOCKET_CODES = new Set([
@@ -67,12 +78,36 @@ interface ErrorShape {
  * `thrownValue`). Also a worker's failure reason, which reaches the gateway as text. The one place that knows these
  * shapes: every path asks it.
  */
-export function unavailableDependency(error: unknown, depth = 0): Dependency | undefined {
+export function unavailableDependency(error: unknown): Dependency | undefined {
+  return classify(error, 0)?.which;
+}
+
+/** Which server, and whether it is there but too busy (a timeout) rather than gone. */
+function classify(error: unknown, depth: number): { which: Dependency; busy: boolean } | undefined {
   if (depth > 5 || error === null || error === undefined) return undefined;
-  if (typeof error === "string") return fromMessage(error);
+  if (typeof error === "string") {
+    const which = fromMessage(error);
+    return which && { which, busy: false };
+  }
   if (typeof error !== "object") return undefined;
   const e = error as ErrorShape;
   const message = typeof e.message === "string" ? e.message : "";
+  for (const code of [e.code, e.errorCode]) {
+    if (typeof code !== "string") continue;
+    if (PRISMA_BUSY_CODES.has(code) || (code === "P2028" && TRANSACTION_TIMEOUT.test(message))) {
+      return { which: "PostgreSQL", busy: true };
+    }
+  }
+  const which = unreachable(e, message);
+  if (which) return { which, busy: false };
+  for (const inner of [e.cause, e.originalError, e.thrownValue, ...(Array.isArray(e.errors) ? e.errors : [])]) {
+    const found = classify(inner, depth + 1);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+function unreachable(e: ErrorShape, message: string): Dependency | undefined {
   if (e.name === "MaxRetriesPerRequestError" || REDIS_MESSAGE.test(message)) return "Redis";
   if (typeof e.code === "string") {
     if (POSTGRES_CODES.has(e.code) || PRISMA_CODES.has(e.code)) return "PostgreSQL";
@@ -88,10 +123,6 @@ export function unavailableDependency(error: unknown, depth = 0): Dependency | u
     return "PostgreSQL";
   }
   if (POSTGRES_MESSAGE.test(message)) return "PostgreSQL";
-  for (const inner of [e.cause, e.originalError, e.thrownValue, ...(Array.isArray(e.errors) ? e.errors : [])]) {
-    const found = unavailableDependency(inner, depth + 1);
-    if (found) return found;
-  }
   return undefined;
 }
 
@@ -103,6 +134,6 @@ function fromMessage(text: string): Dependency | undefined {
 
 /** The 503 for `error` when it is an outage, else undefined. */
 export function outageError(error: unknown, details?: Record<string, unknown>): AppError | undefined {
-  const which = unavailableDependency(error);
-  return which === undefined ? undefined : serviceUnavailable(which, details);
+  const found = classify(error, 0);
+  return found && serviceUnavailable(found.which, details, found.busy);
 }
