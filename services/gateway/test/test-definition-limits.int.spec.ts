@@ -64,6 +64,16 @@ describe("test definition limits over GraphQL", () => {
       withRules('{"property":"urn","operator":"regex_match","values":["^ok$","(a)\\\\1"]}'),
       `${PREFIX}rules.values[1]: invalid regular expression "(a)\\\\1": invalid escape sequence: \\1`,
     ],
+    [
+      "99 YAML aliases of a 59 KB list (5.7 MB once expanded)",
+      `on: {types: [dataset]}\nrules:\n  - {property: urn, operator: contains_any, values: &v [${Array.from({ length: 14 }, (_, i) => `v${i}${"x".repeat(4_200)}`).join(", ")}]}\n${"  - {property: urn, operator: contains_any, values: *v}\n".repeat(99)}`,
+      `${PREFIX}the definition expands to more than 131072 characters of keys and values (the limit; a YAML alias counts each time it is used)`,
+    ],
+    [
+      "a regex that takes over a minute to compile",
+      withRules('{"property":"urn","operator":"regex_match","value":"(.{1,1000})"}'),
+      `${PREFIX}rules.value: a regular expression whose repetitions and character classes expand to about 20027 instructions, more than the limit of 2500 (x{n,m} repeats x m times; ., negated classes and \\p{…} weigh more)`,
+    ],
   ])("refuses %s with BAD_USER_INPUT naming it, and stores nothing", async (_case, json, message) => {
     const before = await h.prisma.metadataTest.count();
     const { status, error } = await create(json);

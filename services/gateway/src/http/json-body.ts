@@ -1,5 +1,6 @@
 import express, { type Request, type RequestHandler } from "express";
 import { AppError, MAX_NESTING } from "@mdp/core";
+import { isDeflatedJson, parseDeflated } from "./deflate-body";
 
 /** `application/json`, with no parameter but an optional UTF-8 charset: what nearly every client sends. */
 const PLAIN_JSON = /^application\/json\s*(?:;\s*charset\s*=\s*"?utf-8"?\s*)?$/i;
@@ -29,6 +30,13 @@ export function jsonBody(limitBytes: number): RequestHandler {
     },
   });
   return (req, res, next) => {
+    // zlib-wrapped or raw deflate, which body-parser alone would refuse
+    if (isDeflatedJson(req)) {
+      parseDeflated(general, limitBytes, req, res, (error) =>
+        next(error === undefined ? undefined : bodyReadError(error, req)),
+      );
+      return;
+    }
     const type = req.headers["content-type"];
     const length = req.headers["content-length"];
     if (
