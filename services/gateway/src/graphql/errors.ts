@@ -28,7 +28,7 @@ const CALLER_ERROR_CODES = new Set([
 
 /** AppError → GraphQLError with the contract's extensions.code. */
 export function toGraphQLError(error: AppError): GraphQLError {
-  return new GraphQLError(error.message, {
+  return new GraphQLError(abbreviateEchoes(error.message), {
     extensions: { code: ERROR_CODES[error.code].graphql, ...(error.details ? { details: error.details } : {}) },
   });
 }
@@ -37,9 +37,18 @@ export function toGraphQLError(error: AppError): GraphQLError {
  * Apollo's formatError, so that every error carries one of the contract's codes: AppErrors keep their code and
  * message; GraphQL's own errors for a bad request become BAD_USER_INPUT, naming the argument when the problem is an
  * inline value; a value PostgreSQL refused is BAD_USER_INPUT too; anything else is logged and hidden behind
- * INTERNAL_SERVER_ERROR so no internals reach the client.
+ * INTERNAL_SERVER_ERROR so no internals reach the client. Every message has the client values it repeats abbreviated.
  */
 export function formatError(logger: Logger) {
+  const toContract = contractError(logger);
+  return (formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError => {
+    const answer = toContract(formatted, error);
+    // Every message, graphql-js's and Apollo's above all, which repeat the client's names and values in full.
+    return answer.message.length > ECHO_LIMIT ? { ...answer, message: abbreviateEchoes(answer.message) } : answer;
+  };
+}
+
+function contractError(logger: Logger) {
   return (formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError => {
     const original = unwrapResolverError(error);
     if (original instanceof AppError) {
@@ -73,6 +82,34 @@ export function formatError(logger: Logger) {
     logger.error({ err: original }, "unhandled resolver error");
     return { message: "Internal server error.", path: formatted.path, extensions: { code: "INTERNAL_SERVER_ERROR" } };
   };
+}
+
+/** The longest client value an error message repeats: longer ones are cut to this many characters and "…". */
+export const ECHO_LIMIT = 100;
+/** Past this a message is cut whatever it holds: a backstop for a repeated value the two rules below miss. */
+const MESSAGE_LIMIT = 1_000;
+/** A double-quoted value longer than the limit (graphql-js quotes names and JSON-prints values; `…` stays as cut). */
+const LONG_QUOTED = new RegExp(`"([^"]{${ECHO_LIMIT + 2},})"`, "g");
+/** A run without spaces well past the limit: an unquoted value (an object key in a printed variable value, a urn). */
+const LONG_RUN = new RegExp(`[^\\s"]{${ECHO_LIMIT + 20},}`, "g");
+
+/**
+ * `message` with every client value it repeats cut to ECHO_LIMIT characters: graphql-js and Apollo put the client's
+ * text into their messages in full — an unknown operation, field, argument or type name, a variable's invalid value
+ * (`Variable "$x" got invalid value …`) — so a 200 KB operationName or variable came back whole. Idempotent.
+ */
+export function abbreviateEchoes(message: string): string {
+  if (message.length <= ECHO_LIMIT) return message;
+  const cut = message
+    .replace(LONG_QUOTED, (_quoted, value: string) => `"${head(value)}…"`)
+    .replace(LONG_RUN, (run) => `${head(run)}…`);
+  return cut.length > MESSAGE_LIMIT ? `${head(cut, MESSAGE_LIMIT - 1)}…` : cut;
+}
+
+/** The first `length` characters, without half a surrogate pair at the end. */
+function head(text: string, length = ECHO_LIMIT): string {
+  const code = text.charCodeAt(length - 1);
+  return text.slice(0, code >= 0xd800 && code <= 0xdbff ? length - 1 : length);
 }
 
 /**
