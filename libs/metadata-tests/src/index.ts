@@ -1,5 +1,6 @@
 // Parser and evaluator of metadata-test definitions: pure functions, no I/O (see README.md).
 export { parseTestDefinition, definitionFromJson } from "./definition.parser";
+export { normalizedDefinitionText } from "./normalized-text";
 export { DEFINITION_LIMITS } from "./definition-limits";
 export { evaluateTest, appliesToEntityType, entityTypeMatches, type TestOutcome } from "./test.evaluator";
 export {

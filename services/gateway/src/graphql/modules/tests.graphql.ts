@@ -1,5 +1,5 @@
 import type { MetadataTest } from "@mdp/db";
-import { definitionFromJson, type FailedRule } from "@mdp/metadata-tests";
+import { normalizedDefinitionText, type FailedRule, type ParsedDefinition } from "@mdp/metadata-tests";
 import type { GraphQLContext } from "../context";
 import type { CreateTestInput, ListTestsInput, TestInput } from "../../metadata-tests/metadata-test.service";
 import type { RunTestInput } from "../../metadata-tests/test-run.service";
@@ -129,7 +129,8 @@ export const testResolvers = {
     // Re-normalized for display: jsonb keeps keys in its own order, the parser gives them in the documented one.
     definition: (test: MetadataTest) => ({
       json: test.definitionText,
-      normalized: JSON.stringify(definitionFromJson(test.definition)),
+      // Only the parser writes this column (createTest/updateTest), so it holds a ParsedDefinition.
+      normalized: normalizedDefinitionText(test.definition as unknown as ParsedDefinition),
     }),
     createdAt: (test: MetadataTest) => test.createdAt.getTime(),
     updatedAt: (test: MetadataTest) => test.updatedAt.getTime(),
@@ -155,9 +156,7 @@ export const testResolvers = {
       ctx.services.tests.update(ctx.actor, args.urn, args.input),
     deleteTest: (_: unknown, args: { urn: string }, ctx: GraphQLContext) =>
       ctx.services.tests.delete(ctx.actor, args.urn),
-    runTest: async (_: unknown, args: RunTestInput, ctx: GraphQLContext) => {
-      await ctx.services.rateLimits.consume(ctx.actor, "testRuns");
-      return ctx.services.testRuns.run(ctx.actor, args);
-    },
+    // Rate-limited by the test-run service, once the request has passed its checks.
+    runTest: (_: unknown, args: RunTestInput, ctx: GraphQLContext) => ctx.services.testRuns.run(ctx.actor, args),
   },
 };
