@@ -65,7 +65,7 @@ export async function createGateway(deps: AppDeps): Promise<Gateway> {
   app.use(metrics.record);
   // Health probes and scrapes every few seconds would drown the log.
   app.use(
-    requestLogger(app, deps.logger, {
+    requestLogger(deps.logger, {
       ignore: (url) => url === "/health" || url === "/ready" || url === "/metrics",
       hideQuery: isGraphQLPath,
     }),

@@ -18,11 +18,13 @@ describe("request log line", () => {
     });
     const app = express();
     app.use(
-      requestLogger(app, createLogger("request-logger-test", "info", sink), {
+      requestLogger(createLogger("request-logger-test", "info", sink), {
         hideQuery: (path) => path === "/graphql",
       }),
     );
     app.get(/.*/, (_req, res) => {
+      // as authentication leaves it
+      res.locals.actor = { urn: "urn:li:corpuser:ann", via: "token", tokenId: "t-1" };
       res.json({});
     });
     await new Promise<void>((resolve, reject) => {
@@ -52,7 +54,12 @@ describe("request log line", () => {
     const line = JSON.stringify(lines);
     expect(lines).toHaveLength(1);
     expect(line).not.toContain(secret);
-    const req = lines[0]!.req as { url: string; query: Record<string, string>; headers: Record<string, string> };
+    const req = lines[0]!.req as {
+      id: string;
+      url: string;
+      query: Record<string, string>;
+      headers: Record<string, string>;
+    };
     expect(req.url).toBe(
       "/gms/entities/x?access_token=[redacted]&Token=[redacted]&api-key=[redacted]&client_secret=[redacted]" +
         "&pass%77ord=[redacted]&action=evaluate&count=3",
@@ -61,6 +68,16 @@ describe("request log line", () => {
     expect(req.headers).not.toHaveProperty("authorization");
     expect(req.headers).not.toHaveProperty("cookie");
     expect(req.headers["x-platform-actor"]).toBe("urn:li:corpuser:ann");
+    // the line's shape: who (never how), the answer, the time taken
+    expect(lines[0]).toMatchObject({
+      level: 30,
+      msg: "request completed",
+      actor: "urn:li:corpuser:ann",
+      tokenId: "t-1",
+      res: { statusCode: 200 },
+    });
+    expect(typeof lines[0]!.responseTime).toBe("number");
+    expect((lines[0]!.res as { headers: Record<string, string> }).headers["x-request-id"]).toBe(req.id);
   });
 
   it("keeps a URL without credentials as it is, malformed encodings included", () => {

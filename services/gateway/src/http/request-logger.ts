@@ -1,6 +1,5 @@
-import type { Express, RequestHandler } from "express";
-import type { IncomingMessage } from "node:http";
-import { stdSerializers } from "pino-http";
+import type { Request, RequestHandler, Response } from "express";
+import { pinoHttp, type StdSerializedResults } from "pino-http";
 import type { Logger } from "@mdp/core";
 import type { Actor } from "../auth/actor";
 import { requestId } from "./request-id";
@@ -47,17 +46,17 @@ function withoutCredentials(headers: Record<string, string>): Record<string, str
 }
 
 /**
- * Request ids and one structured log line per request, in pino-http's shape (`req`, `actor`, `tokenId`, `res`,
- * `responseTime`, "request completed" / "request aborted" / "request errored" at info): who made the request, never
- * how, since the logger redacts credentials.
+ * Request ids and one structured log line per request, by pino-http (`req`, `actor`, `tokenId`, `res`,
+ * `responseTime`, "request completed" / "request aborted" / "request errored" at info, and `req.log`): who made the
+ * request, never how. Its request serializer is wrapped so that the line holds no credential: credential-like query
+ * values are redacted, credential headers left out, and the query string of `hideQuery` paths dropped.
  *
- * pino-http itself builds two or three child loggers per request, serializing and redacting the request headers each
- * time, even when the level drops the line: about a tenth of the gateway's CPU at LOG_LEVEL=warn, more with a bearer
- * token to redact. Here a request costs nothing beyond its id unless its line is written; the line is built once, when
- * the response ends, with the same serializers.
+ * pino-http binds a child logger to every request, serializing its headers, whether or not a line will be written.
+ * Below info (LOG_LEVEL=warn, as under load) it would never write one, so it is not mounted at all: requests get their
+ * id and nothing else (nothing here reads `req.log`). Measured with pino-http mounted at warn, `pnpm bench evaluate`
+ * (3 rounds, paired runs back to back) lost 5% and 28% of its throughput in two pairs (bench/README.md).
  */
 export function requestLogger(
-  app: Express,
   logger: Logger,
   options: {
     /** requests not logged at all */
@@ -67,8 +66,9 @@ export function requestLogger(
   } = {},
 ): RequestHandler {
   const hideQuery = options.hideQuery ?? (() => false);
-  const serializeRequest = (req: IncomingMessage) => {
-    const line = stdSerializers.req(req);
+  const ignore = options.ignore ?? (() => false);
+  /** pino-http hands its serializers the standard serialization of the request (stdSerializers.req). */
+  const serializeRequest = (line: StdSerializedResults["req"]) => {
     const path = line.url.split("?", 1)[0]!;
     if (hideQuery(path)) {
       line.url = path;
@@ -81,52 +81,21 @@ export function requestLogger(
     line.headers = withoutCredentials(line.headers);
     return line;
   };
-  const log = logger.child(
-    {},
-    { serializers: { req: serializeRequest, res: stdSerializers.res, err: stdSerializers.err } },
-  );
-  const ignore = options.ignore ?? (() => false);
-
-  // `req.log` as pino-http provides it (a logger bound to the request), made on first use only.
-  const logs = new WeakMap<IncomingMessage, Logger>();
-  Object.defineProperty(app.request, "log", {
-    configurable: true,
-    get(this: IncomingMessage): Logger {
-      let bound = logs.get(this);
-      if (!bound) logs.set(this, (bound = log.child({ req: this })));
-      return bound;
-    },
-    set(this: IncomingMessage, value: Logger) {
-      logs.set(this, value);
+  if (!logger.isLevelEnabled("info")) {
+    return (req, res, next) => {
+      req.id = requestId(req, res);
+      next();
+    };
+  }
+  return pinoHttp<Request, Response>({
+    logger,
+    serializers: { req: serializeRequest },
+    genReqId: (req, res) => requestId(req, res),
+    autoLogging: { ignore: (req) => ignore(req.url ?? "") },
+    // Read when the line is written, after authentication: who, and with which token.
+    customProps: (_req, res) => {
+      const actor = res.locals.actor as Actor | undefined;
+      return actor ? { actor: actor.urn, tokenId: actor.tokenId } : {};
     },
   });
-
-  return (req, res, next) => {
-    req.id = requestId(req, res);
-    if (log.isLevelEnabled("info") && !ignore(req.url)) {
-      const startedAt = Date.now();
-      let logged = false;
-      const done = (error?: Error) => {
-        if (logged) return;
-        logged = true;
-        const actor = res.locals.actor as Actor | undefined;
-        const line = {
-          req,
-          ...(actor ? { actor: actor.urn, tokenId: actor.tokenId } : {}),
-          res,
-          responseTime: Date.now() - startedAt,
-        };
-        const failure =
-          error ??
-          res.err ??
-          (res.statusCode >= 500 ? new Error(`failed with status code ${res.statusCode}`) : undefined);
-        if (failure) log.info({ ...line, err: failure }, "request errored");
-        else log.info(line, !req.readableAborted && res.writableEnded ? "request completed" : "request aborted");
-      };
-      res.on("finish", () => done());
-      res.on("close", () => done());
-      res.on("error", done);
-    }
-    next();
-  };
 }
