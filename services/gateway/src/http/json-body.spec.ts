@@ -1,11 +1,13 @@
 /**
- * jsonBody against express.json itself, over real HTTP: every request, whether it takes the short path or is handed
- * on, must come out as express.json would have left it (the same body, or the same kind of error).
+ * jsonBody against express.json itself, over real HTTP: its additions (the nesting check, the errors naming what is at
+ * fault) change nothing else, so every request comes out as express.json would have left it (the same body, or the
+ * same kind of error); a body nesting too deep is refused before it is parsed.
  */
 import express, { type ErrorRequestHandler, type RequestHandler } from "express";
 import type { AddressInfo } from "node:net";
 import http from "node:http";
 import { gzipSync } from "node:zlib";
+import { MAX_NESTING } from "@mdp/core";
 import { jsonBody } from "./json-body";
 
 const LIMIT = 1024;
@@ -16,8 +18,8 @@ function serve(parser: RequestHandler): Promise<http.Server> {
   app.post("/", (req, res) => {
     res.json({ body: req.body as unknown });
   });
-  const report: ErrorRequestHandler = (error: { type?: string; status?: number }, _req, res, _next) => {
-    res.status(500).json({ error: error.type ?? "untyped" });
+  const report: ErrorRequestHandler = (error: { type?: string; code?: string }, _req, res, _next) => {
+    res.status(500).json({ error: error.type ?? error.code ?? "untyped" });
   };
   app.use(report);
   return new Promise((resolve) => {
@@ -93,7 +95,22 @@ describe("jsonBody", () => {
     expect(ours).toEqual(theirs);
   });
 
-  it("parses what it reads itself, and refuses the rest with body-parser's error types", async () => {
+  it("refuses a body nesting deeper than MAX_NESTING, however it is encoded", async () => {
+    const deep = utf8(`${"[".repeat(MAX_NESTING + 1)}${"]".repeat(MAX_NESTING + 1)}`);
+    const atLimit = utf8(`${"[".repeat(MAX_NESTING)}${"]".repeat(MAX_NESTING)}`);
+    const tooDeep = { status: 500, body: { error: "BAD_USER_INPUT" } };
+    const roomy = await serve(jsonBody(1 << 20));
+    try {
+      expect(await send(roomy, sized(json, [deep]), [deep])).toEqual(tooDeep);
+      const zipped = [gzipSync(deep)];
+      expect(await send(roomy, sized({ ...json, "content-encoding": "gzip" }, zipped), zipped)).toEqual(tooDeep);
+      expect((await send(roomy, sized(json, [atLimit]), [atLimit])).status).toBe(200);
+    } finally {
+      await new Promise((resolve) => roomy.close(resolve));
+    }
+  });
+
+  it("parses JSON objects, and refuses the rest with body-parser's error types", async () => {
     const object = [utf8('{"a": "\u00e9"}')];
     expect(await send(lean, sized(json, object), object)).toEqual({ status: 200, body: { body: { a: "\u00e9" } } });
     const primitive = [utf8("123")];
