@@ -8,8 +8,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { Client } from "pg";
-import { applyMigrations } from "../../../../libs/db/src/migrate/applier";
-import { ensureDatabase } from "../../../../libs/db/src/migrate/database";
+import { applyMigrations, ensureDatabase } from "@mdp/db";
 import { freePort, waitFor } from "../../../../test/support/services";
 
 export interface PrivateServer {
