@@ -28,14 +28,28 @@ async function main(): Promise<void> {
     authenticator,
     stop: stopServices,
   } = await composeServices(config, { db, redis, subscriber }, logger);
-  const readiness = new Readiness(prisma, redis, config.DATABASE_URL);
-  const gateway = await createGateway({ logger, authenticator, services, http, queues, readiness });
+  const readiness = new Readiness(prisma, redis, config.DATABASE_URL, logger);
+  const gateway = await createGateway({
+    logger,
+    authenticator,
+    services,
+    http,
+    queues,
+    readiness,
+  });
 
   await listen(gateway.server, config.PORT, config.HOST);
-  logger.info({ url: `http://${config.HOST}:${config.PORT}` }, "gateway listening");
+  logger.info(
+    { url: `http://${config.HOST}:${config.PORT}` },
+    "gateway listening",
+  );
   // No reason to exit (PostgreSQL may be on its way up), but a wrong DATABASE_URL should not look like a healthy start.
   void readiness.check().then((report) => {
-    if (!report.ready) logger.warn({ checks: report.checks }, "not ready yet: /ready says so until every check is ok");
+    if (!report.ready)
+      logger.warn(
+        { checks: report.checks },
+        "not ready yet: /ready says so until every check is ok",
+      );
   });
 
   let stopping = false;
@@ -51,7 +65,12 @@ async function main(): Promise<void> {
       await gateway.stop(); // stops taking requests and waits for the ones in flight
       logger.info("HTTP drained");
       await stopServices();
-      await Promise.allSettled([closeRedis(redis), closeRedis(subscriber), db.close(), stopTelemetry()]);
+      await Promise.allSettled([
+        closeRedis(redis),
+        closeRedis(subscriber),
+        db.close(),
+        stopTelemetry(),
+      ]);
       clearTimeout(force);
       logger.info("stopped");
       process.exit(0);
@@ -72,7 +91,9 @@ function listen(server: Server, port: number, host: string): Promise<void> {
     const failed = (error: NodeJS.ErrnoException) =>
       reject(
         error.code === "EADDRINUSE"
-          ? new StartupError(`${host}:${port} is in use by another process: stop it, or set PORT to a free port`)
+          ? new StartupError(
+              `${host}:${port} is in use by another process: stop it, or set PORT to a free port`,
+            )
           : error,
       );
     server.once("error", failed);
@@ -84,7 +105,12 @@ function listen(server: Server, port: number, host: string): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  const said = error instanceof StartupError ? error.message : error instanceof Error ? error.stack : String(error);
+  const said =
+    error instanceof StartupError
+      ? error.message
+      : error instanceof Error
+        ? error.stack
+        : String(error);
   process.stderr.write(`gateway failed to start: ${said}\n`);
   process.exit(1);
 });

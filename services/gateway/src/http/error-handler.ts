@@ -1,6 +1,7 @@
 import type { ErrorRequestHandler, RequestHandler } from "express";
-import { AppError, ERROR_CODES, outageError, toHttpErrorBody, type Logger } from "@mdp/core";
+import { AppError, outageError, toHttpErrorBody, type Logger } from "@mdp/core";
 import { databaseResourceExhausted, isDatabaseResourceExhausted, unstorableValueReason } from "@mdp/db";
+import { toGraphQLError } from "../graphql/errors";
 
 /** Errors raised by body-parser carry a `type`; they are the client's fault and get their own codes. */
 interface BodyParserError {
@@ -25,7 +26,8 @@ export function errorHandler(logger: Logger, isGraphQLPath: (path: string) => bo
     const retryAfter = appError.details?.retryAfterSeconds;
     if (typeof retryAfter === "number") res.setHeader("retry-after", String(retryAfter));
     if (isGraphQLPath(req.path)) {
-      res.json({ errors: [{ message: appError.message, extensions: { code: ERROR_CODES[appError.code].graphql } }] });
+      // The same error body a resolver's AppError gets, details (retryAfterSeconds, ...) included.
+      res.json({ errors: [toGraphQLError(appError).toJSON()] });
     } else {
       res.json(toHttpErrorBody(appError));
     }
