@@ -29,27 +29,13 @@ async function main(): Promise<void> {
     stop: stopServices,
   } = await composeServices(config, { db, redis, subscriber }, logger);
   const readiness = new Readiness(prisma, redis, config.DATABASE_URL, logger);
-  const gateway = await createGateway({
-    logger,
-    authenticator,
-    services,
-    http,
-    queues,
-    readiness,
-  });
+  const gateway = await createGateway({ logger, authenticator, services, http, queues, readiness });
 
   await listen(gateway.server, config.PORT, config.HOST);
-  logger.info(
-    { url: `http://${config.HOST}:${config.PORT}` },
-    "gateway listening",
-  );
+  logger.info({ url: `http://${config.HOST}:${config.PORT}` }, "gateway listening");
   // No reason to exit (PostgreSQL may be on its way up), but a wrong DATABASE_URL should not look like a healthy start.
   void readiness.check().then((report) => {
-    if (!report.ready)
-      logger.warn(
-        { checks: report.checks },
-        "not ready yet: /ready says so until every check is ok",
-      );
+    if (!report.ready) logger.warn({ checks: report.checks }, "not ready yet: /ready says so until every check is ok");
   });
 
   let stopping = false;
@@ -65,12 +51,7 @@ async function main(): Promise<void> {
       await gateway.stop(); // stops taking requests and waits for the ones in flight
       logger.info("HTTP drained");
       await stopServices();
-      await Promise.allSettled([
-        closeRedis(redis),
-        closeRedis(subscriber),
-        db.close(),
-        stopTelemetry(),
-      ]);
+      await Promise.allSettled([closeRedis(redis), closeRedis(subscriber), db.close(), stopTelemetry()]);
       clearTimeout(force);
       logger.info("stopped");
       process.exit(0);
@@ -91,9 +72,7 @@ function listen(server: Server, port: number, host: string): Promise<void> {
     const failed = (error: NodeJS.ErrnoException) =>
       reject(
         error.code === "EADDRINUSE"
-          ? new StartupError(
-              `${host}:${port} is in use by another process: stop it, or set PORT to a free port`,
-            )
+          ? new StartupError(`${host}:${port} is in use by another process: stop it, or set PORT to a free port`)
           : error,
       );
     server.once("error", failed);
@@ -105,12 +84,7 @@ function listen(server: Server, port: number, host: string): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  const said =
-    error instanceof StartupError
-      ? error.message
-      : error instanceof Error
-        ? error.stack
-        : String(error);
+  const said = error instanceof StartupError ? error.message : error instanceof Error ? error.stack : String(error);
   process.stderr.write(`gateway failed to start: ${said}\n`);
   process.exit(1);
 });
