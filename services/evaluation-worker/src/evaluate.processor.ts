@@ -1,6 +1,5 @@
 import type { Job } from "bullmq";
-import type { Logger } from "@mdp/core";
-import { inTransaction, type Database } from "@mdp/db";
+import { inTransaction } from "@mdp/db";
 import type { EntityEvaluation } from "@mdp/metadata-tests";
 import {
   toItemReply,
@@ -8,41 +7,15 @@ import {
   type EvaluateJobResult,
   type EvaluationItem,
   type EvaluationItemResult,
-  type JobHandler,
-  type JobReply,
   type Payload,
 } from "@mdp/queues";
-import type { EvaluationInput, EvaluationStore } from "./evaluation.store";
-import type { PushItem, ResultsPusher } from "./results.pusher";
-import { createRunTestHandler } from "./run-test.processor";
-import type { EvaluationProgress, EvaluationRow, TaskRows } from "./task-rows";
-import { EvaluationLimitError, StoredDefinitionError, type EvaluationPool } from "./evaluation-pool";
-
-export interface EvaluateDeps {
-  db: Database;
-  store: EvaluationStore;
-  /** the threads evaluations run in, under the time and memory limits (EVALUATION_TIME_LIMIT_MS and the others) */
-  pool: EvaluationPool;
-  pusher: ResultsPusher;
-  tasks: TaskRows;
-  /**
-   * sends an evaluate job's outcome to the gateway waiting for it (the payload's replyTo); resolves to whether a
-   * gateway received it
-   */
-  reply: (channel: string, reply: JobReply) => Promise<boolean>;
-  logger: Logger;
-  /** aborted when the process is asked to stop: a test run hands its job back between batches */
-  shutdownSignal: AbortSignal;
-}
+import type { EvaluationInput } from "./evaluation.store";
+import type { EvaluateDeps } from "./evaluation-deps";
+import type { PushItem } from "./results.pusher";
+import type { EvaluationProgress, EvaluationRow } from "@mdp/tasks";
+import { EvaluationLimitError, StoredDefinitionError } from "./evaluation-pool";
 
 export type EvaluatePayload = Extract<Payload<"evaluate">, { kind: "evaluate" }>;
-
-/** The evaluate-tests handler: an "evaluate" job answers waiting callers; a "runTest" job is a background task. */
-export function createEvaluateHandler(deps: EvaluateDeps): JobHandler<"evaluate"> {
-  const runTest = createRunTestHandler(deps);
-  return async (payload, job, token) =>
-    payload.kind === "runTest" ? runTest(payload, job, token) : evaluate(deps, payload, job);
-}
 
 /** What one item came to, before it is answered and recorded. */
 interface ItemOutcome {
@@ -68,7 +41,7 @@ interface ItemOutcome {
  * claim). Answered evaluations leave no row: recording them cost a fifth of an evaluation's capacity, for rows no
  * caller could look up.
  */
-async function evaluate(
+export async function evaluate(
   deps: EvaluateDeps,
   payload: EvaluatePayload,
   job: Job,
@@ -95,7 +68,7 @@ async function evaluate(
       if (pushing.length > 0) {
         const claimed = pushing.map((o) => taskRowOf(job, startedAt, o.item, activeRow(o.item)));
         for (const row of claimed) withRow.add(row.taskId);
-        const stopped = await inTransaction(deps.db.pool, (client) => deps.tasks.claimForPush(client, claimed));
+        const stopped = await inTransaction(deps.db.pool, (client) => deps.evaluations.claimForPush(client, claimed));
         const pushItems = pushing.filter((o) => !stopped.has(o.item.taskId)).flatMap((o) => pushItemsOf(o, input));
         if (pushItems.length > 0) await inTransaction(deps.db.pool, (client) => deps.pusher.push(client, pushItems));
         for (const taskId of stopped) cancelled.add(taskId);
@@ -123,7 +96,7 @@ async function evaluate(
     if (failed) throw failed.reason;
     const outcomes = settled.map((s) => (s as PromiseFulfilledResult<ItemOutcome>).value);
     const recordAll = !payload.replyTo;
-    await deps.tasks.recordEvaluations(
+    await deps.evaluations.record(
       outcomes
         .filter(
           (o) =>
@@ -212,14 +185,14 @@ function endOf(outcome: ItemOutcome): Pick<EvaluationRow, "state" | "progress" |
  * failed; a final failure is also sent to the waiting gateway, unless `reply` is false.
  */
 export async function recordEvaluateFailure(
-  deps: Pick<EvaluateDeps, "tasks" | "reply" | "logger">,
+  deps: Pick<EvaluateDeps, "evaluations" | "reply" | "logger">,
   payload: EvaluatePayload,
   job: Job,
   startedAt: Date,
   { failedReason, final, reply = true }: { failedReason: string; final: boolean; reply?: boolean },
 ): Promise<void> {
-  await deps.tasks
-    .recordEvaluations(
+  await deps.evaluations
+    .record(
       payload.items.map((item) =>
         taskRowOf(job, startedAt, item, {
           state: final ? "failed" : "waiting",

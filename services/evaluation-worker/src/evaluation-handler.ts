@@ -2,12 +2,28 @@ import type { Redis } from "ioredis";
 import type { Logger } from "@mdp/core";
 import { AspectRepository, type Database } from "@mdp/db";
 import type { Job } from "bullmq";
-import { EVALUATE_MAX_ITEMS, sendReply, type JobHandler, type Payload } from "@mdp/queues";
-import { createEvaluateHandler, recordEvaluateFailure } from "./evaluate.processor";
+import {
+  EVALUATE_MAX_ITEMS,
+  runTestPayload,
+  sendReply,
+  type JobHandler,
+  type Payload,
+  type Producer,
+} from "@mdp/queues";
+import { EvaluationTasks, TaskLifecycle, type ReconciledKind } from "@mdp/tasks";
+import type { EvaluateDeps } from "./evaluation-deps";
+import { evaluate, recordEvaluateFailure } from "./evaluate.processor";
 import { EvaluationStore } from "./evaluation.store";
 import { EvaluationPool, type PoolSettings } from "./evaluation-pool";
 import { ResultsPusher } from "./results.pusher";
-import { TaskRows } from "./task-rows";
+import { createRunTestHandler } from "./run-test.processor";
+
+/** The evaluate-tests handler: an "evaluate" job answers waiting callers; a "runTest" job is a background task. */
+export function createEvaluateHandler(deps: EvaluateDeps): JobHandler<"evaluate"> {
+  const runTest = createRunTestHandler(deps);
+  return async (payload, job, token) =>
+    payload.kind === "runTest" ? runTest(payload, job, token) : evaluate(deps, payload, job);
+}
 
 /** The evaluate-tests handler, and how to stop the threads it evaluates in (after the BullMQ worker has closed). */
 export type EvaluationHandler = JobHandler<"evaluate"> & { close(): Promise<void> };
@@ -29,14 +45,18 @@ export function evaluationHandler(
    * requests is a task of its own in the pool
    */
   { threads = 2, memoryLimitMb = 128, maxQueue = 8 }: Partial<Omit<PoolSettings, "timeLimitMs">> = {},
+  /** the task lifecycle whose leases the process renews (keepLeases); one of its own by default */
+  tasks: TaskLifecycle = new TaskLifecycle(db, logger),
 ): EvaluationHandler {
   const pool = new EvaluationPool({ threads, memoryLimitMb, maxQueue: maxQueue * EVALUATE_MAX_ITEMS, timeLimitMs });
+  const evaluations = new EvaluationTasks(db.pool, tasks);
   const handler = createEvaluateHandler({
     db,
-    store: new EvaluationStore(db.pool),
+    store: new EvaluationStore(db.pool, evaluations),
     pool,
     pusher: new ResultsPusher(new AspectRepository()),
-    tasks: new TaskRows(db.pool),
+    tasks,
+    evaluations,
     reply: (channel, reply) => sendReply(redis, channel, reply),
     logger,
     shutdownSignal,
@@ -52,15 +72,42 @@ export function evaluationGivenUp(
   db: Database,
   redis: Redis,
   logger: Logger,
+  tasks: TaskLifecycle = new TaskLifecycle(db, logger),
 ): (payload: Payload<"evaluate">, job: Job, reason: string) => Promise<void> {
-  const tasks = new TaskRows(db.pool);
+  const evaluations = new EvaluationTasks(db.pool, tasks);
   const reply = (channel: string, message: Parameters<typeof sendReply>[2]) => sendReply(redis, channel, message);
   return async (payload, job, reason) => {
-    const failedReason = `Given up after its workers stopped during it too often: ${reason}`;
     if (payload.kind === "runTest") {
-      await tasks.giveUp(payload.taskId, failedReason);
+      await tasks.giveUp(payload.taskId, reason);
     } else {
-      await recordEvaluateFailure({ tasks, reply, logger }, payload, job, new Date(), { failedReason, final: true });
+      const failedReason = `Given up after its workers stopped during it too often: ${reason}`;
+      await recordEvaluateFailure({ evaluations, reply, logger }, payload, job, new Date(), {
+        failedReason,
+        final: true,
+      });
     }
   };
+}
+
+/**
+ * The reconciler's view of evaluate-tests tasks: a test run whose job vanished from Redis is queued again from its
+ * row (it resumes after its last committed batch). A 504'd evaluation's row is not: its job (a batch of several
+ * callers' requests, under an id of its own) is followed by the gateway that wrote the row (recordPending).
+ */
+export function evaluationsReconciled(producer: Producer<"evaluate">): ReconciledKind[] {
+  const jobExists = async (taskId: string) => Boolean(await producer.queue.getJob(taskId));
+  return [
+    {
+      type: "EVALUATE_TESTS",
+      kind: "runTest",
+      jobExists,
+      requeue: async (task) => {
+        const payload = runTestPayload
+          .omit({ trace: true })
+          .safeParse({ ...(task.request as object), taskId: task.id, actorUrn: task.createdBy });
+        if (!payload.success) return; // not a request this version can run; left for an operator to see
+        await producer.enqueue(task.id, payload.data);
+      },
+    },
+  ];
 }

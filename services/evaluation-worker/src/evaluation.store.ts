@@ -1,4 +1,5 @@
 import type { Queryable } from "@mdp/db";
+import type { EvaluationTasks } from "@mdp/tasks";
 import type { EntitySnapshot } from "@mdp/metadata-tests";
 
 /** A test as stored: its urn, the canonical entity types it selects, and its normalized definition. */
@@ -29,11 +30,8 @@ export interface EvaluationInput {
  * cancelTask then asks them to stop rather than cancelling outright. Most jobs have no such row, and then nothing is
  * written.
  */
-const LOAD = `
-  WITH started AS (
-    UPDATE task SET state = 'active', started_at = COALESCE(started_at, now())
-     WHERE id = ANY($4::text[]) AND state = 'waiting'
-    RETURNING id)
+const load = (tasks: EvaluationTasks) => `
+  WITH ${tasks.startedCte({ ids: "$4", owner: "$5", leaseMs: "$6" })}
   SELECT json_build_object(
     'aspects', COALESCE((
       SELECT json_agg(json_build_object('urn', l.urn, 'entityType', l.entity_type, 'aspect', l.aspect_name,
@@ -63,7 +61,14 @@ interface LoadDocument {
  * deleted, or an aspect just ingested, is what the very next evaluation sees.
  */
 export class EvaluationStore {
-  constructor(private readonly db: Queryable) {}
+  private readonly loadText: string;
+
+  constructor(
+    private readonly db: Queryable,
+    private readonly tasks: EvaluationTasks,
+  ) {
+    this.loadText = load(tasks);
+  }
 
   /** Everything an evaluate job needs, in one round trip. An entity with no stored aspect is absent from the map. */
   async loadForEvaluation(request: {
@@ -74,8 +79,8 @@ export class EvaluationStore {
   }): Promise<EvaluationInput> {
     const { rows } = await this.db.query<{ doc: string }>({
       name: "evaluation-load", // prepared once per connection: it runs for every evaluate job
-      text: LOAD,
-      values: [request.urns, request.namedTests, request.activeTests, request.taskIds],
+      text: this.loadText,
+      values: [request.urns, request.namedTests, request.activeTests, request.taskIds, ...this.tasks.leaseValues()],
     });
     const doc = JSON.parse(rows[0]?.doc ?? "{}") as LoadDocument;
     const entities = new Map<string, EntitySnapshot>();
@@ -107,20 +112,31 @@ export class EvaluationStore {
    * pagination walks the primary key (urn first), and an entity type's urns share a prefix, so each batch reads only
    * its own rows however far the walk has got.
    */
-  async nextEntities(entityTypes: readonly string[], afterUrn: string, limit: number): Promise<EntitySnapshot[]> {
-    const { rows } = await this.db.query<{ doc: string | null }>(
-      `WITH batch AS (
-         SELECT urn FROM aspect WHERE urn > $2 AND entity_type = ANY($1::text[])
-          GROUP BY urn ORDER BY urn LIMIT $3),
-       latest AS (
-         SELECT l.* FROM batch b
+  async nextEntities(
+    entityTypes: readonly string[],
+    afterUrn: string,
+    limit: number,
+    options: { client?: Queryable; lockFor?: { lock(client: Queryable, urns: readonly string[]): Promise<void> } } = {},
+  ): Promise<EntitySnapshot[]> {
+    const db = options.client ?? this.db;
+    const { rows: batch } = await db.query<{ urn: string }>(
+      `SELECT urn FROM aspect WHERE urn > $2 AND entity_type = ANY($1::text[]) GROUP BY urn ORDER BY urn LIMIT $3`,
+      [entityTypes, afterUrn, limit],
+    );
+    const urns = batch.map((r) => r.urn);
+    if (urns.length === 0) return [];
+    // Lock before read: the caller's push of these entities then cannot overwrite a fresher push made after this read.
+    await options.lockFor?.lock(db, urns);
+    const { rows } = await db.query<{ doc: string | null }>(
+      `WITH latest AS (
+         SELECT l.* FROM unnest($1::text[]) AS b(urn)
           CROSS JOIN LATERAL (
             SELECT DISTINCT ON (a.aspect_name) a.urn, a.entity_type, a.aspect_name, a.value
               FROM aspect a WHERE a.urn = b.urn ORDER BY a.aspect_name, a.version DESC) l)
        SELECT json_agg(json_build_object('urn', urn, 'entityType', entity_type, 'aspect', aspect_name, 'value', value)
                        ORDER BY urn, aspect_name)::text AS doc
          FROM latest`,
-      [entityTypes, afterUrn, limit],
+      [urns],
     );
     const aspects = JSON.parse(rows[0]?.doc ?? "[]") as LoadDocument["aspects"];
     const entities = new Map<string, EntitySnapshot>();

@@ -1,8 +1,9 @@
 import { stopTelemetry } from "./instrument";
 import { createLogger, loadConfigOrExit } from "@mdp/core";
 import { createDatabase } from "@mdp/db";
-import { closeRedis, createRedis, createWorker, runUntilSignalled } from "@mdp/queues";
-import { evaluationGivenUp, evaluationHandler } from "./evaluation-handler";
+import { closeRedis, createRedis, createWorker, Producer, runUntilSignalled } from "@mdp/queues";
+import { EvaluationTasks, TaskLifecycle, TaskReconciler } from "@mdp/tasks";
+import { evaluationGivenUp, evaluationHandler, evaluationsReconciled } from "./evaluation-handler";
 import { TaskRetention } from "./task-retention";
 
 const config = loadConfigOrExit();
@@ -11,27 +12,46 @@ const logger = createLogger("evaluation-worker", config.LOG_LEVEL);
 const db = createDatabase(config.DATABASE_URL, { poolMax: config.EVALUATION_CONCURRENCY + 2 });
 const connection = createRedis(config.REDIS_URL, "worker");
 const shutdown = new AbortController();
+const tasks = new TaskLifecycle(db, logger);
+const leases = tasks.keepLeases();
 // Every job the worker runs at once may have one task waiting for a thread, no more (see EvaluationPool).
-const handler = evaluationHandler(db, connection, logger, shutdown.signal, config.EVALUATION_TIME_LIMIT_MS, {
-  threads: config.EVALUATION_THREADS,
-  memoryLimitMb: config.EVALUATION_MEMORY_LIMIT_MB,
-  maxQueue: config.EVALUATION_CONCURRENCY,
-});
+const handler = evaluationHandler(
+  db,
+  connection,
+  logger,
+  shutdown.signal,
+  config.EVALUATION_TIME_LIMIT_MS,
+  {
+    threads: config.EVALUATION_THREADS,
+    memoryLimitMb: config.EVALUATION_MEMORY_LIMIT_MB,
+    maxQueue: config.EVALUATION_CONCURRENCY,
+  },
+  tasks,
+);
 const worker = createWorker("evaluate", handler, {
   connection,
   prefix: config.QUEUE_PREFIX,
   concurrency: config.EVALUATION_CONCURRENCY,
   logger,
-  onGivenUp: evaluationGivenUp(db, connection, logger),
+  onGivenUp: evaluationGivenUp(db, connection, logger, tasks),
 });
-const retention = new TaskRetention(db.pool, logger);
+const retention = new TaskRetention(new EvaluationTasks(db.pool, tasks), logger);
 retention.start();
+// Lapsed leases wait again; test runs whose job vanished from Redis are queued again (at start, then every 15 s).
+const producerConnection = createRedis(config.REDIS_URL, "worker");
+const producer = new Producer("evaluate", producerConnection, config.QUEUE_PREFIX);
+const reconciler = new TaskReconciler(tasks, evaluationsReconciled(producer), logger);
+reconciler.start();
 runUntilSignalled({
   worker,
   logger,
   heartbeatFile: config.WORKER_HEARTBEAT_FILE,
   resources: [
     async () => retention.stop(),
+    async () => reconciler.stop(),
+    async () => leases.stop(),
+    () => producer.close(),
+    () => closeRedis(producerConnection),
     () => handler.close(),
     () => closeRedis(connection),
     () => db.close(),

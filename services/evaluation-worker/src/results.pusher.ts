@@ -29,6 +29,17 @@ export interface PushItem {
 export class ResultsPusher {
   constructor(private readonly aspects: AspectRepository) {}
 
+  /**
+   * Takes the testResults write locks of these entities until the caller's transaction ends (the lock push takes): a
+   * caller that reads entities, evaluates them and pushes in one transaction locks before it reads.
+   */
+  async lock(client: Pick<pg.ClientBase, "query">, urns: readonly string[]): Promise<void> {
+    await this.aspects.lock(
+      client as pg.ClientBase,
+      urns.map((urn) => ({ urn, aspectName: TEST_RESULTS_ASPECT })),
+    );
+  }
+
   /** Returns how many new testResults versions were written. */
   async push(client: pg.ClientBase, items: readonly PushItem[]): Promise<number> {
     if (items.length === 0) return 0;

@@ -1,11 +1,10 @@
 import { DelayedError, UnrecoverableError, type Job } from "bullmq";
-import { inTransaction, type Queryable } from "@mdp/db";
-import { cancellationReason } from "@mdp/tasks";
+import { inTransaction } from "@mdp/db";
+import { cancellationReason, isLastAttempt, percentOf, type EvaluationProgress } from "@mdp/tasks";
 import type { EntityEvaluation } from "@mdp/metadata-tests";
 import { EvaluationLimitError, StoredDefinitionError } from "./evaluation-pool";
 import type { Payload } from "@mdp/queues";
-import type { EvaluateDeps } from "./evaluate.processor";
-import { percentOf, type EvaluationProgress, type TaskEnd } from "./task-rows";
+import type { EvaluateDeps } from "./evaluation-deps";
 
 type RunTestPayload = Extract<Payload<"evaluate">, { kind: "runTest" }>;
 
@@ -34,43 +33,42 @@ export interface RunTestResult {
  * an edited test is applied from the next batch on, a deleted one stops the run.
  */
 export function createRunTestHandler(deps: EvaluateDeps) {
+  const { tasks } = deps;
   return async (payload: RunTestPayload, job: Job, token: string | undefined): Promise<unknown> => {
-    const { prisma } = deps.db;
-    const task = await prisma.task.findUnique({ where: { id: payload.taskId } });
-    if (!task) throw new UnrecoverableError(`Task ${payload.taskId} does not exist`);
-    if (task.state !== "waiting" && task.state !== "active") return task.result; // a duplicate delivery
+    const claim = await tasks.claim(payload.taskId);
+    switch (claim.outcome) {
+      case "missing":
+        throw new UnrecoverableError(`Task ${payload.taskId} does not exist`);
+      case "finished":
+        return claim.task.result; // a duplicate delivery
+      case "cancelled":
+        throw new UnrecoverableError(claim.reason);
+      case "held":
+        await job.moveToDelayed(Date.now() + claim.retryInMs, token);
+        throw new DelayedError();
+      case "claimed":
+        break;
+    }
+    const { lease, task } = claim;
     let progress = progressOf(task.progress);
-    const end = async (state: TaskEnd, reason: string): Promise<never> => {
-      await deps.tasks.finish(payload.taskId, state, { progress, failedReason: reason });
+    const startedAt = task.startedAt ?? new Date();
+    const end = async (state: "failed" | "cancelled", reason: string): Promise<never> => {
+      await (state === "failed" ? tasks.fail(lease, reason, progress) : tasks.cancel(lease, reason, progress));
       throw new UnrecoverableError(reason);
     };
-    if (task.cancelRequested) return end("cancelled", cancellationReason(task));
 
     try {
       let test = await deps.store.test(payload.testUrn);
       if (!test) return await end("failed", `Test ${payload.testUrn} does not exist`);
-      if (task.startedAt === null) {
+      // The first batch fixes total (entities ingested during the run make it grow); a resumed run keeps its count.
+      if (progress.batches === 0) {
         const total = await deps.store.countEntities(test.onTypes);
-        progress = { ...progress, total, percent: total === 0 ? 100 : 0 };
+        progress = await tasks.progress(lease, () => ({ ...progress, total, percent: total === 0 ? 100 : 0 }));
       }
-      const startedAt = task.startedAt ?? new Date();
-      await prisma.task.update({
-        where: { id: payload.taskId },
-        data: {
-          state: "active",
-          startedAt,
-          attemptsMade: job.attemptsMade + 1,
-          failedReason: null,
-          progress: { ...progress },
-        },
-      });
 
       for (;;) {
-        if (deps.shutdownSignal.aborted) await handBack(deps.db.pool, payload.taskId, job.attemptsMade + 1, job, token);
-        const { cancelRequested } = await prisma.task.findUniqueOrThrow({
-          where: { id: payload.taskId },
-          select: { cancelRequested: true },
-        });
+        if (deps.shutdownSignal.aborted) await tasks.handBack(lease, job, token);
+        const { cancelRequested } = await tasks.checkpoint(lease);
         if (cancelRequested) {
           return await end("cancelled", cancellationReason({ ...task, startedAt, progress: { ...progress } }));
         }
@@ -81,26 +79,32 @@ export function createRunTestHandler(deps: EvaluateDeps) {
             `Test ${payload.testUrn} was deleted while it ran; ${progress.evaluated} entities were evaluated`,
           );
         }
-        const entities = await deps.store.nextEntities(test.onTypes, progress.lastUrn, payload.batchSize);
-        if (entities.length === 0) break;
-        // The batch is one request to the pool: EVALUATION_TIME_LIMIT_MS bounds the batch's evaluation.
-        const [outcome] = await deps.pool.evaluate(
-          { at: Date.now(), tests: [test], entities: new Map(entities.map((e) => [e.urn, e])) },
-          [{ urns: entities.map((e) => e.urn), testUrns: [test.urn] }],
-          `${deps.pool.settings.timeLimitMs} ms (EVALUATION_TIME_LIMIT_MS) for its batch of ${entities.length} entities`,
-        );
-        if (outcome instanceof EvaluationLimitError) {
-          return await end(
-            "failed",
-            `${outcome.message} ${progress.evaluated + outcome.entitiesBefore} entities were evaluated before it.`,
+        const current = test;
+        // Lock before read: the batch's testResults locks are taken before its entities are read, and held until its
+        // push commits, so an evaluate push of one of these entities (fresher than what this batch read) either
+        // commits before the read, or waits and merges onto this batch's write; it is never overwritten by it.
+        const next = await inTransaction(deps.db.pool, async (client): Promise<BatchEnd | null> => {
+          const entities = await deps.store.nextEntities(current.onTypes, progress.lastUrn, payload.batchSize, {
+            lockFor: payload.push ? deps.pusher : undefined,
+            client,
+          });
+          if (entities.length === 0) return null;
+          // The batch is one request to the pool: EVALUATION_TIME_LIMIT_MS bounds the batch's evaluation.
+          const [outcome] = await deps.pool.evaluate(
+            { at: Date.now(), tests: [current], entities: new Map(entities.map((e) => [e.urn, e])) },
+            [{ urns: entities.map((e) => e.urn), testUrns: [current.urn] }],
+            `${deps.pool.settings.timeLimitMs} ms (EVALUATION_TIME_LIMIT_MS) for its batch of ${entities.length} entities`,
           );
-        }
-        // A stored definition past a limit (written before the limit existed) fails the run at once: no attempt can
-        // change it.
-        if (outcome instanceof StoredDefinitionError) return await end("failed", outcome.message);
-        const evaluations = entities.map((entity, i) => ({ entity, evaluation: outcome![i]! }));
-        const evaluated = new Set([payload.testUrn]);
-        progress = await inTransaction(deps.db.pool, async (client) => {
+          if (outcome instanceof EvaluationLimitError) {
+            return {
+              failed: `${outcome.message} ${progress.evaluated + outcome.entitiesBefore} entities were evaluated before it.`,
+            };
+          }
+          // A stored definition past a limit (written before the limit existed) fails the run at once: no attempt can
+          // change it.
+          if (outcome instanceof StoredDefinitionError) return { failed: outcome.message };
+          const evaluations = entities.map((entity, i) => ({ entity, evaluation: outcome![i]! }));
+          const evaluated = new Set([payload.testUrn]);
           let pushed = 0;
           if (payload.push) {
             const items = evaluations.map(({ entity, evaluation }) => ({
@@ -111,35 +115,45 @@ export function createRunTestHandler(deps: EvaluateDeps) {
             }));
             pushed = await deps.pusher.push(client, items);
           }
-          const next = advance(
-            progress,
-            evaluations.map((e) => e.evaluation),
-            pushed,
-            entities.at(-1)!.urn,
+          const lastUrn = entities.at(-1)!.urn;
+          const saved = await tasks.progress(
+            lease,
+            (stored) =>
+              advance(
+                progressOf(stored),
+                evaluations.map((e) => e.evaluation),
+                pushed,
+                lastUrn,
+              ),
+            client,
           );
-          await saveProgress(client, payload.taskId, next);
-          return next;
+          return { saved };
         });
+        if (next === null) break;
+        if ("failed" in next) return await end("failed", next.failed);
+        progress = next.saved;
         // The dashboard's copy; the task row is the truth, so a Redis hiccup here must not fail the batch.
         await job.updateProgress({ ...progress }).catch(() => undefined);
       }
+      progress = { ...progress, total: Math.max(progress.total, progress.evaluated), percent: 100 };
+      const result: RunTestResult = {
+        evaluated: progress.evaluated,
+        passing: progress.passing,
+        failing: progress.failing,
+        notApplicable: progress.notApplicable,
+        pushed: progress.pushed,
+      };
+      await tasks.complete(lease, progress, result);
+      return result;
     } catch (error) {
       if (error instanceof UnrecoverableError || error instanceof DelayedError) throw error;
-      await deps.tasks.recordAttemptFailure(job, payload.taskId, error);
+      await tasks.failAttempt(lease, error, isLastAttempt(job));
       throw error;
     }
-    progress = { ...progress, total: Math.max(progress.total, progress.evaluated), percent: 100 };
-    const result: RunTestResult = {
-      evaluated: progress.evaluated,
-      passing: progress.passing,
-      failing: progress.failing,
-      notApplicable: progress.notApplicable,
-      pushed: progress.pushed,
-    };
-    await deps.tasks.finish(payload.taskId, "completed", { progress, result });
-    return result;
   };
 }
+
+type BatchEnd = { failed: string } | { saved: RunProgress };
 
 function advance(
   progress: RunProgress,
@@ -176,26 +190,4 @@ function progressOf(value: unknown): RunProgress {
     pushed: Number(p.pushed ?? 0),
     lastUrn: typeof p.lastUrn === "string" ? p.lastUrn : "",
   };
-}
-
-async function saveProgress(db: Queryable, taskId: string, progress: RunProgress): Promise<void> {
-  await db.query("UPDATE task SET progress = $2::jsonb WHERE id = $1", [taskId, JSON.stringify(progress)]);
-}
-
-/** Puts the job back in the queue at once: another worker (or this one, restarted) resumes after the last batch. */
-async function handBack(
-  db: Queryable,
-  taskId: string,
-  attempt: number,
-  job: Job,
-  token: string | undefined,
-): Promise<never> {
-  // Its task waits again meanwhile, so getTaskStatus does not show it running and cancelTask can take it off the queue;
-  // only while it is this attempt's: a worker that took the job over after this one's lock lapsed runs a later one.
-  await db.query("UPDATE task SET state = 'waiting' WHERE id = $1 AND state = 'active' AND attempts_made = $2", [
-    taskId,
-    attempt,
-  ]);
-  await job.moveToDelayed(Date.now(), token);
-  throw new DelayedError();
 }

@@ -1,8 +1,7 @@
 import type { Logger } from "@mdp/core";
-import type { Queryable } from "@mdp/db";
+import type { EvaluationTasks } from "@mdp/tasks";
 
 const EVERY_MS = 10 * 60_000;
-const CHUNK = 5_000;
 
 /**
  * Every synchronous evaluation writes a task row (so a 504 can be followed with getTaskStatus). At hundreds of
@@ -14,7 +13,7 @@ export class TaskRetention {
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly db: Queryable,
+    private readonly evaluations: EvaluationTasks,
     private readonly logger: Logger,
     private readonly maxAgeHours = 24,
   ) {}
@@ -32,19 +31,7 @@ export class TaskRetention {
   async prune(): Promise<number> {
     let total = 0;
     try {
-      for (;;) {
-        const { rowCount } = await this.db.query(
-          `DELETE FROM task WHERE id IN (
-             SELECT id FROM task
-              WHERE type = 'EVALUATE_TESTS' AND request->>'kind' = 'evaluate'
-                AND state IN ('completed', 'failed', 'cancelled')
-                AND created_at < now() - make_interval(hours => $1)
-              LIMIT $2 FOR UPDATE SKIP LOCKED)`,
-          [this.maxAgeHours, CHUNK],
-        );
-        total += rowCount ?? 0;
-        if ((rowCount ?? 0) < CHUNK) break;
-      }
+      total = await this.evaluations.pruneFinished(this.maxAgeHours);
       if (total > 0) this.logger.info({ deleted: total }, "pruned finished evaluation task rows");
     } catch (error) {
       this.logger.warn({ err: (error as Error).message }, "could not prune evaluation task rows; will try again");

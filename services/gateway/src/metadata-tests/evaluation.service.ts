@@ -10,6 +10,7 @@ import {
 } from "@mdp/core";
 import type { Database } from "@mdp/db";
 import { JobFailedError, JobWaitTimeoutError } from "@mdp/queues";
+import { EvaluationTasks } from "@mdp/tasks";
 import type { Actor } from "../auth/actor";
 import { JsonText } from "../http/action-router";
 import { parseBody } from "../http/validate";
@@ -154,13 +155,20 @@ export class EvaluationService {
    * The row of an evaluation that failed for good, unless its worker wrote one (ON CONFLICT DO NOTHING): a worker
    * that could not reach PostgreSQL could not, and the caller is about to be given the task id.
    */
+  /** The rows of 504'd evaluations (@mdp/tasks); the gateway holds no lease, so owner and lease are unused. */
+  private evaluationTasks(): EvaluationTasks {
+    return new EvaluationTasks(this.db.pool, { owner: "gateway", leaseMs: 0 });
+  }
+
   private async recordFailed(actor: Actor, taskId: string, request: EvaluationRequest, reason: string): Promise<void> {
     const progress = { evaluated: 0, total: request.urns.length, passing: 0, failing: 0, notApplicable: 0, percent: 0 };
-    await this.db.pool.query(
-      `INSERT INTO task (id, type, state, request, progress, created_by, failed_reason, finished_at)
-       VALUES ($1, 'EVALUATE_TESTS', 'failed', $2::jsonb, $3::jsonb, $4, $5, now()) ON CONFLICT (id) DO NOTHING`,
-      [taskId, JSON.stringify({ kind: "evaluate", ...request }), JSON.stringify(progress), actor.urn, reason],
-    );
+    await this.evaluationTasks().createFailed({
+      taskId,
+      request: { kind: "evaluate", ...request },
+      progress,
+      createdBy: actor.urn,
+      failedReason: reason,
+    });
   }
 
   /**
@@ -175,20 +183,17 @@ export class EvaluationService {
    */
   private async recordPending(actor: Actor, taskId: string, jobId: string, request: EvaluationRequest): Promise<void> {
     const progress = { evaluated: 0, total: request.urns.length, passing: 0, failing: 0, notApplicable: 0, percent: 0 };
-    await this.db.pool.query(
-      `INSERT INTO task (id, type, state, request, progress, created_by)
-       VALUES ($1, 'EVALUATE_TESTS', 'waiting', $2::jsonb, $3::jsonb, $4) ON CONFLICT (id) DO NOTHING`,
-      [taskId, JSON.stringify({ kind: "evaluate", ...request }), JSON.stringify(progress), actor.urn],
-    );
+    await this.evaluationTasks().createPending({
+      taskId,
+      request: { kind: "evaluate", ...request },
+      progress,
+      createdBy: actor.urn,
+    });
     if (!ENDED_JOB_STATES.has(await this.jobState(jobId))) return;
-    await this.db.pool.query(
-      `UPDATE task SET state = 'failed', finished_at = now(), failed_reason = $2
-        WHERE id = $1 AND state = 'waiting'`,
-      [
-        taskId,
-        "The evaluation finished, but its answer reached the gateway after the caller's timeout and its result " +
-          "was not kept; evaluate again.",
-      ],
+    await this.evaluationTasks().failPending(
+      taskId,
+      "The evaluation finished, but its answer reached the gateway after the caller's timeout and its result " +
+        "was not kept; evaluate again.",
     );
   }
 }

@@ -4,9 +4,9 @@
  */
 import { createDatabase, type Database } from "@mdp/db";
 import { createTestDatabase, type TestDatabase } from "@mdp/db/testing";
-import { TaskRows, type EvaluationRow } from "../src/task-rows";
+import { EvaluationTasks, type EvaluationRow } from "../src";
 
-describe("TaskRows.recordEvaluations", () => {
+describe("EvaluationTasks.record", () => {
   let db: TestDatabase;
   let database: Database;
 
@@ -38,10 +38,8 @@ describe("TaskRows.recordEvaluations", () => {
         $$ BEGIN RAISE EXCEPTION 'refused by the test'; END $$;
       CREATE TRIGGER refuse_poisoned BEFORE INSERT ON task
         FOR EACH ROW WHEN (NEW.id = 'poisoned') EXECUTE FUNCTION refuse_poisoned()`);
-    const rows = new TaskRows(database.pool);
-    await expect(rows.recordEvaluations([row("first"), row("poisoned"), row("last")])).rejects.toThrow(
-      "refused by the test",
-    );
+    const rows = new EvaluationTasks(database.pool, { owner: "test", leaseMs: 10_000 });
+    await expect(rows.record([row("first"), row("poisoned"), row("last")])).rejects.toThrow("refused by the test");
     const { rows: stored } = await database.pool.query<{ id: string; state: string }>(
       "SELECT id, state FROM task ORDER BY id",
     );

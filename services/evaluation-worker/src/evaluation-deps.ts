@@ -1,0 +1,28 @@
+import type { Logger } from "@mdp/core";
+import type { Database } from "@mdp/db";
+import type { JobReply } from "@mdp/queues";
+import type { EvaluationTasks, TaskLifecycle } from "@mdp/tasks";
+import type { EvaluationPool } from "./evaluation-pool";
+import type { EvaluationStore } from "./evaluation.store";
+import type { ResultsPusher } from "./results.pusher";
+
+/** What the evaluate-tests handlers (evaluate.processor.ts, run-test.processor.ts) are built from. */
+export interface EvaluateDeps {
+  db: Database;
+  store: EvaluationStore;
+  /** the threads evaluations run in, under the time and memory limits (EVALUATION_TIME_LIMIT_MS and the others) */
+  pool: EvaluationPool;
+  pusher: ResultsPusher;
+  /** the task lifecycle: test runs' claims, progress and endings under this process's leases */
+  tasks: TaskLifecycle;
+  /** the rows of synchronous evaluations whose callers got a 504 */
+  evaluations: EvaluationTasks;
+  /**
+   * sends an evaluate job's outcome to the gateway waiting for it (the payload's replyTo); resolves to whether a
+   * gateway received it
+   */
+  reply: (channel: string, reply: JobReply) => Promise<boolean>;
+  logger: Logger;
+  /** aborted when the process is asked to stop: a test run hands its job back between batches */
+  shutdownSignal: AbortSignal;
+}

@@ -1,0 +1,89 @@
+/**
+ * A runTest batch and an evaluate push of the same entity (real PostgreSQL). The batch reads its entities, evaluates
+ * them and pushes; an evaluate of the entity made after the batch read it is fresher and must not be overwritten by
+ * the batch's older result. The batch takes the testResults locks before it reads (lock before read, as
+ * run-test.processor.ts does through nextEntities' lockFor), so the evaluate push waits and lands on top. The second
+ * case holds the old order (read, then lock at push) open and shows the fresher result lost: what the first prevents.
+ */
+import { AspectRepository, createDatabase, inTransaction, type Database } from "@mdp/db";
+import { createTestDatabase, type TestDatabase } from "@mdp/db/testing";
+import { EvaluationTasks } from "@mdp/tasks";
+import { EvaluationStore } from "../src/evaluation.store";
+import { ResultsPusher, TEST_RESULTS_ASPECT } from "../src/results.pusher";
+
+const URN = "urn:li:dataset:(urn:li:dataPlatform:hive,db.race,PROD)";
+const TEST = "urn:li:test:owned";
+const ACTOR = "urn:li:corpuser:admin";
+
+describe("runTest batch against a concurrent evaluate push", () => {
+  let testDb: TestDatabase;
+  let db: Database;
+  const aspects = new AspectRepository();
+  const pusher = new ResultsPusher(aspects);
+  let store: EvaluationStore;
+
+  beforeAll(async () => {
+    testDb = await createTestDatabase("run_test_race");
+    db = createDatabase(testDb.url);
+    store = new EvaluationStore(db.pool, new EvaluationTasks(db.pool, { owner: "test", leaseMs: 10_000 }));
+    await db.pool.query(
+      `INSERT INTO metadata_test (urn, name, category, definition_text, definition, on_types, created_by, updated_at)
+       VALUES ($1, 'owned', 'x', '{}', '{}', ARRAY['dataset'], $2, now())`,
+      [TEST, ACTOR],
+    );
+    await db.pool.query(
+      `INSERT INTO aspect (urn, aspect_name, version, entity_type, value, created_by)
+       VALUES ($1, 'ownership', 1, 'dataset', '{"owners": []}', $2)`,
+      [URN, ACTOR],
+    );
+  });
+  afterAll(async () => {
+    await db.close();
+    await testDb.drop();
+  });
+
+  const item = (passing: boolean, at: number) => ({
+    entityType: "dataset",
+    actorUrn: ACTOR,
+    evaluated: new Set([TEST]),
+    evaluation: {
+      urn: URN,
+      passing: passing ? [{ test: TEST, type: "SUCCESS" as const }] : [],
+      failing: passing ? [] : [{ test: TEST, type: "FAILURE" as const, failedRules: [] }],
+      notApplicable: [],
+      evaluatedAt: at,
+    },
+  });
+  const stored = async () => (await aspects.latestOfEach(db.pool, TEST_RESULTS_ASPECT, [URN])).get(URN);
+
+  /**
+   * The batch reads (with or without taking the locks first), then, while it "evaluates", an evaluate push of a
+   * fresher evaluation (the entity got an owner: passing) is started; then the batch pushes its stale (failing)
+   * result and commits. Returns what is stored once both are done.
+   */
+  const race = async (lockBeforeRead: boolean) => {
+    await db.pool.query("DELETE FROM aspect WHERE aspect_name = $1", [TEST_RESULTS_ASPECT]);
+    let fresher: Promise<unknown> | undefined;
+    await inTransaction(db.pool, async (client) => {
+      const entities = await store.nextEntities(["dataset"], "", 10, {
+        client,
+        lockFor: lockBeforeRead ? pusher : undefined,
+      });
+      expect(entities.map((e) => e.urn)).toEqual([URN]);
+      fresher = inTransaction(db.pool, (other) => pusher.push(other, [item(true, 2)]));
+      // Long enough for an unblocked push to commit (the old order), or to be waiting on the lock (the new one).
+      await new Promise((r) => setTimeout(r, 300));
+      await pusher.push(client, [item(false, 1)]);
+    });
+    await fresher;
+    return stored();
+  };
+
+  it("keeps the fresher evaluate push when the batch locks before it reads", async () => {
+    expect(await race(true)).toEqual({ passing: [{ test: TEST, type: "SUCCESS" }], failing: [] });
+  });
+
+  it("(the old order: read, then lock) loses the fresher push, which is what locking first prevents", async () => {
+    expect(await race(false)).toEqual({ passing: [], failing: [{ test: TEST, type: "FAILURE", failedRules: [] }] });
+  });
+});
