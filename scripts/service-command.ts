@@ -6,6 +6,8 @@ export type ServiceName = "gateway" | "truncation-worker" | "evaluation-worker";
  * Node flags every service runs with, here and in each service's `start` script. The services allocate a lot of
  * short-lived JSON per request; with V8's default 16 MiB young generation, scavenges took 12–15% of the gateway's CPU
  * under ingestion load; 64 MiB semi-spaces took bench/ingest from 0.46–0.51x to 0.53–0.56x of its baseline.
+ * The gateway also sets its own --heap-growing-percent at start (services/gateway/src/main.ts): its old space may grow
+ * by half its live set between full collections, so that its RSS stays under the 400 MB of bench/graphql-memory.
  */
 export const SERVICE_NODE_FLAGS = ["--max-semi-space-size=64"];
 
