@@ -94,6 +94,11 @@ const schema = z.object({
   RATE_LIMIT_TOKEN_MINTS_PER_MINUTE: int(0, 1_000_000).default(30),
   /** entities evaluated (evaluate counts 1, batchEvaluate its urns) per actor per minute; 0 = off */
   RATE_LIMIT_EVALUATIONS_PER_MINUTE: int(0, 10_000_000).default(1_200),
+  /**
+   * seconds of evaluation-thread time per actor per minute (each evaluate/batchEvaluate is charged its thread time
+   * once answered; an actor past it is refused new evaluations); 0 = off
+   */
+  RATE_LIMIT_EVALUATION_SECONDS_PER_MINUTE: int(0, 1_000_000).default(30),
   /** runTest calls per actor per minute; 0 = off */
   RATE_LIMIT_TEST_RUNS_PER_MINUTE: int(0, 1_000_000).default(10),
   /** gateway replicas: while Redis is unavailable each one enforces its share (limit ÷ this) in memory */

@@ -43,9 +43,15 @@ export const evaluateJobResult = z.object({ items: z.record(z.string(), evaluati
  * evaluate request. The shape workers sent before (`results`, objects) is still read, so gateways can be upgraded
  * before workers.
  */
+/**
+ * How long the request's evaluation held a worker thread (ms): the gateway charges it to its caller's evaluation-time
+ * budget (RATE_LIMIT_EVALUATION_SECONDS_PER_MINUTE). Absent from workers of earlier versions (nothing is charged).
+ */
+const evaluationMs = z.number().nonnegative().optional();
+
 export const evaluationItemReply = z.union([
-  z.object({ resultsJson: z.record(z.string(), z.string()) }),
-  ...evaluationItemResult.options,
+  z.object({ resultsJson: z.record(z.string(), z.string()), evaluationMs }),
+  ...evaluationItemResult.options.map((option) => option.extend({ evaluationMs })),
 ]);
 
 /**

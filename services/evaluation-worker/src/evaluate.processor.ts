@@ -22,6 +22,8 @@ interface ItemOutcome {
   item: EvaluationItem;
   result: EvaluationItemResult;
   evaluations: EntityEvaluation[];
+  /** how long its evaluation held a thread: the gateway charges it to the caller's evaluation-time budget */
+  threadMs?: number;
 }
 
 /**
@@ -77,7 +79,9 @@ export async function evaluate(
       if (payload.replyTo) {
         unsent -= ready.length;
         const reply: EvaluateJobReply = {
-          items: Object.fromEntries(ready.map((o) => [o.item.taskId, toItemReply(o.result)])),
+          items: Object.fromEntries(
+            ready.map((o) => [o.item.taskId, { ...toItemReply(o.result), evaluationMs: o.threadMs ?? 0 }]),
+          ),
           ...(unsent > 0 ? { partial: true as const } : {}),
         };
         const delivered = await replyTo(deps, payload, job, { returnvalue: reply });
@@ -256,13 +260,22 @@ async function evaluateItem(
   if (refused) return refused;
   const named = item.testUrns && new Set(item.testUrns);
   const tests = input.tests.filter((t) => (named ? named.has(t.urn) : t.active));
-  const [outcome] = await deps.pool.evaluate({ at, tests, entities: input.entities }, [
+  // Its actor's share of the threads (see EvaluationPool), and the thread time to charge to it.
+  const {
+    outcomes: [outcome],
+    threadMs,
+  } = await deps.pool.evaluateTimed({ actor: item.actorUrn, at, tests, entities: input.entities }, [
     { urns: item.urns, testUrns: item.testUrns },
   ]);
   if (outcome instanceof EvaluationLimitError || outcome instanceof StoredDefinitionError) {
-    return refusal(item, "BAD_USER_INPUT", outcome.message);
+    return { ...refusal(item, "BAD_USER_INPUT", outcome.message), threadMs };
   }
-  return { item, result: { results: Object.fromEntries(outcome!.map((e) => [e.urn, e])) }, evaluations: outcome! };
+  return {
+    item,
+    result: { results: Object.fromEntries(outcome!.map((e) => [e.urn, e])) },
+    evaluations: outcome!,
+    threadMs,
+  };
 }
 
 function refusal(

@@ -15,6 +15,7 @@ import type { EvaluateDeps } from "./evaluation-deps";
 import { evaluate, recordEvaluateFailure } from "./evaluate.processor";
 import { EvaluationStore } from "./evaluation.store";
 import { EvaluationPool, type PoolSettings } from "./evaluation-pool";
+import { withJobShare } from "./fair-share";
 import { ResultsPusher } from "./results.pusher";
 import { createRunTestHandler } from "./run-test.processor";
 
@@ -48,9 +49,16 @@ export function evaluationHandler(
   /** the task lifecycle whose leases the process renews (keepLeases); one of its own by default */
   tasks: TaskLifecycle = new TaskLifecycle(db, logger),
 ): EvaluationHandler {
-  const pool = new EvaluationPool({ threads, memoryLimitMb, maxQueue: maxQueue * EVALUATE_MAX_ITEMS, timeLimitMs });
+  const pool = new EvaluationPool({
+    threads,
+    memoryLimitMb,
+    maxQueue: maxQueue * EVALUATE_MAX_ITEMS,
+    timeLimitMs,
+    jobs: maxQueue,
+  });
+  // Jobs take the worker's slots by actor (see JobShare), so one actor's backlog cannot fill them all.
   const evaluations = new EvaluationTasks(db.pool, tasks);
-  const handler = createEvaluateHandler({
+  const evaluate = createEvaluateHandler({
     db,
     store: new EvaluationStore(db.pool, evaluations),
     pool,
@@ -61,6 +69,7 @@ export function evaluationHandler(
     logger,
     shutdownSignal,
   });
+  const handler = withJobShare(evaluate, pool.jobShare);
   return Object.assign(handler, { close: () => pool.close() });
 }
 

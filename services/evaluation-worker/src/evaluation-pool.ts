@@ -3,6 +3,7 @@ import { Piscina } from "piscina";
 import type { EntityEvaluation, EntitySnapshot } from "@mdp/metadata-tests";
 import type { StoredTest } from "./evaluation.store";
 import { WHERE, type EvaluationTask, type ThreadItem, type ThreadItemResult } from "./evaluation-thread";
+import { JobShare, ThreadShare } from "./fair-share";
 
 export interface PoolSettings {
   /** EVALUATION_THREADS: threads that evaluate; a thread stopped at a limit is replaced */
@@ -16,6 +17,16 @@ export interface PoolSettings {
    * (EVALUATION_CONCURRENCY × the most requests in one job, see evaluationHandler)
    */
   maxQueue: number;
+  /** EVALUATION_CONCURRENCY: the jobs the worker runs at once, shared between actors by `jobs` (default: 8) */
+  jobs?: number;
+}
+
+/**
+ * The most threads one actor's evaluations hold at once: all but one, so that another actor's request always finds a
+ * thread (or the next one free) however much one actor keeps in flight; at least 1.
+ */
+export function threadsPerActor(threads: number): number {
+  return Math.max(1, threads - 1);
 }
 
 type Balancer = NonNullable<ConstructorParameters<typeof Piscina>[0]>["loadBalancer"] & {};
@@ -35,9 +46,15 @@ const readyIdleThread: Balancer = (_task, threads) => {
 };
 
 function isReady(thread: BalancedThread): boolean {
-  const data = Object.getOwnPropertySymbols(thread).find((symbol) => symbol.description === "Piscina.kWorkerData");
-  const record = data && (thread as unknown as Record<symbol, { isReady?: () => boolean } | undefined>)[data];
+  const record = threadRecord(thread) as { isReady?: () => boolean } | undefined;
   return typeof record?.isReady === "function" ? record.isReady() : true;
+}
+
+/** piscina's own record of a thread (its thread handles are new objects at each call), or the handle itself. */
+function threadRecord(thread: object): object {
+  const data = Object.getOwnPropertySymbols(thread).find((symbol) => symbol.description === "Piscina.kWorkerData");
+  const record = data && (thread as Record<symbol, object | undefined>)[data];
+  return record ?? thread;
 }
 
 /** A thread's young generation, fixed so that the memory budget is the documented sum (see docs/limits.md). */
@@ -75,6 +92,11 @@ export class StoredDefinitionError extends Error {
 export type PoolOutcome = EntityEvaluation[] | EvaluationLimitError | StoredDefinitionError;
 
 export interface PoolInput {
+  /**
+   * the user the evaluation is for (the system client acting for a user counts as that user): the pool shares its
+   * threads between actors (see ThreadShare); unset: one shared "unattributed" actor
+   */
+  actor?: string;
   at: number;
   tests: StoredTest[];
   entities: ReadonlyMap<string, EntitySnapshot>;
@@ -95,9 +117,17 @@ export interface PoolInput {
  * stops the task only when one request has run for the whole limit. The request it stopped at (or that exhausted the
  * heap) is refused naming the limit and the test; the job's other requests are run again in a fresh task, so only
  * the request that caused it is refused.
+ *
+ * Threads are shared between actors (fair-share.ts): one actor's tasks hold at most threadsPerActor threads at once,
+ * and the next free thread goes round-robin to the actors with tasks waiting, so an actor who keeps slow evaluations
+ * in flight delays another actor's request by no more than that request's own wait for the thread it leaves free.
  */
 export class EvaluationPool {
   private readonly pool: Piscina<EvaluationTask, ThreadItemResult[]>;
+  /** which actor's task goes to the next free thread: at most threadsPerActor each, round-robin */
+  private readonly threadShare: ThreadShare;
+  /** the worker's job slots by actor: a job handler takes one before it loads anything (see JobShare) */
+  readonly jobShare: JobShare;
 
   constructor(readonly settings: PoolSettings) {
     this.pool = new Piscina({
@@ -113,6 +143,20 @@ export class EvaluationPool {
         maxYoungGenerationSizeMb: YOUNG_GENERATION_MB,
       },
     });
+    this.threadShare = new ThreadShare(threadsPerActor(settings.threads), settings.maxQueue);
+    // piscina announces each thread once it is ready (workerCreate; after the first ones, replacements of threads
+    // stopped at a limit), and its end (workerDestroy).
+    const ready = new Set<object>();
+    let created = 0;
+    this.pool.on("workerCreate", (thread: object) => {
+      ready.add(threadRecord(thread));
+      this.threadShare.setThreads(ready.size, ++created > settings.threads);
+    });
+    this.pool.on("workerDestroy", (thread: object) => {
+      ready.delete(threadRecord(thread));
+      this.threadShare.setThreads(ready.size, false);
+    });
+    this.jobShare = new JobShare(settings.jobs ?? 8);
   }
 
   /**
@@ -125,27 +169,44 @@ export class EvaluationPool {
     items: readonly ThreadItem[],
     limitText = `${this.settings.timeLimitMs} ms (EVALUATION_TIME_LIMIT_MS)`,
   ): Promise<PoolOutcome[]> {
+    return (await this.evaluateTimed(input, items, limitText)).outcomes;
+  }
+
+  /** Like evaluate, also saying how long the evaluation held a thread (ms): the cost charged to its actor. */
+  async evaluateTimed(
+    input: PoolInput,
+    items: readonly ThreadItem[],
+    limitText = `${this.settings.timeLimitMs} ms (EVALUATION_TIME_LIMIT_MS)`,
+  ): Promise<{ outcomes: PoolOutcome[]; threadMs: number }> {
     const outcomes = new Array<PoolOutcome>(items.length);
+    let threadMs = 0;
     let pending = items.map((_, i) => i);
     while (pending.length > 0) {
       const run = pending;
-      const result = await this.runTask(
-        input,
-        run.map((i) => items[i]!),
-        limitText,
+      const { result, ms } = await this.threadShare.run(
+        input.actor ?? "",
+        () =>
+          this.runTask(
+            input,
+            run.map((i) => items[i]!),
+            limitText,
+          ),
+        // A task stopped at a limit ends its thread, which piscina replaces.
+        (done) => !Array.isArray(done.result),
       );
+      threadMs += ms;
       if (Array.isArray(result)) {
         run.forEach((i, k) => {
           const one = result[k]!;
           outcomes[i] = Array.isArray(one) ? one : new StoredDefinitionError(one.invalidTest, one.message);
         });
-        return outcomes;
+        return { outcomes, threadMs };
       }
       outcomes[run[result.item]!] = result.error;
       // The others lost their results with the thread: they run again, each with the whole limit.
       pending = run.filter((_, k) => k !== result.item);
     }
-    return outcomes;
+    return { outcomes, threadMs };
   }
 
   /** Destroys the threads: evaluations still running end (their jobs are retried by BullMQ) */
@@ -157,7 +218,7 @@ export class EvaluationPool {
     input: PoolInput,
     items: ThreadItem[],
     limitText: string,
-  ): Promise<ThreadItemResult[] | { item: number; error: EvaluationLimitError }> {
+  ): Promise<{ result: ThreadItemResult[] | { item: number; error: EvaluationLimitError }; ms: number }> {
     const limitMs = this.settings.timeLimitMs;
     const whereBuffer = new SharedArrayBuffer(WHERE.size * Int32Array.BYTES_PER_ELEMENT);
     const where = new Int32Array(whereBuffer).fill(-1);
@@ -185,8 +246,14 @@ export class EvaluationPool {
       }, delayMs);
     };
     watch(limitMs);
+    // The time the task held a thread, from when the thread took it (waiting for a thread is not charged).
+    const held = () => {
+      const began = Atomics.load(where, WHERE.began);
+      return began < 0 ? 0 : Math.max(0, Date.now() - task.base - began);
+    };
     try {
-      return await this.pool.run(task, { signal: abort.signal });
+      const result = await this.pool.run(task, { signal: abort.signal });
+      return { result, ms: held() };
     } catch (error) {
       const outOfMemory = (error as { code?: string } | null)?.code === "ERR_WORKER_OUT_OF_MEMORY";
       if (!timedOut && !outOfMemory) throw error;
@@ -200,7 +267,10 @@ export class EvaluationPool {
           `is the likely cause; rewrite or deactivate that test.`
         : `${what} stopped: it needed more than ${this.settings.memoryLimitMb} MB of memory ` +
           `(EVALUATION_MEMORY_LIMIT_MB); rewrite or deactivate that test.`;
-      return { item, error: new EvaluationLimitError(message, timedOut ? "time" : "memory", Math.max(0, entity)) };
+      return {
+        result: { item, error: new EvaluationLimitError(message, timedOut ? "time" : "memory", Math.max(0, entity)) },
+        ms: held(),
+      };
     } finally {
       clearTimeout(timer);
     }

@@ -32,8 +32,11 @@ export interface EvaluationTask {
   base: number;
 }
 
-/** The slots of EvaluationTask.where; -1 in item means the task has not started. */
-export const WHERE = { item: 0, startedAt: 1, entity: 2, test: 3, size: 4 } as const;
+/**
+ * The slots of EvaluationTask.where; -1 in item means the task has not started. began: when the thread took the task
+ * (ms after base), from which the thread time charged to its actor is counted.
+ */
+export const WHERE = { item: 0, startedAt: 1, entity: 2, test: 3, began: 4, size: 5 } as const;
 
 /** Parsed definitions live as long as the thread: a thread replaced after a limit starts with none. */
 const definitions = new DefinitionCache();
@@ -53,6 +56,7 @@ export type ThreadItemResult = EntityEvaluation[] | InvalidDefinition;
 /** Each item's evaluations, one per urn, in the item's urn order; or the stored definition it could not parse. */
 export default function evaluateTask(task: EvaluationTask): ThreadItemResult[] {
   const where = new Int32Array(task.where);
+  Atomics.store(where, WHERE.began, Date.now() - task.base);
   const entities = new Map(task.entities.map((e) => [e.urn, e]));
   const testIndex = new Map(task.tests.map((t, i) => [t.urn, i]));
   const activeIndexes = task.tests.flatMap((t, i) => (t.active ? [i] : []));

@@ -44,7 +44,9 @@ export async function composeServices(config: Config, connections: Connections, 
   const lastUsed = new LastUsedRecorder(prisma, logger);
   const tokenStore = new TokenStore(connections.db, config.URN_NAMESPACE);
   const tokenVerifier = new TokenVerifier(tokenStore, bus, lastUsed, config);
-  const tokens = new TokenService(tokenStore, tokenVerifier, engine, config);
+  // A connection of its own: a limit check must fail fast when Redis is away, which BullMQ's settings do not.
+  const rateLimits = new RateLimits(RateLimits.connect(config, logger), config);
+  const tokens = new TokenService(tokenStore, tokenVerifier, engine, config, rateLimits);
   const registry = EntityRegistry.load(config.ENTITY_REGISTRY_PATH);
   const evaluateProducer = new Producer("evaluate", connections.redis, config.QUEUE_PREFIX);
   const services: Services = {
@@ -55,9 +57,8 @@ export async function composeServices(config: Config, connections: Connections, 
     groups: new GroupService(prisma, engine, bus, config),
     audit: new AuditService(prisma, engine),
     tests: new MetadataTestService(prisma, engine, registry, config),
-    testRuns: new TestRunService(connections.db, registry, engine, evaluateProducer, logger),
-    // A connection of its own: a limit check must fail fast when Redis is away, which BullMQ's settings do not.
-    rateLimits: new RateLimits(RateLimits.connect(config, logger), config),
+    testRuns: new TestRunService(connections.db, registry, engine, evaluateProducer, logger, rateLimits),
+    rateLimits,
   };
   const aspects = new AspectRepository();
   const timeseries = new TimeseriesStore(connections.db.pool, {
@@ -79,6 +80,7 @@ export async function composeServices(config: Config, connections: Connections, 
     config.EVALUATE_TIMEOUT_MS,
     logger,
     (jobId) => evaluateProducer.queue.getJobState(jobId),
+    services.rateLimits,
   );
   const http = {
     ...{ db: connections.db, registry, aspects, timeseries, ingestion, engine, truncation, tasks, evaluation },

@@ -3,11 +3,19 @@ import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from "rate-limite
 import { AppError, type Config, type Logger } from "@mdp/core";
 import type { Actor } from "../auth/actor";
 
-/** Each limit: what it counts, and the setting that sizes it (per actor per minute; 0 = off). */
+/**
+ * Each limit: what it counts, and the setting that sizes it (per actor per minute; 0 = off). `scale`: points per unit
+ * of the setting (evaluation time is counted in ms, set in seconds).
+ */
 const LIMITS = {
-  tokenMints: { what: "access token creations", setting: "RATE_LIMIT_TOKEN_MINTS_PER_MINUTE" },
-  evaluations: { what: "metadata-test entity evaluations", setting: "RATE_LIMIT_EVALUATIONS_PER_MINUTE" },
-  testRuns: { what: "metadata-test runs", setting: "RATE_LIMIT_TEST_RUNS_PER_MINUTE" },
+  tokenMints: { what: "access token creations", setting: "RATE_LIMIT_TOKEN_MINTS_PER_MINUTE", scale: 1 },
+  evaluations: { what: "metadata-test entity evaluations", setting: "RATE_LIMIT_EVALUATIONS_PER_MINUTE", scale: 1 },
+  testRuns: { what: "metadata-test runs", setting: "RATE_LIMIT_TEST_RUNS_PER_MINUTE", scale: 1 },
+  evaluationTime: {
+    what: "seconds of metadata-test evaluation time",
+    setting: "RATE_LIMIT_EVALUATION_SECONDS_PER_MINUTE",
+    scale: 1000,
+  },
 } as const;
 
 export type RateLimitName = keyof typeof LIMITS;
@@ -24,7 +32,10 @@ const REDIS_TIMEOUT_MS = 200;
  * trusted front end acting for its users) is not limited: it would be one actor for many people.
  */
 export class RateLimits {
-  private readonly limiters = new Map<RateLimitName, { limiter: RateLimiterRedis; points: number }>();
+  private readonly limiters = new Map<
+    RateLimitName,
+    { limiter: RateLimiterRedis; points: number; perMinute: number }
+  >();
 
   constructor(
     private readonly redis: Redis,
@@ -33,8 +44,9 @@ export class RateLimits {
     for (const [name, { setting }] of Object.entries(LIMITS) as Array<
       [RateLimitName, (typeof LIMITS)[RateLimitName]]
     >) {
-      const points = config[setting];
-      if (points === 0) continue;
+      const perMinute = config[setting];
+      if (perMinute === 0) continue;
+      const points = perMinute * LIMITS[name].scale;
       const keyPrefix = `${config.QUEUE_PREFIX}:rate-limit:${name}`;
       const limiter = new RateLimiterRedis({
         storeClient: redis,
@@ -50,7 +62,7 @@ export class RateLimits {
           keyPrefix,
         }),
       });
-      this.limiters.set(name, { limiter, points });
+      this.limiters.set(name, { limiter, points, perMinute });
     }
   }
 
@@ -80,14 +92,40 @@ export class RateLimits {
     } catch (rejection) {
       // An Error would mean both the store and the insurance failed: nothing to hold the caller to.
       if (!(rejection instanceof RateLimiterRes)) return;
-      const retryAfterSeconds = Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
-      const { what, setting } = LIMITS[name];
-      throw new AppError(
-        "TOO_MANY_REQUESTS",
-        `Rate limit exceeded: at most ${entry.points} ${what} per minute per actor (${setting}); retry in ${retryAfterSeconds} s.`,
-        { limit: setting, perMinute: entry.points, retryAfterSeconds },
-      );
+      throw this.exceeded(name, rejection.msBeforeNext);
     }
+  }
+
+  /**
+   * For a limit charged after the work (evaluationTime): throws TOO_MANY_REQUESTS when the actor has already spent
+   * the minute's budget, without counting anything. The work itself is charged with `charge` once its cost is known,
+   * so an actor's last admitted request may take it past the limit; the next one is refused.
+   */
+  async refuseIfSpent(actor: Actor, name: RateLimitName): Promise<void> {
+    if (actor.via === "system") return;
+    const entry = this.limiters.get(name);
+    if (!entry) return;
+    const spent = await entry.limiter.get(actor.urn).catch(() => null); // both stores failed: nothing to hold to
+    if (spent && spent.consumedPoints >= entry.points) throw this.exceeded(name, spent.msBeforeNext);
+  }
+
+  /** Adds `cost` (in the limit's points: ms for evaluationTime) to the actor's count; never refuses, never throws. */
+  async charge(actor: Actor, name: RateLimitName, cost: number): Promise<void> {
+    if (actor.via === "system" || !(cost > 0)) return;
+    const entry = this.limiters.get(name);
+    if (!entry) return;
+    await entry.limiter.penalty(actor.urn, Math.ceil(cost)).catch(() => undefined);
+  }
+
+  private exceeded(name: RateLimitName, msBeforeNext: number): AppError {
+    const entry = this.limiters.get(name)!;
+    const retryAfterSeconds = Math.max(1, Math.ceil(msBeforeNext / 1000));
+    const { what, setting } = LIMITS[name];
+    return new AppError(
+      "TOO_MANY_REQUESTS",
+      `Rate limit exceeded: at most ${entry.perMinute} ${what} per minute per actor (${setting}); retry in ${retryAfterSeconds} s.`,
+      { limit: setting, perMinute: entry.perMinute, retryAfterSeconds },
+    );
   }
 
   async close(): Promise<void> {

@@ -99,6 +99,31 @@ describe("EvaluationBatcher", () => {
     );
   });
 
+  it("never puts two actors' requests into one job (workers share their job slots by actor)", async () => {
+    const queue = await fakeQueue();
+    const batcher = new EvaluationBatcher(queue.producer, queue.inbox, 1000);
+    const bob = (taskId: string) => ({ ...item(taskId), actorUrn: "urn:li:corpuser:bob" });
+    await Promise.all([batcher.submit(item("a")), batcher.submit(bob("b")), batcher.submit(item("c"))]);
+    expect(queue.jobs.map((j) => j.items.map((i) => i.taskId))).toEqual([["a", "c"], ["b"]]);
+  });
+
+  it("passes on how long each request's evaluation held a worker thread, for the evaluation-time budget", async () => {
+    const queue = await fakeQueue((jobId, items) => ({
+      items: Object.fromEntries(
+        items.map((i) => [
+          i.taskId,
+          i.taskId === "a"
+            ? { ...echo(jobId, [i]).items[i.taskId]!, evaluationMs: 12.5 }
+            : { refused: { code: "BAD_USER_INPUT", message: "stopped" }, evaluationMs: 3000 },
+        ]),
+      ),
+    }));
+    const batcher = new EvaluationBatcher(queue.producer, queue.inbox, 1000);
+    const [a, b] = await Promise.all([batcher.submit(item("a")), batcher.submit(item("b"))]);
+    expect(a).toMatchObject({ evaluationMs: 12.5 });
+    expect(b).toEqual({ refused: { code: "BAD_USER_INPUT", message: "stopped" }, evaluationMs: 3000 });
+  });
+
   it("starts a new job when one would hold too many requests or entities", async () => {
     const queue = await fakeQueue();
     const batcher = new EvaluationBatcher(queue.producer, queue.inbox, 1000, { items: 2, urns: 3 });

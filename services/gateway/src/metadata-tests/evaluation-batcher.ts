@@ -23,8 +23,12 @@ export interface BatchLimits {
  * A request's outcome: each urn's result as JSON text, as the worker serialized it (the caller's answer is made of
  * them without parsing them), or the refusal to answer with.
  */
-export type EvaluationOutcome =
-  { resultsJson: Record<string, string> } | Extract<EvaluationItemReply, { refused: unknown }>;
+export type EvaluationOutcome = (
+  { resultsJson: Record<string, string> } | Extract<EvaluationItemReply, { refused: unknown }>
+) & {
+  /** how long the evaluation held a worker thread (ms; absent from workers of earlier versions) */
+  evaluationMs?: number;
+};
 
 interface Waiting {
   item: EvaluationItem;
@@ -33,16 +37,19 @@ interface Waiting {
 }
 
 /**
- * Puts the evaluate requests that arrive together into one evaluate-tests job: those whose bodies were read in the
- * same turn of the event loop (flushed with setImmediate, so a lone request waits for nothing). Under load that turns
- * one queue round trip and one database read per request into one per batch; each request keeps
+ * Puts the evaluate requests of one actor that arrive together into one evaluate-tests job: those whose bodies were
+ * read in the same turn of the event loop (flushed with setImmediate, so a lone request waits for nothing). Under load
+ * that turns one queue round trip and one database read per request into one per batch; each request keeps
  * its own task id and gets its own result, as soon as the worker has it: a slow request in the batch does not hold the
- * others' answers. Rejects every request of a batch not answered yet with the batch's error: the wait timing out
+ * others' answers. Different actors' requests never share a job: a worker shares its job slots between actors (its
+ * last free slot goes to an actor with no job there), and a job holds its slot until its slowest request is done, so
+ * a job mixing one actor's slow request with another's quick one would count against the quick one's actor.
+ * Rejects every request of a batch not answered yet with the batch's error: the wait timing out
  * (JobWaitTimeoutError), the job failing (JobFailedError), or the queue being unreachable.
  */
 export class EvaluationBatcher {
-  private pending: Waiting[] = [];
-  private pendingUrns = 0;
+  /** each actor's requests waiting for the next flush */
+  private readonly pending = new Map<string, { waiting: Waiting[]; urns: number }>();
   private scheduled = false;
 
   constructor(
@@ -54,25 +61,33 @@ export class EvaluationBatcher {
 
   submit(item: EvaluationItem): Promise<EvaluationOutcome> {
     return new Promise((resolve, reject) => {
-      if (this.pending.length > 0 && this.pendingUrns + item.urns.length > this.limits.urns) this.flush();
-      this.pending.push({ item, resolve, reject });
-      this.pendingUrns += item.urns.length;
-      if (this.pending.length >= this.limits.items) {
-        this.flush();
+      const actor = item.actorUrn;
+      let group = this.pending.get(actor);
+      if (group && group.urns + item.urns.length > this.limits.urns) {
+        this.flush(actor);
+        group = undefined;
+      }
+      if (!group) {
+        group = { waiting: [], urns: 0 };
+        this.pending.set(actor, group);
+      }
+      group.waiting.push({ item, resolve, reject });
+      group.urns += item.urns.length;
+      if (group.waiting.length >= this.limits.items) {
+        this.flush(actor);
       } else if (!this.scheduled) {
         this.scheduled = true;
         setImmediate(() => {
           this.scheduled = false;
-          this.flush();
+          for (const pendingActor of [...this.pending.keys()]) this.flush(pendingActor);
         });
       }
     });
   }
 
-  private flush(): void {
-    const batch = this.pending;
-    this.pending = [];
-    this.pendingUrns = 0;
+  private flush(actor: string): void {
+    const batch = this.pending.get(actor)?.waiting ?? [];
+    this.pending.delete(actor);
     if (batch.length === 0) return;
     const jobId = randomUUID();
     const items = batch.map((w) => w.item);
@@ -118,12 +133,13 @@ export class EvaluationBatcher {
 
 /** The item's reply as its request's outcome, with a result for each of its urns; throws UnexpectedResultError. */
 function outcomeOf(item: EvaluationItem, reply: EvaluationItemReply): EvaluationOutcome {
-  if ("refused" in reply) return reply;
+  const charged = reply.evaluationMs === undefined ? {} : { evaluationMs: reply.evaluationMs };
+  if ("refused" in reply) return { refused: reply.refused, ...charged };
   const resultsJson =
     "resultsJson" in reply
       ? reply.resultsJson
       : Object.fromEntries(Object.entries(reply.results).map(([urn, result]) => [urn, JSON.stringify(result)]));
   const missing = item.urns.find((urn) => resultsJson[urn] === undefined);
   if (missing !== undefined) throw new UnexpectedResultError(`no result for ${missing}`);
-  return { resultsJson };
+  return { resultsJson, ...charged };
 }

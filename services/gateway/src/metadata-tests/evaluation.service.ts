@@ -13,6 +13,7 @@ import { JobFailedError, JobWaitTimeoutError } from "@mdp/queues";
 import { EvaluationTasks } from "@mdp/tasks";
 import type { Actor } from "../auth/actor";
 import { JsonText } from "../http/action-router";
+import type { RateLimits } from "../http/rate-limits";
 import { parseBody } from "../http/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
 import { UnexpectedResultError, type EvaluationBatcher, type EvaluationOutcome } from "./evaluation-batcher";
@@ -47,6 +48,7 @@ export class EvaluationService {
     private readonly logger: Logger,
     /** BullMQ's state of an evaluate job ("unknown" once it is removed) */
     private readonly jobState: (jobId: string) => Promise<string>,
+    private readonly rateLimits: Pick<RateLimits, "consume" | "refuseIfSpent" | "charge">,
   ) {}
 
   /** The entity's result (an EntityEvaluationResult), as the worker serialized it. */
@@ -66,12 +68,19 @@ export class EvaluationService {
     return new JsonText(`{"results":{${entries.join(",")}}}`);
   }
 
-  /** Each urn's result as JSON text (see EvaluationOutcome). */
+  /**
+   * Each urn's result as JSON text (see EvaluationOutcome). The rate limits are met here, once the caller's
+   * privileges and body have passed (a refused request costs the caller nothing) and before any work: an actor whose
+   * evaluation-time budget is spent is refused, then the entities are counted; once answered, the time the request's
+   * evaluation held a worker thread is charged to the actor, refusals at the time limit included.
+   */
   private async run(actor: Actor, request: EvaluationRequest): Promise<Record<string, string>> {
     if (request.push) {
       await this.engine.require(actor, "MANAGE_TESTS", "push metadata test results");
       this.refuseUnstorable(request.urns);
     }
+    await this.rateLimits.refuseIfSpent(actor, "evaluationTime");
+    await this.rateLimits.consume(actor, "evaluations", request.urns.length);
     const taskId = randomUUID();
     let outcome: EvaluationOutcome;
     try {
@@ -79,6 +88,7 @@ export class EvaluationService {
     } catch (error) {
       throw await this.explain(actor, taskId, request, error);
     }
+    await this.rateLimits.charge(actor, "evaluationTime", outcome.evaluationMs ?? 0);
     if ("refused" in outcome) throw new AppError(outcome.refused.code, outcome.refused.message);
     return outcome.resultsJson;
   }

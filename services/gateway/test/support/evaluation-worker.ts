@@ -19,7 +19,7 @@ export interface RunningWorker {
 export async function startEvaluationWorker(
   h: Harness,
   concurrency = 4,
-  { loseReplies = false }: { loseReplies?: boolean } = {},
+  { loseReplies = false, threads = 2 }: { loseReplies?: boolean; threads?: number } = {},
 ): Promise<RunningWorker> {
   // A pool of its own: pushes wait on row locks while holding a connection, as in the real process.
   const db = createDatabase(h.config.DATABASE_URL, { poolMax: concurrency + 2 });
@@ -27,7 +27,11 @@ export async function startEvaluationWorker(
   const logger = createLogger("evaluation-worker-test", h.config.LOG_LEVEL);
   const shutdown = new AbortController();
   const replies = loseReplies ? ({ publish: () => Promise.resolve(1) } as unknown as Redis) : connection;
-  const handler = evaluationHandler(db, replies, logger, shutdown.signal, h.config.EVALUATION_TIME_LIMIT_MS);
+  // maxQueue: the jobs the BullMQ worker runs at once, which the handler shares between actors.
+  const handler = evaluationHandler(db, replies, logger, shutdown.signal, h.config.EVALUATION_TIME_LIMIT_MS, {
+    threads,
+    maxQueue: concurrency,
+  });
   const worker = createWorker("evaluate", handler, {
     connection,
     prefix: h.config.QUEUE_PREFIX,
