@@ -15,6 +15,7 @@ import {
 } from "./support/gateway-harness";
 import { Redis } from "ioredis";
 import { startPrivateRedis } from "./support/private-redis";
+import { startEvaluationWorker, type RunningWorker } from "./support/evaluation-worker";
 
 const ALICE = "urn:li:corpuser:alice";
 const LIMITS = {
@@ -42,6 +43,8 @@ async function post(h: Harness, path: string, body: unknown, headers: Record<str
   };
 }
 
+const dataset = (name: string) => `urn:li:dataset:(urn:li:dataPlatform:hive,${name},PROD)`;
+
 const mint = (h: Harness, headers: Record<string, string>) =>
   post(
     h,
@@ -57,14 +60,17 @@ describe("rate limits", () => {
   let a: Harness;
   let b: Harness;
   let aliceToken: string;
+  let worker: RunningWorker;
 
   beforeAll(async () => {
     a = await startGateway(LIMITS);
     b = await startGateway({ ...LIMITS, DATABASE_URL: a.config.DATABASE_URL, QUEUE_PREFIX: a.config.QUEUE_PREFIX });
+    worker = await startEvaluationWorker(a);
     await grant(a, ALICE, ["GENERATE_PERSONAL_ACCESS_TOKENS", "VIEW_TESTS", "MANAGE_TESTS"]);
     aliceToken = (await createToken(a, ALICE)).token; // the system client's mint: not counted
   });
   afterAll(async () => {
+    await worker?.close();
     await b?.close();
     await a?.close();
   });
@@ -87,6 +93,27 @@ describe("rate limits", () => {
     expect((await mint(a, bearer(aliceToken))).status).toBe(429);
   });
 
+  it("counts a token mint only once it has passed its checks", async () => {
+    const dave = "urn:li:corpuser:dave";
+    await grant(a, dave, ["GENERATE_PERSONAL_ACCESS_TOKENS"]);
+    const daveToken = (await createToken(a, dave)).token;
+    // Refused (another user's token without MANAGE_ACCESS_TOKENS, and a bad name): nothing counted.
+    for (let i = 0; i < 4; i++) {
+      const forOther = await mint(a, bearer(daveToken));
+      expect(forOther.body.errors?.[0]?.extensions?.code).toBe("FORBIDDEN");
+    }
+    const own = (name: string) =>
+      post(
+        a,
+        "/api/graphql",
+        { query: CREATE_TOKEN, variables: { input: { type: "PERSONAL", actorUrn: dave, duration: "ONE_HOUR", name } } },
+        bearer(daveToken),
+      );
+    for (let i = 0; i < 4; i++) expect((await own("")).body.errors?.[0]?.extensions?.code).toBe("BAD_USER_INPUT");
+    for (let i = 0; i < 3; i++) expect((await own("mine")).body.errors).toBeUndefined();
+    expect((await own("mine")).status).toBe(429);
+  });
+
   it("does not limit the system client, the trusted front end acting for its users", async () => {
     for (let i = 0; i < 5; i++) {
       const res = await mint(i % 2 ? a : b, systemClientHeaders(ALICE));
@@ -96,11 +123,30 @@ describe("rate limits", () => {
   });
 
   it("counts evaluations by the entities asked for, batchEvaluate's urns included: 429 with Retry-After", async () => {
-    // Counted before the body is checked: these are refused as malformed, but each urn asked for counts.
-    const batch = await post(a, "/gms/test?action=batchEvaluate", { urns: ["x", "y", "z", "w"] }, bearer(aliceToken));
-    expect(batch.status).toBe(400);
-    expect((await post(b, "/gms/test?action=evaluate", { urn: "x" }, bearer(aliceToken))).status).toBe(400);
-    const refused = await post(b, "/gms/test?action=evaluate", { urn: "x" }, bearer(aliceToken));
+    // Counted once the privileges and the body have passed: malformed requests (400) and refusals (403) cost nothing.
+    for (let i = 0; i < 3; i++) {
+      const malformed = await post(
+        a,
+        "/gms/test?action=batchEvaluate",
+        { urns: Array(50).fill("x") },
+        bearer(aliceToken),
+      );
+      expect(malformed.status).toBe(400);
+    }
+    const carol = "urn:li:corpuser:carol";
+    await grant(a, carol, ["GENERATE_PERSONAL_ACCESS_TOKENS"]);
+    const carolToken = (await createToken(a, carol)).token;
+    expect((await post(a, "/gms/test?action=evaluate", { urn: dataset("a") }, bearer(carolToken))).status).toBe(403);
+    // Well-formed requests count, even for entities that do not exist (the worker's 404 comes after the work).
+    const batch = await post(
+      a,
+      "/gms/test?action=batchEvaluate",
+      { urns: [dataset("a"), dataset("b"), dataset("c"), dataset("d")] },
+      bearer(aliceToken),
+    );
+    expect(batch.status).toBe(404);
+    expect((await post(b, "/gms/test?action=evaluate", { urn: dataset("a") }, bearer(aliceToken))).status).toBe(404);
+    const refused = await post(b, "/gms/test?action=evaluate", { urn: dataset("a") }, bearer(aliceToken));
     expect(refused.status).toBe(429);
     expect(Number(refused.retryAfter)).toBeGreaterThanOrEqual(1);
     expect(refused.body).toMatchObject({
@@ -113,16 +159,34 @@ describe("rate limits", () => {
     const bob = "urn:li:corpuser:bob";
     await grant(a, bob, ["GENERATE_PERSONAL_ACCESS_TOKENS", "VIEW_TESTS"]);
     const bobToken = (await createToken(a, bob)).token;
-    const big = await post(b, "/gms/test?action=batchEvaluate", { urns: Array(50).fill("x") }, bearer(bobToken));
-    expect(big.status).toBe(400);
-    expect((await post(a, "/gms/test?action=evaluate", { urn: "x" }, bearer(bobToken))).status).toBe(429);
+    const urns = Array.from({ length: 50 }, (_, i) => dataset(`big${i}`));
+    expect((await post(b, "/gms/test?action=batchEvaluate", { urns }, bearer(bobToken))).status).toBe(404);
+    expect((await post(a, "/gms/test?action=evaluate", { urn: dataset("a") }, bearer(bobToken))).status).toBe(429);
   });
 
-  it("limits runTest", async () => {
-    const run = (h: Harness) =>
-      post(h, "/api/graphql", { query: `mutation { runTest(urn: "urn:li:test:none") }` }, bearer(aliceToken));
-    expect((await run(a)).body.errors?.[0]?.extensions?.code).toBe("NOT_FOUND");
-    const refused = await run(b);
+  it("limits runTest, counting only runs of tests that exist", async () => {
+    const run = (h: Harness, urn: string) =>
+      post(h, "/api/graphql", { query: `mutation { runTest(urn: "${urn}") }` }, bearer(aliceToken));
+    // A test that does not exist (404) costs nothing.
+    expect((await run(a, "urn:li:test:none")).body.errors?.[0]?.extensions?.code).toBe("NOT_FOUND");
+    expect((await run(b, "urn:li:test:none")).body.errors?.[0]?.extensions?.code).toBe("NOT_FOUND");
+    const created = await a.graphql(
+      `mutation($input: CreateTestInput!) { createTest(input: $input) }`,
+      {
+        input: {
+          id: "counted",
+          name: "counted",
+          category: "x",
+          definition: {
+            json: JSON.stringify({ on: { types: ["dataset"] }, rules: { property: "x", operator: "exists" } }),
+          },
+        },
+      },
+      systemClientHeaders(ALICE),
+    );
+    expect(created.body.errors).toBeUndefined();
+    expect((await run(a, "urn:li:test:counted")).body.errors).toBeUndefined();
+    const refused = await run(b, "urn:li:test:counted");
     expect(refused.status).toBe(429);
     expect(refused.retryAfter).not.toBeNull();
     expect(refused.body.errors?.[0]?.message).toContain("RATE_LIMIT_TEST_RUNS_PER_MINUTE");
@@ -133,16 +197,20 @@ describe("rate limits", () => {
       RATE_LIMIT_TOKEN_MINTS_PER_MINUTE: "0",
       RATE_LIMIT_EVALUATIONS_PER_MINUTE: "0",
       RATE_LIMIT_TEST_RUNS_PER_MINUTE: "0",
+      RATE_LIMIT_EVALUATION_SECONDS_PER_MINUTE: "0",
     });
+    const offWorker = await startEvaluationWorker(off);
     try {
       await grant(off, ALICE, ["GENERATE_PERSONAL_ACCESS_TOKENS", "VIEW_TESTS"]);
       const token = (await createToken(off, ALICE)).token;
       for (let i = 0; i < 6; i++) expect((await mint(off, bearer(token))).status).toBe(200);
       for (let i = 0; i < 3; i++) {
-        const res = await post(off, "/gms/test?action=batchEvaluate", { urns: ["x", "y", "z"] }, bearer(token));
-        expect(res.status).toBe(400);
+        const urns = [dataset("x"), dataset("y"), dataset("z")];
+        const res = await post(off, "/gms/test?action=batchEvaluate", { urns }, bearer(token));
+        expect(res.status).toBe(404);
       }
     } finally {
+      await offWorker.close();
       await off.close();
     }
   });
@@ -185,6 +253,7 @@ describe("rate limit settings", () => {
       RATE_LIMIT_TOKEN_MINTS_PER_MINUTE: 30,
       RATE_LIMIT_EVALUATIONS_PER_MINUTE: 1200,
       RATE_LIMIT_TEST_RUNS_PER_MINUTE: 10,
+      RATE_LIMIT_EVALUATION_SECONDS_PER_MINUTE: 30,
       RATE_LIMIT_REPLICAS: 1,
     });
   });

@@ -5,6 +5,7 @@ import type { Producer } from "@mdp/queues";
 import { TaskLifecycle } from "@mdp/tasks";
 import type { Actor } from "../auth/actor";
 import { recordAudit } from "../audit/audit.service";
+import type { RateLimits } from "../http/rate-limits";
 import type { PolicyEngine } from "../policies/policy-engine";
 
 export const DEFAULT_RUN_BATCH_SIZE = 1000;
@@ -32,6 +33,8 @@ export class TestRunService {
     private readonly engine: PolicyEngine,
     private readonly producer: Producer<"evaluate">,
     logger: Logger,
+    /** RATE_LIMIT_TEST_RUNS_PER_MINUTE, met once the request has passed its checks (a refusal costs nothing) */
+    private readonly rateLimits?: Pick<RateLimits, "consume">,
   ) {
     this.tasks = new TaskLifecycle(db, logger);
   }
@@ -47,6 +50,7 @@ export class TestRunService {
     const test = await this.db.prisma.metadataTest.findUnique({ where: { urn: input.urn } });
     if (!test) throw notFound(`Test ${input.urn} does not exist`);
     if (push) this.refuseUnstorable(test.onTypes);
+    await this.rateLimits?.consume(actor, "testRuns");
 
     const request = { kind: "runTest" as const, testUrn: input.urn, push, batchSize };
     const dedupKey = createHash("sha256").update(JSON.stringify(request)).digest("hex");

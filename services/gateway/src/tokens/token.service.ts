@@ -3,6 +3,7 @@ import { badInput, forbidden, notFound, parseUrnField, requireIdLength, requireL
 import type { Actor } from "../auth/actor";
 import { safeEqual } from "../auth/constant-time";
 import { pageOf } from "../graphql/paging";
+import type { RateLimits } from "../http/rate-limits";
 import type { PolicyEngine } from "../policies/policy-engine";
 import { privilegesMissing } from "../policies/privileges";
 import { Hs256, JwtError, type AccessTokenClaims } from "./jwt";
@@ -55,6 +56,8 @@ export class TokenService {
     private readonly verifier: Pick<TokenVerifier, "revoked">,
     private readonly policies: PolicyEngine,
     private readonly config: Pick<Config, "TOKEN_SIGNING_KEY" | "TOKEN_SALT" | "ACCESS_TOKEN_ALLOW_NO_EXPIRY">,
+    /** RATE_LIMIT_TOKEN_MINTS_PER_MINUTE, met once the request has passed its checks (a refusal costs nothing) */
+    private readonly rateLimits?: Pick<RateLimits, "consume">,
   ) {
     this.jwt = new Hs256(config.TOKEN_SIGNING_KEY);
   }
@@ -73,6 +76,7 @@ export class TokenService {
     if (seconds === null && !this.config.ACCESS_TOKEN_ALLOW_NO_EXPIRY) {
       throw badInput("input.duration NO_EXPIRY is not allowed on this server (ACCESS_TOKEN_ALLOW_NO_EXPIRY=false)");
     }
+    await this.rateLimits?.consume(actor, "tokenMints");
 
     const id = randomUUID();
     // The creation time to the millisecond, so the list (newest first) keeps the order of tokens made within one

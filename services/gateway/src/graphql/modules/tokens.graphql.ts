@@ -94,10 +94,9 @@ export const tokenResolvers = {
       ctx.services.tokens.metadataFor(ctx.actor, args.token),
   },
   Mutation: {
-    createAccessToken: async (_: unknown, args: { input: CreateTokenInput }, ctx: GraphQLContext) => {
-      await ctx.services.rateLimits.consume(ctx.actor, "tokenMints");
-      return ctx.services.tokens.create(ctx.actor, args.input);
-    },
+    // Rate-limited by the token service, once the request has passed its checks.
+    createAccessToken: (_: unknown, args: { input: CreateTokenInput }, ctx: GraphQLContext) =>
+      ctx.services.tokens.create(ctx.actor, args.input),
     revokeAccessToken: (_: unknown, args: { tokenId: string }, ctx: GraphQLContext) =>
       ctx.services.tokens.revoke(ctx.actor, args.tokenId),
   },
