@@ -9,7 +9,7 @@ import { createDatabase, TimeseriesStore, type Database, type PrismaClient } fro
 import { createTestDatabase, type TestDatabase } from "@mdp/db/testing";
 import { closeRedis, createRedis, createWorker, whenReady } from "@mdp/queues";
 import { TaskLifecycle } from "@mdp/tasks";
-import { createTruncateHandler, recordGivenUp } from "../../../truncation-worker/src/truncate.processor";
+import { createTruncateHandler, recordGivenUp } from "truncation-worker";
 import { createGateway, type Gateway } from "../../src/app";
 import { composeServices } from "../../src/composition";
 import type { Services } from "../../src/graphql/context";

@@ -1,0 +1,11 @@
+/**
+ * The evaluation worker's public entry, for what runs its handler outside its own process (the gateway's tests run it
+ * in process); `main.ts` is the process.
+ */
+export {
+  createEvaluateHandler,
+  evaluationGivenUp,
+  evaluationHandler,
+  evaluationsReconciled,
+  type EvaluationHandler,
+} from "./evaluation-handler";
