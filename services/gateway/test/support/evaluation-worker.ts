@@ -3,7 +3,7 @@ import { createLogger } from "@mdp/core";
 import { createDatabase } from "@mdp/db";
 import type { Redis } from "ioredis";
 import { closeRedis, createRedis, createWorker } from "@mdp/queues";
-import { evaluationGivenUp, evaluationHandler } from "../../../evaluation-worker/src/evaluation-handler";
+import { evaluationGivenUp, evaluationHandler } from "evaluation-worker";
 import type { Harness } from "./gateway-harness";
 
 export interface RunningWorker {
