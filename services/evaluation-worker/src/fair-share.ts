@@ -38,9 +38,13 @@ export class ThreadShare {
   private readonly heldBy = new Map<string, number>();
   /** the actors of stopped threads, oldest first, each released when a replacement is ready */
   private readonly replacing: string[] = [];
-  /** each actor's waiting tasks; the Map's order is the round-robin order (an actor served moves to its end) */
+  /**
+   * each actor's waiting tasks, for the actors with tasks waiting or threads held, in the order of the round: the next
+   * thread goes to the first actor after the one served last that may take it
+   */
   private readonly waiting = new Map<string, Array<() => void>>();
   private waitingCount = 0;
+  private servedLast: string | undefined;
 
   constructor(
     private readonly perActor: number,
@@ -96,24 +100,28 @@ export class ThreadShare {
 
   private release(actor: string): void {
     const left = (this.heldBy.get(actor) ?? 1) - 1;
-    if (left <= 0) this.heldBy.delete(actor);
-    else this.heldBy.set(actor, left);
+    if (left > 0) {
+      this.heldBy.set(actor, left);
+      return;
+    }
+    this.heldBy.delete(actor);
+    if (this.waiting.get(actor)?.length === 0) this.waiting.delete(actor);
   }
 
   private dispatch(): void {
     while (this.running < this.threads) {
+      const actors = [...this.waiting.keys()];
+      const from = this.servedLast === undefined ? 0 : actors.indexOf(this.servedLast) + 1;
       let actor: string | undefined;
-      for (const candidate of this.waiting.keys()) {
-        if ((this.heldBy.get(candidate) ?? 0) < this.perActor) {
+      for (let i = 0; i < actors.length && actor === undefined; i++) {
+        const candidate = actors[(from + i) % actors.length]!;
+        if (this.waiting.get(candidate)!.length > 0 && (this.heldBy.get(candidate) ?? 0) < this.perActor) {
           actor = candidate;
-          break;
         }
       }
       if (actor === undefined) return;
-      const queue = this.waiting.get(actor)!;
-      const next = queue.shift()!;
-      this.waiting.delete(actor);
-      if (queue.length > 0) this.waiting.set(actor, queue); // to the back of the round
+      const next = this.waiting.get(actor)!.shift()!;
+      this.servedLast = actor;
       this.waitingCount--;
       next();
     }

@@ -14,6 +14,8 @@ import { closeRedis, createRedis, createWorker, QUEUE_NAMES } from "@mdp/queues"
 import { evaluationHandler, type EvaluationHandler } from "../src/evaluation-handler";
 
 const ACTOR = "urn:li:corpuser:admin";
+/** the actor of the slow evaluations: the worker shares its threads by actor, so the others are another's */
+const HOG_ACTOR = "urn:li:corpuser:hog";
 const SMALL = "urn:li:dataset:(urn:li:dataPlatform:hive,db.small,PROD)";
 const HOG = "urn:li:dataset:(urn:li:dataPlatform:hive,db.hog,PROD)";
 const HUGE = "urn:li:dataset:(urn:li:dataPlatform:hive,db.huge,PROD)";
@@ -52,7 +54,11 @@ describe("evaluation isolation", () => {
   }
 
   /** Queues one evaluate request as its own job and resolves to its item's reply and how long it took. */
-  async function evaluate(urn: string, testUrns: string[]): Promise<{ reply: ItemReply; ms: number }> {
+  async function evaluate(
+    urn: string,
+    testUrns: string[],
+    actorUrn = ACTOR,
+  ): Promise<{ reply: ItemReply; ms: number }> {
     const jobId = randomUUID();
     const taskId = randomUUID();
     const started = performance.now();
@@ -61,7 +67,7 @@ describe("evaluation isolation", () => {
       "evaluate",
       {
         kind: "evaluate",
-        items: [{ taskId, urns: [urn], push: false, testUrns, actorUrn: ACTOR }],
+        items: [{ taskId, urns: [urn], push: false, testUrns, actorUrn }],
         replyTo: channel,
         waitMs: 30_000,
       },
@@ -146,7 +152,7 @@ describe("evaluation isolation", () => {
   it("stops a slow evaluation at EVALUATION_TIME_LIMIT_MS while other callers' evaluations go on", async () => {
     const loop = monitorEventLoopDelay({ resolution: 10 });
     loop.enable();
-    const hog = evaluate(HOG, HOG_TESTS);
+    const hog = evaluate(HOG, HOG_TESTS, HOG_ACTOR);
     let hogDone = false;
     void hog.finally(() => (hogDone = true));
     const harmless: number[] = [];
@@ -186,12 +192,12 @@ describe("evaluation isolation", () => {
     const jobId = randomUUID();
     const [slow, quick, alsoQuick] = [randomUUID(), randomUUID(), randomUUID()];
     const replied = repliesOf(jobId);
-    const item = (taskId: string, urn: string, testUrns: string[]) => ({
+    const item = (taskId: string, urn: string, testUrns: string[], actorUrn = ACTOR) => ({
       taskId,
       urns: [urn],
       push: false,
       testUrns,
-      actorUrn: ACTOR,
+      actorUrn,
     });
     const started = performance.now();
     await queue.add(
@@ -199,7 +205,7 @@ describe("evaluation isolation", () => {
       {
         kind: "evaluate",
         items: [
-          item(slow, HOG, HOG_TESTS),
+          item(slow, HOG, HOG_TESTS, HOG_ACTOR),
           item(quick, SMALL, ["urn:li:test:described"]),
           item(alsoQuick, SMALL, ["urn:li:test:described"]),
         ],
