@@ -1,12 +1,21 @@
 import { Queue, type Job } from "bullmq";
 import type { Redis } from "ioredis";
-import { injectTraceContext } from "@mdp/core";
+import { injectTraceContext, serviceUnavailable } from "@mdp/core";
+import { PRODUCER_COMMAND_TIMEOUT_MS } from "./connection";
 import { jobName, jobOptions } from "./job-options";
 import { QUEUE_NAMES, type QueueKey } from "./names";
 import { PAYLOADS, type PayloadInput } from "./payloads";
 
 /** Omit that keeps a union a union (evaluate-tests has two kinds of payload). */
 type WithoutTrace<T> = T extends unknown ? Omit<T, "trace"> : never;
+
+/**
+ * How long queueing a job may take before the caller is told Redis is unavailable (503 with Retry-After): a Redis that
+ * stalls (paused, swapping, failing over) would otherwise hold every request that queues a job for as long as it
+ * stalls. The producer connections' command bound, kept here too whatever connection a producer is given (a worker's
+ * has none). An add takes about a millisecond.
+ */
+export const ENQUEUE_TIMEOUT_MS = PRODUCER_COMMAND_TIMEOUT_MS;
 
 /** A typed producer for one queue. Payloads are validated before they reach Redis; trace context is attached. */
 export class Producer<Q extends QueueKey> {
@@ -23,10 +32,37 @@ export class Producer<Q extends QueueKey> {
   async enqueue(jobId: string, payload: WithoutTrace<PayloadInput<Q>>): Promise<Job> {
     const data = PAYLOADS[this.key].parse({ ...payload, trace: injectTraceContext() });
     const kind = "kind" in data ? data.kind : undefined;
-    return this.queue.add(jobName(this.key, kind), data, jobOptions(this.key, jobId, kind));
+    const added = this.queue.add(jobName(this.key, kind), data, jobOptions(this.key, jobId, kind));
+    let timer: NodeJS.Timeout | undefined;
+    const stalled = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new EnqueueTimeout(jobId)), ENQUEUE_TIMEOUT_MS);
+    });
+    try {
+      return await Promise.race([added, stalled]);
+    } catch (error) {
+      // The add may still run once Redis answers again, after the caller was told it failed (and its task ended
+      // failed): it is taken back off. Commands on one connection run in order, so the removal follows the add.
+      if (error instanceof EnqueueTimeout || isCommandTimeout(error)) {
+        added.catch(() => undefined);
+        this.queue.remove(jobId).catch(() => undefined);
+        throw serviceUnavailable("Redis");
+      }
+      throw error;
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   close(): Promise<void> {
     return this.queue.close();
   }
 }
+
+class EnqueueTimeout extends Error {
+  constructor(jobId: string) {
+    super(`Redis did not queue job ${jobId} within ${ENQUEUE_TIMEOUT_MS} ms`);
+  }
+}
+
+/** ioredis's error for a command past the connection's commandTimeout (createRedis: producers) */
+const isCommandTimeout = (error: unknown) => error instanceof Error && error.message === "Command timed out";
