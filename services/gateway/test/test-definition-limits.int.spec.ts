@@ -37,7 +37,10 @@ describe("test definition limits over GraphQL", () => {
     [
       "8,000 nested not",
       withRules(`${'{"not":'.repeat(8000)}${leaf("a")}${"}".repeat(8000)}`),
-      `${PREFIX}rules${".not".repeat(DEFINITION_LIMITS.depth - 2)}: nested more than 64 levels deep (the limit)`,
+      // GraphQL errors shorten any run of over 120 characters they echo: the path is cut, the limit still named.
+      expect.stringMatching(
+        /^Failed to validate test definition: rules(\.not)+.*… nested more than 64 levels deep \(the limit\)$/,
+      ),
     ],
     [
       "8,000 nested not in YAML",
