@@ -2,7 +2,6 @@ export * from "./config";
 export * from "./errors";
 export * from "./logger";
 export * from "./outages";
-export * from "./telemetry";
 export * from "./urn";
 export * from "./otel-sdk";
 export * from "./registry/entity-registry";

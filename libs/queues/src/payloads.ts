@@ -1,9 +1,6 @@
 import { z } from "zod";
 import type { QueueKey } from "./names";
 
-/** W3C trace context carried from the producer into the worker. */
-const trace = z.record(z.string(), z.string()).optional();
-
 export const truncatePayload = z.object({
   taskId: z.string().min(1),
   entityType: z.string().min(1),
@@ -11,7 +8,6 @@ export const truncatePayload = z.object({
   endTimeMillis: z.number().int().nonnegative(),
   batchSize: z.number().int().min(1).max(1_000_000),
   timeoutSeconds: z.number().int().min(1).optional(),
-  trace,
 });
 
 /**
@@ -45,7 +41,6 @@ export const evaluateBatchPayload = z.object({
    * long (absent: it records them always).
    */
   waitMs: z.number().int().positive().optional(),
-  trace,
 });
 
 /** Evaluate one test against every entity its `on` clause selects, in batches, as a background task (runTest). */
@@ -56,7 +51,6 @@ export const runTestPayload = z.object({
   push: z.boolean(),
   batchSize: z.number().int().min(1).max(10_000),
   actorUrn: z.string().min(1),
-  trace,
 });
 
 export const evaluatePayload = z.discriminatedUnion("kind", [evaluateBatchPayload, runTestPayload]);

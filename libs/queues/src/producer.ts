@@ -1,13 +1,11 @@
 import { Queue, type Job } from "bullmq";
 import type { Redis } from "ioredis";
-import { injectTraceContext, serviceUnavailable } from "@mdp/core";
+import { serviceUnavailable } from "@mdp/core";
 import { PRODUCER_COMMAND_TIMEOUT_MS } from "./connection";
 import { jobName, jobOptions } from "./job-options";
 import { QUEUE_NAMES, type QueueKey } from "./names";
 import { PAYLOADS, type PayloadInput } from "./payloads";
-
-/** Omit that keeps a union a union (evaluate-tests has two kinds of payload). */
-type WithoutTrace<T> = T extends unknown ? Omit<T, "trace"> : never;
+import { telemetry } from "./telemetry";
 
 /**
  * How long queueing a job may take before the caller is told Redis is unavailable (503 with Retry-After): a Redis that
@@ -17,7 +15,10 @@ type WithoutTrace<T> = T extends unknown ? Omit<T, "trace"> : never;
  */
 export const ENQUEUE_TIMEOUT_MS = PRODUCER_COMMAND_TIMEOUT_MS;
 
-/** A typed producer for one queue. Payloads are validated before they reach Redis; trace context is attached. */
+/**
+ * A typed producer for one queue. Payloads are validated before they reach Redis; BullMQ's OpenTelemetry integration
+ * (bullmq-otel) puts the caller's trace context into the job's options, where the worker picks it up.
+ */
 export class Producer<Q extends QueueKey> {
   readonly queue: Queue;
 
@@ -26,11 +27,11 @@ export class Producer<Q extends QueueKey> {
     connection: Redis,
     prefix: string,
   ) {
-    this.queue = new Queue(QUEUE_NAMES[key], { connection, prefix });
+    this.queue = new Queue(QUEUE_NAMES[key], { connection, prefix, telemetry });
   }
 
-  async enqueue(jobId: string, payload: WithoutTrace<PayloadInput<Q>>): Promise<Job> {
-    const data = PAYLOADS[this.key].parse({ ...payload, trace: injectTraceContext() });
+  async enqueue(jobId: string, payload: PayloadInput<Q>): Promise<Job> {
+    const data = PAYLOADS[this.key].parse(payload);
     const kind = "kind" in data ? data.kind : undefined;
     const added = this.queue.add(jobName(this.key, kind), data, jobOptions(this.key, jobId, kind));
     let timer: NodeJS.Timeout | undefined;

@@ -1,9 +1,10 @@
 import { UnrecoverableError, Worker, type Job, type Processor } from "bullmq";
 import type { Redis } from "ioredis";
-import { extractTraceContext, inSpan, type Logger } from "@mdp/core";
+import type { Logger } from "@mdp/core";
 import { workerOptions } from "./job-options";
 import { QUEUE_NAMES, type QueueKey } from "./names";
 import { PAYLOADS, type Payload } from "./payloads";
+import { telemetry } from "./telemetry";
 
 /** `token` is the job's lock token, needed to hand a job back to the queue (job.moveToDelayed). */
 export type JobHandler<Q extends QueueKey> = (
@@ -37,16 +38,15 @@ export function createWorker<Q extends QueueKey>(key: Q, handler: JobHandler<Q>,
       throw new UnrecoverableError(`Invalid ${QUEUE_NAMES[key]} payload: ${parsed.error.message}`);
     }
     const payload = parsed.data as Payload<Q>;
-    return inSpan(`${QUEUE_NAMES[key]} process`, extractTraceContext(payload.trace), async (span) => {
-      span.setAttribute("messaging.message.id", job.id ?? "");
-      return handler(payload, job, token);
-    });
+    // Inside BullMQ's "process" span (bullmq-otel), a child of the span the job was queued in.
+    return handler(payload, job, token);
   };
   const worker = new Worker(QUEUE_NAMES[key], processor, {
     connection: options.connection,
     prefix: options.prefix,
     concurrency: options.concurrency,
     autorun: false,
+    telemetry,
     ...workerOptions(key),
   });
   worker.on("failed", (job, error) => {

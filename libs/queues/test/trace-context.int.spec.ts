@@ -1,7 +1,7 @@
 /**
- * Trace context travels from the producer into the worker through the job (real Redis): a job queued inside a span
- * is processed inside a span of the same trace. An OpenTelemetry SDK would register the same propagator and context
- * manager that this test registers by hand.
+ * Trace context travels from the producer into the worker through the job (real Redis), by BullMQ's OpenTelemetry
+ * integration (bullmq-otel): a job queued inside a span is processed inside a span of the same trace. An
+ * OpenTelemetry SDK would register the same propagator and context manager that this test registers by hand.
  */
 import { context, propagation, trace, TraceFlags } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
@@ -26,12 +26,12 @@ describe("trace context", () => {
     const prefix = `test-trace-${randomUUID()}`;
     const connection = createRedis(REDIS_URL, "worker");
     const producer = new Producer("truncate", connection, prefix);
-    const seen: Array<{ traceId?: string; carrier?: Record<string, string> }> = [];
+    const seen: Array<{ traceId?: string; metadata?: string }> = [];
     const workerConnection = createRedis(REDIS_URL, "worker");
     const worker = createWorker(
       "truncate",
-      async (payload) => {
-        seen.push({ traceId: trace.getActiveSpan()?.spanContext().traceId, carrier: payload.trace });
+      async (_payload, job) => {
+        seen.push({ traceId: trace.getActiveSpan()?.spanContext().traceId, metadata: job.opts.telemetry?.metadata });
         return null;
       },
       { connection: workerConnection, prefix, concurrency: 1, logger: createLogger("test", "silent") },
@@ -56,7 +56,8 @@ describe("trace context", () => {
     const deadline = Date.now() + 10_000;
     while (seen.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
 
-    expect(seen[0]?.carrier?.traceparent).toMatch(new RegExp(`^00-${traceId}-00f067aa0ba902b7-01$`));
+    // The job carries the producer's span (BullMQ's "add" span, a child of the caller's) in its options.
+    expect(seen[0]?.metadata).toMatch(new RegExp(`"traceparent":"00-${traceId}-[0-9a-f]{16}-01"`));
     expect(seen[0]?.traceId).toBe(traceId);
     await worker.close();
     await producer.queue.obliterate({ force: true });

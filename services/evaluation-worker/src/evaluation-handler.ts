@@ -111,9 +111,11 @@ export function evaluationsReconciled(producer: Producer<"evaluate">): Reconcile
       kind: "runTest",
       jobExists,
       requeue: async (task) => {
-        const payload = runTestPayload
-          .omit({ trace: true })
-          .safeParse({ ...(task.request as object), taskId: task.id, actorUrn: task.createdBy });
+        const payload = runTestPayload.safeParse({
+          ...(task.request as object),
+          taskId: task.id,
+          actorUrn: task.createdBy,
+        });
         if (!payload.success) return; // not a request this version can run; left for an operator to see
         await producer.enqueue(task.id, payload.data);
       },

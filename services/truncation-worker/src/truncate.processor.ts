@@ -217,7 +217,7 @@ export function truncationReconciled(producer: Producer<"truncate">): Reconciled
     type: "TRUNCATE_TIMESERIES",
     jobExists: async (taskId) => Boolean(await producer.queue.getJob(taskId)),
     requeue: async (task) => {
-      const payload = truncatePayload.omit({ trace: true }).safeParse({ ...(task.request as object), taskId: task.id });
+      const payload = truncatePayload.safeParse({ ...(task.request as object), taskId: task.id });
       if (!payload.success) return; // not a request this version can run; left for an operator to see
       await producer.enqueue(task.id, payload.data);
     },
