@@ -42,8 +42,8 @@ export function evaluationHandler(
   /** EVALUATION_TIME_LIMIT_MS */
   timeLimitMs = 10_000,
   /**
-   * EVALUATION_THREADS, EVALUATION_MEMORY_LIMIT_MB and the jobs run at once (EVALUATION_CONCURRENCY), each of whose
-   * requests is a task of its own in the pool
+   * EVALUATION_THREADS, EVALUATION_MEMORY_LIMIT_MB and the jobs run at once (EVALUATION_CONCURRENCY), whose requests
+   * are a task per actor in the pool
    */
   { threads = 2, memoryLimitMb = 128, maxQueue = 8 }: Partial<Omit<PoolSettings, "timeLimitMs">> = {},
   /** the task lifecycle whose leases the process renews (keepLeases); one of its own by default */

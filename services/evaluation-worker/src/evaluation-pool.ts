@@ -13,8 +13,8 @@ export interface PoolSettings {
   /** EVALUATION_TIME_LIMIT_MS: how long one request's (or one runTest batch's) evaluation may run */
   timeLimitMs: number;
   /**
-   * tasks that may wait for a thread: each request of the jobs the worker runs at once is a task of its own
-   * (EVALUATION_CONCURRENCY × the most requests in one job, see evaluationHandler)
+   * tasks that may wait for a thread: a task per actor of each job the worker runs at once, bounded as if each
+   * request were one (EVALUATION_CONCURRENCY × the most requests in one job, see evaluationHandler)
    */
   maxQueue: number;
   /** EVALUATION_CONCURRENCY: the jobs the worker runs at once, shared between actors by `jobs` (default: 8) */
