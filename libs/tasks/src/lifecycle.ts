@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { DelayedError, type Job } from "bullmq";
+import { DelayedError, UnrecoverableError, type Job } from "bullmq";
 import type pg from "pg";
 import { serviceUnavailable, unavailableDependency, type Logger } from "@mdp/core";
 import { inTransaction, type Database, type Prisma } from "@mdp/db";
@@ -227,6 +227,32 @@ export class TaskLifecycle {
   }
 
   // ---- worker transitions ----------------------------------------------------------------------------------------
+
+  /**
+   * claim, as a BullMQ handler makes it at the start of an attempt: the claimed task, or the finished task's result
+   * for a duplicate delivery. A missing or cancelled task ends the job for good (UnrecoverableError); a task another
+   * attempt still holds (BullMQ delivered the job again while it runs) moves the job to delayed to come back later.
+   */
+  async claimJob(
+    taskId: string,
+    job: Job,
+    token: string | undefined,
+  ): Promise<{ outcome: "claimed"; task: TaskRow; lease: Lease } | { outcome: "finished"; result: unknown }> {
+    const claim = await this.claim(taskId);
+    switch (claim.outcome) {
+      case "missing":
+        throw new UnrecoverableError(`Task ${taskId} does not exist`);
+      case "finished":
+        return { outcome: "finished", result: claim.task.result };
+      case "cancelled":
+        throw new UnrecoverableError(claim.reason);
+      case "held":
+        await job.moveToDelayed(Date.now() + claim.retryInMs, token);
+        throw new DelayedError();
+      case "claimed":
+        return claim;
+    }
+  }
 
   /**
    * claim: a waiting task, or an active one whose lease lapsed (its worker died), becomes active under a new lease of

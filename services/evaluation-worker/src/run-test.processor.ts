@@ -35,20 +35,8 @@ export interface RunTestResult {
 export function createRunTestHandler(deps: EvaluateDeps) {
   const { tasks } = deps;
   return async (payload: RunTestPayload, job: Job, token: string | undefined): Promise<unknown> => {
-    const claim = await tasks.claim(payload.taskId);
-    switch (claim.outcome) {
-      case "missing":
-        throw new UnrecoverableError(`Task ${payload.taskId} does not exist`);
-      case "finished":
-        return claim.task.result; // a duplicate delivery
-      case "cancelled":
-        throw new UnrecoverableError(claim.reason);
-      case "held":
-        await job.moveToDelayed(Date.now() + claim.retryInMs, token);
-        throw new DelayedError();
-      case "claimed":
-        break;
-    }
+    const claim = await tasks.claimJob(payload.taskId, job, token);
+    if (claim.outcome === "finished") return claim.result; // a duplicate delivery
     const { lease, task } = claim;
     let progress = progressOf(task.progress);
     const startedAt = task.startedAt ?? new Date();

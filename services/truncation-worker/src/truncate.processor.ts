@@ -50,21 +50,8 @@ interface StepOutcome {
 export function createTruncateHandler(deps: TruncateDeps): JobHandler<"truncate"> {
   const { tasks } = deps;
   return async (payload, job, token) => {
-    const claim = await tasks.claim(payload.taskId);
-    switch (claim.outcome) {
-      case "missing":
-        throw new UnrecoverableError(`Task ${payload.taskId} does not exist`);
-      case "finished":
-        return claim.task.result; // a duplicate delivery of a finished task
-      case "cancelled":
-        throw new UnrecoverableError(claim.reason);
-      case "held":
-        // Delivered again while another attempt still holds the task (BullMQ thought it stalled): come back later.
-        await job.moveToDelayed(Date.now() + claim.retryInMs, token);
-        throw new DelayedError();
-      case "claimed":
-        break;
-    }
+    const claim = await tasks.claimJob(payload.taskId, job, token);
+    if (claim.outcome === "finished") return claim.result; // a duplicate delivery
     const { lease, task } = claim;
     let progress = progressOf(task.progress);
     const ref = { entityType: payload.entityType, aspectName: payload.aspect };
