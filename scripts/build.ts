@@ -26,6 +26,7 @@ const PACKAGES = [
   "services/gateway",
   "services/truncation-worker",
   "services/evaluation-worker",
+  "cli",
 ];
 
 /** Files compiled code reads relative to itself: [source, destination], both from the repository root. */

@@ -1,0 +1,95 @@
+import readline from "node:readline";
+import type { Command } from "commander";
+import { ApiClient } from "../client";
+import { configFile, normalizeUrl, removeLogin, writeLogin } from "../config";
+import { CliError, EXIT, usageError } from "../exit-codes";
+import { apiClient, globalsOf } from "../options";
+import { printJson, printLine } from "../output";
+
+const DEFAULT_URL = "http://127.0.0.1:8080";
+
+export function registerLogin(program: Command): void {
+  program
+    .command("login")
+    .description(
+      "verify an access token against the server and store it (with the URL) in your config dir, readable by you only",
+    )
+    .argument("[url]", `the gateway's URL (default: MDP_URL, else ${DEFAULT_URL})`)
+    .option("--token <token>", "the access token (default: MDP_TOKEN, else read from stdin, else asked for)")
+    .addHelpText(
+      "after",
+      `
+The token is checked with the server (GraphQL { me }) before anything is stored. It is written to
+$XDG_CONFIG_HOME/mdp/config.json (or ~/.config/mdp/config.json), mode 0600 in a 0700 directory.
+Prefer stdin or the prompt to --token: a command line is visible to other users of the machine.
+
+Examples:
+  mdp login http://127.0.0.1:8080                   # asks for the token
+  echo "$TOKEN" | mdp login https://mdp.example.com`,
+    )
+    .action(async (urlArg: string | undefined, options: { token?: string }, command: Command) => {
+      const url = normalizeUrl(urlArg ?? process.env.MDP_URL ?? DEFAULT_URL);
+      const token = (options.token ?? process.env.MDP_TOKEN ?? (await readToken())).trim();
+      if (!token) throw usageError("no access token given (--token, MDP_TOKEN, stdin or the prompt)");
+      const { me } = await new ApiClient(url, token).graphql<{ me: { urn: string; privileges: string[] } }>(
+        "{ me { urn privileges } }",
+      );
+      const file = writeLogin({ url, token, urn: me.urn });
+      if (globalsOf(command).json) {
+        printJson({ url, urn: me.urn, privileges: me.privileges, configFile: file });
+        return;
+      }
+      const host = new URL(url).hostname;
+      if (url.startsWith("http:") && !["127.0.0.1", "localhost", "::1", "[::1]"].includes(host)) {
+        process.stderr.write(`warning: ${url} is plain http: the token travels unencrypted\n`);
+      }
+      printLine(`logged in to ${url} as ${me.urn} (${me.privileges.length} privileges); token stored in ${file}`);
+    });
+
+  program
+    .command("logout")
+    .description("forget the stored URL and token (the token itself stays valid: revoke it with mdp tokens revoke)")
+    .action((_options: unknown, command: Command) => {
+      const removed = removeLogin();
+      if (globalsOf(command).json) printJson({ removed, configFile: configFile() });
+      else printLine(removed ? `logged out: removed ${configFile()}` : "not logged in: nothing to remove");
+    });
+
+  program
+    .command("whoami")
+    .description("the user the token acts for, and the privileges it holds")
+    .action(async (_options: unknown, command: Command) => {
+      const client = apiClient();
+      const { me } = await client.graphql<{ me: { urn: string; privileges: string[] } }>("{ me { urn privileges } }");
+      if (globalsOf(command).json) printJson({ url: client.url, ...me });
+      else {
+        printLine(`${me.urn} at ${client.url}`);
+        printLine(`privileges: ${me.privileges.length ? me.privileges.join(", ") : "none"}`);
+      }
+    });
+}
+
+/** The token from stdin when it is piped, else asked for on the terminal without echoing it. */
+async function readToken(): Promise<string> {
+  if (!process.stdin.isTTY) {
+    let text = "";
+    for await (const chunk of process.stdin) text += String(chunk);
+    return text;
+  }
+  const rl = readline.createInterface({ input: process.stdin, output: process.stderr, terminal: true });
+  process.stderr.write("access token: ");
+  // readline echoes what is typed through this method; the token must not appear on the screen
+  (rl as unknown as { _writeToOutput: (text: string) => void })._writeToOutput = () => {};
+  return new Promise((resolve, reject) => {
+    rl.on("SIGINT", () => {
+      rl.close();
+      process.stderr.write("\n");
+      reject(new CliError("login abandoned", EXIT.USAGE));
+    });
+    rl.question("", (answer) => {
+      rl.close();
+      process.stderr.write("\n");
+      resolve(answer);
+    });
+  });
+}

@@ -1,0 +1,229 @@
+import type { Command } from "commander";
+import { INSTANT_HELP, parseInstant } from "../instants";
+import { apiClient, globalsOf, oneOf, resolveMe, wholeNumber } from "../options";
+import { formatCount, formatTime, printJson, printLine, printRecord, printTable } from "../output";
+import { describeProgress, TASK_STATES, TASK_TYPES, type TaskStatus } from "../task-status";
+import { watchTask } from "../watch";
+import { pageLine } from "./tokens";
+
+const OPERATIONS = "/gms/operations";
+
+interface IndexSize {
+  indexName: string;
+  entityName: string;
+  aspectName: string;
+  rowCount: number;
+  sizeInMb: number;
+  oldestTimestampMillis: number | null;
+  newestTimestampMillis: number | null;
+}
+
+const interval = () => wholeNumber(100, 60_000);
+
+export function registerOperations(program: Command): void {
+  program
+    .command("index-sizes")
+    .description("the time-series aspects holding data: rows, size, oldest and newest row (what truncate takes)")
+    .action(async (_options: unknown, command: Command) => {
+      const { indexSizes } = await apiClient().action<{ indexSizes: IndexSize[] }>(OPERATIONS, "getIndexSizes");
+      if (globalsOf(command).json) return printJson(indexSizes);
+      printTable(
+        ["entity type", "aspect", "rows", "size (MB)", "oldest", "newest"],
+        indexSizes.map((s) => [
+          s.entityName,
+          s.aspectName,
+          formatCount(s.rowCount),
+          s.sizeInMb,
+          formatTime(s.oldestTimestampMillis),
+          formatTime(s.newestTimestampMillis),
+        ]),
+      );
+      if (indexSizes.length === 0) printLine("no time-series aspect holds data");
+    });
+
+  program
+    .command("truncate")
+    .description("delete time-series rows older than an instant: a dry-run report unless --execute")
+    .argument("<entityType>", "e.g. dataset (see mdp index-sizes)")
+    .argument("<aspect>", "e.g. datasetProfile (see mdp index-sizes)")
+    .requiredOption("--older-than <when>", `rows before this go: ${INSTANT_HELP}`)
+    .option("--execute", "really delete: start the task and watch it to its end (default: a dry run)")
+    .option("--no-watch", "with --execute: print the task id and return at once")
+    .option("--batch-size <rows>", "rows per delete transaction (1-1000000, server default 10000)", wholeNumber(1, 1e6))
+    .option("--timeout-seconds <s>", "stop the task (failed) after this long", wholeNumber(1, 1e9))
+    .option("--interval <ms>", "how often to poll the task while watching", interval(), 500)
+    .addHelpText(
+      "after",
+      `
+With --execute on a terminal a live progress bar shows the rows deleted, the rate and the ETA; Ctrl-C asks
+whether to cancel the task or only stop watching. Without a terminal it prints a line per change (with --json:
+on stderr, and the final task status as JSON on stdout). Exit 0 when the task completed, 5 when it failed or
+was cancelled.
+
+Examples:
+  mdp truncate dataset datasetProfile --older-than 90d
+  mdp truncate dataset datasetProfile --older-than 2024-01-01 --execute`,
+    )
+    .action(
+      async (
+        entityType: string,
+        aspect: string,
+        options: {
+          olderThan: string;
+          execute?: boolean;
+          watch: boolean;
+          batchSize?: number;
+          timeoutSeconds?: number;
+          interval: number;
+        },
+        command: Command,
+      ) => {
+        const { json } = globalsOf(command);
+        const endTimeMillis = parseInstant("--older-than", options.olderThan);
+        const client = apiClient();
+        const body = {
+          entityType,
+          aspect,
+          endTimeMillis,
+          dryRun: !options.execute,
+          ...(options.batchSize === undefined ? {} : { batchSize: options.batchSize }),
+          ...(options.timeoutSeconds === undefined ? {} : { timeoutSeconds: options.timeoutSeconds }),
+        };
+        const value = await client.action<string>(OPERATIONS, "truncateTimeseriesAspect", body);
+        const cutoff = `${entityType}/${aspect} rows older than ${formatTime(endTimeMillis)} (endTimeMillis ${endTimeMillis})`;
+        if (!options.execute) {
+          if (json) return printJson({ entityType, aspect, endTimeMillis, dryRun: true, report: value });
+          printLine(`dry run: ${cutoff}`);
+          printLine(value);
+          printLine("Run again with --execute to delete them.");
+          return;
+        }
+        if (!options.watch) {
+          if (json) printJson({ taskId: value });
+          else printLine(`started task ${value}: ${cutoff} (mdp tasks watch ${value})`);
+          return;
+        }
+        (json ? process.stderr : process.stdout).write(`started task ${value}: deleting ${cutoff}\n`);
+        process.exitCode = await watchTask(client, value, { json, intervalMs: options.interval });
+      },
+    );
+
+  const tasks = program
+    .command("tasks")
+    .description("asynchronous tasks (truncations, test runs): list, status, cancel, watch");
+
+  tasks
+    .command("list")
+    .description("tasks, newest first")
+    .option("--type <type>", TASK_TYPES.join(" or "), oneOf(TASK_TYPES))
+    .option("--state <state>", TASK_STATES.join(", "), oneOf(TASK_STATES))
+    .option("--created-by <urn>", "only tasks this user created ('me' for yourself)")
+    .option("--created-after <when>", `only tasks created after: ${INSTANT_HELP}`)
+    .option("--created-before <when>", "only tasks created before (same forms)")
+    .option("--start <n>", "skip this many", wholeNumber(0, 1_000_000_000), 0)
+    .option("--count <n>", "list at most this many (1-100)", wholeNumber(1, 100), 20)
+    .action(
+      async (
+        options: {
+          type?: string;
+          state?: string;
+          createdBy?: string;
+          createdAfter?: string;
+          createdBefore?: string;
+          start: number;
+          count: number;
+        },
+        command: Command,
+      ) => {
+        const client = apiClient();
+        const page = await client.action<{ start: number; count: number; total: number; tasks: TaskStatus[] }>(
+          OPERATIONS,
+          "listTasks",
+          {
+            type: options.type,
+            state: options.state,
+            createdBy: await resolveMe(client, options.createdBy),
+            createdAfter:
+              options.createdAfter === undefined ? undefined : parseInstant("--created-after", options.createdAfter),
+            createdBefore:
+              options.createdBefore === undefined ? undefined : parseInstant("--created-before", options.createdBefore),
+            start: options.start,
+            count: options.count,
+          },
+        );
+        if (globalsOf(command).json) return printJson(page);
+        printTable(
+          ["task", "type", "state", "progress", "created by", "created", "finished"],
+          page.tasks.map((t) => [
+            t.taskId,
+            t.type,
+            t.state,
+            describeProgress(t),
+            t.createdBy ?? "-",
+            formatTime(t.createdAt),
+            formatTime(t.finishedAt),
+          ]),
+        );
+        printLine(pageLine(page.start, page.tasks.length, page.total, "tasks"));
+      },
+    );
+
+  tasks
+    .command("status")
+    .description("a task's state, progress, request and result")
+    .argument("<taskId>")
+    .action(async (taskId: string, _options: unknown, command: Command) => {
+      const status = await apiClient().action<TaskStatus>(OPERATIONS, "getTaskStatus", { taskId });
+      if (globalsOf(command).json) return printJson(status);
+      printStatus(status);
+    });
+
+  tasks
+    .command("cancel")
+    .description("cancel a waiting or active task (an active truncation stops after its current batch)")
+    .argument("<taskId>")
+    .action(async (taskId: string, _options: unknown, command: Command) => {
+      const status = await apiClient().action<TaskStatus>(OPERATIONS, "cancelTask", { taskId });
+      if (globalsOf(command).json) return printJson(status);
+      printLine(
+        status.state === "cancelled"
+          ? `task ${taskId} cancelled`
+          : `cancellation requested: task ${taskId} stops after its current batch (mdp tasks watch ${taskId})`,
+      );
+    });
+
+  tasks
+    .command("watch")
+    .description("follow a task to its end: a progress bar on a terminal, a line per change otherwise")
+    .argument("<taskId>")
+    .option("--interval <ms>", "how often to poll", interval(), 500)
+    .addHelpText(
+      "after",
+      "\nCtrl-C on a terminal asks whether to cancel the task. Exit 0 when it completed, 5 when it failed or was cancelled.",
+    )
+    .action(async (taskId: string, options: { interval: number }, command: Command) => {
+      const { json } = globalsOf(command);
+      process.exitCode = await watchTask(apiClient(), taskId, { json, intervalMs: options.interval });
+    });
+}
+
+function printStatus(s: TaskStatus): void {
+  const text = (value: unknown) => (value === null || value === undefined ? "-" : JSON.stringify(value));
+  printRecord([
+    ["task", s.taskId],
+    ["type", s.type],
+    [
+      "state",
+      s.cancelRequested && (s.state === "active" || s.state === "waiting") ? `${s.state} (cancel requested)` : s.state,
+    ],
+    ["progress", describeProgress(s)],
+    ["request", text(s.request)],
+    ["result", text(s.result)],
+    ["failed because", s.failedReason ?? "-"],
+    ["attempts", s.attemptsMade],
+    ["created by", s.createdBy ?? "-"],
+    ["created", formatTime(s.createdAt)],
+    ["started", formatTime(s.startedAt)],
+    ["finished", formatTime(s.finishedAt)],
+  ]);
+}

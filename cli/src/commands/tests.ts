@@ -1,0 +1,198 @@
+import { readFileSync, statSync } from "node:fs";
+import type { Command } from "commander";
+import { parse as parseYaml } from "yaml";
+import { EXIT, usageError } from "../exit-codes";
+import { apiClient, globalsOf, oneOf, wholeNumber } from "../options";
+import { formatTime, printJson, printLine, printTable } from "../output";
+import { pageLine } from "./tokens";
+
+/** Request bodies over 1 MiB are refused by the gateway (docs/limits.md): no point reading a bigger file. */
+const MAX_FILE_BYTES = 1024 * 1024;
+const STATES = ["ACTIVE", "INACTIVE"] as const;
+
+interface FailedRule {
+  path: string;
+  property: string;
+  operator: string;
+  negated: boolean;
+  expected?: string[];
+  actual: unknown[];
+  actualCount: number;
+  message: string;
+}
+
+interface Evaluation {
+  urn: string;
+  passing: Array<{ test: string }>;
+  failing: Array<{ test: string; failedRules?: FailedRule[] }>;
+  notApplicable?: string[];
+  evaluatedAt?: number;
+}
+
+interface TestInput {
+  id?: string;
+  name?: string;
+  category?: string;
+  description?: string;
+  state?: string;
+  definition: { json: string };
+}
+
+export function registerTests(program: Command): void {
+  const tests = program.command("tests").description("metadata tests: create from a file, list, evaluate an entity");
+
+  tests
+    .command("create")
+    .description("create a metadata test from a YAML or JSON file")
+    .argument("<file>", "the test (YAML or JSON): name, category, description?, id?, state?, definition")
+    .option("--id <id>", "the test urn becomes urn:li:test:<id> (default: the file's id, else generated)")
+    .option("--name <name>", "overrides the file's name")
+    .option("--category <category>", "overrides the file's category")
+    .option("--description <text>", "overrides the file's description")
+    .option("--state <state>", "ACTIVE (default) or INACTIVE", oneOf(STATES))
+    .addHelpText(
+      "after",
+      `
+The file holds either a whole test:
+
+  name: Datasets have a description
+  category: Documentation
+  definition:
+    on: {types: [dataset]}
+    rules:
+      - {property: datasetProperties.description, operator: exists}
+
+or a bare definition (on, rules, actions), with --name and --category given as options.`,
+    )
+    .action(async (file: string, options: Omit<TestInput, "definition">, command: Command) => {
+      const input = readTestFile(file, options);
+      const { createTest: urn } = await apiClient().graphql<{ createTest: string }>(
+        "mutation($input: CreateTestInput!) { createTest(input: $input) }",
+        { input },
+      );
+      if (globalsOf(command).json) printJson({ urn });
+      else printLine(`created test ${urn}`);
+    });
+
+  tests
+    .command("list")
+    .description("metadata tests")
+    .option("--query <text>", "only tests whose name, category or description contains this (ignoring case)")
+    .option("--start <n>", "skip this many", wholeNumber(0, 1_000_000_000), 0)
+    .option("--count <n>", "list at most this many", wholeNumber(1, 1000), 20)
+    .action(async (options: { query?: string; start: number; count: number }, command: Command) => {
+      const { listTests: page } = await apiClient().graphql<{
+        listTests: {
+          start: number;
+          count: number;
+          total: number;
+          tests: Array<{
+            urn: string;
+            name: string;
+            category: string;
+            description: string | null;
+            state: string;
+            onTypes: string[];
+            createdBy: string;
+            updatedAt: number;
+          }>;
+        };
+      }>(
+        "query($input: ListTestsInput!) { listTests(input: $input) { start count total tests { urn name category description state onTypes createdBy updatedAt } } }",
+        { input: { start: options.start, count: options.count, query: options.query } },
+      );
+      if (globalsOf(command).json) return printJson(page);
+      printTable(
+        ["test", "name", "category", "state", "on", "updated"],
+        page.tests.map((t) => [t.urn, t.name, t.category, t.state, t.onTypes.join(", "), formatTime(t.updatedAt)]),
+      );
+      printLine(pageLine(page.start, page.tests.length, page.total, "tests"));
+    });
+
+  tests
+    .command("evaluate")
+    .description("evaluate tests against an entity and show why each failing test failed")
+    .argument("<entityUrn>", "e.g. 'urn:li:dataset:(urn:li:dataPlatform:hive,db.orders,PROD)'")
+    .option("--test <urn...>", "only these tests (default: every ACTIVE test for the entity's type)")
+    .option("--push", "store the results as the entity's testResults (needs MANAGE_TESTS)")
+    .option("--exit-code", "exit 6 when a test fails (for scripts and CI)")
+    .action(
+      async (entityUrn: string, options: { test?: string[]; push?: boolean; exitCode?: boolean }, command: Command) => {
+        const result = await apiClient().action<Evaluation>("/gms/test", "evaluate", {
+          urn: entityUrn,
+          push: Boolean(options.push),
+          ...(options.test ? { testUrns: options.test } : {}),
+        });
+        if (globalsOf(command).json) printJson(result);
+        else printEvaluation(result, Boolean(options.push));
+        if (options.exitCode && result.failing.length > 0) process.exitCode = EXIT.TEST_FAILED;
+      },
+    );
+}
+
+function readTestFile(file: string, options: Omit<TestInput, "definition">): TestInput {
+  let text: string;
+  try {
+    if (statSync(file).size > MAX_FILE_BYTES) throw usageError(`${file} is larger than the 1 MiB a request may carry`);
+    text = readFileSync(file, "utf8");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === undefined) throw error;
+    throw usageError(`cannot read ${file}: ${(error as Error).message}`);
+  }
+  let parsed: unknown;
+  try {
+    parsed = parseYaml(text);
+  } catch (error) {
+    throw usageError(`${file} is not YAML or JSON: ${(error as Error).message.split("\n")[0]}`);
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+    throw usageError(`${file} must hold a test (name, category, definition) or a definition (on, rules)`);
+  }
+  const fields = parsed as Record<string, unknown>;
+  const fromFile = (key: string) => (typeof fields[key] === "string" ? (fields[key] as string) : undefined);
+  // A whole test has a definition (an object, or its text); a bare definition goes to the server as written.
+  const definition =
+    "definition" in fields
+      ? typeof fields.definition === "string"
+        ? fields.definition
+        : JSON.stringify(fields.definition)
+      : text;
+  const input: TestInput = {
+    id: options.id ?? fromFile("id"),
+    name: options.name ?? fromFile("name"),
+    category: options.category ?? fromFile("category"),
+    description: options.description ?? fromFile("description"),
+    state: options.state ?? fromFile("state")?.toUpperCase(),
+    definition: { json: definition },
+  };
+  for (const key of ["name", "category"] as const) {
+    if (!input[key]) throw usageError(`the test needs a ${key}: put it in ${file} or give --${key}`);
+  }
+  return input;
+}
+
+function printEvaluation(result: Evaluation, pushed: boolean): void {
+  const when = result.evaluatedAt === undefined ? "" : ` at ${formatTime(result.evaluatedAt)}`;
+  printLine(`${result.urn}, evaluated${when}${pushed ? " (results stored as its testResults)" : ""}`);
+  const rows: string[][] = [
+    ...result.passing.map((r) => ["PASS", r.test, "", ""]),
+    ...result.failing.flatMap((r) => {
+      const rules = r.failedRules ?? [];
+      if (rules.length === 0) return [["FAIL", r.test, "", ""]];
+      return rules.map((rule, i) => [i === 0 ? "FAIL" : "", i === 0 ? r.test : "", ruleText(rule), rule.message]);
+    }),
+    ...(result.notApplicable ?? []).map((test) => ["N/A", test, "", "the test does not select this entity"]),
+  ];
+  if (rows.length === 0) printLine("no test applies to this entity");
+  else printTable(["result", "test", "failed rule", "why"], rows);
+  printLine(
+    `${result.passing.length} passing, ${result.failing.length} failing` +
+      (result.notApplicable?.length ? `, ${result.notApplicable.length} not applicable` : ""),
+  );
+}
+
+/** `rules.and[1]: not ownership.owners.type equals [TECHNICAL_OWNER]` */
+function ruleText(rule: FailedRule): string {
+  const expected = rule.expected?.length ? ` ${rule.expected.join(", ")}` : "";
+  return `${rule.path}: ${rule.negated ? "not " : ""}${rule.property} ${rule.operator}${expected}`;
+}

@@ -1,0 +1,47 @@
+/** getTaskStatus's answer (and each of listTasks' tasks), as the CLI reads it. */
+export interface TaskStatus {
+  taskId: string;
+  type: string;
+  state: "waiting" | "active" | "completed" | "failed" | "cancelled";
+  progress: Record<string, unknown>;
+  request: unknown;
+  result: unknown;
+  failedReason: string | null;
+  attemptsMade: number;
+  cancelRequested?: boolean;
+  /** listTasks and newer gateways: who created the task */
+  createdBy?: string | null;
+  createdAt: number;
+  startedAt: number | null;
+  finishedAt: number | null;
+}
+
+export const TASK_STATES = ["waiting", "active", "completed", "failed", "cancelled"] as const;
+export const TASK_TYPES = ["TRUNCATE_TIMESERIES", "EVALUATE_TESTS"] as const;
+
+export const isFinished = (state: string) => state === "completed" || state === "failed" || state === "cancelled";
+
+/** How far a task got, whatever its type: rows deleted by a truncation, entities evaluated by runTest. */
+export interface TaskMeasure {
+  done: number;
+  total: number;
+  /** "rows" or "entities" */
+  unit: string;
+  /** "deleted" or "evaluated" */
+  verb: string;
+}
+
+export function measure(status: TaskStatus): TaskMeasure {
+  const p = status.progress ?? {};
+  const num = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : 0);
+  if ("evaluated" in p) return { done: num(p.evaluated), total: num(p.total), unit: "entities", verb: "evaluated" };
+  return { done: num(p.deleted), total: num(p.toDelete), unit: "rows", verb: "deleted" };
+}
+
+/** `1,200 of 5,000 rows deleted (24%)`, or `no rows to delete` once a task found nothing. */
+export function describeProgress(status: TaskStatus): string {
+  const { done, total, unit, verb } = measure(status);
+  if (total === 0 && done === 0) return status.state === "waiting" ? "not started" : `0 ${unit} ${verb}`;
+  const percent = total > 0 ? ` (${Math.floor((Math.min(done, total) / total) * 100)}%)` : "";
+  return `${done.toLocaleString("en-US")} of ${total.toLocaleString("en-US")} ${unit} ${verb}${percent}`;
+}

@@ -1,0 +1,226 @@
+import readline from "node:readline";
+import { Presets, SingleBar } from "cli-progress";
+import type { ApiClient } from "./client";
+import { CliError, EXIT, type ExitCode } from "./exit-codes";
+import { formatDuration, printJson } from "./output";
+import { describeProgress, isFinished, measure, type TaskStatus } from "./task-status";
+
+export interface WatchOptions {
+  json?: boolean;
+  /** how often to ask for the status */
+  intervalMs?: number;
+}
+
+/** How long the watch rides out an unreachable gateway (a restart, a failover) before giving up with exit 4. */
+const OUTAGE_TOLERANCE_MS = 30_000;
+/** The window the rate (and so the ETA) is measured over. */
+const RATE_WINDOW_MS = 10_000;
+
+/**
+ * Follows a task until it ends, then prints how it ended and returns the exit code: 0 completed, 5 failed or
+ * cancelled, 130 when the user stopped watching (the task goes on).
+ *
+ * On a terminal (stdin and stderr, without --json): a live progress bar on stderr with the count, rate and ETA; Ctrl-C
+ * asks whether to cancel the task (cancelTask) or only stop watching. Otherwise: a status line per change (on stderr
+ * with --json, whose stdout holds only the final status), and Ctrl-C stops watching at once.
+ */
+export async function watchTask(client: ApiClient, taskId: string, options: WatchOptions = {}): Promise<ExitCode> {
+  const interactive = Boolean(process.stdin.isTTY && process.stderr.isTTY && !options.json);
+  const intervalMs = options.intervalMs ?? 500;
+  const view = interactive
+    ? new ProgressBarView(taskId)
+    : new StatusLineView(taskId, options.json ? "stderr" : "stdout");
+
+  let interrupted = false;
+  let wake: (() => void) | undefined;
+  const onSigint = () => {
+    interrupted = true;
+    wake?.();
+  };
+  process.on("SIGINT", onSigint);
+  try {
+    let status = await poll(client, taskId);
+    for (;;) {
+      view.update(status);
+      if (isFinished(status.state)) break;
+      await new Promise<void>((resolve) => {
+        wake = resolve;
+        setTimeout(resolve, intervalMs);
+      });
+      wake = undefined;
+      if (interrupted) {
+        interrupted = false;
+        view.pause();
+        if (!interactive || !(await askToCancel(taskId))) {
+          process.stderr.write(`stopped watching; task ${taskId} goes on (mdp tasks watch ${taskId})\n`);
+          return EXIT.INTERRUPTED;
+        }
+        await requestCancel(client, taskId);
+        view.resume();
+      }
+      status = await poll(client, taskId);
+    }
+    view.finish(status);
+    if (options.json) printJson(status);
+    else process.stdout.write(`${summary(status)}\n`);
+    return status.state === "completed" ? EXIT.OK : EXIT.TASK_FAILED;
+  } finally {
+    view.pause();
+    process.off("SIGINT", onSigint);
+  }
+}
+
+/** The task's status, riding out a short outage of the gateway. */
+async function poll(client: ApiClient, taskId: string): Promise<TaskStatus> {
+  const deadline = Date.now() + OUTAGE_TOLERANCE_MS;
+  for (;;) {
+    try {
+      return await client.action<TaskStatus>("/gms/operations", "getTaskStatus", { taskId });
+    } catch (error) {
+      if (!(error instanceof CliError) || error.exitCode !== EXIT.SERVER || Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  }
+}
+
+function askToCancel(taskId: string): Promise<boolean> {
+  const rl = readline.createInterface({ input: process.stdin, output: process.stderr });
+  return new Promise((resolve) => {
+    let answered = false;
+    const done = (yes: boolean) => {
+      if (answered) return;
+      answered = true;
+      rl.close();
+      resolve(yes);
+    };
+    rl.on("SIGINT", () => {
+      process.stderr.write("\n");
+      done(false); // a second Ctrl-C: stop watching, cancel nothing
+    });
+    rl.on("close", () => done(false));
+    rl.question(`\ncancel task ${taskId}? [y/N] `, (answer) => done(/^y(es)?$/i.test(answer.trim())));
+  });
+}
+
+async function requestCancel(client: ApiClient, taskId: string): Promise<void> {
+  try {
+    const after = await client.action<TaskStatus>("/gms/operations", "cancelTask", { taskId });
+    process.stderr.write(
+      after.state === "cancelled"
+        ? `task ${taskId} cancelled\n`
+        : `cancellation requested: the worker stops task ${taskId} after its current batch\n`,
+    );
+  } catch (error) {
+    // e.g. 409 "Task ... is already completed": say so and keep watching to the end it reached
+    if (!(error instanceof CliError)) throw error;
+    process.stderr.write(`could not cancel: ${error.message}\n`);
+  }
+}
+
+/** One line saying how the task ended. */
+export function summary(status: TaskStatus): string {
+  const took =
+    status.startedAt !== null && status.finishedAt !== null
+      ? ` in ${formatDuration((status.finishedAt - status.startedAt) / 1000)}`
+      : "";
+  const { done, unit, verb } = measure(status);
+  switch (status.state) {
+    case "completed":
+      return `task ${status.taskId} completed${took}: ${done.toLocaleString("en-US")} ${unit} ${verb}`;
+    case "failed":
+      return `task ${status.taskId} failed${took}: ${status.failedReason ?? "no reason given"}`;
+    case "cancelled":
+      return `task ${status.taskId} cancelled${took}: ${describeProgress(status)}`;
+    case "waiting":
+    case "active":
+      return `task ${status.taskId} ${status.state}: ${describeProgress(status)}`;
+  }
+}
+
+interface View {
+  update(status: TaskStatus): void;
+  finish(status: TaskStatus): void;
+  pause(): void;
+  resume(): void;
+}
+
+/** A status line whenever the state or the count changes. */
+class StatusLineView implements View {
+  private last = "";
+  constructor(
+    private readonly taskId: string,
+    private readonly stream: "stdout" | "stderr",
+  ) {}
+
+  update(status: TaskStatus): void {
+    const line = `task ${this.taskId} ${status.state}${status.cancelRequested ? " (cancel requested)" : ""}: ${describeProgress(status)}`;
+    if (line !== this.last) process[this.stream].write(`${line}\n`);
+    this.last = line;
+  }
+  finish(): void {}
+  pause(): void {}
+  resume(): void {}
+}
+
+/** cli-progress's bar on stderr, with the rate over the last seconds and the ETA it gives. */
+class ProgressBarView implements View {
+  private bar: SingleBar | undefined;
+  private samples: Array<{ at: number; done: number }> = [];
+  private latest: TaskStatus | undefined;
+
+  constructor(private readonly taskId: string) {}
+
+  update(status: TaskStatus): void {
+    this.latest = status;
+    const { done, total, unit } = measure(status);
+    const now = Date.now();
+    this.samples.push({ at: now, done });
+    while (this.samples.length > 2 && now - this.samples[0]!.at > RATE_WINDOW_MS) this.samples.shift();
+    const first = this.samples[0]!;
+    const seconds = (now - first.at) / 1000;
+    const rate = seconds >= 0.5 ? (done - first.done) / seconds : undefined;
+    const remaining = Math.max(total - done, 0);
+    const payload = {
+      state: status.cancelRequested && !isFinished(status.state) ? "cancelling" : status.state,
+      done: done.toLocaleString("en-US"),
+      all: total.toLocaleString("en-US"),
+      unit,
+      rate: rate === undefined ? "-" : `${Math.round(rate).toLocaleString("en-US")} ${unit}/s`,
+      etaText: rate && rate > 0 ? formatDuration(remaining / rate) : "-",
+    };
+    // The bar's own value/total drive its fill and percentage: 0 of 0 is shown empty, a finished task full.
+    const barTotal = Math.max(total, done, 1);
+    const barValue = isFinished(status.state) && status.state === "completed" ? barTotal : Math.min(done, barTotal);
+    if (!this.bar) {
+      this.bar = new SingleBar(
+        {
+          format: `task ${this.taskId} {state} |{bar}| {percentage}% | {done}/{all} {unit} | {rate} | ETA {etaText}`,
+          hideCursor: true,
+          clearOnComplete: false,
+          stopOnComplete: false,
+          barsize: 30,
+        },
+        Presets.shades_classic,
+      );
+      this.bar.start(barTotal, barValue, payload);
+    } else {
+      this.bar.setTotal(barTotal);
+      this.bar.update(barValue, payload);
+    }
+  }
+
+  finish(status: TaskStatus): void {
+    this.update(status);
+    this.pause();
+  }
+
+  pause(): void {
+    this.bar?.stop();
+    this.bar = undefined;
+  }
+
+  resume(): void {
+    this.samples = [];
+    if (this.latest) this.update(this.latest);
+  }
+}
