@@ -1,40 +1,110 @@
 import type { Request, Response, Router } from "express";
+import type { z } from "zod";
 import { abbreviated, AppError, badInput } from "@mdp/core";
 import { actorOf } from "../auth/auth.middleware";
 import type { Actor } from "../auth/actor";
+import type { PolicyEngine } from "../policies/policy-engine";
+import type { Privilege } from "../policies/privileges";
+import { parseBody, parseInput } from "./validate";
 
-export type ActionHandler = (body: unknown, actor: Actor, req: Request) => Promise<unknown>;
+/** The privilege a route requires of every caller, and the words of its 403: "<actor> is unauthorized to <to>." */
+export interface RequiredPrivilege {
+  privilege: Privilege;
+  to: string;
+}
+
+/**
+ * What a route of the API is, next to its handler: the router checks the privilege and parses the input with these,
+ * and the OpenAPI document (http/openapi.ts) is generated from the same objects, so the two cannot drift.
+ */
+interface RouteContract<S extends z.ZodType> {
+  /** one line for the reference and the OpenAPI document */
+  summary: string;
+  /** more for the OpenAPI document: limits, errors, what the answer means */
+  description?: string;
+  /**
+   * Checked by the router before the input is read: a caller without it gets the 403 whatever it sent. null when the
+   * privilege depends on what the input names (the handler checks it): say which in `privilegeNote`.
+   */
+  requires: RequiredPrivilege | null;
+  /** what the reference says about privileges beyond (or instead of) `requires` */
+  privilegeNote?: string;
+  /** the answer's `value`; documentation only (the handler's result is not validated) */
+  response?: z.ZodType;
+  /** parsed by the router: a 400 names every problem by its path */
+  request: S;
+}
+
+/** A Rest.li-style action: `POST <path>?action=<name>` with a JSON body (`request`), answered `{"value": ...}`. */
+export interface Action<S extends z.ZodType = z.ZodType> extends RouteContract<S> {
+  handler(input: z.output<S>, actor: Actor, req: Request): Promise<unknown>;
+}
+
+/** A GET route whose path parameters are `request` (express `:name` segments), answered `{"value": ...}`. */
+export interface GetRoute<S extends z.ZodType = z.ZodType> extends RouteContract<S> {
+  handler(params: z.output<S>, actor: Actor, req: Request): Promise<unknown>;
+}
+
+/** Declares an action; a function only so that the handler's input type is inferred from `request`. */
+export function action<S extends z.ZodType>(spec: Action<S>): Action<S> {
+  return spec;
+}
+
+export type ApiRoute =
+  { kind: "action"; path: string; name: string; spec: Action } | { kind: "get"; path: string; spec: GetRoute };
+
+/** The routes added to each router, in the order they were added: what the OpenAPI document describes. */
+const routesOf = new WeakMap<Router, ApiRoute[]>();
+
+export function apiRoutes(router: Router): readonly ApiRoute[] {
+  return routesOf.get(router) ?? [];
+}
+
+function record(router: Router, route: ApiRoute): void {
+  const routes = routesOf.get(router) ?? [];
+  routes.push(route);
+  routesOf.set(router, routes);
+}
 
 /** An answer that is JSON text already (the evaluation worker's results): written into the response as it is. */
 export class JsonText {
   constructor(readonly json: string) {}
 }
 
+type Guard = Pick<PolicyEngine, "require">;
+
 /**
- * Adds Rest.li-style actions to `router`: `POST <path>?action=<name>` with a JSON body, answered `{"value": ...}`. A
- * missing or unknown action is a 400 listing the valid ones; a body that is not JSON is a 415. A route of the router
- * given, not a router of its own: every router a request passes through costs it a prefix match and a dispatch.
+ * Adds Rest.li-style actions to `router`: `POST <path>?action=<name>` with a JSON body, answered `{"value": ...}`.
+ * Per request: the action's privilege, then its body (an action whose fields are all optional may be sent without
+ * one), then its handler; a privilege-less caller learns nothing, and a refused request reaches no handler (nor its
+ * rate limit). A missing or unknown action is a 400 listing the valid ones; a body that is not JSON is a 415. A route
+ * of the router given, not a router of its own: every router a request passes through costs it a prefix match and a
+ * dispatch.
  */
-export function addActions(router: Router, path: string, actions: Record<string, ActionHandler>): void {
+export function addActions(router: Router, path: string, engine: Guard, actions: Record<string, Action>): void {
   // A Map, not the object: `actions[name]` would find Object.prototype's members (`constructor`, `valueOf`,
   // `__proto__`, ...) for an action name a caller chose.
-  const handlers = new Map(Object.entries(actions));
+  const specs = new Map(Object.entries(actions));
+  for (const [name, spec] of specs) record(router, { kind: "action", path, name, spec });
+  const valid = () => [...specs.keys()].join(", ");
   router.post(path, async (req: Request, res: Response) => {
-    const action = typeof req.query.action === "string" ? req.query.action : undefined;
-    const handler = action !== undefined ? handlers.get(action) : undefined;
-    if (!handler) {
-      const valid = Object.keys(actions).join(", ");
+    const name = typeof req.query.action === "string" ? req.query.action : undefined;
+    const spec = name !== undefined ? specs.get(name) : undefined;
+    if (!spec) {
       throw badInput(
-        action
-          ? `Unknown action '${abbreviated(action)}' for ${path}; valid actions: ${valid}`
-          : `Missing ?action= for ${path}; valid actions: ${valid}`,
+        name
+          ? `Unknown action '${abbreviated(name)}' for ${path}; valid actions: ${valid()}`
+          : `Missing ?action= for ${path}; valid actions: ${valid()}`,
       );
     }
     // A request without a body needs no type (an action such as getIndexSizes takes none).
     if (hasBody(req) && !req.is("application/json")) {
       throw new AppError("UNSUPPORTED_MEDIA_TYPE", "Content-Type must be application/json.");
     }
-    const value = await handler(req.body, actorOf(res.locals), req);
+    const actor = actorOf(res.locals);
+    if (spec.requires) await engine.require(actor, spec.requires.privilege, spec.requires.to);
+    const body: unknown = req.body === undefined && spec.request.safeParse({}).success ? {} : req.body;
+    const value = await spec.handler(parseBody(spec.request, body), actor, req);
     if (value instanceof JsonText) res.type("json").send(`{"value":${value.json}}`);
     else res.json({ value });
   });
@@ -43,8 +113,18 @@ export function addActions(router: Router, path: string, actions: Record<string,
     res.setHeader("allow", "POST");
     throw new AppError(
       "METHOD_NOT_ALLOWED",
-      `${req.baseUrl}${path} takes POST ?action=<name> with a JSON body; valid actions: ${Object.keys(actions).join(", ")}`,
+      `${req.baseUrl}${path} takes POST ?action=<name> with a JSON body; valid actions: ${valid()}`,
     );
+  });
+}
+
+/** Adds `GET <path>` (express syntax, `:name` for a parameter): the privilege, then the parameters, then the handler. */
+export function addGetRoute<S extends z.ZodType>(router: Router, path: string, engine: Guard, spec: GetRoute<S>): void {
+  record(router, { kind: "get", path, spec: spec as GetRoute });
+  router.get(path, async (req: Request, res: Response) => {
+    const actor = actorOf(res.locals);
+    if (spec.requires) await engine.require(actor, spec.requires.privilege, spec.requires.to);
+    res.json({ value: await spec.handler(parseInput(spec.request, { ...req.params }), actor, req) });
   });
 }
 

@@ -5,7 +5,12 @@ import { badInput, refuseUnstorable } from "@mdp/core";
 export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
   if (body === undefined) throw badInput("Request body must be a JSON object.");
   refuseUnstorable(body, "");
-  const parsed = schema.safeParse(body);
+  return parseInput(schema, body);
+}
+
+/** As parseBody, for input that is not a stored value (path parameters): a 400 naming every problem by its path. */
+export function parseInput<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
+  const parsed = schema.safeParse(input);
   if (parsed.success) return parsed.data;
   const problems = parsed.error.issues.map((issue) => {
     const at = issue.path.length > 0 ? issue.path.join(".") : "body";

@@ -32,6 +32,9 @@ export const batchEvaluateRequest = z
   })
   .refine((body) => !(body.testUrns && body.tests), oneListName);
 
+export type EvaluateBody = z.output<typeof evaluateRequest>;
+export type BatchEvaluateBody = z.output<typeof batchEvaluateRequest>;
+
 /** Either request, as the evaluation service works with it: urns checked and without duplicates. */
 export interface EvaluationRequest {
   urns: string[];
@@ -41,12 +44,12 @@ export interface EvaluationRequest {
 }
 
 /** A malformed urn is a 400 naming the field and the value, e.g. `urns[2]` or `tests[0]`. */
-export function fromEvaluate(body: z.output<typeof evaluateRequest>): EvaluationRequest {
+export function fromEvaluate(body: EvaluateBody): EvaluationRequest {
   parseUrnField("urn", body.urn);
   return { urns: [body.urn], push: body.push, ...testsOf(body) };
 }
 
-export function fromBatchEvaluate(body: z.output<typeof batchEvaluateRequest>): EvaluationRequest {
+export function fromBatchEvaluate(body: BatchEvaluateBody): EvaluationRequest {
   body.urns.forEach((urn, i) => parseUrnField(`urns[${i}]`, urn));
   return { urns: [...new Set(body.urns)], push: body.push, ...testsOf(body) };
 }

@@ -14,14 +14,13 @@ import { EvaluationTasks } from "@mdp/tasks";
 import type { Actor } from "../auth/actor";
 import { JsonText } from "../http/action-router";
 import type { RateLimits } from "../http/rate-limits";
-import { parseBody } from "../http/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
 import { UnexpectedResultError, type EvaluationBatcher, type EvaluationOutcome } from "./evaluation-batcher";
 import {
-  batchEvaluateRequest,
-  evaluateRequest,
   fromBatchEvaluate,
   fromEvaluate,
+  type BatchEvaluateBody,
+  type EvaluateBody,
   type EvaluationRequest,
 } from "./evaluation-request";
 
@@ -51,18 +50,19 @@ export class EvaluationService {
     private readonly rateLimits: Pick<RateLimits, "consume" | "refuseIfSpent" | "charge">,
   ) {}
 
-  /** The entity's result (an EntityEvaluationResult), as the worker serialized it. */
-  async evaluate(actor: Actor, body: unknown): Promise<JsonText> {
-    await this.engine.require(actor, "VIEW_TESTS", "evaluate metadata tests");
-    const request = fromEvaluate(parseBody(evaluateRequest, body));
+  /**
+   * The entity's result (an EntityEvaluationResult), as the worker serialized it. The action router has checked
+   * VIEW_TESTS and parsed the body (test.routes.ts).
+   */
+  async evaluate(actor: Actor, body: EvaluateBody): Promise<JsonText> {
+    const request = fromEvaluate(body);
     const resultsJson = await this.run(actor, request);
     return new JsonText(resultsJson[request.urns[0]!]!);
   }
 
   /** `{"results": {urn: EntityEvaluationResult}}`, in the order the urns were asked for. */
-  async batchEvaluate(actor: Actor, body: unknown): Promise<JsonText> {
-    await this.engine.require(actor, "VIEW_TESTS", "evaluate metadata tests");
-    const request = fromBatchEvaluate(parseBody(batchEvaluateRequest, body));
+  async batchEvaluate(actor: Actor, body: BatchEvaluateBody): Promise<JsonText> {
+    const request = fromBatchEvaluate(body);
     const resultsJson = await this.run(actor, request);
     const entries = request.urns.map((urn) => `${JSON.stringify(urn)}:${resultsJson[urn]!}`);
     return new JsonText(`{"results":{${entries.join(",")}}}`);

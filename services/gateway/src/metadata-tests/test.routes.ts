@@ -1,16 +1,38 @@
 import type { Router } from "express";
-import { addActions } from "../http/action-router";
+import { action, addActions } from "../http/action-router";
+import type { PolicyEngine } from "../policies/policy-engine";
+import { batchEvaluateRequest, evaluateRequest } from "./evaluation-request";
 import type { EvaluationService } from "./evaluation.service";
 
 export interface TestRoutesDeps {
   evaluation: EvaluationService;
+  engine: PolicyEngine;
 }
 
-/** Metadata-test evaluation under /gms/test (CONTRACT.md "POST /gms/test?action=evaluate"), added to the router of /gms. */
+const viewTests = { privilege: "VIEW_TESTS", to: "evaluate metadata tests" } as const;
+const pushNote = "`push: true` also needs MANAGE_TESTS (403 `<actor> is unauthorized to push metadata test results.`).";
+
+/** Metadata-test evaluation under /gms/test (docs/api.md), added to the router of /gms. */
 export function addTestRoutes(router: Router, deps: TestRoutesDeps): void {
-  addActions(router, "/test", {
-    // Rate-limited by the evaluation service, once the privileges and the body have passed.
-    evaluate: (body, actor) => deps.evaluation.evaluate(actor, body),
-    batchEvaluate: (body, actor) => deps.evaluation.batchEvaluate(actor, body),
+  // Rate-limited by the evaluation service, once the privileges and the body have passed.
+  addActions(router, "/test", deps.engine, {
+    evaluate: action({
+      summary: "Evaluate metadata tests against one entity",
+      description:
+        "Runs every ACTIVE test whose `on` clause selects the entity (or the tests named in `testUrns`) and answers " +
+        "the entity's results; with `push: true` they are also stored as its `testResults` aspect.",
+      requires: viewTests,
+      privilegeNote: pushNote,
+      request: evaluateRequest,
+      handler: (input, actor) => deps.evaluation.evaluate(actor, input),
+    }),
+    batchEvaluate: action({
+      summary: "Evaluate metadata tests against several entities",
+      description: "As evaluate, for up to 1000 entities at once: `{results: {<urn>: <result>}}` in the order asked.",
+      requires: viewTests,
+      privilegeNote: pushNote,
+      request: batchEvaluateRequest,
+      handler: (input, actor) => deps.evaluation.batchEvaluate(actor, input),
+    }),
   });
 }

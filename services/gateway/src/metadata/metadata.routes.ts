@@ -2,10 +2,8 @@ import type { Router } from "express";
 import { z } from "zod";
 import { badInput, notFound, parseUrnField, type EntityRegistry } from "@mdp/core";
 import { MAX_VALUES_PER_READ, type AspectRepository, type Database, type TimeseriesStore } from "@mdp/db";
-import { actorOf } from "../auth/auth.middleware";
-import { addActions } from "../http/action-router";
+import { action, addActions, addGetRoute } from "../http/action-router";
 import { standingTestResults } from "../metadata-tests/standing-results";
-import { parseBody } from "../http/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
 import type { IngestionService } from "./ingestion.service";
 import { proposalSchema } from "./proposal";
@@ -33,58 +31,86 @@ const valuesRequest = z.strictObject({
     .default(100),
 });
 
-/** Ingestion and reads (CONTRACT.md "Metadata ingestion and reads"), added to the router of /gms and /api/gms. */
+const ingestProposalRequest = z.strictObject({ proposal: proposalSchema });
+const ingestProposalBatchRequest = z.strictObject({ proposals: z.array(proposalSchema).min(1) });
+const entityRequest = z.strictObject({ urn: z.string().min(1) });
+const ingest = { privilege: "INGEST_METADATA", to: "ingest metadata" } as const;
+const ingestNote =
+  "Nobody may ingest an aspect only the service writes (`testResults`): 403, and nothing of the request is stored.";
+
+/** Ingestion and reads (docs/api.md), added to the router of /gms and /api/gms. */
 export function addMetadataRoutes(router: Router, deps: MetadataDeps): void {
-  addActions(router, "/aspects", {
-    ingestProposal: async (body, actor) => {
-      const { proposal } = parseBody(z.strictObject({ proposal: proposalSchema }), body);
-      const [urn] = await deps.ingestion.ingest(actor, [{ proposal, at: "proposal" }]);
-      return urn;
-    },
-    ingestProposalBatch: async (body, actor) => {
-      const { proposals } = parseBody(z.strictObject({ proposals: z.array(proposalSchema).min(1) }), body);
-      return deps.ingestion.ingest(
-        actor,
-        proposals.map((proposal, i) => ({ proposal, at: `proposals[${i}]` })),
-      );
-    },
-    getTimeseriesAspectValues: async (body, actor) => {
+  addActions(router, "/aspects", deps.engine, {
+    ingestProposal: action({
+      summary: "Write one aspect of one entity",
+      description:
+        "Validated against the entity registry; a versioned aspect replaces the entity's latest, a time-series " +
+        "aspect adds a row at its timestampMillis. Answers the entity's urn.",
+      requires: ingest,
+      privilegeNote: ingestNote,
+      request: ingestProposalRequest,
+      handler: async ({ proposal }, actor) => {
+        const [urn] = await deps.ingestion.ingest(actor, [{ proposal, at: "proposal" }]);
+        return urn;
+      },
+    }),
+    ingestProposalBatch: action({
+      summary: "Write several aspects in one transaction",
+      description:
+        "All or nothing: one refused proposal (named `proposals[i]`) stores none. Answers the urns in order.",
+      requires: ingest,
+      privilegeNote: ingestNote,
+      request: ingestProposalBatchRequest,
+      handler: ({ proposals }, actor) =>
+        deps.ingestion.ingest(
+          actor,
+          proposals.map((proposal, i) => ({ proposal, at: `proposals[${i}]` })),
+        ),
+    }),
+    getTimeseriesAspectValues: action({
+      summary: "Read an entity's time-series rows, newest first",
       // Before anything is looked up: a caller without it learns nothing, not even which urns or aspects exist.
-      await deps.engine.require(actor, "GET_TIMESERIES_ASPECT", "get time-series aspect values");
-      const request = parseBody(valuesRequest, body);
-      parseUrnField("urn", request.urn, request.entity);
-      if (
-        deps.registry.aspectKind(request.entity, request.aspect, { entityType: "entity", aspectName: "aspect" }) !==
-        "timeseries"
-      ) {
-        throw badInput(`aspect '${request.aspect}' of ${request.entity} is not a time-series aspect`);
-      }
-      const values = await deps.timeseries.values(
-        { entityType: request.entity, aspectName: request.aspect },
-        request.urn,
-        request,
-      );
-      return {
-        entityName: request.entity,
-        aspectName: request.aspect,
-        limit: request.limit,
-        values: values.map((v) => ({
-          timestampMillis: v.timestampMillis,
-          aspect: { contentType: "application/json", value: v.valueJson },
-        })),
-      };
-    },
+      requires: { privilege: "GET_TIMESERIES_ASPECT", to: "get time-series aspect values" },
+      request: valuesRequest,
+      handler: async (request) => {
+        parseUrnField("urn", request.urn, request.entity);
+        if (
+          deps.registry.aspectKind(request.entity, request.aspect, { entityType: "entity", aspectName: "aspect" }) !==
+          "timeseries"
+        ) {
+          throw badInput(`aspect '${request.aspect}' of ${request.entity} is not a time-series aspect`);
+        }
+        const values = await deps.timeseries.values(
+          { entityType: request.entity, aspectName: request.aspect },
+          request.urn,
+          request,
+        );
+        return {
+          entityName: request.entity,
+          aspectName: request.aspect,
+          limit: request.limit,
+          values: values.map((v) => ({
+            timestampMillis: v.timestampMillis,
+            aspect: { contentType: "application/json", value: v.valueJson },
+          })),
+        };
+      },
+    }),
   });
-  router.get("/entities/:urn", async (req, res) => {
-    await deps.engine.require(actorOf(res.locals), "GET_ENTITY", "get entities");
-    const urn = req.params.urn;
-    parseUrnField("urn", urn);
-    const entity = await deps.aspects.latest(deps.db.pool, urn);
-    if (!entity) throw notFound(`Entity ${urn} does not exist`);
-    const { testResults } = entity.aspects;
-    if (testResults !== undefined) {
-      entity.aspects.testResults = await standingTestResults(deps.db.pool, entity.entityType, testResults);
-    }
-    res.json({ value: { urn, entityType: entity.entityType, aspects: entity.aspects } });
+  addGetRoute(router, "/entities/:urn", deps.engine, {
+    summary: "Read an entity's latest versioned aspects",
+    description: "`testResults`, when present, holds only the results of tests that still exist and still apply.",
+    requires: { privilege: "GET_ENTITY", to: "get entities" },
+    request: entityRequest,
+    handler: async ({ urn }) => {
+      parseUrnField("urn", urn);
+      const entity = await deps.aspects.latest(deps.db.pool, urn);
+      if (!entity) throw notFound(`Entity ${urn} does not exist`);
+      const { testResults } = entity.aspects;
+      if (testResults !== undefined) {
+        entity.aspects.testResults = await standingTestResults(deps.db.pool, entity.entityType, testResults);
+      }
+      return { urn, entityType: entity.entityType, aspects: entity.aspects };
+    },
   });
 }

@@ -2,12 +2,10 @@ import type { Router } from "express";
 import { z } from "zod";
 import type { EntityRegistry } from "@mdp/core";
 import type { TimeseriesStore } from "@mdp/db";
-import { addActions } from "../http/action-router";
-import { parseBody } from "../http/validate";
-import { actorOf } from "../auth/auth.middleware";
+import { action, addActions, addGetRoute } from "../http/action-router";
 import type { PolicyEngine } from "../policies/policy-engine";
 import type { TaskService } from "./task.service";
-import type { TruncationService } from "./truncation.service";
+import { truncateRequest, type TruncationService } from "./truncation.service";
 
 export interface OperationsDeps {
   registry: EntityRegistry;
@@ -18,42 +16,70 @@ export interface OperationsDeps {
 }
 
 const taskRequest = z.strictObject({ taskId: z.string({ error: "is required (a string)" }).min(1) });
+const taskStatus = { privilege: "GET_TASK_STATUS", to: "get task status" } as const;
 
 const MB = 1024 * 1024;
 
-/** System operations under /gms/operations (CONTRACT.md "HTTP operations"), added to the router of /gms. */
+/** System operations under /gms/operations (docs/api.md), added to the router of /gms. */
 export function addOperationsRoutes(router: Router, deps: OperationsDeps): void {
-  router.get("/operations/tasks/:taskId", async (req, res) => {
-    res.json({ value: await deps.tasks.status(actorOf(res.locals), req.params.taskId) });
+  addGetRoute(router, "/operations/tasks/:taskId", deps.engine, {
+    summary: "A task's status (as getTaskStatus)",
+    requires: taskStatus,
+    request: taskRequest,
+    handler: ({ taskId }, actor) => deps.tasks.status(actor, taskId),
   });
-  addActions(router, "/operations", {
-    truncateTimeseriesAspect: (body, actor) => deps.truncation.truncate(actor, body),
-    getTaskStatus: (body, actor) => deps.tasks.status(actor, parseBody(taskRequest, body).taskId),
-    cancelTask: (body, actor) => deps.tasks.cancel(actor, parseBody(taskRequest, body).taskId),
-    getIndexSizes: async (body, actor) => {
-      await deps.engine.require(actor, "GET_TIMESERIES_INDEX_SIZES", "get time-series index sizes");
-      parseBody(z.strictObject({}), body ?? {});
-      const registered = new Map(
-        deps.registry.timeseriesIndexes().map((i) => [`${i.entityType}\u0000${i.aspectName}`, i]),
-      );
-      const sizes = await deps.timeseries.sizes();
-      return {
-        indexSizes: sizes.flatMap((s) => {
-          const index = registered.get(`${s.entityType}\u0000${s.aspectName}`);
-          if (!index) return []; // data of an aspect no longer in the registry
-          return [
-            {
-              indexName: index.indexName,
-              entityName: s.entityType,
-              aspectName: s.aspectName,
-              rowCount: s.rowCount,
-              sizeInMb: Math.round((s.sizeBytes / MB) * 100) / 100,
-              oldestTimestampMillis: s.oldestTimestampMillis,
-              newestTimestampMillis: s.newestTimestampMillis,
-            },
-          ];
-        }),
-      };
-    },
+  addActions(router, "/operations", deps.engine, {
+    truncateTimeseriesAspect: action({
+      summary: "Delete an aspect's time-series rows older than a timestamp: a dry-run report, or a task",
+      description:
+        "`dryRun` (the default) answers a report of what would be deleted; `dryRun: false` starts a task and answers " +
+        "its id, to follow with getTaskStatus. An identical request while one is waiting or running shares its task.",
+      requires: { privilege: "TRUNCATE_TIMESERIES_INDEX", to: "truncate time-series indexes" },
+      request: truncateRequest,
+      handler: (input, actor) => deps.truncation.truncate(actor, input),
+    }),
+    getTaskStatus: action({
+      summary: "A task's status: state, progress, result or failure",
+      requires: taskStatus,
+      request: taskRequest,
+      handler: ({ taskId }, actor) => deps.tasks.status(actor, taskId),
+    }),
+    cancelTask: action({
+      summary: "Ask a waiting or running task to stop",
+      requires: null,
+      privilegeNote:
+        "TRUNCATE_TIMESERIES_INDEX for a truncation, MANAGE_TESTS for an evaluation or test run; an unknown id is the " +
+        "same 403 unless the caller holds GET_TASK_STATUS.",
+      request: taskRequest,
+      handler: ({ taskId }, actor) => deps.tasks.cancel(actor, taskId),
+    }),
+    getIndexSizes: action({
+      summary: "Rows, size and time range of every time-series aspect that holds data",
+      requires: { privilege: "GET_TIMESERIES_INDEX_SIZES", to: "get time-series index sizes" },
+      request: z.strictObject({}),
+      handler: async () => {
+        const registered = new Map(
+          deps.registry.timeseriesIndexes().map((i) => [`${i.entityType}\u0000${i.aspectName}`, i]),
+        );
+        const sizes = await deps.timeseries.sizes();
+        return {
+          indexSizes: sizes.flatMap((s) => {
+            const index = registered.get(`${s.entityType}\u0000${s.aspectName}`);
+            if (!index) return []; // data of an aspect no longer in the registry
+            return [
+              {
+                indexName: index.indexName,
+                entityName: s.entityType,
+                aspectName: s.aspectName,
+                rowCount: s.rowCount,
+                sizeInMb: Math.round((s.sizeBytes / MB) * 100) / 100,
+                oldestTimestampMillis: s.oldestTimestampMillis,
+                newestTimestampMillis: s.newestTimestampMillis,
+              },
+            ];
+          }),
+        };
+      },
+    }),
   });
 }
