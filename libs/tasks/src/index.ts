@@ -3,3 +3,4 @@ export * from "./lifecycle";
 export * from "./reconciler";
 export * from "./evaluations";
 export { cancellationReason } from "./cancellation";
+export * from "./listing";

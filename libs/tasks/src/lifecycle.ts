@@ -5,6 +5,7 @@ import { serviceUnavailable, unavailableDependency, type Logger } from "@mdp/cor
 import { inTransaction, type Database, type Prisma } from "@mdp/db";
 import { cancellationReason } from "./cancellation";
 import type { TaskState } from "./states";
+import { COLUMNS, LAPSED } from "./task-sql";
 
 export type TaskType = "TRUNCATE_TIMESERIES" | "EVALUATE_TESTS";
 
@@ -67,14 +68,6 @@ export interface LifecycleOptions {
 
 export const DEFAULT_LEASE_MS = 10_000;
 
-const COLUMNS = `id, type::text AS type, state::text AS state, request, dedup_key AS "dedupKey", progress, result,
-  failed_reason AS "failedReason", attempts_made AS "attemptsMade", cancel_requested AS "cancelRequested",
-  created_by AS "createdBy", created_at AS "createdAt", started_at AS "startedAt", finished_at AS "finishedAt",
-  lease_owner AS "leaseOwner", lease_expires_at AS "leaseExpiresAt",
-  (state = 'active' AND (lease_expires_at IS NULL OR lease_expires_at <= clock_timestamp())) AS "leaseLapsed"`;
-
-/** The lapsed-lease test in SQL, for guards. */
-const LAPSED = "(lease_expires_at IS NULL OR lease_expires_at <= clock_timestamp())";
 const CLEAR_LEASE = "lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL";
 
 /**
@@ -208,13 +201,21 @@ export class TaskLifecycle {
    * cancel, as a caller asks it: the task is marked cancelRequested; a waiting one (or one whose worker is gone)
    * whose job `removeJob` takes off the queue ends cancelled at once, saying how far earlier attempts got; an active
    * one stops at its worker's next checkpoint. Returns the row afterwards, or null when it is already finished.
+   * `afterRequest` (an audit record) is written in the same transaction as the request, and only when it took.
    */
-  async requestCancel(taskId: string, removeJob: () => Promise<boolean>): Promise<TaskRow | null> {
-    const { rows } = await this.pool.query<TaskRow>(
-      `UPDATE task SET cancel_requested = true WHERE id = $1 AND state IN ('waiting', 'active') RETURNING ${COLUMNS}`,
-      [taskId],
-    );
-    const task = rows[0];
+  async requestCancel(
+    taskId: string,
+    removeJob: () => Promise<boolean>,
+    afterRequest?: (tx: Prisma.TransactionClient, task: TaskRow) => Promise<void>,
+  ): Promise<TaskRow | null> {
+    const task = await this.db.prisma.$transaction(async (tx) => {
+      const rows = await tx.$queryRawUnsafe<TaskRow[]>(
+        `UPDATE task SET cancel_requested = true WHERE id = $1 AND state IN ('waiting', 'active') RETURNING ${COLUMNS}`,
+        taskId,
+      );
+      if (rows[0]) await afterRequest?.(tx, rows[0]);
+      return rows[0];
+    });
     if (!task) return null;
     if ((task.state === "waiting" || task.leaseLapsed) && (await removeJob())) {
       await this.pool.query(

@@ -91,7 +91,7 @@ export async function createGateway(deps: AppDeps): Promise<Gateway> {
   addTestRoutes(gms, deps.http);
   app.use(GMS_PATHS, gms);
 
-  const dashboard = queueDashboard(deps.queues, deps.services.engine);
+  const dashboard = queueDashboard(deps.queues, deps.services.engine, deps.services.prisma);
   app.use(DASHBOARD_PATH, dashboard.guard, dashboard.router);
 
   app.use(notFoundHandler);

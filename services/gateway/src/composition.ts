@@ -49,6 +49,14 @@ export async function composeServices(config: Config, connections: Connections, 
   const tokens = new TokenService(tokenStore, tokenVerifier, engine, config, rateLimits);
   const registry = EntityRegistry.load(config.ENTITY_REGISTRY_PATH);
   const evaluateProducer = new Producer("evaluate", connections.redis, config.QUEUE_PREFIX);
+  const truncateProducer = new Producer("truncate", connections.redis, config.QUEUE_PREFIX);
+  const tasks = new TaskService(
+    connections.db,
+    engine,
+    [truncateProducer, evaluateProducer],
+    logger,
+    config.URN_NAMESPACE,
+  );
   const services: Services = {
     prisma,
     engine,
@@ -58,6 +66,7 @@ export async function composeServices(config: Config, connections: Connections, 
     audit: new AuditService(prisma, engine),
     tests: new MetadataTestService(prisma, engine, registry, config),
     testRuns: new TestRunService(connections.db, registry, engine, evaluateProducer, logger, rateLimits),
+    tasks,
     rateLimits,
   };
   const aspects = new AspectRepository();
@@ -67,9 +76,15 @@ export async function composeServices(config: Config, connections: Connections, 
     maxFutureMillis: config.TIMESERIES_MAX_FUTURE_MS,
   });
   const ingestion = new IngestionService(connections.db, registry, aspects, timeseries, engine);
-  const truncateProducer = new Producer("truncate", connections.redis, config.QUEUE_PREFIX);
-  const truncation = new TruncationService(connections.db, registry, timeseries, truncateProducer, engine, logger);
-  const tasks = new TaskService(connections.db, engine, [truncateProducer, evaluateProducer], logger);
+  const truncation = new TruncationService(
+    connections.db,
+    registry,
+    timeseries,
+    truncateProducer,
+    engine,
+    logger,
+    config.URN_NAMESPACE,
+  );
   // The invalidation bus's subscriber connection carries this gateway's evaluation replies too.
   const evaluationReplies = await ReplyInbox.open(connections.subscriber, config.QUEUE_PREFIX, QUEUE_NAMES.evaluate);
   const evaluation = new EvaluationService(

@@ -1,4 +1,4 @@
-import { DelayedError, UnrecoverableError } from "bullmq";
+import { DelayedError, UnrecoverableError, type Job } from "bullmq";
 import type { Logger } from "@mdp/core";
 import {
   deleteBatch,
@@ -10,7 +10,7 @@ import {
   type TimeseriesStore,
   type TruncationPlan,
 } from "@mdp/db";
-import { truncatePayload, type JobHandler, type Payload, type Producer } from "@mdp/queues";
+import { JobCancelledError, truncatePayload, type JobHandler, type Payload, type Producer } from "@mdp/queues";
 import { cancellationReason, isLastAttempt, type ReconciledKind, type TaskLifecycle } from "@mdp/tasks";
 import { performance } from "node:perf_hooks";
 import type pg from "pg";
@@ -23,7 +23,12 @@ export interface TruncateDeps {
   logger: Logger;
   /** aborted when the process is asked to stop: the job hands itself back between steps */
   shutdownSignal: AbortSignal;
+  /** the least time between two progress reports to the job (Bull Board's bar); default PROGRESS_INTERVAL_MS */
+  progressIntervalMs?: number;
 }
+
+/** Batches can take milliseconds: the job's progress (one Redis round trip) is reported at most this often. */
+export const PROGRESS_INTERVAL_MS = 1000;
 
 export interface TruncateProgress {
   deleted: number;
@@ -89,6 +94,8 @@ export function createTruncateHandler(deps: TruncateDeps): JobHandler<"truncate"
       });
     };
 
+    const dashboard = dashboardProgress(job, deps.progressIntervalMs ?? PROGRESS_INTERVAL_MS);
+
     const checkpoint = async () => {
       if (deps.shutdownSignal.aborted) await tasks.handBack(lease, job, token);
       if (deadline !== undefined && Date.now() >= deadline) await timeOut();
@@ -96,7 +103,7 @@ export function createTruncateHandler(deps: TruncateDeps): JobHandler<"truncate"
       if (cancelRequested) {
         const reason = cancellationReason({ ...task, startedAt, progress: { ...progress } });
         await tasks.cancel(lease, reason, progress);
-        throw new UnrecoverableError(reason);
+        throw new JobCancelledError(reason);
       }
     };
     const step = async (work: (client: pg.PoolClient) => Promise<StepOutcome>) => {
@@ -112,8 +119,7 @@ export function createTruncateHandler(deps: TruncateDeps): JobHandler<"truncate"
       });
       // How long each transaction held its locks: what operators (and bench/truncate) watch.
       deps.logger.debug({ taskId: payload.taskId, deleted, stepMs: performance.now() - started }, "truncation step");
-      // The dashboard's copy; the task row is the truth, so a Redis hiccup here must not fail the step.
-      await job.updateProgress({ ...progress }).catch(() => undefined);
+      await dashboard.report(progress);
     };
 
     try {
@@ -128,6 +134,7 @@ export function createTruncateHandler(deps: TruncateDeps): JobHandler<"truncate"
       }
       const result = { deleted: progress.deleted, batches: progress.batches };
       await tasks.complete(lease, progress, result);
+      await dashboard.report(progress, true);
       return result;
     } catch (error) {
       if (error instanceof UnrecoverableError || error instanceof DelayedError) throw error;
@@ -158,6 +165,23 @@ async function executePlan(
     });
     deleted = n;
   } while (deleted === payload.batchSize);
+}
+
+/**
+ * The job's copy of the progress, which Bull Board draws as a bar: it reads a number, or an object's `progress`
+ * number (0–100), so the percent goes there and the counts beside it. Throttled to one report per `intervalMs` (the
+ * first step and the end always report); the task row stays the truth, so a Redis hiccup here never fails a step.
+ */
+function dashboardProgress(job: Job, intervalMs: number) {
+  let last = Number.NEGATIVE_INFINITY;
+  return {
+    async report(progress: TruncateProgress, final = false): Promise<void> {
+      const now = performance.now();
+      if (!final && now - last < intervalMs) return;
+      last = now;
+      await job.updateProgress({ progress: progress.percent, ...progress }).catch(() => undefined);
+    },
+  };
 }
 
 function progressOf(value: unknown): TruncateProgress {

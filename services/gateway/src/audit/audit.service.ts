@@ -1,5 +1,5 @@
 import type { Prisma, PrismaClient } from "@mdp/db";
-import { parseUrnField } from "@mdp/core";
+import { badInput, parseUrnField } from "@mdp/core";
 import type { Actor } from "../auth/actor";
 import { pageOf } from "../graphql/paging";
 import type { PolicyEngine } from "../policies/policy-engine";
@@ -25,6 +25,10 @@ export interface ListAuditEventsInput {
   actorUrn?: string | null;
   action?: string | null;
   targetUrn?: string | null;
+  /** epoch ms, inclusive */
+  since?: number | null;
+  /** epoch ms, exclusive */
+  until?: number | null;
 }
 
 /** Reading the audit trail: MANAGE_POLICIES, newest first. */
@@ -45,14 +49,29 @@ async function listAuditEvents(prisma: PrismaClient, input: ListAuditEventsInput
   // A mistyped urn would otherwise match nothing, which reads as "no such events".
   if (input.actorUrn) parseUrnField("input.actorUrn", input.actorUrn, "corpuser");
   if (input.targetUrn) parseUrnField("input.targetUrn", input.targetUrn);
+  for (const field of ["since", "until"] as const) {
+    const value = input[field];
+    if (value != null && value < 0) throw badInput(`input.${field} must be epoch milliseconds, 0 or more`);
+  }
+  const createdAt = {
+    ...(input.since != null ? { gte: new Date(input.since) } : {}),
+    ...(input.until != null ? { lt: new Date(input.until) } : {}),
+  };
   const where: Prisma.AuditEventWhereInput = {
     ...(input.actorUrn ? { actorUrn: input.actorUrn } : {}),
     ...(input.action ? { action: input.action } : {}),
     ...(input.targetUrn ? { targetUrn: input.targetUrn } : {}),
+    ...(Object.keys(createdAt).length > 0 ? { createdAt } : {}),
   };
+  // Newest first along the (…, created_at DESC) indexes; id orders the rows of one millisecond.
   const [total, rows] = await prisma.$transaction([
     prisma.auditEvent.count({ where }),
-    prisma.auditEvent.findMany({ where, orderBy: { id: "desc" }, skip: start, take: count }),
+    prisma.auditEvent.findMany({
+      where,
+      orderBy: [{ createdAt: "desc" }, { id: "desc" }],
+      skip: start,
+      take: count,
+    }),
   ]);
   return {
     start,

@@ -4,6 +4,7 @@ import type { Actor } from "../auth/actor";
 import type { RateLimits } from "../http/rate-limits";
 import type { MetadataTestService } from "../metadata-tests/metadata-test.service";
 import type { TestRunService } from "../metadata-tests/test-run.service";
+import type { TaskService } from "../operations/task.service";
 import type { GroupService } from "../policies/group.service";
 import type { PolicyEngine } from "../policies/policy-engine";
 import type { PolicyService } from "../policies/policy.service";
@@ -19,6 +20,7 @@ export interface Services {
   audit: AuditService;
   tests: MetadataTestService;
   testRuns: TestRunService;
+  tasks: TaskService;
   rateLimits: RateLimits;
 }
 

@@ -2,6 +2,7 @@ import { refuseUnstorable } from "@mdp/core";
 import type { GraphQLContext } from "./context";
 import { Long } from "./modules/scalars";
 import { policyResolvers, policyTypeDefs } from "./modules/policies.graphql";
+import { taskResolvers, taskTypeDefs } from "./modules/tasks.graphql";
 import { testResolvers, testTypeDefs } from "./modules/tests.graphql";
 import { tokenResolvers, tokenTypeDefs } from "./modules/tokens.graphql";
 
@@ -33,7 +34,7 @@ const rootResolvers = {
   },
 };
 
-export const typeDefs = [rootTypeDefs, tokenTypeDefs, policyTypeDefs, testTypeDefs];
+export const typeDefs = [rootTypeDefs, tokenTypeDefs, policyTypeDefs, testTypeDefs, taskTypeDefs];
 type Resolver = (parent: unknown, args: Record<string, unknown>, ...rest: unknown[]) => unknown;
 
 /** Every query and mutation refuses arguments holding what cannot be stored, naming the argument (see refuseUnstorable). */
@@ -60,4 +61,5 @@ export const resolvers = [
   refusingUnstorable(tokenResolvers),
   refusingUnstorable(policyResolvers),
   refusingUnstorable(testResolvers),
+  refusingUnstorable(taskResolvers),
 ];

@@ -4,7 +4,7 @@ import type { EntityRegistry } from "@mdp/core";
 import type { TimeseriesStore } from "@mdp/db";
 import { action, addActions, addGetRoute } from "../http/action-router";
 import type { PolicyEngine } from "../policies/policy-engine";
-import type { TaskService } from "./task.service";
+import { listTasksRequest, type TaskService } from "./task.service";
 import { truncateRequest, type TruncationService } from "./truncation.service";
 
 export interface OperationsDeps {
@@ -52,6 +52,16 @@ export function addOperationsRoutes(router: Router, deps: OperationsDeps): void 
         "same 403 unless the caller holds GET_TASK_STATUS.",
       request: taskRequest,
       handler: ({ taskId }, actor) => deps.tasks.cancel(actor, taskId),
+    }),
+    listTasks: action({
+      summary: "Tasks, newest first, filtered by type, state, creator and creation time",
+      description:
+        "`state` is the state getTaskStatus shows (a running task whose worker stopped responding is waiting); " +
+        "`createdAfter` is inclusive, `createdBefore` exclusive (epoch ms). Pages of 1 to 100 (default 20), " +
+        "starting at most 10,000 in: page further back with createdBefore.",
+      requires: { privilege: "GET_TASK_STATUS", to: "list tasks" },
+      request: listTasksRequest,
+      handler: (input, actor) => deps.tasks.list(actor, input),
     }),
     getIndexSizes: action({
       summary: "Rows, size and time range of every time-series aspect that holds data",

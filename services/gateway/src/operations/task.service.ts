@@ -1,8 +1,20 @@
-import { AppError, forbidden, notFound, refuseUnstorable, requireIdLength, type Logger } from "@mdp/core";
+import { z } from "zod";
+import {
+  AppError,
+  forbidden,
+  makeUrn,
+  notFound,
+  parseUrnField,
+  refuseUnstorable,
+  requireIdLength,
+  type Logger,
+} from "@mdp/core";
 import type { Database } from "@mdp/db";
 import type { Producer } from "@mdp/queues";
-import { presentState, TaskLifecycle, type TaskRow, type TaskType } from "@mdp/tasks";
+import { listTasks, presentState, TaskLifecycle, type TaskRow, type TaskType } from "@mdp/tasks";
+import { recordAudit } from "../audit/audit.service";
 import type { Actor } from "../auth/actor";
+import { parseBody } from "../http/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
 import type { Privilege } from "../policies/privileges";
 
@@ -17,6 +29,8 @@ export interface TaskStatus {
   failedReason: string | null;
   attemptsMade: number;
   cancelRequested: boolean;
+  /** the urn of the user who asked for it */
+  createdBy: string;
   createdAt: number;
   startedAt: number | null;
   finishedAt: number | null;
@@ -26,6 +40,56 @@ const CANCEL_PRIVILEGE: Record<TaskType, Privilege> = {
   TRUNCATE_TIMESERIES: "TRUNCATE_TIMESERIES_INDEX",
   EVALUATE_TESTS: "MANAGE_TESTS",
 };
+
+/** listTasks pages at most this many tasks, and starts at most this far in (filter by time to go further back). */
+export const MAX_TASKS_PER_PAGE = 100;
+export const MAX_TASKS_START = 10_000;
+
+const epochMillis = (field: string) =>
+  z
+    .number({ error: `must be a whole number of epoch milliseconds (${field})` })
+    .int({ error: `must be a whole number of epoch milliseconds (${field})` })
+    .nonnegative({ error: "must be 0 or more" });
+
+/** listTasks' request (HTTP body and GraphQL input alike): strict, every size bounded. */
+export const listTasksRequest = z.strictObject({
+  type: z
+    .enum(["TRUNCATE_TIMESERIES", "EVALUATE_TESTS"], { error: "must be TRUNCATE_TIMESERIES or EVALUATE_TESTS" })
+    .optional(),
+  state: z
+    .enum(["waiting", "active", "completed", "failed", "cancelled"], {
+      error: "must be one of waiting, active, completed, failed, cancelled",
+    })
+    .optional(),
+  createdBy: z.string({ error: "must be a corpuser urn" }).optional(),
+  createdAfter: epochMillis("inclusive").optional(),
+  createdBefore: epochMillis("exclusive").optional(),
+  start: z
+    .number({ error: `must be a whole number from 0 to ${MAX_TASKS_START}` })
+    .int({ error: `must be a whole number from 0 to ${MAX_TASKS_START}` })
+    .min(0, { error: `must be a whole number from 0 to ${MAX_TASKS_START}` })
+    .max(MAX_TASKS_START, {
+      error: `must be at most ${MAX_TASKS_START} (page further back with createdBefore)`,
+    })
+    .default(0),
+  count: z
+    .number({ error: `must be a whole number from 1 to ${MAX_TASKS_PER_PAGE}` })
+    .int({ error: `must be a whole number from 1 to ${MAX_TASKS_PER_PAGE}` })
+    .min(1, { error: `must be a whole number from 1 to ${MAX_TASKS_PER_PAGE}` })
+    .max(MAX_TASKS_PER_PAGE, { error: `must be at most ${MAX_TASKS_PER_PAGE} (tasks one page holds)` })
+    .default(20),
+});
+
+export interface TaskList {
+  start: number;
+  count: number;
+  total: number;
+  /** newest first */
+  tasks: TaskStatus[];
+}
+
+/** The urn audit rows name a task by (its target). */
+export const taskUrn = (namespace: string, taskId: string): string => makeUrn(namespace, "task", taskId);
 
 /**
  * What a task row says, truthfully at this moment: an active task whose worker stopped renewing its lease reads as
@@ -43,6 +107,7 @@ export function statusOf(task: TaskRow): TaskStatus {
     failedReason,
     attemptsMade: task.attemptsMade,
     cancelRequested: task.cancelRequested,
+    createdBy: task.createdBy,
     createdAt: task.createdAt.getTime(),
     startedAt: task.startedAt?.getTime() ?? null,
     finishedAt: task.finishedAt?.getTime() ?? null,
@@ -54,10 +119,11 @@ export class TaskService {
   private readonly tasks: TaskLifecycle;
 
   constructor(
-    db: Database,
+    private readonly db: Database,
     private readonly engine: PolicyEngine,
     private readonly producers: Array<Producer<"truncate"> | Producer<"evaluate">>,
     private readonly logger: Logger,
+    private readonly urnNamespace: string,
   ) {
     this.tasks = new TaskLifecycle(db, logger);
   }
@@ -65,6 +131,16 @@ export class TaskService {
   async status(actor: Actor, taskId: string): Promise<TaskStatus> {
     await this.engine.require(actor, "GET_TASK_STATUS", "get task status");
     return statusOf(await this.find(taskId));
+  }
+
+  /** listTasks: tasks newest first, filtered by type, state (as status shows it), creator and creation time. */
+  async list(actor: Actor, body: unknown): Promise<TaskList> {
+    await this.engine.require(actor, "GET_TASK_STATUS", "list tasks");
+    const { start, count, ...filter } = parseBody(listTasksRequest, body ?? {});
+    // A mistyped user would otherwise list nothing, which reads as "they started no task".
+    if (filter.createdBy !== undefined) parseUrnField("createdBy", filter.createdBy, "corpuser");
+    const page = await listTasks(this.db.pool, filter, { start, count });
+    return { ...page, tasks: page.tasks.map(statusOf) };
   }
 
   /**
@@ -76,7 +152,13 @@ export class TaskService {
     if (task.state !== "waiting" && task.state !== "active") {
       throw new AppError("CONFLICT", `Task ${taskId} is already ${task.state}`);
     }
-    const after = await this.tasks.requestCancel(taskId, () => this.removeWaitingJob(taskId));
+    const after = await this.tasks.requestCancel(
+      taskId,
+      () => this.removeWaitingJob(taskId),
+      // The request and its audit row commit together; a task that finished meanwhile gets neither.
+      (tx, row) =>
+        recordAudit(tx, actor, "task.cancel", taskUrn(this.urnNamespace, taskId), { type: row.type, state: row.state }),
+    );
     if (!after) throw new AppError("CONFLICT", `Task ${taskId} is already ${(await this.find(taskId)).state}`);
     return statusOf(after);
   }

@@ -4,9 +4,11 @@ import type { EntityRegistry, Logger } from "@mdp/core";
 import { planTruncation, type Database, type TimeseriesStore, type TruncationPlan } from "@mdp/db";
 import type { Producer } from "@mdp/queues";
 import { TaskLifecycle } from "@mdp/tasks";
+import { recordAudit } from "../audit/audit.service";
 import type { Actor } from "../auth/actor";
 import { parseBody } from "../http/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
+import { taskUrn } from "./task.service";
 
 const wholeNumber = (what: string) => z.number({ error: `must be ${what}` }).int({ error: `must be ${what}` });
 
@@ -32,6 +34,7 @@ export class TruncationService {
     private readonly producer: Producer<"truncate">,
     private readonly engine: PolicyEngine,
     logger: Logger,
+    private readonly urnNamespace: string,
   ) {
     this.tasks = new TaskLifecycle(db, logger);
   }
@@ -49,7 +52,8 @@ export class TruncationService {
 
   /**
    * Identical requests share the task that is still waiting or active, unless it is being cancelled (it will not do
-   * what is asked again); otherwise a new task row, then its job.
+   * what is asked again); otherwise a new task row with its audit row, then its job. A dry run changes nothing and is
+   * not audited.
    */
   private async start(actor: Actor, request: TruncateRequest): Promise<string> {
     const { dryRun: _, ...operation } = request;
@@ -64,6 +68,9 @@ export class TruncationService {
         progress: { deleted: 0, toDelete: 0, batches: 0, percent: 0 },
         createdBy: actor.urn,
         what: "a truncation task",
+        // The new task and its audit row commit together; a request that joins an identical running task adds none.
+        afterInsert: (tx, id) =>
+          recordAudit(tx, actor, "timeseries.truncate", taskUrn(this.urnNamespace, id), { taskId: id, ...operation }),
       },
       {
         enqueue: (id) => this.producer.enqueue(id, { taskId: id, ...operation }),

@@ -1,4 +1,5 @@
 import type { Policy } from "@mdp/db";
+import type { ListAuditEventsInput } from "../../audit/audit.service";
 import type { GraphQLContext } from "../context";
 import type { PolicyUpdateInput } from "../../policies/policy.service";
 
@@ -97,7 +98,7 @@ export const policyTypeDefs = /* GraphQL */ `
   type AuditEvent {
     id: String!
     actorUrn: String!
-    "e.g. accessToken.create, accessToken.revoke, policy.update, group.addMembers"
+    "e.g. accessToken.create, timeseries.truncate, task.cancel, queue.retryJob (docs/audit.md lists them all)"
     action: String!
     targetUrn: String
     "JSON object"
@@ -108,9 +109,16 @@ export const policyTypeDefs = /* GraphQL */ `
   input ListAuditEventsInput {
     start: Int = 0
     count: Int = 20
+    "who acted (a corpuser urn)"
     actorUrn: String
+    "an action name of docs/audit.md, e.g. timeseries.truncate"
     action: String
+    "what it acted on (a urn; a task is urn:li:task:<taskId>)"
     targetUrn: String
+    "epoch ms, inclusive"
+    since: Long
+    "epoch ms, exclusive"
+    until: Long
   }
 
   type ListAuditEventsResult {
@@ -150,7 +158,7 @@ export const policyResolvers = {
       ctx.services.policies.list(ctx.actor, args.input),
     listGroups: (_: unknown, args: { input: Paging }, ctx: GraphQLContext) =>
       ctx.services.groups.list(ctx.actor, args.input),
-    listAuditEvents: async (_: unknown, args: { input: Paging & Record<string, string | null> }, ctx: GraphQLContext) =>
+    listAuditEvents: async (_: unknown, args: { input: ListAuditEventsInput }, ctx: GraphQLContext) =>
       ctx.services.audit.list(ctx.actor, args.input),
   },
   Mutation: {
