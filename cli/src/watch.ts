@@ -27,9 +27,7 @@ const RATE_WINDOW_MS = 10_000;
 export async function watchTask(client: ApiClient, taskId: string, options: WatchOptions = {}): Promise<ExitCode> {
   const interactive = Boolean(process.stdin.isTTY && process.stderr.isTTY && !options.json);
   const intervalMs = options.intervalMs ?? 500;
-  const view = interactive
-    ? new ProgressBarView(taskId)
-    : new StatusLineView(taskId, options.json ? "stderr" : "stdout");
+  const view = interactive ? new ProgressBarView() : new StatusLineView(taskId, options.json ? "stderr" : "stdout");
 
   let interrupted = false;
   let wake: (() => void) | undefined;
@@ -38,6 +36,7 @@ export async function watchTask(client: ApiClient, taskId: string, options: Watc
     wake?.();
   };
   process.on("SIGINT", onSigint);
+  if (interactive) process.stderr.write(`watching task ${taskId} (Ctrl-C: cancel it or stop watching)\n`);
   try {
     let status = await poll(client, taskId);
     for (;;) {
@@ -168,8 +167,6 @@ class ProgressBarView implements View {
   private samples: Array<{ at: number; done: number }> = [];
   private latest: TaskStatus | undefined;
 
-  constructor(private readonly taskId: string) {}
-
   update(status: TaskStatus): void {
     this.latest = status;
     const { done, total, unit } = measure(status);
@@ -194,11 +191,11 @@ class ProgressBarView implements View {
     if (!this.bar) {
       this.bar = new SingleBar(
         {
-          format: `task ${this.taskId} {state} |{bar}| {percentage}% | {done}/{all} {unit} | {rate} | ETA {etaText}`,
+          format: "{state} |{bar}| {percentage}% | {done}/{all} {unit} | {rate} | ETA {etaText}",
           hideCursor: true,
           clearOnComplete: false,
           stopOnComplete: false,
-          barsize: 30,
+          barsize: 20,
         },
         Presets.shades_classic,
       );

@@ -7,6 +7,7 @@ import type { Authenticator } from "./auth/authenticator";
 import type { Services } from "./graphql/context";
 import { createGraphQLMiddleware } from "./graphql/server";
 import { errorHandler, notFoundHandler } from "./http/error-handler";
+import { addConfigRoute } from "./http/config.routes";
 import { addHealthRoutes } from "./http/health.routes";
 import { basicChallenge, basicTokenAsBearer, DASHBOARD_PATH, queueDashboard } from "./http/queue-dashboard";
 import { jsonBody } from "./http/json-body";
@@ -20,7 +21,8 @@ import type { Readiness } from "./readiness";
 
 /** 1 MiB, as body-parser reads "1mb" */
 export const BODY_LIMIT_BYTES = 1024 * 1024;
-export const GRAPHQL_PATHS = ["/api/graphql", "/graphql"];
+/** DataHub's SDK posts GraphQL to `{gms}/api/graphql`, with `{gms}` the base it also sends the operations to. */
+export const GRAPHQL_PATHS = ["/api/graphql", "/graphql", "/gms/api/graphql", "/api/gms/api/graphql"];
 /** Whether a request path is GraphQL's: routes match whatever the case, and Apollo's with a trailing slash too. */
 export const isGraphQLPath = (path: string) => GRAPHQL_PATHS.includes(path.replace(/\/$/, "").toLowerCase());
 /** The HTTP operations answer under both; the prefix before /gms depends on the deployment. */
@@ -89,6 +91,7 @@ export async function createGateway(deps: AppDeps): Promise<Gateway> {
   addMetadataRoutes(gms, deps.http);
   addOperationsRoutes(gms, deps.http);
   addTestRoutes(gms, deps.http);
+  addConfigRoute(gms); // DataHub's SDK checks its connection with GET {gms}/config
   app.use(GMS_PATHS, gms);
 
   const dashboard = queueDashboard(deps.queues, deps.services.engine, deps.services.prisma);

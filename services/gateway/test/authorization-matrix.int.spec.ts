@@ -50,6 +50,22 @@ const OPERATIONS: Operation[] = [
   { name: "listAccessTokens own (ownerUrn)", request: (c) => listWith([{ field: "ownerUrn", value: c }]) },
   { name: "listAccessTokens own (actorUrn)", request: (c) => listWith([{ field: "actorUrn", value: c }]) },
   { name: "listAccessTokens all", request: () => listWith([]) },
+  // DataHub's filters (docs/datahub-clients.md): the expired ones of everyone, and "not mine", are everyone's tokens.
+  {
+    name: "listAccessTokens expired (DataHub's LESS_THAN on expiresAt)",
+    request: () => listWith([{ field: "expiresAt", values: [String(Date.now())], condition: "LESS_THAN" }]),
+  },
+  {
+    name: "listAccessTokens not own (DataHub's negated)",
+    request: (c) => listWith([{ field: "ownerUrn", values: [c], negated: true }]),
+  },
+  {
+    name: "getAccessToken for self (DataHub's deprecated query)",
+    request: (c) => ({
+      query: `query($i: GetAccessTokenInput!) { getAccessToken(input: $i) { accessToken } }`,
+      variables: { i: { type: "PERSONAL", actorUrn: c, duration: "ONE_HOUR" } },
+    }),
+  },
   { name: "listAccessTokens of another user", request: () => listWith([{ field: "actorUrn", value: STRANGER }]) },
   {
     name: "revokeAccessToken of a stranger",
@@ -83,11 +99,13 @@ const ALLOWED: Record<string, string[]> = {
     "createAccessToken for self",
     "listAccessTokens own (ownerUrn)",
     "listAccessTokens own (actorUrn)",
+    "getAccessToken for self (DataHub's deprecated query)",
   ],
   "holding MANAGE_ACCESS_TOKENS": OPERATIONS.map((o) => o.name).filter(
     (n) => !["createPolicy", "listPolicies", "createGroup", "listGroups", "listAuditEvents"].includes(n),
   ),
   "root (system client)": OPERATIONS.map((o) => o.name),
+  "root (system client as DataHub sends it: Basic id:secret, X-DataHub-Actor)": OPERATIONS.map((o) => o.name),
 };
 
 describe("authorization matrix", () => {
@@ -115,6 +133,13 @@ describe("authorization matrix", () => {
       callers[kind] = { urn, headers: bearer((await createToken(h, urn)).token) };
     }
     callers["root (system client)"] = { urn: ROOT, headers: systemClientHeaders(ROOT) };
+    callers["root (system client as DataHub sends it: Basic id:secret, X-DataHub-Actor)"] = {
+      urn: ROOT,
+      headers: {
+        authorization: `Basic ${h.config.SYSTEM_CLIENT_ID}:${h.config.SYSTEM_CLIENT_SECRET}`,
+        "x-datahub-actor": ROOT,
+      },
+    };
 
     const revoked = await createToken(h, GENERATOR);
     await h.graphql(`mutation { revokeAccessToken(tokenId: "${revoked.id}") }`, {}, systemClientHeaders(ROOT));
@@ -142,6 +167,21 @@ describe("authorization matrix", () => {
         outcome: "FORBIDDEN",
         message: "x-platform-actor 'urn:li:corpuser:manager' does not match the actor of the access token",
       },
+      "DataHub's actor header contradicting the token": {
+        headers: { ...generatorToken, "x-datahub-actor": MANAGER },
+        outcome: "FORBIDDEN",
+        message: "x-datahub-actor 'urn:li:corpuser:manager' does not match the actor of the access token",
+      },
+      "DataHub's actor header alone (auth enabled)": {
+        headers: { "x-datahub-actor": ROOT },
+        outcome: "UNAUTHENTICATED",
+        message: "Request is missing 'Authorization' header.",
+      },
+      "DataHub's Basic form with a wrong secret": {
+        headers: { authorization: `Basic ${h.config.SYSTEM_CLIENT_ID}:wrong`, "x-datahub-actor": ROOT },
+        outcome: "UNAUTHENTICATED",
+        message: "Invalid system client credentials.",
+      },
       "the actor header alone (auth enabled)": {
         headers: { "x-platform-actor": ROOT },
         outcome: "UNAUTHENTICATED",
@@ -164,6 +204,9 @@ describe("authorization matrix", () => {
     "an expired token",
     "a revoked token",
     "an actor header contradicting the token",
+    "DataHub's actor header contradicting the token",
+    "DataHub's actor header alone (auth enabled)",
+    "DataHub's Basic form with a wrong secret",
     "the actor header alone (auth enabled)",
   ])("a caller with %s", (kind) => {
     it.each(OPERATIONS.map((o) => [o.name, o] as const))("is refused %s with the reason", async (_name, op) => {
@@ -184,6 +227,33 @@ describe("authorization matrix", () => {
       const result = await outcomeOf(op, caller.urn, caller.headers);
       expect(result.outcome).toBe(expected);
       if (expected === "FORBIDDEN") expect(result.message).toContain(`${caller.urn} is unauthorized to`);
+    });
+  });
+
+  describe("DataHub's spellings over HTTP need the same privileges", () => {
+    it.each([
+      [
+        "truncateTimeseriesAspect of a lower-case aspect",
+        "truncateTimeseriesAspect",
+        { entityType: "dataset", aspect: "datasetusagestatistics", endTimeMillis: 1 },
+      ],
+      [
+        "truncateTimeseriesAspect with forceDeleteByQuery",
+        "truncateTimeseriesAspect",
+        { entityType: "query", aspect: "queryusagestatistics", endTimeMillis: 1, forceDeleteByQuery: true },
+      ],
+      ["getEsTaskStatus", "getEsTaskStatus", { task: "00000000-0000-4000-8000-000000000000" }],
+    ])("%s: 403 without the privilege, answered for root", async (_what, action, body) => {
+      const refused = await h.post(
+        `/gms/operations?action=${action}`,
+        body,
+        callers["holding MANAGE_ACCESS_TOKENS"]!.headers,
+      );
+      expect(refused.status).toBe(403);
+      const dataHubRoot =
+        callers["root (system client as DataHub sends it: Basic id:secret, X-DataHub-Actor)"]!.headers;
+      const answered = await h.post(`/gms/operations?action=${action}`, body, dataHubRoot);
+      expect(answered.status).toBe(action === "getEsTaskStatus" ? 404 : 200);
     });
   });
 

@@ -158,7 +158,7 @@ describe("bad input", () => {
         {},
         asRoot,
       );
-      expect(res.status).toBe(400);
+      expect(res.status).toBe(200); // a validation error, as application/json: errors[] with 200 (GraphQL over HTTP)
       expect(res.body.errors?.[0]).toMatchObject({
         message: expect.stringMatching(/^createAccessToken\(input\.duration\): Value "TWO_HOURS" does not exist/),
         extensions: { code: "BAD_USER_INPUT" },
@@ -180,7 +180,12 @@ describe("bad input", () => {
       expect(res.status).toBe(405);
       expect(res.headers.get("allow")).toBe("POST");
       expect(await res.json()).toEqual({
-        errors: [{ message: "GraphQL is served over POST only.", extensions: { code: "BAD_USER_INPUT" } }],
+        errors: [
+          {
+            message: "GraphQL is served over POST only.",
+            extensions: { code: "BAD_USER_INPUT", type: "BAD_REQUEST", datahubCode: 400 },
+          },
+        ],
       });
     });
 
@@ -194,7 +199,12 @@ describe("bad input", () => {
         });
         expect(res.status).toBe(415);
         expect(await res.json()).toEqual({
-          errors: [{ message: "Content-Type must be application/json.", extensions: { code: "BAD_USER_INPUT" } }],
+          errors: [
+            {
+              message: "Content-Type must be application/json.",
+              extensions: { code: "BAD_USER_INPUT", type: "BAD_REQUEST", datahubCode: 400 },
+            },
+          ],
         });
       },
     );

@@ -88,7 +88,12 @@ describe("answers during a PostgreSQL outage", () => {
       expect(body.errors).toEqual([
         {
           message: "PostgreSQL is unavailable; retry shortly.",
-          extensions: { code: "SERVICE_UNAVAILABLE", details: { retryAfterSeconds: OUTAGE_RETRY_AFTER_SECONDS } },
+          extensions: {
+            code: "SERVICE_UNAVAILABLE",
+            type: "SERVICE_UNAVAILABLE",
+            datahubCode: 503,
+            details: { retryAfterSeconds: OUTAGE_RETRY_AFTER_SECONDS },
+          },
         },
       ]);
     } finally {

@@ -57,6 +57,15 @@ export class EntityRegistry {
           );
         }
         joined.set(`${entityType}_${name}`, `${entityType}.${name}`);
+        // DataHub's index names are lower case, so its clients may spell an aspect so (datahub-gc sends
+        // datasetusagestatistics): two aspects alike but for case would make that spelling mean either.
+        const sameButCase = def.timeseriesAspects.find((o) => o !== name && o.toLowerCase() === name.toLowerCase());
+        if (sameButCase) {
+          throw new Error(
+            `Entity registry ${source}: time-series aspects ${entityType}.${sameButCase} and ${entityType}.${name} ` +
+              `differ only in letter case; rename one of them`,
+          );
+        }
       }
       entities.set(entityType, aspects);
     }
@@ -116,9 +125,20 @@ export class EntityRegistry {
     return result;
   }
 
-  /** The time-series index for entityType + aspect; NOT_FOUND listing the known ones when it is not registered. */
+  /**
+   * The time-series index for entityType + aspect; NOT_FOUND listing the known ones when it is not registered. The
+   * aspect may be spelled in lower case, as DataHub's index names have it (datasetusagestatistics): that spelling
+   * means the one registered time-series aspect of the entity type it lowercases to (the loader refuses two alike but
+   * for case). The entity type is exact.
+   */
   timeseriesIndex(entityType: string, aspectName: string): TimeseriesIndex {
-    if (this.entities.get(entityType)?.get(aspectName) !== "timeseries") {
+    const aspects = this.entities.get(entityType);
+    if (aspects && aspects.get(aspectName) !== "timeseries" && aspectName === aspectName.toLowerCase()) {
+      for (const [name, kind] of aspects) {
+        if (kind === "timeseries" && name.toLowerCase() === aspectName) return timeseriesIndex(entityType, name);
+      }
+    }
+    if (aspects?.get(aspectName) !== "timeseries") {
       const known = this.timeseriesIndexes().map((i) => `${i.entityType}/${i.aspectName}`);
       throw notFound(
         `No time-series aspect '${abbreviated(aspectName)}' for entity type '${abbreviated(entityType)}'; known: ${known.join(", ")}`,

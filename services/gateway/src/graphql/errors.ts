@@ -28,8 +28,9 @@ const CALLER_ERROR_CODES = new Set([
 
 /** AppError → GraphQLError with the contract's extensions.code. */
 export function toGraphQLError(error: AppError): GraphQLError {
+  const code = ERROR_CODES[error.code].graphql;
   return new GraphQLError(abbreviateEchoes(error.message), {
-    extensions: { code: ERROR_CODES[error.code].graphql, ...(error.details ? { details: error.details } : {}) },
+    extensions: { code, ...dataHubCodeOf(code), ...(error.details ? { details: error.details } : {}) },
   });
 }
 
@@ -42,10 +43,35 @@ export function toGraphQLError(error: AppError): GraphQLError {
 export function formatError(logger: Logger) {
   const toContract = contractError(logger);
   return (formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError => {
-    const answer = toContract(formatted, error);
+    const answer = withDataHubCode(toContract(formatted, error));
     // Every message, graphql-js's and Apollo's above all, which repeat the client's names and values in full.
     return answer.message.length > ECHO_LIMIT ? { ...answer, message: abbreviateEchoes(answer.message) } : answer;
   };
+}
+
+/**
+ * DataHub's own error codes (DataHubGraphQLErrorCode: its `extensions.code` is the number, `extensions.type` the
+ * name), for each of the contract's codes that has one. `extensions.code` stays the contract's string; the number goes
+ * in `datahubCode` beside DataHub's `type` (docs/datahub-clients.md). No DataHub code: neither key.
+ */
+export const DATAHUB_ERROR_CODES: Readonly<Record<string, { type: string; code: number }>> = {
+  BAD_USER_INPUT: { type: "BAD_REQUEST", code: 400 },
+  FORBIDDEN: { type: "UNAUTHORIZED", code: 403 },
+  NOT_FOUND: { type: "NOT_FOUND", code: 404 },
+  CONFLICT: { type: "CONFLICT", code: 409 },
+  SERVICE_UNAVAILABLE: { type: "SERVICE_UNAVAILABLE", code: 503 },
+  INTERNAL_SERVER_ERROR: { type: "SERVER_ERROR", code: 500 },
+};
+
+function dataHubCodeOf(code: unknown): { type: string; datahubCode: number } | Record<string, never> {
+  const datahub =
+    typeof code === "string" && Object.hasOwn(DATAHUB_ERROR_CODES, code) ? DATAHUB_ERROR_CODES[code] : null;
+  return datahub ? { type: datahub.type, datahubCode: datahub.code } : {};
+}
+
+function withDataHubCode(answer: GraphQLFormattedError): GraphQLFormattedError {
+  const extra = dataHubCodeOf(answer.extensions?.code);
+  return "type" in extra ? { ...answer, extensions: { ...answer.extensions, ...extra } } : answer;
 }
 
 function contractError(logger: Logger) {

@@ -12,6 +12,7 @@ import { PARSE_OPTIONS, refuseOversizedDocuments } from "./document-limits";
 import { formatError } from "./errors";
 import { queryCostLimit } from "./query-cost";
 import { armor, queryLimits } from "./query-limits";
+import { requestErrorStatus } from "./request-error-status";
 import { retryAfterStatus } from "./retry-status";
 import { resolvers, typeDefs } from "./schema";
 import { rewriteTypeAliases } from "./type-aliases";
@@ -63,6 +64,8 @@ export async function createGraphQLMiddleware(
       noStore,
       // 429 / 503 with Retry-After for an operation refused for a reason to wait out (rate limit, outage)
       retryAfterStatus,
+      // 200 with errors[] for a refused request answered as application/json (DataHub's clients read nothing else)
+      requestErrorStatus,
       queryCostLimit,
       ...armor.plugins,
     ],

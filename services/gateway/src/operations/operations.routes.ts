@@ -4,6 +4,7 @@ import type { EntityRegistry } from "@mdp/core";
 import type { TimeseriesStore } from "@mdp/db";
 import { action, addActions, addGetRoute } from "../http/action-router";
 import type { PolicyEngine } from "../policies/policy-engine";
+import { esTaskStatus, esTaskStatusRequest } from "./es-task-status";
 import { listTasksRequest, type TaskService } from "./task.service";
 import { truncateRequest, type TruncationService } from "./truncation.service";
 
@@ -44,6 +45,15 @@ export function addOperationsRoutes(router: Router, deps: OperationsDeps): void 
       request: taskRequest,
       handler: ({ taskId }, actor) => deps.tasks.status(actor, taskId),
     }),
+    getEsTaskStatus: action({
+      summary: "DataHub's getEsTaskStatus: a task's status in DataHub's shape",
+      description:
+        "`task` is the taskId truncateTimeseriesAspect answered; the answer is a JSON text " +
+        "`{completed, taskId, status, runTimeNanos}` with `status` what getTaskStatus answers.",
+      requires: taskStatus,
+      request: esTaskStatusRequest,
+      handler: (input, actor) => esTaskStatus(deps, actor, input),
+    }),
     cancelTask: action({
       summary: "Ask a waiting or running task to stop",
       requires: null,
@@ -83,6 +93,8 @@ export function addOperationsRoutes(router: Router, deps: OperationsDeps): void 
                 aspectName: s.aspectName,
                 rowCount: s.rowCount,
                 sizeInMb: Math.round((s.sizeBytes / MB) * 100) / 100,
+                // DataHub's deprecated name of sizeInMb, still read by older clients: the same number
+                sizeMb: Math.round((s.sizeBytes / MB) * 100) / 100,
                 oldestTimestampMillis: s.oldestTimestampMillis,
                 newestTimestampMillis: s.newestTimestampMillis,
               },

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
-import type { EntityRegistry, Logger } from "@mdp/core";
+import { badInput, type EntityRegistry, type Logger } from "@mdp/core";
 import { planTruncation, type Database, type TimeseriesStore, type TruncationPlan } from "@mdp/db";
 import type { Producer } from "@mdp/queues";
 import { TaskLifecycle } from "@mdp/tasks";
@@ -19,9 +19,13 @@ export const truncateRequest = z.strictObject({
   dryRun: z.boolean({ error: "must be true or false" }).default(true),
   batchSize: wholeNumber("a whole number from 1 to 1000000").min(1).max(1_000_000).default(10_000),
   timeoutSeconds: wholeNumber("a whole number of seconds, at least 1").min(1).optional(),
+  // DataHub's choice between its two Elasticsearch strategies; here they only name the strategy the dry run reports
+  // (docs/datahub-clients.md): what is deleted, and how, is the same.
+  forceDeleteByQuery: z.boolean({ error: "must be true or false" }).optional(),
+  forceReindex: z.boolean({ error: "must be true or false" }).optional(),
 });
 
-export type TruncateRequest = z.output<typeof truncateRequest>;
+export type TruncateRequest = Omit<z.output<typeof truncateRequest>, "forceDeleteByQuery" | "forceReindex">;
 
 /** truncateTimeseriesAspect: the dry-run report, or a durable task and its job (CONTRACT.md). */
 export class TruncationService {
@@ -41,11 +45,17 @@ export class TruncationService {
 
   async truncate(actor: Actor, body: unknown): Promise<string> {
     await this.engine.require(actor, "TRUNCATE_TIMESERIES_INDEX", "truncate time-series indexes");
-    const request = parseBody(truncateRequest, body);
-    this.registry.timeseriesIndex(request.entityType, request.aspect); // 404 listing the known ones
+    const { forceDeleteByQuery, forceReindex, ...parsed } = parseBody(truncateRequest, body);
+    if (forceDeleteByQuery !== undefined && forceDeleteByQuery === forceReindex) {
+      throw badInput("Set only one of forceDeleteByQuery and forceReindex to true (as DataHub asks).");
+    }
+    // 404 listing the known ones; a lower-case spelling (DataHub's index names) becomes the registered name
+    const request = { ...parsed, aspect: this.registry.timeseriesIndex(parsed.entityType, parsed.aspect).aspectName };
     if (request.dryRun) {
       const ref = { entityType: request.entityType, aspectName: request.aspect };
-      return report(await planTruncation(this.db.pool, await this.store.partitions(ref), request.endTimeMillis));
+      const plan = await planTruncation(this.db.pool, await this.store.partitions(ref), request.endTimeMillis);
+      const forced = forceDeleteByQuery ? "deleteByQuery" : forceReindex ? "reindex" : undefined;
+      return report(forced ? { ...plan, strategy: forced } : plan);
     }
     return this.start(actor, request);
   }

@@ -8,7 +8,8 @@ import type { PolicyEngine } from "../policies/policy-engine";
 import { privilegesMissing } from "../policies/privileges";
 import { Hs256, JwtError, type AccessTokenClaims } from "./jwt";
 import { hashToken } from "./token-hash";
-import { isTokenFilterField, TOKEN_FILTER_FIELDS, type TokenMetadata, type TokenStore } from "./token.store";
+import { tokenFilterOf, type FacetFilterInput } from "./token-filters";
+import type { TokenMetadata, TokenStore } from "./token.store";
 import type { TokenVerifier } from "./token.verifier";
 
 export type { TokenMetadata } from "./token.store";
@@ -34,14 +35,15 @@ export interface CreateTokenInput {
   type: "PERSONAL";
   actorUrn: string;
   duration: AccessTokenDuration;
-  name: string;
+  /** required (GraphQL's type leaves it optional for the deprecated getAccessToken, which names its tokens) */
+  name?: string | null;
   description?: string | null;
 }
 
 export interface ListTokensInput {
   start?: number | null;
   count?: number | null;
-  filters?: Array<{ field: string; value?: string | null; values?: string[] | null }> | null;
+  filters?: FacetFilterInput[] | null;
 }
 
 /**
@@ -69,6 +71,7 @@ export class TokenService {
       await this.policies.require(actor, "MANAGE_ACCESS_TOKENS", "generate access tokens for other users");
       await this.requireNoStrongerThanMinter(actor, input.actorUrn);
     }
+    if (input.name == null) throw badInput("input.name is required: a name for the token");
     const name = input.name.trim();
     requireLength("input.name", name, { min: 1, max: 256 });
     requireLength("input.description", input.description ?? "", { max: 2000 });
@@ -141,28 +144,16 @@ export class TokenService {
   async list(actor: Actor, input: ListTokensInput) {
     await this.requireTokenApi(actor, "list access tokens");
     const { start, count } = pageOf(input);
-    const filters = (input.filters ?? []).map((f, i) => {
-      const { field } = f;
-      if (!isTokenFilterField(field)) {
-        throw badInput(
-          `input.filters[${i}].field '${field}' is not filterable; use one of ${TOKEN_FILTER_FIELDS.join(", ")}`,
-        );
-      }
-      // As in DataHub, `values` when it holds any, else `value`.
-      const fromValues = Boolean(f.values?.length);
-      const values = fromValues ? f.values! : f.value != null ? [f.value] : [];
-      if (values.length === 0) throw badInput(`input.filters[${i}] needs a value or values`);
-      // A mistyped user ("alice") would otherwise list nothing, which reads as "alice has no tokens".
-      if (field === "actorUrn" || field === "ownerUrn") {
-        values.forEach((value, j) =>
-          parseUrnField(`input.filters[${i}].${fromValues ? `values[${j}]` : "value"}`, value, "corpuser"),
-        );
-      }
-      return { field, values };
-    });
+    const filters = (input.filters ?? []).map((f, i) => tokenFilterOf(f, i));
     if (!(await this.policies.has(actor, "MANAGE_ACCESS_TOKENS"))) {
+      // A negated filter on yourself lists everyone else's: only a plain equality on your own urn is "your tokens".
       const ownOnly = filters.some(
-        (f) => (f.field === "actorUrn" || f.field === "ownerUrn") && f.values.length === 1 && f.values[0] === actor.urn,
+        (f) =>
+          "values" in f &&
+          !f.negated &&
+          (f.field === "actorUrn" || f.field === "ownerUrn") &&
+          f.values.length === 1 &&
+          f.values[0] === actor.urn,
       );
       if (!ownOnly) {
         throw forbidden(

@@ -4,6 +4,7 @@ import { Prisma, type AccessToken, type Database, type PrismaClient } from "@mdp
 import type pg from "pg";
 import type { Actor } from "../auth/actor";
 import { recordAudit } from "../audit/audit.service";
+import type { TokenFilter } from "./token-filters";
 
 /** A token as clients see it (GraphQL's AccessTokenMetadata); times are epoch ms. */
 export interface TokenMetadata {
@@ -44,17 +45,15 @@ export interface NewToken {
   audit: { actorUrn: string; details: Record<string, unknown> };
 }
 
-/** filterable fields → their columns */
-const FILTER_COLUMNS = { actorUrn: "actor_urn", ownerUrn: "owner_urn", name: "name", id: "id" } as const;
-export type TokenFilterField = keyof typeof FILTER_COLUMNS;
-export const TOKEN_FILTER_FIELDS = Object.keys(FILTER_COLUMNS) as TokenFilterField[];
-export const isTokenFilterField = (field: string): field is TokenFilterField =>
-  // Own keys only: "constructor" or "toString" must not find Object.prototype's.
-  Object.hasOwn(FILTER_COLUMNS, field);
-export interface TokenFilter {
-  field: TokenFilterField;
-  values: string[];
-}
+/** filterable fields → their columns (what each filter means: token-filters.ts) */
+const FILTER_COLUMNS = {
+  actorUrn: "actor_urn",
+  ownerUrn: "owner_urn",
+  name: "name",
+  id: "id",
+  expiresAt: "expires_at",
+  createdAt: "created_at",
+} as const;
 const MAX_PREPARED_FILTERS = 4;
 
 /**
@@ -114,7 +113,19 @@ export class TokenStore {
     count: number,
   ): Promise<{ total: number; tokens: TokenMetadata[] }> {
     const where = Prisma.join([Prisma.sql`revoked_at IS NULL`, ...filters.map(filterCondition)], " AND ");
-    const statement = Prisma.sql`
+    // A filter on expiresAt says which expiry times it wants, expired ones included (datahub-gc lists the expired
+    // tokens to revoke them); the list is then what the filters select, still never a revoked token.
+    const statement = filters.some((f) => f.field === "expiresAt")
+      ? Prisma.sql`
+      SELECT c.total, p.id, p.name, p.description, p.actor_urn, p.owner_urn,
+             ${epochMs("p.created_at")} AS created_at, ${epochMs("p.expires_at")} AS expires_at,
+             ${epochMs("p.last_used_at")} AS last_used_at
+        FROM (SELECT count(*)::int AS total FROM access_token WHERE ${where}) AS c
+        LEFT JOIN LATERAL (SELECT * FROM access_token WHERE ${where}
+                            ORDER BY created_at DESC, id DESC
+                            LIMIT ${count} OFFSET ${start}) AS p ON true
+       ORDER BY p.created_at DESC, p.id DESC`
+      : Prisma.sql`
       SELECT c.total, p.id, p.name, p.description, p.actor_urn, p.owner_urn,
              ${epochMs("p.created_at")} AS created_at, ${epochMs("p.expires_at")} AS expires_at,
              ${epochMs("p.last_used_at")} AS last_used_at
@@ -217,18 +228,28 @@ function epochMs(column: string): Prisma.Sql {
   return Prisma.raw(`round(date_part('epoch', ${column}) * 1000)`);
 }
 
-/** One filter as SQL: `=` for one value, so the (column, created_at) index also gives the order; ANY for several. */
+/**
+ * One filter as SQL: `=` for one value, so the (column, created_at) index also gives the order; ANY for several; NOT
+ * for negated; a time compared with an epoch-ms value (a token that never expires has no expiry to compare: it
+ * matches no comparison).
+ */
 function filterCondition(filter: TokenFilter) {
-  const name = FILTER_COLUMNS[filter.field];
-  const column = Prisma.raw(name);
-  if (name !== "id") {
-    return filter.values.length === 1
-      ? Prisma.sql`${column} = ${filter.values[0]}`
-      : Prisma.sql`${column} = ANY(${filter.values}::text[])`;
+  const column = Prisma.raw(FILTER_COLUMNS[filter.field]);
+  if (!("values" in filter)) {
+    return Prisma.sql`${column} ${Prisma.raw(filter.op)} to_timestamp(${filter.millis}::int8 / 1000.0)`;
   }
-  const ids = filter.values.filter(isUuid);
-  if (ids.length === 0) return Prisma.sql`FALSE`;
-  return ids.length === 1 ? Prisma.sql`id = ${ids[0]}::uuid` : Prisma.sql`id = ANY(${ids}::uuid[])`;
+  let condition;
+  if (filter.field !== "id") {
+    condition =
+      filter.values.length === 1
+        ? Prisma.sql`${column} = ${filter.values[0]}`
+        : Prisma.sql`${column} = ANY(${filter.values}::text[])`;
+  } else {
+    const ids = filter.values.filter(isUuid);
+    if (ids.length === 0) condition = Prisma.sql`FALSE`;
+    else condition = ids.length === 1 ? Prisma.sql`id = ${ids[0]}::uuid` : Prisma.sql`id = ANY(${ids}::uuid[])`;
+  }
+  return filter.negated ? Prisma.sql`NOT (${condition})` : condition;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

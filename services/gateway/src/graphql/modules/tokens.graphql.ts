@@ -18,14 +18,23 @@ export const tokenTypeDefs = /* GraphQL */ `
     NO_EXPIRY
   }
 
-  "Input of createAccessToken. CreateAccessTokenInput is accepted as another name for it."
+  """
+  Input of createAccessToken and of the deprecated getAccessToken. CreateAccessTokenInput is accepted as another name
+  for it. name is required by createAccessToken (BAD_USER_INPUT without it); getAccessToken, whose DataHub input has
+  no name, names the token "getAccessToken" when none is given.
+  """
   input GetAccessTokenInput {
     type: AccessTokenType!
     "The user the token acts for."
     actorUrn: String!
     duration: AccessTokenDuration!
-    name: String!
+    name: String
     description: String
+  }
+
+  "DataHub's entity types; an access token's type is ACCESS_TOKEN."
+  enum EntityType {
+    ACCESS_TOKEN
   }
 
   type AccessToken {
@@ -36,6 +45,8 @@ export const tokenTypeDefs = /* GraphQL */ `
 
   type AccessTokenMetadata {
     urn: String!
+    "Always ACCESS_TOKEN (DataHub's Entity.type)."
+    type: EntityType!
     "Give this to revokeAccessToken as tokenId."
     id: String!
     name: String!
@@ -51,11 +62,36 @@ export const tokenTypeDefs = /* GraphQL */ `
     lastUsedAt: Long
   }
 
+  """
+  A filter of listAccessTokens. EQUAL (the default) on actorUrn, ownerUrn, name or id matches any of the values, or
+  none of them with negated; LESS_THAN, LESS_THAN_OR_EQUAL_TO, GREATER_THAN or GREATER_THAN_OR_EQUAL_TO on expiresAt
+  or createdAt compare with one value, epoch milliseconds as a string. Any other combination is BAD_USER_INPUT.
+  """
   input FacetFilterInput {
-    "actorUrn, ownerUrn, name or id"
     field: String!
+    "DataHub's older single value; values wins when it holds any."
     value: String
     values: [String!]
+    negated: Boolean
+    condition: FilterOperator
+  }
+
+  "DataHub's filter conditions; which ones a filter may use is said where it is accepted."
+  enum FilterOperator {
+    CONTAIN
+    EQUAL
+    IEQUAL
+    IN
+    EXISTS
+    GREATER_THAN
+    GREATER_THAN_OR_EQUAL_TO
+    LESS_THAN
+    LESS_THAN_OR_EQUAL_TO
+    START_WITH
+    END_WITH
+    DESCENDANTS_INCL
+    ANCESTORS_INCL
+    RELATED_INCL
   }
 
   input ListAccessTokenInput {
@@ -69,11 +105,13 @@ export const tokenTypeDefs = /* GraphQL */ `
     start: Int!
     count: Int!
     total: Int!
-    "Newest first; expired and revoked tokens are not listed."
+    "Newest first. Revoked tokens are never listed; expired ones only when a filter on expiresAt asks for them."
     tokens: [AccessTokenMetadata!]!
   }
 
   extend type Query {
+    "Deprecated (as in DataHub): creates a token as createAccessToken does, and is rate-limited alike."
+    getAccessToken(input: GetAccessTokenInput!): AccessToken @deprecated(reason: "Use createAccessToken")
     listAccessTokens(input: ListAccessTokenInput!): ListAccessTokenResult!
     "A live token's metadata: an expired or unknown token is NOT_FOUND, and so is a revoked one, saying so."
     getAccessTokenMetadata(token: String!): AccessTokenMetadata!
@@ -87,7 +125,12 @@ export const tokenTypeDefs = /* GraphQL */ `
 `;
 
 export const tokenResolvers = {
+  AccessTokenMetadata: {
+    type: () => "ACCESS_TOKEN",
+  },
   Query: {
+    getAccessToken: (_: unknown, args: { input: CreateTokenInput }, ctx: GraphQLContext) =>
+      ctx.services.tokens.create(ctx.actor, { ...args.input, name: args.input.name ?? "getAccessToken" }),
     listAccessTokens: (_: unknown, args: { input: ListTokensInput }, ctx: GraphQLContext) =>
       ctx.services.tokens.list(ctx.actor, args.input),
     getAccessTokenMetadata: (_: unknown, args: { token: string }, ctx: GraphQLContext) =>

@@ -1,0 +1,74 @@
+import { abbreviated, badInput, parseUrnField } from "@mdp/core";
+
+/** listAccessTokens' FacetFilterInput, as DataHub's clients send it. */
+export interface FacetFilterInput {
+  field: string;
+  value?: string | null;
+  values?: string[] | null;
+  negated?: boolean | null;
+  condition?: string | null;
+}
+
+/** Fields matched by equality (EQUAL, the default), with negated; each is a column of access_token. */
+export const EQUALITY_FIELDS = ["actorUrn", "ownerUrn", "name", "id"] as const;
+/** Time fields compared with one epoch-ms value. */
+export const TIME_FIELDS = ["expiresAt", "createdAt"] as const;
+const COMPARISONS = {
+  LESS_THAN: "<",
+  LESS_THAN_OR_EQUAL_TO: "<=",
+  GREATER_THAN: ">",
+  GREATER_THAN_OR_EQUAL_TO: ">=",
+} as const;
+
+export type EqualityField = (typeof EQUALITY_FIELDS)[number];
+export type TimeField = (typeof TIME_FIELDS)[number];
+export type Comparison = (typeof COMPARISONS)[keyof typeof COMPARISONS];
+
+/** One filter of the list: any of `values` (none of them when negated), or a time compared with `millis`. */
+export type TokenFilter =
+  { field: EqualityField; values: string[]; negated: boolean } | { field: TimeField; op: Comparison; millis: number };
+
+const isOneOf = <T extends string>(list: readonly T[], value: string): value is T =>
+  (list as readonly string[]).includes(value);
+const MAX_EPOCH_MS = 8.64e15; // the largest time a JavaScript Date (and timestamptz, well within) holds
+
+/**
+ * A FacetFilterInput as the filter it means, or BAD_USER_INPUT naming `input.filters[i]` and what it may be: each
+ * field and condition has exactly one meaning, and anything else is refused rather than ignored.
+ */
+export function tokenFilterOf(input: FacetFilterInput, i: number): TokenFilter {
+  const at = `input.filters[${i}]`;
+  const { field } = input;
+  // As in DataHub, `values` when it holds any, else `value`.
+  const fromValues = Boolean(input.values?.length);
+  const values = fromValues ? input.values! : input.value != null ? [input.value] : [];
+  const valuePath = (j: number) => `${at}.${fromValues ? `values[${j}]` : "value"}`;
+  if (values.length === 0) throw badInput(`${at} needs a value or values`);
+  const condition = input.condition ?? "EQUAL";
+  if (isOneOf(EQUALITY_FIELDS, field)) {
+    if (condition !== "EQUAL") {
+      throw badInput(`${at}.condition ${condition} is not accepted on ${field}: use EQUAL (the default), or negated`);
+    }
+    // A mistyped user ("alice") would otherwise list nothing, which reads as "alice has no tokens".
+    if (field === "actorUrn" || field === "ownerUrn") {
+      values.forEach((value, j) => parseUrnField(valuePath(j), value, "corpuser"));
+    }
+    return { field, values, negated: input.negated === true };
+  }
+  if (isOneOf(TIME_FIELDS, field)) {
+    if (!Object.hasOwn(COMPARISONS, condition)) {
+      throw badInput(`${at}.condition on ${field} must be one of ${Object.keys(COMPARISONS).join(", ")}`);
+    }
+    if (input.negated) throw badInput(`${at}.negated is not accepted on ${field}: use the opposite condition`);
+    if (values.length !== 1) throw badInput(`${at} on ${field} takes one value (epoch milliseconds)`);
+    const text = values[0]!;
+    const millis = /^\d{1,16}$/.test(text) ? Number(text) : NaN;
+    if (!(millis <= MAX_EPOCH_MS)) {
+      throw badInput(`${valuePath(0)} '${abbreviated(text)}' must be a whole number of epoch milliseconds`);
+    }
+    return { field, op: COMPARISONS[condition as keyof typeof COMPARISONS], millis };
+  }
+  throw badInput(
+    `${at}.field '${abbreviated(field)}' is not filterable; use one of ${[...EQUALITY_FIELDS, ...TIME_FIELDS].join(", ")}`,
+  );
+}

@@ -1,0 +1,377 @@
+/**
+ * DataHub's own clients against the real gateway (HTTP, PostgreSQL, Redis, a BullMQ truncation worker): the web
+ * app's token documents, datahub-gc's expired-token cleanup and truncations, and the Python SDK's connection check and
+ * GraphQL calls, each request as DataHub's code builds it (fixtures/datahub/, with the DataHub path of each text).
+ */
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { parse, print, stripIgnoredCharacters, type OperationDefinitionNode } from "graphql";
+import { DAY_MILLIS, inTransaction, TimeseriesStore, type TimeseriesAspectRef } from "@mdp/db";
+import {
+  ROOT,
+  bearer,
+  createToken,
+  grant,
+  mintToken,
+  startGateway,
+  startTruncationWorker,
+  type Harness,
+} from "./support/gateway-harness";
+import {
+  GC_TRUNCATE_PATH,
+  GC_TRUNCATIONS,
+  SDK_CONFIG_PATH,
+  SDK_GRAPHQL_PATH,
+  SDK_SESSION_HEADERS,
+  gcExpiredTokensVariables,
+  gcTruncatePayload,
+  gcTruncateRetryPayload,
+  sdkBearer,
+  sdkSystemAuth,
+  webAppCreateInput,
+  webAppOwnTokensVariables,
+  webAppV2Filters,
+} from "./fixtures/datahub/requests";
+
+/** The operations of a fixture file, each printed as a document of its own (as the web app's codegen sends them). */
+function operations(file: string): Record<string, string> {
+  const document = parse(readFileSync(path.join(__dirname, "fixtures/datahub", file), "utf8"));
+  const result: Record<string, string> = {};
+  for (const definition of document.definitions as OperationDefinitionNode[]) {
+    result[definition.name!.value] = print({ kind: document.kind, definitions: [definition] });
+  }
+  return result;
+}
+const WEB = operations("auth.graphql");
+const GC = operations("datahub-gc.graphql");
+
+const ALICE = "urn:li:corpuser:alice";
+const BOB = "urn:li:corpuser:bob";
+const SYSTEM_ID = "__datahub_system";
+const SYSTEM_SECRET = "development-system-client-secret";
+
+interface TokenRow {
+  id: string;
+  type: string;
+  name: string;
+  ownerUrn: string;
+  expiresAt: number | null;
+}
+interface TokenList {
+  total: number;
+  tokens: TokenRow[];
+}
+/** What the SDK reads of an answer: an operation's `value`, an HTTP error's `message`, GraphQL's `data`. */
+interface SdkAnswer {
+  value?: unknown;
+  message?: string;
+  data?: { listAccessTokens: TokenList } | null;
+  errors?: unknown[];
+}
+
+describe("DataHub's clients, unchanged", () => {
+  let h: Harness;
+  let alice: string;
+  /** POST as DataHub's Python SDK does: its session headers, the JSON body, to `{gms}` + path. */
+  const sdkPost = async (gms: string, p: string, body: unknown, auth: Record<string, string>) => {
+    const res = await fetch(`${h.baseUrl}${gms}${p}`, {
+      method: "POST",
+      headers: { ...SDK_SESSION_HEADERS, ...auth },
+      body: JSON.stringify(body),
+    });
+    return { status: res.status, body: (await res.json()) as SdkAnswer };
+  };
+  /** DataHubGraph.execute_graphql: the minified document and its variables to {gms}/api/graphql. */
+  const executeGraphql = (gms: string, query: string, variables: unknown, auth: Record<string, string>) =>
+    sdkPost(gms, SDK_GRAPHQL_PATH, { query: stripIgnoredCharacters(query), variables }, auth);
+  const web = (name: string, variables: Record<string, unknown>, token = alice) =>
+    h.graphql(WEB[name]!, variables, bearer(token));
+
+  beforeAll(async () => {
+    h = await startGateway({ ACCESS_TOKEN_ALLOW_NO_EXPIRY: "true" });
+    await grant(h, ALICE, ["GENERATE_PERSONAL_ACCESS_TOKENS"]);
+    alice = (await createToken(h, ALICE)).token;
+  });
+  afterAll(() => h.close());
+
+  describe("the web app's token page (auth.graphql, settings/ and settingsV2/)", () => {
+    it("creates a token with CreateAccessTokenInput, an empty description included, and lists it with type", async () => {
+      const created = await web("createAccessToken", { input: webAppCreateInput(ALICE, "laptop") });
+      expect(created.status).toBe(200);
+      expect(created.body.errors).toBeUndefined();
+      expect((created.body.data!.createAccessToken as { accessToken: string }).accessToken.split(".")).toHaveLength(3);
+
+      const own = await web("listAccessTokens", webAppOwnTokensVariables(ALICE));
+      expect(own.body.errors).toBeUndefined();
+      const list = own.body.data!.listAccessTokens as TokenList;
+      expect(list.tokens.find((t) => t.name === "laptop")).toMatchObject({ type: "ACCESS_TOKEN", ownerUrn: ALICE });
+
+      const v2 = await web("listAccessTokens", { input: { start: 0, count: 10, filters: webAppV2Filters.own(ALICE) } });
+      expect((v2.body.data!.listAccessTokens as TokenList).total).toBe(list.total);
+    });
+
+    it("answers the deprecated getAccessToken with a token that is stored, listed and revocable", async () => {
+      const res = await web("getAccessToken", { input: { type: "PERSONAL", actorUrn: ALICE, duration: "ONE_HOUR" } });
+      expect(res.body.errors).toBeUndefined();
+      const token = (res.body.data!.getAccessToken as { accessToken: string }).accessToken;
+      const me = await h.graphql("{ me { urn } }", {}, bearer(token));
+      expect(me.body.data).toEqual({ me: { urn: ALICE } });
+      const listed = await web("listAccessTokens", {
+        input: {
+          start: 0,
+          count: 10,
+          filters: [...webAppV2Filters.own(ALICE), { field: "name", values: ["getAccessToken"], condition: "EQUAL" }],
+        },
+      });
+      const [row] = (listed.body.data!.listAccessTokens as TokenList).tokens;
+      expect(row).toMatchObject({ name: "getAccessToken" });
+      expect((await web("revokeAccessToken", { tokenId: row!.id })).body.data).toEqual({ revokeAccessToken: true });
+      expect((await h.graphql("{ me { urn } }", {}, bearer(token))).status).toBe(401);
+    });
+
+    it("lists only the caller's expired tokens under the EXPIRED status, and nothing else without MANAGE_ACCESS_TOKENS", async () => {
+      const expired = await mintToken(h, ALICE, Math.floor(Date.now() / 1000) - 60);
+      expect(expired).toBeTruthy();
+      const now = Date.now();
+      const res = await web("listAccessTokens", {
+        input: { start: 0, count: 10, filters: [...webAppV2Filters.own(ALICE), webAppV2Filters.expired(now)] },
+      });
+      const list = res.body.data!.listAccessTokens as TokenList;
+      expect(list.total).toBe(1);
+      expect(list.tokens[0]!.expiresAt).toBeLessThan(now);
+
+      // A manager's "all" and "by owner" lists need MANAGE_ACCESS_TOKENS; a negated filter on yourself is not "yours".
+      for (const filters of [
+        webAppV2Filters.all(),
+        webAppV2Filters.byOwner(BOB),
+        [{ field: "ownerUrn", values: [ALICE], negated: true }],
+      ]) {
+        const refused = await web("listAccessTokens", { input: { start: 0, count: 10, filters } });
+        expect(refused.body.errors?.[0]?.extensions).toMatchObject({
+          code: "FORBIDDEN",
+          type: "UNAUTHORIZED",
+          datahubCode: 403,
+        });
+      }
+    });
+
+    it("lets a token manager list all tokens and by owner", async () => {
+      const bobToken = (await createToken(h, BOB)).token;
+      await grant(h, BOB, ["MANAGE_ACCESS_TOKENS"]);
+      const all = await web(
+        "listAccessTokens",
+        { input: { start: 0, count: 10, filters: webAppV2Filters.all() } },
+        bobToken,
+      );
+      const byAlice = await web(
+        "listAccessTokens",
+        { input: { start: 0, count: 10, filters: webAppV2Filters.byOwner(ALICE) } },
+        bobToken,
+      );
+      expect(all.body.errors).toBeUndefined();
+      expect((byAlice.body.data!.listAccessTokens as TokenList).tokens.every((t) => t.ownerUrn === ALICE)).toBe(true);
+      expect((all.body.data!.listAccessTokens as TokenList).total).toBeGreaterThan(
+        (byAlice.body.data!.listAccessTokens as TokenList).total,
+      );
+    });
+
+    it("still refuses what it does not know: a condition a field does not take, an unknown input field", async () => {
+      const contains = await web("listAccessTokens", {
+        input: { filters: [{ field: "name", values: ["lap"], condition: "CONTAIN" }] },
+      });
+      expect(contains.status).toBe(200);
+      expect(contains.body.errors?.[0]?.message).toContain(
+        "input.filters[0].condition CONTAIN is not accepted on name",
+      );
+      const unknown = await web("listAccessTokens", {
+        input: { filters: [{ field: "name", values: ["x"], fuzzy: true }] },
+      });
+      expect(unknown.status).toBe(200); // GraphQL over HTTP: application/json answers a refused request with 200
+      expect(unknown.body.errors?.[0]).toMatchObject({
+        message: expect.stringContaining('"fuzzy" is not defined'),
+        extensions: { code: "BAD_USER_INPUT", type: "BAD_REQUEST", datahubCode: 400 },
+      });
+      const strict = await fetch(`${h.baseUrl}/api/graphql`, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/graphql-response+json", ...bearer(alice) },
+        body: JSON.stringify({ query: "{ listAccessTokens(input: {}) { nope } }" }),
+      });
+      expect(strict.status).toBe(400); // a client that asks for the newer media type keeps the 4xx
+    });
+  });
+
+  describe("the Python SDK (graph/client.py, emitter/rest_emitter.py, cli/config_utils.py)", () => {
+    it.each(["/gms", "/api/gms"])(
+      "passes the connection check at GET %s/config and posts GraphQL to {gms}/api/graphql",
+      async (gms) => {
+        const config = await fetch(`${h.baseUrl}${gms}${SDK_CONFIG_PATH}`, {
+          headers: { ...SDK_SESSION_HEADERS, ...sdkBearer(alice) },
+        });
+        expect(config.status).toBe(200);
+        const body = (await config.json()) as Record<string, unknown>;
+        expect(body.noCode).toBe("true");
+        expect(JSON.stringify(body)).not.toMatch(/secret|password|postgres|redis/i);
+
+        const res = await executeGraphql(gms, WEB.listAccessTokens!, webAppOwnTokensVariables(ALICE), sdkBearer(alice));
+        expect(res.status).toBe(200);
+        expect(res.body.data!.listAccessTokens.total).toBeGreaterThan(0);
+      },
+    );
+
+    it("authenticates the system client as DataHub sends it (Basic id:secret, not base64) with X-DataHub-Actor", async () => {
+      const res = await executeGraphql("/gms", "{ me { urn } }", undefined, {
+        ...sdkSystemAuth(SYSTEM_ID, SYSTEM_SECRET),
+        "X-DataHub-Actor": ALICE,
+      });
+      expect(res.body).toEqual({ data: { me: { urn: ALICE } } });
+      const wrong = await executeGraphql("/gms", "{ me { urn } }", undefined, {
+        ...sdkSystemAuth(SYSTEM_ID, "nope"),
+        "X-DataHub-Actor": ALICE,
+      });
+      expect(wrong.status).toBe(401);
+      // Without a user to act for, the system client is refused (DataHub would act as its all-powerful system actor).
+      const noActor = await executeGraphql(
+        "/gms",
+        "{ me { urn } }",
+        undefined,
+        sdkSystemAuth(SYSTEM_ID, SYSTEM_SECRET),
+      );
+      expect(noActor.status).toBe(401);
+    });
+
+    it("never lets X-DataHub-Actor make a token act for someone else", async () => {
+      const res = await executeGraphql("/gms", "{ me { urn } }", undefined, {
+        ...sdkBearer(alice),
+        "X-DataHub-Actor": ROOT,
+      });
+      expect(res.status).toBe(403);
+      const both = await executeGraphql("/gms", "{ me { urn } }", undefined, {
+        ...sdkSystemAuth(SYSTEM_ID, SYSTEM_SECRET),
+        "X-DataHub-Actor": ALICE,
+        "X-Platform-Actor": ROOT,
+      });
+      expect(both.status).toBe(400);
+    });
+  });
+
+  describe("datahub-gc (source/gc/datahub_gc.py)", () => {
+    const gcAuth = () => ({ ...sdkSystemAuth(SYSTEM_ID, SYSTEM_SECRET), "X-DataHub-Actor": ROOT });
+
+    it("revokes every expired token with its own list/revoke loop, and leaves live ones", async () => {
+      const nowSeconds = Math.floor(Date.now() / 1000);
+      for (let i = 0; i < 12; i++) await mintToken(h, i % 2 ? ALICE : BOB, nowSeconds - 3600 - i);
+      // revoke_expired_tokens, as written: list expired, revoke each, until total is 0 (bounded here)
+      let revoked = 0;
+      for (let round = 0; round < 10; round++) {
+        const listed = await executeGraphql(
+          "/gms",
+          GC.listAccessTokens!,
+          gcExpiredTokensVariables(Date.now()),
+          gcAuth(),
+        );
+        expect(listed.status).toBe(200);
+        const { total, tokens } = listed.body.data!.listAccessTokens as TokenList;
+        if (total === 0 || tokens.length === 0) break;
+        for (const token of tokens) {
+          const res = await executeGraphql("/gms", GC.revokeAccessToken!, { tokenId: token.id }, gcAuth());
+          expect(res.body.data).toEqual({ revokeAccessToken: true });
+          revoked++;
+        }
+      }
+      expect(revoked).toBeGreaterThanOrEqual(12);
+      const after = await executeGraphql("/gms", GC.listAccessTokens!, gcExpiredTokensVariables(Date.now()), gcAuth());
+      expect(after.body.data!.listAccessTokens.total).toBe(0);
+      expect((await h.graphql("{ me { urn } }", {}, bearer(alice))).body.data).toEqual({ me: { urn: ALICE } });
+    });
+
+    it("truncates every aspect it names, as it spells them, and follows the dry run it parses", async () => {
+      const store = new TimeseriesStore(h.database.pool);
+      const worker = await startTruncationWorker(h);
+      try {
+        const now = Date.now();
+        const cutoff = now - 30 * DAY_MILLIS; // x_days_ago_millis(truncate_index_older_than_days=30)
+        const refs: TimeseriesAspectRef[] = [
+          { entityType: "dataset", aspectName: "operation" },
+          { entityType: "dataset", aspectName: "datasetUsageStatistics" },
+          { entityType: "chart", aspectName: "chartUsageStatistics" },
+          { entityType: "dashboard", aspectName: "dashboardUsageStatistics" },
+          { entityType: "query", aspectName: "queryUsageStatistics" },
+        ];
+        for (const ref of refs) {
+          const rows = [40, 35, 31, 29, 1].map((days, i) => ({
+            urn: `urn:li:${ref.entityType}:r${i}`,
+            timestampMillis: now - days * DAY_MILLIS,
+            valueJson: "{}",
+          }));
+          await store.prepare([{ ...ref, rows }]);
+          await inTransaction(h.database.pool, (client) => store.append(client, ref, rows));
+        }
+        for (const { aspect_name, entity_type } of GC_TRUNCATIONS) {
+          // _truncate_timeseries_helper: first the real run, then the watched dry runs
+          const run = await sdkPost(
+            "/gms",
+            GC_TRUNCATE_PATH,
+            gcTruncatePayload(entity_type, aspect_name, cutoff, false),
+            gcAuth(),
+          );
+          expect(run.status).toBe(200);
+          const taskId = run.body.value as string;
+          // operators follow it with getEsTaskStatus
+          const deadline = Date.now() + 20_000;
+          let status: { completed: boolean; status: { state: string } };
+          do {
+            const res = await sdkPost("/gms", "/operations?action=getEsTaskStatus", { task: taskId }, gcAuth());
+            expect(res.status).toBe(200);
+            status = JSON.parse(res.body.value as string);
+          } while (!status.completed && Date.now() < deadline);
+          expect(status.status.state).toBe("completed");
+          // the retry it makes after an OperationalError is accepted too
+          const dry = await sdkPost(
+            "/gms",
+            GC_TRUNCATE_PATH,
+            gcTruncateRetryPayload(entity_type, aspect_name, cutoff, true),
+            gcAuth(),
+          );
+          const value = dry.body.value as string;
+          expect(value).toContain("This was a dry run");
+          expect(value).toContain("out of");
+          const [toDelete, total] = (value.match(/\d+/g) ?? []).slice(0, 2).map(Number);
+          expect({ toDelete, total }).toEqual({ toDelete: 0, total: 2 }); // strictly older than the cutoff went
+        }
+        const sizes = await sdkPost("/gms", "/operations?action=getIndexSizes", {}, gcAuth());
+        const query = (sizes.body.value as { indexSizes: Array<Record<string, unknown>> }).indexSizes.find(
+          (s) => s.entityName === "query",
+        );
+        expect(query).toMatchObject({ aspectName: "queryUsageStatistics", rowCount: 2 });
+        expect(query!.sizeMb).toBe(query!.sizeInMb);
+      } finally {
+        await worker.close();
+      }
+    }, 120_000);
+
+    it("refuses an aspect spelled in lower case when no registered aspect lowercases to it, and both force flags", async () => {
+      const unknown = await sdkPost(
+        "/gms",
+        GC_TRUNCATE_PATH,
+        gcTruncatePayload("dataset", "datasetusage", 1, true),
+        gcAuth(),
+      );
+      expect(unknown.status).toBe(404);
+      const mixed = await sdkPost(
+        "/gms",
+        GC_TRUNCATE_PATH,
+        gcTruncatePayload("dataset", "DatasetUsageStatistics", 1, true),
+        gcAuth(),
+      );
+      expect(mixed.status).toBe(404); // only DataHub's lower-case index spelling is an alias, not any casing
+      const both = await sdkPost(
+        "/gms",
+        GC_TRUNCATE_PATH,
+        { ...gcTruncateRetryPayload("dataset", "operation", 1, true), forceReindex: true },
+        gcAuth(),
+      );
+      expect(both.status).toBe(400);
+      expect(both.body.message).toContain("forceDeleteByQuery");
+    });
+  });
+});

@@ -1,0 +1,594 @@
+/**
+ * mdp, the admin CLI (issue 20, item 3), as an operator runs it: the real CLI process (node cli/bin/mdp.cjs) against
+ * the real gateway and both workers as processes, on a database, queue prefix and config dir of this test's own.
+ * Terminal behaviour (progress bar, Ctrl-C asking whether to cancel) runs under a pseudo-terminal (util-linux script).
+ */
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { createDatabase, inTransaction, TimeseriesStore, type Database, type TimeseriesRow } from "@mdp/db";
+import { createTestDatabase } from "@mdp/db/testing";
+import {
+  freePort,
+  startService,
+  systemClient,
+  uniqueName,
+  waitFor,
+  waitForOutput,
+  waitUntilReady,
+  type RunningService,
+} from "../support/services";
+
+const ROOT = path.resolve(__dirname, "..", "..");
+const MDP = path.join(ROOT, "cli", "bin", "mdp.cjs");
+const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+const ADMIN = "urn:li:corpuser:admin";
+const NOBODY = "urn:li:corpuser:nobody";
+const DAY = 86_400_000;
+/** three UTC days of datasetProfile rows: the first wholly old, the cutoff in the middle of the second */
+const DAY0 = Date.UTC(2023, 10, 1);
+const CUTOFF = DAY0 + DAY + 12 * 3_600_000;
+/** one day of datasetUsageStatistics rows that a task deletes one per batch: long enough to watch and interrupt */
+const SLOW_ROWS = 20_000;
+const SLOW_SPACING = DAY / 2 / SLOW_ROWS;
+/** every slow row but the last goes */
+const SLOW_CUTOFF = DAY0 + (SLOW_ROWS - 1) * SLOW_SPACING;
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+describe("mdp, the admin CLI", () => {
+  let db: Awaited<ReturnType<typeof createTestDatabase>>;
+  let database: Database;
+  let services: RunningService[] = [];
+  let baseUrl: string;
+  let home: string;
+  let adminToken: string;
+  let nobodyToken: string;
+  const prefix = uniqueName("e2e-cli");
+
+  /** the CLI as a script runs it: no terminal, a config dir of this test's own */
+  function mdp(args: string[], { env = {}, input }: { env?: Record<string, string>; input?: string } = {}) {
+    const { MDP_URL: _u, MDP_TOKEN: _t, ...inherited } = process.env;
+    const child = spawn(process.execPath, [MDP, ...args], {
+      cwd: ROOT,
+      env: { ...inherited, HOME: home, XDG_CONFIG_HOME: path.join(home, "config"), ...env },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    child.stdin.end(input);
+    return new Promise<Run>((resolve) => child.on("close", (code) => resolve({ code, stdout, stderr })));
+  }
+
+  /** the CLI on a terminal (a pseudo-terminal of `script`, 120 columns): what it printed, keys to type, its exit */
+  function mdpOnTerminal(args: string[]) {
+    const quoted = [MDP, ...args].map((a) => `'${a.replace(/'/g, "'\\''")}'`).join(" ");
+    const child = spawn("script", ["-qfec", `stty cols 120; exec '${process.execPath}' ${quoted}`, "/dev/null"], {
+      cwd: ROOT,
+      env: { ...process.env, HOME: home, XDG_CONFIG_HOME: path.join(home, "config"), MDP_URL: "", MDP_TOKEN: "" },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    let output = "";
+    child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
+    return {
+      output: () => output,
+      type: (keys: string) => child.stdin.write(keys),
+      exited,
+      waitFor: (what: RegExp) =>
+        waitFor(`the terminal to show ${what}`, async () => what.test(output), 30_000).catch((error: Error) => {
+          throw new Error(`${error.message}; it shows:\n${output}`);
+        }),
+      kill: () => child.kill("SIGKILL"),
+    };
+  }
+
+  async function graphql(actor: string, query: string, variables: Record<string, unknown> = {}) {
+    const res = await fetch(`${baseUrl}/api/graphql`, {
+      method: "POST",
+      headers: systemClient(actor),
+      body: JSON.stringify({ query, variables }),
+    });
+    return (await res.json()) as { data: Record<string, Record<string, unknown>> };
+  }
+
+  async function mintToken(actorUrn: string): Promise<string> {
+    const { data } = await graphql(
+      ADMIN,
+      "mutation($input: GetAccessTokenInput!) { createAccessToken(input: $input) { accessToken } }",
+      { input: { type: "PERSONAL", actorUrn, duration: "ONE_DAY", name: "e2e" } },
+    );
+    return data.createAccessToken!.accessToken as string;
+  }
+
+  async function loadRows(entityType: string, aspectName: string, rows: TimeseriesRow[]): Promise<void> {
+    const store = new TimeseriesStore(database.pool);
+    const ref = { entityType, aspectName };
+    await store.prepare([{ ...ref, rows }]);
+    await inTransaction(database.pool, (client) => store.append(client, ref, rows));
+  }
+
+  const rowsAt = (times: number[]): TimeseriesRow[] =>
+    times.map((t, i) => ({
+      urn: `urn:li:dataset:(urn:li:dataPlatform:hive,t${i % 10},PROD)`,
+      timestampMillis: t,
+      valueJson: JSON.stringify({ timestampMillis: t, rowCount: i }),
+    }));
+
+  const asAdmin = () => ({ MDP_URL: baseUrl, MDP_TOKEN: adminToken });
+
+  beforeAll(async () => {
+    home = mkdtempSync(path.join(os.tmpdir(), "mdp-cli-"));
+    db = await createTestDatabase("e2e_cli");
+    database = createDatabase(db.url);
+    const port = await freePort();
+    baseUrl = `http://127.0.0.1:${port}`;
+    const env = { DATABASE_URL: db.url, REDIS_URL, QUEUE_PREFIX: prefix, PORT: String(port) };
+    const gateway = startService("gateway", env);
+    services = [gateway, startService("truncation-worker", env), startService("evaluation-worker", env)];
+    await Promise.all([
+      waitUntilReady(baseUrl, gateway),
+      waitForOutput(services[1]!, "worker running"),
+      waitForOutput(services[2]!, "worker running"),
+    ]);
+    [adminToken, nobodyToken] = await Promise.all([mintToken(ADMIN), mintToken(NOBODY)]);
+    // 1,000 rows on day 0, 1,000 on day 1 (500 before the cutoff), 500 on day 2
+    const spread = (day: number, n: number, span: number) =>
+      Array.from({ length: n }, (_, i) => DAY0 + day * DAY + Math.floor((i * span) / n));
+    await loadRows(
+      "dataset",
+      "datasetProfile",
+      rowsAt([...spread(0, 1000, DAY), ...spread(1, 1000, DAY), ...spread(2, 500, DAY)]),
+    );
+    await loadRows(
+      "dataset",
+      "datasetUsageStatistics",
+      rowsAt(Array.from({ length: SLOW_ROWS }, (_, i) => DAY0 + i * SLOW_SPACING)),
+    );
+  }, 120_000);
+
+  afterAll(async () => {
+    await Promise.all(services.map((s) => s.stop()));
+    await database?.close();
+    await db?.drop();
+    if (home) rmSync(home, { recursive: true, force: true });
+  });
+
+  describe("login", () => {
+    it("refuses a token the server does not accept, with the server's reason, exit 2, and stores nothing", async () => {
+      const run = await mdp(["login", baseUrl], { input: "not-a-token\n" });
+      expect(run).toMatchObject({ code: 2, stdout: "" });
+      expect(run.stderr).toBe("mdp: Unable to verify the provided token.\n");
+      expect(() => statSync(path.join(home, "config", "mdp", "config.json"))).toThrow();
+    });
+
+    it("verifies the token, stores it readable by the user only (0600 in a 0700 dir), and uses it afterwards", async () => {
+      const run = await mdp(["login", baseUrl], { input: `${adminToken}\n` });
+      expect(run.stderr).toBe("");
+      expect(run.code).toBe(0);
+      const file = path.join(home, "config", "mdp", "config.json");
+      expect(run.stdout).toContain(`logged in to ${baseUrl} as ${ADMIN}`);
+      expect(statSync(file).mode & 0o777).toBe(0o600);
+      expect(statSync(path.dirname(file)).mode & 0o777).toBe(0o700);
+      expect(JSON.parse(readFileSync(file, "utf8"))).toEqual({ url: baseUrl, token: adminToken, urn: ADMIN });
+
+      const whoami = await mdp(["whoami", "--json"]);
+      expect(whoami.code).toBe(0);
+      expect(JSON.parse(whoami.stdout)).toMatchObject({ url: baseUrl, urn: ADMIN });
+      expect((JSON.parse(whoami.stdout) as { privileges: string[] }).privileges).toContain("TRUNCATE_TIMESERIES_INDEX");
+    });
+
+    it("lets MDP_URL and MDP_TOKEN override the stored login, and never sends the stored token to another server", async () => {
+      const asNobody = await mdp(["whoami", "--json"], { env: { MDP_URL: baseUrl, MDP_TOKEN: nobodyToken } });
+      expect(JSON.parse(asNobody.stdout)).toEqual({ url: baseUrl, urn: NOBODY, privileges: [] });
+      const elsewhere = await mdp(["whoami"], { env: { MDP_URL: "http://127.0.0.1:9" } });
+      expect(elsewhere.code).toBe(2);
+      expect(elsewhere.stderr).toContain(`logged in to ${baseUrl}, not to MDP_URL=http://127.0.0.1:9`);
+    });
+
+    it("logs out, after which commands say how to log in (exit 2)", async () => {
+      const configHome = path.join(home, "logout");
+      const env = { XDG_CONFIG_HOME: configHome };
+      expect((await mdp(["login", baseUrl, "--token", adminToken], { env })).code).toBe(0);
+      expect(await mdp(["logout"], { env })).toMatchObject({ code: 0, stdout: expect.stringContaining("logged out") });
+      const after = await mdp(["index-sizes"], { env });
+      expect(after).toMatchObject({ code: 2, stderr: expect.stringContaining("not logged in: run mdp login") });
+    });
+  });
+
+  describe("tokens", () => {
+    it("creates a token shown once, lists it, revokes it, after which the server refuses it", async () => {
+      const created = await mdp(["tokens", "create", "--name", "ci-pipeline", "--duration", "ONE_WEEK", "--json"]);
+      expect(created.code).toBe(0);
+      const { accessToken, metadata } = JSON.parse(created.stdout) as {
+        accessToken: string;
+        metadata: { id: string; name: string; actorUrn: string };
+      };
+      expect(metadata).toMatchObject({ name: "ci-pipeline", actorUrn: ADMIN });
+      expect((await mdp(["whoami"], { env: { MDP_URL: baseUrl, MDP_TOKEN: accessToken } })).code).toBe(0);
+
+      const listed = await mdp(["tokens", "list", "--name", "ci-pipeline", "--json"]);
+      expect((JSON.parse(listed.stdout) as { tokens: Array<{ id: string }> }).tokens.map((t) => t.id)).toEqual([
+        metadata.id,
+      ]);
+      const table = await mdp(["tokens", "list", "--owner", "me"]);
+      expect(table.code).toBe(0);
+      expect(table.stdout).toMatch(new RegExp(`│ ${metadata.id} +│ ci-pipeline +│ ${ADMIN}`));
+      expect(table.stdout).toMatch(/showing 1-\d+ of \d+ tokens/);
+
+      const revoked = await mdp(["tokens", "revoke", metadata.id]);
+      expect(revoked).toMatchObject({ code: 0, stdout: `revoked token ${metadata.id}\n` });
+      const refused = await mdp(["whoami"], { env: { MDP_URL: baseUrl, MDP_TOKEN: accessToken } });
+      expect(refused).toMatchObject({ code: 2, stderr: "mdp: Token has been revoked\n" });
+      const unknown = await mdp(["tokens", "revoke", "no-such-token"]);
+      expect(unknown).toMatchObject({ code: 3, stderr: "mdp: Access token no-such-token does not exist\n" });
+    });
+  });
+
+  describe("truncation", () => {
+    it("shows index sizes as a table, and as JSON", async () => {
+      const table = await mdp(["index-sizes"]);
+      expect(table.code).toBe(0);
+      expect(table.stdout).toMatch(/│ dataset +│ datasetProfile +│ 2,500 +│/);
+      const json = await mdp(["index-sizes", "--json"]);
+      expect(JSON.parse(json.stdout)).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({ entityName: "dataset", aspectName: "datasetProfile", rowCount: 2500 }),
+        ]),
+      );
+    });
+
+    it("dry-runs by default: the server's report, nothing deleted", async () => {
+      const run = await mdp(["truncate", "dataset", "datasetProfile", "--older-than", String(CUTOFF)]);
+      expect(run.code).toBe(0);
+      expect(run.stdout).toContain(`dry run: dataset/datasetProfile rows older than 2023-11-02 12:00:00Z`);
+      expect(run.stdout).toContain("Delete 1500 out of 2500 rows (60.00%).");
+      expect(run.stdout).toContain("This was a dry run.");
+      const iso = await mdp([
+        "truncate",
+        "dataset",
+        "datasetProfile",
+        "--older-than",
+        "2023-11-02T12:00:00Z",
+        "--json",
+      ]);
+      expect(JSON.parse(iso.stdout)).toMatchObject({ endTimeMillis: CUTOFF, dryRun: true });
+      expect((JSON.parse(iso.stdout) as { report: string }).report).toContain("Delete 1500 out of 2500 rows");
+      const sizes = JSON.parse((await mdp(["index-sizes", "--json"])).stdout) as Array<{
+        aspectName: string;
+        rowCount: number;
+      }>;
+      expect(sizes.find((s) => s.aspectName === "datasetProfile")?.rowCount).toBe(2500);
+    });
+
+    let taskId: string;
+
+    it("--execute runs the task to its end without a terminal: a line per change, the deleted count, exit 0", async () => {
+      const run = await mdp([
+        "truncate",
+        "dataset",
+        "datasetProfile",
+        "--older-than",
+        String(CUTOFF),
+        "--execute",
+        "--batch-size",
+        "100",
+        "--interval",
+        "200",
+      ]);
+      expect(run.stderr).toBe("");
+      expect(run.code).toBe(0);
+      const started = /^started task (\S+): deleting dataset\/datasetProfile rows older than/m.exec(run.stdout);
+      expect(started).not.toBeNull();
+      taskId = started![1]!;
+      expect(run.stdout).toMatch(new RegExp(`^task ${taskId} completed in \\S+: 1,500 rows deleted$`, "m"));
+      const sizes = JSON.parse((await mdp(["index-sizes", "--json"])).stdout) as Array<{
+        aspectName: string;
+        rowCount: number;
+      }>;
+      expect(sizes.find((s) => s.aspectName === "datasetProfile")?.rowCount).toBe(1000);
+    });
+
+    it("shows a task's status as a table and as JSON; watching a finished task ends at once", async () => {
+      const table = await mdp(["tasks", "status", taskId]);
+      expect(table.code).toBe(0);
+      expect(table.stdout).toMatch(/│ state +│ completed +│/);
+      expect(table.stdout).toMatch(/│ progress +│ 1,500 of 1,500 rows deleted \(100%\) +│/);
+      const json = JSON.parse((await mdp(["tasks", "status", taskId, "--json"])).stdout) as Record<string, unknown>;
+      expect(json).toMatchObject({
+        taskId,
+        type: "TRUNCATE_TIMESERIES",
+        state: "completed",
+        progress: { deleted: 1500 },
+      });
+      const watched = await mdp(["tasks", "watch", taskId, "--json"]);
+      expect(watched.code).toBe(0);
+      expect(JSON.parse(watched.stdout)).toMatchObject({ taskId, state: "completed" });
+    });
+
+    it("lists tasks newest first, filtered by state and creator", async () => {
+      const run = await mdp(["tasks", "list", "--state", "completed", "--created-by", "me", "--json"]);
+      expect(run.code).toBe(0);
+      const page = JSON.parse(run.stdout) as { tasks: Array<{ taskId: string; createdBy: string }> };
+      expect(page.tasks[0]).toMatchObject({ taskId, createdBy: ADMIN });
+      const table = await mdp(["tasks", "list"]);
+      expect(table.stdout).toMatch(new RegExp(`│ ${taskId} +│ TRUNCATE_TIMESERIES +│ completed +│`));
+    });
+
+    it("on a terminal shows a live progress bar; Ctrl-C asks whether to cancel: no stops watching (exit 130), the task goes on", async () => {
+      const terminal = mdpOnTerminal([
+        "truncate",
+        "dataset",
+        "datasetUsageStatistics",
+        "--older-than",
+        String(SLOW_CUTOFF),
+        "--execute",
+        "--batch-size",
+        "1",
+        "--interval",
+        "200",
+      ]);
+      try {
+        await terminal.waitFor(/active \|[█░]+\| \d+% \| [\d,]+\/19,999 rows \| [\d,]+ rows\/s \| ETA \S+/);
+        const taskId = /watching task (\S+)/.exec(terminal.output())![1]!;
+        terminal.type("\x03");
+        await terminal.waitFor(new RegExp(`cancel task ${taskId}\\? \\[y/N\\] `));
+        terminal.type("n\r");
+        expect(await terminal.exited).toBe(130);
+        expect(terminal.output()).toContain(`stopped watching; task ${taskId} goes on`);
+
+        const status = JSON.parse((await mdp(["tasks", "status", taskId, "--json"])).stdout) as { state: string };
+        expect(["waiting", "active"]).toContain(status.state);
+        const cancelled = await mdp(["tasks", "cancel", taskId]);
+        expect(cancelled.code).toBe(0);
+        expect(cancelled.stdout).toMatch(
+          new RegExp(`^(task ${taskId} cancelled|cancellation requested: task ${taskId})`),
+        );
+        const watched = await mdp(["tasks", "watch", taskId, "--interval", "200"]);
+        expect(watched.code).toBe(5);
+        expect(watched.stdout).toMatch(new RegExp(`^task ${taskId} cancelled`, "m"));
+      } finally {
+        terminal.kill();
+      }
+    });
+
+    it("on a terminal, Ctrl-C and yes cancel the task through the server; the watch ends cancelled with exit 5", async () => {
+      const terminal = mdpOnTerminal([
+        "truncate",
+        "dataset",
+        "datasetUsageStatistics",
+        "--older-than",
+        String(SLOW_CUTOFF),
+        "--execute",
+        "--batch-size",
+        "1",
+        "--interval",
+        "200",
+      ]);
+      try {
+        await terminal.waitFor(/active \|[█░]+\| \d+%/);
+        const taskId = /watching task (\S+)/.exec(terminal.output())![1]!;
+        terminal.type("\x03");
+        await terminal.waitFor(/\[y\/N\] /);
+        terminal.type("y\r");
+        expect(await terminal.exited).toBe(5);
+        expect(terminal.output()).toMatch(new RegExp(`task ${taskId} cancelled`));
+        const status = JSON.parse((await mdp(["tasks", "status", taskId, "--json"])).stdout) as Record<string, unknown>;
+        expect(status).toMatchObject({ state: "cancelled" });
+      } finally {
+        terminal.kill();
+      }
+    });
+  });
+
+  describe("metadata tests", () => {
+    const entity = "urn:li:dataset:(urn:li:dataPlatform:hive,db.orders,PROD)";
+
+    beforeAll(async () => {
+      const res = await fetch(`${baseUrl}/gms/aspects?action=ingestProposal`, {
+        method: "POST",
+        headers: systemClient(ADMIN),
+        body: JSON.stringify({
+          proposal: {
+            entityType: "dataset",
+            entityUrn: entity,
+            aspectName: "datasetProperties",
+            changeType: "UPSERT",
+            aspect: { contentType: "application/json", value: JSON.stringify({ description: "orders" }) },
+          },
+        }),
+      });
+      expect(res.status).toBe(200);
+    });
+
+    it("creates tests from a whole-test YAML file and from a bare definition with --name/--category, and lists them", async () => {
+      const whole = path.join(home, "owned.yaml");
+      writeFileSync(
+        whole,
+        "id: owned\nname: Datasets have an owner\ncategory: Ownership\ndefinition:\n  on: {types: [dataset]}\n  rules:\n    - {property: ownership.owners.owner, operator: exists}\n",
+      );
+      expect(await mdp(["tests", "create", whole])).toMatchObject({
+        code: 0,
+        stdout: "created test urn:li:test:owned\n",
+      });
+      const bare = path.join(home, "described.json");
+      writeFileSync(
+        bare,
+        JSON.stringify({
+          on: { types: ["dataset"] },
+          rules: [{ property: "datasetProperties.description", operator: "exists" }],
+        }),
+      );
+      const created = await mdp([
+        "tests",
+        "create",
+        bare,
+        "--id",
+        "described",
+        "--name",
+        "Described",
+        "--category",
+        "Docs",
+        "--json",
+      ]);
+      expect(JSON.parse(created.stdout)).toEqual({ urn: "urn:li:test:described" });
+
+      const listed = await mdp(["tests", "list"]);
+      expect(listed.stdout).toMatch(
+        /│ urn:li:test:owned +│ Datasets have an owner +│ Ownership +│ ACTIVE +│ dataset +│/,
+      );
+      expect(listed.stdout).toContain("showing 1-2 of 2 tests");
+    });
+
+    it("refuses an invalid definition with the server's message and exit 1", async () => {
+      const bad = path.join(home, "bad.yaml");
+      writeFileSync(
+        bad,
+        "name: Bad\ncategory: X\ndefinition:\n  on: {types: [dataset]}\n  rules: [{property: urn, operator: sounds_like, value: x}]\n",
+      );
+      const run = await mdp(["tests", "create", bad]);
+      expect(run.code).toBe(1);
+      expect(run.stderr).toMatch(/^mdp: Failed to validate test definition: /);
+    });
+
+    it("evaluates an entity: passing and failing tests, each failing rule with what it expected and found", async () => {
+      const json = await mdp(["tests", "evaluate", entity, "--json"]);
+      expect(json.code).toBe(0);
+      const result = JSON.parse(json.stdout) as {
+        passing: Array<{ test: string }>;
+        failing: Array<{ test: string; failedRules: Array<{ message: string }> }>;
+      };
+      expect(result.passing.map((r) => r.test)).toEqual(["urn:li:test:described"]);
+      expect(result.failing.map((r) => r.test)).toEqual(["urn:li:test:owned"]);
+      const message = result.failing[0]!.failedRules[0]!.message;
+
+      const table = await mdp(["tests", "evaluate", entity]);
+      expect(table.code).toBe(0);
+      expect(table.stdout).toMatch(/│ PASS +│ urn:li:test:described +│/);
+      expect(table.stdout).toMatch(/│ FAIL +│ urn:li:test:owned +│ rules\S*: ownership\.owners\.owner exists +│/);
+      expect(table.stdout).toContain(message);
+      expect(table.stdout).toContain("1 passing, 1 failing");
+
+      const gate = await mdp(["tests", "evaluate", entity, "--test", "urn:li:test:owned", "--exit-code"]);
+      expect(gate.code).toBe(6);
+      const passes = await mdp(["tests", "evaluate", entity, "--test", "urn:li:test:described", "--exit-code"]);
+      expect(passes.code).toBe(0);
+    });
+  });
+
+  describe("errors scripts can rely on", () => {
+    it("401: a token the server refuses is exit 2 with its message", async () => {
+      const run = await mdp(["index-sizes"], { env: { MDP_URL: baseUrl, MDP_TOKEN: "garbage" } });
+      expect(run).toMatchObject({ code: 2, stdout: "", stderr: "mdp: Unable to verify the provided token.\n" });
+    });
+
+    it("403: a missing privilege is exit 2 with the server's message; with --json one JSON line on stderr", async () => {
+      const env = { MDP_URL: baseUrl, MDP_TOKEN: nobodyToken };
+      const run = await mdp(["index-sizes"], { env });
+      expect(run.code).toBe(2);
+      expect(run.stderr).toMatch(/^mdp: urn:li:corpuser:nobody is unauthorized to get time-series index sizes/);
+      const json = await mdp(["truncate", "dataset", "datasetProfile", "--older-than", "90d", "--json"], { env });
+      expect(json.code).toBe(2);
+      expect(json.stdout).toBe("");
+      expect(JSON.parse(json.stderr)).toEqual({
+        error: { message: expect.stringContaining("is unauthorized to"), exitCode: 2, status: 403, code: "FORBIDDEN" },
+      });
+    });
+
+    it("404: an unknown task or aspect is exit 3 with the server's message", async () => {
+      const task = await mdp(["tasks", "status", "no-such-task"], { env: asAdmin() });
+      expect(task.code).toBe(3);
+      expect(task.stderr).toMatch(/^mdp: .*no-such-task/);
+      const aspect = await mdp(["truncate", "dataset", "noSuchAspect", "--older-than", "90d"], { env: asAdmin() });
+      expect(aspect.code).toBe(3);
+      expect(aspect.stderr).toContain("datasetProfile"); // the server lists the known ones
+    });
+
+    it("400: input the server refuses is exit 1 naming the field; a usage error is exit 1 before any request", async () => {
+      const run = await mdp(["tests", "evaluate", "not-a-urn"], { env: asAdmin() });
+      expect(run.code).toBe(1);
+      expect(run.stderr).toMatch(/^mdp: .*urn.*not-a-urn/);
+      expect(run.stderr).not.toMatch(/^\s+at /m);
+      const usage = await mdp(["truncate", "dataset", "datasetProfile", "--older-than", "last tuesday"], {
+        env: asAdmin(),
+      });
+      expect(usage).toMatchObject({ code: 1, stderr: expect.stringContaining("--older-than 'last tuesday' is not") });
+      const missing = await mdp(["truncate", "dataset", "--older-than", "90d"], { env: asAdmin() });
+      expect(missing.code).toBe(1);
+      expect(missing.stderr).toContain("missing required argument 'aspect'");
+    });
+
+    it("an unreachable server is exit 4, saying so", async () => {
+      const run = await mdp(["index-sizes"], {
+        env: { MDP_URL: `http://127.0.0.1:${await freePort()}`, MDP_TOKEN: "x" },
+      });
+      expect(run.code).toBe(4);
+      expect(run.stderr).toMatch(/^mdp: cannot reach http:\/\/127\.0\.0\.1:\d+: connection refused/);
+    });
+
+    it("--help works on every command and lists the exit codes", async () => {
+      const top = await mdp(["--help"]);
+      expect(top.code).toBe(0);
+      expect(top.stdout).toContain("Exit codes:");
+      for (const command of [
+        ["login"],
+        ["tokens", "create"],
+        ["tokens", "list"],
+        ["tokens", "revoke"],
+        ["index-sizes"],
+        ["truncate"],
+        ["tasks", "list"],
+        ["tasks", "status"],
+        ["tasks", "cancel"],
+        ["tasks", "watch"],
+        ["tests", "create"],
+        ["tests", "list"],
+        ["tests", "evaluate"],
+      ]) {
+        const help = await mdp([...command, "--help"]);
+        expect([command.join(" "), help.code, help.stdout]).toEqual([
+          command.join(" "),
+          0,
+          expect.stringContaining(`Usage: mdp ${command.join(" ")}`),
+        ]);
+        expect(help.stdout).toContain("--json");
+      }
+    });
+  });
+
+  it("installs on its own: the packed package holds no sources and runs mdp from its dist/", async () => {
+    const out = mkdtempSync(path.join(os.tmpdir(), "mdp-pack-"));
+    try {
+      const pack = spawnSync("pnpm", ["--filter", "@mdp/cli", "pack", "--pack-destination", out], {
+        cwd: ROOT,
+        encoding: "utf8",
+        timeout: 120_000,
+      });
+      expect([pack.status, pack.stderr]).toEqual([0, expect.anything()]);
+      const tarball = path.join(out, "mdp-cli-0.1.0.tgz");
+      const files = spawnSync("tar", ["tzf", tarball], { encoding: "utf8" }).stdout.split("\n").filter(Boolean);
+      expect(files).toEqual(
+        expect.arrayContaining(["package/bin/mdp.cjs", "package/dist/main.js", "package/package.json"]),
+      );
+      expect(files.filter((f) => f.includes("/src/") || f.endsWith(".ts"))).toEqual([]);
+      expect(spawnSync("tar", ["xzf", tarball, "-C", out]).status).toBe(0);
+      // its dependencies as an installer would put them beside it; nothing of the workspace
+      const help = spawnSync(process.execPath, [path.join(out, "package", "bin", "mdp.cjs"), "--help"], {
+        encoding: "utf8",
+        env: { PATH: process.env.PATH, NODE_PATH: path.join(ROOT, "cli", "node_modules") },
+      });
+      expect([help.status, help.stderr]).toEqual([0, ""]);
+      expect(help.stdout).toContain("Usage: mdp");
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
+  }, 120_000);
+});
