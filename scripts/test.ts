@@ -1,32 +1,46 @@
 /**
  * The README's test command: makes sure PostgreSQL and Redis are reachable (starting private ones under .data/ when
  * nothing is), runs every jest test, and ends with the plain line `N passed, N failed` that CI reads.
+ *
+ * A whole run (no arguments) ends with the Redis Cluster stage: the service-level tests in CLUSTER_SUITE again, with
+ * REDIS_URL naming a private 3-master Redis Cluster (scripts/redis-cluster.ts). `pnpm test <paths>` runs the given
+ * files alone, on the single Redis; `pnpm test:cluster [paths]` runs only the cluster stage (CLUSTER_SUITE, or the
+ * given files).
  */
 import { spawnSync } from "node:child_process";
-import { mkdirSync, readFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import { ensureLocalServices } from "./local-services";
+import { startRedisCluster } from "./redis-cluster";
 
-async function main(): Promise<void> {
-  const root = path.resolve(__dirname, "..");
-  const services = await ensureLocalServices(root, { reuseDefaults: true });
-  const resultsFile = path.join(root, ".data", "jest-results.json");
-  mkdirSync(path.dirname(resultsFile), { recursive: true });
+/**
+ * What must hold on a Redis Cluster too: tokens and revocation across gateways, truncation, evaluate, runTest, the
+ * queue dashboard, and every replica arrangement (processes on one PostgreSQL and the cluster). The tests that stop,
+ * pause or break their own private Redis server are not here: they need a single server to break.
+ */
+export const CLUSTER_SUITE = [
+  "test/e2e/replicas.e2e.spec.ts",
+  "test/e2e/foundation.e2e.spec.ts",
+  "services/gateway/test/tokens.int.spec.ts",
+  "services/gateway/test/truncation.int.spec.ts",
+  "services/gateway/test/metadata-tests.int.spec.ts",
+  "services/gateway/test/queue-dashboard.int.spec.ts",
+];
+
+interface Outcome {
+  passed: number;
+  failed: number;
+  exitCode: number;
+}
+
+function runJest(root: string, args: string[], env: Record<string, string>): Outcome {
+  // One results file per run: several `pnpm test` may run at once in one checkout.
+  const resultsFile = path.join(root, ".data", `jest-results-${process.pid}-${Date.now()}.json`);
   const run = spawnSync(
     process.execPath,
-    [require.resolve("jest/bin/jest"), "--json", `--outputFile=${resultsFile}`, ...process.argv.slice(2)],
-    {
-      cwd: root,
-      stdio: "inherit",
-      env: {
-        ...process.env,
-        TEST_DATABASE_URL: services.adminDatabaseUrl,
-        REDIS_URL: services.redisUrl,
-        NODE_ENV: "test",
-      },
-    },
+    [require.resolve("jest/bin/jest"), "--json", `--outputFile=${resultsFile}`, ...args],
+    { cwd: root, stdio: "inherit", env: { ...process.env, ...env, NODE_ENV: "test" } },
   );
-  await services.stop();
   let passed = 0;
   let failed = 0;
   try {
@@ -34,12 +48,50 @@ async function main(): Promise<void> {
     passed = results.numPassedTests;
     failed = results.numFailedTests;
   } catch {
-    failed = Math.max(failed, 1);
+    failed = 1;
   }
+  rmSync(resultsFile, { force: true });
   const exitCode = run.status ?? 1;
   if (exitCode !== 0 && failed === 0) failed = 1; // a suite that failed to load counts as a failure
+  return { passed, failed, exitCode };
+}
+
+async function main(): Promise<void> {
+  const root = path.resolve(__dirname, "..");
+  const argv = process.argv.slice(2);
+  const clusterOnly = argv.includes("--cluster");
+  const args = argv.filter((arg) => arg !== "--cluster");
+  const services = await ensureLocalServices(root, { reuseDefaults: true });
+  mkdirSync(path.join(root, ".data"), { recursive: true });
+  const outcomes: Outcome[] = [];
+  try {
+    if (!clusterOnly) {
+      outcomes.push(
+        runJest(root, args, { TEST_DATABASE_URL: services.adminDatabaseUrl, REDIS_URL: services.redisUrl }),
+      );
+    }
+    if (clusterOnly || args.length === 0) {
+      process.stdout.write("\n== the same service-level tests on a Redis Cluster\n");
+      const cluster = await startRedisCluster(path.join(root, ".data"));
+      try {
+        const selection = clusterOnly && args.length > 0 ? args : ["--runTestsByPath", ...CLUSTER_SUITE];
+        outcomes.push(
+          runJest(root, selection, {
+            TEST_DATABASE_URL: services.adminDatabaseUrl,
+            REDIS_URL: cluster.url,
+          }),
+        );
+      } finally {
+        await cluster.stop();
+      }
+    }
+  } finally {
+    await services.stop();
+  }
+  const passed = outcomes.reduce((sum, o) => sum + o.passed, 0);
+  const failed = outcomes.reduce((sum, o) => sum + o.failed, 0);
   process.stdout.write(`\n${passed} passed, ${failed} failed\n`);
-  process.exit(exitCode);
+  process.exit(outcomes.find((o) => o.exitCode !== 0)?.exitCode ?? 0);
 }
 
 main().catch((error: unknown) => {

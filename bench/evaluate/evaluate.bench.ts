@@ -13,10 +13,10 @@ import { randomUUID } from "node:crypto";
 import http from "node:http";
 import path from "node:path";
 import { Queue, QueueEvents } from "bullmq";
-import type { Redis } from "ioredis";
+import { Cluster } from "ioredis";
 import { createDatabase } from "@mdp/db";
 import { createTestDatabase } from "@mdp/db/testing";
-import { closeRedis, createRedis, jobOptions } from "@mdp/queues";
+import { closeRedis, createRedis, jobOptions, type RedisConnection } from "@mdp/queues";
 import { freePort, startService, uniqueName, waitForOutput, waitUntilReady } from "../../test/support/services";
 import { productionSetup } from "../support/production";
 import { spawnBenchProcess } from "../support/bench-process";
@@ -394,9 +394,12 @@ function apiClient(baseUrl: string, agent: http.Agent, caller: Record<string, st
   };
 }
 
-async function removeKeys(redis: Redis, prefix: string): Promise<void> {
-  for await (const keys of redis.scanStream({ match: `${prefix}:*`, count: 1000 }) as AsyncIterable<string[]>) {
-    if (keys.length > 0) await redis.unlink(...keys);
+/** SCAN sees one server's keys: on a cluster, each master's (the prefix's keys share a slot there, so UNLINK takes them). */
+async function removeKeys(redis: RedisConnection, prefix: string): Promise<void> {
+  for (const node of redis instanceof Cluster ? redis.nodes("master") : [redis]) {
+    for await (const keys of node.scanStream({ match: `${prefix}:*`, count: 1000 }) as AsyncIterable<string[]>) {
+      if (keys.length > 0) await node.unlink(...keys);
+    }
   }
 }
 

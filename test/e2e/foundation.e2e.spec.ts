@@ -3,14 +3,14 @@
  * readiness, authentication and error bodies over HTTP, a job round trip through each queue, clean shutdown.
  */
 import { QueueEvents } from "bullmq";
-import type { Redis } from "ioredis";
 import { DEVELOPMENT_SECRETS } from "@mdp/core";
 import { createDatabase, inTransaction, TimeseriesStore, type Database, type PrismaClient } from "@mdp/db";
 import { createTestDatabase } from "@mdp/db/testing";
-import { createRedis, Producer, QUEUE_NAMES } from "@mdp/queues";
+import { createRedis, Producer, QUEUE_NAMES, type RedisConnection } from "@mdp/queues";
 import {
   freePort,
   startService,
+  queuePrefix,
   uniqueName,
   waitForOutput,
   waitUntilReady,
@@ -26,11 +26,11 @@ describe("the system as separate processes", () => {
   let db: Awaited<ReturnType<typeof createTestDatabase>>;
   let database: Database;
   let prisma: PrismaClient;
-  let redis: Redis;
+  let redis: RedisConnection;
   let services: RunningService[];
   let gateway: RunningService;
   let baseUrl: string;
-  const prefix = uniqueName("e2e-foundation");
+  const prefix = queuePrefix("e2e-foundation");
 
   beforeAll(async () => {
     db = await createTestDatabase("e2e_foundation");

@@ -7,7 +7,7 @@ import { createTestDatabase } from "@mdp/db/testing";
 import {
   freePort,
   startService,
-  uniqueName,
+  queuePrefix,
   waitForOutput,
   waitUntilReady,
   type RunningService,
@@ -61,7 +61,7 @@ describe("two gateway replicas", () => {
     const env = {
       DATABASE_URL: db.url,
       REDIS_URL: process.env.REDIS_URL ?? "redis://127.0.0.1:6379",
-      QUEUE_PREFIX: uniqueName("e2e-replicas"),
+      QUEUE_PREFIX: queuePrefix("e2e-replicas"),
       LOG_LEVEL: "trace",
     };
     const [portA, portB] = [await freePort(), await freePort()];

@@ -85,6 +85,9 @@ export async function waitUntilReady(baseUrl: string, service?: RunningService):
 
 export const uniqueName = (label: string) => `${label}-${process.pid}-${Date.now().toString(36)}`;
 
+/** A QUEUE_PREFIX of a test's own, hash-tagged: on a Redis Cluster (pnpm test:cluster) a queue's keys share a slot. */
+export const queuePrefix = (label: string) => `{${uniqueName(label)}}`;
+
 export async function waitForOutput(service: RunningService, text: string): Promise<void> {
   await waitFor(`${service.name} to print '${text}'`, async () => service.output().includes(text)).catch(
     (error: Error) => {

@@ -24,12 +24,23 @@ describe("loadConfig", () => {
     ["PORT", "eighty", "PORT must be a whole number"],
     ["PORT", "70000", "PORT must be at most 65535"],
     ["AUTH_ENABLED", "yes", "AUTH_ENABLED must be 'true' or 'false'"],
-    ["REDIS_URL", "localhost:6379", "REDIS_URL must be a URL starting with redis:// or rediss://"],
+    [
+      "REDIS_URL",
+      "localhost:6379",
+      "REDIS_URL must be a URL starting with redis://, rediss://, redis-cluster:// or rediss-cluster://",
+    ],
+    ["REDIS_URL", "redis-cluster://h1:7000,h2", "REDIS_URL must list the cluster's nodes as host:port"],
     ["LOG_LEVEL", "loud", "LOG_LEVEL"],
     ["EVALUATION_CONCURRENCY", "0", "EVALUATION_CONCURRENCY must be at least 1"],
     ["TOKEN_SIGNING_KEY", "short", "TOKEN_SIGNING_KEY must be at least 32 characters"],
   ])("refuses %s=%s naming the variable", (name, value, message) => {
     expect(() => loadConfig({ ...base, [name]: value })).toThrow(message);
+  });
+
+  it("takes a Redis Cluster only with a hash-tagged QUEUE_PREFIX, so each queue's keys share one slot", () => {
+    const cluster = { ...base, REDIS_URL: "redis-cluster://10.0.0.1:7000,10.0.0.2:7000" };
+    expect(() => loadConfig(cluster)).toThrow("QUEUE_PREFIX must hold a {hash tag} on Redis Cluster, e.g. {mdp}");
+    expect(loadConfig({ ...cluster, QUEUE_PREFIX: "{mdp}" }).QUEUE_PREFIX).toBe("{mdp}");
   });
 
   it("treats an empty variable as unset", () => {

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { hashTagOf, parseRedisUrl } from "./redis-url";
 
 /**
  * The environment every service reads, validated once at start (CONTRACT.md "Running and configuration").
@@ -44,8 +45,15 @@ const schema = z.object({
   /** gateway bind address */
   HOST: z.string().min(1).default("127.0.0.1"),
   DATABASE_URL: url(["postgresql:", "postgres:"]),
-  REDIS_URL: url(["redis:", "rediss:"]),
-  /** BullMQ key prefix; use a {hash-tag} on Redis Cluster */
+  /** one server (redis://, rediss://) or a Redis Cluster by its seed nodes (redis-cluster://h1:p1,h2:p2): redis-url.ts */
+  REDIS_URL: z.string().superRefine((v, ctx) => {
+    try {
+      parseRedisUrl(v);
+    } catch (error) {
+      ctx.addIssue({ code: "custom", message: (error as Error).message });
+    }
+  }),
+  /** BullMQ key prefix; must hold a {hash tag} on Redis Cluster (checked in loadConfig) */
   QUEUE_PREFIX: z.string().min(1).default("mdp"),
   /** false trusts X-Platform-Actor alone: local development only */
   AUTH_ENABLED: bool.default(true),
@@ -137,6 +145,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`Invalid configuration: ${problems.join("; ")}`);
   }
   const config = parsed.data;
+  // BullMQ's scripts touch several keys of a queue at once: on a cluster they must hash to one slot.
+  if (parseRedisUrl(config.REDIS_URL).cluster && !hashTagOf(config.QUEUE_PREFIX)) {
+    throw new ConfigError(
+      `Invalid configuration: QUEUE_PREFIX must hold a {hash tag} on Redis Cluster, e.g. {${config.QUEUE_PREFIX}}, so that each queue's keys share one slot`,
+    );
+  }
   if (config.NODE_ENV === "production") refuseDevelopmentSettings(config);
   return config;
 }

@@ -2,6 +2,7 @@ export * from "./config";
 export * from "./errors";
 export * from "./logger";
 export * from "./outages";
+export * from "./redis-url";
 export * from "./urn";
 export * from "./otel-sdk";
 export * from "./registry/entity-registry";

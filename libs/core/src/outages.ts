@@ -52,10 +52,11 @@ const POSTGRES_MESSAGE =
   /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|terminating connection due to administrator command|the database system is (starting up|shutting down|in recovery mode)|Can't reach database server|Server has closed the connection/;
 /**
  * ioredis's: a producer's command with the connection down (no offline queue), retries used up, a connection closed
- * under a command; Redis's own while it loads or fails over.
+ * under a command, a Redis Cluster not (yet) ready or none of its nodes reachable; Redis's own while it loads or fails
+ * over.
  */
 const REDIS_MESSAGE =
-  /Stream isn't writeable and enableOfflineQueue|Reached the max retries per request limit|^Connection is closed\.?$|^Command timed out$|^LOADING |^MASTERDOWN |^CLUSTERDOWN |^TRYAGAIN |^READONLY |Redis did not become ready|Redis is unavailable/;
+  /Stream isn't writeable and enableOfflineQueue|Cluster isn't ready and enableOfflineQueue|None of startup nodes is available|Failed to refresh slots cache|Reached the max retries per request limit|^Connection is closed\.?$|^Command timed out$|^LOADING |^MASTERDOWN |^CLUSTERDOWN |^TRYAGAIN |^READONLY |Redis did not become ready|Redis is unavailable/;
 const SOCKET_MESSAGE = /\b(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|EHOSTUNREACH)\b/;
 
 interface ErrorShape {

@@ -1,4 +1,12 @@
-import { Redis, type RedisOptions } from "ioredis";
+import { Cluster, Redis, type RedisOptions } from "ioredis";
+import { parseRedisUrl } from "@mdp/core";
+
+/**
+ * A connection to REDIS_URL: one server, or a Redis Cluster (`redis-cluster://h1:p1,h2:p2`, see @mdp/core's
+ * redis-url.ts), which routes each command to the node holding its key's slot. Both take the same commands,
+ * BullMQ and rate-limiter-flexible accept both, and pub/sub reaches every subscriber of the cluster.
+ */
+export type RedisConnection = Redis | Cluster;
 
 /**
  * The longest a producer connection's command waits for Redis's answer ("Command timed out", which the outage
@@ -12,21 +20,45 @@ export const PRODUCER_COMMAND_TIMEOUT_MS = 2_000;
  * producers should fail fast so an HTTP request gets an error instead of hanging while Redis is away: no offline
  * queue while it is disconnected, and no command waits longer than PRODUCER_COMMAND_TIMEOUT_MS while it stalls.
  */
-export function createRedis(url: string, role: "worker" | "producer" | "subscriber"): Redis {
-  const options: RedisOptions =
-    role === "producer"
+export function createRedis(
+  url: string,
+  role: "worker" | "producer" | "subscriber",
+  /** a caller's own bounds instead of the role's (the rate limits: 200 ms, no retry) */
+  overrides: Pick<RedisOptions, "maxRetriesPerRequest" | "commandTimeout" | "connectionName"> = {},
+): RedisConnection {
+  const options: RedisOptions = {
+    ...(role === "producer"
       ? {
           maxRetriesPerRequest: 1,
           enableOfflineQueue: false,
           connectTimeout: 5_000,
           commandTimeout: PRODUCER_COMMAND_TIMEOUT_MS,
         }
-      : { maxRetriesPerRequest: null, connectTimeout: 5_000 };
-  return new Redis(url, { ...options, connectionName: `mdp-${role}`, lazyConnect: false });
+      : { maxRetriesPerRequest: null, connectTimeout: 5_000 }),
+    connectionName: `mdp-${role}`,
+    ...overrides,
+  };
+  const target = parseRedisUrl(url);
+  if (!target.cluster) return new Redis(url, { ...options, lazyConnect: false });
+  const { enableOfflineQueue, ...nodeOptions } = options;
+  return new Cluster(target.nodes, {
+    // Per node: each node's connection carries the role's bounds (BullMQ reads maxRetriesPerRequest here).
+    redisOptions: {
+      ...nodeOptions,
+      username: target.username,
+      password: target.password,
+      tls: target.tls ? {} : undefined,
+    },
+    // The cluster's own queue of commands while it learns its slots or reconnects: off for producers, as above.
+    enableOfflineQueue: enableOfflineQueue ?? true,
+    // Replies travel by sharded pub/sub on a cluster (replies.ts): a subscriber keeps a connection to each master.
+    shardedSubscribers: role === "subscriber",
+    lazyConnect: false,
+  });
 }
 
 /** Resolves once the connection is ready; producers fail fast while it is not, so start-up waits for it. */
-export function whenReady(redis: Redis, timeoutMs = 10_000): Promise<void> {
+export function whenReady(redis: RedisConnection, timeoutMs = 10_000): Promise<void> {
   if (redis.status === "ready") return Promise.resolve();
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
@@ -42,7 +74,7 @@ export function whenReady(redis: Redis, timeoutMs = 10_000): Promise<void> {
 }
 
 /** QUIT when connected (pending replies arrive first); otherwise drop the socket: QUIT would wait for a reconnect. */
-export async function closeRedis(redis: Redis): Promise<void> {
+export async function closeRedis(redis: RedisConnection): Promise<void> {
   if (redis.status === "ready") {
     await redis.quit().catch(() => redis.disconnect());
   } else {

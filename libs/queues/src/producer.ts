@@ -1,5 +1,5 @@
 import { Queue, type Job } from "bullmq";
-import type { Redis } from "ioredis";
+import type { RedisConnection } from "./connection";
 import { serviceUnavailable } from "@mdp/core";
 import { PRODUCER_COMMAND_TIMEOUT_MS } from "./connection";
 import { jobName, jobOptions } from "./job-options";
@@ -24,7 +24,7 @@ export class Producer<Q extends QueueKey> {
 
   constructor(
     readonly key: Q,
-    connection: Redis,
+    connection: RedisConnection,
     prefix: string,
   ) {
     this.queue = new Queue(QUEUE_NAMES[key], { connection, prefix, telemetry });

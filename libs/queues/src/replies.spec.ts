@@ -1,11 +1,11 @@
 import { EventEmitter } from "node:events";
-import type { Redis } from "ioredis";
+import type { RedisConnection } from "./connection";
 import { JobFailedError, JobWaitTimeoutError, ReplyInbox } from "./replies";
 
 /** A stand-in subscriber connection: `publish` delivers a message as Redis would, on any channel. */
 async function inboxOnFakeSubscriber() {
   const subscriber = Object.assign(new EventEmitter(), { subscribe: async () => 1, unsubscribe: async () => 0 });
-  const inbox = await ReplyInbox.open(subscriber as unknown as Redis, "mdp", "evaluate-tests");
+  const inbox = await ReplyInbox.open(subscriber as unknown as RedisConnection, "mdp", "evaluate-tests");
   const publish = (channel: string, message: string) => subscriber.emit("message", channel, message);
   return { inbox, publish };
 }

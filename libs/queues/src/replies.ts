@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { Redis } from "ioredis";
+import type { RedisConnection } from "./connection";
 
 /** The job did not finish within the wait; it may still finish later. */
 export class JobWaitTimeoutError extends Error {
@@ -27,11 +27,47 @@ export class JobFailedError extends Error {
 export type JobReply = { jobId: string; returnvalue: unknown } | { jobId: string; failedReason: string };
 
 /**
+ * A reply's sender learns from the publish's answer whether anyone received it. On a Redis Cluster, PUBLISH reaches
+ * every node's subscribers but counts only those of the node it ran on; sharded pub/sub (SPUBLISH/SSUBSCRIBE, Redis 7)
+ * keeps a channel on the node that owns its slot, subscribers included, so its count is whole. A single server keeps
+ * classic pub/sub. (A cluster's subscriber connection is created with ioredis's `shardedSubscribers`: createRedis.)
+ */
+const sharded = (redis: RedisConnection) => redis.isCluster;
+
+/**
  * Sends a job's reply to the channel its producer named in the payload (`replyTo`). Resolves to whether a process
  * was subscribed to receive it (false: the producer is gone or disconnected, and its callers will time out).
  */
-export async function sendReply(redis: Redis, channel: string, reply: JobReply): Promise<boolean> {
-  return (await redis.publish(channel, JSON.stringify(reply))) > 0;
+export async function sendReply(redis: RedisConnection, channel: string, reply: JobReply): Promise<boolean> {
+  const message = JSON.stringify(reply);
+  // SPUBLISH answers the number of receivers, as PUBLISH does (ioredis types it unknown).
+  const received = sharded(redis)
+    ? Number(await redis.spublish(channel, message))
+    : await redis.publish(channel, message);
+  return received > 0;
+}
+
+/**
+ * Subscribes `subscriber` (a subscriber connection) to the replies sent to `channel` by sendReply; resolves once the
+ * subscription holds, to the function that ends it.
+ */
+export async function subscribeToReplies(
+  subscriber: RedisConnection,
+  channel: string,
+  onReply: (message: string) => void,
+): Promise<() => Promise<void>> {
+  const event = sharded(subscriber) ? "smessage" : "message";
+  const listener = (from: string, message: string) => {
+    if (from === channel) onReply(message);
+  };
+  subscriber.on(event, listener);
+  await (sharded(subscriber) ? subscriber.ssubscribe(channel) : subscriber.subscribe(channel));
+  return async () => {
+    subscriber.off(event, listener);
+    await (sharded(subscriber) ? subscriber.sunsubscribe(channel) : subscriber.unsubscribe(channel)).catch(
+      () => undefined,
+    );
+  };
 }
 
 interface Waiter {
@@ -51,8 +87,9 @@ interface Waiter {
 export class ReplyInbox {
   private readonly waiting = new Map<string, Waiter>();
 
+  private unsubscribe: () => Promise<void> = async () => {};
+
   private constructor(
-    private readonly subscriber: Redis,
     /** the channel to name in payloads as `replyTo` */
     readonly channel: string,
   ) {}
@@ -61,12 +98,9 @@ export class ReplyInbox {
    * Subscribes on `subscriber`, a connection in subscriber mode: it can run no other command, though other
    * subscriptions may share it.
    */
-  static async open(subscriber: Redis, prefix: string, queueName: string): Promise<ReplyInbox> {
-    const inbox = new ReplyInbox(subscriber, `${prefix}:${queueName}:replies:${randomUUID()}`);
-    subscriber.on("message", (channel: string, message: string) => {
-      if (channel === inbox.channel) inbox.deliver(message);
-    });
-    await subscriber.subscribe(inbox.channel);
+  static async open(subscriber: RedisConnection, prefix: string, queueName: string): Promise<ReplyInbox> {
+    const inbox = new ReplyInbox(`${prefix}:${queueName}:replies:${randomUUID()}`);
+    inbox.unsubscribe = await subscribeToReplies(subscriber, inbox.channel, (message) => inbox.deliver(message));
     return inbox;
   }
 
@@ -121,7 +155,7 @@ export class ReplyInbox {
   }
 
   async close(): Promise<void> {
-    await this.subscriber.unsubscribe(this.channel).catch(() => undefined);
+    await this.unsubscribe();
   }
 
   private deliver(message: string): void {

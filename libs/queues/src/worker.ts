@@ -1,5 +1,5 @@
 import { UnrecoverableError, Worker, type Job, type Processor } from "bullmq";
-import type { Redis } from "ioredis";
+import type { RedisConnection } from "./connection";
 import type { Logger } from "@mdp/core";
 import { workerOptions } from "./job-options";
 import { QUEUE_NAMES, type QueueKey } from "./names";
@@ -14,7 +14,7 @@ export type JobHandler<Q extends QueueKey> = (
 ) => Promise<unknown>;
 
 export interface WorkerOptions<Q extends QueueKey = QueueKey> {
-  connection: Redis;
+  connection: RedisConnection;
   prefix: string;
   concurrency: number;
   logger: Logger;

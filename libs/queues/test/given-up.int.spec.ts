@@ -10,7 +10,7 @@ import { closeRedis, createRedis, createWorker, Producer } from "../src";
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
 
 it("tells onGivenUp of a job BullMQ fails without running its handler", async () => {
-  const prefix = `test-given-up-${randomUUID()}`;
+  const prefix = `{test-given-up-${randomUUID()}}`;
   const connection = createRedis(REDIS_URL, "worker");
   const workerConnection = createRedis(REDIS_URL, "worker");
   const producer = new Producer("truncate", connection, prefix);

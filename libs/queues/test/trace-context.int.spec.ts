@@ -23,7 +23,7 @@ describe("trace context", () => {
   });
 
   it("reaches the worker's handler from the span the job was queued in", async () => {
-    const prefix = `test-trace-${randomUUID()}`;
+    const prefix = `{test-trace-${randomUUID()}}`;
     const connection = createRedis(REDIS_URL, "worker");
     const producer = new Producer("truncate", connection, prefix);
     const seen: Array<{ traceId?: string; metadata?: string }> = [];

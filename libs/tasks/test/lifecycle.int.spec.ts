@@ -7,8 +7,7 @@ import { Worker } from "bullmq";
 import { createLogger } from "@mdp/core";
 import { createDatabase, inTransaction, type Database } from "@mdp/db";
 import { createTestDatabase, type TestDatabase } from "@mdp/db/testing";
-import { closeRedis, createRedis, Producer, QUEUE_NAMES } from "@mdp/queues";
-import type { Redis } from "ioredis";
+import { closeRedis, createRedis, Producer, QUEUE_NAMES, type RedisConnection } from "@mdp/queues";
 import { LeaseLostError, presentState, TaskLifecycle, TaskReconciler, type Lease } from "../src";
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
@@ -18,7 +17,7 @@ const LEASE_MS = 300;
 describe("task lifecycle", () => {
   let testDb: TestDatabase;
   let db: Database;
-  let redis: Redis;
+  let redis: RedisConnection;
   let producer: Producer<"truncate">;
   let prefix: string;
   let tasks: TaskLifecycle;
@@ -27,7 +26,7 @@ describe("task lifecycle", () => {
     testDb = await createTestDatabase("tasks_lifecycle");
     db = createDatabase(testDb.url);
     redis = createRedis(REDIS_URL, "worker");
-    prefix = `test-tasks-${randomUUID()}`;
+    prefix = `{test-tasks-${randomUUID()}}`;
     producer = new Producer("truncate", redis, prefix);
     tasks = new TaskLifecycle(db, logger, { leaseMs: LEASE_MS });
   });

@@ -1,4 +1,3 @@
-import type { Redis } from "ioredis";
 import type { Logger } from "@mdp/core";
 import { AspectRepository, type Database } from "@mdp/db";
 import type { Job } from "bullmq";
@@ -9,6 +8,7 @@ import {
   type JobHandler,
   type Payload,
   type Producer,
+  type RedisConnection,
 } from "@mdp/queues";
 import { EvaluationTasks, TaskLifecycle, type ReconciledKind } from "@mdp/tasks";
 import type { EvaluateDeps } from "./evaluation-deps";
@@ -36,7 +36,7 @@ export type EvaluationHandler = JobHandler<"evaluate"> & { close(): Promise<void
  */
 export function evaluationHandler(
   db: Database,
-  redis: Redis,
+  redis: RedisConnection,
   logger: Logger,
   shutdownSignal: AbortSignal,
   /** EVALUATION_TIME_LIMIT_MS */
@@ -79,7 +79,7 @@ export function evaluationHandler(
  */
 export function evaluationGivenUp(
   db: Database,
-  redis: Redis,
+  redis: RedisConnection,
   logger: Logger,
   tasks: TaskLifecycle = new TaskLifecycle(db, logger),
 ): (payload: Payload<"evaluate">, job: Job, reason: string) => Promise<void> {

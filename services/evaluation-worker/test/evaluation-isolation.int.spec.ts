@@ -6,11 +6,18 @@
 import { randomUUID } from "node:crypto";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { Queue, type Worker } from "bullmq";
-import type { Redis } from "ioredis";
 import { createLogger } from "@mdp/core";
 import { createDatabase, type Database } from "@mdp/db";
 import { createTestDatabase, type TestDatabase } from "@mdp/db/testing";
-import { closeRedis, createRedis, createWorker, QUEUE_NAMES } from "@mdp/queues";
+import {
+  closeRedis,
+  createRedis,
+  createWorker,
+  QUEUE_NAMES,
+  subscribeToReplies,
+  whenReady,
+  type RedisConnection,
+} from "@mdp/queues";
 import { evaluationHandler, type EvaluationHandler } from "../src/evaluation-handler";
 
 const ACTOR = "urn:li:corpuser:admin";
@@ -32,9 +39,9 @@ interface ItemReply {
 describe("evaluation isolation", () => {
   let testDb: TestDatabase;
   let db: Database;
-  let connection: Redis;
-  let subscriber: Redis;
-  let producer: Redis;
+  let connection: RedisConnection;
+  let subscriber: RedisConnection;
+  let producer: RedisConnection;
   let queue: Queue;
   let handler: EvaluationHandler;
   let worker: Worker;
@@ -80,19 +87,19 @@ describe("evaluation isolation", () => {
   beforeAll(async () => {
     testDb = await createTestDatabase("evaluation_isolation");
     db = createDatabase(testDb.url, { poolMax: 6 });
-    const prefix = `test-${randomUUID()}`;
+    const prefix = `{test-${randomUUID()}}`;
     const redisUrl = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
     connection = createRedis(redisUrl, "worker");
-    subscriber = createRedis(redisUrl, "worker");
+    subscriber = createRedis(redisUrl, "subscriber");
     producer = createRedis(redisUrl, "producer");
-    subscriber.on("message", (_channel: string, message: string) => {
+    await whenReady(subscriber);
+    await subscribeToReplies(subscriber, channel, (message) => {
       const reply = JSON.parse(message) as {
         jobId: string;
         returnvalue: { items: Record<string, ItemReply>; partial?: true };
       };
       waiting.get(reply.jobId)?.(reply.returnvalue);
     });
-    await subscriber.subscribe(channel);
     queue = new Queue(QUEUE_NAMES.evaluate, { connection: producer, prefix });
 
     const aspect = (urn: string, name: string, value: unknown) =>

@@ -1,7 +1,7 @@
 import { EntityRegistry, type Config, type Logger } from "@mdp/core";
 import { AspectRepository, TimeseriesStore, type Database } from "@mdp/db";
 import { Producer, QUEUE_NAMES, ReplyInbox } from "@mdp/queues";
-import type { Redis } from "ioredis";
+import type { RedisConnection } from "@mdp/queues";
 import { AuditService } from "./audit/audit.service";
 import { Authenticator } from "./auth/authenticator";
 import { InvalidationBus } from "./events/invalidation-bus";
@@ -26,9 +26,9 @@ export interface Connections {
   /** Prisma and pg on one pool */
   db: Database;
   /** commands and publishing */
-  redis: Redis;
+  redis: RedisConnection;
   /** a connection of its own: a subscribed ioredis connection can do nothing else */
-  subscriber: Redis;
+  subscriber: RedisConnection;
 }
 
 /** Builds the gateway's domain services on the given connections; `stop` flushes what they hold in memory. */

@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisConnection } from "@mdp/queues";
 import type { Logger } from "@mdp/core";
 import { migrationStatus, type PrismaClient } from "@mdp/db";
 
@@ -22,7 +22,7 @@ export class Readiness {
 
   constructor(
     private readonly prisma: PrismaClient,
-    private readonly redis: Redis,
+    private readonly redis: RedisConnection,
     private readonly databaseUrl: string,
     private readonly logger?: Logger,
   ) {}

@@ -8,7 +8,7 @@ import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Queue } from "bullmq";
 import { AspectRepository, inTransaction } from "@mdp/db";
-import { closeRedis, createRedis, QUEUE_NAMES, whenReady } from "@mdp/queues";
+import { closeRedis, createRedis, QUEUE_NAMES, subscribeToReplies, whenReady } from "@mdp/queues";
 import { startEvaluationWorker, type RunningWorker } from "./support/evaluation-worker";
 import { ROOT, grant, startGateway, systemClientHeaders, type Harness } from "./support/gateway-harness";
 
@@ -368,9 +368,9 @@ describe("metadata tests", () => {
       const replies: string[] = [];
       beforeAll(async () => {
         redis = createRedis(h.config.REDIS_URL, "producer");
-        subscriber = createRedis(h.config.REDIS_URL, "worker");
-        subscriber.on("message", (_channel: string, message: string) => replies.push(message));
-        await subscriber.subscribe(listening);
+        subscriber = createRedis(h.config.REDIS_URL, "subscriber");
+        await whenReady(subscriber);
+        await subscribeToReplies(subscriber, listening, (message) => replies.push(message));
         queue = new Queue(QUEUE_NAMES.evaluate, { connection: redis, prefix: h.config.QUEUE_PREFIX });
       });
       afterAll(async () => {
@@ -1106,19 +1106,19 @@ describe("metadata tests: evaluations past the worker's limits", () => {
 
   it("refuses only the slow request of a job, answering the others first", async () => {
     const redis = createRedis(h.config.REDIS_URL, "producer");
-    const subscriber = createRedis(h.config.REDIS_URL, "worker");
+    const subscriber = createRedis(h.config.REDIS_URL, "subscriber");
     const queue = new Queue(QUEUE_NAMES.evaluate, { connection: redis, prefix: h.config.QUEUE_PREFIX });
     try {
       const channel = `replies-${randomUUID()}`;
       const replies: Array<{ items: Record<string, unknown>; partial?: true }> = [];
-      const all = new Promise<void>((resolve) =>
-        subscriber.on("message", (_c: string, m: string) => {
-          const { returnvalue } = JSON.parse(m) as { returnvalue: (typeof replies)[number] };
-          replies.push(returnvalue);
-          if (!returnvalue.partial) resolve();
-        }),
-      );
-      await subscriber.subscribe(channel);
+      let allReplied = () => {};
+      const all = new Promise<void>((resolve) => (allReplied = resolve));
+      await whenReady(subscriber);
+      await subscribeToReplies(subscriber, channel, (m) => {
+        const { returnvalue } = JSON.parse(m) as { returnvalue: (typeof replies)[number] };
+        replies.push(returnvalue);
+        if (!returnvalue.partial) allReplied();
+      });
       const [slow, quick] = [randomUUID(), randomUUID()];
       // Two actors (as a gateway of an earlier version could batch them): one actor's slow request holds one of the
       // worker's threads, and with two threads that is its share, so another actor's request takes the other.

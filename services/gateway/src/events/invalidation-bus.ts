@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { Redis } from "ioredis";
+import type { RedisConnection } from "@mdp/queues";
 import type { Logger } from "@mdp/core";
 
 /** What one gateway tells the others so their caches stay honest. */
@@ -50,8 +50,8 @@ export class InvalidationBus {
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly publisher: Redis,
-    private readonly subscriber: Redis,
+    private readonly publisher: RedisConnection,
+    private readonly subscriber: RedisConnection,
     private readonly channel: string,
     private readonly logger: Logger,
   ) {}

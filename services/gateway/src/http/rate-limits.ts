@@ -1,6 +1,6 @@
-import { Redis } from "ioredis";
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
 import { AppError, type Config, type Logger } from "@mdp/core";
+import { createRedis, type RedisConnection } from "@mdp/queues";
 import type { Actor } from "../auth/actor";
 
 /**
@@ -38,7 +38,7 @@ export class RateLimits {
   >();
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisConnection,
     config: Pick<Config, "QUEUE_PREFIX" | "RATE_LIMIT_REPLICAS" | LimitSettings>,
   ) {
     for (const [name, { setting }] of Object.entries(LIMITS) as Array<
@@ -67,9 +67,9 @@ export class RateLimits {
   }
 
   /** Redis connection options for the limiters: fail fast, never hold a request while Redis is away or stalled. */
-  static connect(config: Pick<Config, "REDIS_URL">, logger: Logger): Redis {
-    const redis = new Redis(config.REDIS_URL, {
-      enableOfflineQueue: false,
+  static connect(config: Pick<Config, "REDIS_URL">, logger: Logger): RedisConnection {
+    // A producer's connection (no offline queue), with the limiters' tighter bounds.
+    const redis = createRedis(config.REDIS_URL, "producer", {
       maxRetriesPerRequest: 0,
       commandTimeout: REDIS_TIMEOUT_MS,
       connectionName: "mdp-rate-limits",

@@ -59,7 +59,8 @@ export async function startGateway(env: Record<string, string> = {}): Promise<Ha
   const config = loadConfig({
     DATABASE_URL: db.url,
     REDIS_URL: process.env.REDIS_URL ?? "redis://127.0.0.1:6379",
-    QUEUE_PREFIX: `test-${randomUUID()}`,
+    // a hash tag: on a Redis Cluster (pnpm test:cluster) each queue's keys must share one slot
+    QUEUE_PREFIX: `{test-${randomUUID()}}`,
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent",
     ...env,
   });

@@ -1,0 +1,126 @@
+/**
+ * A private 3-master Redis Cluster on loopback for the cluster test mode (`pnpm test:cluster`, and the last stage of
+ * `pnpm test`): Debian's redis-server (installed with apt-get when missing and we may), three nodes with
+ * `cluster-enabled yes` on free ports, joined by `redis-cli --cluster create`, data under .data/redis-cluster/, and
+ * stopped and removed afterwards. Never touches another Redis.
+ */
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { mkdirSync, openSync, rmSync } from "node:fs";
+import net from "node:net";
+import path from "node:path";
+import { isListening } from "./local-services";
+
+export interface RedisCluster {
+  /** REDIS_URL naming the cluster (redis-cluster://127.0.0.1:p1,127.0.0.1:p2,127.0.0.1:p3) */
+  url: string;
+  ports: number[];
+  stop(): Promise<void>;
+}
+
+const MASTERS = 3;
+
+export async function startRedisCluster(dataDir: string): Promise<RedisCluster> {
+  ensureRedisInstalled();
+  const root = path.join(dataDir, "redis-cluster");
+  const ports = await freeClusterPorts(MASTERS);
+  const nodes: ChildProcess[] = [];
+  const stop = async () => {
+    await Promise.all(nodes.map(stopNode));
+    for (const port of ports) rmSync(path.join(root, String(port)), { recursive: true, force: true });
+  };
+  try {
+    for (const port of ports) {
+      const dir = path.join(root, String(port));
+      rmSync(dir, { recursive: true, force: true }); // a fresh node: no nodes.conf of a previous cluster
+      mkdirSync(dir, { recursive: true });
+      const log = openSync(path.join(dir, "server.log"), "a");
+      const args = [
+        ...["--port", String(port), "--bind", "127.0.0.1", "--dir", dir],
+        ...["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000"],
+        ...["--save", "", "--appendonly", "no", "--maxmemory-policy", "noeviction"],
+      ];
+      // detached: out of reach of the terminal's Ctrl-C, stopped explicitly (as local-services.ts does).
+      nodes.push(spawn("redis-server", args, { stdio: ["ignore", log, log], detached: true }));
+    }
+    await Promise.all(ports.map((port) => waitFor(`Redis node on 127.0.0.1:${port}`, () => isListening(port))));
+    run("redis-cli", [
+      "--cluster",
+      "create",
+      ...ports.map((port) => `127.0.0.1:${port}`),
+      "--cluster-replicas",
+      "0",
+      "--cluster-yes",
+    ]);
+    // Every node must agree that all slots are served before a client may rely on it.
+    await waitFor("the Redis Cluster to report cluster_state:ok on every node", async () =>
+      ports.every((port) => run("redis-cli", ["-p", String(port), "cluster", "info"]).includes("cluster_state:ok")),
+    );
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  const url = `redis-cluster://${ports.map((port) => `127.0.0.1:${port}`).join(",")}`;
+  process.stdout.write(`Redis Cluster (private, 3 masters, data in ${root}) at ${url}\n`);
+  return { url, ports, stop };
+}
+
+/** redis-server and redis-cli from Debian's redis-server package; installed here when missing and we are root. */
+function ensureRedisInstalled(): void {
+  const has = (bin: string) => spawnSync("sh", ["-c", `command -v ${bin}`]).status === 0;
+  if (has("redis-server") && has("redis-cli")) return;
+  if (process.getuid?.() === 0) {
+    process.stdout.write("installing redis-server (apt-get) for the Redis Cluster test mode\n");
+    const install = () =>
+      spawnSync("apt-get", ["install", "-y", "--no-install-recommends", "redis-server"], { stdio: "inherit" });
+    if (install().status !== 0) {
+      spawnSync("apt-get", ["update"], { stdio: "inherit" });
+      install();
+    }
+  }
+  if (!has("redis-server") || !has("redis-cli")) {
+    throw new Error("The Redis Cluster test mode needs redis-server and redis-cli: `apt-get install -y redis-server`.");
+  }
+}
+
+/** Ports free now whose cluster bus port (port + 10000) is free too. */
+async function freeClusterPorts(count: number): Promise<number[]> {
+  const ports: number[] = [];
+  while (ports.length < count) {
+    const port = await anyFreePort();
+    if (port + 10_000 > 65_535 || ports.includes(port) || (await isListening(port + 10_000))) continue;
+    ports.push(port);
+  }
+  return ports;
+}
+
+function anyFreePort(): Promise<number> {
+  // The kernel's ephemeral range may reach 65535: pick within 20000-45000, where port + 10000 still fits.
+  const port = 20_000 + Math.floor(Math.random() * 25_000);
+  return new Promise((resolve) => {
+    const server = net.createServer();
+    server.once("error", () => resolve(anyFreePort()));
+    server.listen(port, "127.0.0.1", () => server.close(() => resolve(port)));
+  });
+}
+
+function stopNode(node: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (node.exitCode !== null || node.signalCode !== null) return resolve();
+    node.once("exit", () => resolve());
+    node.kill("SIGTERM");
+  });
+}
+
+async function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+function run(command: string, args: string[]): string {
+  const result = spawnSync(command, args, { encoding: "utf8" });
+  if (result.status !== 0) throw new Error(`${command} ${args.join(" ")} failed:\n${result.stderr || result.stdout}`);
+  return result.stdout;
+}
