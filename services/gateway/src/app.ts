@@ -9,14 +9,16 @@ import { createGraphQLMiddleware } from "./graphql/server";
 import { errorHandler, notFoundHandler } from "./http/error-handler";
 import { addConfigRoute } from "./http/config.routes";
 import { addHealthRoutes } from "./http/health.routes";
-import { basicChallenge, basicTokenAsBearer, DASHBOARD_PATH, queueDashboard } from "./http/queue-dashboard";
+import { basicChallenge, basicTokenAsBearer, pageTokenAsBearer } from "./http/browser-auth";
+import { DASHBOARD_PATH, queueDashboard } from "./http/queue-dashboard";
 import { jsonBody } from "./http/json-body";
 import { httpMetrics } from "./http/metrics";
 import { requestLogger } from "./http/request-logger";
 import { securityHeaders } from "./http/security-headers";
-import { addMetadataRoutes, type MetadataDeps } from "./metadata/metadata.routes";
-import { addTestRoutes, type TestRoutesDeps } from "./metadata-tests/test.routes";
-import { addOperationsRoutes, type OperationsDeps } from "./operations/operations.routes";
+import { addGmsRoutes, type GmsDeps } from "./gms.routes";
+import { apiRoutes } from "./http/action-router";
+import { API_DOCS_PATH, addOpenApiRoutes, graphqlExplorer } from "./api-docs/api-docs.routes";
+import { openApiDocument } from "./api-docs/openapi";
 import type { Readiness } from "./readiness";
 
 /** 1 MiB, as body-parser reads "1mb" */
@@ -33,7 +35,7 @@ export interface AppDeps {
   authenticator: Authenticator;
   readiness: Readiness;
   services: Services;
-  http: MetadataDeps & OperationsDeps & TestRoutesDeps;
+  http: GmsDeps;
   /** shown in the queue dashboard */
   queues: Queue[];
 }
@@ -74,7 +76,12 @@ export async function createGateway(deps: AppDeps): Promise<Gateway> {
   );
   addHealthRoutes(app, deps.readiness);
   metrics.serve(app);
-  app.use(DASHBOARD_PATH, basicChallenge, basicTokenAsBearer);
+  // Pages for browsers: a Basic login prompt, an access token as its password (http/browser-auth.ts).
+  app.use(DASHBOARD_PATH, basicChallenge("Queue dashboard"), pageTokenAsBearer("The queue dashboard"));
+  app.use(API_DOCS_PATH, basicChallenge("API reference"), pageTokenAsBearer("The API reference"));
+  // The GraphQL explorer: its page (a GET) asks a browser for credentials, and its requests (POST) carry them.
+  app.get(GRAPHQL_PATHS, basicChallenge("GraphQL explorer"));
+  app.use(GRAPHQL_PATHS, basicTokenAsBearer);
   app.use(authenticate(deps.authenticator));
   app.use(jsonBody(BODY_LIMIT_BYTES));
 
@@ -82,17 +89,18 @@ export async function createGateway(deps: AppDeps): Promise<Gateway> {
   // POST only, as in DataHub: a query in the URL (GraphQL over GET) would put what it carries, tokens included, into
   // access logs and browser histories.
   app.post(GRAPHQL_PATHS, refuseNonJson, graphql.middleware);
+  app.get(GRAPHQL_PATHS, await graphqlExplorer()); // a browser's GET only: the explorer's page
   app.all(GRAPHQL_PATHS, (_req, res) => {
     res.setHeader("allow", "POST");
     throw new AppError("METHOD_NOT_ALLOWED", "GraphQL is served over POST only.");
   });
   // One router for every HTTP operation, mounted once for both prefixes.
   const gms = Router();
-  addMetadataRoutes(gms, deps.http);
-  addOperationsRoutes(gms, deps.http);
-  addTestRoutes(gms, deps.http);
+  addGmsRoutes(gms, deps.http);
   addConfigRoute(gms); // DataHub's SDK checks its connection with GET {gms}/config
   app.use(GMS_PATHS, gms);
+  // The OpenAPI document of those routes, as the router holds them, and its viewer.
+  addOpenApiRoutes(app, GMS_PATHS, () => openApiDocument(apiRoutes(gms), GMS_PATHS));
 
   const dashboard = queueDashboard(deps.queues, deps.services.engine, deps.services.prisma);
   app.use(DASHBOARD_PATH, dashboard.guard, dashboard.router);

@@ -1,0 +1,204 @@
+import { z } from "zod";
+import type { ApiRoute } from "../http/action-router";
+
+/**
+ * The OpenAPI 3.1 document of the HTTP API, generated from the routes as they were added (action-router.ts): the same
+ * zod schemas that parse the requests become the request bodies (zod's JSON Schema is draft 2020-12, OpenAPI 3.1's
+ * dialect), so the document cannot drift from what the gateway accepts. Checked in as docs/api/openapi.json
+ * (`pnpm api:write`), served at /openapi.json.
+ */
+
+/** JSON Schema of what a client sends: defaults make fields optional, transforms are not the client's concern. */
+const inputSchema = (schema: z.ZodType) => strip(z.toJSONSchema(schema, { io: "input", target: "draft-2020-12" }));
+const outputSchema = (schema: z.ZodType) => strip(z.toJSONSchema(schema, { io: "output", target: "draft-2020-12" }));
+
+/** The document's own dialect is declared once (jsonSchemaDialect), not in every schema. */
+function strip(schema: Record<string, unknown>): Record<string, unknown> {
+  const { $schema: _, ...rest } = schema;
+  return rest;
+}
+
+const errorBody = {
+  type: "object",
+  required: ["status", "code", "message"],
+  properties: {
+    status: { type: "integer", description: "the HTTP status, repeated" },
+    code: {
+      type: "string",
+      enum: [
+        "BAD_USER_INPUT",
+        "UNAUTHENTICATED",
+        "FORBIDDEN",
+        "NOT_FOUND",
+        "METHOD_NOT_ALLOWED",
+        "CONFLICT",
+        "PAYLOAD_TOO_LARGE",
+        "UNSUPPORTED_MEDIA_TYPE",
+        "TOO_MANY_REQUESTS",
+        "INTERNAL_SERVER_ERROR",
+        "SERVICE_UNAVAILABLE",
+        "GATEWAY_TIMEOUT",
+      ],
+    },
+    message: { type: "string", description: "for people: names the field and the limit of a refused input" },
+    details: {
+      type: "object",
+      description: "e.g. `problems` (every invalid field of a 400), `retryAfterSeconds` (429, 503)",
+    },
+  },
+};
+
+const ref = (name: string) => ({ $ref: `#/components/responses/${name}` });
+
+/** The errors every authenticated route may answer; each route adds its own 2xx. */
+const commonErrors = {
+  "400": ref("BadRequest"),
+  "401": ref("Unauthenticated"),
+  "403": ref("Forbidden"),
+  "429": ref("TooManyRequests"),
+  "503": ref("Unavailable"),
+};
+
+const errorResponse = (description: string) => ({
+  description,
+  content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } },
+});
+
+function privilegeText(route: ApiRoute): string {
+  const { requires, privilegeNote } = route.spec;
+  const needs = requires ? `Needs \`${requires.privilege}\`.` : "";
+  return [needs, privilegeNote].filter(Boolean).join(" ");
+}
+
+function answer(route: ApiRoute) {
+  const value = route.spec.response ? outputSchema(route.spec.response) : {};
+  return {
+    description: "`value` holds the answer",
+    content: {
+      "application/json": { schema: { type: "object", required: ["value"], properties: { value: value } } },
+    },
+  };
+}
+
+/** express `/a/:b` → OpenAPI `/a/{b}` */
+const templated = (path: string) => path.replace(/:(\w+)/g, "{$1}");
+
+function operation(route: ApiRoute) {
+  const description = [route.spec.description, privilegeText(route)].filter(Boolean).join("\n\n");
+  const common = {
+    summary: route.spec.summary,
+    ...(description ? { description } : {}),
+    ...(route.spec.requires ? { "x-privilege": route.spec.requires.privilege } : {}),
+  };
+  if (route.kind === "get") {
+    const params = inputSchema(route.spec.request) as { properties?: Record<string, unknown> };
+    return {
+      operationId: `get${templated(route.path).replace(/[^A-Za-z]/g, "")}`,
+      ...common,
+      parameters: Object.entries(params.properties ?? {}).map(([name, schema]) => ({
+        name,
+        in: "path",
+        required: true,
+        schema,
+      })),
+      responses: { "200": answer(route), ...commonErrors, "404": ref("NotFound") },
+    };
+  }
+  const body = inputSchema(route.spec.request);
+  const optional = route.spec.request.safeParse({}).success;
+  return {
+    operationId: route.name,
+    ...common,
+    requestBody: { required: !optional, content: { "application/json": { schema: body } } },
+    responses: { "200": answer(route), ...commonErrors, "404": ref("NotFound"), "415": ref("UnsupportedMediaType") },
+  };
+}
+
+/** The probes: no credentials, as docs/limits.md and the README document them. */
+const unauthenticatedPaths = {
+  "/health": {
+    get: {
+      operationId: "health",
+      summary: "Liveness: the process answers",
+      security: [],
+      responses: { "200": { description: '`{"status":"ok"}`' } },
+    },
+  },
+  "/ready": {
+    get: {
+      operationId: "ready",
+      summary: "Readiness: PostgreSQL and Redis answer",
+      security: [],
+      responses: {
+        "200": { description: "every check ok" },
+        "503": { description: "a check failed; the body says which" },
+      },
+    },
+  },
+  "/metrics": {
+    get: {
+      operationId: "metrics",
+      summary: "Prometheus metrics of this gateway",
+      security: [],
+      responses: { "200": { description: "Prometheus text exposition format", content: { "text/plain": {} } } },
+    },
+  },
+};
+
+export type OpenApiDocument = Record<string, unknown> & { paths: Record<string, unknown> };
+
+/**
+ * Paths are relative to the servers (`/gms`, `/api/gms`: both answer alike). Each action is a path of its own,
+ * `/<path>?action=<name>` (OpenAPI has one operation per method and path, and Rest.li names its actions in the query).
+ */
+export function openApiDocument(routes: readonly ApiRoute[], gmsBases: readonly string[]): OpenApiDocument {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const route of routes) {
+    const key = route.kind === "action" ? `${route.path}?action=${route.name}` : templated(route.path);
+    paths[key] = { ...paths[key], [route.kind === "action" ? "post" : "get"]: operation(route) };
+  }
+  const root = [{ url: "/", description: "the gateway's root" }];
+  return {
+    openapi: "3.1.1",
+    jsonSchemaDialect: "https://json-schema.org/draft/2020-12/schema",
+    info: {
+      title: "Metadata platform administration API",
+      version: "1",
+      description:
+        'The HTTP operations of the gateway. Every answer is `{"value": ...}`; every error `{status, code, message}`. ' +
+        "GraphQL (tokens, policies, tests, tasks) is described by docs/api/schema.graphql. The reference: docs/api.md.",
+    },
+    servers: gmsBases.map((url) => ({ url })),
+    security: [{ bearerAuth: [] }, { systemClient: [], actorHeader: [] }],
+    paths: {
+      ...paths,
+      ...Object.fromEntries(Object.entries(unauthenticatedPaths).map(([p, item]) => [p, { servers: root, ...item }])),
+    },
+    components: {
+      securitySchemes: {
+        bearerAuth: { type: "http", scheme: "bearer", bearerFormat: "JWT", description: "a personal access token" },
+        systemClient: {
+          type: "http",
+          scheme: "basic",
+          description: "the trusted system client (SYSTEM_CLIENT_ID:SYSTEM_CLIENT_SECRET), with X-Platform-Actor",
+        },
+        actorHeader: {
+          type: "apiKey",
+          in: "header",
+          name: "X-Platform-Actor",
+          description: "the corpuser urn the system client acts for",
+        },
+      },
+      schemas: { Error: errorBody },
+      responses: {
+        BadRequest: errorResponse("BAD_USER_INPUT: the message names every invalid field and its limit"),
+        Unauthenticated: errorResponse("UNAUTHENTICATED: no, or invalid, credentials"),
+        Forbidden: errorResponse("FORBIDDEN: `<actor> is unauthorized to <operation>.`"),
+        NotFound: errorResponse("NOT_FOUND: what the request names does not exist"),
+        UnsupportedMediaType: errorResponse("UNSUPPORTED_MEDIA_TYPE: a body that is not application/json"),
+        TooManyRequests: errorResponse("TOO_MANY_REQUESTS: a per-user rate limit; Retry-After says when to retry"),
+        Unavailable: errorResponse("SERVICE_UNAVAILABLE: PostgreSQL or Redis is unavailable; Retry-After"),
+      },
+    },
+  };
+}
