@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
 import { DelayedError, UnrecoverableError, type Job } from "bullmq";
 import type pg from "pg";
 import { serviceUnavailable, unavailableDependency, type Logger } from "@mdp/core";
@@ -62,13 +63,26 @@ export type ClaimResult =
 export interface LifecycleOptions {
   /** how long a claim or renewal holds a task without another renewal; default 10 s */
   leaseMs?: number;
-  /** this worker process's name in lease_owner; default a random one */
+  /** this worker process's name in lease_owner; default `<host>:<pid>:<random>` (see defaultOwner) */
   owner?: string;
 }
 
 export const DEFAULT_LEASE_MS = 10_000;
 
 const CLEAR_LEASE = "lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL";
+/**
+ * An attempt's ending keeps lease_owner: a finished task says which worker process ran its last attempt (operators
+ * tracing a task to a worker's logs; the replica tests). Only an `active` row's owner holds anything.
+ */
+const END_LEASE = "lease_token = NULL, lease_expires_at = NULL";
+
+/**
+ * A worker process's name: its host and pid say where to look for its logs; the random part keeps a restarted
+ * process (pid 1 again in its container) from renewing the leases its dead predecessor left.
+ */
+export function defaultOwner(): string {
+  return `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+}
 
 /**
  * What getTaskStatus shows: the row's state, except that an active task whose lease lapsed is waiting (its worker is
@@ -126,7 +140,7 @@ export class TaskLifecycle {
     options: LifecycleOptions = {},
   ) {
     this.leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
-    this.owner = options.owner ?? `worker-${randomUUID()}`;
+    this.owner = options.owner ?? defaultOwner();
   }
 
   private get pool(): pg.Pool {
@@ -356,7 +370,7 @@ export class TaskLifecycle {
     await this.pool
       .query(
         final
-          ? `UPDATE task SET state = 'failed', failed_reason = $3, finished_at = now(), ${CLEAR_LEASE}
+          ? `UPDATE task SET state = 'failed', failed_reason = $3, finished_at = now(), ${END_LEASE}
               WHERE id = $1 AND lease_token = $2 AND state = 'active'`
           : `UPDATE task SET state = 'waiting', failed_reason = $3, ${CLEAR_LEASE}
               WHERE id = $1 AND lease_token = $2 AND state = 'active'`,
@@ -391,7 +405,7 @@ export class TaskLifecycle {
   ): Promise<void> {
     const { rowCount } = await this.pool.query(
       `UPDATE task SET state = $3::"TaskState", progress = COALESCE($4::jsonb, progress), failed_reason = $5,
-              result = $6::jsonb, finished_at = now(), ${CLEAR_LEASE}
+              result = $6::jsonb, finished_at = now(), ${END_LEASE}
         WHERE id = $1 AND lease_token = $2 AND state = 'active'`,
       [
         lease.taskId,

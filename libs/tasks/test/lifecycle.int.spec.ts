@@ -143,7 +143,13 @@ describe("task lifecycle", () => {
     await expect(tasks.complete(stale, { deleted: 99 }, {})).rejects.toBeInstanceOf(LeaseLostError);
     await expect(tasks.checkpoint(stale)).rejects.toBeInstanceOf(LeaseLostError);
     await tasks.complete(fresh, { deleted: 1 }, { deleted: 1 });
-    expect(await row(taskId)).toMatchObject({ state: "completed", progress: { deleted: 1 }, leaseOwner: null });
+    // the lease is gone; its owner stays, saying which worker process ran the task
+    expect(await row(taskId)).toMatchObject({
+      state: "completed",
+      progress: { deleted: 1 },
+      leaseOwner: tasks.owner,
+    });
+    expect(tasks.owner).toContain(`:${process.pid}:`); // host:pid:random, to find the process's logs
   });
 
   it("retryWait: a failed attempt waits saying which and why; the last one fails", async () => {
