@@ -7,7 +7,7 @@ const swc = [
 module.exports = {
   testEnvironment: "node",
   transform: { "^.+\\.ts$": swc },
-  testMatch: ["<rootDir>/{libs,services,bench,test,scripts}/**/*.spec.ts"],
+  testMatch: ["<rootDir>/{libs,services,bench,test,scripts,cli}/**/*.spec.ts"],
   testPathIgnorePatterns: ["/node_modules/", "/generated/"],
   moduleFileExtensions: ["ts", "js", "json"],
   // The generated Prisma client imports its own .ts files with .js extensions.
