@@ -20,6 +20,7 @@ import { startRedisCluster } from "./redis-cluster";
  */
 export const CLUSTER_SUITE = [
   "test/e2e/replicas.e2e.spec.ts",
+  "test/e2e/scale-out.e2e.spec.ts",
   "test/e2e/foundation.e2e.spec.ts",
   "services/gateway/test/tokens.int.spec.ts",
   "services/gateway/test/truncation.int.spec.ts",
