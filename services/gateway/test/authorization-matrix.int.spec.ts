@@ -17,6 +17,7 @@ const NOBODY = "urn:li:corpuser:nobody"; // holds no privilege
 const GENERATOR = "urn:li:corpuser:generator"; // GENERATE_PERSONAL_ACCESS_TOKENS
 const MANAGER = "urn:li:corpuser:manager"; // MANAGE_ACCESS_TOKENS
 const STRANGER = "urn:li:corpuser:stranger"; // owns tokens nobody else here owns
+const TASK_VIEWER = "urn:li:corpuser:task-viewer"; // GET_TASK_STATUS
 
 type Outcome = "ok" | "UNAUTHENTICATED" | "FORBIDDEN";
 interface Operation {
@@ -89,7 +90,21 @@ const OPERATIONS: Operation[] = [
   { name: "createGroup", request: () => ({ query: `mutation { createGroup(input: {name: "g"}) }` }) },
   { name: "listGroups", request: () => ({ query: `{ listGroups(input: {}) { total } }` }) },
   { name: "listAuditEvents", request: () => ({ query: `{ listAuditEvents(input: {}) { total } }` }) },
+  {
+    name: "listAuditEvents filtered by action and time",
+    request: () => ({ query: `{ listAuditEvents(input: {action: "task.cancel", since: 0}) { total } }` }),
+  },
+  { name: "listTasks", request: () => ({ query: `{ listTasks(input: {}) { total tasks { createdBy } } }` }) },
+  {
+    name: "listTasks filtered by state and creator",
+    request: (c) => ({
+      query: `query($c: String) { listTasks(input: {state: waiting, createdBy: $c}) { total } }`,
+      variables: { c },
+    }),
+  },
 ];
+const TASK_READS = ["listTasks", "listTasks filtered by state and creator"];
+const AUDIT_READS = ["listAuditEvents", "listAuditEvents filtered by action and time"];
 
 // Per authenticated caller kind, the operations it may perform; every other one is FORBIDDEN.
 const ALLOWED: Record<string, string[]> = {
@@ -102,8 +117,10 @@ const ALLOWED: Record<string, string[]> = {
     "getAccessToken for self (DataHub's deprecated query)",
   ],
   "holding MANAGE_ACCESS_TOKENS": OPERATIONS.map((o) => o.name).filter(
-    (n) => !["createPolicy", "listPolicies", "createGroup", "listGroups", "listAuditEvents"].includes(n),
+    (n) =>
+      ![...["createPolicy", "listPolicies", "createGroup", "listGroups"], ...AUDIT_READS, ...TASK_READS].includes(n),
   ),
+  "holding GET_TASK_STATUS": ["me", ...TASK_READS],
   "root (system client)": OPERATIONS.map((o) => o.name),
   "root (system client as DataHub sends it: Basic id:secret, X-DataHub-Actor)": OPERATIONS.map((o) => o.name),
 };
@@ -119,6 +136,7 @@ describe("authorization matrix", () => {
     await grant(h, GENERATOR, ["GENERATE_PERSONAL_ACCESS_TOKENS"]);
     await grant(h, MANAGER, ["MANAGE_ACCESS_TOKENS"]);
     await grant(h, STRANGER, ["GENERATE_PERSONAL_ACCESS_TOKENS"]);
+    await grant(h, TASK_VIEWER, ["GET_TASK_STATUS"]);
     const [toRevoke, toRead] = [await createToken(h, STRANGER), await createToken(h, STRANGER)];
     fixtures = {
       strangerTokenId: toRevoke.id,
@@ -129,6 +147,7 @@ describe("authorization matrix", () => {
       ["holding no privilege", NOBODY],
       ["holding GENERATE_PERSONAL_ACCESS_TOKENS", GENERATOR],
       ["holding MANAGE_ACCESS_TOKENS", MANAGER],
+      ["holding GET_TASK_STATUS", TASK_VIEWER],
     ] as const) {
       callers[kind] = { urn, headers: bearer((await createToken(h, urn)).token) };
     }

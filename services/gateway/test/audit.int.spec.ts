@@ -1,0 +1,254 @@
+/**
+ * The audit trail (docs/audit.md) against a real gateway, PostgreSQL and Redis: every privileged write leaves exactly
+ * one row with actor, action, target and time, read back through listAuditEvents and its filters; a dry run, a refused
+ * request and a request that changes nothing leave none.
+ */
+import { QUEUE_NAMES } from "@mdp/queues";
+import { ROOT, createToken, grant, startGateway, systemClientHeaders, type Harness } from "./support/gateway-harness";
+
+const OPERATOR = "urn:li:corpuser:audit-operator";
+const TRUNCATE = "/gms/operations?action=truncateTimeseriesAspect";
+const LIST = `query($input: ListAuditEventsInput!) {
+  listAuditEvents(input: $input) { start count total events { id actorUrn action targetUrn details createdAt } }
+}`;
+
+interface AuditEvent {
+  id: string;
+  actorUrn: string;
+  action: string;
+  targetUrn: string | null;
+  details: string;
+  createdAt: number;
+}
+interface AuditPage {
+  start: number;
+  count: number;
+  total: number;
+  events: AuditEvent[];
+}
+
+describe("audit trail", () => {
+  let h: Harness;
+  let operatorToken: string;
+  const asOperator = systemClientHeaders(OPERATOR);
+  const basic = (token: string) => ({ authorization: `Basic ${Buffer.from(`anyone:${token}`).toString("base64")}` });
+
+  const audit = async (input: Record<string, unknown>): Promise<AuditPage> => {
+    const res = await h.graphql(LIST, { input }, systemClientHeaders(ROOT));
+    if (res.body.errors) throw new Error(JSON.stringify(res.body.errors));
+    return res.body.data!.listAuditEvents as AuditPage;
+  };
+  /** The rows of one action (optionally on one target) written since `since`. */
+  const rowsOf = async (action: string, since: number, targetUrn?: string) =>
+    (await audit({ action, since, count: 100, ...(targetUrn ? { targetUrn } : {}) })).events;
+  const truncate = (body: Record<string, unknown>) =>
+    h.post(TRUNCATE, { entityType: "dataset", aspect: "datasetProfile", ...body }, asOperator);
+  const dashboard = (method: string, path: string, token = operatorToken) =>
+    fetch(`${h.baseUrl}/admin/queues/api/queues/${path}`, { method, headers: basic(token) });
+
+  beforeAll(async () => {
+    h = await startGateway();
+    await grant(h, OPERATOR, [
+      "TRUNCATE_TIMESERIES_INDEX",
+      "MANAGE_SYSTEM_OPERATIONS",
+      "MANAGE_TESTS",
+      "GENERATE_PERSONAL_ACCESS_TOKENS",
+    ]);
+    operatorToken = (await createToken(h, OPERATOR)).token;
+  });
+  afterAll(() => h.close());
+
+  describe("truncations and cancellations", () => {
+    it("records a truncation task once when it is created, none for a dry run or a request joining it", async () => {
+      const since = Date.now();
+      const dry = await truncate({ endTimeMillis: 1_000 });
+      expect(dry.status).toBe(200);
+      expect(await rowsOf("timeseries.truncate", since)).toEqual([]);
+
+      const started = await truncate({ endTimeMillis: 2_000, dryRun: false, batchSize: 500 });
+      const taskId = started.body.value as string;
+      const again = await truncate({ endTimeMillis: 2_000, dryRun: false, batchSize: 500 });
+      expect(again.body.value).toBe(taskId); // the same task: nothing new happened
+      const rows = await rowsOf("timeseries.truncate", since);
+      expect(rows).toHaveLength(1);
+      expect(rows[0]).toMatchObject({ actorUrn: OPERATOR, targetUrn: `urn:li:task:${taskId}` });
+      expect(JSON.parse(rows[0]!.details)).toMatchObject({
+        taskId,
+        entityType: "dataset",
+        aspect: "datasetProfile",
+        endTimeMillis: 2_000,
+        batchSize: 500,
+        via: "system",
+      });
+      expect(rows[0]!.createdAt).toBeGreaterThanOrEqual(since - 1000);
+    });
+
+    it("records a cancellation once, and nothing for cancelling a finished task", async () => {
+      const since = Date.now();
+      const taskId = (await truncate({ endTimeMillis: 3_000, dryRun: false })).body.value as string;
+      const cancelled = await h.post("/gms/operations?action=cancelTask", { taskId }, asOperator);
+      expect(cancelled.body.value).toMatchObject({ state: "cancelled" });
+      const again = await h.post("/gms/operations?action=cancelTask", { taskId }, asOperator);
+      expect(again.status).toBe(409);
+      const target = `urn:li:task:${taskId}`;
+      const rows = await rowsOf("task.cancel", since, target);
+      expect(rows).toHaveLength(1);
+      expect(rows[0]).toMatchObject({ actorUrn: OPERATOR, targetUrn: target });
+      expect(JSON.parse(rows[0]!.details)).toMatchObject({ type: "TRUNCATE_TIMESERIES", state: "waiting" });
+      // The task's story by its target: created, then cancelled, newest first.
+      expect((await audit({ targetUrn: target })).events.map((e) => e.action)).toEqual([
+        "task.cancel",
+        "timeseries.truncate",
+      ]);
+    });
+
+    it("records nothing for a refused truncation", async () => {
+      const since = Date.now();
+      const refused = await h.post(
+        TRUNCATE,
+        { entityType: "dataset", aspect: "datasetProfile", endTimeMillis: 4_000, dryRun: false },
+        systemClientHeaders("urn:li:corpuser:nobody"),
+      );
+      expect(refused.status).toBe(403);
+      expect(await audit({ since, actorUrn: "urn:li:corpuser:nobody" })).toMatchObject({ total: 0 });
+    });
+  });
+
+  describe("tokens, policies and tests", () => {
+    it("records each write once: token create and revoke, policy create/update/delete, test create/update/delete", async () => {
+      const since = Date.now();
+      const token = await createToken(h, OPERATOR, asOperator);
+      await h.graphql(`mutation { revokeAccessToken(tokenId: "${token.id}") }`, {}, asOperator);
+
+      const policy = { name: "audited", state: "INACTIVE", privileges: ["VIEW_TESTS"], actors: { users: [OPERATOR] } };
+      const created = await h.graphql(
+        `mutation($i: PolicyUpdateInput!) { createPolicy(input: $i) }`,
+        { i: policy },
+        systemClientHeaders(ROOT),
+      );
+      const policyUrn = created.body.data!.createPolicy as string;
+      await h.graphql(
+        `mutation($u: String!, $i: PolicyUpdateInput!) { updatePolicy(urn: $u, input: $i) }`,
+        { u: policyUrn, i: { ...policy, name: "audited again" } },
+        systemClientHeaders(ROOT),
+      );
+      await h.graphql(`mutation { deletePolicy(urn: "${policyUrn}") }`, {}, systemClientHeaders(ROOT));
+
+      const definition = {
+        json: JSON.stringify({ on: { types: ["chart"] }, rules: { property: "x", operator: "exists" } }),
+      };
+      const testInput = { name: "audited test", category: "Quality", definition };
+      await h.graphql(
+        `mutation($i: CreateTestInput!) { createTest(input: $i) }`,
+        { i: { id: "audited", ...testInput } },
+        asOperator,
+      );
+      await h.graphql(
+        `mutation($i: UpdateTestInput!) { updateTest(urn: "urn:li:test:audited", input: $i) }`,
+        { i: { ...testInput, name: "renamed" } },
+        asOperator,
+      );
+      await h.graphql(`mutation { deleteTest(urn: "urn:li:test:audited") }`, {}, asOperator);
+
+      const tokenUrn = `urn:li:accessToken:${token.id}`;
+      const expected: Array<[string, string, string]> = [
+        ["accessToken.create", OPERATOR, tokenUrn],
+        ["accessToken.revoke", OPERATOR, tokenUrn],
+        ["policy.create", ROOT, policyUrn],
+        ["policy.update", ROOT, policyUrn],
+        ["policy.delete", ROOT, policyUrn],
+        ["test.create", OPERATOR, "urn:li:test:audited"],
+        ["test.update", OPERATOR, "urn:li:test:audited"],
+        ["test.delete", OPERATOR, "urn:li:test:audited"],
+      ];
+      for (const [action, actor, target] of expected) {
+        const rows = await rowsOf(action, since);
+        expect([action, rows.map((r) => [r.actorUrn, r.targetUrn])]).toEqual([action, [[actor, target]]]);
+      }
+    });
+  });
+
+  describe("the queue dashboard's write actions", () => {
+    const queue = QUEUE_NAMES.truncate;
+
+    it("records pause and resume, once each, before Bull Board carries them out", async () => {
+      const since = Date.now();
+      expect((await dashboard("PUT", `${queue}/pause`)).status).toBe(200);
+      const listed = await fetch(`${h.baseUrl}/admin/queues/api/queues`, { headers: basic(operatorToken) });
+      const { queues } = (await listed.json()) as { queues: Array<{ name: string; isPaused: boolean }> };
+      expect(queues.find((q) => q.name === queue)?.isPaused).toBe(true);
+      expect((await dashboard("PUT", `${queue}/resume`)).status).toBe(200);
+      for (const action of ["queue.pause", "queue.resume"]) {
+        const rows = await rowsOf(action, since);
+        expect(rows.map((r) => [r.actorUrn, JSON.parse(r.details) as unknown])).toEqual([
+          [OPERATOR, { queue, via: "token" }],
+        ]);
+      }
+    });
+
+    it("records removing a job, retrying and cleaning a queue's jobs, naming the queue, job and status", async () => {
+      const since = Date.now();
+      const taskId = (await truncate({ endTimeMillis: 5_000, dryRun: false })).body.value as string;
+      expect((await dashboard("PUT", `${queue}/${taskId}/clean`)).status).toBe(204);
+      expect((await dashboard("GET", `${queue}/${taskId}`)).status).toBe(404); // the job is gone
+      expect((await dashboard("PUT", `${queue}/retry/failed`)).status).toBe(200);
+      expect((await dashboard("PUT", `${queue}/clean/completed`)).status).toBe(200);
+
+      const details = async (action: string) =>
+        (await rowsOf(action, since)).map((r) => JSON.parse(r.details) as Record<string, string>);
+      expect(await details("queue.removeJob")).toEqual([{ queue, job: taskId, via: "token" }]);
+      expect(await details("queue.retryAll")).toEqual([{ queue, status: "failed", via: "token" }]);
+      expect(await details("queue.clean")).toEqual([{ queue, status: "completed", via: "token" }]);
+    });
+
+    it("refuses a write route it does not know, and records nothing for it or for a refused caller", async () => {
+      const since = Date.now();
+      const unknown = await dashboard("POST", `${queue}/reticulate`);
+      expect(unknown.status).toBe(404);
+      const outsider = "urn:li:corpuser:dashboard-outsider";
+      await grant(h, outsider, ["GENERATE_PERSONAL_ACCESS_TOKENS"]);
+      const refused = await dashboard("PUT", `${queue}/pause`, (await createToken(h, outsider)).token);
+      expect(refused.status).toBe(403);
+      expect((await audit({ since })).events.filter((e) => e.action.startsWith("queue."))).toEqual([]);
+    });
+  });
+
+  describe("listAuditEvents", () => {
+    it("filters by actor, action, target and time, newest first, in pages", async () => {
+      const all = await audit({ count: 1000 });
+      expect(all.total).toBeGreaterThan(10);
+      const times = all.events.map((e) => e.createdAt);
+      expect(times).toEqual([...times].sort((a, b) => b - a));
+
+      const byOperator = await audit({ actorUrn: OPERATOR, count: 1000 });
+      expect(byOperator.events.every((e) => e.actorUrn === OPERATOR)).toBe(true);
+      expect(byOperator.total).toBe(all.events.filter((e) => e.actorUrn === OPERATOR).length);
+
+      // A window of time: since inclusive, until exclusive.
+      const middle = all.events[Math.floor(all.events.length / 2)]!.createdAt;
+      const older = await audit({ until: middle, count: 1000 });
+      const newer = await audit({ since: middle, count: 1000 });
+      expect(older.total + newer.total).toBe(all.total);
+      expect(older.events.every((e) => e.createdAt < middle)).toBe(true);
+      expect(newer.events.every((e) => e.createdAt >= middle)).toBe(true);
+
+      const pages = [await audit({ count: 3 }), await audit({ start: 3, count: 3 })];
+      expect(pages.flatMap((p) => p.events.map((e) => e.id))).toEqual(all.events.slice(0, 6).map((e) => e.id));
+    });
+
+    it("refuses a negative time and a malformed urn with the field named", async () => {
+      for (const [input, message] of [
+        [{ since: -1 }, "input.since must be epoch milliseconds, 0 or more"],
+        [{ targetUrn: "task-1" }, "Invalid urn in 'input.targetUrn'"],
+      ] as const) {
+        const res = await h.graphql(LIST, { input }, systemClientHeaders(ROOT));
+        expect(res.body.errors?.[0]?.message).toContain(message);
+      }
+    });
+
+    it("is readable only with MANAGE_POLICIES", async () => {
+      const res = await h.graphql(LIST, { input: {} }, asOperator);
+      expect(res.body.errors?.[0]).toMatchObject({ extensions: { code: "FORBIDDEN" } });
+    });
+  });
+});

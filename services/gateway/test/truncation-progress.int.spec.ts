@@ -1,0 +1,88 @@
+/**
+ * Bull Board shows a running truncation's progress: the real truncation worker (in process, BullMQ, PostgreSQL)
+ * reports the job's progress in the shape Bull Board draws as a bar ({progress: 0–100, ...counts}), read here through
+ * Bull Board's own API as the dashboard's page reads it.
+ */
+import { inTransaction, TimeseriesStore, type TimeseriesAspectRef } from "@mdp/db";
+import { QUEUE_NAMES } from "@mdp/queues";
+import { ROOT, createToken, startGateway, startTruncationWorker, type Harness } from "./support/gateway-harness";
+
+const PROFILE: TimeseriesAspectRef = { entityType: "dataset", aspectName: "datasetProfile" };
+const T0 = Date.UTC(2026, 0, 1);
+const ROWS = 300;
+
+interface BoardJob {
+  id: string;
+  progress: unknown;
+}
+
+describe("a running truncation in Bull Board", () => {
+  let h: Harness;
+  let worker: { close(): Promise<void> } | undefined;
+  let token: string;
+
+  beforeAll(async () => {
+    h = await startGateway();
+    token = (await createToken(h, ROOT)).token;
+    // One day's partition holding the cutoff: deleted from in batches (one row each below), not dropped whole.
+    const store = new TimeseriesStore(h.database.pool);
+    const rows = Array.from({ length: ROWS + 1 }, (_, i) => {
+      const t = i < ROWS ? T0 + i * 1000 : T0 + 12 * 3_600_000;
+      return { urn: `urn:li:dataset:(urn:li:dataPlatform:x,t${i % 5},PROD)`, timestampMillis: t, valueJson: "{}" };
+    });
+    await store.prepare([{ ...PROFILE, rows }]);
+    await inTransaction(h.database.pool, (client) => store.append(client, PROFILE, rows));
+  });
+  afterAll(async () => {
+    await worker?.close();
+    await h.close();
+  });
+
+  const boardJobs = async (status: string): Promise<BoardJob[]> => {
+    const res = await fetch(
+      `${h.baseUrl}/admin/queues/api/queues?activeQueue=${QUEUE_NAMES.truncate}&status=${status}`,
+      { headers: { authorization: `Bearer ${token}` } },
+    );
+    const { queues } = (await res.json()) as { queues: Array<{ name: string; jobs: BoardJob[] }> };
+    return queues.find((q) => q.name === QUEUE_NAMES.truncate)?.jobs ?? [];
+  };
+  /** Polls `probe` until it answers something, or fails after the deadline. */
+  const eventually = async <T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 30_000) => {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const found = await probe();
+      if (found !== undefined) return found;
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+  };
+
+  it("shows a bar between 0 and 100 while it runs, with the counts, and 100 when it is done", async () => {
+    const started = await h.post("/gms/operations?action=truncateTimeseriesAspect", {
+      entityType: "dataset",
+      aspect: "datasetProfile",
+      endTimeMillis: T0 + ROWS * 1000,
+      dryRun: false,
+      batchSize: 1,
+    });
+    const taskId = started.body.value as string;
+    worker = await startTruncationWorker(h);
+
+    const running = await eventually(async () => {
+      const job = (await boardJobs("active")).find((j) => j.id === taskId);
+      const progress = job?.progress as { progress?: number } | undefined;
+      return progress?.progress !== undefined && progress.progress > 0 && progress.progress < 100
+        ? progress
+        : undefined;
+    }, "the active job's progress");
+    expect(running).toMatchObject({ toDelete: ROWS, deleted: expect.any(Number) as number });
+    const { deleted, toDelete, progress } = running as { deleted: number; toDelete: number; progress: number };
+    expect(progress).toBeCloseTo((100 * deleted) / toDelete, 1);
+
+    const done = await eventually(
+      async () => (await boardJobs("completed")).find((j) => j.id === taskId),
+      "the completed job",
+    );
+    expect(done.progress).toMatchObject({ progress: 100, deleted: ROWS, toDelete: ROWS, batches: ROWS });
+  });
+});
