@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "access_token" ADD COLUMN     "scopes" TEXT[] DEFAULT ARRAY[]::TEXT[];
