@@ -27,17 +27,19 @@ STOPSIGNAL SIGTERM
 
 FROM runtime AS truncation-worker
 COPY --from=build /out/truncation-worker /app
-# A worker has no port: it rewrites this file every 10 s while its BullMQ worker runs and Redis answers PING.
-ENV WORKER_HEARTBEAT_FILE=/tmp/worker-heartbeat
+# The monitoring port: /health, /ready (PostgreSQL, Redis, the BullMQ worker) and Prometheus /metrics.
+ENV HOST=0.0.0.0 TRUNCATION_WORKER_PORT=8081
+EXPOSE 8081
 HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 \
-  CMD test -n "$(find "$WORKER_HEARTBEAT_FILE" -newermt '-30 seconds' 2>/dev/null)"
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + process.env.TRUNCATION_WORKER_PORT + '/ready').then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 CMD ["node", "--max-semi-space-size=64", "--enable-source-maps", "--conditions=mdp-built", "dist/main.js"]
 
 FROM runtime AS evaluation-worker
 COPY --from=build /out/evaluation-worker /app
-ENV WORKER_HEARTBEAT_FILE=/tmp/worker-heartbeat
+ENV HOST=0.0.0.0 EVALUATION_WORKER_PORT=8082
+EXPOSE 8082
 HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 \
-  CMD test -n "$(find "$WORKER_HEARTBEAT_FILE" -newermt '-30 seconds' 2>/dev/null)"
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + process.env.EVALUATION_WORKER_PORT + '/ready').then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 CMD ["node", "--max-semi-space-size=64", "--enable-source-maps", "--conditions=mdp-built", "dist/main.js"]
 
 FROM runtime AS gateway

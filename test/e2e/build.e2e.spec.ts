@@ -6,15 +6,15 @@
  * a restart policy and a stop grace period longer than the 25 s drain on every compose service, worker health checks.
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import os from "node:os";
 import path from "node:path";
 import { createDatabase, inTransaction, TimeseriesStore, type Database } from "@mdp/db";
 import { createTestDatabase } from "@mdp/db/testing";
 import { BUILT_SERVICE_NODE_FLAGS } from "../../scripts/service-command";
 import {
   freePort,
+  monitorUrl,
   startService,
   systemClient,
   uniqueName,
@@ -86,8 +86,11 @@ describe("the build", () => {
         const grace = /^(\d+)s$/.exec(String(service.stop_grace_period))?.[1];
         expect([name, Number(grace) > DRAIN_SECONDS]).toEqual([name, true]);
       }
+      // Workers are checked on their monitoring port's /ready, as the gateway on its own.
       for (const name of ["truncation-worker", "evaluation-worker"]) {
-        expect(compose.services[name]?.healthcheck).toMatchObject({ test: ["CMD-SHELL", expect.any(String)] });
+        const test = (compose.services[name]?.healthcheck as { test?: string[] } | undefined)?.test ?? [];
+        expect(test.slice(0, 3)).toEqual(["CMD", "node", "-e"]);
+        expect(test[3]).toContain("/ready");
       }
     });
 
@@ -102,7 +105,6 @@ describe("the build", () => {
     let database: Database;
     let services: RunningService[] = [];
     let baseUrl: string;
-    let heartbeatDir: string;
 
     const post = async (route: string, body: unknown) => {
       const res = await fetch(`${baseUrl}${route}`, { method: "POST", headers, body: JSON.stringify(body) });
@@ -113,17 +115,10 @@ describe("the build", () => {
       if (!built.ok) return; // the first test says why
       db = await createTestDatabase("e2e_build");
       database = createDatabase(db.url);
-      heartbeatDir = mkdtempSync(path.join(os.tmpdir(), "mdp-build-e2e-"));
       const port = await freePort();
       baseUrl = `http://127.0.0.1:${port}`;
       const env = { DATABASE_URL: db.url, REDIS_URL, QUEUE_PREFIX: uniqueName("e2e-build"), PORT: String(port) };
-      services = SERVICES.map((name) =>
-        startService(
-          name,
-          name === "gateway" ? env : { ...env, WORKER_HEARTBEAT_FILE: path.join(heartbeatDir, name) },
-          { built: true },
-        ),
-      );
+      services = SERVICES.map((name) => startService(name, env, { built: true }));
       await Promise.all([
         waitUntilReady(baseUrl, services[0]),
         waitForOutput(services[1]!, "worker running"),
@@ -136,7 +131,6 @@ describe("the build", () => {
       expect(codes).toEqual(services.map(() => 0)); // a graceful stop from the build too
       await database?.close();
       await db?.drop();
-      if (heartbeatDir) rmSync(heartbeatDir, { recursive: true, force: true });
     });
 
     beforeEach(() => {
@@ -154,9 +148,11 @@ describe("the build", () => {
       }
     });
 
-    it("workers keep their health-check heartbeat fresh", async () => {
-      for (const name of ["truncation-worker", "evaluation-worker"]) {
-        await waitFor(`${name}'s heartbeat`, async () => existsSync(path.join(heartbeatDir, name)), 5_000);
+    it("workers answer their health checks from the build", async () => {
+      for (const worker of services.slice(1)) {
+        const base = await monitorUrl(worker);
+        expect((await fetch(`${base}/health`)).status).toBe(200);
+        await waitUntilReady(base, worker);
       }
     });
 

@@ -34,6 +34,9 @@ describe("pnpm start", () => {
       DATABASE_URL: db.url,
       REDIS_URL: process.env.REDIS_URL ?? "redis://127.0.0.1:6379",
       QUEUE_PREFIX: uniqueName("e2e-start"),
+      // any free monitoring port: the defaults (8081, 8082) may be taken by a system running beside the tests
+      TRUNCATION_WORKER_PORT: "0",
+      EVALUATION_WORKER_PORT: "0",
     };
   });
   afterAll(async () => {

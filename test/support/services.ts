@@ -34,7 +34,15 @@ export function startService(
     {
       cwd: ROOT,
       // Not NODE_ENV=test: libraries such as Apollo behave differently under it, and these tests run the real thing.
-      env: { ...process.env, NODE_ENV: "development", LOG_LEVEL: "info", ...env },
+      // Workers' monitoring ports: any free one (monitorUrl reads which), so that tests running at once never collide.
+      env: {
+        ...process.env,
+        NODE_ENV: "development",
+        LOG_LEVEL: "info",
+        TRUNCATION_WORKER_PORT: "0",
+        EVALUATION_WORKER_PORT: "0",
+        ...env,
+      },
       stdio: ["ignore", "pipe", "pipe"],
     },
   );
@@ -94,6 +102,22 @@ export async function waitForOutput(service: RunningService, text: string): Prom
       throw new Error(`${error.message}\n${service.output()}`);
     },
   );
+}
+
+/** The base URL of a worker's monitoring port (/health, /ready, /metrics), from its "monitoring listening" log line. */
+export async function monitorUrl(service: RunningService): Promise<string> {
+  let port: number | undefined;
+  await waitFor(`${service.name}'s monitoring port`, async () => {
+    for (const line of service.output().split("\n")) {
+      if (!line.includes('"monitoring listening"')) continue;
+      port = (JSON.parse(line) as { port: number }).port;
+      return true;
+    }
+    return false;
+  }).catch((error: Error) => {
+    throw new Error(`${error.message}\n${service.output()}`);
+  });
+  return `http://127.0.0.1:${port}`;
 }
 
 /** Headers of the trusted system client acting for `actorUrn` (development secrets unless given), with a JSON content type. */

@@ -42,7 +42,7 @@ const schema = z.object({
   NODE_ENV: z.enum(["development", "test", "production"]).default("development"),
   /** gateway HTTP port */
   PORT: int(0, 65535).default(8080),
-  /** gateway bind address */
+  /** bind address of the gateway and of the workers' monitoring ports */
   HOST: z.string().min(1).default("127.0.0.1"),
   DATABASE_URL: url(["postgresql:", "postgres:"]),
   /** one server (redis://, rediss://) or a Redis Cluster by its seed nodes (redis-cluster://h1:p1,h2:p2): redis-url.ts */
@@ -84,10 +84,12 @@ const schema = z.object({
   /** a replacement entity registry (YAML); unset = the built-in default */
   ENTITY_REGISTRY_PATH: z.string().min(1).optional(),
   /**
-   * workers only: a file the worker touches every 10 s while its BullMQ worker runs and its Redis answers PING, for a
-   * container health check (docker-compose.yml); unset = none
+   * the truncation worker's monitoring port (/health, /ready, /metrics), on HOST; 0 = any free port (tests), which the
+   * worker logs ("monitoring listening")
    */
-  WORKER_HEARTBEAT_FILE: z.string().min(1).optional(),
+  TRUNCATION_WORKER_PORT: int(0, 65535).default(8081),
+  /** the evaluation worker's monitoring port (/health, /ready, /metrics), on HOST; 0 = any free port */
+  EVALUATION_WORKER_PORT: int(0, 65535).default(8082),
   /** when set, traces are exported over OTLP/HTTP */
   OTEL_EXPORTER_OTLP_ENDPOINT: url(["http:", "https:"]).optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),

@@ -1,5 +1,6 @@
 export * from "./config";
 export * from "./errors";
+export * from "./log-context";
 export * from "./logger";
 export * from "./outages";
 export * from "./redis-url";

@@ -1,24 +1,67 @@
+import { createRequire } from "node:module";
+
+type Instrumentation = import("@opentelemetry/sdk-node").NodeSDKConfiguration["instrumentations"][number];
+
 /**
- * Registers the OpenTelemetry SDK (OTLP/HTTP export; http, express, graphql, ioredis and pg instrumentation) when
- * OTEL_EXPORTER_OTLP_ENDPOINT is set, and does nothing otherwise. It must run before express, pg or ioredis are
- * loaded for their instrumentation to apply, so each service imports its `instrument.ts` first; the SDK is required
- * lazily so a process without telemetry never loads it.
+ * Registers the OpenTelemetry SDK. It must run before express, pg or ioredis are loaded for their instrumentation to
+ * apply, so each service imports its `instrument.ts` first; the SDK is required lazily, here only.
+ *
+ * - OTEL_EXPORTER_OTLP_ENDPOINT set: traces are recorded and exported over OTLP/HTTP (http, express, graphql, ioredis
+ *   and pg instrumentation).
+ * - unset: nothing is recorded or exported, but trace and span ids still exist, so that log lines carry `trace_id` and
+ *   `span_id` (logger.ts) and a request's id reaches the jobs it queues (BullMQ's integration, @mdp/queues): a sampler
+ *   that records nothing still hands out ids (non-recording spans), and only the http instrumentation is loaded, the
+ *   one that opens a span per request. The cost is that of a context per request, not of spans kept or sent.
+ *
+ * Metrics are not exported over OTLP (each service serves Prometheus `/metrics`), and pino's instrumentation is off:
+ * logger.ts adds the ids itself, with or without an endpoint.
  */
 export function startTelemetry(serviceName: string, env: NodeJS.ProcessEnv = process.env): () => Promise<void> {
   const endpoint = env.OTEL_EXPORTER_OTLP_ENDPOINT;
-  if (!endpoint) return async () => {};
   /* eslint-disable @typescript-eslint/no-require-imports */
-  const { NodeSDK } = require("@opentelemetry/sdk-node") as typeof import("@opentelemetry/sdk-node");
-  const { OTLPTraceExporter } =
-    require("@opentelemetry/exporter-trace-otlp-http") as typeof import("@opentelemetry/exporter-trace-otlp-http");
-  const { getNodeAutoInstrumentations } =
-    require("@opentelemetry/auto-instrumentations-node") as typeof import("@opentelemetry/auto-instrumentations-node");
+  const { NodeSDK, tracing } = require("@opentelemetry/sdk-node") as typeof import("@opentelemetry/sdk-node");
+  const autoInstrumentations = require.resolve("@opentelemetry/auto-instrumentations-node");
   /* eslint-enable @typescript-eslint/no-require-imports */
-  const sdk = new NodeSDK({
-    serviceName,
-    traceExporter: new OTLPTraceExporter({ url: `${endpoint.replace(/\/$/, "")}/v1/traces` }),
-    instrumentations: [getNodeAutoInstrumentations({ "@opentelemetry/instrumentation-fs": { enabled: false } })],
-  });
+  const sdk = endpoint ? exporting(endpoint) : idsOnly();
   sdk.start();
   return () => sdk.shutdown();
+
+  function exporting(url: string) {
+    /* eslint-disable @typescript-eslint/no-require-imports */
+    const { OTLPTraceExporter } =
+      require("@opentelemetry/exporter-trace-otlp-http") as typeof import("@opentelemetry/exporter-trace-otlp-http");
+    const { getNodeAutoInstrumentations } = require(
+      autoInstrumentations,
+    ) as typeof import("@opentelemetry/auto-instrumentations-node");
+    /* eslint-enable @typescript-eslint/no-require-imports */
+    return new NodeSDK({
+      serviceName,
+      traceExporter: new OTLPTraceExporter({ url: `${url.replace(/\/$/, "")}/v1/traces` }),
+      metricReaders: [],
+      logRecordProcessors: [],
+      instrumentations: [
+        getNodeAutoInstrumentations({
+          "@opentelemetry/instrumentation-fs": { enabled: false },
+          "@opentelemetry/instrumentation-pino": { enabled: false },
+        }),
+      ],
+    });
+  }
+
+  function idsOnly() {
+    // The http instrumentation is a dependency of auto-instrumentations-node, not of this package: resolved from there.
+    const { HttpInstrumentation } = createRequire(autoInstrumentations)("@opentelemetry/instrumentation-http") as {
+      HttpInstrumentation: new () => Instrumentation;
+    };
+    return new NodeSDK({
+      serviceName,
+      sampler: new tracing.AlwaysOffSampler(),
+      // The tracer provider is registered only when it has a span processor; this one drops what it is given.
+      spanProcessors: [new tracing.NoopSpanProcessor()],
+      metricReaders: [],
+      logRecordProcessors: [],
+      autoDetectResources: false,
+      instrumentations: [new HttpInstrumentation()],
+    });
+  }
 }

@@ -7,3 +7,4 @@ export * from "./replies";
 export * from "./results";
 export * from "./worker";
 export * from "./worker-process";
+export * from "./worker-monitor";

@@ -1,6 +1,12 @@
 import { z } from "zod";
 import type { QueueKey } from "./names";
 
+/**
+ * The X-Request-Id of the request that queued the job, so that the worker's log lines for it carry the same id
+ * (createWorker). Optional: jobs queued before it existed, or outside a request (the reconcilers), have none.
+ */
+const requestId = z.string().min(1).max(128).optional();
+
 export const truncatePayload = z.object({
   taskId: z.string().min(1),
   entityType: z.string().min(1),
@@ -8,6 +14,7 @@ export const truncatePayload = z.object({
   endTimeMillis: z.number().int().nonnegative(),
   batchSize: z.number().int().min(1).max(1_000_000),
   timeoutSeconds: z.number().int().min(1).optional(),
+  requestId,
 });
 
 /**
@@ -20,6 +27,7 @@ export const evaluationItem = z.object({
   push: z.boolean(),
   testUrns: z.array(z.string().min(1)).min(1).optional(),
   actorUrn: z.string().min(1),
+  requestId,
 });
 
 /** Most requests in one evaluate job (the gateway puts at most 100 together). */
@@ -51,6 +59,7 @@ export const runTestPayload = z.object({
   push: z.boolean(),
   batchSize: z.number().int().min(1).max(10_000),
   actorUrn: z.string().min(1),
+  requestId,
 });
 
 export const evaluatePayload = z.discriminatedUnion("kind", [evaluateBatchPayload, runTestPayload]);

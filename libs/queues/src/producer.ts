@@ -1,6 +1,6 @@
 import { Queue, type Job } from "bullmq";
 import type { RedisConnection } from "./connection";
-import { serviceUnavailable } from "@mdp/core";
+import { currentLogContext, serviceUnavailable } from "@mdp/core";
 import { PRODUCER_COMMAND_TIMEOUT_MS } from "./connection";
 import { jobName, jobOptions } from "./job-options";
 import { QUEUE_NAMES, type QueueKey } from "./names";
@@ -31,7 +31,8 @@ export class Producer<Q extends QueueKey> {
   }
 
   async enqueue(jobId: string, payload: PayloadInput<Q>): Promise<Job> {
-    const data = PAYLOADS[this.key].parse(payload);
+    // The request being handled, if any, travels with its job (an evaluate batch's items carry their own).
+    const data = PAYLOADS[this.key].parse({ requestId: currentLogContext()?.requestId, ...payload });
     const kind = "kind" in data ? data.kind : undefined;
     const added = this.queue.add(jobName(this.key, kind), data, jobOptions(this.key, jobId, kind));
     let timer: NodeJS.Timeout | undefined;

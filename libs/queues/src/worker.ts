@@ -1,4 +1,6 @@
-import { UnrecoverableError, Worker, type Job, type Processor } from "bullmq";
+import { DelayedError, UnrecoverableError, Worker, type Job, type Processor } from "bullmq";
+import { performance } from "node:perf_hooks";
+import { withLogContext, type LogContext } from "@mdp/core";
 import type { RedisConnection } from "./connection";
 import type { Logger } from "@mdp/core";
 import { workerOptions } from "./job-options";
@@ -24,6 +26,44 @@ export interface WorkerOptions<Q extends QueueKey = QueueKey> {
    * end, never sees that last one; this is where the task it stood for is marked as failed.
    */
   onGivenUp?: (payload: Payload<Q>, job: Job, reason: string) => Promise<void>;
+  /** told how each run of the handler ended (the worker's metrics, worker-monitor.ts) */
+  observer?: JobObserver;
+}
+
+/**
+ * How one run of a job's handler ended: `completed`; `cancelled` (JobCancelledError: its task was cancelled);
+ * `retried` (it threw with attempts left); `failed` (it threw on its last attempt, or unrecoverably); `delayed` (it
+ * handed itself back to the queue: shutdown, a held lease, a fair-share wait).
+ */
+export type JobOutcome = "completed" | "cancelled" | "retried" | "failed" | "delayed";
+export const JOB_OUTCOMES: readonly JobOutcome[] = ["completed", "cancelled", "retried", "failed", "delayed"];
+
+export interface JobObserver {
+  /** `seconds`: how long the handler ran; absent for a job BullMQ failed without running it */
+  jobEnded(queue: QueueKey, outcome: JobOutcome, seconds?: number): void;
+}
+
+/** Thrown by a handler whose task was cancelled: the job fails without retries, and its outcome reads `cancelled`. */
+export class JobCancelledError extends UnrecoverableError {
+  override name = "JobCancelledError";
+}
+
+function outcomeOf(error: unknown, job: Job): JobOutcome {
+  if (error instanceof DelayedError) return "delayed";
+  if (error instanceof JobCancelledError) return "cancelled";
+  if (error instanceof UnrecoverableError) return "failed";
+  return job.attemptsMade + 1 < (job.opts.attempts ?? 1) ? "retried" : "failed";
+}
+
+/** The request ids a job carries (its own, or its items' for an evaluate batch), read before the payload is checked. */
+function logContextOf(data: unknown): LogContext {
+  const { requestId, items } = (data ?? {}) as { requestId?: unknown; items?: unknown };
+  if (typeof requestId === "string") return { requestId };
+  if (!Array.isArray(items)) return {};
+  const ids = [...new Set(items.map((i) => (i as { requestId?: unknown })?.requestId))].filter(
+    (id): id is string => typeof id === "string",
+  );
+  return ids.length === 1 ? { requestId: ids[0] } : ids.length > 1 ? { requestIds: ids } : {};
 }
 
 /**
@@ -32,15 +72,37 @@ export interface WorkerOptions<Q extends QueueKey = QueueKey> {
  * takes work only once it is ready.
  */
 export function createWorker<Q extends QueueKey>(key: Q, handler: JobHandler<Q>, options: WorkerOptions<Q>): Worker {
-  const processor: Processor = async (job, token) => {
+  const run = async (job: Job, token: string | undefined) => {
     const parsed = PAYLOADS[key].safeParse(job.data);
     if (!parsed.success) {
       throw new UnrecoverableError(`Invalid ${QUEUE_NAMES[key]} payload: ${parsed.error.message}`);
     }
-    const payload = parsed.data as Payload<Q>;
-    // Inside BullMQ's "process" span (bullmq-otel), a child of the span the job was queued in.
-    return handler(payload, job, token);
+    return handler(parsed.data as Payload<Q>, job, token);
   };
+  // Inside BullMQ's "process" span (bullmq-otel), a child of the span the job was queued in, and with the request id
+  // that queued it: every line logged for the job carries both. One line when it starts, one when it ends.
+  const processor: Processor = (job, token) =>
+    withLogContext(logContextOf(job.data), async () => {
+      const fields = { queue: QUEUE_NAMES[key], jobId: job.id, jobName: job.name, attempt: job.attemptsMade + 1 };
+      options.logger.info(fields, "job started");
+      const started = performance.now();
+      const ended = (outcome: JobOutcome, error?: unknown) => {
+        const ms = performance.now() - started;
+        options.observer?.jobEnded(key, outcome, ms / 1000);
+        const line = { ...fields, outcome, durationMs: Math.round(ms), ...(error ? { err: messageOf(error) } : {}) };
+        if (outcome === "failed" || outcome === "retried") options.logger.warn(line, "job ended");
+        else options.logger.info(line, "job ended");
+      };
+      try {
+        const result = await run(job, token);
+        ended("completed");
+        return result;
+      } catch (error) {
+        const outcome = outcomeOf(error, job);
+        ended(outcome, outcome === "delayed" ? undefined : error);
+        throw error;
+      }
+    });
   const worker = new Worker(QUEUE_NAMES[key], processor, {
     connection: options.connection,
     prefix: options.prefix,
@@ -50,9 +112,11 @@ export function createWorker<Q extends QueueKey>(key: Q, handler: JobHandler<Q>,
     ...workerOptions(key),
   });
   worker.on("failed", (job, error) => {
-    options.logger.warn({ jobId: job?.id, attemptsMade: job?.attemptsMade, err: error.message }, "job failed");
-    // deferredFailure: BullMQ's mark on a job it fails without running (see onGivenUp)
-    if (!job?.deferredFailure || !options.onGivenUp) return;
+    // deferredFailure: BullMQ's mark on a job it fails without running (see onGivenUp); a run's end is logged above.
+    if (!job?.deferredFailure) return;
+    options.logger.warn({ queue: QUEUE_NAMES[key], jobId: job.id, err: error.message }, "job given up");
+    options.observer?.jobEnded(key, "failed");
+    if (!options.onGivenUp) return;
     const parsed = PAYLOADS[key].safeParse(job.data);
     if (!parsed.success) return;
     options
@@ -64,3 +128,5 @@ export function createWorker<Q extends QueueKey>(key: Q, handler: JobHandler<Q>,
   worker.on("error", (error) => options.logger.error({ err: error.message }, "worker error"));
   return worker;
 }
+
+const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));

@@ -11,6 +11,7 @@ import {
 } from "@mdp/queues";
 import type { EvaluationInput } from "./evaluation.store";
 import type { EvaluateDeps } from "./evaluation-deps";
+import { countRequest } from "./evaluation-metrics";
 import type { PushItem } from "./results.pusher";
 import type { EvaluationProgress, EvaluationRow } from "@mdp/tasks";
 import { EvaluationLimitError, StoredDefinitionError } from "./evaluation-pool";
@@ -76,6 +77,7 @@ export async function evaluate(
         for (const taskId of stopped) cancelled.add(taskId);
         ready = done.map((o) => (stopped.has(o.item.taskId) ? cancelledOutcome(o.item) : o));
       }
+      for (const o of ready) countRequest("refused" in o.result, o.evaluations);
       if (payload.replyTo) {
         unsent -= ready.length;
         const reply: EvaluateJobReply = {

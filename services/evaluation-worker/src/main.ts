@@ -1,9 +1,11 @@
 import { stopTelemetry } from "./instrument";
 import { createLogger, loadConfigOrExit } from "@mdp/core";
 import { createDatabase } from "@mdp/db";
-import { closeRedis, createRedis, createWorker, Producer, runUntilSignalled } from "@mdp/queues";
+import * as prom from "prom-client";
+import { closeRedis, createRedis, createWorker, Producer, runUntilSignalled, WorkerMetrics } from "@mdp/queues";
 import { EvaluationTasks, TaskLifecycle, TaskReconciler } from "@mdp/tasks";
 import { evaluationGivenUp, evaluationHandler, evaluationsReconciled } from "./evaluation-handler";
+import { evaluationRegistry } from "./evaluation-metrics";
 import { TaskRetention } from "./task-retention";
 
 const config = loadConfigOrExit();
@@ -28,11 +30,13 @@ const handler = evaluationHandler(
   },
   tasks,
 );
+const metrics = new WorkerMetrics(prom, logger);
 const worker = createWorker("evaluate", handler, {
   connection,
   prefix: config.QUEUE_PREFIX,
   concurrency: config.EVALUATION_CONCURRENCY,
   logger,
+  observer: metrics,
   onGivenUp: evaluationGivenUp(db, connection, logger, tasks),
 });
 const retention = new TaskRetention(new EvaluationTasks(db.pool, tasks), logger);
@@ -45,7 +49,13 @@ reconciler.start();
 runUntilSignalled({
   worker,
   logger,
-  heartbeatFile: config.WORKER_HEARTBEAT_FILE,
+  monitor: {
+    port: config.EVALUATION_WORKER_PORT,
+    host: config.HOST,
+    metrics,
+    registries: [evaluationRegistry],
+    checks: { postgres: () => db.pool.query("SELECT 1") },
+  },
   resources: [
     async () => retention.stop(),
     async () => reconciler.stop(),

@@ -3,8 +3,9 @@ import { inTransaction } from "@mdp/db";
 import { cancellationReason, isLastAttempt, percentOf, type EvaluationProgress } from "@mdp/tasks";
 import type { EntityEvaluation } from "@mdp/metadata-tests";
 import { EvaluationLimitError, StoredDefinitionError } from "./evaluation-pool";
-import type { Payload } from "@mdp/queues";
+import { JobCancelledError, type Payload } from "@mdp/queues";
 import type { EvaluateDeps } from "./evaluation-deps";
+import { countEvaluations } from "./evaluation-metrics";
 
 type RunTestPayload = Extract<Payload<"evaluate">, { kind: "runTest" }>;
 
@@ -42,7 +43,7 @@ export function createRunTestHandler(deps: EvaluateDeps) {
     const startedAt = task.startedAt ?? new Date();
     const end = async (state: "failed" | "cancelled", reason: string): Promise<never> => {
       await (state === "failed" ? tasks.fail(lease, reason, progress) : tasks.cancel(lease, reason, progress));
-      throw new UnrecoverableError(reason);
+      throw state === "cancelled" ? new JobCancelledError(reason) : new UnrecoverableError(reason);
     };
 
     try {
@@ -92,6 +93,7 @@ export function createRunTestHandler(deps: EvaluateDeps) {
           // change it.
           if (outcome instanceof StoredDefinitionError) return { failed: outcome.message };
           const evaluations = entities.map((entity, i) => ({ entity, evaluation: outcome![i]! }));
+          countEvaluations(evaluations.map((e) => e.evaluation));
           const evaluated = new Set([payload.testUrn]);
           let pushed = 0;
           if (payload.push) {

@@ -27,6 +27,15 @@ export const BODY_LIMIT_BYTES = 1024 * 1024;
 export const GRAPHQL_PATHS = ["/api/graphql", "/graphql", "/gms/api/graphql", "/api/gms/api/graphql"];
 /** Whether a request path is GraphQL's: routes match whatever the case, and Apollo's with a trailing slash too. */
 export const isGraphQLPath = (path: string) => GRAPHQL_PATHS.includes(path.replace(/\/$/, "").toLowerCase());
+/**
+ * The dashboard's own traffic, logged at debug: its static assets and the API it polls every few seconds while open
+ * (`/admin/queues/static/…`, `/admin/queues/api/…`). Its pages and its write actions (retry, clean, remove) stay at info.
+ */
+export const isDashboardBackground = (method: string, url: string) => {
+  if (method !== "GET" && method !== "HEAD") return false;
+  const path = url.split("?", 1)[0]!.toLowerCase();
+  return path.startsWith(`${DASHBOARD_PATH}/static/`) || path.startsWith(`${DASHBOARD_PATH}/api/`);
+};
 /** The HTTP operations answer under both; the prefix before /gms depends on the deployment. */
 export const GMS_PATHS = ["/gms", "/api/gms"];
 
@@ -72,6 +81,7 @@ export async function createGateway(deps: AppDeps): Promise<Gateway> {
     requestLogger(deps.logger, {
       ignore: (url) => url === "/health" || url === "/ready" || url === "/metrics",
       hideQuery: isGraphQLPath,
+      quiet: isDashboardBackground,
     }),
   );
   addHealthRoutes(app, deps.readiness);

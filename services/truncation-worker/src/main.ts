@@ -1,7 +1,8 @@
 import { stopTelemetry } from "./instrument";
 import { createLogger, loadConfigOrExit } from "@mdp/core";
 import { createDatabase, TimeseriesStore } from "@mdp/db";
-import { closeRedis, createRedis, createWorker, Producer, runUntilSignalled } from "@mdp/queues";
+import * as prom from "prom-client";
+import { closeRedis, createRedis, createWorker, Producer, runUntilSignalled, WorkerMetrics } from "@mdp/queues";
 import { TaskLifecycle, TaskReconciler } from "@mdp/tasks";
 import { createTruncateHandler, recordGivenUp, truncationReconciled } from "./truncate.processor";
 
@@ -20,11 +21,13 @@ const handler = createTruncateHandler({
   logger,
   shutdownSignal: shutdown.signal,
 });
+const metrics = new WorkerMetrics(prom, logger);
 const worker = createWorker("truncate", handler, {
   connection,
   prefix: config.QUEUE_PREFIX,
   concurrency: config.TRUNCATION_CONCURRENCY,
   logger,
+  observer: metrics,
   onGivenUp: (payload, _job, reason) => recordGivenUp(tasks, payload.taskId, reason),
 });
 const producer = new Producer("truncate", producerConnection, config.QUEUE_PREFIX);
@@ -34,7 +37,12 @@ reconciler.start();
 runUntilSignalled({
   worker,
   logger,
-  heartbeatFile: config.WORKER_HEARTBEAT_FILE,
+  monitor: {
+    port: config.TRUNCATION_WORKER_PORT,
+    host: config.HOST,
+    metrics,
+    checks: { postgres: () => db.pool.query("SELECT 1") },
+  },
   shutdown,
   resources: [
     async () => reconciler.stop(),

@@ -2,7 +2,7 @@ import { ApolloServer, type ApolloServerPlugin } from "@apollo/server";
 import { ApolloServerPluginCacheControlDisabled } from "@apollo/server/plugin/disabled";
 import { ApolloServerPluginDrainHttpServer } from "@apollo/server/plugin/drainHttpServer";
 import { expressMiddleware } from "@as-integrations/express5";
-import type { RequestHandler } from "express";
+import type { RequestHandler, Response } from "express";
 import type { Server } from "node:http";
 import type { Logger } from "@mdp/core";
 import { actorOf } from "../auth/auth.middleware";
@@ -28,6 +28,24 @@ const noStore: ApolloServerPlugin<GraphQLContext> = {
     return {
       async willSendResponse({ response }) {
         response.http.headers.set("cache-control", "no-store");
+      },
+    };
+  },
+};
+
+/** The express response of a request, in its context (a key of ours: Apollo hands plugins a copy of the context). */
+const RESPONSE = Symbol("express response");
+
+/**
+ * Labels the request's HTTP metrics with its operation type (`query`, `mutation`: http/metrics.ts reads
+ * `res.locals.action`) once the document is parsed.
+ */
+const operationLabel: ApolloServerPlugin<GraphQLContext> = {
+  async requestDidStart() {
+    return {
+      async didResolveOperation({ operation, contextValue }) {
+        const res = (contextValue as { [RESPONSE]?: Response })[RESPONSE];
+        if (res && operation) res.locals.action = operation.operation;
       },
     };
   },
@@ -68,11 +86,12 @@ export async function createGraphQLMiddleware(
       requestErrorStatus,
       queryCostLimit,
       ...armor.plugins,
+      operationLabel,
     ],
   });
   await server.start();
   const apollo = expressMiddleware(server, {
-    context: async ({ res }) => ({ actor: actorOf(res.locals), services: deps.services }),
+    context: async ({ res }) => ({ actor: actorOf(res.locals), services: deps.services, [RESPONSE]: res }),
   });
   return { middleware: [refuseOversizedDocuments, rewriteTypeAliases, apollo], stop: () => server.stop() };
 }

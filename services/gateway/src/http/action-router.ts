@@ -97,6 +97,8 @@ export function addActions(router: Router, path: string, engine: Guard, actions:
           : `Missing ?action= for ${path}; valid actions: ${valid()}`,
       );
     }
+    // The action's name labels the request's metrics (metrics.ts): only names of this route's own actions get here.
+    res.locals.action = name;
     // A request without a body needs no type (an action such as getIndexSizes takes none).
     if (hasBody(req) && !req.is("application/json")) {
       throw new AppError("UNSUPPORTED_MEDIA_TYPE", "Content-Type must be application/json.");

@@ -1,19 +1,22 @@
 import type { Express, Request, RequestHandler } from "express";
 import { collectDefaultMetrics, Histogram, Registry } from "prom-client";
+import { tokenMetricsRegistry } from "../tokens/token-metrics";
 
 /**
  * Prometheus metrics at `GET /metrics`, which the contract leaves open like /health and /ready (a scraper holds no
- * token): node's own (CPU, memory, event loop lag, GC) and every request's duration by method, route and status.
+ * token, and every number is an aggregate): node's own (CPU, memory, event loop lag, GC), every request's duration by
+ * method, route, action and status, and token verifications (tokens/token-metrics.ts).
  * The route is the pattern the request matched (`/gms/test`, `/api/graphql`, `/gms/entities/:urn`), never the raw
- * path, so a label cannot take one value per urn or task id.
+ * path, so a label cannot take one value per urn or task id. The action is what the request asked the route to do
+ * (actionLabel): values from fixed sets only.
  */
 export function httpMetrics(): { record: RequestHandler; serve: (app: Express) => void } {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const duration = new Histogram({
     name: "http_request_duration_seconds",
-    help: "Duration of HTTP requests, by method, matched route and status code",
-    labelNames: ["method", "route", "status"] as const,
+    help: "Duration of HTTP requests, by method, matched route, action and status code",
+    labelNames: ["method", "route", "action", "status"] as const,
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [registry],
   });
@@ -29,18 +32,31 @@ export function httpMetrics(): { record: RequestHandler; serve: (app: Express) =
     const started = process.hrtime.bigint();
     res.once("finish", () => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      duration.observe({ method: req.method, route: bounded(routeOf(req)), status: res.statusCode }, seconds);
+      const labels = { method: req.method, route: bounded(routeOf(req)), action: actionLabel(req, res.locals) };
+      duration.observe({ ...labels, status: res.statusCode }, seconds);
     });
     next();
   };
+  const served = Registry.merge([registry, tokenMetricsRegistry]);
   const serve = (app: Express) =>
     app.get("/metrics", (_req, res, next) => {
-      registry
+      served
         .metrics()
         .then((text) => res.type(registry.contentType).send(text))
         .catch(next);
     });
   return { record, serve };
+}
+
+/**
+ * The `action` label: a `?action=` route's action as its router dispatched it (action-router.ts sets
+ * `res.locals.action` only for one of the route's own actions), GraphQL's operation type (`query`, `mutation`: set by
+ * the server's plugin once the document is parsed), `unknown` for a `?action=` no route took (a caller may send any
+ * text there: it never becomes a label value) and `none` for every other request.
+ */
+function actionLabel(req: Request, locals: Record<string, unknown>): string {
+  if (typeof locals.action === "string") return locals.action;
+  return req.query.action !== undefined ? "unknown" : "none";
 }
 
 /** More distinct route labels than the gateway has routes (a few dozen with the dashboard's) */

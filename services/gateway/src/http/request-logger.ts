@@ -1,6 +1,6 @@
 import type { Request, RequestHandler, Response } from "express";
 import { pinoHttp, type StdSerializedResults } from "pino-http";
-import type { Logger } from "@mdp/core";
+import { withLogContext, type Logger } from "@mdp/core";
 import type { Actor } from "../auth/actor";
 import { requestId } from "./request-id";
 
@@ -63,6 +63,8 @@ export function requestLogger(
     ignore?: (url: string) => boolean;
     /** requests logged without their query string, which may carry secrets (a GraphQL query over GET may) */
     hideQuery?: (path: string) => boolean;
+    /** requests logged at debug when they succeed: many, repeated, and of no interest one by one */
+    quiet?: (method: string, url: string) => boolean;
   } = {},
 ): RequestHandler {
   const hideQuery = options.hideQuery ?? (() => false);
@@ -81,21 +83,30 @@ export function requestLogger(
     line.headers = withoutCredentials(line.headers);
     return line;
   };
-  if (!logger.isLevelEnabled("info")) {
-    return (req, res, next) => {
-      req.id = requestId(req, res);
-      next();
+  const quiet = options.quiet ?? (() => false);
+  // Every line written while the request is handled, and every job it queues, carries its id (@mdp/core log-context).
+  const withRequestId =
+    (inner?: RequestHandler): RequestHandler =>
+    (req, res, next) => {
+      const id = requestId(req, res);
+      req.id = id;
+      withLogContext({ requestId: id }, () => (inner ? inner(req, res, next) : next()));
     };
-  }
-  return pinoHttp<Request, Response>({
-    logger,
-    serializers: { req: serializeRequest },
-    genReqId: (req, res) => requestId(req, res),
-    autoLogging: { ignore: (req) => ignore(req.url ?? "") },
-    // Read when the line is written, after authentication: who, and with which token.
-    customProps: (_req, res) => {
-      const actor = res.locals.actor as Actor | undefined;
-      return actor ? { actor: actor.urn, tokenId: actor.tokenId } : {};
-    },
-  });
+  if (!logger.isLevelEnabled("info")) return withRequestId();
+  return withRequestId(
+    pinoHttp<Request, Response>({
+      logger,
+      serializers: { req: serializeRequest },
+      genReqId: (req) => req.id as string,
+      autoLogging: { ignore: (req) => ignore(req.url ?? "") },
+      // A successful quiet request (a dashboard asset, its polling) at debug; its failures stay at info.
+      customLogLevel: (req, res, error) =>
+        !error && res.statusCode < 400 && quiet(req.method, req.originalUrl) ? "debug" : "info",
+      // Read when the line is written, after authentication: who, and with which token.
+      customProps: (_req, res) => {
+        const actor = res.locals.actor as Actor | undefined;
+        return actor ? { actor: actor.urn, tokenId: actor.tokenId } : {};
+      },
+    }),
+  );
 }

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import {
   AppError,
   badInput,
+  currentLogContext,
   OUTAGE_RETRY_AFTER_SECONDS,
   outageError,
   parseUrn,
@@ -84,7 +85,9 @@ export class EvaluationService {
     const taskId = randomUUID();
     let outcome: EvaluationOutcome;
     try {
-      outcome = await this.batcher.submit({ taskId, ...request, actorUrn: actor.urn });
+      // The request's id travels in its item: the job that carries it is queued later, maybe in another request.
+      const requestId = currentLogContext()?.requestId;
+      outcome = await this.batcher.submit({ taskId, ...request, actorUrn: actor.urn, requestId });
     } catch (error) {
       throw await this.explain(actor, taskId, request, error);
     }

@@ -4,6 +4,7 @@ import type { Actor } from "../auth/actor";
 import type { InvalidationBus } from "../events/invalidation-bus";
 import { Hs256, JwtError, type AccessTokenClaims } from "./jwt";
 import type { LastUsedRecorder } from "./last-used.recorder";
+import { countAccepted, countRefused, type RefusalReason } from "./token-metrics";
 import { digestMatches, tokenDigest } from "./token-hash";
 import type { TokenCredential, TokenStore } from "./token.store";
 
@@ -76,13 +77,14 @@ export class TokenVerifier {
         !digestMatches(tokenDigest(token, this.config.TOKEN_SALT), known.tokenHash) ||
         known.actorUrn !== claims.sub
       ) {
-        throw unauthenticated("Unable to verify the provided token.");
+        throw refused("invalid", "Unable to verify the provided token.");
       }
       if (this.verified.size >= TOKEN_CACHE_MAX_ENTRIES) this.verified.clear();
       this.verified.set(fingerprint, claims);
     }
-    if (known.revoked) throw unauthenticated("Token has been revoked");
+    if (known.revoked) throw refused("revoked", "Token has been revoked");
     this.lastUsed.record(claims.jti);
+    countAccepted();
     return { urn: claims.sub, via: "token", tokenId: claims.jti };
   }
 
@@ -99,7 +101,7 @@ export class TokenVerifier {
     try {
       return this.jwt.verify(token);
     } catch (error) {
-      if (error instanceof JwtError) throw unauthenticated("Unable to verify the provided token.");
+      if (error instanceof JwtError) throw refused("invalid", "Unable to verify the provided token.");
       throw error;
     }
   }
@@ -125,5 +127,11 @@ export class TokenVerifier {
 }
 
 function requireUnexpired(claims: AccessTokenClaims): void {
-  if (claims.exp !== undefined && claims.exp * 1000 <= Date.now()) throw unauthenticated("Token has expired.");
+  if (claims.exp !== undefined && claims.exp * 1000 <= Date.now()) throw refused("expired", "Token has expired.");
+}
+
+/** A refusal, counted by its reason (mdp_token_verifications_total). */
+function refused(reason: RefusalReason, message: string) {
+  countRefused(reason);
+  return unauthenticated(message);
 }

@@ -1,0 +1,52 @@
+import { Counter, Registry } from "prom-client";
+import type { EntityEvaluation } from "@mdp/metadata-tests";
+
+/**
+ * What the evaluation worker adds to its /metrics (served with the queue's metrics, @mdp/queues' worker monitor):
+ * how evaluate requests end and what their tests found. One registry per process, as the handler is; labels take fixed
+ * values only.
+ */
+export const evaluationRegistry = new Registry();
+
+const requests = new Counter({
+  name: "mdp_evaluation_requests_total",
+  help: "Evaluate and batchEvaluate requests answered, by outcome (evaluated, refused)",
+  labelNames: ["outcome"] as const,
+  registers: [evaluationRegistry],
+});
+const entities = new Counter({
+  name: "mdp_entity_evaluations_total",
+  help: "Entities evaluated (by evaluate, batchEvaluate and runTest)",
+  registers: [evaluationRegistry],
+});
+const testResults = new Counter({
+  name: "mdp_test_results_total",
+  help: "Test results of evaluated entities, by result (passing, failing, not_applicable)",
+  labelNames: ["result"] as const,
+  registers: [evaluationRegistry],
+});
+for (const outcome of ["evaluated", "refused"]) requests.inc({ outcome }, 0);
+for (const result of ["passing", "failing", "not_applicable"]) testResults.inc({ result }, 0);
+
+/** One evaluate request's end: refused (nothing evaluated), or its entities' evaluations. */
+export function countRequest(refused: boolean, evaluations: readonly EntityEvaluation[]): void {
+  requests.inc({ outcome: refused ? "refused" : "evaluated" });
+  countEvaluations(evaluations);
+}
+
+/** Entities evaluated, and what their tests found. */
+export function countEvaluations(evaluations: readonly EntityEvaluation[]): void {
+  if (evaluations.length === 0) return;
+  entities.inc(evaluations.length);
+  let passing = 0;
+  let failing = 0;
+  let notApplicable = 0;
+  for (const e of evaluations) {
+    passing += e.passing.length;
+    failing += e.failing.length;
+    notApplicable += e.notApplicable.length;
+  }
+  testResults.inc({ result: "passing" }, passing);
+  testResults.inc({ result: "failing" }, failing);
+  testResults.inc({ result: "not_applicable" }, notApplicable);
+}
