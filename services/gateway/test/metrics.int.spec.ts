@@ -8,7 +8,7 @@ describe("GET /metrics", () => {
   });
   afterAll(() => h.close());
 
-  it("answers without credentials, with node's metrics and each request's duration by matched route", async () => {
+  it("answers without credentials, with node's metrics and each request's duration by matched route and action", async () => {
     await h.graphql("{ me { urn } }", {}, systemClientHeaders(ROOT));
     await fetch(`${h.baseUrl}/gms/operations?action=getIndexSizes`, {
       method: "POST",
@@ -25,10 +25,11 @@ describe("GET /metrics", () => {
     const text = await res.text();
     expect(text).toContain("process_cpu_user_seconds_total");
     for (const series of [
-      'method="POST",route="/api/graphql",status="200"',
-      'method="POST",route="/gms/operations",status="200"',
-      'method="GET",route="/gms/entities/:urn",status="404"',
-      'method="POST",route="unmatched",status="401"',
+      // the action: GraphQL's operation type, a ?action= route's own action, `unknown` for one no route dispatched
+      'method="POST",route="/api/graphql",action="query",status="200"',
+      'method="POST",route="/gms/operations",action="getIndexSizes",status="200"',
+      'method="GET",route="/gms/entities/:urn",action="none",status="404"',
+      'method="POST",route="unmatched",action="unknown",status="401"',
     ]) {
       expect(text).toMatch(new RegExp(`^http_request_duration_seconds_count\\{${series}\\} 1$`, "m"));
     }
