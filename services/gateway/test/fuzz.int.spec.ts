@@ -242,6 +242,7 @@ const ACTIONS: Record<string, Record<string, () => Record<string, unknown>>> = {
     }),
     getTaskStatus: () => ({ taskId: "1" }),
     cancelTask: () => ({ taskId: "1" }),
+    listTasks: () => ({ type: "TRUNCATE_TIMESERIES", state: "waiting", createdBy: "urn:li:corpuser:admin", count: 5 }),
     getIndexSizes: () => ({}),
   },
   "/test": {
