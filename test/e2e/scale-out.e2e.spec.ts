@@ -8,16 +8,7 @@
  */
 import { aspectTableName, bulkLoad, createDatabase, DAY_MILLIS, qualified, type Database } from "@mdp/db";
 import { createTestDatabase } from "@mdp/db/testing";
-import {
-  freePort,
-  queuePrefix,
-  startService,
-  systemClient,
-  waitFor,
-  waitForOutput,
-  waitUntilReady,
-  type RunningService,
-} from "../support/services";
+import { freePort, queuePrefix, startService, systemClient, waitFor, type RunningService } from "../support/services";
 
 const ROOT = "urn:li:corpuser:admin";
 const ALICE = "urn:li:corpuser:alice";
@@ -128,11 +119,20 @@ describe("3 gateways × 2 truncation workers × 2 evaluation workers", () => {
       truncationWorkers.push(startService("truncation-worker", env));
       evaluationWorkers.push(startService("evaluation-worker", env));
     }
+    // Seven processes starting at once on a shared 2-core machine: each may take much longer than alone.
+    const started = (service: RunningService, what: string, check: () => Promise<boolean>) =>
+      waitFor(what, check, 100_000).catch((error: Error) => {
+        throw new Error(`${error.message}\n${service.output()}`);
+      });
     await Promise.all([
-      ...gateways.map((g) => waitUntilReady(g.url, g.service)),
-      ...[...truncationWorkers, ...evaluationWorkers].map((w) => waitForOutput(w, "worker running")),
+      ...gateways.map((g) =>
+        started(g.service, `${g.url}/ready`, async () => (await fetch(`${g.url}/ready`)).status === 200),
+      ),
+      ...[...truncationWorkers, ...evaluationWorkers].map((w) =>
+        started(w, `${w.name} to run`, async () => w.output().includes("worker running")),
+      ),
     ]);
-  }, 120_000);
+  }, 150_000);
 
   afterAll(async () => {
     await Promise.all(
