@@ -9,6 +9,8 @@ export * from "./timeseries/truncation";
 export { bulkLoad, type BulkLoadOptions } from "./timeseries/bulk-load";
 export { isUniqueViolation, notFoundWhenMissing, unstorableValueReason } from "./errors";
 export { likeLiteral } from "./like";
+export * from "./audit";
+export * from "./retention/retention-runs";
 // PrismaClient, the Prisma namespace (errors, input types, TransactionClient), every model type and enum.
 export * from "./generated/prisma/client";
 export {

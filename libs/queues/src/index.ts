@@ -8,3 +8,4 @@ export * from "./results";
 export * from "./worker";
 export * from "./worker-process";
 export * from "./worker-monitor";
+export * from "./retention-schedules";

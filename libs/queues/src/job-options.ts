@@ -24,7 +24,23 @@ export function jobOptions(queue: QueueKey, jobId: string, kind?: string): JobsO
       // A caller is waiting (EVALUATE_TIMEOUT_MS, 30 s by default): retries 0.25, 0.5, 1, 2 and 4 s apart outlast a
       // PostgreSQL restart of a few seconds (7.75 s in all) and still answer a caller who waits the default.
       return { jobId, attempts: EVALUATE_ATTEMPTS, backoff: { type: "exponential", delay: 250 }, ...retention };
+    case "retention":
+      // Creating a run's task is quick and deduplicated per policy, so a retry after an outage starts or joins it once.
+      return { jobId, ...retentionJobOptions() };
   }
+}
+
+/**
+ * The template options of every job a retention schedule creates (BullMQ names those jobs itself): retried through a
+ * short PostgreSQL or Redis outage; a firing every second stays bounded in Redis (the last 1,000 kept, a day at most).
+ */
+export function retentionJobOptions(): Omit<JobsOptions, "jobId"> {
+  return {
+    attempts: 3,
+    backoff: { type: "exponential", delay: 1_000 },
+    removeOnComplete: { age: DAY, count: 1_000 },
+    removeOnFail: { age: 7 * DAY, count: 1_000 },
+  };
 }
 
 /**
@@ -48,5 +64,7 @@ export function workerOptions(
       return { lockDuration: 15_000, stalledInterval: 5_000, maxStalledCount: 2 };
     case "evaluate":
       return { lockDuration: 30_000, stalledInterval: 30_000, maxStalledCount: 1 };
+    case "retention":
+      return { lockDuration: 15_000, stalledInterval: 5_000, maxStalledCount: 2 };
   }
 }

@@ -1,6 +1,8 @@
 export const QUEUE_NAMES = {
   truncate: "truncate-timeseries",
   evaluate: "evaluate-tests",
+  /** one job per firing of a retention policy's job scheduler: the truncation worker turns it into a truncation task */
+  retention: "retention-schedules",
 } as const;
 
 export type QueueKey = keyof typeof QUEUE_NAMES;

@@ -64,10 +64,17 @@ export const runTestPayload = z.object({
 
 export const evaluatePayload = z.discriminatedUnion("kind", [evaluateBatchPayload, runTestPayload]);
 
+/**
+ * A retention policy's schedule fired (retention-schedules.ts): the worker reads the policy and starts its truncation
+ * task. Only the id travels: the policy row is the source of truth, read when the job runs.
+ */
+export const retentionRunPayload = z.object({ policyId: z.string().min(1).max(64) });
+
 /** The one map from queue to payload schema: producers and workers both check against it. */
 export const PAYLOADS = {
   truncate: truncatePayload,
   evaluate: evaluatePayload,
+  retention: retentionRunPayload,
 } as const satisfies Record<QueueKey, z.ZodType>;
 
 export type Payload<Q extends QueueKey> = z.output<(typeof PAYLOADS)[Q]>;

@@ -1,6 +1,6 @@
 import { EntityRegistry, type Config, type Logger } from "@mdp/core";
 import { AspectRepository, TimeseriesStore, type Database } from "@mdp/db";
-import { Producer, QUEUE_NAMES, ReplyInbox } from "@mdp/queues";
+import { Producer, QUEUE_NAMES, ReplyInbox, RetentionSchedules } from "@mdp/queues";
 import type { RedisConnection } from "@mdp/queues";
 import { AuditService } from "./audit/audit.service";
 import { Authenticator } from "./auth/authenticator";
@@ -10,6 +10,7 @@ import { EvaluationBatcher } from "./metadata-tests/evaluation-batcher";
 import { EvaluationService } from "./metadata-tests/evaluation.service";
 import { MetadataTestService } from "./metadata-tests/metadata-test.service";
 import { TestRunService } from "./metadata-tests/test-run.service";
+import { RetentionService } from "./operations/retention.service";
 import { TaskService } from "./operations/task.service";
 import { TruncationService } from "./operations/truncation.service";
 import type { Services } from "./graphql/context";
@@ -57,6 +58,33 @@ export async function composeServices(config: Config, connections: Connections, 
     logger,
     config.URN_NAMESPACE,
   );
+  const aspects = new AspectRepository();
+  const timeseries = new TimeseriesStore(connections.db.pool, {
+    maxDaysPerWrite: config.TIMESERIES_MAX_DAYS_PER_WRITE,
+    maxPartitionsPerAspect: config.TIMESERIES_MAX_PARTITIONS_PER_ASPECT,
+    maxFutureMillis: config.TIMESERIES_MAX_FUTURE_MS,
+  });
+  const truncation = new TruncationService(
+    connections.db,
+    registry,
+    timeseries,
+    truncateProducer,
+    engine,
+    logger,
+    config.URN_NAMESPACE,
+  );
+  // The retention schedules' queue: the gateway upserts and removes job schedulers on it, the truncation workers
+  // consume what they fire.
+  const retentionProducer = new Producer("retention", connections.redis, config.QUEUE_PREFIX);
+  const retention = new RetentionService(
+    connections.db,
+    registry,
+    engine,
+    truncation,
+    new RetentionSchedules(retentionProducer.queue),
+    logger,
+    config.URN_NAMESPACE,
+  );
   const services: Services = {
     prisma,
     engine,
@@ -67,24 +95,10 @@ export async function composeServices(config: Config, connections: Connections, 
     tests: new MetadataTestService(prisma, engine, registry, config),
     testRuns: new TestRunService(connections.db, registry, engine, evaluateProducer, logger, rateLimits),
     tasks,
+    retention,
     rateLimits,
   };
-  const aspects = new AspectRepository();
-  const timeseries = new TimeseriesStore(connections.db.pool, {
-    maxDaysPerWrite: config.TIMESERIES_MAX_DAYS_PER_WRITE,
-    maxPartitionsPerAspect: config.TIMESERIES_MAX_PARTITIONS_PER_ASPECT,
-    maxFutureMillis: config.TIMESERIES_MAX_FUTURE_MS,
-  });
   const ingestion = new IngestionService(connections.db, registry, aspects, timeseries, engine);
-  const truncation = new TruncationService(
-    connections.db,
-    registry,
-    timeseries,
-    truncateProducer,
-    engine,
-    logger,
-    config.URN_NAMESPACE,
-  );
   // The invalidation bus's subscriber connection carries this gateway's evaluation replies too.
   const evaluationReplies = await ReplyInbox.open(connections.subscriber, config.QUEUE_PREFIX, QUEUE_NAMES.evaluate);
   const evaluation = new EvaluationService(
@@ -107,7 +121,18 @@ export async function composeServices(config: Config, connections: Connections, 
     await lastUsed.stop();
     await bus.stop(); // says goodbye: peers would take the silence for a lost channel
     await services.rateLimits.close();
-    await Promise.all([truncateProducer.close(), evaluateProducer.close(), evaluationReplies.close()]);
+    await Promise.all([
+      truncateProducer.close(),
+      evaluateProducer.close(),
+      retentionProducer.close(),
+      evaluationReplies.close(),
+    ]);
   };
-  return { services, http, queues: [truncateProducer.queue, evaluateProducer.queue], authenticator, stop };
+  return {
+    services,
+    http,
+    queues: [truncateProducer.queue, evaluateProducer.queue, retentionProducer.queue],
+    authenticator,
+    stop,
+  };
 }

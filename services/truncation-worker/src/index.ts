@@ -9,3 +9,4 @@ export {
   type TruncateDeps,
   type TruncateProgress,
 } from "./truncate.processor";
+export { createRetentionHandler, startRetention, type RetentionDeps } from "./retention.processor";

@@ -4,6 +4,7 @@ import { createDatabase, TimeseriesStore } from "@mdp/db";
 import * as prom from "prom-client";
 import { closeRedis, createRedis, createWorker, Producer, runUntilSignalled, WorkerMetrics } from "@mdp/queues";
 import { TaskLifecycle, TaskReconciler } from "@mdp/tasks";
+import { startRetention } from "./retention.processor";
 import { createTruncateHandler, recordGivenUp, truncationReconciled } from "./truncate.processor";
 
 const config = loadConfigOrExit();
@@ -34,6 +35,18 @@ const producer = new Producer("truncate", producerConnection, config.QUEUE_PREFI
 // Lapsed leases wait again; truncations whose job vanished from Redis are queued again (at start, then every 15 s).
 const reconciler = new TaskReconciler(tasks, [truncationReconciled(producer)], logger);
 reconciler.start();
+// Retention policies' schedules: their jobs become truncation tasks here; the schedulers are reconciled with the rows.
+const retention = startRetention({
+  db,
+  tasks,
+  truncations: producer,
+  logger,
+  urnNamespace: config.URN_NAMESPACE,
+  connection,
+  producerConnection,
+  prefix: config.QUEUE_PREFIX,
+  observer: metrics,
+});
 runUntilSignalled({
   worker,
   logger,
@@ -45,6 +58,7 @@ runUntilSignalled({
   },
   shutdown,
   resources: [
+    () => retention.stop(),
     async () => reconciler.stop(),
     async () => leases.stop(),
     () => producer.close(),

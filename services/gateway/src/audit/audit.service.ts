@@ -1,4 +1,4 @@
-import type { Prisma, PrismaClient } from "@mdp/db";
+import { insertAuditEvent, type Prisma, type PrismaClient } from "@mdp/db";
 import { badInput, parseUrnField } from "@mdp/core";
 import type { Actor } from "../auth/actor";
 import { pageOf } from "../graphql/paging";
@@ -14,9 +14,7 @@ export async function recordAudit(
   targetUrn: string | null,
   details: Record<string, unknown> = {},
 ): Promise<void> {
-  await tx.auditEvent.create({
-    data: { actorUrn: actor.urn, action, targetUrn, details: { ...details, via: actor.via } as Prisma.InputJsonObject },
-  });
+  await insertAuditEvent(tx, { actorUrn: actor.urn, action, targetUrn, details: { ...details, via: actor.via } });
 }
 
 export interface ListAuditEventsInput {

@@ -4,6 +4,7 @@ import type { Actor } from "../auth/actor";
 import type { RateLimits } from "../http/rate-limits";
 import type { MetadataTestService } from "../metadata-tests/metadata-test.service";
 import type { TestRunService } from "../metadata-tests/test-run.service";
+import type { RetentionService } from "../operations/retention.service";
 import type { TaskService } from "../operations/task.service";
 import type { GroupService } from "../policies/group.service";
 import type { PolicyEngine } from "../policies/policy-engine";
@@ -21,6 +22,7 @@ export interface Services {
   tests: MetadataTestService;
   testRuns: TestRunService;
   tasks: TaskService;
+  retention: RetentionService;
   rateLimits: RateLimits;
 }
 

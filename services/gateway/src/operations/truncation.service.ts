@@ -1,7 +1,16 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import { badInput, type EntityRegistry, type Logger } from "@mdp/core";
-import { planTruncation, type Database, type TimeseriesStore, type TruncationPlan } from "@mdp/db";
+import {
+  planTruncation,
+  recordRetentionRun,
+  retentionDedupKey,
+  type Database,
+  type Prisma,
+  type RetentionRunRequest,
+  type TimeseriesStore,
+  type TruncationPlan,
+} from "@mdp/db";
 import type { Producer } from "@mdp/queues";
 import { TaskLifecycle } from "@mdp/tasks";
 import { recordAudit } from "../audit/audit.service";
@@ -61,15 +70,41 @@ export class TruncationService {
   }
 
   /**
+   * A retention policy's run (runRetentionPolicy with dryRun: false): the same truncation task as a request, but
+   * deduplicated per policy (a run while the policy's previous task is waiting or active joins it), and recorded as
+   * the policy's last task in the task's own transaction. The truncation worker starts scheduled runs the same way.
+   */
+  async startRetentionRun(actor: Actor, policyId: string, request: RetentionRunRequest): Promise<string> {
+    return this.start(actor, request, {
+      dedupKey: retentionDedupKey(policyId),
+      afterInsert: async (tx, id) => {
+        await recordRetentionRun(tx, policyId, id);
+        await recordAudit(tx, actor, "retentionPolicy.run", request.retentionPolicy, { taskId: id, trigger: "manual" });
+      },
+    });
+  }
+
+  /**
    * Identical requests share the task that is still waiting or active, unless it is being cancelled (it will not do
    * what is asked again); otherwise a new task row with its audit row, then its job. A dry run changes nothing and is
    * not audited.
    */
-  private async start(actor: Actor, request: TruncateRequest): Promise<string> {
+  private async start(
+    actor: Actor,
+    request: TruncateRequest | RetentionRunRequest,
+    options: { dedupKey?: string; afterInsert?: (tx: Prisma.TransactionClient, taskId: string) => Promise<void> } = {},
+  ): Promise<string> {
     const { dryRun: _, ...operation } = request;
-    const dedupKey = createHash("sha256")
-      .update(JSON.stringify({ ...operation, timeoutSeconds: operation.timeoutSeconds ?? null }))
-      .digest("hex");
+    const dedupKey =
+      options.dedupKey ??
+      createHash("sha256")
+        .update(
+          JSON.stringify({
+            ...operation,
+            timeoutSeconds: ("timeoutSeconds" in operation && operation.timeoutSeconds) || null,
+          }),
+        )
+        .digest("hex");
     const { taskId } = await this.tasks.create(
       {
         type: "TRUNCATE_TIMESERIES",
@@ -79,8 +114,13 @@ export class TruncationService {
         createdBy: actor.urn,
         what: "a truncation task",
         // The new task and its audit row commit together; a request that joins an identical running task adds none.
-        afterInsert: (tx, id) =>
-          recordAudit(tx, actor, "timeseries.truncate", taskUrn(this.urnNamespace, id), { taskId: id, ...operation }),
+        afterInsert: async (tx, id) => {
+          await recordAudit(tx, actor, "timeseries.truncate", taskUrn(this.urnNamespace, id), {
+            taskId: id,
+            ...operation,
+          });
+          await options.afterInsert?.(tx, id);
+        },
       },
       {
         enqueue: (id) => this.producer.enqueue(id, { taskId: id, ...operation }),

@@ -1,0 +1,102 @@
+import type { GraphQLContext } from "../context";
+
+export const retentionTypeDefs = /* GraphQL */ `
+  """
+  Keeps one time-series aspect to its last retainDays days: on its cron schedule (a BullMQ job scheduler, one per
+  policy whatever the number of replicas) a truncation task deletes the rows older than now − retainDays × 86,400,000
+  ms. MANAGE_SYSTEM_OPERATIONS for every operation.
+  """
+  type RetentionPolicy {
+    "urn:li:retentionPolicy:<id>"
+    urn: String!
+    entityType: String!
+    "the time-series aspect, as the entity registry names it"
+    aspect: String!
+    retainDays: Int!
+    "cron pattern, evaluated in UTC: 5 fields, or 6 with seconds first"
+    cron: String!
+    "When the schedule fires next (epoch ms, from its job scheduler); null while it is not scheduled (see docs/api.md)."
+    nextRunTime: Long
+    "The truncation task of the latest run, scheduled or manual: follow it with getTaskStatus."
+    lastTaskId: String
+    "That task's state, as getTaskStatus shows it."
+    lastTaskState: TaskState
+    "who created the policy; scheduled runs' tasks are created in their name"
+    createdBy: String!
+    createdAt: Long!
+    updatedAt: Long!
+  }
+
+  input CreateRetentionPolicyInput {
+    entityType: String!
+    "a registered time-series aspect of entityType"
+    aspect: String!
+    "1 to 3650"
+    retainDays: Int!
+    "5 fields (minute hour day-of-month month day-of-week) or 6 (seconds first), in UTC; at most 256 characters"
+    cron: String!
+  }
+
+  "The fields to change; at least one."
+  input UpdateRetentionPolicyInput {
+    entityType: String
+    aspect: String
+    retainDays: Int
+    cron: String
+  }
+
+  input ListRetentionPoliciesInput {
+    start: Int = 0
+    count: Int = 20
+  }
+
+  type ListRetentionPoliciesResult {
+    start: Int!
+    count: Int!
+    total: Int!
+    "newest first"
+    retentionPolicies: [RetentionPolicy!]!
+  }
+
+  extend type Query {
+    "A retention policy; null when there is none."
+    retentionPolicy(urn: String!): RetentionPolicy
+    listRetentionPolicies(input: ListRetentionPoliciesInput!): ListRetentionPoliciesResult!
+  }
+
+  extend type Mutation {
+    createRetentionPolicy(input: CreateRetentionPolicyInput!): RetentionPolicy!
+    updateRetentionPolicy(urn: String!, input: UpdateRetentionPolicyInput!): RetentionPolicy!
+    "Removes the policy and its schedule; a task of it that is running finishes."
+    deleteRetentionPolicy(urn: String!): Boolean!
+    """
+    With dryRun (the default) the report truncateTimeseriesAspect's dry run gives for the policy's cutoff now;
+    otherwise starts the policy's truncation task and returns its id (joining the policy's task still waiting or
+    running, if any).
+    """
+    runRetentionPolicy(urn: String!, dryRun: Boolean = true): String!
+  }
+`;
+
+/** GraphQL gives null for a field left out; the input schemas want it absent. */
+const withoutNulls = (input: Record<string, unknown>) =>
+  Object.fromEntries(Object.entries(input).filter(([, value]) => value !== null));
+
+export const retentionResolvers = {
+  Query: {
+    retentionPolicy: (_: unknown, args: { urn: string }, ctx: GraphQLContext) =>
+      ctx.services.retention.get(ctx.actor, args.urn),
+    listRetentionPolicies: (_: unknown, args: { input: { start?: number; count?: number } }, ctx: GraphQLContext) =>
+      ctx.services.retention.list(ctx.actor, args.input),
+  },
+  Mutation: {
+    createRetentionPolicy: (_: unknown, args: { input: Record<string, unknown> }, ctx: GraphQLContext) =>
+      ctx.services.retention.create(ctx.actor, withoutNulls(args.input)),
+    updateRetentionPolicy: (_: unknown, args: { urn: string; input: Record<string, unknown> }, ctx: GraphQLContext) =>
+      ctx.services.retention.update(ctx.actor, args.urn, withoutNulls(args.input)),
+    deleteRetentionPolicy: (_: unknown, args: { urn: string }, ctx: GraphQLContext) =>
+      ctx.services.retention.delete(ctx.actor, args.urn),
+    runRetentionPolicy: (_: unknown, args: { urn: string; dryRun?: boolean | null }, ctx: GraphQLContext) =>
+      ctx.services.retention.run(ctx.actor, args.urn, args.dryRun ?? true),
+  },
+};

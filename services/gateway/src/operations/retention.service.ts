@@ -1,0 +1,293 @@
+import { randomUUID } from "node:crypto";
+import { z } from "zod";
+import {
+  AppError,
+  badInput,
+  conflict,
+  makeUrn,
+  notFound,
+  parseUrnField,
+  type EntityRegistry,
+  type Logger,
+} from "@mdp/core";
+import { retentionRunRequest, type Database, type Prisma, type RetentionPolicy } from "@mdp/db";
+import { nextCronRun, type RetentionSchedules } from "@mdp/queues";
+import { presentState, TaskLifecycle } from "@mdp/tasks";
+import { recordAudit } from "../audit/audit.service";
+import type { Actor } from "../auth/actor";
+import { pageOf } from "../graphql/paging";
+import { parseInput } from "../http/validate";
+import type { PolicyEngine } from "../policies/policy-engine";
+import type { TruncationService } from "./truncation.service";
+
+/** How many retention policies may exist (docs/limits.md): each is a schedule every truncation worker reconciles. */
+export const MAX_RETENTION_POLICIES = 100;
+/** The longest retention: 10 years (3,650 days of 86,400,000 ms); longer keeps everything anyway. */
+export const MAX_RETAIN_DAYS = 3650;
+export const MAX_CRON_LENGTH = 256;
+
+const PRIVILEGE = "MANAGE_SYSTEM_OPERATIONS";
+const URN_TYPE = "retentionPolicy";
+
+const text = (what: string) =>
+  z
+    .string({ error: `is required (${what})` })
+    .min(1, { error: `is required (${what})` })
+    .max(256, { error: "is longer than the limit of 256 characters" });
+const retainDays = z
+  .number({ error: `must be a whole number of days from 1 to ${MAX_RETAIN_DAYS}` })
+  .int({ error: `must be a whole number of days from 1 to ${MAX_RETAIN_DAYS}` })
+  .min(1, { error: "must be at least 1 (day)" })
+  .max(MAX_RETAIN_DAYS, { error: `must be at most ${MAX_RETAIN_DAYS} (days, 10 years)` });
+const cron = z
+  .string({ error: "is required (a cron pattern)" })
+  .min(1, { error: "is required (a cron pattern)" })
+  .max(MAX_CRON_LENGTH, { error: `is longer than the limit of ${MAX_CRON_LENGTH} characters` })
+  .superRefine((pattern, ctx) => {
+    const problem = cronProblem(pattern);
+    if (problem) ctx.addIssue({ code: "custom", message: problem });
+  });
+
+/** createRetentionPolicy's input: every field required, no other field. */
+export const createRetentionPolicyInput = z.strictObject({
+  entityType: text("an entity type"),
+  aspect: text("an aspect name"),
+  retainDays,
+  cron,
+});
+/** updateRetentionPolicy's input: the fields to change (at least one). */
+export const updateRetentionPolicyInput = z
+  .strictObject({
+    entityType: text("an entity type").optional(),
+    aspect: text("an aspect name").optional(),
+    retainDays: retainDays.optional(),
+    cron: cron.optional(),
+  })
+  .refine((i) => Object.values(i).some((v) => v !== undefined), { error: "give at least one field to change" });
+
+export type CreateRetentionPolicyInput = z.input<typeof createRetentionPolicyInput>;
+export type UpdateRetentionPolicyInput = z.input<typeof updateRetentionPolicyInput>;
+
+/** Why BullMQ could not schedule `pattern` (its cron-parser, in UTC), or undefined when it can. */
+function cronProblem(pattern: string): string | undefined {
+  const fields = pattern.trim().split(/\s+/).length;
+  const shape =
+    "a cron pattern of 5 fields (minute hour day-of-month month day-of-week) or 6 (seconds first), evaluated in UTC";
+  if (fields < 5 || fields > 6) return `'${pattern}' has ${fields} field(s); expected ${shape}`;
+  try {
+    if (nextCronRun(pattern) === undefined) return `'${pattern}' never fires`;
+  } catch (error) {
+    return `'${pattern}' is not ${shape} (${error instanceof Error ? error.message : "unparsable"})`;
+  }
+  return undefined;
+}
+
+/** A policy as GraphQL shows it. */
+export interface RetentionPolicyView {
+  urn: string;
+  entityType: string;
+  aspect: string;
+  retainDays: number;
+  cron: string;
+  /** when its schedule fires next (epoch ms), from its BullMQ job scheduler; null while it has none */
+  nextRunTime: number | null;
+  lastTaskId: string | null;
+  lastTaskState: string | null;
+  createdBy: string;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/**
+ * Retention policies (issue 22; docs/api.md "Retention policies"): MANAGE_SYSTEM_OPERATIONS for every operation.
+ * The row is the source of truth and is written (with its audit row) first; its BullMQ job scheduler follows. When
+ * Redis refuses that step the answer still succeeds and the policy shows no nextRunTime: each truncation worker
+ * reconciles every schedule with the rows at start and every minute (RetentionScheduleReconciler), so it converges.
+ */
+export class RetentionService {
+  private readonly tasks: TaskLifecycle;
+
+  constructor(
+    private readonly db: Database,
+    private readonly registry: EntityRegistry,
+    private readonly engine: PolicyEngine,
+    private readonly truncation: TruncationService,
+    private readonly schedules: RetentionSchedules,
+    private readonly logger: Logger,
+    private readonly urnNamespace: string,
+  ) {
+    this.tasks = new TaskLifecycle(db, logger);
+  }
+
+  async create(actor: Actor, input: unknown): Promise<RetentionPolicyView> {
+    await this.engine.require(actor, PRIVILEGE, "manage retention policies");
+    const parsed = parseInput(z.strictObject({ input: createRetentionPolicyInput }), { input }).input;
+    const data = { ...parsed, aspect: this.aspectOf(parsed.entityType, parsed.aspect) };
+    const id = randomUUID();
+    const row = await this.db.prisma.$transaction(async (tx) => {
+      // One count at a time: two creations racing for the last place cannot both take it.
+      await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext('retention_policy'))`;
+      if ((await tx.retentionPolicy.count()) >= MAX_RETENTION_POLICIES) {
+        throw conflict(
+          `There are already ${MAX_RETENTION_POLICIES} retention policies, the limit; delete one before creating another.`,
+        );
+      }
+      const created = await tx.retentionPolicy.create({ data: { id, ...data, createdBy: actor.urn } });
+      await recordAudit(tx, actor, "retentionPolicy.create", this.urnOf(id), data);
+      return created;
+    });
+    await this.schedule(row);
+    return (await this.views([row]))[0]!;
+  }
+
+  async update(actor: Actor, urn: string, input: unknown): Promise<RetentionPolicyView> {
+    await this.engine.require(actor, PRIVILEGE, "manage retention policies");
+    const id = this.idOf(urn);
+    const changes = parseInput(z.strictObject({ input: updateRetentionPolicyInput }), { input }).input;
+    const row = await this.db.prisma.$transaction(async (tx) => {
+      const current = await this.locked(tx, id, urn);
+      const entityType = changes.entityType ?? current.entityType;
+      const data = {
+        ...changes,
+        ...(changes.entityType !== undefined || changes.aspect !== undefined
+          ? { aspect: this.aspectOf(entityType, changes.aspect ?? current.aspect) }
+          : {}),
+      };
+      const updated = await tx.retentionPolicy.update({ where: { id }, data });
+      await recordAudit(tx, actor, "retentionPolicy.update", urn, data);
+      return updated;
+    });
+    await this.schedule(row);
+    return (await this.views([row]))[0]!;
+  }
+
+  async delete(actor: Actor, urn: string): Promise<boolean> {
+    await this.engine.require(actor, PRIVILEGE, "manage retention policies");
+    const id = this.idOf(urn);
+    await this.db.prisma.$transaction(async (tx) => {
+      const current = await this.locked(tx, id, urn);
+      await tx.retentionPolicy.delete({ where: { id } });
+      await recordAudit(tx, actor, "retentionPolicy.delete", urn, {
+        entityType: current.entityType,
+        aspect: current.aspect,
+        retainDays: current.retainDays,
+        cron: current.cron,
+      });
+    });
+    // A running task of the policy finishes; only the schedule goes. A scheduler Redis keeps after this (refused
+    // here) is removed by the reconciler, or by the worker its next firing reaches (it finds no policy).
+    await this.schedules.remove(id).catch((error: unknown) => {
+      this.logger.warn({ err: error, policy: urn }, "could not remove a retention schedule; the reconciler will");
+    });
+    return true;
+  }
+
+  async get(actor: Actor, urn: string): Promise<RetentionPolicyView | null> {
+    await this.engine.require(actor, PRIVILEGE, "read retention policies");
+    const row = await this.find(this.idOf(urn));
+    return row ? (await this.views([row]))[0]! : null;
+  }
+
+  async list(actor: Actor, input: { start?: number | null; count?: number | null }) {
+    await this.engine.require(actor, PRIVILEGE, "list retention policies");
+    const { start, count } = pageOf(input);
+    const [total, rows] = await this.db.prisma.$transaction([
+      this.db.prisma.retentionPolicy.count(),
+      this.db.prisma.retentionPolicy.findMany({
+        orderBy: [{ createdAt: "desc" }, { id: "desc" }],
+        skip: start,
+        take: count,
+      }),
+    ]);
+    const retentionPolicies = await this.views(rows);
+    return { start, count: rows.length, total, retentionPolicies };
+  }
+
+  /**
+   * runRetentionPolicy: with dryRun (the default) truncateTimeseriesAspect's dry-run report for the policy's cutoff,
+   * from the same code; otherwise the policy's truncation task (joined when its previous one is still running).
+   */
+  async run(actor: Actor, urn: string, dryRun = true): Promise<string> {
+    await this.engine.require(actor, PRIVILEGE, "run retention policies");
+    const policy = await this.find(this.idOf(urn));
+    if (!policy) throw notFound(`No retention policy ${urn}`);
+    const request = retentionRunRequest(policy, urn, Date.now());
+    if (dryRun) {
+      const { entityType, aspect, endTimeMillis } = request;
+      return this.truncation.truncate(actor, { entityType, aspect, endTimeMillis, dryRun: true });
+    }
+    return this.truncation.startRetentionRun(actor, policy.id, request);
+  }
+
+  // ---- helpers ---------------------------------------------------------------------------------------------------
+
+  private urnOf(id: string): string {
+    return makeUrn(this.urnNamespace, URN_TYPE, id);
+  }
+
+  /** The id of a policy urn; a well-formed urn of an id no policy can have is simply not found. */
+  private idOf(urn: string): string {
+    const parsed = parseUrnField("urn", urn, URN_TYPE);
+    if (!z.uuid().safeParse(parsed.id).success) throw notFound(`No retention policy ${urn}`);
+    return parsed.id;
+  }
+
+  private find(id: string) {
+    return this.db.prisma.retentionPolicy.findUnique({ where: { id } });
+  }
+
+  /** The row, locked for the rest of the transaction; 404 when there is none. */
+  private async locked(tx: Prisma.TransactionClient, id: string, urn: string): Promise<RetentionPolicy> {
+    const rows = await tx.$queryRaw<
+      Array<{ id: string }>
+    >`SELECT id FROM retention_policy WHERE id = ${id}::uuid FOR UPDATE`;
+    const row = rows[0] ? await tx.retentionPolicy.findUnique({ where: { id } }) : null;
+    if (!row) throw notFound(`No retention policy ${urn}`);
+    return row;
+  }
+
+  /** The registered name of a time-series aspect; a 400 naming the field when there is none. */
+  private aspectOf(entityType: string, aspect: string): string {
+    try {
+      return this.registry.timeseriesIndex(entityType, aspect).aspectName;
+    } catch (error) {
+      if (error instanceof AppError && error.code === "NOT_FOUND") {
+        throw badInput(`Invalid request: input.aspect: ${error.message}`);
+      }
+      throw error;
+    }
+  }
+
+  private async schedule(policy: RetentionPolicy): Promise<void> {
+    await this.schedules.upsert(policy).catch((error: unknown) => {
+      this.logger.warn(
+        { err: error, policy: this.urnOf(policy.id) },
+        "could not schedule a retention policy; the truncation workers' reconciler will",
+      );
+    });
+  }
+
+  private async views(rows: RetentionPolicy[]): Promise<RetentionPolicyView[]> {
+    const next = await this.schedules.nextRuns(rows.map((r) => r.id));
+    // At most MAX_RETENTION_POLICIES reads, each by primary key.
+    const lastTasks = await Promise.all(
+      rows.map((r) => (r.lastTaskId ? this.tasks.read(r.lastTaskId) : Promise.resolve(null))),
+    );
+    return rows.map((row, i) => {
+      const task = lastTasks[i];
+      return {
+        urn: this.urnOf(row.id),
+        entityType: row.entityType,
+        aspect: row.aspect,
+        retainDays: row.retainDays,
+        cron: row.cron,
+        nextRunTime: next.get(row.id) ?? null,
+        lastTaskId: row.lastTaskId,
+        lastTaskState: task ? presentState(task).state : null,
+        createdBy: row.createdBy,
+        createdAt: row.createdAt.getTime(),
+        updatedAt: row.updatedAt.getTime(),
+      };
+    });
+  }
+}
