@@ -15,9 +15,9 @@ export interface RequiredPrivilege {
 
 /**
  * What a route of the API is, next to its handler: the router checks the privilege and parses the input with these,
- * and the OpenAPI document (http/openapi.ts) is generated from the same objects, so the two cannot drift.
+ * and the OpenAPI document (api-docs/openapi.ts) is generated from the same objects, so the two cannot drift.
  */
-interface RouteContract<S extends z.ZodType> {
+interface RouteContract<S extends z.ZodType, R extends z.ZodType> {
   /** one line for the reference and the OpenAPI document */
   summary: string;
   /** more for the OpenAPI document: limits, errors, what the answer means */
@@ -29,24 +29,33 @@ interface RouteContract<S extends z.ZodType> {
   requires: RequiredPrivilege | null;
   /** what the reference says about privileges beyond (or instead of) `requires` */
   privilegeNote?: string;
-  /** the answer's `value`; documentation only (the handler's result is not validated) */
-  response?: z.ZodType;
+  /**
+   * The answer's `value`, for the OpenAPI document. Not validated at run time; the compiler holds the handler to it
+   * (it must return what the schema describes, or JsonText of it).
+   */
+  response?: R;
   /** parsed by the router: a 400 names every problem by its path */
   request: S;
 }
 
 /** A Rest.li-style action: `POST <path>?action=<name>` with a JSON body (`request`), answered `{"value": ...}`. */
-export interface Action<S extends z.ZodType = z.ZodType> extends RouteContract<S> {
-  handler(input: z.output<S>, actor: Actor, req: Request): Promise<unknown>;
+export interface Action<S extends z.ZodType = z.ZodType, R extends z.ZodType = z.ZodType> extends RouteContract<S, R> {
+  handler(input: z.output<S>, actor: Actor, req: Request): Answer<R>;
 }
 
 /** A GET route whose path parameters are `request` (express `:name` segments), answered `{"value": ...}`. */
-export interface GetRoute<S extends z.ZodType = z.ZodType> extends RouteContract<S> {
-  handler(params: z.output<S>, actor: Actor, req: Request): Promise<unknown>;
+export interface GetRoute<S extends z.ZodType = z.ZodType, R extends z.ZodType = z.ZodType> extends RouteContract<
+  S,
+  R
+> {
+  handler(params: z.output<S>, actor: Actor, req: Request): Answer<R>;
 }
 
-/** Declares an action; a function only so that the handler's input type is inferred from `request`. */
-export function action<S extends z.ZodType>(spec: Action<S>): Action<S> {
+/** What a handler answers: the `value` its response schema describes (anything without one). */
+type Answer<R extends z.ZodType> = Promise<z.output<R> | JsonText>;
+
+/** Declares an action; a function only so that the handler's types are inferred from `request` and `response`. */
+export function action<S extends z.ZodType, R extends z.ZodType = z.ZodType>(spec: Action<S, R>): Action<S, R> {
   return spec;
 }
 
@@ -121,12 +130,19 @@ export function addActions(router: Router, path: string, engine: Guard, actions:
 }
 
 /** Adds `GET <path>` (express syntax, `:name` for a parameter): the privilege, then the parameters, then the handler. */
-export function addGetRoute<S extends z.ZodType>(router: Router, path: string, engine: Guard, spec: GetRoute<S>): void {
-  record(router, { kind: "get", path, spec: spec as GetRoute });
+export function addGetRoute<S extends z.ZodType, R extends z.ZodType = z.ZodType>(
+  router: Router,
+  path: string,
+  engine: Guard,
+  spec: GetRoute<S, R>,
+): void {
+  record(router, { kind: "get", path, spec: spec as unknown as GetRoute });
   router.get(path, async (req: Request, res: Response) => {
     const actor = actorOf(res.locals);
     if (spec.requires) await engine.require(actor, spec.requires.privilege, spec.requires.to);
-    res.json({ value: await spec.handler(parseInput(spec.request, { ...req.params }), actor, req) });
+    const value = await spec.handler(parseInput(spec.request, { ...req.params }), actor, req);
+    if (value instanceof JsonText) res.type("json").send(`{"value":${value.json}}`);
+    else res.json({ value });
   });
 }
 

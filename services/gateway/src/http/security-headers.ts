@@ -9,6 +9,8 @@ import type { RequestHandler } from "express";
  * loads its fonts from Google Fonts. Two of helmet's defaults are left to the TLS terminator in front of the gateway,
  * which serves plain HTTP itself: `upgrade-insecure-requests` would make a browser fetch the dashboard's scripts over
  * an HTTPS this process does not serve, and HSTS (with includeSubDomains) is a decision for the whole domain.
+ * Swagger UI (/api-docs/) runs under this policy unchanged; only the GraphQL Sandbox page, which loads Apollo's
+ * embed from its CDN, replaces it with its own (api-docs/api-docs.routes.ts).
  */
 export function securityHeaders(): RequestHandler {
   return helmet({

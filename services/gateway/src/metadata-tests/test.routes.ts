@@ -1,4 +1,5 @@
 import type { Router } from "express";
+import { z } from "zod";
 import { action, addActions } from "../http/action-router";
 import type { PolicyEngine } from "../policies/policy-engine";
 import { batchEvaluateRequest, evaluateRequest } from "./evaluation-request";
@@ -8,6 +9,34 @@ export interface TestRoutesDeps {
   evaluation: EvaluationService;
   engine: PolicyEngine;
 }
+
+/** What the evaluation worker answers for one entity (@mdp/metadata-tests' EntityEvaluation), as JSON text. */
+const entityResult = z.object({
+  urn: z.string(),
+  passing: z.array(z.object({ test: z.string(), type: z.literal("SUCCESS") })),
+  failing: z.array(
+    z.object({
+      test: z.string(),
+      type: z.literal("FAILURE"),
+      failedRules: z
+        .array(
+          z.object({
+            path: z.string().describe("where the rule sits in the definition, e.g. rules.and[1]"),
+            property: z.string(),
+            operator: z.string(),
+            negated: z.boolean(),
+            expected: z.array(z.string()).optional(),
+            actual: z.array(z.unknown()).describe("the values found (at most 20)"),
+            actualCount: z.number().int(),
+            message: z.string(),
+          }),
+        )
+        .describe("why it failed, rule by rule"),
+    }),
+  ),
+  notApplicable: z.array(z.string()).describe("tests named or ACTIVE whose on clause does not select the entity"),
+  evaluatedAt: z.number().int(),
+});
 
 const viewTests = { privilege: "VIEW_TESTS", to: "evaluate metadata tests" } as const;
 const pushNote = "`push: true` also needs MANAGE_TESTS (403 `<actor> is unauthorized to push metadata test results.`).";
@@ -24,6 +53,7 @@ export function addTestRoutes(router: Router, deps: TestRoutesDeps): void {
       requires: viewTests,
       privilegeNote: pushNote,
       request: evaluateRequest,
+      response: entityResult,
       handler: (input, actor) => deps.evaluation.evaluate(actor, input),
     }),
     batchEvaluate: action({
@@ -32,6 +62,7 @@ export function addTestRoutes(router: Router, deps: TestRoutesDeps): void {
       requires: viewTests,
       privilegeNote: pushNote,
       request: batchEvaluateRequest,
+      response: z.object({ results: z.record(z.string(), entityResult).describe("by entity urn, in the order asked") }),
       handler: (input, actor) => deps.evaluation.batchEvaluate(actor, input),
     }),
   });

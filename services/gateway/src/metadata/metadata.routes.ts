@@ -34,6 +34,21 @@ const valuesRequest = z.strictObject({
 const ingestProposalRequest = z.strictObject({ proposal: proposalSchema });
 const ingestProposalBatchRequest = z.strictObject({ proposals: z.array(proposalSchema).min(1) });
 const entityRequest = z.strictObject({ urn: z.string().min(1) });
+const aspectValue = z.object({
+  contentType: z.string().describe("application/json"),
+  value: z.string().describe("the aspect as JSON text"),
+});
+const valuesAnswer = z.object({
+  entityName: z.string(),
+  aspectName: z.string(),
+  limit: z.number().int(),
+  values: z.array(z.object({ timestampMillis: z.number().int(), aspect: aspectValue })).describe("newest first"),
+});
+const entityAnswer = z.object({
+  urn: z.string(),
+  entityType: z.string(),
+  aspects: z.record(z.string(), z.unknown()).describe("each versioned aspect's latest value, by aspect name"),
+});
 const ingest = { privilege: "INGEST_METADATA", to: "ingest metadata" } as const;
 const ingestNote =
   "Nobody may ingest an aspect only the service writes (`testResults`): 403, and nothing of the request is stored.";
@@ -49,9 +64,10 @@ export function addMetadataRoutes(router: Router, deps: MetadataDeps): void {
       requires: ingest,
       privilegeNote: ingestNote,
       request: ingestProposalRequest,
+      response: z.string().describe("the entity's urn"),
       handler: async ({ proposal }, actor) => {
         const [urn] = await deps.ingestion.ingest(actor, [{ proposal, at: "proposal" }]);
-        return urn;
+        return urn!; // one urn per proposal
       },
     }),
     ingestProposalBatch: action({
@@ -61,6 +77,7 @@ export function addMetadataRoutes(router: Router, deps: MetadataDeps): void {
       requires: ingest,
       privilegeNote: ingestNote,
       request: ingestProposalBatchRequest,
+      response: z.array(z.string()).describe("each proposal's entity urn, in order"),
       handler: ({ proposals }, actor) =>
         deps.ingestion.ingest(
           actor,
@@ -72,6 +89,7 @@ export function addMetadataRoutes(router: Router, deps: MetadataDeps): void {
       // Before anything is looked up: a caller without it learns nothing, not even which urns or aspects exist.
       requires: { privilege: "GET_TIMESERIES_ASPECT", to: "get time-series aspect values" },
       request: valuesRequest,
+      response: valuesAnswer,
       handler: async (request) => {
         parseUrnField("urn", request.urn, request.entity);
         if (
@@ -102,6 +120,7 @@ export function addMetadataRoutes(router: Router, deps: MetadataDeps): void {
     description: "`testResults`, when present, holds only the results of tests that still exist and still apply.",
     requires: { privilege: "GET_ENTITY", to: "get entities" },
     request: entityRequest,
+    response: entityAnswer,
     handler: async ({ urn }) => {
       parseUrnField("urn", urn);
       const entity = await deps.aspects.latest(deps.db.pool, urn);

@@ -21,12 +21,47 @@ const taskStatus = { privilege: "GET_TASK_STATUS", to: "get task status" } as co
 
 const MB = 1024 * 1024;
 
+const epochMillis = z.number().int();
+/** A task's status, as getTaskStatus, cancelTask, listTasks and GET /operations/tasks/<id> answer it. */
+const taskStatusAnswer = z.object({
+  taskId: z.string(),
+  type: z.string().describe("TRUNCATE_TIMESERIES or EVALUATE_TESTS (a runTest, or an evaluation answered 504)"),
+  state: z.string().describe("waiting, active, completed, failed or cancelled"),
+  progress: z
+    .record(z.string(), z.unknown())
+    .describe("a truncation's {deleted, toDelete, batches, percent}; a test run's {evaluated, total, passing, ...}"),
+  request: z.unknown().describe("what was asked, defaults filled in"),
+  result: z.unknown().describe("once completed: a truncation's {deleted, batches}"),
+  failedReason: z.string().nullable(),
+  attemptsMade: z.number().int(),
+  cancelRequested: z.boolean(),
+  createdBy: z.string().describe("the urn of the user who asked for it"),
+  createdAt: epochMillis,
+  startedAt: epochMillis.nullable(),
+  finishedAt: epochMillis.nullable(),
+});
+const indexSizesAnswer = z.object({
+  indexSizes: z.array(
+    z.object({
+      indexName: z.string().describe("DataHub's Elasticsearch index name for the aspect"),
+      entityName: z.string(),
+      aspectName: z.string(),
+      rowCount: z.number().int(),
+      sizeInMb: z.number(),
+      sizeMb: z.number().describe("the same as sizeInMb (the name DataHub's clients read)"),
+      oldestTimestampMillis: epochMillis.nullable(),
+      newestTimestampMillis: epochMillis.nullable(),
+    }),
+  ),
+});
+
 /** System operations under /gms/operations (docs/api.md), added to the router of /gms. */
 export function addOperationsRoutes(router: Router, deps: OperationsDeps): void {
   addGetRoute(router, "/operations/tasks/:taskId", deps.engine, {
     summary: "A task's status (as getTaskStatus)",
     requires: taskStatus,
     request: taskRequest,
+    response: taskStatusAnswer,
     handler: ({ taskId }, actor) => deps.tasks.status(actor, taskId),
   });
   addActions(router, "/operations", deps.engine, {
@@ -37,12 +72,14 @@ export function addOperationsRoutes(router: Router, deps: OperationsDeps): void 
         "its id, to follow with getTaskStatus. An identical request while one is waiting or running shares its task.",
       requires: { privilege: "TRUNCATE_TIMESERIES_INDEX", to: "truncate time-series indexes" },
       request: truncateRequest,
+      response: z.string().describe("a dry run: the report; otherwise the task id"),
       handler: (input, actor) => deps.truncation.truncate(actor, input),
     }),
     getTaskStatus: action({
       summary: "A task's status: state, progress, result or failure",
       requires: taskStatus,
       request: taskRequest,
+      response: taskStatusAnswer,
       handler: ({ taskId }, actor) => deps.tasks.status(actor, taskId),
     }),
     getEsTaskStatus: action({
@@ -52,6 +89,7 @@ export function addOperationsRoutes(router: Router, deps: OperationsDeps): void 
         "`{completed, taskId, status, runTimeNanos}` with `status` what getTaskStatus answers.",
       requires: taskStatus,
       request: esTaskStatusRequest,
+      response: z.string().describe("JSON text: {completed, taskId, status, runTimeNanos}"),
       handler: (input, actor) => esTaskStatus(deps, actor, input),
     }),
     cancelTask: action({
@@ -61,6 +99,7 @@ export function addOperationsRoutes(router: Router, deps: OperationsDeps): void 
         "TRUNCATE_TIMESERIES_INDEX for a truncation, MANAGE_TESTS for an evaluation or test run; an unknown id is the " +
         "same 403 unless the caller holds GET_TASK_STATUS.",
       request: taskRequest,
+      response: taskStatusAnswer,
       handler: ({ taskId }, actor) => deps.tasks.cancel(actor, taskId),
     }),
     listTasks: action({
@@ -71,12 +110,19 @@ export function addOperationsRoutes(router: Router, deps: OperationsDeps): void 
         "starting at most 10,000 in: page further back with createdBefore.",
       requires: { privilege: "GET_TASK_STATUS", to: "list tasks" },
       request: listTasksRequest,
+      response: z.object({
+        start: z.number().int(),
+        count: z.number().int(),
+        total: z.number().int(),
+        tasks: z.array(taskStatusAnswer).describe("newest first"),
+      }),
       handler: (input, actor) => deps.tasks.list(actor, input),
     }),
     getIndexSizes: action({
       summary: "Rows, size and time range of every time-series aspect that holds data",
       requires: { privilege: "GET_TIMESERIES_INDEX_SIZES", to: "get time-series index sizes" },
       request: z.strictObject({}),
+      response: indexSizesAnswer,
       handler: async () => {
         const registered = new Map(
           deps.registry.timeseriesIndexes().map((i) => [`${i.entityType}\u0000${i.aspectName}`, i]),
