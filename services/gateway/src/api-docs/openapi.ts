@@ -80,6 +80,13 @@ function answer(route: ApiRoute) {
   };
 }
 
+/** `/operations/tasks/:taskId` → `getOperationsTasksTaskId` */
+const getOperationId = (path: string) =>
+  `get${path
+    .split(/[^A-Za-z0-9]+/)
+    .map((word) => word.charAt(0).toUpperCase() + word.slice(1))
+    .join("")}`;
+
 /** express `/a/:b` → OpenAPI `/a/{b}` */
 const templated = (path: string) => path.replace(/:(\w+)/g, "{$1}");
 
@@ -93,7 +100,7 @@ function operation(route: ApiRoute) {
   if (route.kind === "get") {
     const params = inputSchema(route.spec.request) as { properties?: Record<string, unknown> };
     return {
-      operationId: `get${templated(route.path).replace(/[^A-Za-z]/g, "")}`,
+      operationId: getOperationId(route.path),
       ...common,
       parameters: Object.entries(params.properties ?? {}).map(([name, schema]) => ({
         name,
