@@ -1,3 +1,5 @@
+import type { Privilege } from "../policies/privileges";
+
 /** Who is making a request, as established by authentication. */
 export interface Actor {
   /** the user urn the request acts for */
@@ -6,4 +8,9 @@ export interface Actor {
   via: "token" | "system" | "header";
   /** the access token's id when via = "token" */
   tokenId?: string;
+  /**
+   * A scoped access token's privileges: the request may use only these (with what they imply) of what its actor holds
+   * (PolicyEngine.privilegesOf). Undefined: unscoped, the actor's full set (every other way of authenticating too).
+   */
+  scopes?: readonly Privilege[];
 }

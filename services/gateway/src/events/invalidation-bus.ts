@@ -3,7 +3,11 @@ import type { RedisConnection } from "@mdp/queues";
 import type { Logger } from "@mdp/core";
 
 /** What one gateway tells the others so their caches stay honest. */
-export type Invalidation = { kind: "token-revoked"; tokenId: string } | { kind: "policies-changed" };
+export type Invalidation =
+  | { kind: "token-revoked"; tokenId: string }
+  /** every token of one user (revokeAccessTokens): one message however many tokens it revoked */
+  | { kind: "actor-tokens-revoked"; actorUrn: string }
+  | { kind: "policies-changed" };
 
 /** Everything on the channel: invalidations, and the heartbeats that say the channel still delivers them. */
 type Message = Invalidation | { kind: "heartbeat"; replica: string } | { kind: "leaving"; replica: string };

@@ -10,7 +10,7 @@ const rootTypeDefs = /* GraphQL */ `
   scalar Long
 
   type Query {
-    "The authenticated caller and the privileges it holds."
+    "The authenticated caller and the privileges this request may use (a scoped token's: its scopes that the user holds)."
     me: Me!
   }
 
@@ -28,9 +28,10 @@ const rootResolvers = {
     me: (_parent: unknown, _args: unknown, ctx: GraphQLContext) => ({ urn: ctx.actor.urn }),
   },
   Me: {
-    // Worked out only when asked for: `{ me { urn } }` is what clients call to check who they are.
-    privileges: async (me: { urn: string }, _args: unknown, ctx: GraphQLContext) =>
-      [...(await ctx.services.engine.privilegesOf(me.urn))].sort(),
+    // Worked out only when asked for: `{ me { urn } }` is what clients call to check who they are. The request's own
+    // set, so a scoped token shows what it may do, not all its user holds.
+    privileges: async (_me: { urn: string }, _args: unknown, ctx: GraphQLContext) =>
+      [...(await ctx.services.engine.privilegesOf(ctx.actor))].sort(),
   },
 };
 

@@ -169,7 +169,7 @@ export class TaskService {
    * one's gets the same refusal for it as for an unknown id, unless GET_TASK_STATUS lets it see every task anyway.
    */
   private async cancellable(actor: Actor, taskId: string): Promise<TaskRow> {
-    const held = await this.engine.privilegesOf(actor.urn);
+    const held = await this.engine.privilegesOf(actor);
     const refusal = forbidden(`${actor.urn} is unauthorized to cancel this task.`);
     const mayCancel = (type: TaskType) => held.has(CANCEL_PRIVILEGE[type]);
     const types = Object.keys(CANCEL_PRIVILEGE) as TaskType[];

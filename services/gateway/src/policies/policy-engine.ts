@@ -2,7 +2,7 @@ import type { Policy, PrismaClient } from "@mdp/db";
 import { forbidden } from "@mdp/core";
 import type { Actor } from "../auth/actor";
 import type { InvalidationBus } from "../events/invalidation-bus";
-import { PRIVILEGES, withImplied, type Privilege } from "./privileges";
+import { PRIVILEGES, withImplied, withinScopes, type Privilege } from "./privileges";
 
 export const ROOT_POLICY_URN = "urn:li:dataHubPolicy:root-user";
 
@@ -51,8 +51,11 @@ export class PolicyEngine {
     bus.onReset(() => this.clear());
   }
 
-  /** The user's privileges; the set is shared between callers (and cached until the next invalidation): read only. */
-  privilegesOf(userUrn: string): Promise<ReadonlySet<Privilege>> {
+  /**
+   * What the user's policies grant, whatever credential it uses; the set is shared between callers (and cached until
+   * the next invalidation): read only. A request's own privileges are privilegesOf(actor)'s.
+   */
+  grantsOf(userUrn: string): Promise<ReadonlySet<Privilege>> {
     // A change announced on a channel that is not delivering would go unseen: read PostgreSQL instead.
     if (!this.bus.isLive()) return this.computePrivileges(userUrn, false);
     if (Date.now() - this.loadedAt > MAX_CACHE_AGE_MS) this.clear();
@@ -66,6 +69,15 @@ export class PolicyEngine {
     return privileges;
   }
 
+  /**
+   * The privileges this request may use: its user's grants, narrowed to a scoped token's scopes. Every check reads
+   * this (has, require, and the few places that need the whole set), so a scope limits them all, and a privilege the
+   * user loses leaves its scoped tokens too. Read only.
+   */
+  async privilegesOf(actor: Actor): Promise<ReadonlySet<Privilege>> {
+    return withinScopes(await this.grantsOf(actor.urn), actor.scopes);
+  }
+
   private async computePrivileges(userUrn: string, cached = true): Promise<ReadonlySet<Privilege>> {
     const [policies, groups] = await Promise.all(
       cached ? [this.policies(), this.groups(userUrn)] : [this.loadPolicies(), this.loadGroups(userUrn)],
@@ -77,12 +89,22 @@ export class PolicyEngine {
   }
 
   async has(actor: Actor, privilege: Privilege): Promise<boolean> {
-    return (await this.privilegesOf(actor.urn)).has(privilege);
+    return (await this.privilegesOf(actor)).has(privilege);
   }
 
-  /** Throws FORBIDDEN "<actor> is unauthorized to <operation>" unless the actor holds the privilege. */
+  /**
+   * Throws FORBIDDEN "<actor> is unauthorized to <operation>." unless the request may use the privilege; when the user
+   * holds it and only the token's scopes leave it out, the message says so (it tells the caller only of its own).
+   */
   async require(actor: Actor, privilege: Privilege, operation: string): Promise<void> {
-    if (!(await this.has(actor, privilege))) throw forbidden(`${actor.urn} is unauthorized to ${operation}.`);
+    const held = await this.grantsOf(actor.urn);
+    if (withinScopes(held, actor.scopes).has(privilege)) return;
+    if (held.has(privilege)) {
+      throw forbidden(
+        `${actor.urn} is unauthorized to ${operation}: the access token's scopes leave out ${privilege}.`,
+      );
+    }
+    throw forbidden(`${actor.urn} is unauthorized to ${operation}.`);
   }
 
   private policies(): Promise<Policy[]> {

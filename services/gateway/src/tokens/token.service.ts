@@ -5,7 +5,7 @@ import { safeEqual } from "../auth/constant-time";
 import { pageOf } from "../graphql/paging";
 import type { RateLimits } from "../http/rate-limits";
 import type { PolicyEngine } from "../policies/policy-engine";
-import { privilegesMissing } from "../policies/privileges";
+import { parseScopes, privilegesMissing, withImplied, withinScopes, type Privilege } from "../policies/privileges";
 import { Hs256, JwtError, type AccessTokenClaims } from "./jwt";
 import { hashToken } from "./token-hash";
 import { tokenFilterOf, type FacetFilterInput } from "./token-filters";
@@ -38,6 +38,11 @@ export interface CreateTokenInput {
   /** required (GraphQL's type leaves it optional for the deprecated getAccessToken, which names its tokens) */
   name?: string | null;
   description?: string | null;
+  /**
+   * The privileges the token is limited to (ours or DataHub's spellings, 1 to MAX_TOKEN_SCOPES); each must be held by
+   * its actor. Absent: unscoped, or, when the caller itself uses a scoped token, that token's scopes.
+   */
+  scopes?: readonly string[] | null;
 }
 
 export interface ListTokensInput {
@@ -55,7 +60,7 @@ export class TokenService {
 
   constructor(
     private readonly store: TokenStore,
-    private readonly verifier: Pick<TokenVerifier, "revoked">,
+    private readonly verifier: Pick<TokenVerifier, "revoked" | "revokedAllOf">,
     private readonly policies: PolicyEngine,
     private readonly config: Pick<Config, "TOKEN_SIGNING_KEY" | "TOKEN_SALT" | "ACCESS_TOKEN_ALLOW_NO_EXPIRY">,
     /** RATE_LIMIT_TOKEN_MINTS_PER_MINUTE, met once the request has passed its checks (a refusal costs nothing) */
@@ -69,8 +74,10 @@ export class TokenService {
     parseUrnField("input.actorUrn", input.actorUrn, "corpuser");
     if (input.actorUrn !== actor.urn) {
       await this.policies.require(actor, "MANAGE_ACCESS_TOKENS", "generate access tokens for other users");
-      await this.requireNoStrongerThanMinter(actor, input.actorUrn);
     }
+    const scopes = this.scopesOfNewToken(actor, input.scopes);
+    if (input.actorUrn !== actor.urn) await this.requireNoStrongerThanMinter(actor, input.actorUrn, scopes);
+    await this.requireScopesHeld(actor, input.actorUrn, scopes);
     if (input.name == null) throw badInput("input.name is required: a name for the token");
     const name = input.name.trim();
     requireLength("input.name", name, { min: 1, max: 256 });
@@ -107,6 +114,7 @@ export class TokenService {
       createdAt,
       expiresAt: exp === undefined ? null : exp * 1000,
       lastUsedAt: null,
+      scopes: scopes ?? null,
     };
     await this.store.insert({
       type: input.type,
@@ -116,23 +124,62 @@ export class TokenService {
       // The details recordAudit would write.
       audit: {
         actorUrn: actor.urn,
-        details: { name, actorUrn: input.actorUrn, duration: input.duration, via: actor.via },
+        details: { name, actorUrn: input.actorUrn, duration: input.duration, scopes: scopes ?? null, via: actor.via },
       },
     });
     return { accessToken, metadata };
   }
 
   /**
-   * A token never carries more power than its minter: the actor it is for may hold no privilege the minter lacks, or
-   * MANAGE_ACCESS_TOKENS would mint a root token. The system client is exempt: it is trusted to act for any user
-   * (X-Platform-Actor), so it could act as that actor anyway. The refusal does not list the privileges, which would
-   * tell the minter what the other actor holds.
+   * The new token's scopes: those asked for, checked; none asked for, the caller's own token's (a scoped token mints
+   * tokens of at most its scopes, so a leaked read-only token cannot be traded for a stronger one); else unscoped.
    */
-  private async requireNoStrongerThanMinter(minter: Actor, actorUrn: string): Promise<void> {
+  private scopesOfNewToken(minter: Actor, requested: CreateTokenInput["scopes"]): Privilege[] | undefined {
+    const scopes = requested == null ? minter.scopes && [...minter.scopes] : parseScopes("input.scopes", requested);
+    if (scopes === undefined || minter.scopes === undefined) return scopes;
+    const allowed = withImplied(minter.scopes);
+    const wider = scopes.filter((p) => !allowed.has(p));
+    if (wider.length > 0) {
+      throw forbidden(
+        `${minter.urn} is unauthorized to generate an access token scoped to ${wider.join(", ")}: the access token ` +
+          `in use is scoped to ${minter.scopes.join(", ")}, and a token it creates may have no other scopes.`,
+      );
+    }
+    return scopes;
+  }
+
+  /**
+   * Each scope must be a privilege the token's actor holds now (it would grant nothing, and the token would read as
+   * stronger than it is). For another user the refusal does not say which, as requireNoStrongerThanMinter does not.
+   */
+  private async requireScopesHeld(minter: Actor, actorUrn: string, scopes: Privilege[] | undefined): Promise<void> {
+    if (scopes === undefined) return;
+    const lacking = privilegesMissing(await this.policies.grantsOf(actorUrn), new Set(scopes));
+    if (lacking.length === 0) return;
+    throw forbidden(
+      actorUrn === minter.urn
+        ? `${minter.urn} is unauthorized to generate an access token scoped to ${lacking.join(", ")}: you do not hold ` +
+            `${lacking.length === 1 ? "it" : "them"}, and a token may have only privileges of its actor.`
+        : `${minter.urn} is unauthorized to generate an access token for ${actorUrn} with these scopes: it does not ` +
+            `hold them all, and a token may have only privileges of its actor.`,
+    );
+  }
+
+  /**
+   * A token never carries more power than its minter: what it may do (its actor's privileges, within its scopes) must
+   * be within what the minter's own request may, or MANAGE_ACCESS_TOKENS would mint a root token. The system client
+   * is exempt: it is trusted to act for any user (X-Platform-Actor), so it could act as that actor anyway. The refusal
+   * does not list the privileges, which would tell the minter what the other actor holds.
+   */
+  private async requireNoStrongerThanMinter(
+    minter: Actor,
+    actorUrn: string,
+    scopes: Privilege[] | undefined,
+  ): Promise<void> {
     if (minter.via === "system") return;
     const [held, wanted] = await Promise.all([
-      this.policies.privilegesOf(minter.urn),
-      this.policies.privilegesOf(actorUrn),
+      this.policies.privilegesOf(minter),
+      this.policies.grantsOf(actorUrn).then((grants) => withinScopes(grants, scopes)),
     ]);
     if (privilegesMissing(held, wanted).length > 0) {
       throw forbidden(
@@ -186,6 +233,23 @@ export class TokenService {
     // The commit above is what revokes; this only shortens the caches, bounded, never failing the call.
     await this.verifier.revoked(id);
     return true;
+  }
+
+  /**
+   * Revokes every live token acting for `actorUrn` at once (one transaction, audited), and tells every replica in one
+   * message; returns how many. The user itself may; anyone else needs MANAGE_ACCESS_TOKENS. Checked before anything
+   * is looked up, so the answer says nothing of another user's tokens to a caller who may not revoke them.
+   */
+  async revokeAll(actor: Actor, actorUrn: string): Promise<number> {
+    await this.requireTokenApi(actor, "revoke access tokens");
+    parseUrnField("actorUrn", actorUrn, "corpuser");
+    if (actorUrn !== actor.urn) {
+      await this.policies.require(actor, "MANAGE_ACCESS_TOKENS", "revoke the access tokens of other users");
+    }
+    const revoked = await this.store.revokeAllOf(actorUrn, actor);
+    // As for one token: the commit revokes, this only shortens every replica's cache (bounded, never failing).
+    if (revoked.length > 0) await this.verifier.revokedAllOf(actorUrn);
+    return revoked.length;
   }
 
   async metadataFor(actor: Actor, token: string): Promise<TokenMetadata> {

@@ -4,6 +4,7 @@ import { Prisma, type AccessToken, type Database, type PrismaClient } from "@mdp
 import type pg from "pg";
 import type { Actor } from "../auth/actor";
 import { recordAudit } from "../audit/audit.service";
+import { canonicalPrivilege, type Privilege } from "../policies/privileges";
 import type { TokenFilter } from "./token-filters";
 
 /** A token as clients see it (GraphQL's AccessTokenMetadata); times are epoch ms. */
@@ -17,6 +18,8 @@ export interface TokenMetadata {
   createdAt: number;
   expiresAt: number | null;
   lastUsedAt: number | null;
+  /** the privileges a scoped token is limited to; null: unscoped (all of its actor's) */
+  scopes: Privilege[] | null;
 }
 
 /** A token's row as the service reads it to authorize and answer: its metadata, its salted hash, its revocation. */
@@ -33,6 +36,8 @@ export interface TokenCredential {
   tokenHash: Buffer;
   actorUrn: string;
   revoked: boolean;
+  /** a scoped token's privileges; undefined: unscoped */
+  scopes: readonly Privilege[] | undefined;
 }
 
 /** A token to insert: its metadata, its salted hash, and what its audit row records. */
@@ -87,10 +92,12 @@ export class TokenStore {
     const { metadata } = token;
     const statement = Prisma.sql`
       WITH token AS (
-        INSERT INTO access_token (id, type, name, description, actor_urn, owner_urn, token_hash, created_at, expires_at)
+        INSERT INTO access_token (id, type, name, description, actor_urn, owner_urn, token_hash, created_at, expires_at,
+                                  scopes)
         VALUES (${metadata.id}::uuid, ${token.type}::"AccessTokenType", ${metadata.name}, ${metadata.description},
                 ${metadata.actorUrn}, ${metadata.ownerUrn}, ${token.tokenHash},
-                to_timestamp(${metadata.createdAt}::int8 / 1000.0), to_timestamp(${token.exp ?? null}::int8))
+                to_timestamp(${metadata.createdAt}::int8 / 1000.0), to_timestamp(${token.exp ?? null}::int8),
+                ${metadata.scopes ?? []}::text[])
         RETURNING id
       )
       INSERT INTO audit_event (actor_urn, action, target_urn, details)
@@ -119,7 +126,7 @@ export class TokenStore {
       ? Prisma.sql`
       SELECT c.total, p.id, p.name, p.description, p.actor_urn, p.owner_urn,
              ${epochMs("p.created_at")} AS created_at, ${epochMs("p.expires_at")} AS expires_at,
-             ${epochMs("p.last_used_at")} AS last_used_at
+             ${epochMs("p.last_used_at")} AS last_used_at, p.scopes
         FROM (SELECT count(*)::int AS total FROM access_token WHERE ${where}) AS c
         LEFT JOIN LATERAL (SELECT * FROM access_token WHERE ${where}
                             ORDER BY created_at DESC, id DESC
@@ -128,7 +135,7 @@ export class TokenStore {
       : Prisma.sql`
       SELECT c.total, p.id, p.name, p.description, p.actor_urn, p.owner_urn,
              ${epochMs("p.created_at")} AS created_at, ${epochMs("p.expires_at")} AS expires_at,
-             ${epochMs("p.last_used_at")} AS last_used_at
+             ${epochMs("p.last_used_at")} AS last_used_at, p.scopes
         FROM (SELECT ((SELECT count(*) FROM access_token WHERE ${where} AND expires_at IS NULL)
                       + (SELECT count(*) FROM access_token WHERE ${where} AND expires_at > ${now}::timestamptz))::int
                      AS total) AS c
@@ -161,10 +168,15 @@ export class TokenStore {
     if (!isUuid(id)) return null;
     const row = await this.prisma.accessToken.findUnique({
       where: { id },
-      select: { tokenHash: true, actorUrn: true, revokedAt: true },
+      select: { tokenHash: true, actorUrn: true, revokedAt: true, scopes: true },
     });
     if (!row) return null;
-    return { tokenHash: Buffer.from(row.tokenHash, "hex"), actorUrn: row.actorUrn, revoked: row.revokedAt !== null };
+    return {
+      tokenHash: Buffer.from(row.tokenHash, "hex"),
+      actorUrn: row.actorUrn,
+      revoked: row.revokedAt !== null,
+      scopes: scopesOf(row.scopes) ?? undefined,
+    };
   }
 
   /** Marks the token revoked by `actor`, with its audit row, in one transaction. */
@@ -172,6 +184,29 @@ export class TokenStore {
     await this.prisma.$transaction(async (tx) => {
       await tx.accessToken.update({ where: { id: token.id }, data: { revokedAt: new Date(), revokedBy: actor.urn } });
       await recordAudit(tx, actor, "accessToken.revoke", this.urnOf(token.id), { actorUrn: token.actorUrn });
+    });
+  }
+
+  /**
+   * Revokes every live token (neither revoked nor expired) acting for `actorUrn`, by `actor`, in one transaction with
+   * an audit row per token (`accessToken.revoke`, as one revocation writes, marked `bulk`) and one for the whole
+   * (`accessToken.revokeAll`, on the user, with the count). Returns the ids revoked. A token created after this
+   * commits is not affected.
+   */
+  async revokeAllOf(actorUrn: string, actor: Actor): Promise<string[]> {
+    return this.prisma.$transaction(async (tx) => {
+      const revoked = await tx.$queryRaw<Array<{ id: string }>>`
+        UPDATE access_token SET revoked_at = now(), revoked_by = ${actor.urn}
+         WHERE actor_urn = ${actorUrn} AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())
+        RETURNING id::text`;
+      const ids = revoked.map((row) => row.id);
+      const details = JSON.stringify({ actorUrn, bulk: true, via: actor.via });
+      await tx.$executeRaw`
+        INSERT INTO audit_event (actor_urn, action, target_urn, details)
+        SELECT ${actor.urn}, 'accessToken.revoke', urn, ${details}::jsonb
+          FROM unnest(${ids.map((id) => this.urnOf(id))}::text[]) AS urn`;
+      await recordAudit(tx, actor, "accessToken.revokeAll", actorUrn, { count: ids.length });
+      return ids;
     });
   }
 
@@ -191,6 +226,7 @@ export class TokenStore {
       createdAt: row.created_at,
       expiresAt: row.expires_at,
       lastUsedAt: row.last_used_at,
+      scopes: scopesOf(row.scopes),
     };
   }
 
@@ -205,6 +241,7 @@ export class TokenStore {
       createdAt: row.createdAt.getTime(),
       expiresAt: row.expiresAt?.getTime() ?? null,
       lastUsedAt: row.lastUsedAt?.getTime() ?? null,
+      scopes: scopesOf(row.scopes),
     };
   }
 }
@@ -221,6 +258,16 @@ interface PageRow {
   created_at: number;
   expires_at: number | null;
   last_used_at: number | null;
+  scopes: string[] | null;
+}
+
+/**
+ * A row's scopes, or null for an unscoped token (an empty or NULL column). Names were checked when the token was
+ * made; one no longer known (a privilege since removed from the service) grants nothing.
+ */
+function scopesOf(stored: readonly string[] | null): Privilege[] | null {
+  if (!stored || stored.length === 0) return null;
+  return stored.flatMap((name) => canonicalPrivilege(name) ?? []);
 }
 
 /** A timestamptz(3) column as epoch ms: a double, which pg hands over as a number, exact for any ms timestamp. */

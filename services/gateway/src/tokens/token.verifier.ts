@@ -22,7 +22,7 @@ const TOKEN_CACHE_MAX_ENTRIES = 50_000;
 
 /**
  * Bearer authentication with access tokens, and the two caches that keep it off PostgreSQL: the rows of tokens
- * (`known`: hash, actor, revocation; invalidated across replicas over the InvalidationBus, bypassed while it is not
+ * (`known`: hash, actor, revocation, scopes; invalidated across replicas over the InvalidationBus, bypassed while it is not
  * live) and the claims of tokens that passed the full check (`verified`).
  */
 export class TokenVerifier {
@@ -45,9 +45,12 @@ export class TokenVerifier {
   ) {
     this.jwt = new Hs256(config.TOKEN_SIGNING_KEY);
     bus.onInvalidation((event) => {
-      if (event.kind !== "token-revoked") return;
-      this.generation++;
-      this.known.delete(event.tokenId);
+      if (event.kind === "token-revoked") {
+        this.generation++;
+        this.known.delete(event.tokenId);
+      } else if (event.kind === "actor-tokens-revoked") {
+        this.forgetTokensOf(event.actorUrn);
+      }
     });
     bus.onReset(() => {
       this.generation++;
@@ -85,7 +88,8 @@ export class TokenVerifier {
     if (known.revoked) throw refused("revoked", "Token has been revoked");
     this.lastUsed.record(claims.jti);
     countAccepted();
-    return { urn: claims.sub, via: "token", tokenId: claims.jti };
+    // The row's scopes (cached with it): a scoped token's request may use only those of its actor's privileges.
+    return { urn: claims.sub, via: "token", tokenId: claims.jti, ...(known.scopes && { scopes: known.scopes }) };
   }
 
   /**
@@ -95,6 +99,18 @@ export class TokenVerifier {
   async revoked(tokenId: string): Promise<void> {
     this.known.delete(tokenId);
     await this.bus.publish({ kind: "token-revoked", tokenId });
+  }
+
+  /** Called after this replica revoked every token of a user (committed): as `revoked`, for all of them at once. */
+  async revokedAllOf(actorUrn: string): Promise<void> {
+    this.forgetTokensOf(actorUrn);
+    await this.bus.publish({ kind: "actor-tokens-revoked", actorUrn });
+  }
+
+  /** A scan of at most TOKEN_CACHE_MAX_ENTRIES, once per bulk revocation: cheap next to keeping a per-user index. */
+  private forgetTokensOf(actorUrn: string): void {
+    this.generation++;
+    for (const [tokenId, known] of this.known) if (known.actorUrn === actorUrn) this.known.delete(tokenId);
   }
 
   private claimsOf(token: string): AccessTokenClaims {

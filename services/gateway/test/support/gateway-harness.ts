@@ -159,15 +159,19 @@ export const CREATE_TOKEN = `mutation($input: GetAccessTokenInput!) {
   createAccessToken(input: $input) { accessToken metadata { id name description actorUrn ownerUrn expiresAt createdAt } }
 }`;
 
-/** Creates a ONE_HOUR personal token for `actorUrn`, as `asHeaders`; returns the token and its id. */
+/**
+ * Creates a ONE_HOUR personal token for `actorUrn`, as `asHeaders` (`more`: other input fields, e.g. scopes); returns
+ * the token and its id.
+ */
 export async function createToken(
   h: Harness,
   actorUrn: string,
   asHeaders: Record<string, string> = systemClientHeaders(ROOT),
+  more: Record<string, unknown> = {},
 ): Promise<{ token: string; id: string }> {
   const res = await h.graphql(
     CREATE_TOKEN,
-    { input: { type: "PERSONAL", actorUrn, duration: "ONE_HOUR", name: "test token" } },
+    { input: { type: "PERSONAL", actorUrn, duration: "ONE_HOUR", name: "test token", ...more } },
     asHeaders,
   );
   const created = res.body.data?.createAccessToken as { accessToken: string; metadata: { id: string } } | undefined;

@@ -30,6 +30,14 @@ export const tokenTypeDefs = /* GraphQL */ `
     duration: AccessTokenDuration!
     name: String
     description: String
+    """
+    Limits the token to these privileges of its actor (privilege names, ours or DataHub's spelling; 1 to 32 of them):
+    every request made with it may use only these, with what they imply, and only while its actor holds them. Each
+    must be held by the actor now (FORBIDDEN otherwise); an unknown name or an empty list is BAD_USER_INPUT. Absent:
+    the token has all of its actor's privileges, or, when created with a scoped token, that token's scopes (a scoped
+    token never creates a token wider than itself).
+    """
+    scopes: [String!]
   }
 
   "DataHub's entity types; an access token's type is ACCESS_TOKEN."
@@ -60,6 +68,8 @@ export const tokenTypeDefs = /* GraphQL */ `
     expiresAt: Long
     "Updated within a few seconds of each use."
     lastUsedAt: Long
+    "The privileges the token is limited to (sorted, as stored), null for an unscoped token: all of its actor's."
+    scopes: [String!]
   }
 
   """
@@ -121,6 +131,11 @@ export const tokenTypeDefs = /* GraphQL */ `
     createAccessToken(input: GetAccessTokenInput!): AccessToken
     "true once the token is revoked; an error says why it could not be."
     revokeAccessToken(tokenId: String!): Boolean!
+    """
+    Revokes every live token acting for the user at once (one transaction), refused on every gateway replica within
+    1 s; returns how many. The user itself may, anyone else needs MANAGE_ACCESS_TOKENS.
+    """
+    revokeAccessTokens(actorUrn: String!): Int!
   }
 `;
 
@@ -142,5 +157,7 @@ export const tokenResolvers = {
       ctx.services.tokens.create(ctx.actor, args.input),
     revokeAccessToken: (_: unknown, args: { tokenId: string }, ctx: GraphQLContext) =>
       ctx.services.tokens.revoke(ctx.actor, args.tokenId),
+    revokeAccessTokens: (_: unknown, args: { actorUrn: string }, ctx: GraphQLContext) =>
+      ctx.services.tokens.revokeAll(ctx.actor, args.actorUrn),
   },
 };
