@@ -251,6 +251,7 @@ describe("metadata ingestion and reads", () => {
       aspectName: "chartUsageStatistics",
       rowCount: 1,
       sizeInMb: expect.any(Number),
+      sizeMb: expect.any(Number), // DataHub's answers carry it too (deprecated)
       oldestTimestampMillis: t,
       newestTimestampMillis: t,
     });
