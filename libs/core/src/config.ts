@@ -126,6 +126,15 @@ const schema = z.object({
   TIMESERIES_MAX_PARTITIONS_PER_ASPECT: int(1, 36_600).default(1_000),
   /** how far after now a time-series row's timestampMillis may lie (writers' clock skew); at most 366 days */
   TIMESERIES_MAX_FUTURE_MS: int(0, 31_622_400_000).default(86_400_000),
+  /**
+   * the shortest time between two firings of a test's schedule (schedule.cron), checked when the test is written;
+   * tests of the scheduler itself lower it to 1 (BullMQ's cron takes a seconds field)
+   */
+  TEST_SCHEDULE_MIN_INTERVAL_SECONDS: int(1, 86_400).default(60),
+  /** test result transitions older than this are pruned by the evaluation workers, except each pair's latest */
+  TEST_HISTORY_RETENTION_DAYS: int(1, 36_600).default(365),
+  /** transitions kept per (entity, test) pair: older ones go when a push records a new one */
+  TEST_HISTORY_MAX_TRANSITIONS: int(1, 100_000).default(1_000),
 });
 
 export type Config = z.output<typeof schema>;

@@ -9,3 +9,6 @@ export * from "./worker";
 export * from "./worker-process";
 export * from "./worker-monitor";
 export * from "./retention-schedules";
+export * from "./cron-schedules";
+export * from "./test-schedules";
+export * from "./test-runs";

@@ -25,14 +25,17 @@ export function jobOptions(queue: QueueKey, jobId: string, kind?: string): JobsO
       // PostgreSQL restart of a few seconds (7.75 s in all) and still answer a caller who waits the default.
       return { jobId, attempts: EVALUATE_ATTEMPTS, backoff: { type: "exponential", delay: 250 }, ...retention };
     case "retention":
-      // Creating a run's task is quick and deduplicated per policy, so a retry after an outage starts or joins it once.
+    case "testSchedule":
+      // Creating a run's task is quick and deduplicated per policy or test, so a retry after an outage starts or joins
+      // it once.
       return { jobId, ...retentionJobOptions() };
   }
 }
 
 /**
- * The template options of every job a retention schedule creates (BullMQ names those jobs itself): retried through a
- * short PostgreSQL or Redis outage; a firing every second stays bounded in Redis (the last 1,000 kept, a day at most).
+ * The template options of every job a schedule creates (cron-schedules.ts: retention policies, scheduled tests; BullMQ
+ * names those jobs itself): retried through a short PostgreSQL or Redis outage; a firing every second stays bounded in
+ * Redis (the last 1,000 kept, a day at most).
  */
 export function retentionJobOptions(): Omit<JobsOptions, "jobId"> {
   return {
@@ -65,6 +68,7 @@ export function workerOptions(
     case "evaluate":
       return { lockDuration: 30_000, stalledInterval: 30_000, maxStalledCount: 1 };
     case "retention":
+    case "testSchedule":
       return { lockDuration: 15_000, stalledInterval: 5_000, maxStalledCount: 2 };
   }
 }

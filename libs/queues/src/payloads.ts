@@ -70,11 +70,18 @@ export const evaluatePayload = z.discriminatedUnion("kind", [evaluateBatchPayloa
  */
 export const retentionRunPayload = z.object({ policyId: z.string().min(1).max(64) });
 
+/**
+ * A test's schedule fired (test-schedules.ts): the worker reads the test and starts its run. Only the urn travels: the
+ * test row (its schedule_cron) is the source of truth, read when the job runs.
+ */
+export const testScheduleRunPayload = z.object({ testUrn: z.string().min(1).max(1_000) });
+
 /** The one map from queue to payload schema: producers and workers both check against it. */
 export const PAYLOADS = {
   truncate: truncatePayload,
   evaluate: evaluatePayload,
   retention: retentionRunPayload,
+  testSchedule: testScheduleRunPayload,
 } as const satisfies Record<QueueKey, z.ZodType>;
 
 export type Payload<Q extends QueueKey> = z.output<(typeof PAYLOADS)[Q]>;

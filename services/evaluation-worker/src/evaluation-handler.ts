@@ -17,6 +17,7 @@ import { EvaluationStore } from "./evaluation.store";
 import { EvaluationPool, type PoolSettings } from "./evaluation-pool";
 import { withJobShare } from "./fair-share";
 import { ResultsPusher } from "./results.pusher";
+import { TestResultHistory } from "./test-result-history";
 import { createRunTestHandler } from "./run-test.processor";
 
 /** The evaluate-tests handler: an "evaluate" job answers waiting callers; a "runTest" job is a background task. */
@@ -45,7 +46,15 @@ export function evaluationHandler(
    * EVALUATION_THREADS, EVALUATION_MEMORY_LIMIT_MB and the jobs run at once (EVALUATION_CONCURRENCY), whose requests
    * are a task per actor in the pool
    */
-  { threads = 2, memoryLimitMb = 128, maxQueue = 8 }: Partial<Omit<PoolSettings, "timeLimitMs">> = {},
+  {
+    threads = 2,
+    memoryLimitMb = 128,
+    maxQueue = 8,
+    historyMaxTransitions,
+  }: Partial<Omit<PoolSettings, "timeLimitMs">> & {
+    /** TEST_HISTORY_MAX_TRANSITIONS: what each (entity, test) pair's result history keeps */
+    historyMaxTransitions?: number;
+  } = {},
   /** the task lifecycle whose leases the process renews (keepLeases); one of its own by default */
   tasks: TaskLifecycle = new TaskLifecycle(db, logger),
 ): EvaluationHandler {
@@ -62,7 +71,7 @@ export function evaluationHandler(
     db,
     store: new EvaluationStore(db.pool, evaluations),
     pool,
-    pusher: new ResultsPusher(new AspectRepository()),
+    pusher: new ResultsPusher(new AspectRepository(), new TestResultHistory(historyMaxTransitions)),
     tasks,
     evaluations,
     reply: (channel, reply) => sendReply(redis, channel, reply),

@@ -9,3 +9,5 @@ export {
   evaluationsReconciled,
   type EvaluationHandler,
 } from "./evaluation-handler";
+export { TestHistoryRetention, TestResultHistory } from "./test-result-history";
+export { createTestScheduleHandler, startTestSchedules, type TestScheduleDeps } from "./test-schedules.processor";

@@ -7,6 +7,8 @@ import { EvaluationTasks, TaskLifecycle, TaskReconciler } from "@mdp/tasks";
 import { evaluationGivenUp, evaluationHandler, evaluationsReconciled } from "./evaluation-handler";
 import { evaluationRegistry } from "./evaluation-metrics";
 import { TaskRetention } from "./task-retention";
+import { TestHistoryRetention } from "./test-result-history";
+import { startTestSchedules } from "./test-schedules.processor";
 
 const config = loadConfigOrExit();
 const logger = createLogger("evaluation-worker", config.LOG_LEVEL);
@@ -27,6 +29,7 @@ const handler = evaluationHandler(
     threads: config.EVALUATION_THREADS,
     memoryLimitMb: config.EVALUATION_MEMORY_LIMIT_MB,
     maxQueue: config.EVALUATION_CONCURRENCY,
+    historyMaxTransitions: config.TEST_HISTORY_MAX_TRANSITIONS,
   },
   tasks,
 );
@@ -41,11 +44,25 @@ const worker = createWorker("evaluate", handler, {
 });
 const retention = new TaskRetention(new EvaluationTasks(db.pool, tasks), logger);
 retention.start();
+// Test result transitions older than TEST_HISTORY_RETENTION_DAYS (each live pair's latest kept), every 10 minutes.
+const historyRetention = new TestHistoryRetention(db.pool, config.TEST_HISTORY_RETENTION_DAYS, logger);
+historyRetention.start();
 // Lapsed leases wait again; test runs whose job vanished from Redis are queued again (at start, then every 15 s).
 const producerConnection = createRedis(config.REDIS_URL, "worker");
 const producer = new Producer("evaluate", producerConnection, config.QUEUE_PREFIX);
 const reconciler = new TaskReconciler(tasks, evaluationsReconciled(producer), logger);
 reconciler.start();
+// Scheduled tests: their schedules' jobs become runTest tasks here; the schedulers are reconciled with the rows.
+const testSchedules = startTestSchedules({
+  db,
+  tasks,
+  runs: producer,
+  logger,
+  connection,
+  producerConnection,
+  prefix: config.QUEUE_PREFIX,
+  observer: metrics,
+});
 runUntilSignalled({
   worker,
   logger,
@@ -57,7 +74,9 @@ runUntilSignalled({
     checks: { postgres: () => db.pool.query("SELECT 1") },
   },
   resources: [
+    () => testSchedules.stop(),
     async () => retention.stop(),
+    async () => historyRetention.stop(),
     async () => reconciler.stop(),
     async () => leases.stop(),
     () => producer.close(),

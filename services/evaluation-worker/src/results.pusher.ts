@@ -8,6 +8,7 @@ import {
   type TestResultsAspect,
 } from "@mdp/metadata-tests";
 import type pg from "pg";
+import { TestResultHistory } from "./test-result-history";
 
 export const TEST_RESULTS_ASPECT = "testResults";
 
@@ -27,7 +28,11 @@ export interface PushItem {
  * in one job) are merged in order, each onto the one before. Results equal to what is stored write no new version.
  */
 export class ResultsPusher {
-  constructor(private readonly aspects: AspectRepository) {}
+  constructor(
+    private readonly aspects: AspectRepository,
+    /** the pass/fail transitions of what is pushed, kept in the same transaction (test-result-history.ts) */
+    private readonly history = new TestResultHistory(),
+  ) {}
 
   /**
    * Takes the testResults write locks of these entities until the caller's transaction ends (the lock push takes): a
@@ -81,6 +86,7 @@ export class ResultsPusher {
       });
     }
     await this.aspects.upsert(client, writes, "system");
+    await this.history.record(client, items, current);
     return writes.length;
   }
 

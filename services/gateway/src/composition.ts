@@ -1,6 +1,6 @@
 import { EntityRegistry, type Config, type Logger } from "@mdp/core";
 import { AspectRepository, TimeseriesStore, type Database } from "@mdp/db";
-import { Producer, QUEUE_NAMES, ReplyInbox, RetentionSchedules } from "@mdp/queues";
+import { Producer, QUEUE_NAMES, ReplyInbox, RetentionSchedules, TestSchedules } from "@mdp/queues";
 import type { RedisConnection } from "@mdp/queues";
 import { AuditService } from "./audit/audit.service";
 import { Authenticator } from "./auth/authenticator";
@@ -85,6 +85,9 @@ export async function composeServices(config: Config, connections: Connections, 
     logger,
     config.URN_NAMESPACE,
   );
+  // The scheduled tests' queue: the gateway upserts and removes a test's job scheduler with the test, the evaluation
+  // workers consume what they fire.
+  const testScheduleProducer = new Producer("testSchedule", connections.redis, config.QUEUE_PREFIX);
   const services: Services = {
     prisma,
     engine,
@@ -92,7 +95,14 @@ export async function composeServices(config: Config, connections: Connections, 
     policies: new PolicyService(prisma, engine, bus, config),
     groups: new GroupService(prisma, engine, bus, config),
     audit: new AuditService(prisma, engine),
-    tests: new MetadataTestService(prisma, engine, registry, config),
+    tests: new MetadataTestService(
+      prisma,
+      engine,
+      registry,
+      config,
+      new TestSchedules(testScheduleProducer.queue),
+      logger,
+    ),
     testRuns: new TestRunService(connections.db, registry, engine, evaluateProducer, logger, rateLimits),
     tasks,
     retention,
@@ -125,13 +135,14 @@ export async function composeServices(config: Config, connections: Connections, 
       truncateProducer.close(),
       evaluateProducer.close(),
       retentionProducer.close(),
+      testScheduleProducer.close(),
       evaluationReplies.close(),
     ]);
   };
   return {
     services,
     http,
-    queues: [truncateProducer.queue, evaluateProducer.queue, retentionProducer.queue],
+    queues: [truncateProducer.queue, evaluateProducer.queue, retentionProducer.queue, testScheduleProducer.queue],
     authenticator,
     stop,
   };

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import {
+  badInput,
   conflict,
   notFound,
   parseUrnField,
@@ -7,6 +8,7 @@ import {
   urnOfNewId,
   type Config,
   type EntityRegistry,
+  type Logger,
 } from "@mdp/core";
 import {
   notFoundWhenMissing,
@@ -18,11 +20,13 @@ import {
   type TestState,
 } from "@mdp/db";
 import { readTestResults, type FailedRule } from "@mdp/metadata-tests";
+import { cronPatternProblem, type TestSchedules } from "@mdp/queues";
 import type { Actor } from "../auth/actor";
 import { recordAudit } from "../audit/audit.service";
 import { pageOf } from "../graphql/paging";
 import type { PolicyEngine } from "../policies/policy-engine";
 import { acceptDefinition } from "./test-definition";
+import { unstorableTypes } from "./test-run.service";
 
 /** DataHub's UpdateTestInput; CreateTestInput adds `id`. `state` is ours: INACTIVE tests do not run unless named. */
 export interface TestInput {
@@ -31,6 +35,8 @@ export interface TestInput {
   description?: string | null;
   definition: { json: string };
   state?: TestState | null;
+  /** ours: runs the test by itself (runTest with push) on a cron; on update, absent = unchanged and null = removed */
+  schedule?: { cron: string } | null;
 }
 
 export interface CreateTestInput extends TestInput {
@@ -50,6 +56,24 @@ export interface TestResultsView {
 }
 
 const TEST_RESULTS_ASPECT = "testResults";
+export const MAX_CRON_LENGTH = 256;
+/** testResultHistory's page: at most this many transitions per answer (docs/limits.md). */
+export const MAX_HISTORY_PAGE = 100;
+
+export interface TestResultHistoryInput {
+  urn: string;
+  testUrn: string;
+  start?: number | null;
+  count?: number | null;
+}
+
+/** One change of a test's result for an entity: newest first in testResultHistory. */
+export interface TestResultTransitionView {
+  type: "SUCCESS" | "FAILURE";
+  /** null: the first result recorded for the pair */
+  previousType: "SUCCESS" | "FAILURE" | null;
+  at: number;
+}
 
 /**
  * Metadata-test definitions (CONTRACT.md "Metadata tests (GraphQL)"): changes need MANAGE_TESTS and are audited in
@@ -61,7 +85,10 @@ export class MetadataTestService {
     private readonly prisma: PrismaClient,
     private readonly engine: PolicyEngine,
     private readonly registry: EntityRegistry,
-    private readonly config: Pick<Config, "URN_NAMESPACE">,
+    private readonly config: Pick<Config, "URN_NAMESPACE" | "TEST_SCHEDULE_MIN_INTERVAL_SECONDS">,
+    /** the tests' BullMQ job schedulers: kept in step with each write; the evaluation workers reconcile them too */
+    private readonly schedules?: TestSchedules,
+    private readonly logger?: Logger,
   ) {}
 
   async create(actor: Actor, input: CreateTestInput): Promise<string> {
@@ -74,13 +101,22 @@ export class MetadataTestService {
     const data = this.validate(input);
     try {
       await this.prisma.$transaction(async (tx) => {
-        await tx.metadataTest.create({ data: { urn, ...data, state: data.state ?? "ACTIVE", createdBy: actor.urn } });
+        await tx.metadataTest.create({
+          data: {
+            urn,
+            ...data,
+            state: data.state ?? "ACTIVE",
+            scheduleCron: data.scheduleCron ?? null,
+            createdBy: actor.urn,
+          },
+        });
         await recordAudit(tx, actor, "test.create", urn, auditDetails(data));
       });
     } catch (error) {
       if (isUniqueViolation(error)) throw conflict(`Test ${urn} already exists`);
       throw error;
     }
+    if (data.scheduleCron) await this.syncSchedule(urn, data.scheduleCron);
     return urn;
   }
 
@@ -91,26 +127,104 @@ export class MetadataTestService {
     await this.prisma
       .$transaction(async (tx) => {
         await this.existing(tx, urn);
-        // An omitted state leaves the test as it is, so DataHub's clients (which know no state) cannot re-activate it.
-        const { state, ...rest } = data;
-        await tx.metadataTest.update({ where: { urn }, data: state ? { ...rest, state } : rest });
+        // An omitted state leaves the test as it is, so DataHub's clients (which know no state) cannot re-activate it;
+        // an omitted schedule likewise stays (null removes it).
+        const { state, scheduleCron, ...rest } = data;
+        await tx.metadataTest.update({
+          where: { urn },
+          data: { ...rest, ...(state && { state }), ...(scheduleCron !== undefined && { scheduleCron }) },
+        });
         await recordAudit(tx, actor, "test.update", urn, auditDetails(data));
       })
       .catch(notFoundWhenMissing(`Test ${urn} does not exist`));
+    if (data.scheduleCron !== undefined) await this.syncSchedule(urn, data.scheduleCron);
     return urn;
   }
 
   async delete(actor: Actor, urn: string): Promise<boolean> {
     await this.engine.require(actor, "MANAGE_TESTS", "delete metadata tests");
     parseUrnField("urn", urn, "test");
+    let scheduled = false;
     await this.prisma
       .$transaction(async (tx) => {
         const test = await this.existing(tx, urn);
         await tx.metadataTest.delete({ where: { urn } });
         await recordAudit(tx, actor, "test.delete", urn, { name: test.name });
+        scheduled = test.scheduleCron !== null;
       })
       .catch(notFoundWhenMissing(`Test ${urn} does not exist`));
+    if (scheduled) await this.syncSchedule(urn, null);
     return true;
+  }
+
+  /**
+   * When the test's schedule fires next (epoch ms), from its BullMQ job scheduler; null when it has none (not yet
+   * reconciled) or Redis cannot say: the answer never fails for it.
+   */
+  async nextRunAt(testUrn: string): Promise<number | null> {
+    if (!this.schedules) return null;
+    try {
+      return (await this.schedules.nextRunsOfTests([testUrn])).get(testUrn) ?? null;
+    } catch (error) {
+      this.logger?.warn({ err: (error as Error).message, test: testUrn }, "could not read a test's next run");
+      return null;
+    }
+  }
+
+  /**
+   * The changes of one test's pushed result for one entity, newest first: the first result, then each pass→fail and
+   * fail→pass (test_result_transition, written by the evaluation workers in the push's transaction). VIEW_TESTS, as
+   * testResults. The history of a deleted test stays until retention removes it. NOT_FOUND when the pair has no
+   * history and nothing is stored for the entity.
+   */
+  async history(actor: Actor, input: TestResultHistoryInput) {
+    await this.engine.require(actor, "VIEW_TESTS", "view metadata test results");
+    parseUrnField("urn", input.urn);
+    parseUrnField("testUrn", input.testUrn, "test");
+    const start = input.start ?? 0;
+    const count = input.count ?? 20;
+    if (!Number.isInteger(start) || start < 0) throw badInput("start must be 0 or more");
+    if (!Number.isInteger(count) || count < 0 || count > MAX_HISTORY_PAGE) {
+      throw badInput(`count must be between 0 and ${MAX_HISTORY_PAGE}`);
+    }
+    const [rows, counted] = await this.prisma.$transaction([
+      this.prisma.testResultTransition.findMany({
+        where: { urn: input.urn, testUrn: input.testUrn },
+        orderBy: [{ at: "desc" }, { id: "desc" }],
+        skip: start,
+        take: count,
+      }),
+      this.prisma.$queryRaw<Array<{ total: number }>>`
+        SELECT count(*)::int AS total FROM test_result_transition WHERE urn = ${input.urn} AND test_urn = ${input.testUrn}`,
+    ]);
+    const total = counted[0]?.total ?? 0;
+    if (total === 0) {
+      const entity = await this.prisma.aspect.findFirst({ where: { urn: input.urn }, select: { urn: true } });
+      if (!entity) throw notFound(`Entity ${input.urn} does not exist`);
+    }
+    const typeOf = (passing: boolean) => (passing ? ("SUCCESS" as const) : ("FAILURE" as const));
+    const transitions: TestResultTransitionView[] = rows.map((r) => ({
+      type: typeOf(r.passing),
+      previousType: r.previous === null ? null : typeOf(r.previous),
+      at: r.at.getTime(),
+    }));
+    return { start, count: transitions.length, total, transitions };
+  }
+
+  /**
+   * Makes the test's BullMQ job scheduler follow its row, after the row's transaction committed. A refusal from Redis
+   * leaves the answer successful: the evaluation workers reconcile every schedule with the rows at start and every
+   * minute, so the schedule converges.
+   */
+  private async syncSchedule(urn: string, cron: string | null): Promise<void> {
+    try {
+      await this.schedules?.setTest(urn, cron);
+    } catch (error) {
+      this.logger?.warn(
+        { err: (error as Error).message, test: urn },
+        "could not update a test's schedule; the evaluation workers will reconcile it",
+      );
+    }
   }
 
   async get(actor: Actor, urn: string): Promise<MetadataTest | null> {
@@ -194,7 +308,27 @@ export class MetadataTestService {
       definition: accepted.definition as unknown as Prisma.InputJsonObject,
       onTypes: accepted.onTypes,
       state: input.state ?? undefined,
+      scheduleCron: this.validateSchedule(input.schedule, accepted.onTypes),
     };
+  }
+
+  /** The schedule's cron (null: none; undefined: not given), refused with a 400 naming input.schedule.cron. */
+  private validateSchedule(schedule: TestInput["schedule"], onTypes: readonly string[]): string | null | undefined {
+    if (schedule === undefined || schedule === null) return schedule;
+    const cron = schedule.cron.trim();
+    const field = "input.schedule.cron";
+    requireLength(field, cron, { min: 1, max: MAX_CRON_LENGTH });
+    const problem = cronPatternProblem(cron, this.config.TEST_SCHEDULE_MIN_INTERVAL_SECONDS);
+    if (problem) throw badInput(`${field}: ${problem}`);
+    // A scheduled run pushes its results: refused up front for types that cannot store them, as runTest refuses.
+    const unstorable = unstorableTypes(this.registry, onTypes);
+    if (unstorable.length > 0) {
+      throw badInput(
+        `${field}: a scheduled test pushes its results, and entity type ${unstorable.join(", ")} has no ` +
+          `${TEST_RESULTS_ASPECT} aspect in the entity registry`,
+      );
+    }
+    return cron;
   }
 
   private async existing(tx: Prisma.TransactionClient, urn: string): Promise<MetadataTest> {
@@ -204,6 +338,18 @@ export class MetadataTestService {
   }
 }
 
-function auditDetails(data: { name: string; category: string; onTypes: string[]; state?: TestState }) {
-  return { name: data.name, category: data.category, onTypes: data.onTypes, ...(data.state && { state: data.state }) };
+function auditDetails(data: {
+  name: string;
+  category: string;
+  onTypes: string[];
+  state?: TestState;
+  scheduleCron?: string | null;
+}) {
+  return {
+    name: data.name,
+    category: data.category,
+    onTypes: data.onTypes,
+    ...(data.state && { state: data.state }),
+    ...(data.scheduleCron !== undefined && { schedule: data.scheduleCron && { cron: data.scheduleCron } }),
+  };
 }

@@ -1,15 +1,12 @@
-import { createHash } from "node:crypto";
 import { badInput, notFound, parseUrnField, type EntityRegistry, type Logger } from "@mdp/core";
 import type { Database } from "@mdp/db";
-import type { Producer } from "@mdp/queues";
+import { DEFAULT_RUN_BATCH_SIZE, MAX_RUN_BATCH_SIZE, runTestRequest, type Producer } from "@mdp/queues";
 import { TaskLifecycle } from "@mdp/tasks";
 import type { Actor } from "../auth/actor";
 import { recordAudit } from "../audit/audit.service";
 import type { RateLimits } from "../http/rate-limits";
 import type { PolicyEngine } from "../policies/policy-engine";
 
-export const DEFAULT_RUN_BATCH_SIZE = 1000;
-export const MAX_RUN_BATCH_SIZE = 10_000;
 const TEST_RESULTS_ASPECT = "testResults";
 
 export interface RunTestInput {
@@ -52,8 +49,7 @@ export class TestRunService {
     if (push) this.refuseUnstorable(test.onTypes);
     await this.rateLimits?.consume(actor, "testRuns");
 
-    const request = { kind: "runTest" as const, testUrn: input.urn, push, batchSize };
-    const dedupKey = createHash("sha256").update(JSON.stringify(request)).digest("hex");
+    const { request, dedupKey } = runTestRequest(input.urn, push, batchSize);
     const { taskId } = await this.tasks.create(
       {
         type: "EVALUATE_TESTS",
@@ -73,9 +69,7 @@ export class TestRunService {
   }
 
   private refuseUnstorable(onTypes: readonly string[]): void {
-    const unstorable = onTypes.filter(
-      (type) => this.registry.entityTypes().includes(type) && !this.registry.aspectsOf(type).has(TEST_RESULTS_ASPECT),
-    );
+    const unstorable = unstorableTypes(this.registry, onTypes);
     if (unstorable.length > 0) {
       throw badInput(
         `push: entity type ${unstorable.join(", ")} has no ${TEST_RESULTS_ASPECT} aspect in the entity registry, ` +
@@ -83,4 +77,11 @@ export class TestRunService {
       );
     }
   }
+}
+
+/** The entity types among `onTypes` whose results cannot be pushed: the registry gives them no testResults aspect. */
+export function unstorableTypes(registry: EntityRegistry, onTypes: readonly string[]): string[] {
+  return onTypes.filter(
+    (type) => registry.entityTypes().includes(type) && !registry.aspectsOf(type).has(TEST_RESULTS_ASPECT),
+  );
 }

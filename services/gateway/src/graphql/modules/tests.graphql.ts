@@ -1,7 +1,12 @@
 import type { MetadataTest } from "@mdp/db";
 import { normalizedDefinitionText, type FailedRule, type ParsedDefinition } from "@mdp/metadata-tests";
 import type { GraphQLContext } from "../context";
-import type { CreateTestInput, ListTestsInput, TestInput } from "../../metadata-tests/metadata-test.service";
+import type {
+  CreateTestInput,
+  ListTestsInput,
+  TestInput,
+  TestResultHistoryInput,
+} from "../../metadata-tests/metadata-test.service";
 import type { RunTestInput } from "../../metadata-tests/test-run.service";
 
 export const testTypeDefs = /* GraphQL */ `
@@ -21,6 +26,15 @@ export const testTypeDefs = /* GraphQL */ `
     json: String!
   }
 
+  "Runs the test by itself: runTest with push, on a cron pattern evaluated in UTC."
+  input TestScheduleInput {
+    """
+    5 fields (minute hour day-of-month month day-of-week) or 6 (seconds first), as BullMQ's job schedulers read them;
+    firing at most once every TEST_SCHEDULE_MIN_INTERVAL_SECONDS (60 by default).
+    """
+    cron: String!
+  }
+
   input CreateTestInput {
     "The test urn becomes urn:li:test:<id>; generated when absent."
     id: String
@@ -30,6 +44,8 @@ export const testTypeDefs = /* GraphQL */ `
     definition: TestDefinitionInput!
     "Default ACTIVE."
     state: TestState
+    "Default none: the test runs only when evaluated or run."
+    schedule: TestScheduleInput
   }
 
   input UpdateTestInput {
@@ -39,6 +55,8 @@ export const testTypeDefs = /* GraphQL */ `
     definition: TestDefinitionInput!
     "Unchanged when absent."
     state: TestState
+    "Unchanged when absent; null removes the schedule."
+    schedule: TestScheduleInput
   }
 
   type TestDefinition {
@@ -46,6 +64,12 @@ export const testTypeDefs = /* GraphQL */ `
     json: String!
     "The normalized definition (canonical keys, legacy aliases resolved), as JSON."
     normalized: String!
+  }
+
+  type TestSchedule {
+    cron: String!
+    "When it fires next (epoch ms, from its job scheduler); null while it has none or Redis cannot say."
+    nextRunAt: Long
   }
 
   type Test {
@@ -57,6 +81,8 @@ export const testTypeDefs = /* GraphQL */ `
     definition: TestDefinition!
     "The entity types the test applies to, as the entity registry names them."
     onTypes: [String!]!
+    "Null when the test has no schedule. Runs are ordinary runTest tasks (push, batchSize 1000) created by createdBy."
+    schedule: TestSchedule
     createdBy: String!
     createdAt: Long!
     updatedAt: Long!
@@ -104,11 +130,35 @@ export const testTypeDefs = /* GraphQL */ `
     failing: [TestResult!]!
   }
 
+  "A change of a test's pushed result for an entity: its first result, or a pass→fail or fail→pass."
+  type TestResultTransition {
+    "The result from then on."
+    type: TestResultType!
+    "The result before; null for the first result recorded."
+    previousType: TestResultType
+    "When the evaluation that showed it ran (epoch ms)."
+    at: Long!
+  }
+
+  type TestResultHistory {
+    start: Int!
+    count: Int!
+    "Transitions recorded for the pair (within the history's retention)."
+    total: Int!
+    "Newest first: the first one's type and at say since when the entity has been passing or failing."
+    transitions: [TestResultTransition!]!
+  }
+
   extend type Query {
     test(urn: String!): Test
     listTests(input: ListTestsInput!): ListTestsResult!
     "The results stored for an entity; null when none were ever pushed."
     testResults(urn: String!): TestResults
+    """
+    The pass/fail changes of one test's pushed results for an entity, newest first (count at most 100). Kept for
+    TEST_HISTORY_RETENTION_DAYS, each pair's latest always.
+    """
+    testResultHistory(urn: String!, testUrn: String!, start: Int = 0, count: Int = 20): TestResultHistory!
   }
 
   extend type Mutation {
@@ -134,6 +184,11 @@ export const testResolvers = {
     }),
     createdAt: (test: MetadataTest) => test.createdAt.getTime(),
     updatedAt: (test: MetadataTest) => test.updatedAt.getTime(),
+    schedule: (test: MetadataTest) => (test.scheduleCron === null ? null : { urn: test.urn, cron: test.scheduleCron }),
+  },
+  TestSchedule: {
+    nextRunAt: (schedule: { urn: string }, _: unknown, ctx: GraphQLContext) =>
+      ctx.services.tests.nextRunAt(schedule.urn),
   },
   TestResult: {
     failedRules: (result: { failedRules?: FailedRule[] }) => result.failedRules ?? [],
@@ -148,6 +203,8 @@ export const testResolvers = {
       ctx.services.tests.list(ctx.actor, args.input),
     testResults: (_: unknown, args: { urn: string }, ctx: GraphQLContext) =>
       ctx.services.tests.results(ctx.actor, args.urn),
+    testResultHistory: (_: unknown, args: TestResultHistoryInput, ctx: GraphQLContext) =>
+      ctx.services.tests.history(ctx.actor, args),
   },
   Mutation: {
     createTest: (_: unknown, args: { input: CreateTestInput }, ctx: GraphQLContext) =>

@@ -1,0 +1,147 @@
+import type { Logger } from "@mdp/core";
+import type { TestResultsAspect } from "@mdp/metadata-tests";
+import type pg from "pg";
+import type { PushItem } from "./results.pusher";
+
+/** What each (entity, test) pair's history keeps at most (TEST_HISTORY_MAX_TRANSITIONS) unless told otherwise. */
+export const DEFAULT_MAX_TRANSITIONS_PER_PAIR = 1_000;
+
+/**
+ * The history of pushed results (`test_result_transition`, docs/api.md "testResultHistory"): per (entity, test), the
+ * first result and every pass→fail or fail→pass after it, each with the time of the evaluation that showed it. A
+ * result that repeats the pair's last recorded state adds nothing, so the table grows with changes, not with runs.
+ *
+ * `record` runs inside the push's transaction, after the testResults aspects are merged and while the push holds
+ * their write locks: pushes for one entity serialize, so comparing with the pair's last row and inserting cannot race.
+ * Each insert also trims its pair to `maxPerPair` rows (the oldest go). Times never go backwards within a pair: a
+ * worker whose clock lags records the previous row's time instead.
+ */
+export class TestResultHistory {
+  constructor(private readonly maxPerPair = DEFAULT_MAX_TRANSITIONS_PER_PAIR) {}
+
+  /**
+   * Records the final state of each (entity, test) this push evaluated and stored (`stored`: the entities' testResults
+   * after the push). Tests that were evaluated but did not apply, or whose result does not stand, record nothing.
+   * Returns how many transitions were written.
+   */
+  async record(
+    client: Pick<pg.ClientBase, "query">,
+    items: readonly PushItem[],
+    stored: ReadonlyMap<string, TestResultsAspect>,
+  ): Promise<number> {
+    const latest = new Map<string, { urn: string; test: string; passing: boolean; at: number }>();
+    for (const item of items) {
+      const urn = item.evaluation.urn;
+      const results = stored.get(urn);
+      if (!results) continue;
+      const passing = new Set(results.passing.map((r) => r.test));
+      const failing = new Set(results.failing.map((r) => r.test));
+      for (const test of item.evaluated) {
+        if (!passing.has(test) && !failing.has(test)) continue;
+        const key = JSON.stringify([urn, test]);
+        const at = Math.max(item.evaluation.evaluatedAt, latest.get(key)?.at ?? 0);
+        latest.set(key, { urn, test, passing: passing.has(test), at });
+      }
+    }
+    if (latest.size === 0) return 0;
+    const rows = [...latest.values()];
+    const { rows: written } = await client.query<{ urn: string; test_urn: string }>(
+      `WITH input AS (
+         SELECT * FROM unnest($1::text[], $2::text[], $3::boolean[], $4::timestamptz[]) AS i(urn, test_urn, passing, at)
+       ), compared AS (
+         SELECT i.urn, i.test_urn, i.passing, i.at, last.passing AS previous, last.at AS previous_at
+           FROM input i
+           LEFT JOIN LATERAL (
+             SELECT t.passing, t.at FROM test_result_transition t
+              WHERE t.urn = i.urn AND t.test_urn = i.test_urn
+              ORDER BY t.at DESC, t.id DESC LIMIT 1
+           ) last ON true
+       )
+       INSERT INTO test_result_transition (urn, test_urn, passing, previous, at)
+       SELECT urn, test_urn, passing, previous, GREATEST(at, previous_at) FROM compared
+        WHERE previous IS DISTINCT FROM passing
+       RETURNING urn, test_urn`,
+      [
+        rows.map((r) => r.urn),
+        rows.map((r) => r.test),
+        rows.map((r) => r.passing),
+        rows.map((r) => new Date(r.at).toISOString()),
+      ],
+    );
+    if (written.length > 0) {
+      // Only pairs that just grew can be over the cap: each trim reads the pair's index past its first maxPerPair rows.
+      await client.query(
+        `DELETE FROM test_result_transition t
+          USING (
+            SELECT old.id FROM unnest($1::text[], $2::text[]) AS p(urn, test_urn)
+            CROSS JOIN LATERAL (
+              SELECT x.id FROM test_result_transition x
+               WHERE x.urn = p.urn AND x.test_urn = p.test_urn
+               ORDER BY x.at DESC, x.id DESC OFFSET $3
+            ) old
+          ) d
+         WHERE t.id = d.id`,
+        [written.map((w) => w.urn), written.map((w) => w.test_urn), this.maxPerPair],
+      );
+    }
+    return written.length;
+  }
+}
+
+/** Rows deleted per statement by the retention: each statement's locks and WAL stay small. */
+const PRUNE_CHUNK = 5_000;
+const PRUNE_EVERY_MS = 10 * 60_000;
+
+/**
+ * TEST_HISTORY_RETENTION_DAYS: every 10 minutes (and when `prune` is called) an evaluation worker deletes transitions
+ * older than the retention, except the latest of each pair whose test still exists — that row says since when the
+ * entity has been in its current state, which stays answerable however long ago it changed. The latest rows of
+ * deleted tests go with age like the rest. Replicas share the work (SKIP LOCKED) rather than wait on each other.
+ */
+export class TestHistoryRetention {
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly pool: Pick<pg.Pool, "query">,
+    private readonly retentionDays: number,
+    private readonly logger: Logger,
+  ) {}
+
+  start(): void {
+    void this.prune();
+    this.timer = setInterval(() => void this.prune(), PRUNE_EVERY_MS);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+
+  /** Deletes what the retention allows, a chunk per statement; returns how many rows went (0 after a failure). */
+  async prune(): Promise<number> {
+    let total = 0;
+    try {
+      for (;;) {
+        const { rowCount } = await this.pool.query(
+          `DELETE FROM test_result_transition WHERE id IN (
+             SELECT t.id FROM test_result_transition t
+              WHERE t.at < now() - make_interval(days => $1)
+                AND (
+                  EXISTS (SELECT 1 FROM test_result_transition n
+                           WHERE n.urn = t.urn AND n.test_urn = t.test_urn AND (n.at, n.id) > (t.at, t.id))
+                  OR NOT EXISTS (SELECT 1 FROM metadata_test m WHERE m.urn = t.test_urn)
+                )
+              LIMIT $2
+              FOR UPDATE SKIP LOCKED)`,
+          [this.retentionDays, PRUNE_CHUNK],
+        );
+        total += rowCount ?? 0;
+        if ((rowCount ?? 0) < PRUNE_CHUNK) break;
+      }
+      if (total > 0) this.logger.info({ deleted: total }, "pruned test result history");
+    } catch (error) {
+      this.logger.warn({ err: (error as Error).message }, "could not prune test result history; will try again");
+    }
+    return total;
+  }
+}
