@@ -1,4 +1,5 @@
 import type { Prisma } from "./generated/prisma/client";
+import type { Queryable } from "./timeseries/timeseries.store";
 
 export interface AuditEventInput {
   actorUrn: string;
@@ -16,4 +17,23 @@ export async function insertAuditEvent(tx: Prisma.TransactionClient, event: Audi
   await tx.auditEvent.create({
     data: { ...event, details: event.details as Prisma.InputJsonObject },
   });
+}
+
+/**
+ * The same rows, written with plain SQL on a pg transaction's client: for writers whose transaction is not Prisma's
+ * (the evaluation worker's push, whose test actions are audited with the results they come from). One statement for
+ * any number of rows.
+ */
+export async function insertAuditEvents(client: Queryable, events: readonly AuditEventInput[]): Promise<void> {
+  if (events.length === 0) return;
+  await client.query(
+    `INSERT INTO audit_event (actor_urn, action, target_urn, details)
+     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[])`,
+    [
+      events.map((e) => e.actorUrn),
+      events.map((e) => e.action),
+      events.map((e) => e.targetUrn),
+      events.map((e) => JSON.stringify(e.details)),
+    ],
+  );
 }

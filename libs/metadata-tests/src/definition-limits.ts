@@ -44,6 +44,12 @@ export const DEFINITION_LIMITS = {
   patternCost: 2_500,
   /** estimated compile cost of all regex_match patterns of one definition together */
   patternCostTotal: 5_000,
+  /** actions of a definition, passing and failing together: each can write an aspect of every entity pushed */
+  actions: 50,
+  /** values of one action parameter (tags, terms or owners one action adds or removes) */
+  valuesPerAction: 100,
+  /** characters of one action parameter value (an urn is bounded tighter still: 512 bytes URL-encoded) */
+  actionValueLength: 1_024,
 } as const;
 
 /** Refuses text longer than DEFINITION_LIMITS.bytes, before anything parses it. */

@@ -68,7 +68,7 @@ actions:
           { not: { property: "globalTags.tags.tag", operator: "contains_any", values: ["urn:li:tag:pii"] } },
         ],
       },
-      actions: { passing: [], failing: [{ type: "ADD_TAGS", values: ["urn:li:tag:needs-owner"] }] },
+      actions: { passing: [], failing: [{ type: "ADD_TAGS", params: { values: ["urn:li:tag:needs-owner"] } }] },
     };
     expect(parseTestDefinition(yaml)).toEqual(expected);
     expect(parseTestDefinition(json)).toEqual(expected);
@@ -398,10 +398,96 @@ describe("parseTestDefinition: refusing invalid definitions, saying what and whe
       { passing: [{ type: "ADD_TAGS", values: ["urn:li:tag:x", 3] }] },
       "actions.passing[0].values[1]: must be a string, got number 3",
     ],
+    [
+      "an unknown action type, listing the valid ones",
+      { failing: [{ type: "ADD_TAG", values: ["urn:li:tag:x"] }] },
+      "actions.failing[0].type: unknown action type 'ADD_TAG' (valid: ADD_TAGS, REMOVE_TAGS, ADD_GLOSSARY_TERMS, REMOVE_GLOSSARY_TERMS, ADD_OWNERS, REMOVE_OWNERS, SET_DOMAIN, UNSET_DOMAIN, DEPRECATE, UN_DEPRECATE)",
+    ],
+    [
+      "a urn of the wrong entity type",
+      { passing: [{ type: "ADD_GLOSSARY_TERMS", params: { values: ["urn:li:tag:x"] } }] },
+      "actions.passing[0].params.values[0]: 'urn:li:tag:x' is not a glossaryTerm urn",
+    ],
+    [
+      "a malformed urn",
+      { passing: [{ type: "add_owners", values: "ann" }] },
+      "actions.passing[0].values: invalid urn 'ann' (must start with 'urn:')",
+    ],
+    [
+      "a missing required parameter",
+      { failing: [{ type: "REMOVE_TAGS" }] },
+      "actions.failing[0].values: missing: REMOVE_TAGS needs 'values' (a list of tag urns)",
+    ],
+    [
+      "an unknown parameter",
+      { failing: [{ type: "UNSET_DOMAIN", params: { values: ["urn:li:domain:x"] } }] },
+      "actions.failing[0].params.values: unknown parameter of UNSET_DOMAIN (it takes none)",
+    ],
+    [
+      "two domains for SET_DOMAIN",
+      { failing: [{ type: "SET_DOMAIN", values: ["urn:li:domain:a", "urn:li:domain:b"] }] },
+      "actions.failing[0].values: 2 values, more than the limit of 1 for this parameter of SET_DOMAIN",
+    ],
+    [
+      "an ownership type DataHub does not have",
+      { passing: [{ type: "ADD_OWNERS", values: ["urn:li:corpuser:a"], ownerType: "BOSS" }] },
+      "actions.passing[0].ownerType: 'BOSS' is not one of TECHNICAL_OWNER, BUSINESS_OWNER",
+    ],
+    [
+      "params both beside the type and in params",
+      { passing: [{ type: "ADD_TAGS", params: { values: ["urn:li:tag:x"] }, values: ["urn:li:tag:y"] }] },
+      "actions.passing[0].values: unknown key (expected type, params)",
+    ],
+    [
+      "more values than an action may hold",
+      { passing: [{ type: "ADD_TAGS", values: Array.from({ length: 101 }, (_, i) => `urn:li:tag:t${i}`) }] },
+      "actions.passing[0].values: 101 values, more than the limit of 100 for this parameter of ADD_TAGS",
+    ],
+    [
+      "more actions than a definition may hold",
+      {
+        passing: Array.from({ length: 30 }, () => ({ type: "UNSET_DOMAIN" })),
+        failing: Array.from({ length: 21 }, () => ({ type: "UN_DEPRECATE" })),
+      },
+      "actions: 51 actions, more than the limit of 50",
+    ],
   ])("refuses %s", (_case, actions, expected) => {
     expect(refusalOf({ on: onDatasets, rules: [{ property: "urn", operator: "exists" }], actions }).message).toContain(
       expected,
     );
+  });
+
+  it("normalizes actions to DataHub's {type, params} with canonical names, whichever way they were written", () => {
+    const parsed = parseTestDefinition(
+      JSON.stringify({
+        on: onDatasets,
+        rules: [{ property: "urn", operator: "exists" }],
+        actions: {
+          passing: [
+            { type: "undeprecate" },
+            { type: "add_owners", ownerType: "DATA_STEWARD", values: "urn:li:corpGroup:stewards" },
+          ],
+          failing: [
+            { type: "Set_Domain", params: { values: "urn:li:domain:finance" } },
+            { type: "DEPRECATE", note: "no owner" },
+            { type: "ADD_TAGS", values: ["urn:li:tag:a", "urn:li:tag:a", "urn:li:tag:b"] },
+          ],
+        },
+      }),
+    );
+    expect(parsed.actions).toEqual({
+      passing: [
+        { type: "UN_DEPRECATE", params: {} },
+        { type: "ADD_OWNERS", params: { values: ["urn:li:corpGroup:stewards"], ownerType: ["DATA_STEWARD"] } },
+      ],
+      failing: [
+        { type: "SET_DOMAIN", params: { values: ["urn:li:domain:finance"] } },
+        { type: "DEPRECATE", params: { note: ["no owner"] } },
+        { type: "ADD_TAGS", params: { values: ["urn:li:tag:a", "urn:li:tag:b"] } },
+      ],
+    });
+    expect(Object.keys(parsed.actions!.passing[1]!.params)).toEqual(["values", "ownerType"]);
+    expect(definitionFromJson(JSON.parse(JSON.stringify(parsed)))).toEqual(parsed);
   });
 
   it("re-checks stored JSON instead of trusting it", () => {

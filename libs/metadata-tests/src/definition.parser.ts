@@ -1,15 +1,10 @@
-import {
-  isPropertyPredicate,
-  type ParsedDefinition,
-  type Predicate,
-  type TestAction,
-  type TestActions,
-} from "./definition.types";
+import { isPropertyPredicate, type ParsedDefinition, type Predicate } from "./definition.types";
 import { DEFINITION_LIMITS, checkDefinitionShape } from "./definition-limits";
 import { readDefinitionText } from "./definition-text";
 import { parsePredicate } from "./predicate.parser";
 import { ProblemList, describeValue, isRecord } from "./problem-list";
 import { TestDefinitionError } from "./test-definition.error";
+import { parseActions } from "./test-actions";
 
 /**
  * Parses definition text (JSON or YAML) into the normalized definition, or throws a TestDefinitionError naming every
@@ -80,8 +75,6 @@ function checkCounts(definition: ParsedDefinition, problems: ProblemList): void 
 
 const DEFINITION_KEYS = ["on", "rules", "actions"];
 const ON_KEYS = ["types", "conditions", "match"];
-const ACTIONS_KEYS = ["passing", "failing"];
-const ACTION_KEYS = ["type", "values"];
 
 function parseDefinition(raw: unknown, problems: ProblemList): ParsedDefinition | undefined {
   if (!isRecord(raw)) {
@@ -138,57 +131,6 @@ function parseTypes(raw: unknown, problems: ProblemList): string[] | undefined {
       problems.add(`on.types[${index}]`, `must be an entity type name such as 'dataset', got ${describeValue(type)}`);
   });
   return types.length === raw.length ? [...new Set(types)] : undefined;
-}
-
-function parseActions(raw: unknown, problems: ProblemList): TestActions | undefined {
-  if (!isRecord(raw)) {
-    problems.add("actions", `must be an object with 'passing' and/or 'failing' lists, got ${describeValue(raw)}`);
-    return undefined;
-  }
-  rejectUnknownKeys(raw, ACTIONS_KEYS, "actions", problems);
-  return {
-    passing: parseActionList(raw.passing, "actions.passing", problems),
-    failing: parseActionList(raw.failing, "actions.failing", problems),
-  };
-}
-
-function parseActionList(raw: unknown, path: string, problems: ProblemList): TestAction[] {
-  if (raw === undefined) return [];
-  if (!Array.isArray(raw)) {
-    problems.add(path, `must be a list of actions, got ${describeValue(raw)}`);
-    return [];
-  }
-  return raw.flatMap((action, index) => {
-    const parsed = parseAction(action, `${path}[${index}]`, problems);
-    return parsed ? [parsed] : [];
-  });
-}
-
-function parseAction(raw: unknown, path: string, problems: ProblemList): TestAction | undefined {
-  if (!isRecord(raw)) {
-    problems.add(
-      path,
-      `must be an action such as {type: ADD_TAGS, values: [urn:li:tag:pii]}, got ${describeValue(raw)}`,
-    );
-    return undefined;
-  }
-  rejectUnknownKeys(raw, ACTION_KEYS, path, problems);
-  const { type, values = [] } = raw;
-  if (typeof type !== "string" || type.trim() === "") {
-    problems.add(`${path}.type`, `must be a non-empty string such as 'ADD_TAGS', got ${describeValue(type)}`);
-    return undefined;
-  }
-  if (!Array.isArray(values)) {
-    problems.add(`${path}.values`, `must be a list of strings, got ${describeValue(values)}`);
-    return undefined;
-  }
-  const strings = values.filter((value): value is string => typeof value === "string");
-  if (strings.length !== values.length) {
-    const bad = values.findIndex((value) => typeof value !== "string");
-    problems.add(`${path}.values[${bad}]`, `must be a string, got ${describeValue(values[bad])}`);
-    return undefined;
-  }
-  return { type: type.trim(), values: strings };
 }
 
 // Unknown keys are refused rather than ignored: a misspelled key ('rule', 'condition') would otherwise silently

@@ -32,15 +32,19 @@ export interface PropertyPredicate {
   values?: string[];
 }
 
-/** Stored with the test and validated for shape; this engine decides pass or fail and runs no action itself. */
+/**
+ * What pushing a result does to the entity (test-actions.ts): the actions of the outcome, applied by the evaluation
+ * worker in the push's transaction. Evaluation itself only plans them.
+ */
 export interface TestActions {
   passing: TestAction[];
   failing: TestAction[];
 }
 
+/** DataHub's TestAction: a type from ACTION_TYPES (canonical name) and its params, every param a list of strings. */
 export interface TestAction {
   type: string;
-  values: string[];
+  params: Record<string, string[]>;
 }
 
 export function isPropertyPredicate(predicate: Predicate): predicate is PropertyPredicate {

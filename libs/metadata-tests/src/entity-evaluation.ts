@@ -12,12 +12,23 @@ export interface TestToRun {
 export interface PassingResult {
   test: string;
   type: "SUCCESS";
+  /** the test's passing actions, when it has any (test-actions.ts annotateActions) */
+  actions?: ResultAction[];
 }
 
 export interface FailingResult {
   test: string;
   type: "FAILURE";
   failedRules: FailedRule[];
+  /** the test's failing actions, when it has any */
+  actions?: ResultAction[];
+}
+
+/** One action of a result as the evaluate answer lists it: what pushing would do, and whether it changes anything. */
+export interface ResultAction {
+  type: string;
+  params: Record<string, string[]>;
+  wouldChange: boolean;
 }
 
 /**

@@ -8,6 +8,7 @@ export {
   type EntityEvaluation,
   type FailingResult,
   type PassingResult,
+  type ResultAction,
   type TestToRun,
 } from "./entity-evaluation";
 export {
@@ -32,3 +33,19 @@ export type {
   TestAction,
 } from "./definition.types";
 export { OPERATORS, type Operator } from "./operators";
+export {
+  ACTION_TYPES,
+  DEFAULT_DEPRECATION_NOTE,
+  DEFAULT_OWNERSHIP_TYPE,
+  OWNERSHIP_TYPES,
+  actionRunsOf,
+  actionsFromJson,
+  annotateActions,
+  aspectOfAction,
+  planActions,
+  type ActionAspect,
+  type ActionPlan,
+  type ActionRun,
+  type AspectWrite,
+  type PlannedAction,
+} from "./test-actions";

@@ -1,4 +1,5 @@
 import { isPropertyPredicate, type ParsedDefinition, type Predicate, type TestAction } from "./definition.types";
+import { orderedParams } from "./test-actions";
 
 /**
  * A stored normalized definition as JSON text, keys in the parser's canonical order (PostgreSQL's jsonb sorts them
@@ -12,7 +13,7 @@ export function normalizedDefinitionText(stored: ParsedDefinition): string {
     return "and" in p ? { and: p.and.map(predicate) } : { or: p.or.map(predicate) };
   };
   const on = { types: stored.on.types, conditions: stored.on.conditions && predicate(stored.on.conditions) };
-  const action = (a: TestAction) => ({ type: a.type, values: a.values });
+  const action = (a: TestAction) => ({ type: a.type, params: orderedParams(a.type, a.params) });
   const actions = stored.actions && {
     passing: stored.actions.passing.map(action),
     failing: stored.actions.failing.map(action),

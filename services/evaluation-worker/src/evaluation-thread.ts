@@ -1,4 +1,5 @@
 import {
+  annotateActions,
   appliesToEntityType,
   evaluateEntity,
   TestDefinitionError,
@@ -73,6 +74,7 @@ export default function evaluateTask(task: EvaluationTask): ThreadItemResult[] {
       Atomics.store(where, WHERE.entity, e);
       const entity = entities.get(urn)!;
       const evaluation: EntityEvaluation = { urn, passing: [], failing: [], notApplicable: [], evaluatedAt: task.at };
+      const ran = new Map<string, TestToRun>();
       // Test by test, so that a test stopped at a limit can be named (see EvaluationPool).
       for (const t of invalid ? [] : (named ?? activeIndexes)) {
         Atomics.store(where, WHERE.test, t);
@@ -86,12 +88,14 @@ export default function evaluateTask(task: EvaluationTask): ThreadItemResult[] {
           break;
         }
         if (!named && !appliesToEntityType(test.definition, entity.entityType)) continue;
+        ran.set(test.urn, test);
         const one = evaluateEntity([test], entity, task.at);
         evaluation.passing.push(...one.passing);
         evaluation.failing.push(...one.failing);
         evaluation.notApplicable.push(...one.notApplicable);
       }
-      return evaluation;
+      // What pushing would do (listed in the answer; the push itself plans again under its locks).
+      return invalid ? evaluation : annotateActions(evaluation, entity, (test) => ran.get(test)?.definition.actions);
     });
     out.push(invalid ?? evaluations);
   }
