@@ -231,6 +231,56 @@ describe("mdp, the admin CLI", () => {
       const unknown = await mdp(["tokens", "revoke", "no-such-token"]);
       expect(unknown).toMatchObject({ code: 3, stderr: "mdp: Access token no-such-token does not exist\n" });
     });
+
+    it("creates a scoped token (--scope), which the server holds to its scopes, and lists its scopes", async () => {
+      const created = await mdp([
+        "tokens",
+        "create",
+        "--name",
+        "reader",
+        "--scope",
+        "GET_ENTITY",
+        "VIEW_TESTS",
+        "--json",
+      ]);
+      expect(created.code).toBe(0);
+      const { accessToken, metadata } = JSON.parse(created.stdout) as {
+        accessToken: string;
+        metadata: { id: string; scopes: string[] };
+      };
+      expect(metadata.scopes).toEqual(["GET_ENTITY", "VIEW_TESTS"]);
+      const asReader = { MDP_URL: baseUrl, MDP_TOKEN: accessToken };
+      const truncate = await mdp(["truncate", "dataset", "datasetProfile", "--older-than", String(CUTOFF)], {
+        env: asReader,
+      });
+      expect(truncate).toMatchObject({
+        code: 2,
+        stderr: expect.stringContaining("the access token's scopes leave out TRUNCATE_TIMESERIES_INDEX"),
+      });
+      const mint = await mdp(["tokens", "create", "--name", "wider"], { env: asReader });
+      expect(mint).toMatchObject({ code: 2, stderr: expect.stringContaining("scopes leave out GENERATE_PERSONAL") });
+      const table = await mdp(["tokens", "list", "--name", "reader"]);
+      expect(table.stdout).toMatch(
+        new RegExp(`│ ${metadata.id} +│ reader +│ ${ADMIN} +│ ${ADMIN} +│ GET_ENTITY, VIEW_TESTS`),
+      );
+      const unknown = await mdp(["tokens", "create", "--name", "x", "--scope", "READ_ALL"]);
+      expect(unknown).toMatchObject({ code: 1, stderr: expect.stringContaining("'READ_ALL' is not a privilege") });
+    });
+
+    it("revoke-all revokes every token of a user at once and says how many; the server refuses them after", async () => {
+      const user = "urn:li:corpuser:leaver";
+      const tokens = [await mintToken(user), await mintToken(user)];
+      const run = await mdp(["tokens", "revoke-all", user]);
+      expect(run).toMatchObject({ code: 0, stdout: `revoked 2 tokens of ${user}\n` });
+      for (const token of tokens) {
+        const refused = await mdp(["whoami"], { env: { MDP_URL: baseUrl, MDP_TOKEN: token } });
+        expect(refused).toMatchObject({ code: 2, stderr: "mdp: Token has been revoked\n" });
+      }
+      const again = await mdp(["tokens", "revoke-all", user, "--json"]);
+      expect(JSON.parse(again.stdout)).toEqual({ actorUrn: user, revoked: 0 });
+      const nobody = await mdp(["tokens", "revoke-all", ADMIN], { env: { MDP_URL: baseUrl, MDP_TOKEN: nobodyToken } });
+      expect(nobody.code).toBe(2);
+    });
   });
 
   describe("truncation", () => {
@@ -543,6 +593,7 @@ describe("mdp, the admin CLI", () => {
         ["tokens", "create"],
         ["tokens", "list"],
         ["tokens", "revoke"],
+        ["tokens", "revoke-all"],
         ["index-sizes"],
         ["truncate"],
         ["tasks", "list"],

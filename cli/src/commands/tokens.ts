@@ -23,12 +23,19 @@ interface TokenMetadata {
   createdAt: number;
   expiresAt: number | null;
   lastUsedAt: number | null;
+  /** null: unscoped, all of its actor's privileges */
+  scopes: string[] | null;
 }
 
-const METADATA_FIELDS = "urn id name description actorUrn ownerUrn createdAt expiresAt lastUsedAt";
+const METADATA_FIELDS = "urn id name description actorUrn ownerUrn createdAt expiresAt lastUsedAt scopes";
+
+/** A token's scopes for a table: `all` when unscoped. */
+const scopesText = (scopes: string[] | null) => (scopes === null ? "all" : scopes.join(", "));
 
 export function registerTokens(program: Command): void {
-  const tokens = program.command("tokens").description("personal access tokens: create, list, revoke");
+  const tokens = program
+    .command("tokens")
+    .description("personal access tokens: create (optionally scoped), list, revoke one or all of a user's");
 
   tokens
     .command("create")
@@ -42,8 +49,20 @@ export function registerTokens(program: Command): void {
       "ONE_MONTH",
     )
     .option("--actor <urn>", "the user the token acts for (needs MANAGE_ACCESS_TOKENS unless it is you)", "me")
+    .option(
+      "--scope <privilege...>",
+      "limit the token to these of the actor's privileges (e.g. GET_ENTITY VIEW_TESTS); 1-32 names, each held by the actor",
+    )
+    .addHelpText(
+      "after",
+      "\nWithout --scope the token has all of the actor's privileges, or, when you are logged in with a scoped token, " +
+        "that token's scopes.\nExample: mdp tokens create --name dashboards --scope GET_ENTITY VIEW_TESTS",
+    )
     .action(
-      async (options: { name: string; description?: string; duration: string; actor: string }, command: Command) => {
+      async (
+        options: { name: string; description?: string; duration: string; actor: string; scope?: string[] },
+        command: Command,
+      ) => {
         const client = apiClient();
         const actorUrn = await resolveMe(client, options.actor);
         const { createAccessToken: created } = await client.graphql<{
@@ -57,6 +76,7 @@ export function registerTokens(program: Command): void {
               duration: options.duration,
               name: options.name,
               description: options.description,
+              scopes: options.scope,
             },
           },
         );
@@ -66,6 +86,7 @@ export function registerTokens(program: Command): void {
           ["id", m.id],
           ["name", m.name],
           ["actor", m.actorUrn],
+          ["scopes", scopesText(m.scopes)],
           ["expires", m.expiresAt === null ? "never" : formatTime(m.expiresAt)],
         ]);
         printLine("the token (shown once: store it now):");
@@ -106,12 +127,13 @@ export function registerTokens(program: Command): void {
         );
         if (globalsOf(command).json) return printJson(page);
         printTable(
-          ["id", "name", "actor", "owner", "created", "expires", "last used"],
+          ["id", "name", "actor", "owner", "scopes", "created", "expires", "last used"],
           page.tokens.map((t) => [
             t.id,
             t.name,
             t.actorUrn,
             t.ownerUrn,
+            scopesText(t.scopes),
             formatTime(t.createdAt),
             t.expiresAt === null ? "never" : formatTime(t.expiresAt),
             formatTime(t.lastUsedAt),
@@ -129,6 +151,22 @@ export function registerTokens(program: Command): void {
       await apiClient().graphql("mutation($id: String!) { revokeAccessToken(tokenId: $id) }", { id: tokenId });
       if (globalsOf(command).json) printJson({ tokenId, revoked: true });
       else printLine(`revoked token ${tokenId}`);
+    });
+
+  tokens
+    .command("revoke-all")
+    .description("revoke every live token of a user at once, on every gateway replica; prints how many")
+    .argument("<actorUrn>", "the user whose tokens to revoke ('me' for yourself, which ends this login too)")
+    .addHelpText("after", "\nRevoking another user's tokens needs MANAGE_ACCESS_TOKENS.")
+    .action(async (actor: string, _options: unknown, command: Command) => {
+      const client = apiClient();
+      const actorUrn = (await resolveMe(client, actor))!;
+      const { revokeAccessTokens: revoked } = await client.graphql<{ revokeAccessTokens: number }>(
+        "mutation($a: String!) { revokeAccessTokens(actorUrn: $a) }",
+        { a: actorUrn },
+      );
+      if (globalsOf(command).json) printJson({ actorUrn, revoked });
+      else printLine(`revoked ${revoked} ${revoked === 1 ? "token" : "tokens"} of ${actorUrn}`);
     });
 }
 
