@@ -8,6 +8,7 @@ import {
   type TestResultsAspect,
 } from "@mdp/metadata-tests";
 import type pg from "pg";
+import { applyTestActions } from "./test-actions";
 import { TestResultHistory } from "./test-result-history";
 
 export const TEST_RESULTS_ASPECT = "testResults";
@@ -86,6 +87,7 @@ export class ResultsPusher {
       });
     }
     await this.aspects.upsert(client, writes, "system");
+    await applyTestActions(client, this.aspects, items); // the results' actions, in this transaction (test-actions.ts)
     await this.history.record(client, items, current);
     return writes.length;
   }
