@@ -1,7 +1,8 @@
 /**
  * Two gateway processes (and an evaluation worker) on one PostgreSQL and Redis, as in a scaled deployment: a
- * revocation or a policy change made through one is enforced by the other within a second; each receives the results
- * of its own evaluations. Their logs, at the most verbose level, never hold a token.
+ * revocation (one token, or all of a user's at once) or a policy change made through one is enforced by the other
+ * within a second; each receives the results of its own evaluations. Their logs, at the most verbose level, never hold
+ * a token.
  */
 import { createTestDatabase } from "@mdp/db/testing";
 import {
@@ -140,6 +141,47 @@ describe("two gateway replicas", () => {
             bearer,
           )
         ).status === 401,
+    );
+    expect(ms).toBeLessThan(1000);
+  });
+
+  it("enforces a bulk revocation (revokeAccessTokens) made through one replica on the other within 1 s", async () => {
+    const user = "urn:li:corpuser:bulk-replicas";
+    const tokens = [
+      await createToken(urlA, user, system(ROOT)),
+      await createToken(urlA, user, system(ROOT)),
+      await createToken(urlA, user, system(ROOT)),
+    ];
+    const meOnB = (token: string) =>
+      graphql(
+        urlB,
+        `
+          {
+            me {
+              urn
+            }
+          }
+        `,
+        {},
+        { authorization: `Bearer ${token}` },
+      );
+    // B verifies (and caches) every one of them first.
+    for (const t of tokens) expect((await meOnB(t.accessToken)).status).toBe(200);
+
+    const revokedAt = Date.now();
+    const revoke = await graphql(
+      urlA,
+      `
+        mutation ($a: String!) {
+          revokeAccessTokens(actorUrn: $a)
+        }
+      `,
+      { a: user },
+      system(ROOT),
+    );
+    expect(revoke.data).toEqual({ revokeAccessTokens: 3 });
+    const ms = await msUntil(revokedAt, async () =>
+      (await Promise.all(tokens.map((t) => meOnB(t.accessToken)))).every((r) => r.status === 401),
     );
     expect(ms).toBeLessThan(1000);
   });
