@@ -11,3 +11,4 @@ export {
 } from "./evaluation-handler";
 export { TestHistoryRetention, TestResultHistory } from "./test-result-history";
 export { createTestScheduleHandler, startTestSchedules, type TestScheduleDeps } from "./test-schedules.processor";
+export { ResultsPusher, type PushItem } from "./results.pusher";

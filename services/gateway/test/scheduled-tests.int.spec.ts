@@ -1,0 +1,312 @@
+/**
+ * Scheduled tests and result history (issue 22, item 3) against the real gateway over HTTP and GraphQL, real BullMQ
+ * workers (evaluate-tests and test-schedules, the evaluation worker's own handlers), real PostgreSQL and Redis: a test
+ * with a per-second cron runs by itself as an ordinary runTest task and pushes; its results' transitions are recorded
+ * only on change, with times; updating or deleting the test changes or removes its job scheduler; schedules converge
+ * with the rows; the history's cap and retention prune; testResultHistory's privilege and bounds.
+ */
+import { createLogger } from "@mdp/core";
+import { AspectRepository, inTransaction } from "@mdp/db";
+import { closeRedis, createRedis, Producer, testScheduleId, TestSchedules, type RedisConnection } from "@mdp/queues";
+import { TaskLifecycle } from "@mdp/tasks";
+import { ResultsPusher, startTestSchedules, TestHistoryRetention, TestResultHistory } from "evaluation-worker";
+import { startEvaluationWorker, type RunningWorker } from "./support/evaluation-worker";
+import { ROOT, grant, startGateway, systemClientHeaders, type Harness } from "./support/gateway-harness";
+
+const ORDERS = "urn:li:dataset:(urn:li:dataPlatform:hive,db.orders,PROD)";
+const VIEWER = "urn:li:corpuser:viewer";
+const MANAGER = "urn:li:corpuser:manager";
+const NOBODY = "urn:li:corpuser:nobody";
+const DESCRIBED = JSON.stringify({
+  on: { types: ["dataset"] },
+  rules: { property: "datasetProperties.description", operator: "contains_str", value: "orders" },
+});
+
+const CREATE = `mutation($input: CreateTestInput!) { createTest(input: $input) }`;
+const UPDATE = `mutation($urn: String!, $input: UpdateTestInput!) { updateTest(urn: $urn, input: $input) }`;
+const DELETE = `mutation($urn: String!) { deleteTest(urn: $urn) }`;
+const TEST = `query($urn: String!) { test(urn: $urn) { schedule { cron nextRunAt } } }`;
+const HISTORY = `query($urn: String!, $testUrn: String!, $start: Int, $count: Int) {
+  testResultHistory(urn: $urn, testUrn: $testUrn, start: $start, count: $count) {
+    start count total transitions { type previousType at }
+  }
+}`;
+
+interface Transition {
+  type: string;
+  previousType: string | null;
+  at: number;
+}
+
+describe("scheduled tests and result history", () => {
+  let h: Harness;
+  let worker: RunningWorker;
+  let schedulesWorker: ReturnType<typeof startTestSchedules>;
+  let connections: RedisConnection[];
+  let schedules: TestSchedules;
+  let runs: Producer<"evaluate">;
+
+  const gql = async (query: string, variables: Record<string, unknown>, actor = ROOT) =>
+    (await h.graphql(query, variables, systemClientHeaders(actor))).body;
+  const describeOrders = async (description: string) => {
+    const value = JSON.stringify({ description });
+    const proposal = {
+      entityType: "dataset",
+      entityUrn: ORDERS,
+      aspectName: "datasetProperties",
+      changeType: "UPSERT",
+      aspect: { contentType: "application/json", value },
+    };
+    const res = await h.post("/gms/aspects?action=ingestProposalBatch", { proposals: [proposal] });
+    if (res.status !== 200) throw new Error(JSON.stringify(res.body));
+  };
+  const history = async (testUrn: string, page: { start?: number; count?: number } = {}, actor = ROOT) =>
+    gql(HISTORY, { urn: ORDERS, testUrn, ...page }, actor);
+  const transitions = async (testUrn: string) =>
+    ((await history(testUrn)).data?.testResultHistory as { transitions: Transition[] }).transitions;
+  const runTasks = async (testUrn: string) =>
+    (
+      await h.database.pool.query<{ id: string; state: string; created_by: string }>(
+        `SELECT id, state, created_by FROM task WHERE type = 'EVALUATE_TESTS' AND request->>'testUrn' = $1
+          ORDER BY created_at`,
+        [testUrn],
+      )
+    ).rows;
+  const until = async <T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> => {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const value = await probe();
+      if (value !== undefined) return value;
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  };
+  const createScheduled = async (id: string, cron: string | null, actor = MANAGER) => {
+    const body = await gql(
+      CREATE,
+      {
+        input: {
+          id,
+          name: id,
+          category: "Quality",
+          definition: { json: DESCRIBED },
+          ...(cron && { schedule: { cron } }),
+        },
+      },
+      actor,
+    );
+    if (body.errors) throw new Error(JSON.stringify(body.errors));
+    return body.data?.createTest as string;
+  };
+
+  beforeAll(async () => {
+    // Two seconds at least between firings here (a per-second cron is refused), one second being the test's own cron.
+    h = await startGateway({ TEST_SCHEDULE_MIN_INTERVAL_SECONDS: "2" });
+    worker = await startEvaluationWorker(h);
+    await grant(h, VIEWER, ["VIEW_TESTS"]);
+    await grant(h, MANAGER, ["MANAGE_TESTS", "VIEW_TESTS"]);
+    await describeOrders("All orders");
+    const logger = createLogger("test-schedules-test", h.config.LOG_LEVEL);
+    connections = [createRedis(h.config.REDIS_URL, "worker"), createRedis(h.config.REDIS_URL, "worker")];
+    runs = new Producer("evaluate", connections[1]!, h.config.QUEUE_PREFIX);
+    schedulesWorker = startTestSchedules({
+      db: h.database,
+      tasks: new TaskLifecycle(h.database, logger),
+      runs,
+      logger,
+      connection: connections[0]!,
+      producerConnection: connections[1]!,
+      prefix: h.config.QUEUE_PREFIX,
+    });
+    schedules = new TestSchedules(new Producer("testSchedule", connections[1]!, h.config.QUEUE_PREFIX).queue);
+  });
+  afterAll(async () => {
+    await schedulesWorker?.stop();
+    await schedules?.queue.close();
+    await runs?.close();
+    await worker?.close();
+    await Promise.all((connections ?? []).map((c) => closeRedis(c)));
+    await h?.close();
+  });
+
+  it("refuses a bad or too frequent cron with a 400 naming input.schedule.cron", async () => {
+    for (const [cron, text] of [
+      ["every day", /input\.schedule\.cron: 'every day' has 2 field\(s\)/],
+      ["61 * * * *", /input\.schedule\.cron: '61 \* \* \* \*' is not a cron pattern/],
+      ["* * * * * *", /input\.schedule\.cron: '\* \* \* \* \* \*' fires 1 s apart .*at most once every 2 s/],
+    ] as const) {
+      const body = await gql(CREATE, {
+        input: {
+          id: "bad-cron",
+          name: "bad",
+          category: "Quality",
+          definition: { json: DESCRIBED },
+          schedule: { cron },
+        },
+      });
+      expect(body.errors?.[0]?.extensions?.code).toBe("BAD_USER_INPUT");
+      expect(body.errors?.[0]?.message).toMatch(text);
+    }
+    expect(await h.prisma.metadataTest.findUnique({ where: { urn: "urn:li:test:bad-cron" } })).toBeNull();
+  });
+
+  it("runs a scheduled test by itself as a runTest task of its creator, and records transitions only on change", async () => {
+    // A per-second schedule, written straight to the row as an operator with a lower minimum would: the workers'
+    // reconciliation gives it its job scheduler.
+    const testUrn = await createScheduled("every-second", null);
+    await h.prisma.metadataTest.update({ where: { urn: testUrn }, data: { scheduleCron: "* * * * * *" } });
+    await schedulesWorker.reconcile();
+
+    // No runTest was asked for: the schedule starts the runs, each an ordinary task that getTaskStatus follows.
+    const first = await until("a scheduled run to complete", async () =>
+      (await runTasks(testUrn)).find((t) => t.state === "completed"),
+    );
+    expect(first.created_by).toBe(MANAGER);
+    const status = await h.post("/gms/operations?action=getTaskStatus", { taskId: first.id });
+    expect(status.body.value).toMatchObject({ state: "completed", createdBy: MANAGER });
+    const audit = await h.prisma.auditEvent.findFirst({ where: { action: "test.run", targetUrn: testUrn } });
+    expect(audit).toMatchObject({ actorUrn: MANAGER, details: { taskId: first.id, trigger: "schedule" } });
+    expect(await transitions(testUrn)).toEqual([{ type: "SUCCESS", previousType: null, at: expect.any(Number) }]);
+
+    // The entity starts failing: the next run records one transition; later runs that agree record nothing.
+    const beforeFailing = Date.now();
+    await describeOrders("nothing to see");
+    const failing = await until("the failing transition", async () => {
+      const list = await transitions(testUrn);
+      return list.length === 2 ? list : undefined;
+    });
+    expect(failing[0]).toEqual({ type: "FAILURE", previousType: "SUCCESS", at: expect.any(Number) });
+    expect(failing[0]!.at).toBeGreaterThanOrEqual(beforeFailing);
+    expect(failing[0]!.at).toBeGreaterThan(failing[1]!.at);
+    const completedSoFar = (await runTasks(testUrn)).filter((t) => t.state === "completed").length;
+    await until("two more scheduled runs", async () =>
+      (await runTasks(testUrn)).filter((t) => t.state === "completed").length >= completedSoFar + 2 ? true : undefined,
+    );
+    expect(await transitions(testUrn)).toEqual(failing);
+
+    // Back to passing: a third transition, and "since when" is the newest one's time.
+    await describeOrders("orders again");
+    const passing = await until("the passing transition", async () => {
+      const list = await transitions(testUrn);
+      return list.length === 3 ? list : undefined;
+    });
+    expect(passing.map((t) => [t.type, t.previousType])).toEqual([
+      ["SUCCESS", "FAILURE"],
+      ["FAILURE", "SUCCESS"],
+      ["SUCCESS", null],
+    ]);
+    // Paged, newest first.
+    const page = (await history(testUrn, { start: 1, count: 1 })).data?.testResultHistory;
+    expect(page).toEqual({ start: 1, count: 1, total: 3, transitions: [passing[1]] });
+
+    // Deleting the test removes its job scheduler at once; no run starts after that.
+    expect((await gql(DELETE, { urn: testUrn }, MANAGER)).data?.deleteTest).toBe(true);
+    expect(await schedules.queue.getJobScheduler(`test-${testScheduleId(testUrn)}`)).toBeUndefined();
+    // Its history stays readable until retention removes it.
+    expect(await transitions(testUrn)).toHaveLength(3);
+  });
+
+  it("keeps the job scheduler in step with create, update and delete, and converges with the rows", async () => {
+    const testUrn = await createScheduled("nightly", "0 3 * * *");
+    const schedulerOf = () => schedules.queue.getJobScheduler(`test-${testScheduleId(testUrn)}`);
+    expect(await schedulerOf()).toMatchObject({ pattern: "0 3 * * *", tz: "UTC" });
+    const shown = (await gql(TEST, { urn: testUrn })).data?.test as { schedule: { cron: string; nextRunAt: number } };
+    expect(shown.schedule.cron).toBe("0 3 * * *");
+    expect(new Date(shown.schedule.nextRunAt).toISOString()).toMatch(/T03:00:00\.000Z$/);
+
+    const update = (schedule: unknown) =>
+      gql(
+        UPDATE,
+        {
+          urn: testUrn,
+          input: { name: "nightly", category: "Quality", definition: { json: DESCRIBED }, schedule },
+        },
+        MANAGER,
+      );
+    await update({ cron: "30 4 * * 1" });
+    expect(await schedulerOf()).toMatchObject({ pattern: "30 4 * * 1" });
+    // An update that does not mention the schedule leaves it.
+    await gql(
+      UPDATE,
+      { urn: testUrn, input: { name: "renamed", category: "Quality", definition: { json: DESCRIBED } } },
+      MANAGER,
+    );
+    expect(await schedulerOf()).toMatchObject({ pattern: "30 4 * * 1" });
+    await update(null);
+    expect(await schedulerOf()).toBeUndefined();
+    expect(((await gql(TEST, { urn: testUrn })).data?.test as { schedule: unknown }).schedule).toBeNull();
+
+    // Redis refused when the row was written (simulated: the row changed behind the scheduler's back), and a leftover
+    // scheduler of a test that is gone: the workers' reconciliation converges both.
+    await h.prisma.metadataTest.update({ where: { urn: testUrn }, data: { scheduleCron: "15 2 * * *" } });
+    await schedules.setTest("urn:li:test:gone", "0 1 * * *");
+    await schedulesWorker.reconcile();
+    expect(await schedulerOf()).toMatchObject({ pattern: "15 2 * * *" });
+    expect(await schedules.queue.getJobScheduler(`test-${testScheduleId("urn:li:test:gone")}`)).toBeUndefined();
+
+    await gql(DELETE, { urn: testUrn }, MANAGER);
+    expect(await schedulerOf()).toBeUndefined();
+  });
+
+  it("caps each pair's history and prunes it by age, keeping the latest of each live test", async () => {
+    const live = await createScheduled("capped", null);
+    const gone = "urn:li:test:deleted-long-ago";
+    const aspects = new AspectRepository();
+    const pusher = new ResultsPusher(aspects, new TestResultHistory(2));
+    const push = (passing: boolean, evaluatedAt: number) =>
+      inTransaction(h.database.pool, (client) =>
+        pusher.push(client, [
+          {
+            entityType: "dataset",
+            actorUrn: ROOT,
+            evaluated: new Set([live]),
+            evaluation: {
+              urn: ORDERS,
+              passing: passing ? [{ test: live, type: "SUCCESS" as const }] : [],
+              failing: passing ? [] : [{ test: live, type: "FAILURE" as const, failedRules: [] }],
+              notApplicable: [],
+              evaluatedAt,
+            },
+          },
+        ]),
+      );
+    const t0 = Date.now() - 10 * 86_400_000;
+    await push(true, t0);
+    await push(true, t0 + 1000); // the same state: nothing recorded
+    await push(false, t0 + 2000);
+    await push(true, t0 + 3000);
+    // Three transitions happened; the cap keeps the newest two.
+    expect((await transitions(live)).map((t) => [t.type, t.at])).toEqual([
+      ["SUCCESS", t0 + 3000],
+      ["FAILURE", t0 + 2000],
+    ]);
+
+    await h.database.pool.query(
+      `INSERT INTO test_result_transition (urn, test_urn, passing, previous, at)
+       VALUES ($1, $2, false, NULL, now() - interval '9 days'), ($1, $2, true, false, now() - interval '8 days')`,
+      [ORDERS, gone],
+    );
+    // Retention of 5 days: the live pair keeps its latest row (since when it passes), the deleted test loses all.
+    const deleted = await new TestHistoryRetention(h.database.pool, 5, createLogger("prune", "silent")).prune();
+    expect(deleted).toBe(3);
+    expect((await transitions(live)).map((t) => [t.type, t.at])).toEqual([["SUCCESS", t0 + 3000]]);
+    expect((await history(gone)).errors).toBeUndefined();
+    expect(await transitions(gone)).toEqual([]);
+  });
+
+  it("answers testResultHistory to VIEW_TESTS holders only, with bounded pages", async () => {
+    const testUrn = "urn:li:test:any";
+    expect((await history(testUrn, {}, VIEWER)).data?.testResultHistory).toMatchObject({ total: expect.any(Number) });
+    expect((await history(testUrn, {}, NOBODY)).errors?.[0]?.extensions?.code).toBe("FORBIDDEN");
+    const tooMany = await history(testUrn, { count: 101 });
+    expect(tooMany.errors?.[0]).toMatchObject({
+      message: "count must be between 0 and 100",
+      extensions: { code: "BAD_USER_INPUT" },
+    });
+    const unknown = await gql(HISTORY, { urn: "urn:li:dataset:(urn:li:dataPlatform:hive,db.none,PROD)", testUrn });
+    expect(unknown.errors?.[0]?.extensions?.code).toBe("NOT_FOUND");
+    const notATest = await gql(HISTORY, { urn: ORDERS, testUrn: ORDERS });
+    expect(notATest.errors?.[0]?.extensions?.code).toBe("BAD_USER_INPUT");
+    expect(notATest.errors?.[0]?.message).toMatch(/testUrn/);
+  });
+});
