@@ -12,16 +12,22 @@ import {
   systemClientHeaders,
   type Harness,
 } from "./support/gateway-harness";
+import { PRIVILEGES } from "../src/policies/privileges";
 
 const NOBODY = "urn:li:corpuser:nobody"; // holds no privilege
 const GENERATOR = "urn:li:corpuser:generator"; // GENERATE_PERSONAL_ACCESS_TOKENS
 const MANAGER = "urn:li:corpuser:manager"; // MANAGE_ACCESS_TOKENS
 const STRANGER = "urn:li:corpuser:stranger"; // owns tokens nobody else here owns
 const TASK_VIEWER = "urn:li:corpuser:task-viewer"; // GET_TASK_STATUS
+const SCOPED_MANAGER = "urn:li:corpuser:scoped-manager"; // MANAGE_ACCESS_TOKENS, calling with a token scoped narrower
+const ALMIGHTY = "urn:li:corpuser:almighty"; // every privilege, calling with a read-only token
+const BULK_TARGET = "urn:li:corpuser:bulk-target"; // has tokens for revokeAccessTokens of another user
 
 type Outcome = "ok" | "UNAUTHENTICATED" | "FORBIDDEN";
 interface Operation {
   name: string;
+  /** revokes every token of the caller: its credential is renewed afterwards, so the next operation has one */
+  revokesCallersTokens?: boolean;
   /** the document and variables, given the caller's urn and the fixtures */
   request: (caller: string, f: Fixtures) => { query: string; variables?: Record<string, unknown> };
 }
@@ -66,6 +72,22 @@ const OPERATIONS: Operation[] = [
       query: `query($i: GetAccessTokenInput!) { getAccessToken(input: $i) { accessToken } }`,
       variables: { i: { type: "PERSONAL", actorUrn: c, duration: "ONE_HOUR" } },
     }),
+  },
+  {
+    name: "createAccessToken for self, scoped",
+    request: (c) => ({
+      ...createFor(c),
+      variables: { i: { ...createFor(c).variables.i, scopes: ["GENERATE_PERSONAL_ACCESS_TOKENS"] } },
+    }),
+  },
+  {
+    name: "revokeAccessTokens of self",
+    revokesCallersTokens: true,
+    request: (c) => ({ query: `mutation($a: String!) { revokeAccessTokens(actorUrn: $a) }`, variables: { a: c } }),
+  },
+  {
+    name: "revokeAccessTokens of another user",
+    request: () => ({ query: `mutation { revokeAccessTokens(actorUrn: "${BULK_TARGET}") }` }),
   },
   { name: "listAccessTokens of another user", request: () => listWith([{ field: "actorUrn", value: STRANGER }]) },
   {
@@ -115,7 +137,20 @@ const ALLOWED: Record<string, string[]> = {
     "listAccessTokens own (ownerUrn)",
     "listAccessTokens own (actorUrn)",
     "getAccessToken for self (DataHub's deprecated query)",
+    "createAccessToken for self, scoped",
+    "revokeAccessTokens of self",
   ],
+  // A scoped token may use only its scopes of its user's privileges: this one, none of MANAGE_ACCESS_TOKENS's own.
+  "holding MANAGE_ACCESS_TOKENS, with a token scoped to GENERATE_PERSONAL_ACCESS_TOKENS": [
+    "me",
+    "createAccessToken for self",
+    "listAccessTokens own (ownerUrn)",
+    "listAccessTokens own (actorUrn)",
+    "getAccessToken for self (DataHub's deprecated query)",
+    "createAccessToken for self, scoped",
+    "revokeAccessTokens of self",
+  ],
+  "holding every privilege, with a token scoped to GET_ENTITY": ["me"],
   "holding MANAGE_ACCESS_TOKENS": OPERATIONS.map((o) => o.name).filter(
     (n) =>
       ![...["createPolicy", "listPolicies", "createGroup", "listGroups"], ...AUDIT_READS, ...TASK_READS].includes(n),
@@ -128,7 +163,10 @@ const ALLOWED: Record<string, string[]> = {
 describe("authorization matrix", () => {
   let h: Harness;
   let fixtures: Fixtures;
-  const callers: Record<string, { urn: string; headers: Record<string, string> }> = {};
+  const callers: Record<
+    string,
+    { urn: string; headers: Record<string, string>; renew?: () => Promise<Record<string, string>> }
+  > = {};
   const unauthenticated: Record<string, { headers: Record<string, string>; outcome: Outcome; message: string }> = {};
 
   beforeAll(async () => {
@@ -137,19 +175,30 @@ describe("authorization matrix", () => {
     await grant(h, MANAGER, ["MANAGE_ACCESS_TOKENS"]);
     await grant(h, STRANGER, ["GENERATE_PERSONAL_ACCESS_TOKENS"]);
     await grant(h, TASK_VIEWER, ["GET_TASK_STATUS"]);
+    await grant(h, SCOPED_MANAGER, ["MANAGE_ACCESS_TOKENS"]);
+    for (const privilege of PRIVILEGES) await grant(h, ALMIGHTY, [privilege]);
+    await createToken(h, BULK_TARGET);
     const [toRevoke, toRead] = [await createToken(h, STRANGER), await createToken(h, STRANGER)];
     fixtures = {
       strangerTokenId: toRevoke.id,
       strangerToken: toRead.token,
       tokenActingForCaller: (caller) => createToken(h, caller, callers["holding MANAGE_ACCESS_TOKENS"]!.headers),
     };
-    for (const [kind, urn] of [
+    for (const [kind, urn, scopes] of [
       ["holding no privilege", NOBODY],
       ["holding GENERATE_PERSONAL_ACCESS_TOKENS", GENERATOR],
       ["holding MANAGE_ACCESS_TOKENS", MANAGER],
       ["holding GET_TASK_STATUS", TASK_VIEWER],
+      [
+        "holding MANAGE_ACCESS_TOKENS, with a token scoped to GENERATE_PERSONAL_ACCESS_TOKENS",
+        SCOPED_MANAGER,
+        ["GENERATE_PERSONAL_ACCESS_TOKENS"],
+      ],
+      ["holding every privilege, with a token scoped to GET_ENTITY", ALMIGHTY, ["GET_ENTITY"]],
     ] as const) {
-      callers[kind] = { urn, headers: bearer((await createToken(h, urn)).token) };
+      const renew = async () =>
+        bearer((await createToken(h, urn, systemClientHeaders(ROOT), scopes ? { scopes } : {})).token);
+      callers[kind] = { urn, headers: await renew(), renew };
     }
     callers["root (system client)"] = { urn: ROOT, headers: systemClientHeaders(ROOT) };
     callers["root (system client as DataHub sends it: Basic id:secret, X-DataHub-Actor)"] = {
@@ -244,6 +293,7 @@ describe("authorization matrix", () => {
       const caller = callers[kind]!;
       const expected: Outcome = ALLOWED[kind]!.includes(name) ? "ok" : "FORBIDDEN";
       const result = await outcomeOf(op, caller.urn, caller.headers);
+      if (op.revokesCallersTokens && result.outcome === "ok" && caller.renew) caller.headers = await caller.renew();
       expect(result.outcome).toBe(expected);
       if (expected === "FORBIDDEN") expect(result.message).toContain(`${caller.urn} is unauthorized to`);
     });
