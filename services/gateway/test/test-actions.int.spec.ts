@@ -1,0 +1,303 @@
+/**
+ * Test actions end to end (issue 22, item 2): the gateway over real HTTP and GraphQL, a real BullMQ evaluation worker,
+ * real PostgreSQL. Each action type writes DataHub's aspect once when results are pushed (evaluate with push: true,
+ * batchEvaluate, runTest) and nothing when re-run; the dry view (push: false) lists the actions and writes nothing;
+ * each change leaves an audit row naming the test; and the writes share the results' transaction: a write PostgreSQL
+ * refuses rolls the results back with it.
+ */
+import { startEvaluationWorker, type RunningWorker } from "./support/evaluation-worker";
+import { ROOT, startGateway, systemClientHeaders, type Harness } from "./support/gateway-harness";
+
+const DATASET = (name: string) => `urn:li:dataset:(urn:li:dataPlatform:hive,db.${name},PROD)`;
+const NEW = DATASET("new_orders");
+const BATCHED = DATASET("batched");
+const RUN_1 = DATASET("run_1");
+const RUN_2 = DATASET("run_2");
+const BROKEN = DATASET("broken");
+const ANN = "urn:li:corpuser:ann";
+const STEWARDS = "urn:li:corpGroup:stewards";
+const NEEDS_DOC = "urn:li:tag:needs-doc";
+const UNDOCUMENTED = "urn:li:glossaryTerm:undocumented";
+const QUARANTINE = "urn:li:domain:quarantine";
+const FLAG = "urn:li:test:flag-undocumented";
+const CLEAR = "urn:li:test:clear-documented";
+const ACTION_ASPECTS = ["globalTags", "glossaryTerms", "ownership", "domains", "deprecation"];
+
+const DESCRIBED = { property: "datasetProperties.description", operator: "exists" };
+/** Fails without a description, and then marks the dataset in every way an action can. */
+const FLAG_DEFINITION = `
+on: {types: [dataset]}
+rules: [{property: datasetProperties.description, operator: exists}]
+actions:
+  failing:
+    - {type: ADD_TAGS, values: [${NEEDS_DOC}]}
+    - {type: add_glossary_terms, params: {values: [${UNDOCUMENTED}]}}
+    - {type: ADD_OWNERS, values: [${STEWARDS}], ownerType: DATA_STEWARD}
+    - {type: SET_DOMAIN, values: ${QUARANTINE}}
+    - {type: DEPRECATE, note: no description}
+`;
+/** Passes with a description, and then takes every mark back. */
+const CLEAR_DEFINITION = JSON.stringify({
+  on: { types: ["dataset"] },
+  rules: [DESCRIBED],
+  actions: {
+    passing: [
+      { type: "REMOVE_TAGS", values: [NEEDS_DOC] },
+      { type: "REMOVE_GLOSSARY_TERMS", values: [UNDOCUMENTED] },
+      { type: "REMOVE_OWNERS", values: [STEWARDS] },
+      { type: "UNSET_DOMAIN" },
+      { type: "UNDEPRECATE" },
+    ],
+  },
+});
+
+const CREATE = `mutation($input: CreateTestInput!) { createTest(input: $input) }`;
+const RUN = `mutation($urn: String!, $push: Boolean) { runTest(urn: $urn, push: $push) }`;
+const AUDIT = `query($input: ListAuditEventsInput!) {
+  listAuditEvents(input: $input) { total events { actorUrn action targetUrn details } }
+}`;
+
+interface Action {
+  type: string;
+  params: Record<string, string[]>;
+  wouldChange: boolean;
+}
+interface Evaluation {
+  passing: Array<{ test: string; actions?: Action[] }>;
+  failing: Array<{ test: string; actions?: Action[] }>;
+}
+
+const proposal = (entityUrn: string, aspectName: string, value: unknown) => ({
+  entityType: "dataset",
+  entityUrn,
+  aspectName,
+  changeType: "UPSERT",
+  aspect: { contentType: "application/json", value: JSON.stringify(value) },
+});
+
+describe("test actions", () => {
+  let h: Harness;
+  let worker: RunningWorker;
+  const asRoot = systemClientHeaders(ROOT);
+  let undocumented: (urn: string) => unknown[];
+
+  const gql = async (query: string, variables: Record<string, unknown>) =>
+    (await h.graphql(query, variables, asRoot)).body;
+  const ingest = async (...proposals: unknown[]) => {
+    const res = await h.post("/gms/aspects?action=ingestProposalBatch", { proposals }, asRoot);
+    if (res.status !== 200) throw new Error(JSON.stringify(res.body));
+  };
+  const evaluate = async (urn: string, push: boolean, testUrns = [FLAG, CLEAR]) => {
+    const res = await h.post("/gms/test?action=evaluate", { urn, push, testUrns }, asRoot);
+    if (res.status !== 200) throw new Error(`${res.status} ${JSON.stringify(res.body)}`);
+    return res.body.value as Evaluation;
+  };
+  /** Every stored version of the aspects actions write, per aspect: [version, value] newest last. */
+  const versions = async (urn: string) => {
+    const { rows } = await h.database.pool.query<{ aspect_name: string; version: number; value: unknown }>(
+      `SELECT aspect_name, version, value FROM aspect
+        WHERE urn = $1 AND aspect_name = ANY($2::text[]) ORDER BY aspect_name, version`,
+      [urn, [...ACTION_ASPECTS, "testResults"]],
+    );
+    const byAspect: Record<string, unknown[]> = {};
+    for (const r of rows) (byAspect[r.aspect_name] ??= []).push(r.value);
+    return byAspect;
+  };
+  const latest = async (urn: string) =>
+    Object.fromEntries(Object.entries(await versions(urn)).map(([aspect, values]) => [aspect, values.at(-1)]));
+  const auditOf = async (urn: string) => {
+    const body = await gql(AUDIT, { input: { action: "test.actions", targetUrn: urn, count: 100 } });
+    if (body.errors) throw new Error(JSON.stringify(body.errors));
+    const page = body.data!.listAuditEvents as { events: Array<Record<string, unknown>> };
+    return page.events.map((e) => ({ ...e, details: JSON.parse(e.details as string) as Record<string, unknown> }));
+  };
+
+  beforeAll(async () => {
+    h = await startGateway();
+    worker = await startEvaluationWorker(h);
+    for (const [id, definition] of [
+      ["flag-undocumented", FLAG_DEFINITION],
+      ["clear-documented", CLEAR_DEFINITION],
+    ]) {
+      const body = await gql(CREATE, { input: { id, name: id, category: "Docs", definition: { json: definition } } });
+      if (body.errors) throw new Error(JSON.stringify(body.errors));
+    }
+    undocumented = (urn: string) => [
+      proposal(urn, "datasetProperties", { name: urn }),
+      proposal(urn, "globalTags", { tags: [{ tag: "urn:li:tag:finance" }] }),
+      proposal(urn, "ownership", { owners: [{ owner: ANN, type: "TECHNICAL_OWNER" }] }),
+    ];
+    await ingest(...[NEW, BATCHED, RUN_1, RUN_2].flatMap(undocumented));
+  });
+  afterAll(async () => {
+    await worker?.close();
+    await h?.close();
+  });
+
+  it("lists in the dry view what each result's actions would do, and writes nothing", async () => {
+    const before = await versions(NEW);
+    const evaluation = await evaluate(NEW, false);
+    const flag = evaluation.failing.find((r) => r.test === FLAG);
+    expect(flag).toEqual(
+      expect.objectContaining({
+        actions: [
+          { type: "ADD_TAGS", params: { values: [NEEDS_DOC] }, wouldChange: true },
+          { type: "ADD_GLOSSARY_TERMS", params: { values: [UNDOCUMENTED] }, wouldChange: true },
+          { type: "ADD_OWNERS", params: { values: [STEWARDS], ownerType: ["DATA_STEWARD"] }, wouldChange: true },
+          { type: "SET_DOMAIN", params: { values: [QUARANTINE] }, wouldChange: true },
+          { type: "DEPRECATE", params: { note: ["no description"] }, wouldChange: true },
+        ],
+      }),
+    );
+    // CLEAR fails too, and has no failing actions: its result lists none.
+    expect(evaluation.failing.find((r) => r.test === CLEAR)).not.toHaveProperty("actions");
+    expect(evaluation.passing).toEqual([]);
+    expect(await versions(NEW)).toEqual(before);
+    expect(await auditOf(NEW)).toEqual([]);
+  });
+
+  it("applies each action once on evaluate with push: true, as DataHub's aspects, and changes nothing when re-run", async () => {
+    await evaluate(NEW, true);
+    const after = await latest(NEW);
+    expect(after).toEqual({
+      globalTags: { tags: [{ tag: "urn:li:tag:finance" }, { tag: NEEDS_DOC }] },
+      glossaryTerms: { terms: [{ urn: UNDOCUMENTED }], auditStamp: { time: expect.any(Number), actor: FLAG } },
+      ownership: {
+        owners: [
+          { owner: ANN, type: "TECHNICAL_OWNER" },
+          { owner: STEWARDS, type: "DATA_STEWARD" },
+        ],
+        lastModified: { time: expect.any(Number), actor: FLAG },
+      },
+      domains: { domains: [QUARANTINE] },
+      deprecation: { deprecated: true, note: "no description", actor: FLAG },
+      testResults: expect.objectContaining({ failing: [expect.anything(), expect.objectContaining({ test: FLAG })] }),
+    });
+    // The entity's own GET shows them, as any ingested aspect.
+    const res = await fetch(`${h.baseUrl}/gms/entities/${encodeURIComponent(NEW)}`, { headers: asRoot });
+    const entity = (await res.json()) as { value: { aspects: Record<string, unknown> } };
+    expect(entity.value.aspects.domains).toEqual({ domains: [QUARANTINE] });
+
+    const audit = await auditOf(NEW);
+    expect(audit).toEqual([
+      {
+        actorUrn: ROOT,
+        action: "test.actions",
+        targetUrn: NEW,
+        details: expect.objectContaining({ test: FLAG, outcome: "failing", via: "test-action" }),
+      },
+    ]);
+    expect((audit[0]!.details.actions as Array<{ type: string }>).map((a) => a.type)).toEqual([
+      "ADD_TAGS",
+      "ADD_GLOSSARY_TERMS",
+      "ADD_OWNERS",
+      "SET_DOMAIN",
+      "DEPRECATE",
+    ]);
+
+    // Re-running: no new version of any aspect, no new audit row, and the dry view says nothing would change.
+    const stored = await versions(NEW);
+    await evaluate(NEW, true);
+    expect(await versions(NEW)).toEqual(stored);
+    expect(await auditOf(NEW)).toHaveLength(1);
+    const again = await evaluate(NEW, false);
+    expect(again.failing[0]!.actions!.map((a) => a.wouldChange)).toEqual([false, false, false, false, false]);
+  });
+
+  it("takes each mark back through batchEvaluate once the test passes, keeping what others wrote", async () => {
+    const batch = async () => {
+      const res = await h.post(
+        "/gms/test?action=batchEvaluate",
+        { urns: [BATCHED], push: true, testUrns: [FLAG, CLEAR] },
+        asRoot,
+      );
+      if (res.status !== 200) throw new Error(JSON.stringify(res.body));
+    };
+    await batch();
+    expect((await latest(BATCHED)).domains).toEqual({ domains: [QUARANTINE] });
+    await ingest(proposal(BATCHED, "datasetProperties", { name: "batched", description: "documented now" }));
+    await batch();
+    const after = await latest(BATCHED);
+    expect(after.globalTags).toEqual({ tags: [{ tag: "urn:li:tag:finance" }] });
+    expect(after.glossaryTerms).toEqual({ terms: [], auditStamp: { time: expect.any(Number), actor: CLEAR } });
+    expect(after.ownership).toEqual({
+      owners: [{ owner: ANN, type: "TECHNICAL_OWNER" }],
+      lastModified: { time: expect.any(Number), actor: CLEAR },
+    });
+    expect(after.domains).toEqual({ domains: [] });
+    expect(after.deprecation).toEqual({ deprecated: false, note: "", actor: CLEAR });
+    expect((await auditOf(BATCHED)).map((e) => [e.details.test, e.details.outcome])).toEqual([
+      [CLEAR, "passing"],
+      [FLAG, "failing"],
+    ]);
+    const stored = await versions(BATCHED);
+    await batch();
+    expect(await versions(BATCHED)).toEqual(stored);
+  });
+
+  it("applies them from runTest, to every entity the run pushes", async () => {
+    const body = await gql(RUN, { urn: FLAG, push: true });
+    if (body.errors) throw new Error(JSON.stringify(body.errors));
+    const taskId = body.data!.runTest as string;
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const status = (await h.post("/gms/operations?action=getTaskStatus", { taskId }, asRoot)).body.value as {
+        state: string;
+      };
+      if (status.state === "completed") break;
+      if (status.state === "failed" || Date.now() > deadline) throw new Error(JSON.stringify(status));
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    for (const urn of [RUN_1, RUN_2]) {
+      expect((await latest(urn)).deprecation).toEqual({ deprecated: true, note: "no description", actor: FLAG });
+      expect(await auditOf(urn)).toEqual([
+        expect.objectContaining({ details: expect.objectContaining({ test: FLAG }) }),
+      ]);
+    }
+  });
+
+  it("writes actions in the results' transaction: an action's write PostgreSQL refuses leaves no results either", async () => {
+    // A trigger in this test's own database refuses deprecation writes, as a full disk or a broken constraint would.
+    await h.database.pool.query(`
+      CREATE FUNCTION refuse_deprecation() RETURNS trigger LANGUAGE plpgsql AS
+        $$ BEGIN RAISE EXCEPTION 'deprecation refused for the test'; END $$;
+      CREATE TRIGGER refuse_deprecation BEFORE INSERT ON aspect
+        FOR EACH ROW WHEN (NEW.aspect_name = 'deprecation') EXECUTE FUNCTION refuse_deprecation();`);
+    try {
+      // Ingested only now: the runTest above would otherwise have marked it already.
+      await ingest(...undocumented(BROKEN));
+      const before = await versions(BROKEN);
+      const res = await h.post("/gms/test?action=evaluate", { urn: BROKEN, push: true, testUrns: [FLAG] }, asRoot);
+      expect(res.status).toBe(500);
+      // Neither the testResults nor the tags, terms, owners or domain written before the refused write remain.
+      expect(await versions(BROKEN)).toEqual(before);
+      expect(before.testResults).toBeUndefined();
+      expect(await auditOf(BROKEN)).toEqual([]);
+    } finally {
+      await h.database.pool.query("DROP TRIGGER refuse_deprecation ON aspect; DROP FUNCTION refuse_deprecation();");
+    }
+    await evaluate(BROKEN, true, [FLAG]);
+    expect((await latest(BROKEN)).deprecation).toEqual({ deprecated: true, note: "no description", actor: FLAG });
+    expect(await auditOf(BROKEN)).toHaveLength(1);
+  });
+
+  it("refuses, at createTest, an action whose aspect a selected entity type does not have", async () => {
+    const body = await gql(CREATE, {
+      input: {
+        id: "owners-of-users",
+        name: "owners of users",
+        category: "Docs",
+        definition: {
+          json: JSON.stringify({
+            on: { types: ["corpuser"] },
+            rules: [{ property: "urn", operator: "exists" }],
+            actions: { failing: [{ type: "SET_DOMAIN", values: [QUARANTINE] }] },
+          }),
+        },
+      },
+    });
+    expect(body.errors?.[0]?.message).toBe(
+      "Failed to validate test definition: actions.failing[0].type: SET_DOMAIN writes domains, which entity type corpuser does not have",
+    );
+  });
+});
