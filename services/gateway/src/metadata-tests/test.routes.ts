@@ -10,10 +10,24 @@ export interface TestRoutesDeps {
   engine: PolicyEngine;
 }
 
+/** The actions a result's test takes for its outcome (docs/test-actions.md); absent when it has none. */
+const resultActions = z
+  .array(
+    z.object({
+      type: z.string().describe("an action type, e.g. ADD_TAGS"),
+      params: z.record(z.string(), z.array(z.string())).describe("e.g. {values: [urn:li:tag:pii]}"),
+      wouldChange: z
+        .boolean()
+        .describe("whether pushing changes the entity because of it (planned against what was read)"),
+    }),
+  )
+  .optional()
+  .describe("what pushing this result does (with push: false, what it would do)");
+
 /** What the evaluation worker answers for one entity (@mdp/metadata-tests' EntityEvaluation), as JSON text. */
 const entityResult = z.object({
   urn: z.string(),
-  passing: z.array(z.object({ test: z.string(), type: z.literal("SUCCESS") })),
+  passing: z.array(z.object({ test: z.string(), type: z.literal("SUCCESS"), actions: resultActions })),
   failing: z.array(
     z.object({
       test: z.string(),
@@ -32,6 +46,7 @@ const entityResult = z.object({
           }),
         )
         .describe("why it failed, rule by rule"),
+      actions: resultActions,
     }),
   ),
   notApplicable: z.array(z.string()).describe("tests named or ACTIVE whose on clause does not select the entity"),
@@ -49,7 +64,8 @@ export function addTestRoutes(router: Router, deps: TestRoutesDeps): void {
       summary: "Evaluate metadata tests against one entity",
       description:
         "Runs every ACTIVE test whose `on` clause selects the entity (or the tests named in `testUrns`) and answers " +
-        "the entity's results; with `push: true` they are also stored as its `testResults` aspect.",
+        "the entity's results; with `push: true` they are also stored as its `testResults` aspect and the results' " +
+        "test actions run in the same transaction (each result lists its `actions`).",
       requires: viewTests,
       privilegeNote: pushNote,
       request: evaluateRequest,
