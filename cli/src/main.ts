@@ -8,6 +8,7 @@ import path from "node:path";
 import { Command, CommanderError } from "commander";
 import { registerLogin } from "./commands/login";
 import { registerOperations } from "./commands/operations";
+import { registerRetention } from "./commands/retention";
 import { registerTests } from "./commands/tests";
 import { registerTokens } from "./commands/tokens";
 import { CliError, EXIT, EXIT_CODES_HELP } from "./exit-codes";
@@ -20,7 +21,9 @@ function version(): string {
 
 export function buildProgram(): Command {
   const program = new Command("mdp")
-    .description("Administer a metadata platform service: access tokens, time-series truncation, metadata tests.")
+    .description(
+      "Administer a metadata platform service: access tokens, time-series truncation and retention, metadata tests.",
+    )
     .version(version(), "-V, --version")
     .option("--json", "print the answer as JSON on stdout, for scripts (errors: one JSON line on stderr)")
     .configureHelp({ showGlobalOptions: true, sortSubcommands: false })
@@ -37,6 +40,7 @@ ${EXIT_CODES_HELP}`,
   registerTokens(program);
   registerOperations(program);
   registerTests(program);
+  registerRetention(program);
   // every command, however deep, says what it does on --help and shows the global options
   const configure = (command: Command) => {
     command.configureHelp({ showGlobalOptions: true });

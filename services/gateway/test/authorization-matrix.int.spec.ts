@@ -22,6 +22,7 @@ const TASK_VIEWER = "urn:li:corpuser:task-viewer"; // GET_TASK_STATUS
 const SCOPED_MANAGER = "urn:li:corpuser:scoped-manager"; // MANAGE_ACCESS_TOKENS, calling with a token scoped narrower
 const ALMIGHTY = "urn:li:corpuser:almighty"; // every privilege, calling with a read-only token
 const BULK_TARGET = "urn:li:corpuser:bulk-target"; // has tokens for revokeAccessTokens of another user
+const OPERATOR = "urn:li:corpuser:operator"; // MANAGE_SYSTEM_OPERATIONS, granted in DataHub's spelling
 
 type Outcome = "ok" | "UNAUTHENTICATED" | "FORBIDDEN";
 interface Operation {
@@ -38,6 +39,10 @@ interface Fixtures {
   strangerToken: string;
   /** a token owned by the manager, acting for the caller */
   tokenActingForCaller: (caller: string) => Promise<{ id: string; token: string }>;
+  /** a retention policy every allowed caller updates and dry-runs */
+  retentionPolicy: string;
+  /** a fresh retention policy for each caller to delete */
+  retentionPolicyToDelete: () => string;
 }
 
 const createFor = (actorUrn: string) => ({
@@ -124,8 +129,51 @@ const OPERATIONS: Operation[] = [
       variables: { c },
     }),
   },
+  {
+    name: "createRetentionPolicy",
+    request: () => ({
+      query: `mutation { createRetentionPolicy(input: {entityType: "dataset", aspect: "datasetProfile", retainDays: 30, cron: "0 3 * * *"}) { urn } }`,
+    }),
+  },
+  { name: "listRetentionPolicies", request: () => ({ query: `{ listRetentionPolicies(input: {}) { total } }` }) },
+  {
+    name: "retentionPolicy",
+    request: (_c, f) => ({
+      query: `query($u: String!) { retentionPolicy(urn: $u) { urn } }`,
+      variables: { u: f.retentionPolicy },
+    }),
+  },
+  {
+    name: "updateRetentionPolicy",
+    request: (_c, f) => ({
+      query: `mutation($u: String!) { updateRetentionPolicy(urn: $u, input: {retainDays: 31}) { urn } }`,
+      variables: { u: f.retentionPolicy },
+    }),
+  },
+  {
+    name: "runRetentionPolicy (dry run)",
+    request: (_c, f) => ({
+      query: `mutation($u: String!) { runRetentionPolicy(urn: $u) }`,
+      variables: { u: f.retentionPolicy },
+    }),
+  },
+  {
+    name: "deleteRetentionPolicy",
+    request: (_c, f) => ({
+      query: `mutation($u: String!) { deleteRetentionPolicy(urn: $u) }`,
+      variables: { u: f.retentionPolicyToDelete() },
+    }),
+  },
 ];
 const TASK_READS = ["listTasks", "listTasks filtered by state and creator"];
+const RETENTION = [
+  "createRetentionPolicy",
+  "listRetentionPolicies",
+  "retentionPolicy",
+  "updateRetentionPolicy",
+  "runRetentionPolicy (dry run)",
+  "deleteRetentionPolicy",
+];
 const AUDIT_READS = ["listAuditEvents", "listAuditEvents filtered by action and time"];
 
 // Per authenticated caller kind, the operations it may perform; every other one is FORBIDDEN.
@@ -153,9 +201,16 @@ const ALLOWED: Record<string, string[]> = {
   "holding every privilege, with a token scoped to GET_ENTITY": ["me"],
   "holding MANAGE_ACCESS_TOKENS": OPERATIONS.map((o) => o.name).filter(
     (n) =>
-      ![...["createPolicy", "listPolicies", "createGroup", "listGroups"], ...AUDIT_READS, ...TASK_READS].includes(n),
+      ![
+        ...["createPolicy", "listPolicies", "createGroup", "listGroups"],
+        ...AUDIT_READS,
+        ...TASK_READS,
+        ...RETENTION,
+      ].includes(n),
   ),
   "holding GET_TASK_STATUS": ["me", ...TASK_READS],
+  // MANAGE_SYSTEM_OPERATIONS implies GET_TASK_STATUS
+  "holding MANAGE_SYSTEM_OPERATIONS": ["me", ...TASK_READS, ...RETENTION],
   "root (system client)": OPERATIONS.map((o) => o.name),
   "root (system client as DataHub sends it: Basic id:secret, X-DataHub-Actor)": OPERATIONS.map((o) => o.name),
 };
@@ -178,17 +233,32 @@ describe("authorization matrix", () => {
     await grant(h, SCOPED_MANAGER, ["MANAGE_ACCESS_TOKENS"]);
     for (const privilege of PRIVILEGES) await grant(h, ALMIGHTY, [privilege]);
     await createToken(h, BULK_TARGET);
+    await grant(h, OPERATOR, ["MANAGE_SYSTEM_OPERATIONS_PRIVILEGE"]); // DataHub's spelling
     const [toRevoke, toRead] = [await createToken(h, STRANGER), await createToken(h, STRANGER)];
+    const createPolicy = async () => {
+      const res = await h.graphql(
+        `mutation { createRetentionPolicy(input: {entityType: "dataset", aspect: "operation", retainDays: 9, cron: "0 0 1 1 *"}) { urn } }`,
+        {},
+        systemClientHeaders(ROOT),
+      );
+      return (res.body.data as { createRetentionPolicy: { urn: string } }).createRetentionPolicy.urn;
+    };
+    // One for each call of the matrix (every caller kind, refused ones too): each allowed caller deletes its own.
+    const toDelete: string[] = [];
+    for (let i = 0; i < 20; i++) toDelete.push(await createPolicy());
     fixtures = {
       strangerTokenId: toRevoke.id,
       strangerToken: toRead.token,
       tokenActingForCaller: (caller) => createToken(h, caller, callers["holding MANAGE_ACCESS_TOKENS"]!.headers),
+      retentionPolicy: await createPolicy(),
+      retentionPolicyToDelete: () => toDelete.pop()!,
     };
     for (const [kind, urn, scopes] of [
       ["holding no privilege", NOBODY],
       ["holding GENERATE_PERSONAL_ACCESS_TOKENS", GENERATOR],
       ["holding MANAGE_ACCESS_TOKENS", MANAGER],
       ["holding GET_TASK_STATUS", TASK_VIEWER],
+      ["holding MANAGE_SYSTEM_OPERATIONS", OPERATOR],
       [
         "holding MANAGE_ACCESS_TOKENS, with a token scoped to GENERATE_PERSONAL_ACCESS_TOKENS",
         SCOPED_MANAGER,

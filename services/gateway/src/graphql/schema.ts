@@ -2,6 +2,7 @@ import { refuseUnstorable } from "@mdp/core";
 import type { GraphQLContext } from "./context";
 import { Long } from "./modules/scalars";
 import { policyResolvers, policyTypeDefs } from "./modules/policies.graphql";
+import { retentionResolvers, retentionTypeDefs } from "./modules/retention.graphql";
 import { taskResolvers, taskTypeDefs } from "./modules/tasks.graphql";
 import { testResolvers, testTypeDefs } from "./modules/tests.graphql";
 import { tokenResolvers, tokenTypeDefs } from "./modules/tokens.graphql";
@@ -35,7 +36,7 @@ const rootResolvers = {
   },
 };
 
-export const typeDefs = [rootTypeDefs, tokenTypeDefs, policyTypeDefs, testTypeDefs, taskTypeDefs];
+export const typeDefs = [rootTypeDefs, tokenTypeDefs, policyTypeDefs, testTypeDefs, taskTypeDefs, retentionTypeDefs];
 type Resolver = (parent: unknown, args: Record<string, unknown>, ...rest: unknown[]) => unknown;
 
 /** Every query and mutation refuses arguments holding what cannot be stored, naming the argument (see refuseUnstorable). */
@@ -63,4 +64,5 @@ export const resolvers = [
   refusingUnstorable(policyResolvers),
   refusingUnstorable(testResolvers),
   refusingUnstorable(taskResolvers),
+  refusingUnstorable(retentionResolvers),
 ];

@@ -1,0 +1,170 @@
+import type { Command } from "commander";
+import { usageError } from "../exit-codes";
+import { apiClient, globalsOf, wholeNumber } from "../options";
+import { formatTime, printJson, printLine, printRecord, printTable } from "../output";
+import { watchTask } from "../watch";
+import { pageLine } from "./tokens";
+
+/** The gateway's bounds (docs/limits.md), checked here too so a typo is a usage error before any request. */
+const MAX_RETAIN_DAYS = 3650;
+
+interface Policy {
+  urn: string;
+  entityType: string;
+  aspect: string;
+  retainDays: number;
+  cron: string;
+  nextRunTime: number | null;
+  lastTaskId: string | null;
+  lastTaskState: string | null;
+  createdBy: string;
+  createdAt: number;
+  updatedAt: number;
+}
+
+const FIELDS =
+  "urn entityType aspect retainDays cron nextRunTime lastTaskId lastTaskState createdBy createdAt updatedAt";
+
+function printPolicy(policy: Policy, json: boolean | undefined): void {
+  if (json) return printJson(policy);
+  printRecord([
+    ["policy", policy.urn],
+    ["aspect", `${policy.entityType}/${policy.aspect}`],
+    ["keeps", `${policy.retainDays} day(s)`],
+    ["cron (UTC)", policy.cron],
+    ["next run", policy.nextRunTime === null ? "not scheduled yet" : formatTime(policy.nextRunTime)],
+    ["last task", policy.lastTaskId ? `${policy.lastTaskId} (${policy.lastTaskState ?? "gone"})` : "-"],
+    ["created by", policy.createdBy],
+  ]);
+}
+
+const CRON_HELP = `cron pattern in UTC: 5 fields (minute hour day-of-month month day-of-week) or 6 (seconds first); quote it`;
+
+export function registerRetention(program: Command): void {
+  const retention = program
+    .command("retention")
+    .description("retention policies: keep a time-series aspect to its last N days, on a cron schedule")
+    .addHelpText(
+      "after",
+      `
+Each scheduled run is an ordinary truncation task (mdp tasks list) deleting the rows older than now - N days.
+Needs MANAGE_SYSTEM_OPERATIONS.
+
+Examples:
+  mdp retention create dataset datasetProfile --retain-days 90 --cron '0 3 * * *'
+  mdp retention run urn:li:retentionPolicy:<id>             # the dry-run report
+  mdp retention run urn:li:retentionPolicy:<id> --execute   # run it now and watch the task`,
+    );
+
+  retention
+    .command("create")
+    .description("create a retention policy; its schedule starts at once")
+    .argument("<entityType>", "e.g. dataset (see mdp index-sizes)")
+    .argument("<aspect>", "a time-series aspect, e.g. datasetProfile")
+    .requiredOption("--retain-days <n>", `days of rows to keep (1-${MAX_RETAIN_DAYS})`, wholeNumber(1, MAX_RETAIN_DAYS))
+    .requiredOption("--cron <pattern>", CRON_HELP)
+    .action(
+      async (entityType: string, aspect: string, options: { retainDays: number; cron: string }, command: Command) => {
+        const { createRetentionPolicy: policy } = await apiClient().graphql<{ createRetentionPolicy: Policy }>(
+          `mutation($input: CreateRetentionPolicyInput!) { createRetentionPolicy(input: $input) { ${FIELDS} } }`,
+          { input: { entityType, aspect, retainDays: options.retainDays, cron: options.cron } },
+        );
+        printPolicy(policy, globalsOf(command).json);
+      },
+    );
+
+  retention
+    .command("list")
+    .description("retention policies, newest first, with their next run and last task")
+    .option("--start <n>", "skip this many", wholeNumber(0, 1_000_000_000), 0)
+    .option("--count <n>", "list at most this many", wholeNumber(1, 1000), 20)
+    .action(async (options: { start: number; count: number }, command: Command) => {
+      const { listRetentionPolicies: page } = await apiClient().graphql<{
+        listRetentionPolicies: { start: number; count: number; total: number; retentionPolicies: Policy[] };
+      }>(
+        `query($input: ListRetentionPoliciesInput!) { listRetentionPolicies(input: $input) { start count total retentionPolicies { ${FIELDS} } } }`,
+        { input: { start: options.start, count: options.count } },
+      );
+      if (globalsOf(command).json) return printJson(page);
+      printTable(
+        ["policy", "aspect", "keeps", "cron (UTC)", "next run", "last task"],
+        page.retentionPolicies.map((p) => [
+          p.urn,
+          `${p.entityType}/${p.aspect}`,
+          `${p.retainDays}d`,
+          p.cron,
+          formatTime(p.nextRunTime),
+          p.lastTaskId ? `${p.lastTaskId} (${p.lastTaskState ?? "gone"})` : "-",
+        ]),
+      );
+      printLine(pageLine(page.start, page.retentionPolicies.length, page.total, "retention policies"));
+    });
+
+  retention
+    .command("update")
+    .description("change a retention policy (its schedule follows)")
+    .argument("<urn>", "urn:li:retentionPolicy:<id>")
+    .option("--entity-type <type>", "another entity type")
+    .option("--aspect <aspect>", "another time-series aspect")
+    .option("--retain-days <n>", `days of rows to keep (1-${MAX_RETAIN_DAYS})`, wholeNumber(1, MAX_RETAIN_DAYS))
+    .option("--cron <pattern>", CRON_HELP)
+    .action(
+      async (
+        urn: string,
+        options: { entityType?: string; aspect?: string; retainDays?: number; cron?: string },
+        command: Command,
+      ) => {
+        const input = Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined));
+        if (Object.keys(input).length === 0) {
+          throw usageError("give at least one of --entity-type, --aspect, --retain-days, --cron");
+        }
+        const { updateRetentionPolicy: policy } = await apiClient().graphql<{ updateRetentionPolicy: Policy }>(
+          `mutation($urn: String!, $input: UpdateRetentionPolicyInput!) { updateRetentionPolicy(urn: $urn, input: $input) { ${FIELDS} } }`,
+          { urn, input },
+        );
+        printPolicy(policy, globalsOf(command).json);
+      },
+    );
+
+  retention
+    .command("delete")
+    .description("delete a retention policy and its schedule (a task of it that is running finishes)")
+    .argument("<urn>", "urn:li:retentionPolicy:<id>")
+    .action(async (urn: string, _options: unknown, command: Command) => {
+      await apiClient().graphql<{ deleteRetentionPolicy: boolean }>(
+        "mutation($urn: String!) { deleteRetentionPolicy(urn: $urn) }",
+        { urn },
+      );
+      if (globalsOf(command).json) printJson({ urn, deleted: true });
+      else printLine(`deleted retention policy ${urn}`);
+    });
+
+  retention
+    .command("run")
+    .description("what the policy would delete now (dry run), or run it now with --execute")
+    .argument("<urn>", "urn:li:retentionPolicy:<id>")
+    .option("--execute", "really delete: start the policy's truncation task and watch it (default: a dry run)")
+    .option("--no-watch", "with --execute: print the task id and return at once")
+    .action(async (urn: string, options: { execute?: boolean; watch: boolean }, command: Command) => {
+      const { json } = globalsOf(command);
+      const client = apiClient();
+      const { runRetentionPolicy: value } = await client.graphql<{ runRetentionPolicy: string }>(
+        "mutation($urn: String!, $dryRun: Boolean) { runRetentionPolicy(urn: $urn, dryRun: $dryRun) }",
+        { urn, dryRun: !options.execute },
+      );
+      if (!options.execute) {
+        if (json) return printJson({ urn, dryRun: true, report: value });
+        printLine(`dry run of ${urn}:`);
+        printLine(value);
+        printLine("Run again with --execute to delete them.");
+        return;
+      }
+      if (!options.watch) {
+        if (json) printJson({ taskId: value });
+        else printLine(`started task ${value} (mdp tasks watch ${value})`);
+        return;
+      }
+      (json ? process.stderr : process.stdout).write(`started task ${value} of ${urn}\n`);
+      process.exitCode = await watchTask(client, value, { json });
+    });
+}
