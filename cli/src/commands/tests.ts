@@ -35,11 +35,20 @@ interface TestInput {
   category?: string;
   description?: string;
   state?: string;
+  schedule?: { cron: string };
   definition: { json: string };
 }
 
+interface Transition {
+  type: "SUCCESS" | "FAILURE";
+  previousType: "SUCCESS" | "FAILURE" | null;
+  at: number;
+}
+
 export function registerTests(program: Command): void {
-  const tests = program.command("tests").description("metadata tests: create from a file, list, evaluate an entity");
+  const tests = program
+    .command("tests")
+    .description("metadata tests: create from a file, list, evaluate an entity, a result's history");
 
   tests
     .command("create")
@@ -50,6 +59,7 @@ export function registerTests(program: Command): void {
     .option("--category <category>", "overrides the file's category")
     .option("--description <text>", "overrides the file's description")
     .option("--state <state>", "ACTIVE (default) or INACTIVE", oneOf(STATES))
+    .option("--schedule <cron>", "run the test by itself on this cron (UTC), e.g. '0 3 * * *' (overrides the file's)")
     .addHelpText(
       "after",
       `
@@ -62,17 +72,24 @@ The file holds either a whole test:
     rules:
       - {property: datasetProperties.description, operator: exists}
 
-or a bare definition (on, rules, actions), with --name and --category given as options.`,
+or a bare definition (on, rules, actions), with --name and --category given as options. A whole test may carry
+schedule: {cron: '0 3 * * *'}: it then runs by itself (runTest with push) and its results' history grows.`,
     )
-    .action(async (file: string, options: Omit<TestInput, "definition">, command: Command) => {
-      const input = readTestFile(file, options);
-      const { createTest: urn } = await apiClient().graphql<{ createTest: string }>(
-        "mutation($input: CreateTestInput!) { createTest(input: $input) }",
-        { input },
-      );
-      if (globalsOf(command).json) printJson({ urn });
-      else printLine(`created test ${urn}`);
-    });
+    .action(
+      async (
+        file: string,
+        options: Omit<TestInput, "definition" | "schedule"> & { schedule?: string },
+        command: Command,
+      ) => {
+        const input = readTestFile(file, options);
+        const { createTest: urn } = await apiClient().graphql<{ createTest: string }>(
+          "mutation($input: CreateTestInput!) { createTest(input: $input) }",
+          { input },
+        );
+        if (globalsOf(command).json) printJson({ urn });
+        else printLine(`created test ${urn}`);
+      },
+    );
 
   tests
     .command("list")
@@ -128,9 +145,37 @@ or a bare definition (on, rules, actions), with --name and --category given as o
         if (options.exitCode && result.failing.length > 0) process.exitCode = EXIT.TEST_FAILED;
       },
     );
+
+  tests
+    .command("history")
+    .description("since when an entity passes or fails a test: each change of its pushed result, newest first")
+    .argument("<entityUrn>", "e.g. 'urn:li:dataset:(urn:li:dataPlatform:hive,db.orders,PROD)'")
+    .argument("<testUrn>", "e.g. urn:li:test:owned")
+    .option("--start <n>", "skip this many", wholeNumber(0, 1_000_000_000), 0)
+    .option("--count <n>", "show at most this many", wholeNumber(1, 100), 20)
+    .action(async (entityUrn: string, testUrn: string, options: { start: number; count: number }, command: Command) => {
+      const { testResultHistory: page } = await apiClient().graphql<{
+        testResultHistory: { start: number; count: number; total: number; transitions: Transition[] };
+      }>(
+        "query($urn: String!, $testUrn: String!, $start: Int, $count: Int) { testResultHistory(urn: $urn, testUrn: $testUrn, start: $start, count: $count) { start count total transitions { type previousType at } } }",
+        { urn: entityUrn, testUrn, start: options.start, count: options.count },
+      );
+      if (globalsOf(command).json) return printJson(page);
+      const word = (type: Transition["type"] | null) => (type === null ? "" : type === "SUCCESS" ? "PASS" : "FAIL");
+      const newest = page.start === 0 ? page.transitions[0] : undefined;
+      if (newest) printLine(`${word(newest.type) === "PASS" ? "passing" : "failing"} since ${formatTime(newest.at)}`);
+      printTable(
+        ["since", "result", "before"],
+        page.transitions.map((t) => [formatTime(t.at), word(t.type), word(t.previousType) || "(first result)"]),
+      );
+      printLine(pageLine(page.start, page.transitions.length, page.total, "changes"));
+    });
 }
 
-function readTestFile(file: string, options: Omit<TestInput, "definition">): TestInput {
+function readTestFile(
+  file: string,
+  options: Omit<TestInput, "definition" | "schedule"> & { schedule?: string },
+): TestInput {
   let text: string;
   try {
     if (statSync(file).size > MAX_FILE_BYTES) throw usageError(`${file} is larger than the 1 MiB a request may carry`);
@@ -165,6 +210,9 @@ function readTestFile(file: string, options: Omit<TestInput, "definition">): Tes
     state: options.state ?? fromFile("state")?.toUpperCase(),
     definition: { json: definition },
   };
+  const fileCron = (fields.schedule as { cron?: unknown } | undefined)?.cron;
+  const cron = options.schedule ?? (typeof fileCron === "string" ? fileCron : undefined);
+  if (cron !== undefined) input.schedule = { cron };
   for (const key of ["name", "category"] as const) {
     if (!input[key]) throw usageError(`the test needs a ${key}: put it in ${file} or give --${key}`);
   }
