@@ -1,5 +1,5 @@
 /**
- * Every token, policy and group operation against every kind of caller, over real HTTP with real tokens.
+ * Every token, policy, group, retention and scheduled-test operation against every kind of caller, over real HTTP with real tokens.
  * Expected outcomes are "ok" or the GraphQL error code the caller gets.
  */
 import {
@@ -23,6 +23,14 @@ const SCOPED_MANAGER = "urn:li:corpuser:scoped-manager"; // MANAGE_ACCESS_TOKENS
 const ALMIGHTY = "urn:li:corpuser:almighty"; // every privilege, calling with a read-only token
 const BULK_TARGET = "urn:li:corpuser:bulk-target"; // has tokens for revokeAccessTokens of another user
 const OPERATOR = "urn:li:corpuser:operator"; // MANAGE_SYSTEM_OPERATIONS, granted in DataHub's spelling
+const TEST_VIEWER = "urn:li:corpuser:test-viewer"; // VIEW_TESTS
+const TEST_MANAGER = "urn:li:corpuser:test-manager"; // MANAGE_TESTS (implies VIEW_TESTS)
+const HISTORY_ENTITY = "urn:li:dataset:(urn:li:dataPlatform:hive,db.matrix,PROD)";
+const SCHEDULED_TEST = "urn:li:test:matrix-scheduled";
+const MATRIX_DEFINITION = JSON.stringify({
+  on: { types: ["dataset"] },
+  rules: { property: "datasetProperties.description", operator: "exists" },
+});
 
 type Outcome = "ok" | "UNAUTHENTICATED" | "FORBIDDEN";
 interface Operation {
@@ -164,8 +172,36 @@ const OPERATIONS: Operation[] = [
       variables: { u: f.retentionPolicyToDelete() },
     }),
   },
+  {
+    name: "testResultHistory",
+    request: () => ({
+      query: `query($u: String!, $t: String!) { testResultHistory(urn: $u, testUrn: $t) { total } }`,
+      variables: { u: HISTORY_ENTITY, t: SCHEDULED_TEST },
+    }),
+  },
+  {
+    name: "createTest with a schedule",
+    request: () => ({
+      query: `mutation($i: CreateTestInput!) { createTest(input: $i) }`,
+      variables: {
+        i: { name: "s", category: "c", definition: { json: MATRIX_DEFINITION }, schedule: { cron: "0 3 * * *" } },
+      },
+    }),
+  },
+  {
+    name: "updateTest's schedule",
+    request: () => ({
+      query: `mutation($u: String!, $i: UpdateTestInput!) { updateTest(urn: $u, input: $i) }`,
+      variables: {
+        u: SCHEDULED_TEST,
+        i: { name: "s", category: "c", definition: { json: MATRIX_DEFINITION }, schedule: { cron: "0 4 * * *" } },
+      },
+    }),
+  },
 ];
 const TASK_READS = ["listTasks", "listTasks filtered by state and creator"];
+const TEST_HISTORY_READS = ["testResultHistory"];
+const TEST_SCHEDULE_WRITES = ["createTest with a schedule", "updateTest's schedule"];
 const RETENTION = [
   "createRetentionPolicy",
   "listRetentionPolicies",
@@ -206,9 +242,13 @@ const ALLOWED: Record<string, string[]> = {
         ...AUDIT_READS,
         ...TASK_READS,
         ...RETENTION,
+        ...TEST_HISTORY_READS,
+        ...TEST_SCHEDULE_WRITES,
       ].includes(n),
   ),
   "holding GET_TASK_STATUS": ["me", ...TASK_READS],
+  "holding VIEW_TESTS": ["me", ...TEST_HISTORY_READS],
+  "holding MANAGE_TESTS": ["me", ...TEST_HISTORY_READS, ...TEST_SCHEDULE_WRITES],
   // MANAGE_SYSTEM_OPERATIONS implies GET_TASK_STATUS
   "holding MANAGE_SYSTEM_OPERATIONS": ["me", ...TASK_READS, ...RETENTION],
   "root (system client)": OPERATIONS.map((o) => o.name),
@@ -234,6 +274,27 @@ describe("authorization matrix", () => {
     for (const privilege of PRIVILEGES) await grant(h, ALMIGHTY, [privilege]);
     await createToken(h, BULK_TARGET);
     await grant(h, OPERATOR, ["MANAGE_SYSTEM_OPERATIONS_PRIVILEGE"]); // DataHub's spelling
+    await grant(h, TEST_VIEWER, ["VIEW_TESTS"]);
+    await grant(h, TEST_MANAGER, ["MANAGE_TESTS"]);
+    // testResultHistory answers for an entity that exists; updateTest's schedule changes a test that exists.
+    const ingested = await h.post("/gms/aspects?action=ingestProposalBatch", {
+      proposals: [
+        {
+          entityType: "dataset",
+          entityUrn: HISTORY_ENTITY,
+          aspectName: "datasetProperties",
+          changeType: "UPSERT",
+          aspect: { contentType: "application/json", value: JSON.stringify({ description: "matrix" }) },
+        },
+      ],
+    });
+    expect(ingested.status).toBe(200);
+    const created = await h.graphql(
+      `mutation($i: CreateTestInput!) { createTest(input: $i) }`,
+      { i: { id: "matrix-scheduled", name: "s", category: "c", definition: { json: MATRIX_DEFINITION } } },
+      systemClientHeaders(ROOT),
+    );
+    expect(created.body.errors).toBeUndefined();
     const [toRevoke, toRead] = [await createToken(h, STRANGER), await createToken(h, STRANGER)];
     const createPolicy = async () => {
       const res = await h.graphql(
@@ -259,6 +320,8 @@ describe("authorization matrix", () => {
       ["holding MANAGE_ACCESS_TOKENS", MANAGER],
       ["holding GET_TASK_STATUS", TASK_VIEWER],
       ["holding MANAGE_SYSTEM_OPERATIONS", OPERATOR],
+      ["holding VIEW_TESTS", TEST_VIEWER],
+      ["holding MANAGE_TESTS", TEST_MANAGER],
       [
         "holding MANAGE_ACCESS_TOKENS, with a token scoped to GENERATE_PERSONAL_ACCESS_TOKENS",
         SCOPED_MANAGER,
