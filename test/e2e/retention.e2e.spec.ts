@@ -128,7 +128,8 @@ describe("retention policies (two gateways, two truncation workers)", () => {
     db = await createTestDatabase("e2e_retention");
     database = createDatabase(db.url);
     const prefix = queuePrefix("e2e-retention");
-    env = { DATABASE_URL: db.url, REDIS_URL, QUEUE_PREFIX: prefix };
+    // A per-second cron below: the scheduler's own tests lower the shortest interval between firings.
+    env = { DATABASE_URL: db.url, REDIS_URL, QUEUE_PREFIX: prefix, SCHEDULE_MIN_INTERVAL_SECONDS: "1" };
     for (let i = 0; i < 2; i++) {
       const port = await freePort();
       urls.push(`http://127.0.0.1:${port}`);

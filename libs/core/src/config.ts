@@ -127,10 +127,10 @@ const schema = z.object({
   /** how far after now a time-series row's timestampMillis may lie (writers' clock skew); at most 366 days */
   TIMESERIES_MAX_FUTURE_MS: int(0, 31_622_400_000).default(86_400_000),
   /**
-   * the shortest time between two firings of a test's schedule (schedule.cron), checked when the test is written;
-   * tests of the scheduler itself lower it to 1 (BullMQ's cron takes a seconds field)
+   * the shortest time between two firings of any schedule (a test's schedule.cron, a retention policy's cron), checked
+   * when it is written; tests of the schedulers themselves lower it to 1 (BullMQ's cron takes a seconds field)
    */
-  TEST_SCHEDULE_MIN_INTERVAL_SECONDS: int(1, 86_400).default(60),
+  SCHEDULE_MIN_INTERVAL_SECONDS: int(1, 86_400).default(60),
   /** test result transitions older than this are pruned by the evaluation workers, except each pair's latest */
   TEST_HISTORY_RETENTION_DAYS: int(1, 36_600).default(365),
   /** transitions kept per (entity, test) pair: older ones go when a push records a new one */

@@ -1,8 +1,5 @@
-import { CronSchedules, nextCronFiring, SCHEDULE_TIMEZONE, type CronScheduled } from "./cron-schedules";
+import { CronSchedules, type CronScheduled } from "./cron-schedules";
 import { retentionJobOptions } from "./job-options";
-
-/** Every retention cron is evaluated in UTC, whatever the TZ of the process that upserts or fires it. */
-export const RETENTION_TIMEZONE = SCHEDULE_TIMEZONE;
 
 const SCHEDULER_PREFIX = "retention-policy-";
 
@@ -10,12 +7,6 @@ const SCHEDULER_PREFIX = "retention-policy-";
 export function retentionSchedulerId(policyId: string): string {
   return `${SCHEDULER_PREFIX}${policyId}`;
 }
-
-/**
- * When `cron` fires next after `fromMillis`, as BullMQ computes it (its cron-parser, in UTC): undefined when it never
- * fires again. Throws cron-parser's error for a pattern it cannot parse.
- */
-export const nextCronRun = nextCronFiring;
 
 /** What a schedule needs of its policy. */
 export type ScheduledPolicy = CronScheduled;

@@ -83,7 +83,7 @@ export async function composeServices(config: Config, connections: Connections, 
     truncation,
     new RetentionSchedules(retentionProducer.queue),
     logger,
-    config.URN_NAMESPACE,
+    config,
   );
   // The scheduled tests' queue: the gateway upserts and removes a test's job scheduler with the test, the evaluation
   // workers consume what they fire.

@@ -101,7 +101,7 @@ describe("scheduled tests and result history", () => {
 
   beforeAll(async () => {
     // Two seconds at least between firings here (a per-second cron is refused), one second being the test's own cron.
-    h = await startGateway({ TEST_SCHEDULE_MIN_INTERVAL_SECONDS: "2" });
+    h = await startGateway({ SCHEDULE_MIN_INTERVAL_SECONDS: "2" });
     worker = await startEvaluationWorker(h);
     await grant(h, VIEWER, ["VIEW_TESTS"]);
     await grant(h, MANAGER, ["MANAGE_TESTS", "VIEW_TESTS"]);
@@ -148,6 +148,17 @@ describe("scheduled tests and result history", () => {
       expect(body.errors?.[0]?.message).toMatch(text);
     }
     expect(await h.prisma.metadataTest.findUnique({ where: { urn: "urn:li:test:bad-cron" } })).toBeNull();
+  });
+
+  it("holds a retention policy's cron to the same shortest interval as a test's schedule", async () => {
+    const body = await gql(`mutation ($i: CreateRetentionPolicyInput!) { createRetentionPolicy(input: $i) { urn } }`, {
+      i: { entityType: "dataset", aspect: "datasetProfile", retainDays: 30, cron: "* * * * * *" },
+    });
+    expect(body.errors?.[0]?.extensions?.code).toBe("BAD_USER_INPUT");
+    expect(body.errors?.[0]?.message).toMatch(
+      /input\.cron: '\* \* \* \* \* \*' fires 1 s apart .*at most once every 2 s/,
+    );
+    expect(await h.prisma.retentionPolicy.count()).toBe(0);
   });
 
   it("runs a scheduled test by itself as a runTest task of its creator, and records transitions only on change", async () => {

@@ -85,7 +85,7 @@ export class MetadataTestService {
     private readonly prisma: PrismaClient,
     private readonly engine: PolicyEngine,
     private readonly registry: EntityRegistry,
-    private readonly config: Pick<Config, "URN_NAMESPACE" | "TEST_SCHEDULE_MIN_INTERVAL_SECONDS">,
+    private readonly config: Pick<Config, "URN_NAMESPACE" | "SCHEDULE_MIN_INTERVAL_SECONDS">,
     /** the tests' BullMQ job schedulers: kept in step with each write; the evaluation workers reconcile them too */
     private readonly schedules?: TestSchedules,
     private readonly logger?: Logger,
@@ -318,7 +318,7 @@ export class MetadataTestService {
     const cron = schedule.cron.trim();
     const field = "input.schedule.cron";
     requireLength(field, cron, { min: 1, max: MAX_CRON_LENGTH });
-    const problem = cronPatternProblem(cron, this.config.TEST_SCHEDULE_MIN_INTERVAL_SECONDS);
+    const problem = cronPatternProblem(cron, this.config.SCHEDULE_MIN_INTERVAL_SECONDS);
     if (problem) throw badInput(`${field}: ${problem}`);
     // A scheduled run pushes its results: refused up front for types that cannot store them, as runTest refuses.
     const unstorable = unstorableTypes(this.registry, onTypes);

@@ -7,11 +7,12 @@ import {
   makeUrn,
   notFound,
   parseUrnField,
+  type Config,
   type EntityRegistry,
   type Logger,
 } from "@mdp/core";
 import { retentionRunRequest, type Database, type Prisma, type RetentionPolicy } from "@mdp/db";
-import { nextCronRun, type RetentionSchedules } from "@mdp/queues";
+import { cronPatternProblem, type RetentionSchedules } from "@mdp/queues";
 import { presentState, TaskLifecycle } from "@mdp/tasks";
 import { recordAudit } from "../audit/audit.service";
 import type { Actor } from "../auth/actor";
@@ -39,48 +40,38 @@ const retainDays = z
   .int({ error: `must be a whole number of days from 1 to ${MAX_RETAIN_DAYS}` })
   .min(1, { error: "must be at least 1 (day)" })
   .max(MAX_RETAIN_DAYS, { error: `must be at most ${MAX_RETAIN_DAYS} (days, 10 years)` });
-const cron = z
-  .string({ error: "is required (a cron pattern)" })
-  .min(1, { error: "is required (a cron pattern)" })
-  .max(MAX_CRON_LENGTH, { error: `is longer than the limit of ${MAX_CRON_LENGTH} characters` })
-  .superRefine((pattern, ctx) => {
-    const problem = cronProblem(pattern);
-    if (problem) ctx.addIssue({ code: "custom", message: problem });
-  });
+/** A cron field that BullMQ's job schedulers accept and that fires at most once every `minIntervalSeconds`. */
+const cronField = (minIntervalSeconds: number) =>
+  z
+    .string({ error: "is required (a cron pattern)" })
+    .min(1, { error: "is required (a cron pattern)" })
+    .max(MAX_CRON_LENGTH, { error: `is longer than the limit of ${MAX_CRON_LENGTH} characters` })
+    .superRefine((pattern, ctx) => {
+      const problem = cronPatternProblem(pattern, minIntervalSeconds);
+      if (problem) ctx.addIssue({ code: "custom", message: problem });
+    });
 
 /** createRetentionPolicy's input: every field required, no other field. */
-export const createRetentionPolicyInput = z.strictObject({
-  entityType: text("an entity type"),
-  aspect: text("an aspect name"),
-  retainDays,
-  cron,
-});
+export const createRetentionPolicyInput = (minIntervalSeconds: number) =>
+  z.strictObject({
+    entityType: text("an entity type"),
+    aspect: text("an aspect name"),
+    retainDays,
+    cron: cronField(minIntervalSeconds),
+  });
 /** updateRetentionPolicy's input: the fields to change (at least one). */
-export const updateRetentionPolicyInput = z
-  .strictObject({
-    entityType: text("an entity type").optional(),
-    aspect: text("an aspect name").optional(),
-    retainDays: retainDays.optional(),
-    cron: cron.optional(),
-  })
-  .refine((i) => Object.values(i).some((v) => v !== undefined), { error: "give at least one field to change" });
+export const updateRetentionPolicyInput = (minIntervalSeconds: number) =>
+  z
+    .strictObject({
+      entityType: text("an entity type").optional(),
+      aspect: text("an aspect name").optional(),
+      retainDays: retainDays.optional(),
+      cron: cronField(minIntervalSeconds).optional(),
+    })
+    .refine((i) => Object.values(i).some((v) => v !== undefined), { error: "give at least one field to change" });
 
-export type CreateRetentionPolicyInput = z.input<typeof createRetentionPolicyInput>;
-export type UpdateRetentionPolicyInput = z.input<typeof updateRetentionPolicyInput>;
-
-/** Why BullMQ could not schedule `pattern` (its cron-parser, in UTC), or undefined when it can. */
-function cronProblem(pattern: string): string | undefined {
-  const fields = pattern.trim().split(/\s+/).length;
-  const shape =
-    "a cron pattern of 5 fields (minute hour day-of-month month day-of-week) or 6 (seconds first), evaluated in UTC";
-  if (fields < 5 || fields > 6) return `'${pattern}' has ${fields} field(s); expected ${shape}`;
-  try {
-    if (nextCronRun(pattern) === undefined) return `'${pattern}' never fires`;
-  } catch (error) {
-    return `'${pattern}' is not ${shape} (${error instanceof Error ? error.message : "unparsable"})`;
-  }
-  return undefined;
-}
+export type CreateRetentionPolicyInput = z.input<ReturnType<typeof createRetentionPolicyInput>>;
+export type UpdateRetentionPolicyInput = z.input<ReturnType<typeof updateRetentionPolicyInput>>;
 
 /** A policy as GraphQL shows it. */
 export interface RetentionPolicyView {
@@ -114,14 +105,19 @@ export class RetentionService {
     private readonly truncation: TruncationService,
     private readonly schedules: RetentionSchedules,
     private readonly logger: Logger,
-    private readonly urnNamespace: string,
+    private readonly config: Pick<Config, "URN_NAMESPACE" | "SCHEDULE_MIN_INTERVAL_SECONDS">,
   ) {
     this.tasks = new TaskLifecycle(db, logger);
   }
 
   async create(actor: Actor, input: unknown): Promise<RetentionPolicyView> {
     await this.engine.require(actor, PRIVILEGE, "manage retention policies");
-    const parsed = parseInput(z.strictObject({ input: createRetentionPolicyInput }), { input }).input;
+    const parsed = parseInput(
+      z.strictObject({ input: createRetentionPolicyInput(this.config.SCHEDULE_MIN_INTERVAL_SECONDS) }),
+      {
+        input,
+      },
+    ).input;
     const data = { ...parsed, aspect: this.aspectOf(parsed.entityType, parsed.aspect) };
     const id = randomUUID();
     const row = await this.db.prisma.$transaction(async (tx) => {
@@ -143,7 +139,12 @@ export class RetentionService {
   async update(actor: Actor, urn: string, input: unknown): Promise<RetentionPolicyView> {
     await this.engine.require(actor, PRIVILEGE, "manage retention policies");
     const id = this.idOf(urn);
-    const changes = parseInput(z.strictObject({ input: updateRetentionPolicyInput }), { input }).input;
+    const changes = parseInput(
+      z.strictObject({ input: updateRetentionPolicyInput(this.config.SCHEDULE_MIN_INTERVAL_SECONDS) }),
+      {
+        input,
+      },
+    ).input;
     const row = await this.db.prisma.$transaction(async (tx) => {
       const current = await this.locked(tx, id, urn);
       const entityType = changes.entityType ?? current.entityType;
@@ -222,7 +223,7 @@ export class RetentionService {
   // ---- helpers ---------------------------------------------------------------------------------------------------
 
   private urnOf(id: string): string {
-    return makeUrn(this.urnNamespace, URN_TYPE, id);
+    return makeUrn(this.config.URN_NAMESPACE, URN_TYPE, id);
   }
 
   /** The id of a policy urn; a well-formed urn of an id no policy can have is simply not found. */

@@ -30,7 +30,7 @@ export const testTypeDefs = /* GraphQL */ `
   input TestScheduleInput {
     """
     5 fields (minute hour day-of-month month day-of-week) or 6 (seconds first), as BullMQ's job schedulers read them;
-    firing at most once every TEST_SCHEDULE_MIN_INTERVAL_SECONDS (60 by default).
+    firing at most once every SCHEDULE_MIN_INTERVAL_SECONDS (60 by default).
     """
     cron: String!
   }
