@@ -532,6 +532,26 @@ describe("mdp, the admin CLI", () => {
       const passes = await mdp(["tests", "evaluate", entity, "--test", "urn:li:test:described", "--exit-code"]);
       expect(passes.code).toBe(0);
     });
+
+    it("shows the actions a push would take, then took, then finds nothing left to change", async () => {
+      const file = path.join(home, "tagged.yaml");
+      writeFileSync(
+        file,
+        "id: tagged\nname: Owned or marked\ncategory: Ownership\ndefinition:\n  on: {types: [dataset]}\n" +
+          "  rules:\n    - {property: ownership.owners.owner, operator: exists}\n" +
+          "  actions:\n    failing: [{type: ADD_TAGS, params: {values: ['urn:li:tag:unowned']}}]\n",
+      );
+      expect((await mdp(["tests", "create", file])).code).toBe(0);
+      const only = ["--test", "urn:li:test:tagged"];
+      const row = (state: string) =>
+        new RegExp(`│ urn:li:test:tagged +│ ADD_TAGS +│ values: urn:li:tag:unowned +│ ${state} +│`);
+
+      expect((await mdp(["tests", "evaluate", entity, ...only])).stdout).toMatch(row("would change"));
+      const pushed = await mdp(["tests", "evaluate", entity, ...only, "--push"]);
+      expect(pushed.stdout).toMatch(/│ test +│ action +│ params +│ push +│/);
+      expect(pushed.stdout).toMatch(row("changed"));
+      expect((await mdp(["tests", "evaluate", entity, ...only, "--push"])).stdout).toMatch(row("no change"));
+    });
   });
 
   describe("errors scripts can rely on", () => {

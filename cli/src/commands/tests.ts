@@ -21,10 +21,17 @@ interface FailedRule {
   message: string;
 }
 
+/** An action a test's outcome takes (docs/api.md "Test actions"): what a push would do, or what it did. */
+interface TestAction {
+  type: string;
+  params: Record<string, unknown>;
+  wouldChange: boolean;
+}
+
 interface Evaluation {
   urn: string;
-  passing: Array<{ test: string }>;
-  failing: Array<{ test: string; failedRules?: FailedRule[] }>;
+  passing: Array<{ test: string; actions?: TestAction[] }>;
+  failing: Array<{ test: string; failedRules?: FailedRule[]; actions?: TestAction[] }>;
   notApplicable?: string[];
   evaluatedAt?: number;
 }
@@ -128,7 +135,9 @@ schedule: {cron: '0 3 * * *'}: it then runs by itself (runTest with push) and it
 
   tests
     .command("evaluate")
-    .description("evaluate tests against an entity and show why each failing test failed")
+    .description(
+      "evaluate tests against an entity: why each failing test failed, and the actions a push takes (--push) or would",
+    )
     .argument("<entityUrn>", "e.g. 'urn:li:dataset:(urn:li:dataPlatform:hive,db.orders,PROD)'")
     .option("--test <urn...>", "only these tests (default: every ACTIVE test for the entity's type)")
     .option("--push", "store the results as the entity's testResults (needs MANAGE_TESTS)")
@@ -237,6 +246,22 @@ function printEvaluation(result: Evaluation, pushed: boolean): void {
     `${result.passing.length} passing, ${result.failing.length} failing` +
       (result.notApplicable?.length ? `, ${result.notApplicable.length} not applicable` : ""),
   );
+  const actions = [...result.passing, ...result.failing].flatMap((r) =>
+    (r.actions ?? []).map((a) => [
+      r.test,
+      a.type,
+      paramsText(a.params),
+      a.wouldChange ? (pushed ? "changed" : "would change") : "no change",
+    ]),
+  );
+  if (actions.length > 0) printTable(["test", "action", "params", pushed ? "push" : "if pushed"], actions);
+}
+
+/** `values: urn:li:tag:pii, urn:li:tag:gdpr; note: …` */
+function paramsText(params: Record<string, unknown>): string {
+  return Object.entries(params)
+    .map(([name, value]) => `${name}: ${Array.isArray(value) ? value.join(", ") : String(value)}`)
+    .join("; ");
 }
 
 /** `rules.and[1]: not ownership.owners.type equals [TECHNICAL_OWNER]` */
