@@ -28,7 +28,7 @@ export function jobOptions(queue: QueueKey, jobId: string, kind?: string): JobsO
     case "testSchedule":
       // Creating a run's task is quick and deduplicated per policy or test, so a retry after an outage starts or joins
       // it once.
-      return { jobId, ...retentionJobOptions() };
+      return { jobId, ...scheduleJobOptions() };
   }
 }
 
@@ -37,7 +37,7 @@ export function jobOptions(queue: QueueKey, jobId: string, kind?: string): JobsO
  * names those jobs itself): retried through a short PostgreSQL or Redis outage; a firing every second stays bounded in
  * Redis (the last 1,000 kept, a day at most).
  */
-export function retentionJobOptions(): Omit<JobsOptions, "jobId"> {
+export function scheduleJobOptions(): Omit<JobsOptions, "jobId"> {
   return {
     attempts: 3,
     backoff: { type: "exponential", delay: 1_000 },

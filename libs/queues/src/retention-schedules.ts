@@ -1,5 +1,5 @@
 import { CronSchedules, type CronScheduled } from "./cron-schedules";
-import { retentionJobOptions } from "./job-options";
+import { scheduleJobOptions } from "./job-options";
 
 const SCHEDULER_PREFIX = "retention-policy-";
 
@@ -22,7 +22,7 @@ export class RetentionSchedules extends CronSchedules<"retention"> {
       idPrefix: SCHEDULER_PREFIX,
       jobName: "retention",
       jobData: (policyId) => ({ policyId }),
-      jobOptions: retentionJobOptions(),
+      jobOptions: scheduleJobOptions(),
     });
   }
 }

@@ -1,5 +1,5 @@
 import { CronSchedules } from "./cron-schedules";
-import { retentionJobOptions } from "./job-options";
+import { scheduleJobOptions } from "./job-options";
 
 const SCHEDULER_PREFIX = "test-";
 
@@ -23,7 +23,7 @@ export class TestSchedules extends CronSchedules<"testSchedule"> {
       idPrefix: SCHEDULER_PREFIX,
       jobName: "scheduledTestRun",
       jobData: (id) => ({ testUrn: testUrnOfScheduleId(id) }),
-      jobOptions: retentionJobOptions(),
+      jobOptions: scheduleJobOptions(),
     });
   }
 
