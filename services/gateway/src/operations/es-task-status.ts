@@ -1,8 +1,6 @@
 import { z } from "zod";
 import { badInput } from "@mdp/core";
 import type { Actor } from "../auth/actor";
-import type { PolicyEngine } from "../policies/policy-engine";
-import { parseBody } from "../http/validate";
 import type { TaskService, TaskStatus } from "./task.service";
 
 /**
@@ -19,19 +17,16 @@ export const esTaskStatusRequest = z.strictObject({
 const FINISHED = new Set(["completed", "failed", "cancelled"]);
 
 /**
- * getEsTaskStatus: DataHub's answer, a JSON text in `value` ({completed, taskId, status, runTimeNanos}), for a task of
+ * getEsTaskStatus (its route checked the privilege, then parsed the body): DataHub's answer, a JSON text in `value` ({completed, taskId, status, runTimeNanos}), for a task of
  * this service; `status` is what getTaskStatus answers. Same privilege (GET_TASK_STATUS, DataHub's
  * GET_ES_TASK_STATUS_PRIVILEGE) and same 404 for an unknown id: DataHub's `{"error": ...}` with 200 would read as an
  * answer.
  */
 export async function esTaskStatus(
-  deps: { tasks: TaskService; engine: PolicyEngine },
+  tasks: TaskService,
   actor: Actor,
-  body: unknown,
+  request: z.output<typeof esTaskStatusRequest>,
 ): Promise<string> {
-  // The privilege before the body, as every operation: a caller without it learns nothing from a 400.
-  await deps.engine.require(actor, "GET_TASK_STATUS", "get task status");
-  const request = parseBody(esTaskStatusRequest, body ?? {});
   if (request.task === undefined) {
     const given = request.nodeId !== undefined || request.taskId !== undefined;
     throw badInput(
@@ -40,7 +35,7 @@ export async function esTaskStatus(
         : "task is required: the taskId truncateTimeseriesAspect answered",
     );
   }
-  const status: TaskStatus = await deps.tasks.status(actor, request.task);
+  const status: TaskStatus = await tasks.status(actor, request.task); // checks GET_TASK_STATUS
   const runTimeMs = status.startedAt === null ? 0 : (status.finishedAt ?? Date.now()) - status.startedAt;
   return JSON.stringify({
     completed: FINISHED.has(status.state),

@@ -90,7 +90,7 @@ export function addOperationsRoutes(router: Router, deps: OperationsDeps): void 
       requires: taskStatus,
       request: esTaskStatusRequest,
       response: z.string().describe("JSON text: {completed, taskId, status, runTimeNanos}"),
-      handler: (input, actor) => esTaskStatus(deps, actor, input),
+      handler: (input, actor) => esTaskStatus(deps.tasks, actor, input),
     }),
     cancelTask: action({
       summary: "Ask a waiting or running task to stop",
