@@ -4,6 +4,7 @@
  */
 import path from "node:path";
 import { ensureLocalServices } from "../scripts/local-services";
+import { benchCost } from "./cost/cost.bench";
 import { benchEvaluate } from "./evaluate/evaluate.bench";
 import { benchGraphqlMemory } from "./graphql-memory/graphql-memory.bench";
 import { benchIngest } from "./ingest/ingest.bench";
@@ -11,6 +12,7 @@ import { benchTokens } from "./tokens/tokens.bench";
 import { benchTruncate } from "./truncate/truncate.bench";
 
 const BENCHMARKS: Record<string, () => Promise<void>> = {
+  cost: benchCost,
   evaluate: benchEvaluate,
   "graphql-memory": benchGraphqlMemory,
   ingest: benchIngest,

@@ -29,7 +29,7 @@ const ROUNDS = Number(process.env.BENCH_EVALUATE_ROUNDS ?? 5);
 const SECONDS = Number(process.env.BENCH_EVALUATE_SECONDS ?? 4);
 const ENTITIES = Number(process.env.BENCH_EVALUATE_ENTITIES ?? 100_000);
 const ADMIN = "urn:li:corpuser:admin";
-const ENTITY = "urn:li:dataset:(urn:li:dataPlatform:hive,db.orders,PROD)";
+export const ENTITY = "urn:li:dataset:(urn:li:dataPlatform:hive,db.orders,PROD)";
 
 export async function benchEvaluate(): Promise<void> {
   const db = await createTestDatabase("bench_evaluate");
@@ -202,47 +202,13 @@ function reportLatency(runs: Runs): void {
 /** runTest over ENTITIES datasets (three aspects each), once without and once with push. */
 async function benchRunTest(api: ApiClient, pool: import("pg").Pool): Promise<void> {
   process.stdout.write(`\nbench/evaluate: loading ${ENTITIES} datasets (3 aspects each)...\n`);
-  await pool.query(
-    `INSERT INTO aspect (urn, aspect_name, version, entity_type, value, created_by)
-     SELECT 'urn:li:dataset:(urn:li:dataPlatform:' || (CASE WHEN i % 4 = 0 THEN 'hive' ELSE 'kafka' END) ||
-            ',db.t' || lpad(i::text, 7, '0') || ',PROD)', a.name, 1, 'dataset', a.value, 'bench'
-       FROM generate_series(1, $1::int) AS i
-      CROSS JOIN LATERAL (VALUES
-        ('datasetProperties', jsonb_build_object('description', CASE WHEN i % 3 = 0 THEN NULL ELSE 'table ' || i END,
-                                                 'customProperties', jsonb_build_object('team', 't' || (i % 17)))),
-        ('ownership', jsonb_build_object('owners', jsonb_build_array(
-           jsonb_build_object('owner', 'urn:li:corpuser:u' || (i % 100),
-                              'type', CASE WHEN i % 5 = 0 THEN 'DATAOWNER' ELSE 'TECHNICAL_OWNER' END)))),
-        ('globalTags', jsonb_build_object('tags', jsonb_build_array(jsonb_build_object('tag', 'urn:li:tag:t' || (i % 7)))))
-      ) AS a(name, value)`,
-    [ENTITIES],
-  );
-  await pool.query("ANALYZE aspect");
-  const urn = (await api.graphql(`mutation($input: CreateTestInput!) { createTest(input: $input) }`, {
-    input: {
-      id: "bench-run",
-      name: "owned and described",
-      category: "Bench",
-      definition: {
-        json: JSON.stringify({
-          on: {
-            types: ["dataset"],
-            conditions: { property: "platform", operator: "equals", value: "urn:li:dataPlatform:kafka" },
-          },
-          rules: [
-            { property: "datasetProperties.description", operator: "exists" },
-            { property: "ownership.owners.type", operator: "equals", value: "TECHNICAL_OWNER" },
-            { not: { property: "globalTags.tags.tag", operator: "contains_any", values: ["urn:li:tag:t3"] } },
-          ],
-        }),
-      },
-    },
-  })) as { createTest: string };
+  await loadDatasets(pool, ENTITIES);
+  const urn = await createRunTestTest(api);
   const rows: Array<{ name: string; value: string; ratio: number; target: string; met: boolean }> = [];
   for (const push of [false, true]) {
     const taskId = (
       (await api.graphql(`mutation($urn: String!, $push: Boolean) { runTest(urn: $urn, push: $push) }`, {
-        urn: urn.createTest,
+        urn,
         push,
       })) as { runTest: string }
     ).runTest;
@@ -264,6 +230,51 @@ async function benchRunTest(api: ApiClient, pool: import("pg").Pool): Promise<vo
   printReport(`bench/evaluate: runTest over ${ENTITIES} entities`, "none (reported in entities per second)", rows);
 }
 
+/** `n` datasets, three aspects each (a quarter on hive, the rest on kafka), analyzed: what runTest reads. */
+export async function loadDatasets(pool: import("pg").Pool, n: number): Promise<void> {
+  await pool.query(
+    `INSERT INTO aspect (urn, aspect_name, version, entity_type, value, created_by)
+     SELECT 'urn:li:dataset:(urn:li:dataPlatform:' || (CASE WHEN i % 4 = 0 THEN 'hive' ELSE 'kafka' END) ||
+            ',db.t' || lpad(i::text, 7, '0') || ',PROD)', a.name, 1, 'dataset', a.value, 'bench'
+       FROM generate_series(1, $1::int) AS i
+      CROSS JOIN LATERAL (VALUES
+        ('datasetProperties', jsonb_build_object('description', CASE WHEN i % 3 = 0 THEN NULL ELSE 'table ' || i END,
+                                                 'customProperties', jsonb_build_object('team', 't' || (i % 17)))),
+        ('ownership', jsonb_build_object('owners', jsonb_build_array(
+           jsonb_build_object('owner', 'urn:li:corpuser:u' || (i % 100),
+                              'type', CASE WHEN i % 5 = 0 THEN 'DATAOWNER' ELSE 'TECHNICAL_OWNER' END)))),
+        ('globalTags', jsonb_build_object('tags', jsonb_build_array(jsonb_build_object('tag', 'urn:li:tag:t' || (i % 7)))))
+      ) AS a(name, value)`,
+    [n],
+  );
+  await pool.query("ANALYZE aspect");
+}
+
+/** The test runTest runs over those datasets (kafka ones, three rules); returns its urn. */
+export async function createRunTestTest(api: ApiClient): Promise<string> {
+  const created = (await api.graphql(`mutation($input: CreateTestInput!) { createTest(input: $input) }`, {
+    input: {
+      id: "bench-run",
+      name: "owned and described",
+      category: "Bench",
+      definition: {
+        json: JSON.stringify({
+          on: {
+            types: ["dataset"],
+            conditions: { property: "platform", operator: "equals", value: "urn:li:dataPlatform:kafka" },
+          },
+          rules: [
+            { property: "datasetProperties.description", operator: "exists" },
+            { property: "ownership.owners.type", operator: "equals", value: "TECHNICAL_OWNER" },
+            { not: { property: "globalTags.tags.tag", operator: "contains_any", values: ["urn:li:tag:t3"] } },
+          ],
+        }),
+      },
+    },
+  })) as { createTest: string };
+  return created.createTest;
+}
+
 interface TaskStatusBody {
   state: string;
   startedAt: number;
@@ -279,7 +290,7 @@ interface TaskStatusBody {
   };
 }
 
-async function waitForTask(api: ApiClient, taskId: string): Promise<TaskStatusBody> {
+export async function waitForTask(api: ApiClient, taskId: string): Promise<TaskStatusBody> {
   for (;;) {
     const status = (await api.post("/gms/operations?action=getTaskStatus", { taskId })) as TaskStatusBody;
     if (status.state === "completed") return status;
@@ -290,7 +301,7 @@ async function waitForTask(api: ApiClient, taskId: string): Promise<TaskStatusBo
 }
 
 /** Ten tests on datasets, covering every operator family, some passing and some failing on the entity. */
-async function seedOneEntityAndTenTests(api: ApiClient): Promise<void> {
+export async function seedOneEntityAndTenTests(api: ApiClient): Promise<void> {
   const aspect = (aspectName: string, value: unknown) => ({
     entityType: "dataset",
     entityUrn: ENTITY,
@@ -344,14 +355,14 @@ async function seedOneEntityAndTenTests(api: ApiClient): Promise<void> {
   }
 }
 
-interface ApiClient {
+export interface ApiClient {
   post(path: string, body: unknown): Promise<unknown>;
   graphql(query: string, variables: Record<string, unknown>): Promise<unknown>;
   /** the benchmarked call: a prepared body, any answer but 200 fails the run */
   raw(path: string, body: string): Promise<void>;
 }
 
-function apiClient(baseUrl: string, agent: http.Agent, caller: Record<string, string>): ApiClient {
+export function apiClient(baseUrl: string, agent: http.Agent, caller: Record<string, string>): ApiClient {
   const { hostname, port } = new URL(baseUrl);
   const send = (path: string, body: string) =>
     new Promise<{ status: number; text: string }>((resolve, reject) => {

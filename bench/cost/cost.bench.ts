@@ -1,0 +1,546 @@
+/**
+ * bench/cost: what one request costs each process involved, on a PostgreSQL and a Redis of the benchmark's own
+ * (private-stack.ts), so that every count is this run's. For each operation: CPU time per request of the gateway, the
+ * truncation worker, the evaluation worker, PostgreSQL (the postmaster and every backend), Redis and the load
+ * generator (this process), from /proc utime + stime deltas; PostgreSQL statements per request (pg_stat_statements);
+ * Redis commands per request (INFO commandstats); RSS at rest and its peak under load. What the processes use at rest
+ * (timers, BullMQ's polling, PostgreSQL's background processes) is measured first and subtracted from every window.
+ * Then the capacity model of docs/capacity.md, from these figures, and its check: predicted against measured
+ * throughput of bearer requests to 1 and to 2 gateways.
+ */
+import http from "node:http";
+import { performance } from "node:perf_hooks";
+import autocannon from "autocannon";
+import { bulkLoad, createDatabase, DAY_MILLIS } from "@mdp/db";
+import { freePort, startService, uniqueName, waitForOutput, waitUntilReady } from "../../test/support/services";
+import {
+  apiClient,
+  createRunTestTest,
+  ENTITY,
+  loadDatasets,
+  seedOneEntityAndTenTests,
+  type ApiClient,
+} from "../evaluate/evaluate.bench";
+import { productionSetup } from "../support/production";
+import { cores, cpuSeconds, loadAverage, machineBusySeconds, memoryMb, type Measured } from "./proc";
+import { startPrivateStack, type CommandCount, type PrivateStack, type StatementCount } from "./private-stack";
+
+const SECONDS = Number(process.env.BENCH_COST_SECONDS ?? 4);
+const WARM_UP_SECONDS = 2;
+const TRUNCATE_ROWS = Number(process.env.BENCH_COST_TRUNCATE_ROWS ?? 1_000_000);
+const ENTITIES = Number(process.env.BENCH_COST_ENTITIES ?? 20_000);
+const CONNECTIONS = 10;
+const EVALUATE_CONNECTIONS = 50; // as bench/evaluate: the gateway batches what arrives together
+const INGEST_CONCURRENCY = 4; // as bench/ingest
+const ROWS_PER_BATCH = 1000;
+const ROOT = "urn:li:corpuser:admin";
+const BULK = "urn:li:corpuser:bulk";
+const DAY = Date.UTC(2026, 4, 1);
+
+interface Snapshot {
+  at: number;
+  cpu: Record<string, number>;
+  statements: StatementCount;
+  commands: CommandCount;
+  machine: number;
+}
+
+/** One operation's figures, per unit (a request, a million rows, a thousand entities). */
+export interface Cost {
+  operation: string;
+  unit: string;
+  units: number;
+  seconds: number;
+  load: string;
+  /** CPU seconds per unit, by process name */
+  cpu: Record<string, number>;
+  statements: number;
+  controlStatements: number;
+  commands: number;
+  scriptCommands: number;
+  restMb: Record<string, number>;
+  peakMb: Record<string, number>;
+  /** CPU seconds per second of the machine's processes that are not this run's (other people's work) */
+  othersCores: number;
+  note?: string;
+}
+
+export async function benchCost(): Promise<void> {
+  process.stdout.write(
+    `\nbench/cost: starting a private PostgreSQL (pg_stat_statements) and Redis; load average ${loadAverage()}\n`,
+  );
+  const stack = await startPrivateStack();
+  const database = createDatabase(stack.databaseUrl);
+  const production = productionSetup();
+  const [port, port2] = [await freePort(), await freePort()];
+  const base = `http://127.0.0.1:${port}`;
+  // Rate limits on but never reached: a bearer caller's requests pay for their counting in Redis, as users' do.
+  const env = {
+    ...production.env,
+    DATABASE_URL: stack.databaseUrl,
+    REDIS_URL: stack.redisUrl,
+    QUEUE_PREFIX: uniqueName("bench-cost"),
+    LOG_LEVEL: "warn",
+    RATE_LIMIT_TOKEN_MINTS_PER_MINUTE: "1000000",
+    RATE_LIMIT_EVALUATIONS_PER_MINUTE: "10000000",
+    RATE_LIMIT_EVALUATION_SECONDS_PER_MINUTE: "1000000",
+    RATE_LIMIT_TEST_RUNS_PER_MINUTE: "1000000",
+  };
+  const gateway = startService("gateway", { ...env, PORT: String(port) });
+  // Workers log "worker running" at info; nothing per job.
+  const truncationWorker = startService("truncation-worker", { ...env, LOG_LEVEL: "info" });
+  const evaluationWorker = startService("evaluation-worker", { ...env, LOG_LEVEL: "info" });
+  let gateway2: ReturnType<typeof startService> | undefined;
+  const agent = new http.Agent({ keepAlive: true, maxSockets: EVALUATE_CONNECTIONS });
+  try {
+    await Promise.all([
+      waitUntilReady(base, gateway),
+      waitForOutput(truncationWorker, "worker running"),
+      waitForOutput(evaluationWorker, "worker running"),
+    ]);
+    const processes: Measured[] = [
+      { name: "gateway", pid: gateway.process.pid! },
+      { name: "truncation worker", pid: truncationWorker.process.pid! },
+      { name: "evaluation worker", pid: evaluationWorker.process.pid! },
+      { name: "PostgreSQL", pid: stack.postmasterPid, tree: true },
+      { name: "Redis", pid: stack.redisPid },
+      { name: "load generator", pid: process.pid },
+    ];
+
+    // Fixtures: 10,000 tokens of one user (the list reads 100 of them), a bearer token of root, ten tests and an entity.
+    const system = apiClient(base, agent, production.systemClient(ROOT));
+    await database.pool.query(
+      `INSERT INTO access_token (id, name, actor_urn, owner_urn, token_hash, created_at, expires_at)
+       SELECT gen_random_uuid(), 'seeded ' || i, $1, $1, md5(i::text) || md5((i + 1)::text),
+              now() - i * interval '1 second', now() + interval '1 day'
+       FROM generate_series(1, 10000) AS i`,
+      [BULK],
+    );
+    await database.pool.query("VACUUM ANALYZE access_token");
+    const token = (
+      (await system.graphql(
+        `mutation { createAccessToken(input: {type: PERSONAL, actorUrn: "${ROOT}", duration: ONE_DAY, name: "cost"}) { accessToken } }`,
+        {},
+      )) as { createAccessToken: { accessToken: string } }
+    ).createAccessToken.accessToken;
+    const bearer = { "content-type": "application/json", authorization: `Bearer ${token}` };
+    const api = apiClient(base, agent, bearer);
+    await seedOneEntityAndTenTests(system);
+
+    const gql = (query: string) => JSON.stringify({ query, variables: {} });
+    const target = (path: string, body: string, p = port): LoadTarget => ({
+      url: `http://127.0.0.1:${p}${path}`,
+      headers: bearer,
+      body,
+    });
+    const requests = {
+      me: target("/api/graphql", gql(`{ me { urn } }`)),
+      list: target(
+        "/api/graphql",
+        gql(
+          `{ listAccessTokens(input: {start: 0, count: 100, filters: [{field: "actorUrn", value: "${BULK}"}]}) { total tokens { urn id actorUrn } } }`,
+        ),
+      ),
+      create: target(
+        "/api/graphql",
+        gql(
+          `mutation { createAccessToken(input: {type: PERSONAL, actorUrn: "${ROOT}", duration: ONE_HOUR, name: "cost"}) { accessToken } }`,
+        ),
+      ),
+      evaluate: target("/gms/test?action=evaluate", JSON.stringify({ urn: ENTITY })),
+      evaluateSystem: {
+        ...target("/gms/test?action=evaluate", JSON.stringify({ urn: ENTITY })),
+        headers: production.systemClient(ROOT),
+      },
+    };
+    // Warm-up of every path before anything is measured: a fresh gateway's first seconds are mostly V8 compiling.
+    for (const t of Object.values(requests)) await cannon([t], CONNECTIONS, WARM_UP_SECONDS);
+    // What the warm-up's creations left for autovacuum is done now, not inside the next windows.
+    await database.pool.query("VACUUM ANALYZE access_token");
+    const meter = new Meter(processes, stack);
+    await meter.measureRest(3);
+    const costs: Cost[] = [];
+    const http1 = (operation: string, t: LoadTarget, connections = CONNECTIONS) =>
+      meter.window(operation, "request", async () => ({ units: await cannon([t], connections, SECONDS) }));
+
+    costs.push(await http1("bearer request (GraphQL me)", requests.me));
+    costs.push(await http1("listAccessTokens (100 of 10,000)", requests.list));
+    costs.push(await http1("createAccessToken", requests.create));
+    costs.push({
+      ...(await http1("evaluate (10 tests, one entity)", requests.evaluate, EVALUATE_CONNECTIONS)),
+      note: `${EVALUATE_CONNECTIONS} connections: the gateway puts what arrives together into one job`,
+    });
+    costs.push({
+      ...(await http1("evaluate, system client", requests.evaluateSystem, EVALUATE_CONNECTIONS)),
+      note: "the same as the system client, which is never rate-limited: the difference is the per-actor rate limits",
+    });
+    costs.push(await ingest(meter, base, bearer));
+    costs.push(...(await truncation(meter, api, database.pool)));
+    costs.push(...(await runTests(meter, api, system, database.pool)));
+
+    printRest(meter.rest);
+    for (const cost of costs) printCost(cost);
+    printModel(costs);
+
+    // The model's check: bearer requests to one gateway, then spread over two.
+    gateway2 = startService("gateway", { ...env, PORT: String(port2) });
+    await waitUntilReady(`http://127.0.0.1:${port2}`, gateway2);
+    const gateway2Measured: Measured = { name: "gateway 2", pid: gateway2.process.pid! };
+    const me = (p: number) => target("/api/graphql", gql(`{ me { urn } }`), p);
+    await cannon([me(port2)], CONNECTIONS, WARM_UP_SECONDS);
+    const check = new Meter([...processes, gateway2Measured], stack);
+    check.rest = meter.rest;
+    const one = await check.window("check: 1 gateway", "request", async () => ({
+      units: await cannon([me(port)], CONNECTIONS, SECONDS),
+    }));
+    const two = await check.window("check: 2 gateways", "request", async () => ({
+      units: await cannon([me(port), me(port2)], CONNECTIONS / 2, SECONDS),
+    }));
+    printCheck(
+      costs.find((c) => c.operation.startsWith("bearer"))!,
+      [one, two],
+      [["gateway"], ["gateway", "gateway 2"]],
+    );
+  } finally {
+    agent.destroy();
+    await Promise.all([gateway.stop(), truncationWorker.stop(), evaluationWorker.stop(), gateway2?.stop()]);
+    await database.close();
+    await stack.stop();
+  }
+}
+
+/** Snapshots of every process's CPU, the statement and command counters, and the machine's busy time. */
+class Meter {
+  /** per second at rest: CPU seconds by process, statements, commands */
+  rest = { cpu: {} as Record<string, number>, statements: 0, commands: 0, mb: {} as Record<string, number> };
+
+  constructor(
+    private readonly processes: Measured[],
+    private readonly stack: PrivateStack,
+  ) {}
+
+  private async snapshot(): Promise<Snapshot> {
+    const [statements, commands] = await Promise.all([this.stack.statements(), this.stack.commands()]);
+    const cpu = Object.fromEntries(this.processes.map((p) => [p.name, cpuSeconds(p)]));
+    return { at: performance.now(), cpu, statements, commands, machine: machineBusySeconds() };
+  }
+
+  async measureRest(seconds: number): Promise<void> {
+    const a = await this.snapshot();
+    await new Promise((r) => setTimeout(r, seconds * 1000));
+    const b = await this.snapshot();
+    const dt = (b.at - a.at) / 1000;
+    for (const p of this.processes) {
+      this.rest.cpu[p.name] = (b.cpu[p.name]! - a.cpu[p.name]!) / dt;
+      this.rest.mb[p.name] = memoryMb(p);
+    }
+    // The two snapshots' own reads are not the application's; at rest they are most of what is counted.
+    this.rest.statements = (b.statements.total - a.statements.total) / dt;
+    this.rest.commands = (b.commands.total - a.commands.total) / dt;
+  }
+
+  /** Runs `drive` and divides what it cost (less the rest rates over its duration) by the units it reports. */
+  async window(operation: string, unit: string, drive: () => Promise<{ units: number }>): Promise<Cost> {
+    const peakMb: Record<string, number> = {};
+    const sample = () => {
+      for (const p of this.processes) peakMb[p.name] = Math.max(peakMb[p.name] ?? 0, memoryMb(p));
+    };
+    const sampler = setInterval(sample, 250);
+    const load = loadAverage();
+    const a = await this.snapshot();
+    let units: number;
+    try {
+      units = (await drive()).units;
+    } finally {
+      clearInterval(sampler);
+    }
+    const b = await this.snapshot();
+    sample();
+    const dt = (b.at - a.at) / 1000;
+    const cpu: Record<string, number> = {};
+    let ours = 0;
+    for (const p of this.processes) {
+      const used = b.cpu[p.name]! - a.cpu[p.name]!;
+      ours += used;
+      cpu[p.name] = Math.max(0, used - (this.rest.cpu[p.name] ?? 0) * dt) / units;
+    }
+    const statements = b.statements.total - a.statements.total - this.rest.statements * dt;
+    const commands = b.commands.total - a.commands.total - this.rest.commands * dt;
+    return {
+      operation,
+      unit,
+      units,
+      seconds: dt,
+      load,
+      cpu,
+      statements: Math.max(0, statements) / units,
+      controlStatements: (b.statements.control - a.statements.control) / units,
+      commands: Math.max(0, commands) / units,
+      scriptCommands: (b.commands.scripts - a.commands.scripts) / units,
+      restMb: this.rest.mb,
+      peakMb,
+      othersCores: Math.max(0, (b.machine - a.machine - ours) / dt),
+    };
+  }
+}
+
+interface LoadTarget {
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/** Bounded autocannon runs against `targets` at once, `connections` each; the number of 2xx answers. */
+async function cannon(targets: LoadTarget[], connections: number, seconds: number): Promise<number> {
+  const results = await Promise.all(
+    targets.map((t) =>
+      autocannon({ url: t.url, method: "POST", headers: t.headers, body: t.body, connections, duration: seconds }),
+    ),
+  );
+  let ok = 0;
+  for (const [i, r] of results.entries()) {
+    if (r.errors + r.non2xx > 0) throw new Error(`${targets[i]!.url}: ${r.errors + r.non2xx} requests failed`);
+    ok += r["2xx"];
+  }
+  return ok;
+}
+
+/** ingestProposalBatch of 1,000 time-series rows, INGEST_CONCURRENCY at once, each body new (new days included). */
+async function ingest(meter: Meter, base: string, headers: Record<string, string>): Promise<Cost> {
+  const bodies = Array.from({ length: 400 }, (_, r) =>
+    JSON.stringify({
+      proposals: Array.from({ length: ROWS_PER_BATCH }, (_, i) => {
+        const timestampMillis = DAY - 90 * DAY_MILLIS + (r * ROWS_PER_BATCH + i) * 10_000;
+        return {
+          entityType: "dataset",
+          entityUrn: `urn:li:dataset:(urn:li:dataPlatform:hive,db.table${i % 200},PROD)`,
+          aspectName: "datasetProfile",
+          changeType: "UPSERT",
+          aspect: {
+            contentType: "application/json",
+            value: JSON.stringify({ timestampMillis, rowCount: i * 7, columnCount: i % 40 }),
+          },
+        };
+      }),
+    }),
+  );
+  let next = 0;
+  const send = async () => {
+    const res = await fetch(`${base}/gms/aspects?action=ingestProposalBatch`, {
+      method: "POST",
+      headers,
+      body: bodies[next++]!,
+    });
+    if (res.status !== 200) throw new Error(`ingest: ${res.status} ${await res.text()}`);
+  };
+  const drive = async (seconds: number) => {
+    const end = performance.now() + seconds * 1000;
+    let done = 0;
+    await Promise.all(
+      Array.from({ length: INGEST_CONCURRENCY }, async () => {
+        while (performance.now() < end && next < bodies.length) {
+          await send();
+          done++;
+        }
+      }),
+    );
+    return done;
+  };
+  await drive(1); // warm-up
+  return {
+    ...(await meter.window(`ingest batch (${ROWS_PER_BATCH} rows)`, "request", async () => ({
+      units: await drive(SECONDS),
+    }))),
+    note: `${INGEST_CONCURRENCY} at once, each a new 1,000 rows (new day partitions as they come)`,
+  };
+}
+
+/**
+ * Truncation through the API and the truncation worker, polled every 250 ms as a client would (the polls are in the
+ * gateway's share): (a) TRUNCATE_ROWS rows in one day, half of them deleted in batches, per million rows deleted;
+ * (b) TRUNCATE_ROWS rows over 10 days, the 5 oldest days' partitions dropped whole, per task.
+ */
+async function truncation(meter: Meter, api: ApiClient, pool: import("pg").Pool): Promise<Cost[]> {
+  const run = async (aspect: string, endTimeMillis: number) => {
+    const taskId = (await api.post("/gms/operations?action=truncateTimeseriesAspect", {
+      entityType: "dataset",
+      aspect,
+      endTimeMillis,
+      dryRun: false,
+    })) as string;
+    let polls = 0;
+    for (;;) {
+      polls++;
+      const status = (await api.post("/gms/operations?action=getTaskStatus", { taskId })) as {
+        state: string;
+        progress: { deleted: number };
+      };
+      if (status.state === "completed") return { deleted: status.progress.deleted, polls };
+      if (status.state !== "waiting" && status.state !== "active") throw new Error(`truncation: ${status.state}`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  };
+  process.stdout.write(`bench/cost: loading 2 × ${TRUNCATE_ROWS} time-series rows...\n`);
+  await bulkLoad(pool, {
+    entityType: "dataset",
+    aspectName: "datasetUsageStatistics",
+    rows: TRUNCATE_ROWS,
+    days: 1,
+    endMillis: DAY,
+    urns: 1000,
+  });
+  await bulkLoad(pool, {
+    entityType: "dataset",
+    aspectName: "operation",
+    rows: TRUNCATE_ROWS,
+    days: 10,
+    endMillis: DAY,
+    urns: 1000,
+  });
+  await pool.query("CHECKPOINT");
+  let batchedPolls = 0;
+  let deleted = 0;
+  const batched = await meter.window("truncation, batched deletes", "million rows", async () => {
+    const r = await run("datasetUsageStatistics", DAY + DAY_MILLIS / 2);
+    batchedPolls = r.polls;
+    deleted = r.deleted;
+    return { units: r.deleted / 1e6 };
+  });
+  let dropPolls = 0;
+  let dropped = 0;
+  const drops = await meter.window("truncation, 5 partitions dropped", "task", async () => {
+    const r = await run("operation", DAY - 4 * DAY_MILLIS);
+    dropPolls = r.polls;
+    dropped = r.deleted;
+    return { units: 1 };
+  });
+  return [
+    {
+      ...batched,
+      note: `${deleted} rows of one day's partition deleted in batches, ${batchedPolls} status polls${TRUNCATE_ROWS < 1e6 ? `; scaled from ${deleted} rows to a million` : ""}`,
+    },
+    {
+      ...drops,
+      note: `${dropped} rows in 5 whole partitions, ${dropPolls} status polls; cost follows partitions, not rows`,
+    },
+  ];
+}
+
+/** runTest over ENTITIES datasets, without and with push, per thousand entities (polls in the gateway's share). */
+async function runTests(meter: Meter, api: ApiClient, system: ApiClient, pool: import("pg").Pool): Promise<Cost[]> {
+  process.stdout.write(`bench/cost: loading ${ENTITIES} datasets...\n`);
+  await loadDatasets(pool, ENTITIES);
+  const urn = await createRunTestTest(system);
+  const costs: Cost[] = [];
+  for (const push of [false, true]) {
+    let polls = 0;
+    let evaluated = 0;
+    const cost = await meter.window(`runTest, push ${push}`, "thousand entities", async () => {
+      const taskId = (
+        (await api.graphql(`mutation($urn: String!, $push: Boolean) { runTest(urn: $urn, push: $push) }`, {
+          urn,
+          push,
+        })) as { runTest: string }
+      ).runTest;
+      for (;;) {
+        polls++;
+        const status = (await api.post("/gms/operations?action=getTaskStatus", { taskId })) as {
+          state: string;
+          progress: { evaluated: number };
+        };
+        if (status.state === "completed") {
+          evaluated = status.progress.evaluated;
+          return { units: evaluated / 1000 };
+        }
+        if (status.state !== "waiting" && status.state !== "active") throw new Error(`runTest: ${status.state}`);
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    });
+    costs.push({ ...cost, note: `${evaluated} entities (3 aspects each), ${polls} status polls` });
+  }
+  return costs;
+}
+
+const us = (seconds: number) => (seconds * 1e6 >= 100 ? (seconds * 1e6).toFixed(0) : (seconds * 1e6).toFixed(1));
+const perUnit = (cost: Cost, seconds: number) =>
+  cost.unit === "request" ? `${us(seconds)} µs` : `${(seconds * 1e3).toFixed(1)} ms`;
+
+/** One operation as a markdown table (as bench/README.md records it). */
+function printCost(cost: Cost): void {
+  const rate = cost.units / cost.seconds;
+  process.stdout.write(
+    `\n${cost.operation}: ${cost.units.toFixed(cost.unit === "request" ? 0 : 2)} × ${cost.unit} in ${cost.seconds.toFixed(1)} s ` +
+      `(${rate.toFixed(1)}/s wall); load average ${cost.load}; others' processes used ${cost.othersCores.toFixed(2)} of ${cores()} cores` +
+      (cost.note ? `\n  ${cost.note}` : "") +
+      `\n\n| process | CPU per ${cost.unit} | RSS at rest | RSS under load (peak) |\n| --- | ---: | ---: | ---: |\n`,
+  );
+  for (const [name, seconds] of Object.entries(cost.cpu)) {
+    const mb = (x: number | undefined) => `${(x ?? 0).toFixed(0)} MB`;
+    process.stdout.write(
+      `| ${name} | ${perUnit(cost, seconds)} | ${mb(cost.restMb[name])} | ${mb(cost.peakMb[name])} |\n`,
+    );
+  }
+  process.stdout.write(
+    `\nPostgreSQL statements per ${cost.unit}: ${cost.statements.toFixed(2)} (of which BEGIN/COMMIT/SET and the like ${cost.controlStatements.toFixed(2)}); ` +
+      `Redis commands per ${cost.unit}: ${cost.commands.toFixed(2)} (of which script calls ${cost.scriptCommands.toFixed(2)})\n`,
+  );
+}
+
+/** What every process uses at rest, per second: subtracted from every window (minute-long timers are not in it). */
+function printRest(rest: Meter["rest"]): void {
+  process.stdout.write(
+    `\nat rest (3 s, subtracted from every window): PostgreSQL statements ${rest.statements.toFixed(1)}/s, ` +
+      `Redis commands ${rest.commands.toFixed(1)}/s; CPU ` +
+      Object.entries(rest.cpu)
+        .map(([name, s]) => `${name} ${(s * 1e3).toFixed(1)} ms/s`)
+        .join(", ") +
+      "\n",
+  );
+}
+
+/** Units per second that one core of each process could serve (1 / its CPU per unit): the capacity model's inputs. */
+function printModel(costs: Cost[]): void {
+  const columns = ["gateway", "truncation worker", "evaluation worker", "PostgreSQL", "Redis"];
+  process.stdout.write(
+    `\ncapacity: ${"units per second one core of each serves (1 / CPU per unit); '-' where it does no work"}\n\n` +
+      `| operation | unit | ${columns.join(" | ")} |\n| --- | --- |${" ---: |".repeat(columns.length)}\n`,
+  );
+  for (const cost of costs) {
+    const cells = columns.map((c) => {
+      const s = cost.cpu[c] ?? 0;
+      return s * 1e6 < 5 * (cost.unit === "request" ? 1 : 1000)
+        ? "-"
+        : (1 / s).toFixed(cost.unit === "request" ? 0 : 1);
+    });
+    process.stdout.write(`| ${cost.operation} | ${cost.unit} | ${cells.join(" | ")} |\n`);
+  }
+}
+
+/**
+ * The model's prediction for n gateways: each gateway runs on one core at most (its work is on one JavaScript thread),
+ * so n / (gateway CPU per request); and the machine has `cores` less what other people's processes use, shared by
+ * everything a request costs (gateway, PostgreSQL, Redis and the load generator, which here run on the same cores).
+ */
+function printCheck(model: Cost, runs: Cost[], gatewayNames: string[][]): void {
+  const perRequest = Object.values(model.cpu).reduce((a, b) => a + b, 0);
+  process.stdout.write(
+    `\ncheck of the model: bearer requests (GraphQL me), ${CONNECTIONS} connections in all; the model's CPU per request ` +
+      `${us(perRequest)} µs in all, of which the gateway ${us(model.cpu.gateway!)} µs\n\n` +
+      `| gateways | load average | others' cores | predicted: gateway-bound | predicted: machine-bound | predicted | measured | measured / predicted | measured CPU per request, gateways | in all |\n` +
+      `| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n`,
+  );
+  for (const [i, run] of runs.entries()) {
+    const n = gatewayNames[i]!.length;
+    const gatewayBound = n / model.cpu.gateway!;
+    const available = Math.max(0.1, cores() - run.othersCores);
+    const machineBound = available / perRequest;
+    const predicted = Math.min(gatewayBound, machineBound);
+    const measured = run.units / run.seconds;
+    const gatewaysCpu = gatewayNames[i]!.reduce((sum, name) => sum + (run.cpu[name] ?? 0), 0);
+    const all = Object.values(run.cpu).reduce((a, b) => a + b, 0);
+    process.stdout.write(
+      `| ${n} | ${run.load} | ${run.othersCores.toFixed(2)} | ${gatewayBound.toFixed(0)} | ${machineBound.toFixed(0)} | ` +
+        `${predicted.toFixed(0)} | ${measured.toFixed(0)} | ${(measured / predicted).toFixed(2)} | ${us(gatewaysCpu)} µs | ${us(all)} µs |\n`,
+    );
+  }
+}
