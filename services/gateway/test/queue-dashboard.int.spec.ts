@@ -1,5 +1,6 @@
 /** Bull Board at /admin/queues: a browser login (Basic, an access token as password), MANAGE_SYSTEM_OPERATIONS only. */
-import { QUEUE_NAMES } from "@mdp/queues";
+import { Queue } from "bullmq";
+import { QUEUE_NAMES, closeRedis, createRedis, whenReady } from "@mdp/queues";
 import { ROOT, createToken, grant, startGateway, systemClientHeaders, type Harness } from "./support/gateway-harness";
 
 const basic = (token: string) => ({ authorization: `Basic ${Buffer.from(`anyone:${token}`).toString("base64")}` });
@@ -75,5 +76,45 @@ describe("queue dashboard", () => {
     const res = await fetch(`${h.baseUrl}/admin/queues`, { headers: basic(token) });
     expect(res.status).toBe(401);
     expect(((await res.json()) as { message: string }).message).toBe("Token has been revoked");
+  });
+
+  it("refuses to add a job, edit a job's data or run a job scheduler, since workers trust a job's data", async () => {
+    const redis = createRedis(h.config.REDIS_URL, "producer");
+    await whenReady(redis);
+    const evaluate = new Queue(QUEUE_NAMES.evaluate, { connection: redis, prefix: h.config.QUEUE_PREFIX });
+    const truncate = new Queue(QUEUE_NAMES.truncate, { connection: redis, prefix: h.config.QUEUE_PREFIX });
+    try {
+      const taskId = (
+        await h.post("/gms/operations?action=truncateTimeseriesAspect", {
+          entityType: "dataset",
+          aspect: "datasetProfile",
+          endTimeMillis: 2,
+          dryRun: false,
+        })
+      ).body.value as string;
+      const before = (await truncate.getJob(taskId))!.data as unknown;
+      const countsBefore = await evaluate.getJobCounts();
+      const write = (method: string, path: string, body: unknown) =>
+        fetch(`${h.baseUrl}/admin/queues/api/queues/${path}`, {
+          method,
+          headers: { ...basic(rootToken), "content-type": "application/json" },
+          body: JSON.stringify(body),
+        });
+      const forged = { actorUrn: "urn:li:corpuser:someone-else", push: true };
+      for (const [method, path, body] of [
+        ["POST", `${QUEUE_NAMES.evaluate}/add`, { name: "evaluate", data: forged }],
+        ["PATCH", `${QUEUE_NAMES.truncate}/${taskId}/update-data`, { data: forged }],
+        ["PATCH", `${QUEUE_NAMES.testSchedule}/job-schedulers/test-x`, { pattern: "* * * * *" }],
+        ["PUT", `${QUEUE_NAMES.testSchedule}/job-schedulers/test-x/run`, {}],
+      ] as const) {
+        const res = await write(method, path, body);
+        expect([method, path, res.status]).toEqual([method, path, 404]);
+      }
+      expect(await evaluate.getJobCounts()).toEqual(countsBefore); // nothing queued
+      expect((await truncate.getJob(taskId))!.data).toEqual(before); // the job's data untouched
+    } finally {
+      await Promise.allSettled([evaluate.close(), truncate.close()]);
+      await closeRedis(redis);
+    }
   });
 });

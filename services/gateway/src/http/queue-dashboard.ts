@@ -12,15 +12,16 @@ import type { PolicyEngine } from "../policies/policy-engine";
 export const DASHBOARD_PATH = "/admin/queues";
 
 /**
- * Every write route of Bull Board's API (@bull-board/api 9 `routes.js`, in its order, which decides between
- * `/:queue/retry/:status` and `/:queue/:job/retry` as its router does) and the audit action it records. A write that
- * matches none is refused, so a Bull Board upgrade adding a write cannot act unaudited.
+ * The write routes of Bull Board's API (@bull-board/api 9 `routes.js`, in its order, which decides between
+ * `/:queue/retry/:status` and `/:queue/:job/retry` as its router does) the dashboard may take, and the audit action
+ * each records. A write that matches none is refused, so a Bull Board upgrade adding a write cannot act unaudited.
+ * Left out on purpose: adding a job, editing a job's data, and updating or running a job scheduler. Workers trust a
+ * job's data (its actorUrn, an evaluation's push), so those would let a dashboard user act as anyone.
  */
 const DASHBOARD_WRITES: ReadonlyArray<{ method: string; path: RegExp; action: string; params: string[] }> = [
   ["POST", "/api/metrics/history/purge", "queue.purgeMetricsHistory"],
   ["PUT", "/api/queues/pause", "queue.pauseAll"],
   ["PUT", "/api/queues/resume", "queue.resumeAll"],
-  ["POST", "/api/queues/:queue/add", "queue.addJob"],
   ["PUT", "/api/queues/:queue/retry/:status", "queue.retryAll"],
   ["PUT", "/api/queues/:queue/promote", "queue.promoteAll"],
   ["PUT", "/api/queues/:queue/clean/:status", "queue.clean"],
@@ -32,12 +33,9 @@ const DASHBOARD_WRITES: ReadonlyArray<{ method: string; path: RegExp; action: st
   ["PUT", "/api/queues/:queue/empty", "queue.empty"],
   ["PUT", "/api/queues/:queue/obliterate", "queue.obliterate"],
   ["PUT", "/api/queues/:queue/job-schedulers/:scheduler/remove", "queue.removeJobScheduler"],
-  ["PATCH", "/api/queues/:queue/job-schedulers/:scheduler", "queue.updateJobScheduler"],
-  ["PUT", "/api/queues/:queue/job-schedulers/:scheduler/run", "queue.runJobScheduler"],
   ["PUT", "/api/queues/:queue/:job/retry", "queue.retryJob"],
   ["PUT", "/api/queues/:queue/:job/clean", "queue.removeJob"],
   ["PUT", "/api/queues/:queue/:job/promote", "queue.promoteJob"],
-  ["PATCH", "/api/queues/:queue/:job/update-data", "queue.updateJobData"],
   ["PATCH", "/api/queues/:queue/:job/delay", "queue.changeJobDelay"],
   ["PATCH", "/api/queues/:queue/:job/priority", "queue.changeJobPriority"],
   ["PUT", "/api/queues/:queue/:job/remove-unprocessed-children", "queue.removeUnprocessedChildren"],
