@@ -44,6 +44,12 @@ function unstorableCharacterIn(text: string): string | undefined {
  */
 export const MAX_NESTING = 1000;
 
+/**
+ * The largest epoch-millisecond time a caller may give (8.64e15, 275760-09-13): the last a JavaScript Date holds
+ * (PostgreSQL's timestamptz reaches further). A larger safe integer would make an Invalid Date, failing as a 500.
+ */
+export const MAX_EPOCH_MS = 8.64e15;
+
 /** Where in `value` (under `at`) the first string or key that cannot be stored is, and what it holds. */
 export function findUnstorable(value: unknown, at: string, depth = 0): { path: string; what: string } | undefined {
   if (typeof value === "string") {

@@ -236,13 +236,16 @@ describe("audit trail", () => {
       expect(pages.flatMap((p) => p.events.map((e) => e.id))).toEqual(all.events.slice(0, 6).map((e) => e.id));
     });
 
-    it("refuses a negative time and a malformed urn with the field named", async () => {
+    it("refuses a time outside what a Date holds and a malformed urn with the field named", async () => {
       for (const [input, message] of [
-        [{ since: -1 }, "input.since must be epoch milliseconds, 0 or more"],
+        [{ since: -1 }, "input.since must be epoch milliseconds from 0 to 8640000000000000"],
+        // a safe integer, but past the last time a Date holds
+        [{ until: 8.64e15 + 1 }, "input.until must be epoch milliseconds from 0 to 8640000000000000"],
         [{ targetUrn: "task-1" }, "Invalid urn in 'input.targetUrn'"],
       ] as const) {
         const res = await h.graphql(LIST, { input }, systemClientHeaders(ROOT));
         expect(res.body.errors?.[0]?.message).toContain(message);
+        expect(res.body.errors?.[0]?.extensions?.code).toBe("BAD_USER_INPUT");
       }
     });
 

@@ -176,6 +176,11 @@ describe("listTasks", () => {
     expect(got).toContain(message);
   });
 
+  it("answers any safe-integer time, even past what a Date holds: PostgreSQL compares it, no Date is made", async () => {
+    const late = await list({ createdAfter: Number.MAX_SAFE_INTEGER });
+    expect([late.status, late.page?.total]).toEqual([200, 0]);
+  });
+
   it("refuses a page of more than 100 over GraphQL too", async () => {
     const res = await h.graphql(`{ listTasks(input: {count: 101}) { total } }`, {}, systemClientHeaders(ROOT));
     expect(res.body.errors?.[0]).toMatchObject({

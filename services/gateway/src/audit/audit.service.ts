@@ -1,5 +1,5 @@
 import { insertAuditEvent, type Prisma, type PrismaClient } from "@mdp/db";
-import { badInput, parseUrnField } from "@mdp/core";
+import { badInput, MAX_EPOCH_MS, parseUrnField } from "@mdp/core";
 import type { Actor } from "../auth/actor";
 import { pageOf } from "../graphql/paging";
 import type { PolicyEngine } from "../policies/policy-engine";
@@ -49,7 +49,10 @@ async function listAuditEvents(prisma: PrismaClient, input: ListAuditEventsInput
   if (input.targetUrn) parseUrnField("input.targetUrn", input.targetUrn);
   for (const field of ["since", "until"] as const) {
     const value = input[field];
-    if (value != null && value < 0) throw badInput(`input.${field} must be epoch milliseconds, 0 or more`);
+    // Past MAX_EPOCH_MS (yet a safe integer), new Date() would be an Invalid Date, failing as a 500.
+    if (value != null && !(value >= 0 && value <= MAX_EPOCH_MS)) {
+      throw badInput(`input.${field} must be epoch milliseconds from 0 to ${MAX_EPOCH_MS}`);
+    }
   }
   const createdAt = {
     ...(input.since != null ? { gte: new Date(input.since) } : {}),

@@ -1,4 +1,4 @@
-import { abbreviated, badInput, parseUrnField } from "@mdp/core";
+import { abbreviated, badInput, MAX_EPOCH_MS, parseUrnField } from "@mdp/core";
 
 /** listAccessTokens' FacetFilterInput, as DataHub's clients send it. */
 export interface FacetFilterInput {
@@ -30,7 +30,6 @@ export type TokenFilter =
 
 const isOneOf = <T extends string>(list: readonly T[], value: string): value is T =>
   (list as readonly string[]).includes(value);
-const MAX_EPOCH_MS = 8.64e15; // the largest time a JavaScript Date (and timestamptz, well within) holds
 
 /**
  * A FacetFilterInput as the filter it means, or BAD_USER_INPUT naming `input.filters[i]` and what it may be: each
