@@ -11,6 +11,9 @@ export function nextCronFiring(cron: string, fromMillis = Date.now()): number | 
   return getNextMillis(fromMillis, { pattern: cron, tz: SCHEDULE_TIMEZONE });
 }
 
+/** The longest cron pattern a schedule (retention policy, scheduled test) may have (docs/limits.md). */
+export const MAX_CRON_LENGTH = 256;
+
 /** How many firings `cronPatternProblem` looks at to find the shortest interval of a pattern. */
 export const CRON_INTERVAL_SAMPLE = 100;
 

@@ -20,7 +20,7 @@ import {
   type TestState,
 } from "@mdp/db";
 import { readTestResults, type FailedRule } from "@mdp/metadata-tests";
-import { cronPatternProblem, type TestSchedules } from "@mdp/queues";
+import { cronPatternProblem, MAX_CRON_LENGTH, type TestSchedules } from "@mdp/queues";
 import type { Actor } from "../auth/actor";
 import { recordAudit } from "../audit/audit.service";
 import { pageOf } from "../graphql/paging";
@@ -56,7 +56,6 @@ export interface TestResultsView {
 }
 
 const TEST_RESULTS_ASPECT = "testResults";
-export const MAX_CRON_LENGTH = 256;
 /** testResultHistory's page: at most this many transitions per answer (docs/limits.md). */
 export const MAX_HISTORY_PAGE = 100;
 

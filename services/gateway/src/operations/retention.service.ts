@@ -12,7 +12,7 @@ import {
   type Logger,
 } from "@mdp/core";
 import { retentionRunRequest, type Database, type Prisma, type RetentionPolicy } from "@mdp/db";
-import { cronPatternProblem, type RetentionSchedules } from "@mdp/queues";
+import { cronPatternProblem, MAX_CRON_LENGTH, type RetentionSchedules } from "@mdp/queues";
 import { presentState, TaskLifecycle } from "@mdp/tasks";
 import { recordAudit } from "../audit/audit.service";
 import type { Actor } from "../auth/actor";
@@ -25,7 +25,6 @@ import type { TruncationService } from "./truncation.service";
 export const MAX_RETENTION_POLICIES = 100;
 /** The longest retention: 10 years (3,650 days of 86,400,000 ms); longer keeps everything anyway. */
 export const MAX_RETAIN_DAYS = 3650;
-export const MAX_CRON_LENGTH = 256;
 
 const PRIVILEGE = "MANAGE_SYSTEM_OPERATIONS";
 const URN_TYPE = "retentionPolicy";
@@ -93,7 +92,8 @@ export interface RetentionPolicyView {
  * Retention policies (issue 22; docs/api.md "Retention policies"): MANAGE_SYSTEM_OPERATIONS for every operation.
  * The row is the source of truth and is written (with its audit row) first; its BullMQ job scheduler follows. When
  * Redis refuses that step the answer still succeeds and the policy shows no nextRunTime: each truncation worker
- * reconciles every schedule with the rows at start and every minute (RetentionScheduleReconciler), so it converges.
+ * reconciles every schedule with the rows at start and every minute (`startRetention` in
+ * services/truncation-worker/src/retention.processor.ts, through `RetentionSchedules.reconcile`), so it converges.
  */
 export class RetentionService {
   private readonly tasks: TaskLifecycle;
@@ -269,7 +269,12 @@ export class RetentionService {
   }
 
   private async views(rows: RetentionPolicy[]): Promise<RetentionPolicyView[]> {
-    const next = await this.schedules.nextRuns(rows.map((r) => r.id));
+    // The row is the answer: with Redis unreachable it shows no next run rather than failing after the row committed
+    // (a client's retry would then create a second policy).
+    const next = await this.schedules.nextRuns(rows.map((r) => r.id)).catch((error: unknown) => {
+      this.logger.warn({ err: error }, "could not read retention policies' next runs; showing none");
+      return new Map<string, number>();
+    });
     // At most MAX_RETENTION_POLICIES reads, each by primary key.
     const lastTasks = await Promise.all(
       rows.map((r) => (r.lastTaskId ? this.tasks.read(r.lastTaskId) : Promise.resolve(null))),
