@@ -58,6 +58,15 @@ describe("loadConfig", () => {
       expect(loadConfig({ ...base, ...secrets, NODE_ENV: "production" }).NODE_ENV).toBe("production");
     });
 
+    it("turns the GraphQL explorer off unless GRAPHQL_EXPLORER=true, and it is on elsewhere by default", () => {
+      expect(loadConfig({ ...base, ...secrets, NODE_ENV: "production" }).GRAPHQL_EXPLORER).toBe(false);
+      expect(
+        loadConfig({ ...base, ...secrets, NODE_ENV: "production", GRAPHQL_EXPLORER: "true" }).GRAPHQL_EXPLORER,
+      ).toBe(true);
+      expect(loadConfig(base).GRAPHQL_EXPLORER).toBe(true);
+      expect(loadConfig({ ...base, GRAPHQL_EXPLORER: "false" }).GRAPHQL_EXPLORER).toBe(false);
+    });
+
     it("refuses the development secrets, naming each", () => {
       const attempt = () => loadConfig({ ...base, NODE_ENV: "production" });
       expect(attempt).toThrow(ConfigError);

@@ -131,13 +131,18 @@ const schema = z.object({
    * when it is written; tests of the schedulers themselves lower it to 1 (BullMQ's cron takes a seconds field)
    */
   SCHEDULE_MIN_INTERVAL_SECONDS: int(1, 86_400).default(60),
+  /**
+   * the Apollo Sandbox page on a browser's GET of the GraphQL path; it loads Apollo's script from its CDN on the
+   * gateway's origin, where the browser holds credentials for the whole API. Unset: on unless NODE_ENV=production
+   */
+  GRAPHQL_EXPLORER: bool.optional(),
   /** test result transitions older than this are pruned by the evaluation workers, except each pair's latest */
   TEST_HISTORY_RETENTION_DAYS: int(1, 36_600).default(365),
   /** transitions kept per (entity, test) pair: older ones go when a push records a new one */
   TEST_HISTORY_MAX_TRANSITIONS: int(1, 100_000).default(1_000),
 });
 
-export type Config = z.output<typeof schema>;
+export type Config = Omit<z.output<typeof schema>, "GRAPHQL_EXPLORER"> & { GRAPHQL_EXPLORER: boolean };
 
 export class ConfigError extends Error {}
 
@@ -155,7 +160,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     });
     throw new ConfigError(`Invalid configuration: ${problems.join("; ")}`);
   }
-  const config = parsed.data;
+  const config: Config = {
+    ...parsed.data,
+    GRAPHQL_EXPLORER: parsed.data.GRAPHQL_EXPLORER ?? parsed.data.NODE_ENV !== "production",
+  };
   // BullMQ's scripts touch several keys of a queue at once: on a cluster they must hash to one slot.
   if (parseRedisUrl(config.REDIS_URL).cluster && !hashTagOf(config.QUEUE_PREFIX)) {
     throw new ConfigError(

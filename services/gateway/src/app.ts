@@ -47,6 +47,8 @@ export interface AppDeps {
   http: GmsDeps;
   /** shown in the queue dashboard */
   queues: Queue[];
+  /** GRAPHQL_EXPLORER: the Apollo Sandbox page on a browser's GET of the GraphQL path */
+  graphqlExplorer: boolean;
 }
 
 export interface Gateway {
@@ -99,7 +101,8 @@ export async function createGateway(deps: AppDeps): Promise<Gateway> {
   // POST only, as in DataHub: a query in the URL (GraphQL over GET) would put what it carries, tokens included, into
   // access logs and browser histories.
   app.post(GRAPHQL_PATHS, refuseNonJson, graphql.middleware);
-  app.get(GRAPHQL_PATHS, await graphqlExplorer()); // a browser's GET only: the explorer's page
+  // a browser's GET only: the explorer's page; without it, the GET gets the 405 an API client does
+  if (deps.graphqlExplorer) app.get(GRAPHQL_PATHS, await graphqlExplorer());
   app.all(GRAPHQL_PATHS, (_req, res) => {
     res.setHeader("allow", "POST");
     throw new AppError("METHOD_NOT_ALLOWED", "GraphQL is served over POST only.");

@@ -43,7 +43,15 @@ async function main(): Promise<void> {
     stop: stopServices,
   } = await composeServices(config, { db, redis, subscriber }, logger);
   const readiness = new Readiness(prisma, redis, config.DATABASE_URL, logger);
-  const gateway = await createGateway({ logger, authenticator, services, http, queues, readiness });
+  const gateway = await createGateway({
+    logger,
+    authenticator,
+    services,
+    http,
+    queues,
+    readiness,
+    graphqlExplorer: config.GRAPHQL_EXPLORER,
+  });
 
   await listen(gateway.server, config.PORT, config.HOST);
   logger.info({ url: `http://${config.HOST}:${config.PORT}` }, "gateway listening");

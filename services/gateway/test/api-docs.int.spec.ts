@@ -181,5 +181,19 @@ describe("API descriptions", () => {
       });
       expect(get.status).toBe(405);
     });
+
+    it("is off with GRAPHQL_EXPLORER=false: a browser's GET gets the API's 405 and nothing from Apollo's CDN", async () => {
+      const off = await startGateway({ GRAPHQL_EXPLORER: "false" });
+      try {
+        const offToken = (await createToken(off, ROOT)).token;
+        const res = await fetch(`${off.baseUrl}/api/graphql`, { headers: { ...html, ...basic(offToken) } });
+        expect(res.status).toBe(405);
+        expect(res.headers.get("allow")).toBe("POST");
+        expect(await res.text()).not.toContain("apollographql.com");
+        expect(res.headers.get("content-security-policy")).not.toContain("apollographql.com");
+      } finally {
+        await off.close();
+      }
+    });
   });
 });

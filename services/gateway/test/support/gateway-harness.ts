@@ -78,6 +78,7 @@ export async function startGateway(env: Record<string, string> = {}): Promise<Ha
     http: composed.http,
     queues: composed.queues,
     readiness: new Readiness(prisma, redis, config.DATABASE_URL),
+    graphqlExplorer: config.GRAPHQL_EXPLORER,
   });
   await new Promise<void>((resolve) => gateway.server.listen(0, "127.0.0.1", resolve));
   const baseUrl = `http://127.0.0.1:${(gateway.server.address() as AddressInfo).port}`;
