@@ -218,6 +218,52 @@ describe("DataHub's clients, unchanged", () => {
     });
   });
 
+  describe("the newest web app (settingsV2/AccessTokens.tsx, CreateTokenModal.tsx)", () => {
+    // AccessTokens.tsx reads token.owner (urn, editableProperties.pictureLink, and what getDisplayName reads of a
+    // CorpUser); the auth.graphql selecting it was not in the index we read, so this selection is written from it.
+    const LIST_WITH_OWNER = `query listAccessTokens($input: ListAccessTokenInput!) {
+      listAccessTokens(input: $input) { total tokens { id ownerUrn owner { urn type username
+        properties { displayName fullName email } editableProperties { displayName pictureLink } info { displayName } } } }
+    }`;
+
+    it("answers token.owner as a CorpUser: urn, type and username from the urn, no profile held so the rest null", async () => {
+      const res = await h.graphql(LIST_WITH_OWNER, webAppOwnTokensVariables(ALICE), bearer(alice));
+      expect(res.body.errors).toBeUndefined();
+      const [token] = (res.body.data!.listAccessTokens as { tokens: Array<Record<string, unknown>> }).tokens;
+      expect(token!.owner).toEqual({
+        urn: ALICE,
+        type: "CORP_USER",
+        username: "alice",
+        properties: null,
+        editableProperties: null,
+        info: null,
+      });
+      const unknown = await h.graphql(
+        "query { listAccessTokens(input: {}) { tokens { owner { urn groups } } } }",
+        {},
+        bearer(alice),
+      );
+      expect(unknown.body.errors?.[0]?.message).toContain('Cannot query field "groups" on type "CorpUser"');
+    });
+
+    it("refuses CreateTokenModal's SERVICE_ACCOUNT type by name, creating nothing", async () => {
+      // CreateTokenModal.tsx: { actorUrn, type: tokenType, duration, name, description: tokenDescription || undefined }
+      const before = await web("listAccessTokens", webAppOwnTokensVariables(ALICE));
+      const res = await web("createAccessToken", {
+        input: { actorUrn: ALICE, type: "SERVICE_ACCOUNT", duration: "ONE_MONTH", name: "robot" },
+      });
+      expect(res.status).toBe(200);
+      expect(res.body.errors?.[0]).toMatchObject({
+        message: expect.stringContaining("input.type SERVICE_ACCOUNT is not supported"),
+        extensions: { code: "BAD_USER_INPUT", datahubCode: 400 },
+      });
+      const after = await web("listAccessTokens", webAppOwnTokensVariables(ALICE));
+      expect((after.body.data!.listAccessTokens as TokenList).total).toBe(
+        (before.body.data!.listAccessTokens as TokenList).total,
+      );
+    });
+  });
+
   describe("DataHub's smoke tests of tokens (smoke-test/tests/tokens/), through the frontend's proxy", () => {
     interface SmokeToken {
       id: string;

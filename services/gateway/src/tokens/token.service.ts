@@ -32,7 +32,8 @@ const TOKEN_ISSUER = "metadata-admin";
 const TOKEN_VERSION = 2;
 
 export interface CreateTokenInput {
-  type: "PERSONAL";
+  /** SERVICE_ACCOUNT is in the schema (DataHub's web app sends it) only to be refused by name. */
+  type: "PERSONAL" | "SERVICE_ACCOUNT";
   actorUrn: string;
   duration: AccessTokenDuration;
   /** required (GraphQL's type leaves it optional for the deprecated getAccessToken, which names its tokens) */
@@ -71,6 +72,11 @@ export class TokenService {
 
   async create(actor: Actor, input: CreateTokenInput): Promise<{ accessToken: string; metadata: TokenMetadata }> {
     await this.requireTokenApi(actor, "generate access tokens");
+    if (input.type !== "PERSONAL") {
+      throw badInput(
+        `input.type ${input.type} is not supported: only PERSONAL tokens (service accounts are DataHub's)`,
+      );
+    }
     parseUrnField("input.actorUrn", input.actorUrn, "corpuser");
     if (input.actorUrn !== actor.urn) {
       await this.policies.require(actor, "MANAGE_ACCESS_TOKENS", "generate access tokens for other users");

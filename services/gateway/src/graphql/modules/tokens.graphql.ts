@@ -2,8 +2,13 @@ import type { GraphQLContext } from "../context";
 import type { CreateTokenInput, ListTokensInput } from "../../tokens/token.service";
 
 export const tokenTypeDefs = /* GraphQL */ `
+  """
+  PERSONAL is the one type made here. SERVICE_ACCOUNT (DataHub's web app offers it) is accepted by the schema only so
+  that createAccessToken can refuse it with BAD_USER_INPUT naming the value: service accounts are DataHub's.
+  """
   enum AccessTokenType {
     PERSONAL
+    SERVICE_ACCOUNT
   }
 
   "1h, 24h, 7d, 30d, 90d, 180d, 365d, or never (only where ACCESS_TOKEN_ALLOW_NO_EXPIRY=true)."
@@ -40,9 +45,52 @@ export const tokenTypeDefs = /* GraphQL */ `
     scopes: [String!]
   }
 
-  "DataHub's entity types; an access token's type is ACCESS_TOKEN."
+  "DataHub's entity types; an access token's type is ACCESS_TOKEN, a user's CORP_USER."
   enum EntityType {
     ACCESS_TOKEN
+    CORP_USER
+  }
+
+  """
+  DataHub's CorpUser, as far as this service knows one: its urn, and the username the urn names. It holds no user
+  profile, so properties, editableProperties and info are null (DataHub's clients then show the username).
+  """
+  type CorpUser {
+    urn: String!
+    "Always CORP_USER."
+    type: EntityType!
+    username: String!
+    properties: CorpUserProperties
+    editableProperties: CorpUserEditableProperties
+    info: CorpUserInfo
+  }
+
+  "Always null here (no user profiles are held); the shape of DataHub's, for its clients' documents."
+  type CorpUserProperties {
+    displayName: String
+    fullName: String
+    firstName: String
+    lastName: String
+    email: String
+    title: String
+  }
+
+  "Always null here (no user profiles are held); the shape of DataHub's, for its clients' documents."
+  type CorpUserEditableProperties {
+    displayName: String
+    pictureLink: String
+    email: String
+    title: String
+  }
+
+  "Always null here (no user profiles are held); DataHub's deprecated user info, for its clients' documents."
+  type CorpUserInfo {
+    displayName: String
+    fullName: String
+    firstName: String
+    lastName: String
+    email: String
+    title: String
   }
 
   type AccessToken {
@@ -63,6 +111,8 @@ export const tokenTypeDefs = /* GraphQL */ `
     actorUrn: String!
     "Who created it."
     ownerUrn: String!
+    "Who created it, as DataHub's CorpUser (what DataHub's web app selects)."
+    owner: CorpUser
     createdAt: Long!
     "null: never expires"
     expiresAt: Long
@@ -139,9 +189,24 @@ export const tokenTypeDefs = /* GraphQL */ `
   }
 `;
 
+const CORPUSER_PREFIX = "urn:li:corpuser:";
+
+/** A user urn as DataHub's CorpUser: what the urn says; no profile is held, so the profile fields are null. */
+function corpUserOf(urn: string) {
+  return {
+    urn,
+    type: "CORP_USER",
+    username: urn.startsWith(CORPUSER_PREFIX) ? urn.slice(CORPUSER_PREFIX.length) : urn,
+    properties: null,
+    editableProperties: null,
+    info: null,
+  };
+}
+
 export const tokenResolvers = {
   AccessTokenMetadata: {
     type: () => "ACCESS_TOKEN",
+    owner: (token: { ownerUrn: string }) => corpUserOf(token.ownerUrn),
   },
   Query: {
     getAccessToken: (_: unknown, args: { input: CreateTokenInput }, ctx: GraphQLContext) =>
