@@ -9,3 +9,4 @@ export * from "./otel-sdk";
 export * from "./registry/entity-registry";
 export * from "./registry/service-written-aspects";
 export * from "./storable";
+export * from "./privileges";

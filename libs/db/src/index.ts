@@ -11,6 +11,7 @@ export { isUniqueViolation, notFoundWhenMissing, unstorableValueReason } from ".
 export { likeLiteral } from "./like";
 export * from "./audit";
 export * from "./retention/retention-runs";
+export * from "./policies/grants";
 // PrismaClient, the Prisma namespace (errors, input types, TransactionClient), every model type and enum.
 export * from "./generated/prisma/client";
 export {

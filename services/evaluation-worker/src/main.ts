@@ -57,6 +57,7 @@ const testSchedules = startTestSchedules({
   db,
   tasks,
   runs: producer,
+  rootUserUrn: config.ROOT_USER_URN,
   logger,
   connection,
   producerConnection,

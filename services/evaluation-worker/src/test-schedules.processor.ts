@@ -1,6 +1,6 @@
 import type { Worker } from "bullmq";
 import type { Logger } from "@mdp/core";
-import { insertAuditEvent, type Database } from "@mdp/db";
+import { insertAuditEvent, scheduledActorMayRun, type Database } from "@mdp/db";
 import {
   createWorker,
   Producer,
@@ -19,17 +19,25 @@ export interface TestScheduleDeps {
   runs: Producer<"evaluate">;
   schedules: TestSchedules;
   logger: Logger;
+  /** ROOT_USER_URN: the root user's built-in policy counts when the creator's privileges are read */
+  rootUserUrn: string;
 }
 
 /** The audit's `via` of what a schedule did, where a request's says how its caller authenticated. */
 const VIA = "test-schedule";
 
+/** What runTest with push needs (services/gateway/src/metadata-tests/test-run.service.ts), checked at each firing. */
+export const SCHEDULED_TEST_PRIVILEGE = "MANAGE_TESTS";
+
 /**
  * A test's schedule fired: the test's run — runTest with push and the default batch size — created as runTest creates
  * it (TaskLifecycle.create with runTest's own dedup key, so a run still waiting or active, scheduled or not, is joined
  * rather than started twice), audited as `test.run` in the task's transaction, then queued. The run acts for the
- * test's creator (createdBy of the task and the audit row). An INACTIVE test's schedule fires but starts nothing (the
- * schedule pauses with the test); a test deleted or unscheduled meanwhile has its leftover schedule removed.
+ * test's creator (createdBy of the task and the audit row), and only while the creator still holds MANAGE_TESTS, read
+ * from PostgreSQL at each firing: otherwise the firing starts nothing, audits `test.run.refused` and logs a warning,
+ * and the schedule stays (it runs again once the creator regains the privilege). An INACTIVE test's schedule fires but
+ * starts nothing (the schedule pauses with the test); a test deleted or unscheduled meanwhile has its leftover schedule
+ * removed.
  */
 export function createTestScheduleHandler(deps: TestScheduleDeps): JobHandler<"testSchedule"> {
   return async ({ testUrn }) => {
@@ -43,8 +51,23 @@ export function createTestScheduleHandler(deps: TestScheduleDeps): JobHandler<"t
       return { removedSchedule: true };
     }
     if (test.state === "INACTIVE") return { skipped: "INACTIVE" };
-    const { request, dedupKey } = runTestRequest(test.urn);
     const actorUrn = test.createdBy;
+    const mayRun = await scheduledActorMayRun(deps.db.prisma, {
+      actorUrn,
+      privilege: SCHEDULED_TEST_PRIVILEGE,
+      rootUserUrn: deps.rootUserUrn,
+      action: "test.run.refused",
+      targetUrn: test.urn,
+      via: VIA,
+    });
+    if (!mayRun) {
+      deps.logger.warn(
+        { test: test.urn, actor: actorUrn, missingPrivilege: SCHEDULED_TEST_PRIVILEGE },
+        "scheduled test run refused: its creator no longer holds the privilege; the schedule stays",
+      );
+      return { refused: SCHEDULED_TEST_PRIVILEGE };
+    }
+    const { request, dedupKey } = runTestRequest(test.urn);
     const { taskId, existing } = await deps.tasks.create(
       {
         type: "EVALUATE_TESTS",

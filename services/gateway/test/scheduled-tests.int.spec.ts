@@ -3,7 +3,8 @@
  * workers (evaluate-tests and test-schedules, the evaluation worker's own handlers), real PostgreSQL and Redis: a test
  * with a per-second cron runs by itself as an ordinary runTest task and pushes; its results' transitions are recorded
  * only on change, with times; updating or deleting the test changes or removes its job scheduler; schedules converge
- * with the rows; the history's cap and retention prune; testResultHistory's privilege and bounds.
+ * with the rows; a schedule whose creator lost MANAGE_TESTS starts nothing (audited) until the privilege is back; the
+ * history's cap and retention prune; testResultHistory's privilege and bounds.
  */
 import { createLogger } from "@mdp/core";
 import { AspectRepository, inTransaction } from "@mdp/db";
@@ -17,6 +18,7 @@ const ORDERS = "urn:li:dataset:(urn:li:dataPlatform:hive,db.orders,PROD)";
 const VIEWER = "urn:li:corpuser:viewer";
 const MANAGER = "urn:li:corpuser:manager";
 const NOBODY = "urn:li:corpuser:nobody";
+const LEAVER = "urn:li:corpuser:leaver";
 const DESCRIBED = JSON.stringify({
   on: { types: ["dataset"] },
   rules: { property: "datasetProperties.description", operator: "contains_str", value: "orders" },
@@ -114,6 +116,7 @@ describe("scheduled tests and result history", () => {
       tasks: new TaskLifecycle(h.database, logger),
       runs,
       logger,
+      rootUserUrn: h.config.ROOT_USER_URN,
       connection: connections[0]!,
       producerConnection: connections[1]!,
       prefix: h.config.QUEUE_PREFIX,
@@ -215,6 +218,51 @@ describe("scheduled tests and result history", () => {
     expect(await schedules.queue.getJobScheduler(`test-${testScheduleId(testUrn)}`)).toBeUndefined();
     // Its history stays readable until retention removes it.
     expect(await transitions(testUrn)).toHaveLength(3);
+  });
+
+  it("starts nothing while the test's creator lacks MANAGE_TESTS, audits each refusal, and runs again once regranted", async () => {
+    const grantLeaver = async () => {
+      const body = await gql(`mutation($i: PolicyUpdateInput!) { createPolicy(input: $i) }`, {
+        i: { name: "leaver tests", state: "ACTIVE", privileges: ["MANAGE_TESTS"], actors: { users: [LEAVER] } },
+      });
+      if (body.errors) throw new Error(JSON.stringify(body.errors));
+      return body.data?.createPolicy as string;
+    };
+    const policyUrn = await grantLeaver();
+    const testUrn = await createScheduled("leavers-test", null, LEAVER);
+    // The user leaves: its policy is deleted, then its test's per-second schedule starts firing.
+    const deleted = await gql(`mutation($u: String!) { deletePolicy(urn: $u) }`, { u: policyUrn });
+    expect(deleted.errors).toBeUndefined();
+    await h.prisma.metadataTest.update({ where: { urn: testUrn }, data: { scheduleCron: "* * * * * *" } });
+    await schedulesWorker.reconcile();
+
+    const refusals = () =>
+      h.prisma.auditEvent.findMany({
+        where: { action: "test.run.refused", targetUrn: testUrn },
+        orderBy: { id: "asc" },
+      });
+    const refused = await until("two refused firings", async () => {
+      const rows = await refusals();
+      return rows.length >= 2 ? rows : undefined;
+    });
+    expect(refused[0]).toMatchObject({
+      actorUrn: LEAVER,
+      details: { missingPrivilege: "MANAGE_TESTS", trigger: "schedule", via: "test-schedule" },
+    });
+    // Nothing ran in the leaver's name, and the schedule is still there.
+    expect(await runTasks(testUrn)).toEqual([]);
+    expect(await h.prisma.auditEvent.count({ where: { action: "test.run", targetUrn: testUrn } })).toBe(0);
+    expect(await schedules.queue.getJobScheduler(`test-${testScheduleId(testUrn)}`)).toMatchObject({
+      pattern: "* * * * * *",
+    });
+
+    // Regranted: the same schedule runs as before, in the leaver's name.
+    await grantLeaver();
+    const run = await until("a scheduled run after the regrant", async () =>
+      (await runTasks(testUrn)).find((t) => t.state === "completed"),
+    );
+    expect(run.created_by).toBe(LEAVER);
+    expect((await gql(DELETE, { urn: testUrn }, LEAVER)).data?.deleteTest).toBe(true);
   });
 
   it("keeps the job scheduler in step with create, update and delete, and converges with the rows", async () => {

@@ -42,6 +42,7 @@ const retention = startRetention({
   truncations: producer,
   logger,
   urnNamespace: config.URN_NAMESPACE,
+  rootUserUrn: config.ROOT_USER_URN,
   connection,
   producerConnection,
   prefix: config.QUEUE_PREFIX,

@@ -1,6 +1,13 @@
 import type { Worker } from "bullmq";
 import { makeUrn, type Logger } from "@mdp/core";
-import { insertAuditEvent, recordRetentionRun, retentionDedupKey, retentionRunRequest, type Database } from "@mdp/db";
+import {
+  insertAuditEvent,
+  recordRetentionRun,
+  retentionDedupKey,
+  retentionRunRequest,
+  scheduledActorMayRun,
+  type Database,
+} from "@mdp/db";
 import {
   createWorker,
   Producer,
@@ -19,16 +26,27 @@ export interface RetentionDeps {
   schedules: RetentionSchedules;
   logger: Logger;
   urnNamespace: string;
+  /** ROOT_USER_URN: the root user's built-in policy counts when the creator's privileges are read */
+  rootUserUrn: string;
 }
 
 /** The audit's `via` of what a schedule did, where a request's says how its caller authenticated. */
 const VIA = "retention-schedule";
 
 /**
+ * What runRetentionPolicy with dryRun false needs (services/gateway/src/operations/retention.service.ts; it implies
+ * TRUNCATE_TIMESERIES_INDEX), checked at each firing.
+ */
+export const RETENTION_RUN_PRIVILEGE = "MANAGE_SYSTEM_OPERATIONS";
+
+/**
  * A retention schedule fired: the policy's truncation task, cut at now − retainDays, created as a truncation request
  * creates one (TaskLifecycle.create with the policy's dedup key: while its previous task is waiting or active the run
  * joins it) with its audit rows and the policy's lastTaskId in the same transaction, then queued. The task is created
- * in the name of the policy's creator. A policy deleted meanwhile removes its leftover schedule.
+ * in the name of the policy's creator, and only while the creator still holds MANAGE_SYSTEM_OPERATIONS, read from
+ * PostgreSQL at each firing: otherwise the firing starts nothing, audits `retentionPolicy.run.refused` and logs a
+ * warning, and the schedule stays (it runs again once the creator regains the privilege). A policy deleted meanwhile
+ * removes its leftover schedule.
  */
 export function createRetentionHandler(deps: RetentionDeps): JobHandler<"retention"> {
   return async ({ policyId }) => {
@@ -39,6 +57,21 @@ export function createRetentionHandler(deps: RetentionDeps): JobHandler<"retenti
       return { removedSchedule: true };
     }
     const policyUrn = makeUrn(deps.urnNamespace, "retentionPolicy", policy.id);
+    const mayRun = await scheduledActorMayRun(deps.db.prisma, {
+      actorUrn: policy.createdBy,
+      privilege: RETENTION_RUN_PRIVILEGE,
+      rootUserUrn: deps.rootUserUrn,
+      action: "retentionPolicy.run.refused",
+      targetUrn: policyUrn,
+      via: VIA,
+    });
+    if (!mayRun) {
+      deps.logger.warn(
+        { policy: policyUrn, actor: policy.createdBy, missingPrivilege: RETENTION_RUN_PRIVILEGE },
+        "retention run refused: the policy's creator no longer holds the privilege; the schedule stays",
+      );
+      return { refused: RETENTION_RUN_PRIVILEGE };
+    }
     const request = retentionRunRequest(policy, policyUrn, Date.now());
     const { dryRun: _, ...operation } = request;
     const { taskId, existing } = await deps.tasks.create(

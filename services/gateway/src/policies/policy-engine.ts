@@ -1,36 +1,18 @@
-import type { Policy, PrismaClient } from "@mdp/db";
+import { grantsFrom, loadGroupsOf, loadPlatformPolicies, type Policy, type PrismaClient } from "@mdp/db";
 import { forbidden } from "@mdp/core";
 import type { Actor } from "../auth/actor";
 import type { InvalidationBus } from "../events/invalidation-bus";
-import { PRIVILEGES, withImplied, withinScopes, type Privilege } from "./privileges";
+import { withinScopes, type Privilege } from "./privileges";
 
-export const ROOT_POLICY_URN = "urn:li:dataHubPolicy:root-user";
+// The root user's built-in policy is @mdp/db's, beside the reads every process shares (loadGrants).
+export { ROOT_POLICY_URN, rootPolicy } from "@mdp/db";
 
 /** A safety net only: pub/sub invalidation is what makes changes visible within a second (while the bus is live). */
 const MAX_CACHE_AGE_MS = 60_000;
 
-/** The root user's built-in policy: not stored, not editable, derived from ROOT_USER_URN. */
-export function rootPolicy(rootUserUrn: string): Policy {
-  const epoch = new Date(0);
-  return {
-    urn: ROOT_POLICY_URN,
-    type: "PLATFORM",
-    name: "Root user",
-    description: "Built-in: the root user (ROOT_USER_URN) holds every platform privilege.",
-    state: "ACTIVE",
-    privileges: [...PRIVILEGES],
-    users: [rootUserUrn],
-    groups: [],
-    allUsers: false,
-    editable: false,
-    createdAt: epoch,
-    updatedAt: epoch,
-  };
-}
-
 /**
  * Decides which privileges an actor holds: the union of every ACTIVE policy that names the user, one of the user's
- * groups, or all users. Policies and group memberships are cached per replica and dropped whenever any replica
+ * groups, or all users (@mdp/db's grantsFrom, the one computation the workers' loadGrants also uses). Policies and group memberships are cached per replica and dropped whenever any replica
  * publishes "policies-changed" (or this one reconnects to Redis).
  */
 export class PolicyEngine {
@@ -82,10 +64,7 @@ export class PolicyEngine {
     const [policies, groups] = await Promise.all(
       cached ? [this.policies(), this.groups(userUrn)] : [this.loadPolicies(), this.loadGroups(userUrn)],
     );
-    const granted = policies
-      .filter((p) => p.allUsers || p.users.includes(userUrn) || p.groups.some((g) => groups.includes(g)))
-      .flatMap((p) => p.privileges);
-    return withImplied(granted);
+    return grantsFrom(policies, groups, userUrn);
   }
 
   async has(actor: Actor, privilege: Privilege): Promise<boolean> {
@@ -130,18 +109,11 @@ export class PolicyEngine {
   }
 
   private loadPolicies(): Promise<Policy[]> {
-    return (
-      this.prisma.policy
-        // As in DataHub, only platform policies grant platform privileges; METADATA policies speak of resources.
-        .findMany({ where: { state: "ACTIVE", type: "PLATFORM" } })
-        .then((stored) => [rootPolicy(this.rootUserUrn), ...stored])
-    );
+    return loadPlatformPolicies(this.prisma, this.rootUserUrn);
   }
 
   private loadGroups(userUrn: string): Promise<string[]> {
-    return this.prisma.groupMember
-      .findMany({ where: { userUrn }, select: { groupUrn: true } })
-      .then((rows) => rows.map((r) => r.groupUrn));
+    return loadGroupsOf(this.prisma, userUrn);
   }
 
   private clear(): void {
