@@ -2,7 +2,8 @@
  * Retention policies against the real processes: two gateways and two truncation workers on one PostgreSQL and Redis.
  * CRUD and its refusals over GraphQL; a dry run answers truncateTimeseriesAspect's own report; a manual run is an
  * ordinary truncation task with exact counts; a schedule every second runs by itself through a worker, never twice at
- * once however many replicas; deleting the policy removes its schedule.
+ * once however many replicas; deleting the policy removes its schedule; a schedule whose creator lost
+ * MANAGE_SYSTEM_OPERATIONS starts nothing (audited) until the privilege is back.
  */
 import { spawn } from "node:child_process";
 import path from "node:path";
@@ -410,6 +411,66 @@ describe("retention policies (two gateways, two truncation workers)", () => {
     const quiet = Date.now() + 3_000;
     await waitFor("three quiet seconds", async () => Date.now() > quiet, 5_000);
     expect((await tasksOf(policy.urn)).length).toBe(settled);
+  }, 120_000);
+
+  it("starts nothing while the policy's creator lacks MANAGE_SYSTEM_OPERATIONS, audits it, and runs once regranted", async () => {
+    const OPS = "urn:li:corpuser:retention-ops";
+    const asRoot = <T>(field: string, query: string, variables: Record<string, unknown>) =>
+      ok<T>(field, query, variables);
+    const grantOps = () =>
+      asRoot<string>("createPolicy", `mutation($i: PolicyUpdateInput!) { createPolicy(input: $i) }`, {
+        i: { name: "ops", state: "ACTIVE", privileges: ["MANAGE_SYSTEM_OPERATIONS"], actors: { users: [OPS] } },
+      });
+    const grantUrn = await grantOps();
+    // Created by OPS (a daily cron, so nothing fires yet).
+    const res = await fetch(`${urls[0]}/api/graphql`, {
+      method: "POST",
+      headers: systemClient(OPS),
+      body: JSON.stringify({
+        query: `mutation($i: CreateRetentionPolicyInput!) { createRetentionPolicy(input: $i) { ${POLICY_FIELDS} } }`,
+        variables: { i: { entityType: "dataset", aspect: "datasetProfile", retainDays: 1, cron: "0 3 * * *" } },
+      }),
+    });
+    const created = (await res.json()) as GraphQLAnswer;
+    if (created.errors) throw new Error(JSON.stringify(created.errors));
+    const policy = created.data!.createRetentionPolicy as Policy;
+    expect(policy.createdBy).toBe(OPS);
+
+    // OPS leaves (its grant is deleted); the root user makes the schedule fire every second. The firings still act
+    // for the creator, who no longer may: each is refused and audited, and no task starts.
+    await asRoot("deletePolicy", `mutation($u: String!) { deletePolicy(urn: $u) }`, { u: grantUrn });
+    await asRoot(
+      "updateRetentionPolicy",
+      `mutation($u: String!) { updateRetentionPolicy(urn: $u, input: {cron: "* * * * * *"}) { urn } }`,
+      {
+        u: policy.urn,
+      },
+    );
+    const refusals = async () =>
+      (
+        await database.pool.query<{ actor_urn: string; details: Record<string, unknown> }>(
+          `SELECT actor_urn, details FROM audit_event WHERE action = 'retentionPolicy.run.refused' AND target_urn = $1`,
+          [policy.urn],
+        )
+      ).rows;
+    await waitFor("two refused firings", async () => (await refusals()).length >= 2, 30_000);
+    expect((await refusals())[0]).toEqual({
+      actor_urn: OPS,
+      details: { missingPrivilege: "MANAGE_SYSTEM_OPERATIONS", trigger: "schedule", via: "retention-schedule" },
+    });
+    expect(await tasksOf(policy.urn)).toEqual([]);
+    expect(await get(policy.urn)).toMatchObject({ lastTaskId: null, cron: "* * * * * *" });
+    expect(await scheduleQueue.getJobSchedulersCount()).toBeGreaterThanOrEqual(1);
+
+    // Regranted: the same schedule runs again, as before, in the creator's name.
+    await grantOps();
+    await waitFor(
+      "a run after the regrant",
+      async () => (await get(policy.urn))?.lastTaskState === "completed",
+      30_000,
+    );
+    expect((await tasksOf(policy.urn))[0]).toMatchObject({ createdBy: OPS, state: "completed" });
+    expect(await remove(policy.urn)).toBe(true);
   }, 120_000);
 
   it("is driven by mdp retention create|list|update|run|delete", async () => {
