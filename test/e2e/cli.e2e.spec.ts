@@ -552,6 +552,32 @@ describe("mdp, the admin CLI", () => {
       expect(pushed.stdout).toMatch(row("changed"));
       expect((await mdp(["tests", "evaluate", entity, ...only, "--push"])).stdout).toMatch(row("no change"));
     });
+
+    it("shows since when a pushed result holds (tests history), and schedules a test (tests create --schedule)", async () => {
+      // The pushes above stored one result of urn:li:test:tagged: failing, its first.
+      const history = await mdp(["tests", "history", entity, "urn:li:test:tagged"]);
+      expect(history.code).toBe(0);
+      expect(history.stdout).toMatch(/^failing since /);
+      expect(history.stdout).toMatch(/│ FAIL +│ \(first result\) +│/);
+      const json = JSON.parse((await mdp(["tests", "history", entity, "urn:li:test:tagged", "--json"])).stdout) as {
+        total: number;
+        transitions: Array<{ type: string; previousType: string | null }>;
+      };
+      expect(json).toMatchObject({ total: 1, transitions: [{ type: "FAILURE", previousType: null }] });
+
+      const file = path.join(home, "nightly.yaml");
+      writeFileSync(file, "on: {types: [dataset]}\nrules: [{property: urn, operator: exists}]\n");
+      const named = ["--id", "nightly", "--name", "Nightly", "--category", "Ops"];
+      const tooOften = await mdp(["tests", "create", file, ...named, "--schedule", "*/30 * * * * *"]);
+      expect(tooOften.code).toBe(1);
+      expect(tooOften.stderr).toMatch(
+        /input\.schedule\.cron: '\*\/30 \* \* \* \* \*' fires 30 s apart .*at most once every 60 s/,
+      );
+      expect((await mdp(["tests", "create", file, ...named, "--schedule", "0 3 * * *"])).code).toBe(0);
+      expect((await mdp(["tests", "list"])).stdout).toMatch(
+        /│ urn:li:test:nightly +│ Nightly +│ Ops +│ ACTIVE +│ dataset +│ 0 3 \* \* \*, next /,
+      );
+    });
   });
 
   describe("errors scripts can rely on", () => {

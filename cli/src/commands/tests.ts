@@ -117,18 +117,29 @@ schedule: {cron: '0 3 * * *'}: it then runs by itself (runTest with push) and it
             description: string | null;
             state: string;
             onTypes: string[];
+            schedule: { cron: string; nextRunAt: number | null } | null;
             createdBy: string;
             updatedAt: number;
           }>;
         };
       }>(
-        "query($input: ListTestsInput!) { listTests(input: $input) { start count total tests { urn name category description state onTypes createdBy updatedAt } } }",
+        "query($input: ListTestsInput!) { listTests(input: $input) { start count total tests { urn name category description state onTypes schedule { cron nextRunAt } createdBy updatedAt } } }",
         { input: { start: options.start, count: options.count, query: options.query } },
       );
       if (globalsOf(command).json) return printJson(page);
       printTable(
-        ["test", "name", "category", "state", "on", "updated"],
-        page.tests.map((t) => [t.urn, t.name, t.category, t.state, t.onTypes.join(", "), formatTime(t.updatedAt)]),
+        ["test", "name", "category", "state", "on", "schedule (UTC)", "updated"],
+        page.tests.map((t) => [
+          t.urn,
+          t.name,
+          t.category,
+          t.state,
+          t.onTypes.join(", "),
+          t.schedule
+            ? `${t.schedule.cron}${t.schedule.nextRunAt ? `, next ${formatTime(t.schedule.nextRunAt)}` : ""}`
+            : "",
+          formatTime(t.updatedAt),
+        ]),
       );
       printLine(pageLine(page.start, page.tests.length, page.total, "tests"));
     });
