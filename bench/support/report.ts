@@ -16,7 +16,7 @@ export function printReport(title: string, baseline: string, rows: Row[]): void 
   for (const r of rows) {
     const spread = r.spread ? ` (${r.spread.min.toFixed(2)}–${r.spread.max.toFixed(2)})` : "";
     process.stdout.write(
-      `  ${r.name.padEnd(width)}  ${r.value.padStart(22)}  ratio ${r.ratio.toFixed(2).padStart(6)}${spread.padEnd(spreadWidth)}  target ${r.target.padEnd(8)} ${r.met ? "met" : "NOT MET"}\n`,
+      `  ${r.name.padEnd(width)}  ${r.value.padStart(22)}  ratio ${r.ratio.toFixed(2).padStart(6)}${spread.padEnd(spreadWidth)}  target ${r.target.padEnd(8)} ${r.met ? "MET" : "NOT MET"}\n`,
     );
   }
 }
