@@ -392,7 +392,12 @@ describe("two gateway replicas", () => {
     );
     expect(overGetMixedCase.status).toBe(405);
     expect(await overGetMixedCase.json()).toEqual({
-      errors: [{ message: "GraphQL is served over POST only.", extensions: { code: "BAD_USER_INPUT" } }],
+      errors: [
+        {
+          message: "GraphQL is served over POST only.",
+          extensions: { code: "BAD_USER_INPUT", type: "BAD_REQUEST", datahubCode: 400 },
+        },
+      ],
     });
     await graphql(urlB, `mutation { revokeAccessToken(tokenId: "${metadata.id}") }`, {}, bearer);
     await graphql(
