@@ -93,6 +93,19 @@ describe("rate limits", () => {
     expect((await mint(a, bearer(aliceToken))).status).toBe(429);
   });
 
+  it("keeps each actor's counter out of the queues' hash tag, so a Redis Cluster spreads the counters over its masters", async () => {
+    // The mints above were counted: under the prefix without its braces, never in the tagged queues' slot.
+    const redis = new Redis(a.config.REDIS_URL, { maxRetriesPerRequest: 1 });
+    try {
+      const untagged = a.config.QUEUE_PREFIX.replace(/[{}]/g, "");
+      expect(a.config.QUEUE_PREFIX).toMatch(/^\{.+\}$/);
+      expect(await redis.keys(`${untagged}:rate-limit:tokenMints:*`)).not.toEqual([]);
+      expect(await redis.keys(`${a.config.QUEUE_PREFIX}:rate-limit:*`)).toEqual([]); // braces are no glob syntax
+    } finally {
+      await redis.quit();
+    }
+  });
+
   it("counts a token mint only once it has passed its checks", async () => {
     const dave = "urn:li:corpuser:dave";
     await grant(a, dave, ["GENERATE_PERSONAL_ACCESS_TOKENS"]);

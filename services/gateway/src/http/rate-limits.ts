@@ -31,6 +31,15 @@ const REDIS_TIMEOUT_MS = 200;
  * decides for this replica alone, so an outage neither stops callers nor lifts the limit. The system client (the
  * trusted front end acting for its users) is not limited: it would be one actor for many people.
  */
+/**
+ * The keys of one limit: the deployment's prefix without its hash tag's braces. Each check touches one key, so on a
+ * Redis Cluster nothing requires these to share a slot; untagged, the actors' counters spread over every master
+ * instead of loading the one that holds the queues (docs/redis.md, docs/capacity.md).
+ */
+export function rateLimitKeyPrefix(queuePrefix: string, name: string): string {
+  return `${queuePrefix.replace(/[{}]/g, "")}:rate-limit:${name}`;
+}
+
 export class RateLimits {
   private readonly limiters = new Map<
     RateLimitName,
@@ -47,7 +56,7 @@ export class RateLimits {
       const perMinute = config[setting];
       if (perMinute === 0) continue;
       const points = perMinute * LIMITS[name].scale;
-      const keyPrefix = `${config.QUEUE_PREFIX}:rate-limit:${name}`;
+      const keyPrefix = rateLimitKeyPrefix(config.QUEUE_PREFIX, name);
       const limiter = new RateLimiterRedis({
         storeClient: redis,
         rejectIfRedisNotReady: true,
