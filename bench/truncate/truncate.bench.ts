@@ -21,6 +21,8 @@ const SIZES = (process.env.BENCH_TRUNCATE_SIZES ?? "1000000,5000000").split(",")
 const ROWS = Number(process.env.BENCH_TRUNCATE_ROWS ?? Math.max(...SIZES));
 if (!SIZES.includes(ROWS)) SIZES.push(ROWS);
 const EXTRAS = process.env.BENCH_TRUNCATE_EXTRAS !== "0";
+/** The cuts at every size (50% and 90%); `BENCH_TRUNCATE_CUTS=0.9` runs one, each cut being its own load. */
+const CUTS = (process.env.BENCH_TRUNCATE_CUTS ?? "0.5,0.9").split(",").map(Number);
 const DAYS = 50; // 1% of the rows is half of the oldest day; 50% and 90% cut 25 and 45 whole days
 const END = Date.UTC(2026, 9, 1);
 const FIRST_DAY = END - (DAYS - 1) * DAY_MILLIS;
@@ -147,13 +149,13 @@ export async function benchTruncate(): Promise<void> {
     const results: Cut[] = [];
     let extrasReport = "";
     for (const rows of SIZES) {
-      for (const fraction of [0.5, 0.9]) {
+      for (const fraction of CUTS) {
         const loadStarted = performance.now();
         await load(database, rows);
         process.stdout.write(
           `\nbench/truncate: ${rows} rows over ${DAYS} days loaded in ${s(performance.now() - loadStarted)}, cut ${fraction * 100}%\n`,
         );
-        if (rows === ROWS && fraction === 0.5 && EXTRAS) extrasReport = await extras(rows);
+        if (rows === ROWS && fraction === CUTS[0] && EXTRAS) extrasReport = await extras(rows);
         // The twin is copied after the extras' 1% cut, so both sides hold the same rows.
         const floor = await partitionedDelete(database, cutoffFor(fraction));
         const ours = await truncate(cutoffFor(fraction));
