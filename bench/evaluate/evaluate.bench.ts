@@ -11,12 +11,12 @@
 import type { ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import http from "node:http";
-import { createRequire } from "node:module";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { Queue, QueueEvents } from "bullmq";
 import { Cluster } from "ioredis";
 import { createDatabase } from "@mdp/db";
+import { definitionFromJson, evaluateEntity } from "@mdp/metadata-tests";
 import { createTestDatabase } from "@mdp/db/testing";
 import { closeRedis, createRedis, jobOptions, type RedisConnection } from "@mdp/queues";
 import { freePort, startService, uniqueName, waitForOutput, waitUntilReady } from "../../test/support/services";
@@ -252,33 +252,21 @@ async function benchRunTest(api: ApiClient, pool: import("pg").Pool): Promise<vo
 /** runTest's batch size (DEFAULT_RUN_BATCH_SIZE of @mdp/queues). */
 const RUN_BATCH = 1000;
 
-interface MetadataTests {
-  definitionFromJson(json: unknown): unknown;
-  evaluateEntity(
-    tests: Array<{ urn: string; definition: unknown }>,
-    entity: { urn: string; entityType: string; aspects: Record<string, unknown> },
-    at: number,
-  ): { passing: unknown[]; failing: unknown[]; notApplicable: unknown[] };
-}
-
 /**
  * The runTest floor: the test's stored definition parsed once, then the entities its on.types names in urn order, in
  * batches of RUN_BATCH, each batch's latest aspects read by one statement and evaluated in this process. No queue,
- * task row, thread, lock or push. @mdp/metadata-tests is not a dependency of bench (adding one needs a `pnpm install`),
- * so it is loaded through the evaluation worker's dependency on it: the package's public entry, not its files.
+ * task row, thread, lock or push.
  */
 async function runTestFloor(
   pool: import("pg").Pool,
   testUrn: string,
 ): Promise<{ evaluated: number; ms: number; perThousandMs: number; evaluateMs: number }> {
-  const fromWorker = createRequire(path.resolve(__dirname, "../../services/evaluation-worker/package.json"));
-  const tests = fromWorker("@mdp/metadata-tests") as MetadataTests;
   const started = performance.now();
   const { rows: stored } = await pool.query<{ definition: unknown; onTypes: string[] }>(
     `SELECT definition, on_types AS "onTypes" FROM metadata_test WHERE urn = $1`,
     [testUrn],
   );
-  const test = { urn: testUrn, definition: tests.definitionFromJson(stored[0]!.definition) };
+  const test = { urn: testUrn, definition: definitionFromJson(stored[0]!.definition) };
   const onTypes = stored[0]!.onTypes;
   let lastUrn = "";
   let evaluated = 0;
@@ -299,7 +287,7 @@ async function runTestFloor(
     const at = Date.now();
     const evaluating = performance.now();
     for (const entity of rows) {
-      const e = tests.evaluateEntity([test], entity, at);
+      const e = evaluateEntity([test], entity, at);
       outcomes += e.passing.length + e.failing.length + e.notApplicable.length;
     }
     evaluateMs += performance.now() - evaluating;
