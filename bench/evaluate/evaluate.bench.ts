@@ -52,7 +52,7 @@ export async function benchEvaluate(): Promise<void> {
   const gateway = startService("gateway", { ...env, LOG_LEVEL: "warn" });
   const worker = startService("evaluation-worker", {
     ...env,
-    LOG_LEVEL: "info", // it logs nothing per job; "worker running" says it is ready
+    LOG_LEVEL: "info", // as operators run it (two lines per job); "worker running" says it is ready
     EVALUATION_CONCURRENCY: String(WORKER_CONCURRENCY),
   });
   const queueEnv = { REDIS_URL: redisUrl, QUEUE_PREFIX: prefix, QUEUE_NAME: "noop" };
