@@ -10,3 +10,4 @@ export * from "./registry/entity-registry";
 export * from "./registry/service-written-aspects";
 export * from "./storable";
 export * from "./privileges";
+export * from "./authority";

@@ -19,6 +19,13 @@ export const PRIVILEGES = [
   // aspect, testResults included) and GET_TIMESERIES_ASPECT_PRIVILEGE (getTimeseriesAspectValues).
   "GET_ENTITY",
   "GET_TIMESERIES_ASPECT",
+  // Writing one kind of an entity's metadata: DataHub's resource privileges, which a test's actions need (each action
+  // type names one; INGEST_METADATA implies them all, as it may write any aspect).
+  "EDIT_ENTITY_TAGS",
+  "EDIT_ENTITY_GLOSSARY_TERMS",
+  "EDIT_ENTITY_OWNERS",
+  "EDIT_ENTITY_DOMAINS",
+  "EDIT_ENTITY_DEPRECATION",
 ] as const;
 
 export type Privilege = (typeof PRIVILEGES)[number];
@@ -28,6 +35,13 @@ const IMPLIES: Partial<Record<Privilege, Privilege[]>> = {
   MANAGE_ACCESS_TOKENS: ["GENERATE_PERSONAL_ACCESS_TOKENS"],
   MANAGE_SYSTEM_OPERATIONS: ["TRUNCATE_TIMESERIES_INDEX", "GET_TIMESERIES_INDEX_SIZES", "GET_TASK_STATUS"],
   MANAGE_TESTS: ["VIEW_TESTS"],
+  INGEST_METADATA: [
+    "EDIT_ENTITY_TAGS",
+    "EDIT_ENTITY_GLOSSARY_TERMS",
+    "EDIT_ENTITY_OWNERS",
+    "EDIT_ENTITY_DOMAINS",
+    "EDIT_ENTITY_DEPRECATION",
+  ],
 };
 
 export function isPrivilege(value: string): value is Privilege {

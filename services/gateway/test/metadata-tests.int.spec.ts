@@ -1178,6 +1178,7 @@ describe("metadata tests: evaluations past the worker's limits", () => {
           definition: { on: { types: ["dataset"] }, rules: { property, operator: "exists" } },
           onTypes: ["dataset"],
           createdBy: ROOT,
+          ownerUrn: ROOT,
         },
       });
     });

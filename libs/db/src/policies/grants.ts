@@ -1,20 +1,22 @@
-import { PRIVILEGES, withImplied, type Privilege } from "@mdp/core";
+import { PRIVILEGES, SYSTEM_ACTOR_URN, withImplied, type Privilege } from "@mdp/core";
 import type { Policy, PrismaClient } from "../generated/prisma/client";
 import { insertAuditEvent } from "../audit";
 
 export const ROOT_POLICY_URN = "urn:li:dataHubPolicy:root-user";
 
-/** The root user's built-in policy: not stored, not editable, derived from ROOT_USER_URN. */
+/** The root user's and the system actor's built-in policy: not stored, not editable, derived from ROOT_USER_URN. */
 export function rootPolicy(rootUserUrn: string): Policy {
   const epoch = new Date(0);
   return {
     urn: ROOT_POLICY_URN,
     type: "PLATFORM",
     name: "Root user",
-    description: "Built-in: the root user (ROOT_USER_URN) holds every platform privilege.",
+    description:
+      "Built-in: the root user (ROOT_USER_URN) and the system actor (the system client naming no actor) hold every " +
+      "platform privilege.",
     state: "ACTIVE",
     privileges: [...PRIVILEGES],
-    users: [rootUserUrn],
+    users: [rootUserUrn, SYSTEM_ACTOR_URN],
     groups: [],
     allUsers: false,
     editable: false,

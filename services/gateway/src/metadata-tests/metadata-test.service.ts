@@ -107,6 +107,8 @@ export class MetadataTestService {
             state: data.state ?? "ACTIVE",
             scheduleCron: data.scheduleCron ?? null,
             createdBy: actor.urn,
+            ownerUrn: actor.urn,
+            ownerTokenId: actor.tokenId ?? null,
           },
         });
         await recordAudit(tx, actor, "test.create", urn, auditDetails(data));

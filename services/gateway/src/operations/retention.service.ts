@@ -128,7 +128,9 @@ export class RetentionService {
           `There are already ${MAX_RETENTION_POLICIES} retention policies, the limit; delete one before creating another.`,
         );
       }
-      const created = await tx.retentionPolicy.create({ data: { id, ...data, createdBy: actor.urn } });
+      const created = await tx.retentionPolicy.create({
+        data: { id, ...data, createdBy: actor.urn, ownerUrn: actor.urn, ownerTokenId: actor.tokenId ?? null },
+      });
       await recordAudit(tx, actor, "retentionPolicy.create", this.urnOf(id), data);
       return created;
     });
