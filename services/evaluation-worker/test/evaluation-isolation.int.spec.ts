@@ -128,9 +128,9 @@ describe("evaluation isolation", () => {
       ),
     ];
     await db.pool.query(
-      `INSERT INTO metadata_test (urn, name, category, definition_text, definition, on_types, created_by, updated_at)
+      `INSERT INTO metadata_test (urn, name, category, definition_text, definition, on_types, created_by, owner_urn, updated_at)
        SELECT t->>'urn', t->>'urn', 'x', '{}', jsonb_build_object('on', '{"types":["dataset"]}'::jsonb,
-              'rules', t->'rules'), ARRAY['dataset'], $2, now()
+              'rules', t->'rules'), ARRAY['dataset'], $2, $2, now()
          FROM jsonb_array_elements($1::jsonb) AS t`,
       [JSON.stringify(tests), ACTOR],
     );

@@ -18,8 +18,8 @@ describe("ResultsPusher", () => {
     database = createDatabase(db.url);
     // Results stand only for tests that exist and select the entity's type.
     await database.pool.query(
-      `INSERT INTO metadata_test (urn, name, category, definition_text, definition, on_types, created_by, updated_at)
-       SELECT urn, urn, 'x', '{}', '{}', ARRAY['dataset'], $2, now() FROM unnest($1::text[]) AS urn`,
+      `INSERT INTO metadata_test (urn, name, category, definition_text, definition, on_types, created_by, owner_urn, updated_at)
+       SELECT urn, urn, 'x', '{}', '{}', ARRAY['dataset'], $2, $2, now() FROM unnest($1::text[]) AS urn`,
       [["urn:li:test:a", "urn:li:test:b"], ACTOR],
     );
   });

@@ -27,8 +27,8 @@ describe("runTest batch against a concurrent evaluate push", () => {
     db = createDatabase(testDb.url);
     store = new EvaluationStore(db.pool, new EvaluationTasks(db.pool, { owner: "test", leaseMs: 10_000 }));
     await db.pool.query(
-      `INSERT INTO metadata_test (urn, name, category, definition_text, definition, on_types, created_by, updated_at)
-       VALUES ($1, 'owned', 'x', '{}', '{}', ARRAY['dataset'], $2, now())`,
+      `INSERT INTO metadata_test (urn, name, category, definition_text, definition, on_types, created_by, owner_urn, updated_at)
+       VALUES ($1, 'owned', 'x', '{}', '{}', ARRAY['dataset'], $2, $2, now())`,
       [TEST, ACTOR],
     );
     await db.pool.query(
