@@ -48,4 +48,6 @@ export {
   type ActionRun,
   type AspectWrite,
   type PlannedAction,
+  ACTION_ASPECT_PRIVILEGES,
+  privilegesOfActions,
 } from "./test-actions";

@@ -1,4 +1,5 @@
 import { parseUrn, UrnParseError } from "@mdp/core";
+import type { Privilege } from "@mdp/core";
 import type { TestAction, TestActions } from "./definition.types";
 import type { EntityEvaluation } from "./entity-evaluation";
 import type { EntitySnapshot } from "./entity.types";
@@ -72,6 +73,29 @@ export const ACTION_TYPES: Readonly<Record<string, ActionSpec>> = {
   DEPRECATE: { aspect: "deprecation", params: { note: { required: false, max: 1 } } },
   UN_DEPRECATE: { aspect: "deprecation", params: {} },
 };
+
+/**
+ * The privilege writing each aspect takes: DataHub's resource privileges for editing it. A test's actions run for its
+ * owner (docs/authorization.md), so the owner must hold the privilege of every aspect they write, when the test is
+ * saved and again at each push (INGEST_METADATA implies them all).
+ */
+export const ACTION_ASPECT_PRIVILEGES: Readonly<Record<ActionAspect, Privilege>> = {
+  globalTags: "EDIT_ENTITY_TAGS",
+  glossaryTerms: "EDIT_ENTITY_GLOSSARY_TERMS",
+  ownership: "EDIT_ENTITY_OWNERS",
+  domains: "EDIT_ENTITY_DOMAINS",
+  deprecation: "EDIT_ENTITY_DEPRECATION",
+};
+
+/** The privileges a test's actions need, each once. */
+export function privilegesOfActions(actions: TestActions | undefined): Privilege[] {
+  if (!actions) return [];
+  const needed = new Set<Privilege>();
+  for (const action of [...actions.passing, ...actions.failing]) {
+    needed.add(ACTION_ASPECT_PRIVILEGES[aspectOfAction(action.type)]);
+  }
+  return [...needed].sort();
+}
 
 /** The aspect an action type writes. */
 export function aspectOfAction(type: string): ActionAspect {
