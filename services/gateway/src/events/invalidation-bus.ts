@@ -97,10 +97,13 @@ export class InvalidationBus {
   }
 
   /**
-   * Tells every replica, this one included (it is subscribed too). Best effort and bounded: the change is already in
-   * PostgreSQL, and a replica that misses this message stops trusting its caches within LIVENESS_WINDOW_MS.
+   * Tells every replica. This one acts on it at once, before the message goes out (and again when its own copy comes
+   * back: handlers only drop what they hold), so the request that made the change, and the next one here, never see
+   * the cache from before it. Best effort and bounded: the change is already in PostgreSQL, and a replica that misses
+   * this message stops trusting its caches within LIVENESS_WINDOW_MS.
    */
   async publish(event: Invalidation): Promise<void> {
+    for (const handler of this.handlers) handler(event);
     await this.send(event);
   }
 
