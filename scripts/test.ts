@@ -5,7 +5,8 @@
  * A whole run (no arguments) ends with the Redis Cluster stage: the service-level tests in CLUSTER_SUITE again, with
  * REDIS_URL naming a private 3-master Redis Cluster (scripts/redis-cluster.ts). `pnpm test <paths>` runs the given
  * files alone, on the single Redis; `pnpm test:cluster [paths]` runs only the cluster stage (CLUSTER_SUITE, or the
- * given files).
+ * given files). `--tier unit|integration|e2e` (`pnpm test:unit`, ...) runs one tier of jest.config.js alone; the unit
+ * tier needs no PostgreSQL or Redis, so none is started for it.
  */
 import { spawnSync } from "node:child_process";
 import { mkdirSync, readFileSync, rmSync } from "node:fs";
@@ -61,17 +62,28 @@ async function main(): Promise<void> {
   const root = path.resolve(__dirname, "..");
   const argv = process.argv.slice(2);
   const clusterOnly = argv.includes("--cluster");
-  const args = argv.filter((arg) => arg !== "--cluster");
-  const services = await ensureLocalServices(root, { reuseDefaults: true });
+  const tierAt = argv.indexOf("--tier");
+  const tier = tierAt >= 0 ? argv[tierAt + 1] : undefined;
+  if (tierAt >= 0 && !["unit", "integration", "e2e"].includes(tier ?? "")) {
+    throw new Error(`--tier must be unit, integration or e2e, got ${tier ?? "nothing"}`);
+  }
+  const args = argv.filter((arg, i) => arg !== "--cluster" && i !== tierAt && i !== tierAt + 1);
   mkdirSync(path.join(root, ".data"), { recursive: true });
+  if (tier === "unit") {
+    const outcome = runJest(root, ["--selectProjects", "unit", ...args], {});
+    process.stdout.write(`\n${outcome.passed} passed, ${outcome.failed} failed\n`);
+    process.exit(outcome.exitCode);
+  }
+  const services = await ensureLocalServices(root, { reuseDefaults: true });
   const outcomes: Outcome[] = [];
   try {
     if (!clusterOnly) {
+      const selection = tier ? ["--selectProjects", tier, ...args] : args;
       outcomes.push(
-        runJest(root, args, { TEST_DATABASE_URL: services.adminDatabaseUrl, REDIS_URL: services.redisUrl }),
+        runJest(root, selection, { TEST_DATABASE_URL: services.adminDatabaseUrl, REDIS_URL: services.redisUrl }),
       );
     }
-    if (clusterOnly || args.length === 0) {
+    if (clusterOnly || (args.length === 0 && !tier)) {
       process.stdout.write("\n== the same service-level tests on a Redis Cluster\n");
       const cluster = await startRedisCluster(path.join(root, ".data"));
       try {
