@@ -70,7 +70,7 @@ async function main(): Promise<void> {
   const args = argv.filter((arg, i) => arg !== "--cluster" && i !== tierAt && i !== tierAt + 1);
   mkdirSync(path.join(root, ".data"), { recursive: true });
   if (tier === "unit") {
-    const outcome = runJest(root, ["--selectProjects", "unit", ...args], {});
+    const outcome = runJest(root, [...args, "--selectProjects", "unit"], {});
     process.stdout.write(`\n${outcome.passed} passed, ${outcome.failed} failed\n`);
     process.exit(outcome.exitCode);
   }
@@ -78,7 +78,7 @@ async function main(): Promise<void> {
   const outcomes: Outcome[] = [];
   try {
     if (!clusterOnly) {
-      const selection = tier ? ["--selectProjects", tier, ...args] : args;
+      const selection = tier ? [...args, "--selectProjects", tier] : args;
       outcomes.push(
         runJest(root, selection, { TEST_DATABASE_URL: services.adminDatabaseUrl, REDIS_URL: services.redisUrl }),
       );
