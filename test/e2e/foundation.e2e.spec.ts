@@ -92,7 +92,7 @@ describe("the system as separate processes", () => {
     }
   });
 
-  it("answers malformed JSON with 400 and the contract's error body", async () => {
+  it("answers malformed JSON with 400 and the documented error body", async () => {
     const res = await fetch(`${baseUrl}/gms/operations?action=getIndexSizes`, {
       method: "POST",
       headers: { "content-type": "application/json", authorization: systemClient, "x-platform-actor": ADMIN },

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { hashTagOf, parseRedisUrl } from "./redis-url";
 
 /**
- * The environment every service reads, validated once at start (CONTRACT.md "Running and configuration").
+ * The environment every service reads, validated once at start (README.md "Configuration").
  * Variable names are part of the contract: operators script against them.
  */
 

@@ -39,7 +39,7 @@ export const forbidden = (message: string) => new AppError("FORBIDDEN", message)
 export const conflict = (message: string) => new AppError("CONFLICT", message);
 export const unauthenticated = (message: string) => new AppError("UNAUTHENTICATED", message);
 
-/** The JSON body of an HTTP error (CONTRACT.md "HTTP operations"). */
+/** The JSON body of an HTTP error (docs/api.md "Errors"). */
 export interface HttpErrorBody {
   status: number;
   code: ErrorCode;

@@ -7,7 +7,7 @@ import type { PushItem } from "./results.pusher";
 export const DEFAULT_MAX_TRANSITIONS_PER_PAIR = 1_000;
 
 /**
- * The history of pushed results (`test_result_transition`, docs/api.md "testResultHistory"): per (entity, test), the
+ * The history of pushed results (`test_result_transition`, docs/scheduled-tests.md "Reading the history"): per (entity, test), the
  * first result and every pass→fail or fail→pass after it, each with the time of the evaluation that showed it. A
  * result that repeats the pair's last recorded state adds nothing, so the table grows with changes, not with runs.
  *

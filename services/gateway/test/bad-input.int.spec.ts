@@ -1,6 +1,6 @@
 /**
  * Input PostgreSQL cannot store or the router cannot read, and GraphQL's own errors: each is the caller's error (400 /
- * BAD_USER_INPUT, one of the contract's codes) naming what was wrong, never a 500.
+ * BAD_USER_INPUT, one of docs/api.md's codes) naming what was wrong, never a 500.
  */
 import { ROOT, startGateway, systemClientHeaders, type Harness } from "./support/gateway-harness";
 

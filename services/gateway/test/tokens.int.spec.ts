@@ -1,5 +1,5 @@
 /**
- * The token API over real HTTP, PostgreSQL and Redis: the seed spec's own example requests, the contract's types,
+ * The token API over real HTTP, PostgreSQL and Redis: docs/api.md's example requests, its types,
  * limits and errors, and what is (not) stored.
  */
 import { createHash } from "node:crypto";
@@ -28,7 +28,7 @@ describe("access tokens", () => {
   });
   afterAll(() => h.close());
 
-  describe("the seed spec's example requests, unchanged", () => {
+  describe("the documented example requests, unchanged", () => {
     let created: { accessToken: string; metadata: { id: string; name: string; description: string | null } };
 
     it("creates a token", async () => {

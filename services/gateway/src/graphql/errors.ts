@@ -15,7 +15,7 @@ import { PARSE_OPTIONS } from "./document-limits";
 
 /**
  * Apollo's and graphql-js's own codes for a request the caller got wrong (syntax, validation, query limits, an empty
- * body, the CSRF check), all BAD_USER_INPUT in the contract's set.
+ * body, the CSRF check), all BAD_USER_INPUT.
  */
 const CALLER_ERROR_CODES = new Set([
   "GRAPHQL_PARSE_FAILED",
@@ -26,7 +26,7 @@ const CALLER_ERROR_CODES = new Set([
   "PERSISTED_QUERY_NOT_SUPPORTED",
 ]);
 
-/** AppError → GraphQLError with the contract's extensions.code. */
+/** AppError → GraphQLError with our extensions.code (docs/api.md "Errors"). */
 export function toGraphQLError(error: AppError): GraphQLError {
   const code = ERROR_CODES[error.code].graphql;
   return new GraphQLError(abbreviateEchoes(error.message), {
@@ -35,7 +35,7 @@ export function toGraphQLError(error: AppError): GraphQLError {
 }
 
 /**
- * Apollo's formatError, so that every error carries one of the contract's codes: AppErrors keep their code and
+ * Apollo's formatError, so that every error carries one of our codes (docs/api.md "Errors"): AppErrors keep their code and
  * message; GraphQL's own errors for a bad request become BAD_USER_INPUT, naming the argument when the problem is an
  * inline value; a value PostgreSQL refused is BAD_USER_INPUT too; anything else is logged and hidden behind
  * INTERNAL_SERVER_ERROR so no internals reach the client. Every message has the client values it repeats abbreviated.
@@ -51,7 +51,7 @@ export function formatError(logger: Logger) {
 
 /**
  * DataHub's own error codes (DataHubGraphQLErrorCode: its `extensions.code` is the number, `extensions.type` the
- * name), for each of the contract's codes that has one. `extensions.code` stays the contract's string; the number goes
+ * name), for each of our codes that has one. `extensions.code` stays our string; the number goes
  * in `datahubCode` beside DataHub's `type` (docs/datahub-clients.md). No DataHub code: neither key.
  */
 export const DATAHUB_ERROR_CODES: Readonly<Record<string, { type: string; code: number }>> = {

@@ -2,7 +2,7 @@ import { badInput } from "@mdp/core";
 
 export const MAX_PAGE_SIZE = 1000;
 
-/** start/count of a list input, with the contract's defaults and limits. */
+/** start/count of a list input, with the defaults and limits of docs/api.md "Conventions". */
 export function pageOf(input: { start?: number | null; count?: number | null }): { start: number; count: number } {
   const start = input.start ?? 0;
   const count = input.count ?? 20;

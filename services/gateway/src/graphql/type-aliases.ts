@@ -3,7 +3,7 @@ import { Kind, parse, print, visit } from "graphql";
 import { PARSE_OPTIONS } from "./document-limits";
 
 /**
- * DataHub's clients declare createAccessToken's input as CreateAccessTokenInput; the seed spec calls it
+ * DataHub's clients declare createAccessToken's input as CreateAccessTokenInput; this schema calls it
  * GetAccessTokenInput. GraphQL variables must name the argument's exact type, so documents using the other name have
  * their type references renamed before Apollo parses them: type references only, never a string value or a field
  * that happens to carry the name. Only documents that mention an alias at all are parsed here.

@@ -11,7 +11,7 @@ interface BodyParserError {
 }
 
 /**
- * Turns anything thrown into the contract's JSON error body; on GraphQL paths into a GraphQL response with
+ * Turns anything thrown into the JSON error body of docs/api.md "Errors"; on GraphQL paths into a GraphQL response with
  * extensions.code, which is what GraphQL clients parse. Unknown errors are logged and answered as a bare 500.
  */
 export function errorHandler(logger: Logger, isGraphQLPath: (path: string) => boolean): ErrorRequestHandler {
@@ -22,7 +22,7 @@ export function errorHandler(logger: Logger, isGraphQLPath: (path: string) => bo
     }
     if (res.headersSent) return;
     res.status(appError.status);
-    // 429 and 503 say when to come back (CONTRACT.md); the seconds travel in the error's details.
+    // 429 and 503 say when to come back (docs/api.md "Errors"); the seconds travel in the error's details.
     const retryAfter = appError.details?.retryAfterSeconds;
     if (typeof retryAfter === "number") res.setHeader("retry-after", String(retryAfter));
     if (isGraphQLPath(req.path)) {

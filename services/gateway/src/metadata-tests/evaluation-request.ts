@@ -14,7 +14,7 @@ const entityUrn = z.string({ error: "is required (an entity urn)" }).min(1, { er
 // `tests` is DataHub's name for the list; one of the two names, not both.
 const oneListName = { error: "give testUrns or its alias tests, not both", path: ["tests"] };
 
-/** `POST /gms/test?action=evaluate` (CONTRACT.md). */
+/** `POST /gms/test?action=evaluate` (docs/api.md "Test evaluation"). */
 export const evaluateRequest = z
   .strictObject({ urn: entityUrn, push, testUrns: testUrnList.optional(), tests: testUrnList.optional() })
   .refine((body) => !(body.testUrns && body.tests), oneListName);

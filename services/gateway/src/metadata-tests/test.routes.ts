@@ -10,7 +10,7 @@ export interface TestRoutesDeps {
   engine: PolicyEngine;
 }
 
-/** The actions a result's test takes for its outcome (docs/test-actions.md); absent when it has none. */
+/** The actions a result's test takes for its outcome (docs/api.md "Test actions"); absent when it has none. */
 const resultActions = z
   .array(
     z.object({

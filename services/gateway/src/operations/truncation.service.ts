@@ -36,7 +36,7 @@ export const truncateRequest = z.strictObject({
 
 export type TruncateRequest = Omit<z.output<typeof truncateRequest>, "forceDeleteByQuery" | "forceReindex">;
 
-/** truncateTimeseriesAspect: the dry-run report, or a durable task and its job (CONTRACT.md). */
+/** truncateTimeseriesAspect: the dry-run report, or a durable task and its job (docs/api.md "Operations and tasks"). */
 export class TruncationService {
   private readonly tasks: TaskLifecycle;
 
@@ -131,7 +131,7 @@ export class TruncationService {
   }
 }
 
-/** The dry-run report of CONTRACT.md. */
+/** The dry-run report (docs/api.md "Operations and tasks", truncateTimeseriesAspect). */
 export function report(plan: TruncationPlan): string {
   // Two decimals as the contract shows, but 100.00% only when every row goes and 0.00% only when none does: an operator
   // reads those as "all" and "nothing".
