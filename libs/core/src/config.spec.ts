@@ -3,7 +3,7 @@ import { ConfigError, DEVELOPMENT_SECRETS, loadConfig } from "./config";
 const base = { DATABASE_URL: "postgresql://localhost/x", REDIS_URL: "redis://localhost:6379" };
 
 describe("loadConfig", () => {
-  it("applies the documented defaults (README.md "Configuration")", () => {
+  it("applies the defaults README.md's configuration table documents", () => {
     const config = loadConfig(base);
     expect(config).toMatchObject({
       PORT: 8080,
