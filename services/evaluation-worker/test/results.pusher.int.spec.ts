@@ -2,7 +2,7 @@
  * Pushing results (real PostgreSQL): two requests for one entity that land in the same job both keep their results.
  * The concurrent case across jobs is covered through the gateway in services/gateway/test/metadata-tests.int.spec.ts.
  */
-import { AspectRepository, createDatabase, inTransaction, type Database } from "@mdp/db";
+import { AspectRepository, createDatabase, inTransaction, loadGrants, type Database } from "@mdp/db";
 import { createTestDatabase, type TestDatabase } from "@mdp/db/testing";
 import { ResultsPusher, TEST_RESULTS_ASPECT } from "../src/results.pusher";
 
@@ -42,7 +42,7 @@ describe("ResultsPusher", () => {
       },
     });
     const aspects = new AspectRepository();
-    const pusher = new ResultsPusher(aspects);
+    const pusher = new ResultsPusher(aspects, (urn) => loadGrants(database.prisma, urn, ACTOR));
     await inTransaction(database.pool, (client) => pusher.push(client, [item("urn:li:test:a"), item("urn:li:test:b")]));
     const stored = await aspects.latestOfEach(database.pool, TEST_RESULTS_ASPECT, [URN]);
     expect(stored.get(URN)).toEqual({
