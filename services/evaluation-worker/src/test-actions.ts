@@ -86,8 +86,9 @@ export async function applyTestActions(
   const refusals = new Map<string, Refusal>();
   for (const { item, runs: all } of plans) {
     const urn = item.evaluation.urn;
-    const runs = lacking.size === 0 ? all : withoutRefused(all, (test) => lacking.get(test));
-    if (runs !== all) noteRefused(refusals, planActions(current.get(urn) ?? {}, all, time), lacking, item);
+    const refusing = all.some((run) => lacking.has(run.test));
+    const runs = refusing ? withoutRefused(all, (test) => lacking.get(test)) : all;
+    if (refusing) noteRefused(refusals, planActions(current.get(urn) ?? {}, all, time), lacking, item);
     const plan = planActions(current.get(urn) ?? {}, runs, time);
     for (const write of plan.writes) {
       writes.push({
