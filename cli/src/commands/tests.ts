@@ -26,6 +26,8 @@ interface TestAction {
   type: string;
   params: Record<string, unknown>;
   wouldChange: boolean;
+  /** the privilege the test's owner lacks for it: a push leaves it out */
+  missingPrivilege?: string;
 }
 
 interface Evaluation {
@@ -258,14 +260,16 @@ function printEvaluation(result: Evaluation, pushed: boolean): void {
       (result.notApplicable?.length ? `, ${result.notApplicable.length} not applicable` : ""),
   );
   const actions = [...result.passing, ...result.failing].flatMap((r) =>
-    (r.actions ?? []).map((a) => [
-      r.test,
-      a.type,
-      paramsText(a.params),
-      a.wouldChange ? (pushed ? "changed" : "would change") : "no change",
-    ]),
+    (r.actions ?? []).map((a) => [r.test, a.type, paramsText(a.params), actionOutcome(a, pushed)]),
   );
   if (actions.length > 0) printTable(["test", "action", "params", pushed ? "push" : "if pushed"], actions);
+}
+
+/** What a push did, or would do, with one action. */
+function actionOutcome(action: TestAction, pushed: boolean): string {
+  if (action.missingPrivilege) return `left out: the test's owner lacks ${action.missingPrivilege}`;
+  if (!action.wouldChange) return "no change";
+  return pushed ? "changed" : "would change";
 }
 
 /** `values: urn:li:tag:pii, urn:li:tag:gdpr; note: …` */

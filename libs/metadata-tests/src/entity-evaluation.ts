@@ -1,3 +1,4 @@
+import type { Privilege } from "@mdp/core";
 import type { ParsedDefinition } from "./definition.types";
 import type { EntitySnapshot } from "./entity.types";
 import type { FailedRule } from "./failed-rule";
@@ -29,6 +30,8 @@ export interface ResultAction {
   type: string;
   params: Record<string, string[]>;
   wouldChange: boolean;
+  /** the privilege the test's owner lacks for it: pushing does not apply it (docs/api.md "Test actions") */
+  missingPrivilege?: Privilege;
 }
 
 /**

@@ -49,5 +49,9 @@ export {
   type AspectWrite,
   type PlannedAction,
   ACTION_ASPECT_PRIVILEGES,
+  privilegeOfAction,
+  privilegesLacking,
   privilegesOfActions,
+  withoutRefused,
+  type LackingOf,
 } from "./test-actions";

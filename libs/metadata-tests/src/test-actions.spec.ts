@@ -1,4 +1,4 @@
-import { planActions, type ActionRun } from "./test-actions";
+import { annotateActions, planActions, privilegesLacking, withoutRefused, type ActionRun } from "./test-actions";
 
 const A = "urn:li:test:a";
 const B = "urn:li:test:b";
@@ -132,5 +132,65 @@ describe("planActions", () => {
       ownerTypes: {},
       lastModified: { time: 5, actor: A },
     });
+  });
+});
+
+describe("actions their test's owner may not write", () => {
+  const flag = run(
+    A,
+    "failing",
+    { type: "ADD_TAGS", params: { values: [T1] } },
+    { type: "ADD_OWNERS", params: { values: [ANN] } },
+    { type: "REMOVE_TAGS", params: { values: [T2] } },
+  );
+
+  it("names what an owner lacks of the privileges its actions need, each once", () => {
+    const actions = { passing: [], failing: [...flag.actions] };
+    expect(privilegesLacking(actions, new Set(["MANAGE_TESTS"] as const))).toEqual([
+      "EDIT_ENTITY_OWNERS",
+      "EDIT_ENTITY_TAGS",
+    ]);
+    expect(privilegesLacking(actions, new Set(["EDIT_ENTITY_TAGS"] as const))).toEqual(["EDIT_ENTITY_OWNERS"]);
+    expect(privilegesLacking(undefined, new Set())).toEqual([]);
+  });
+
+  it("keeps, in order, only the actions whose privilege the owner holds", () => {
+    const other = run(B, "failing", { type: "DEPRECATE", params: {} });
+    const allowed = withoutRefused([flag, other], (test) =>
+      test === A ? new Set(["EDIT_ENTITY_OWNERS"] as const) : undefined,
+    );
+    expect(allowed).toEqual([
+      run(
+        A,
+        "failing",
+        { type: "ADD_TAGS", params: { values: [T1] } },
+        { type: "REMOVE_TAGS", params: { values: [T2] } },
+      ),
+      other,
+    ]);
+    // A run left with nothing is dropped.
+    expect(withoutRefused([other], () => new Set(["EDIT_ENTITY_DEPRECATION"] as const))).toEqual([]);
+  });
+
+  it("lists a refused action in the dry view with its missing privilege, changing nothing, and plans without it", () => {
+    const evaluation = {
+      urn: "urn:li:dataset:(urn:li:dataPlatform:hive,x,PROD)",
+      passing: [],
+      failing: [{ test: A, type: "FAILURE" as const, failedRules: [] }],
+      notApplicable: [],
+      evaluatedAt: 1,
+    };
+    const entity = { urn: evaluation.urn, entityType: "dataset", aspects: {} };
+    const annotated = annotateActions(
+      evaluation,
+      entity,
+      () => ({ passing: [], failing: [...flag.actions] }),
+      () => new Set(["EDIT_ENTITY_TAGS"] as const),
+    );
+    expect(annotated.failing[0]!.actions).toEqual([
+      { type: "ADD_TAGS", params: { values: [T1] }, wouldChange: false, missingPrivilege: "EDIT_ENTITY_TAGS" },
+      { type: "ADD_OWNERS", params: { values: [ANN] }, wouldChange: true },
+      { type: "REMOVE_TAGS", params: { values: [T2] }, wouldChange: false, missingPrivilege: "EDIT_ENTITY_TAGS" },
+    ]);
   });
 });

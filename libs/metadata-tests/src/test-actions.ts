@@ -1,7 +1,7 @@
 import { parseUrn, UrnParseError } from "@mdp/core";
 import type { Privilege } from "@mdp/core";
 import type { TestAction, TestActions } from "./definition.types";
-import type { EntityEvaluation } from "./entity-evaluation";
+import type { EntityEvaluation, ResultAction } from "./entity-evaluation";
 import type { EntitySnapshot } from "./entity.types";
 import { DEFINITION_LIMITS } from "./definition-limits";
 import { describeValue, isRecord, ProblemList } from "./problem-list";
@@ -92,9 +92,22 @@ export function privilegesOfActions(actions: TestActions | undefined): Privilege
   if (!actions) return [];
   const needed = new Set<Privilege>();
   for (const action of [...actions.passing, ...actions.failing]) {
-    needed.add(ACTION_ASPECT_PRIVILEGES[aspectOfAction(action.type)]);
+    needed.add(privilegeOfAction(action.type));
   }
   return [...needed].sort();
+}
+
+/**
+ * Of the privileges `actions` need, those `held` lacks: the actions' owner may not write what these guard (a test is
+ * saved only by one who holds them all; a push re-checks its owner's current grants).
+ */
+export function privilegesLacking(actions: TestActions | undefined, held: ReadonlySet<Privilege>): Privilege[] {
+  return privilegesOfActions(actions).filter((p) => !held.has(p));
+}
+
+/** The privilege an action needs: its aspect's. */
+export function privilegeOfAction(type: string): Privilege {
+  return ACTION_ASPECT_PRIVILEGES[aspectOfAction(type)];
 }
 
 /** The aspect an action type writes. */
@@ -519,6 +532,22 @@ const HANDLERS: Record<ActionAspect, AspectHandler> = {
   deprecation,
 };
 
+/** What a test's owner lacks of its actions' privileges (unset or empty: nothing; every action runs). */
+export type LackingOf = (test: string) => ReadonlySet<Privilege> | undefined;
+
+/**
+ * The runs as their tests' owners may have them: each keeps, in order, only the actions whose privilege its owner
+ * holds; runs left with none are dropped.
+ */
+export function withoutRefused(runs: readonly ActionRun[], lacking: LackingOf): ActionRun[] {
+  return runs.flatMap((run) => {
+    const lacks = lacking(run.test);
+    if (!lacks || lacks.size === 0) return [run];
+    const kept = run.actions.filter((action) => !lacks.has(privilegeOfAction(action.type)));
+    return kept.length > 0 ? [{ ...run, actions: kept }] : [];
+  });
+}
+
 /** The actions of each test's outcome in a definition, for planning. */
 export function actionRunsOf(
   results: { passing: ReadonlyArray<{ test: string }>; failing: ReadonlyArray<{ test: string }> },
@@ -536,22 +565,30 @@ export function actionRunsOf(
 
 /**
  * Lists on each result of `evaluation` the actions its test would take if the result were pushed, planned against the
- * aspects the evaluation read (`entity`): `{type, params, wouldChange}` in the order they would apply. Results of
- * tests without actions for their outcome get no `actions` field. A push plans again, under its locks, against the
- * aspects as they are then.
+ * aspects the evaluation read (`entity`): `{type, params, wouldChange}` in its definition's order. An action whose
+ * privilege the test's owner lacks (`lacking`) is listed with `missingPrivilege` and `wouldChange: false`, and left
+ * out of the plan, as a push leaves it out. Results of tests without actions for their outcome get no `actions`
+ * field. A push plans again, under its locks, against the aspects and the owners' grants as they are then.
  */
 export function annotateActions(
   evaluation: EntityEvaluation,
   entity: EntitySnapshot,
   actionsOf: (test: string) => TestActions | undefined,
+  lacking: LackingOf = () => undefined,
 ): EntityEvaluation {
   const runs = actionRunsOf(evaluation, actionsOf);
   if (runs.length === 0) return evaluation;
-  const { actions } = planActions(entity.aspects, runs, evaluation.evaluatedAt);
-  const listed = (test: string, outcome: ActionRun["outcome"]) =>
-    actions
-      .filter((a) => a.test === test && a.outcome === outcome)
-      .map(({ type, params, wouldChange }) => ({ type, params, wouldChange }));
+  const { actions } = planActions(entity.aspects, withoutRefused(runs, lacking), evaluation.evaluatedAt);
+  const listed = (test: string, outcome: ActionRun["outcome"]): ResultAction[] => {
+    const planned = actions.filter((a) => a.test === test && a.outcome === outcome);
+    const lacks = lacking(test);
+    let next = 0;
+    return (runs.find((r) => r.test === test && r.outcome === outcome)?.actions ?? []).map(({ type, params }) => {
+      const privilege = privilegeOfAction(type);
+      if (lacks?.has(privilege)) return { type, params, wouldChange: false, missingPrivilege: privilege };
+      return { type, params, wouldChange: planned[next++]!.wouldChange };
+    });
+  };
   const withActions = <R extends { test: string }>(result: R, outcome: ActionRun["outcome"]): R => {
     const list = listed(result.test, outcome);
     return list.length > 0 ? { ...result, actions: list } : result;

@@ -1,6 +1,13 @@
 import type { Job } from "bullmq";
 import { inTransaction } from "@mdp/db";
-import type { EntityEvaluation } from "@mdp/metadata-tests";
+import type { GrantsOf, Privilege } from "@mdp/core";
+import {
+  actionsFromJson,
+  privilegesLacking,
+  TestDefinitionError,
+  type EntityEvaluation,
+  type TestActions,
+} from "@mdp/metadata-tests";
 import {
   toItemReply,
   type EvaluateJobReply,
@@ -9,7 +16,7 @@ import {
   type EvaluationItemResult,
   type Payload,
 } from "@mdp/queues";
-import type { EvaluationInput } from "./evaluation.store";
+import type { EvaluationInput, StoredTest } from "./evaluation.store";
 import type { EvaluateDeps } from "./evaluation-deps";
 import { countRequest } from "./evaluation-metrics";
 import type { PushItem } from "./results.pusher";
@@ -62,6 +69,7 @@ export async function evaluate(
       activeTests: payload.items.some((i) => !i.testUrns),
       taskIds: payload.items.map((i) => i.taskId),
     });
+    await markOwnersLacking(input.tests, deps.grantsOf);
     const evaluatedAt = Date.now();
     const cancelled = new Set(input.cancelled);
     const withRow = new Set(input.started);
@@ -350,6 +358,29 @@ function pushItemsOf(outcome: ItemOutcome, input: EvaluationInput): PushItem[] {
     ),
     actorUrn: outcome.item.actorUrn,
   }));
+}
+
+/**
+ * Sets on each test with actions what its owner lacks of their privileges (StoredTest.ownerLacks), each owner's grants
+ * read once, so that the answer lists the actions a push would leave out. Tests without actions read nothing: the
+ * evaluations most jobs make cost no more than before. A push checks the owners again, in its own transaction.
+ */
+async function markOwnersLacking(tests: StoredTest[], grantsOf: GrantsOf): Promise<void> {
+  const grants = new Map<string, Promise<ReadonlySet<Privilege>>>();
+  for (const test of tests) {
+    const raw = (test.definition as { actions?: unknown } | null)?.actions;
+    if (raw === undefined) continue;
+    let actions: TestActions;
+    try {
+      actions = actionsFromJson(raw);
+    } catch (error) {
+      if (error instanceof TestDefinitionError) continue; // the evaluation refuses the stored definition itself
+      throw error;
+    }
+    if (!grants.has(test.ownerUrn)) grants.set(test.ownerUrn, grantsOf(test.ownerUrn));
+    const lacking = privilegesLacking(actions, await grants.get(test.ownerUrn)!);
+    if (lacking.length > 0) test.ownerLacks = lacking;
+  }
 }
 
 function describeMissing(one: string, many: string, urns: readonly string[]): string[] {

@@ -1,5 +1,5 @@
 import type { Logger } from "@mdp/core";
-import { AspectRepository, type Database } from "@mdp/db";
+import { AspectRepository, loadGrants, type Database } from "@mdp/db";
 import type { Job } from "bullmq";
 import {
   EVALUATE_MAX_ITEMS,
@@ -51,10 +51,13 @@ export function evaluationHandler(
     memoryLimitMb = 128,
     maxQueue = 8,
     historyMaxTransitions,
+    rootUserUrn,
   }: Partial<Omit<PoolSettings, "timeLimitMs">> & {
     /** TEST_HISTORY_MAX_TRANSITIONS: what each (entity, test) pair's result history keeps */
     historyMaxTransitions?: number;
-  } = {},
+    /** ROOT_USER_URN: the root user's built-in policy counts when a test owner's grants are read */
+    rootUserUrn: string;
+  },
   /** the task lifecycle whose leases the process renews (keepLeases); one of its own by default */
   tasks: TaskLifecycle = new TaskLifecycle(db, logger),
 ): EvaluationHandler {
@@ -67,11 +70,14 @@ export function evaluationHandler(
   });
   // Jobs take the worker's slots by actor (see JobShare), so one actor's backlog cannot fill them all.
   const evaluations = new EvaluationTasks(db.pool, tasks);
+  // Uncached: a test's actions write only what its owner holds at that moment.
+  const grantsOf = (userUrn: string) => loadGrants(db.prisma, userUrn, rootUserUrn);
   const evaluate = createEvaluateHandler({
     db,
     store: new EvaluationStore(db.pool, evaluations),
     pool,
-    pusher: new ResultsPusher(new AspectRepository(), new TestResultHistory(historyMaxTransitions)),
+    pusher: new ResultsPusher(new AspectRepository(), grantsOf, new TestResultHistory(historyMaxTransitions)),
+    grantsOf,
     tasks,
     evaluations,
     reply: (channel, reply) => sendReply(redis, channel, reply),

@@ -1,3 +1,4 @@
+import type { Privilege } from "@mdp/core";
 import type { Queryable } from "@mdp/db";
 import type { EvaluationTasks } from "@mdp/tasks";
 import type { EntitySnapshot } from "@mdp/metadata-tests";
@@ -10,6 +11,13 @@ export interface StoredTest {
   /** md5 of the definition's text: equal hashes, equal definitions (see DefinitionCache) */
   hash: string;
   definition: unknown;
+  /** who its actions act for (docs/api.md "Test actions") */
+  ownerUrn: string;
+  /**
+   * Of the privileges its actions need, those its owner lacks (set by the evaluate handler, which reads the owners'
+   * grants only for tests with actions): the dry view lists those actions as refused.
+   */
+  ownerLacks?: Privilege[];
 }
 
 /** What one evaluate job needs, read in one statement. */
@@ -40,7 +48,8 @@ const load = (tasks: EvaluationTasks) => `
                 FROM aspect WHERE urn = ANY($1::text[]) ORDER BY urn, aspect_name, version DESC) l), '[]'),
     'tests', COALESCE((
       SELECT json_agg(json_build_object('urn', t.urn, 'onTypes', t.on_types, 'active', t.state = 'ACTIVE',
-                                        'hash', md5(t.definition::text), 'definition', t.definition) ORDER BY t.urn)
+                                        'hash', md5(t.definition::text), 'definition', t.definition,
+                                        'ownerUrn', t.owner_urn) ORDER BY t.urn)
         FROM metadata_test t
        WHERE t.urn = ANY($2::text[])
           OR ($3 AND t.state = 'ACTIVE'
@@ -91,7 +100,8 @@ export class EvaluationStore {
   /** One test by urn, whatever its state; null when it does not exist (deleted). */
   async test(urn: string): Promise<StoredTest | null> {
     const { rows } = await this.db.query<StoredTest>(
-      `SELECT urn, on_types AS "onTypes", state = 'ACTIVE' AS active, md5(definition::text) AS hash, definition
+      `SELECT urn, on_types AS "onTypes", state = 'ACTIVE' AS active, md5(definition::text) AS hash, definition,
+              owner_urn AS "ownerUrn"
          FROM metadata_test WHERE urn = $1`,
       [urn],
     );

@@ -30,6 +30,7 @@ const handler = evaluationHandler(
     memoryLimitMb: config.EVALUATION_MEMORY_LIMIT_MB,
     maxQueue: config.EVALUATION_CONCURRENCY,
     historyMaxTransitions: config.TEST_HISTORY_MAX_TRANSITIONS,
+    rootUserUrn: config.ROOT_USER_URN,
   },
   tasks,
 );

@@ -1,3 +1,4 @@
+import type { GrantsOf } from "@mdp/core";
 import type { AspectRepository, VersionedAspectWrite } from "@mdp/db";
 import {
   mergeTestResults,
@@ -31,6 +32,8 @@ export interface PushItem {
 export class ResultsPusher {
   constructor(
     private readonly aspects: AspectRepository,
+    /** a test owner's current grants, read afresh at each push that runs actions (@mdp/db's loadGrants) */
+    private readonly grantsOf: GrantsOf,
     /** the pass/fail transitions of what is pushed, kept in the same transaction (test-result-history.ts) */
     private readonly history = new TestResultHistory(),
   ) {}
@@ -87,7 +90,8 @@ export class ResultsPusher {
       });
     }
     await this.aspects.upsert(client, writes, "system");
-    await applyTestActions(client, this.aspects, items); // the results' actions, in this transaction (test-actions.ts)
+    // The results' actions, in this transaction, as far as their owners may write them (test-actions.ts).
+    await applyTestActions(client, this.aspects, items, this.grantsOf);
     await this.history.record(client, items, current);
     return writes.length;
   }

@@ -1,10 +1,23 @@
+import type { GrantsOf, Privilege } from "@mdp/core";
 import { insertAuditEvents, type AspectRepository, type AuditEventInput, type VersionedAspectWrite } from "@mdp/db";
-import { actionRunsOf, actionsFromJson, aspectOfAction, planActions, type TestActions } from "@mdp/metadata-tests";
+import {
+  actionRunsOf,
+  actionsFromJson,
+  aspectOfAction,
+  planActions,
+  privilegeOfAction,
+  privilegesLacking,
+  withoutRefused,
+  type ActionRun,
+  type TestActions,
+} from "@mdp/metadata-tests";
 import type pg from "pg";
 import type { PushItem } from "./results.pusher";
 
 /** The audit action of a test's actions that changed an entity (docs/audit.md). */
 export const TEST_ACTIONS_AUDIT = "test.actions";
+/** The audit action of a test's actions left out of a push because its owner lacks their privileges (docs/audit.md). */
+export const TEST_ACTIONS_REFUSED_AUDIT = "test.actions.refused";
 
 /**
  * Runs the actions of pushed results (libs/metadata-tests test-actions.ts plans them) inside the push's transaction:
@@ -13,22 +26,30 @@ export const TEST_ACTIONS_AUDIT = "test.actions";
  * audit row, all committing or rolling back with the results. The tests' actions are read in the same transaction, so
  * a test deleted, or edited away from the entity's type, while the evaluation ran takes no action. Aspects whose
  * content would not change get no version (re-running writes nothing). Answers how many aspect versions it wrote.
+ *
+ * Actions write only what their test's owner may write now: each owner's grants are read afresh (`grantsOf`, once
+ * per owner per push, and only when a pushed result has actions), and an action whose privilege the owner lacks is
+ * left out; the results are pushed all the same. A test whose left-out actions would have changed an entity leaves
+ * one `test.actions.refused` row per push, naming its owner, the missing privileges and how many entities.
  */
 export async function applyTestActions(
   client: pg.ClientBase,
   aspects: AspectRepository,
   items: readonly PushItem[],
+  grantsOf: GrantsOf,
 ): Promise<number> {
   const tests = new Set(items.flatMap((i) => [...i.evaluation.passing, ...i.evaluation.failing].map((r) => r.test)));
   if (tests.size === 0) return 0;
-  const { rows } = await client.query<{ urn: string; on_types: string[]; actions: unknown }>(
-    `SELECT urn, on_types, definition->'actions' AS actions
+  const { rows } = await client.query<{ urn: string; on_types: string[]; owner_urn: string; actions: unknown }>(
+    `SELECT urn, on_types, owner_urn, definition->'actions' AS actions
        FROM metadata_test WHERE urn = ANY($1::text[]) AND definition ? 'actions'`,
     [[...tests]],
   );
   if (rows.length === 0) return 0;
   // Re-validated rather than cast, as the evaluation's own parse of the definition was.
-  const stored = new Map(rows.map((r) => [r.urn, { onTypes: r.on_types, actions: actionsFromJson(r.actions) }]));
+  const stored = new Map(
+    rows.map((r) => [r.urn, { onTypes: r.on_types, owner: r.owner_urn, actions: actionsFromJson(r.actions) }]),
+  );
 
   // One entry per entity: items for the same entity (two requests in one job) apply in order, a later outcome of a
   // test replacing an earlier one.
@@ -51,6 +72,7 @@ export async function applyTestActions(
     return runs.length > 0 ? [{ item, runs }] : [];
   });
   if (plans.length === 0) return 0;
+  const lacking = await ownersLacking(plans, stored, grantsOf);
 
   const needed = plans.flatMap(({ item, runs }) =>
     runs.flatMap((run) => run.actions.map((a) => ({ urn: item.evaluation.urn, aspectName: aspectOfAction(a.type) }))),
@@ -61,8 +83,12 @@ export async function applyTestActions(
   const time = Date.now();
   const writes: VersionedAspectWrite[] = [];
   const audit: AuditEventInput[] = [];
-  for (const { item, runs } of plans) {
+  const refusals = new Map<string, Refusal>();
+  for (const { item, runs: all } of plans) {
     const urn = item.evaluation.urn;
+    const refusing = all.some((run) => lacking.has(run.test));
+    const runs = refusing ? withoutRefused(all, (test) => lacking.get(test)) : all;
+    if (refusing) noteRefused(refusals, planActions(current.get(urn) ?? {}, all, time), lacking, item);
     const plan = planActions(current.get(urn) ?? {}, runs, time);
     for (const write of plan.writes) {
       writes.push({
@@ -90,9 +116,81 @@ export async function applyTestActions(
       });
     }
   }
+  for (const [test, refusal] of refusals) {
+    audit.push({
+      actorUrn: refusal.actorUrn,
+      action: TEST_ACTIONS_REFUSED_AUDIT,
+      targetUrn: test,
+      details: {
+        owner: stored.get(test)!.owner,
+        missingPrivileges: [...refusal.missing].sort(),
+        actions: [...refusal.types].sort(),
+        entities: refusal.entities.size,
+        via: "test-action",
+      },
+    });
+  }
   await aspects.upsert(client, writes, "system");
   await insertAuditEvents(client, audit);
   return writes.length;
+}
+
+/** What one test's owner could not do in a push: for its one audit row. */
+interface Refusal {
+  /** who asked for the push (the first item it was refused in) */
+  actorUrn: string;
+  missing: Set<Privilege>;
+  types: Set<string>;
+  /** the entities a refused action would have changed */
+  entities: Set<string>;
+}
+
+/**
+ * Notes, per test, the refused actions that would have changed the entity (`full`: the plan with every action, as if
+ * the owners held everything): a refused action that would change nothing withholds nothing, and is not audited, as
+ * re-running an allowed one is not.
+ */
+function noteRefused(
+  refusals: Map<string, Refusal>,
+  full: ReturnType<typeof planActions>,
+  lacking: ReadonlyMap<string, ReadonlySet<Privilege>>,
+  item: PushItem,
+): void {
+  for (const action of full.actions) {
+    const privilege = privilegeOfAction(action.type);
+    if (!action.wouldChange || !lacking.get(action.test)?.has(privilege)) continue;
+    const refusal = refusals.get(action.test) ?? {
+      actorUrn: item.actorUrn,
+      missing: new Set<Privilege>(),
+      types: new Set<string>(),
+      entities: new Set<string>(),
+    };
+    refusal.missing.add(privilege);
+    refusal.types.add(action.type);
+    refusal.entities.add(item.evaluation.urn);
+    refusals.set(action.test, refusal);
+  }
+}
+
+/**
+ * Of the privileges each test's actions need, those its owner lacks now, by test (tests whose owner lacks none are
+ * absent). Each owner's grants are read once, and only for tests that have runs in this push.
+ */
+async function ownersLacking(
+  plans: ReadonlyArray<{ runs: readonly ActionRun[] }>,
+  stored: ReadonlyMap<string, { owner: string; actions: TestActions }>,
+  grantsOf: GrantsOf,
+): Promise<Map<string, ReadonlySet<Privilege>>> {
+  const running = new Set(plans.flatMap(({ runs }) => runs.map((r) => r.test)));
+  const grants = new Map<string, Promise<ReadonlySet<Privilege>>>();
+  const lacking = new Map<string, ReadonlySet<Privilege>>();
+  for (const test of running) {
+    const { owner, actions } = stored.get(test)!;
+    if (!grants.has(owner)) grants.set(owner, grantsOf(owner));
+    const missing = privilegesLacking(actions, await grants.get(owner)!);
+    if (missing.length > 0) lacking.set(test, new Set(missing));
+  }
+  return lacking;
 }
 
 /** The latest value of each (urn, aspect) asked for, by urn then aspect name. */

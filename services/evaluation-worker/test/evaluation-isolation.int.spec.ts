@@ -140,6 +140,7 @@ describe("evaluation isolation", () => {
       threads: 2,
       memoryLimitMb: MEMORY_LIMIT_MB,
       maxQueue: 4,
+      rootUserUrn: "urn:li:corpuser:admin",
     });
     worker = createWorker("evaluate", handler, { connection, prefix, concurrency: 4, logger });
     void worker.run();

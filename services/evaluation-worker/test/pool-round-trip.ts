@@ -10,7 +10,9 @@ const definition = {
   on: { types: ["dataset"] },
   rules: { property: "datasetProperties.description", operator: "exists" },
 };
-const tests = [{ urn: "urn:li:test:a", onTypes: ["dataset"], active: true, hash: "h", definition }];
+const tests = [
+  { urn: "urn:li:test:a", onTypes: ["dataset"], active: true, hash: "h", definition, ownerUrn: "urn:li:corpuser:a" },
+];
 const entity = {
   urn: "urn:li:dataset:(urn:li:dataPlatform:hive,db.x,PROD)",
   entityType: "dataset",

@@ -4,6 +4,7 @@
  */
 import { AspectRepository, createDatabase, inTransaction, type Database } from "@mdp/db";
 import { createTestDatabase, type TestDatabase } from "@mdp/db/testing";
+import type { Privilege } from "@mdp/core";
 import { ResultsPusher, TEST_RESULTS_ASPECT } from "../src/results.pusher";
 
 const URN = "urn:li:dataset:(urn:li:dataPlatform:hive,db.t,PROD)";
@@ -42,7 +43,10 @@ describe("ResultsPusher", () => {
       },
     });
     const aspects = new AspectRepository();
-    const pusher = new ResultsPusher(aspects);
+    // None of these tests has actions: pushing their results reads no one's grants.
+    const pusher = new ResultsPusher(aspects, () =>
+      Promise.reject(new Error("grants read for a push without actions")),
+    );
     await inTransaction(database.pool, (client) => pusher.push(client, [item("urn:li:test:a"), item("urn:li:test:b")]));
     const stored = await aspects.latestOfEach(database.pool, TEST_RESULTS_ASPECT, [URN]);
     expect(stored.get(URN)).toEqual({
@@ -52,5 +56,77 @@ describe("ResultsPusher", () => {
       ],
       failing: [],
     });
+  });
+
+  it("runs each test's actions as far as its owner may, reading each owner's grants once per push", async () => {
+    const tagOwn = {
+      failing: [
+        { type: "ADD_TAGS", params: { values: ["urn:li:tag:t"] } },
+        { type: "ADD_OWNERS", params: { values: ["urn:li:corpuser:steward"] } },
+      ],
+    };
+    const owners: Record<string, string> = {
+      "urn:li:test:ann-1": "urn:li:corpuser:ann",
+      "urn:li:test:ann-2": "urn:li:corpuser:ann",
+      "urn:li:test:bob": "urn:li:corpuser:bob",
+    };
+    await database.pool.query(
+      `INSERT INTO metadata_test (urn, name, category, definition_text, definition, on_types, created_by, owner_urn, updated_at)
+       SELECT t.urn, t.urn, 'x', '{}', jsonb_build_object('actions', $3::jsonb), ARRAY['dataset'], t.owner, t.owner, now()
+         FROM unnest($1::text[], $2::text[]) AS t(urn, owner)`,
+      [Object.keys(owners), Object.values(owners), JSON.stringify(tagOwn)],
+    );
+    const held: Record<string, Privilege[]> = {
+      "urn:li:corpuser:ann": ["EDIT_ENTITY_TAGS"],
+      "urn:li:corpuser:bob": ["EDIT_ENTITY_TAGS", "EDIT_ENTITY_OWNERS"],
+    };
+    const reads: string[] = [];
+    const pusher = new ResultsPusher(new AspectRepository(), (urn) => {
+      reads.push(urn);
+      return Promise.resolve(new Set(held[urn] ?? []));
+    });
+    const entity = (name: string) => `urn:li:dataset:(urn:li:dataPlatform:hive,db.${name},PROD)`;
+    const item = (urn: string, tests: string[]) => ({
+      entityType: "dataset",
+      actorUrn: ACTOR,
+      evaluated: new Set(tests),
+      evaluation: {
+        urn,
+        passing: [],
+        failing: tests.map((test) => ({ test, type: "FAILURE" as const, failedRules: [] })),
+        notApplicable: [],
+        evaluatedAt: 1,
+      },
+    });
+    await inTransaction(database.pool, (client) =>
+      pusher.push(client, [
+        item(entity("one"), ["urn:li:test:ann-1", "urn:li:test:bob"]),
+        item(entity("two"), ["urn:li:test:ann-1", "urn:li:test:ann-2"]),
+      ]),
+    );
+    expect(reads.sort()).toEqual(["urn:li:corpuser:ann", "urn:li:corpuser:bob"]);
+    const latest = async (urn: string, aspect: string) =>
+      (await new AspectRepository().latestOfEach(database.pool, aspect, [urn])).get(urn);
+    // Bob's test added the steward to entity one; Ann's tests tagged both and added no owner to entity two.
+    expect(await latest(entity("one"), "ownership")).toMatchObject({ owners: [{ owner: "urn:li:corpuser:steward" }] });
+    expect(await latest(entity("two"), "ownership")).toBeUndefined();
+    expect(await latest(entity("two"), "globalTags")).toEqual({ tags: [{ tag: "urn:li:tag:t" }] });
+    const { rows } = await database.pool.query<{ target_urn: string; details: Record<string, unknown> }>(
+      "SELECT target_urn, details FROM audit_event WHERE action = 'test.actions.refused' ORDER BY target_urn",
+    );
+    // Ann's first test would have added the steward to both entities: one row, two entities. Her second would add the
+    // same steward after it, changing nothing more: no row (as a re-run of an allowed action leaves none).
+    expect(rows).toEqual([
+      {
+        target_urn: "urn:li:test:ann-1",
+        details: {
+          owner: "urn:li:corpuser:ann",
+          missingPrivileges: ["EDIT_ENTITY_OWNERS"],
+          actions: ["ADD_OWNERS"],
+          entities: 2,
+          via: "test-action",
+        },
+      },
+    ]);
   });
 });

@@ -7,7 +7,7 @@
  * history's cap and retention prune; testResultHistory's privilege and bounds.
  */
 import { createLogger } from "@mdp/core";
-import { AspectRepository, inTransaction } from "@mdp/db";
+import { AspectRepository, inTransaction, loadGrants } from "@mdp/db";
 import { closeRedis, createRedis, Producer, testScheduleId, TestSchedules, type RedisConnection } from "@mdp/queues";
 import { TaskLifecycle } from "@mdp/tasks";
 import { ResultsPusher, startTestSchedules, TestHistoryRetention, TestResultHistory } from "evaluation-worker";
@@ -311,7 +311,8 @@ describe("scheduled tests and result history", () => {
     const live = await createScheduled("capped", null);
     const gone = "urn:li:test:deleted-long-ago";
     const aspects = new AspectRepository();
-    const pusher = new ResultsPusher(aspects, new TestResultHistory(2));
+    const grantsOf = (urn: string) => loadGrants(h.prisma, urn, h.config.ROOT_USER_URN);
+    const pusher = new ResultsPusher(aspects, grantsOf, new TestResultHistory(2));
     const push = (passing: boolean, evaluatedAt: number) =>
       inTransaction(h.database.pool, (client) =>
         pusher.push(client, [

@@ -19,12 +19,13 @@ import {
   type PrismaClient,
   type TestState,
 } from "@mdp/db";
-import { readTestResults, type FailedRule } from "@mdp/metadata-tests";
+import { readTestResults, type FailedRule, type ParsedDefinition } from "@mdp/metadata-tests";
 import { cronPatternProblem, MAX_CRON_LENGTH, type TestSchedules } from "@mdp/queues";
 import type { Actor } from "../auth/actor";
 import { recordAudit } from "../audit/audit.service";
 import { pageOf } from "../graphql/paging";
 import type { PolicyEngine } from "../policies/policy-engine";
+import { requireActionPrivileges, setsWhatActionsDo } from "./action-privileges";
 import { acceptDefinition } from "./test-definition";
 import { unstorableTypes } from "./test-run.service";
 
@@ -98,6 +99,7 @@ export class MetadataTestService {
       generate: randomUUID,
     });
     const data = this.validate(input);
+    await requireActionPrivileges(this.engine, actor, actionsOf(data.definition));
     try {
       await this.prisma.$transaction(async (tx) => {
         await tx.metadataTest.create({
@@ -127,7 +129,10 @@ export class MetadataTestService {
     const data = this.validate(input);
     await this.prisma
       .$transaction(async (tx) => {
-        await this.existing(tx, urn);
+        const stored = await this.existing(tx, urn);
+        if (setsWhatActionsDo(stored, data)) {
+          await requireActionPrivileges(this.engine, actor, actionsOf(data.definition));
+        }
         // An omitted state leaves the test as it is, so DataHub's clients (which know no state) cannot re-activate it;
         // an omitted schedule likewise stays (null removes it).
         const { state, scheduleCron, ...rest } = data;
@@ -338,6 +343,9 @@ export class MetadataTestService {
     return test;
   }
 }
+
+/** The actions of a definition validate() accepted. */
+const actionsOf = (definition: Prisma.InputJsonObject) => (definition as unknown as ParsedDefinition).actions;
 
 function auditDetails(data: {
   name: string;

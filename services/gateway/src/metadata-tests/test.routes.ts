@@ -19,6 +19,13 @@ const resultActions = z
       wouldChange: z
         .boolean()
         .describe("whether pushing changes the entity because of it (planned against what was read)"),
+      missingPrivilege: z
+        .string()
+        .optional()
+        .describe(
+          "present when the test's owner lacks the privilege this action needs (e.g. EDIT_ENTITY_TAGS): pushing " +
+            "leaves it out, and wouldChange is false",
+        ),
     }),
   )
   .optional()

@@ -31,6 +31,7 @@ export async function startEvaluationWorker(
   const handler = evaluationHandler(db, replies, logger, shutdown.signal, h.config.EVALUATION_TIME_LIMIT_MS, {
     threads,
     maxQueue: concurrency,
+    rootUserUrn: h.config.ROOT_USER_URN,
   });
   const worker = createWorker("evaluate", handler, {
     connection,

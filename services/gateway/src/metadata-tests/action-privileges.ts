@@ -1,0 +1,44 @@
+import { forbidden } from "@mdp/core";
+import { privilegeOfAction, privilegesLacking, sameJson, type TestActions } from "@mdp/metadata-tests";
+import type { Actor } from "../auth/actor";
+import type { PolicyEngine } from "../policies/policy-engine";
+
+/**
+ * Refuses (FORBIDDEN) a save that would have a test's actions write what `actor` may not: actions run for the test's
+ * owner, who becomes the one saving them, so the caller must be able to use each action's privilege (EDIT_ENTITY_TAGS
+ * for ADD_TAGS and REMOVE_TAGS, ...; INGEST_METADATA implies them all) in this very request, a scoped token's scopes
+ * included. Read from the policy engine's cache, which policy changes drop: no database read. The message names each
+ * missing privilege with the action types that need it. Pushes check the owner's grants again (evaluation worker).
+ */
+export async function requireActionPrivileges(
+  engine: Pick<PolicyEngine, "privilegesOf" | "grantsOf">,
+  actor: Actor,
+  actions: TestActions | undefined,
+): Promise<void> {
+  if (!actions) return;
+  const missing = privilegesLacking(actions, await engine.privilegesOf(actor));
+  if (missing.length === 0) return;
+  const all = [...actions.passing, ...actions.failing];
+  const needs = missing.map((privilege) => {
+    const types = new Set(all.filter((a) => privilegeOfAction(a.type) === privilege).map((a) => a.type));
+    return `${privilege} (for ${[...types].join(", ")})`;
+  });
+  // As PolicyEngine.require: when the user holds them and only its token leaves them out, it is told so.
+  const granted = await engine.grantsOf(actor.urn);
+  const why = missing.every((p) => granted.has(p)) ? "which its access token leaves out" : "which it does not hold";
+  throw forbidden(`${actor.urn} is unauthorized to save these test actions: they need ${needs.join(", ")}, ${why}.`);
+}
+
+/**
+ * Whether an update makes the caller the one the test's actions act for, so that requireActionPrivileges applies: it
+ * changes the definition (the rules decide which entities the actions write to) or sets a schedule (which pushes
+ * them by itself). Edits of the name, category, description or state, or removing the schedule, leave the actions
+ * as their owner set them and need none of their privileges.
+ */
+export function setsWhatActionsDo(
+  stored: { definition: unknown; scheduleCron: string | null },
+  next: { definition: unknown; scheduleCron?: string | null },
+): boolean {
+  if (!sameJson(stored.definition, next.definition)) return true;
+  return typeof next.scheduleCron === "string" && next.scheduleCron !== stored.scheduleCron;
+}
