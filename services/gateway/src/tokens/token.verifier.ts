@@ -1,5 +1,5 @@
 import { hash } from "node:crypto";
-import { unauthenticated, type Config } from "@mdp/core";
+import { MAX_TOKEN_CHAIN_DEPTH, unauthenticated, type Config, type Principal } from "@mdp/core";
 import type { Actor } from "../auth/actor";
 import type { InvalidationBus } from "../events/invalidation-bus";
 import { Hs256, JwtError, type AccessTokenClaims } from "./jwt";
@@ -22,8 +22,14 @@ const TOKEN_CACHE_MAX_ENTRIES = 50_000;
 
 /**
  * Bearer authentication with access tokens, and the two caches that keep it off PostgreSQL: the rows of tokens
- * (`known`: hash, actor, revocation, scopes; invalidated across replicas over the InvalidationBus, bypassed while it is not
- * live) and the claims of tokens that passed the full check (`verified`).
+ * (`known`: hash, actor, minter, revocation, expiry, scopes, parent token; invalidated across replicas over the
+ * InvalidationBus, bypassed while it is not live) and the claims of tokens that passed the full check (`verified`).
+ *
+ * A token's chain (the token it was minted with, and that one's, up to MAX_TOKEN_CHAIN_DEPTH) is built anew from
+ * `known` on every use, never cached as a whole: a parent's row is cached like any token's and dropped by the same
+ * revocation events, so a revoked parent refuses its children on every replica as soon as its own row is dropped. A
+ * revoked, expired or missing ancestor refuses the token (401, counted as revoked): what it was minted under no
+ * longer stands, and its privileges could not be bounded by it.
  */
 export class TokenVerifier {
   private readonly jwt: Hs256;
@@ -86,10 +92,40 @@ export class TokenVerifier {
       this.verified.set(fingerprint, claims);
     }
     if (known.revoked) throw refused("revoked", "Token has been revoked");
+    const actor: Actor = { ...(await this.principalOf(claims.jti, known, 1)), via: "token" };
+    if (claims.exp !== undefined) actor.tokenExpiresAt = claims.exp * 1000;
     this.lastUsed.record(claims.jti);
     countAccepted();
-    // The row's scopes (cached with it): a scoped token's request may use only those of its actor's privileges.
-    return { urn: claims.sub, via: "token", tokenId: claims.jti, ...(known.scopes && { scopes: known.scopes }) };
+    return actor;
+  }
+
+  /**
+   * The token of that row as a Principal (@mdp/core): its actor, scopes, minter when another user minted it, and its
+   * parent's Principal, each ancestor's row read from `known` (or loaded once, then cached like any token's row).
+   * `depth`: how many tokens the chain holds down to this one.
+   */
+  private async principalOf(tokenId: string, row: TokenCredential, depth: number): Promise<Principal> {
+    const principal: Principal = { urn: row.actorUrn, tokenId };
+    if (row.scopes) principal.scopes = row.scopes;
+    if (row.ownerUrn !== row.actorUrn) principal.minterUrn = row.ownerUrn;
+    if (row.parentTokenId !== null) principal.parent = await this.ancestor(row.parentTokenId, depth + 1);
+    return principal;
+  }
+
+  private async ancestor(tokenId: string, depth: number): Promise<Principal> {
+    // Minting refuses a chain longer than this; one that is longer anyway was not made by this service.
+    if (depth > MAX_TOKEN_CHAIN_DEPTH) throw refused("invalid", "Unable to verify the provided token.");
+    const row = this.cached(tokenId) ?? (await this.load(tokenId));
+    if (!row || row.revoked) {
+      throw refused("revoked", `Token has been revoked: the access token it was created with (${tokenId}) is revoked.`);
+    }
+    if (row.expiresAt !== null && row.expiresAt <= Date.now()) {
+      throw refused(
+        "revoked",
+        `Token has been revoked: the access token it was created with (${tokenId}) has expired.`,
+      );
+    }
+    return this.principalOf(tokenId, row, depth);
   }
 
   /**
