@@ -44,9 +44,8 @@ describe("scoped access tokens", () => {
   const input = (actorUrn: string, more: Record<string, unknown> = {}) => ({
     i: { type: "PERSONAL", actorUrn, duration: "ONE_HOUR", name: "scoped", ...more },
   });
-  // A day long, so that the ONE_HOUR tokens the tests create with it do not outlive it.
   const scoped = async (actorUrn: string, scopes: string[], as = asRoot) =>
-    bearer((await createToken(h, actorUrn, as, { scopes, duration: "ONE_DAY" })).token);
+    bearer((await createToken(h, actorUrn, as, { scopes })).token);
   const privileges = async (headers: Record<string, string>) =>
     ((await h.graphql(ME, {}, headers)).body.data?.me as { privileges: string[] } | undefined)?.privileges;
   const errorOf = (body: { errors?: Array<{ message: string; extensions?: { code?: string } }> }) => ({
