@@ -69,7 +69,8 @@ export class TokenVerifier {
    * hash, the actor, revocation. A token that passed all of that before is recognised by its SHA-256: being byte for
    * byte the same token, it needs neither the signature nor the salted hash checked again (two HMACs and the
    * decoding cost several times the one-shot hash per request), only the expiry and its row's revocation, which are
-   * checked on every use. Tokens accepted and refused, and the reasons given, are the same either way.
+   * checked on every use. Tokens accepted and refused, and the reasons given, are the same either way. Then the
+   * chain of a token minted with a token (the class comment), on every use too.
    */
   async verify(token: string): Promise<Actor> {
     const fingerprint = hash("sha256", token, "base64url");
@@ -92,7 +93,10 @@ export class TokenVerifier {
       this.verified.set(fingerprint, claims);
     }
     if (known.revoked) throw refused("revoked", "Token has been revoked");
-    const actor: Actor = { ...(await this.principalOf(claims.jti, known, 1)), via: "token" };
+    const actor: Actor = { urn: claims.sub, via: "token", tokenId: claims.jti };
+    withLinks(actor, known);
+    // Most tokens have no parent: no await, so their requests pay nothing for chains.
+    if (known.parentTokenId !== null) actor.parent = await this.ancestor(known.parentTokenId, 2);
     if (claims.exp !== undefined) actor.tokenExpiresAt = claims.exp * 1000;
     this.lastUsed.record(claims.jti);
     countAccepted();
@@ -100,18 +104,9 @@ export class TokenVerifier {
   }
 
   /**
-   * The token of that row as a Principal (@mdp/core): its actor, scopes, minter when another user minted it, and its
-   * parent's Principal, each ancestor's row read from `known` (or loaded once, then cached like any token's row).
-   * `depth`: how many tokens the chain holds down to this one.
+   * The Principal of the token `depth` links up a chain (the token in use is 1), its row read from `known` (or loaded
+   * once, then cached like any token's row), with its own parent's, and so on.
    */
-  private async principalOf(tokenId: string, row: TokenCredential, depth: number): Promise<Principal> {
-    const principal: Principal = { urn: row.actorUrn, tokenId };
-    if (row.scopes) principal.scopes = row.scopes;
-    if (row.ownerUrn !== row.actorUrn) principal.minterUrn = row.ownerUrn;
-    if (row.parentTokenId !== null) principal.parent = await this.ancestor(row.parentTokenId, depth + 1);
-    return principal;
-  }
-
   private async ancestor(tokenId: string, depth: number): Promise<Principal> {
     // Minting refuses a chain longer than this; one that is longer anyway was not made by this service.
     if (depth > MAX_TOKEN_CHAIN_DEPTH) throw refused("invalid", "Unable to verify the provided token.");
@@ -125,7 +120,10 @@ export class TokenVerifier {
         `Token has been revoked: the access token it was created with (${tokenId}) has expired.`,
       );
     }
-    return this.principalOf(tokenId, row, depth);
+    const principal: Principal = { urn: row.actorUrn, tokenId };
+    withLinks(principal, row);
+    if (row.parentTokenId !== null) principal.parent = await this.ancestor(row.parentTokenId, depth + 1);
+    return principal;
   }
 
   /**
@@ -176,6 +174,12 @@ export class TokenVerifier {
     }
     return entry;
   }
+}
+
+/** A token's own links, from its row: its scopes, and its minter when another user minted it. */
+function withLinks(principal: Principal, row: TokenCredential): void {
+  if (row.scopes) principal.scopes = row.scopes;
+  if (row.ownerUrn !== row.actorUrn) principal.minterUrn = row.ownerUrn;
 }
 
 function requireUnexpired(claims: AccessTokenClaims): void {
