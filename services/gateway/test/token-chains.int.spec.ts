@@ -202,9 +202,12 @@ describe("a token's chain", () => {
     beforeAll(() => grant(h, USER, ["GENERATE_PERSONAL_ACCESS_TOKENS", "GET_ENTITY"]));
 
     it.each(["ONE_YEAR", "ONE_DAY", "NO_EXPIRY"])(
-      "refuses a %s token minted with a one-hour token: 400 naming input.duration and when the parent expires",
+      "refuses a %s token minted with a one-hour scoped token: 400 naming input.duration and when the parent expires",
       async (duration) => {
-        const parent = await mint(asRoot, USER, { duration: "ONE_HOUR" });
+        const parent = await mint(asRoot, USER, {
+          duration: "ONE_HOUR",
+          scopes: ["GENERATE_PERSONAL_ACCESS_TOKENS", "GET_ENTITY"],
+        });
         const before = await h.prisma.accessToken.count();
         const { created, error } = await create(bearer(parent.accessToken), USER, { duration });
         expect(created).toBeUndefined();
