@@ -104,7 +104,8 @@ describe("mdp, the admin CLI", () => {
     const { data } = await graphql(
       ADMIN,
       "mutation($input: GetAccessTokenInput!) { createAccessToken(input: $input) { accessToken } }",
-      { input: { type: "PERSONAL", actorUrn, duration: "ONE_DAY", name: "e2e" } },
+      // A year: the tokens mdp creates with it (a month by default) may not outlive it.
+      { input: { type: "PERSONAL", actorUrn, duration: "ONE_YEAR", name: "e2e" } },
     );
     return data.createAccessToken!.accessToken as string;
   }

@@ -1,16 +1,16 @@
-import type { Privilege } from "../policies/privileges";
+import type { Principal } from "@mdp/core";
 
-/** Who is making a request, as established by authentication. */
-export interface Actor {
-  /** the user urn the request acts for */
-  urn: string;
+/**
+ * Who is making a request, as established by authentication: the principal it acts for (@mdp/core's one model of
+ * delegated authority: its user, and for an access token the token's scopes, minter and parent token, which
+ * PolicyEngine.privilegesOf intersects at every check), and how the caller proved it.
+ */
+export interface Actor extends Principal {
   /** how the caller proved it: an access token, the trusted system client, or (development only) the header alone */
   via: "token" | "system" | "header";
-  /** the access token's id when via = "token" */
-  tokenId?: string;
   /**
-   * A scoped access token's privileges: the request may use only these (with what they imply) of what its actor holds
-   * (PolicyEngine.privilegesOf). Undefined: unscoped, the actor's full set (every other way of authenticating too).
+   * When via = "token" and the token expires: its expiry, epoch ms. A token minted with it may not outlive it (its
+   * own parent's expiry bounded it when it was minted, so this bounds the whole chain).
    */
-  scopes?: readonly Privilege[];
+  tokenExpiresAt?: number;
 }

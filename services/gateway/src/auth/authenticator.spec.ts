@@ -1,4 +1,4 @@
-import { AppError, unauthenticated } from "@mdp/core";
+import { AppError, SYSTEM_ACTOR_URN, unauthenticated } from "@mdp/core";
 import { Authenticator } from "./authenticator";
 
 const config = { AUTH_ENABLED: true, SYSTEM_CLIENT_ID: "system", SYSTEM_CLIENT_SECRET: "a-long-system-secret" };
@@ -101,9 +101,23 @@ describe("Authenticator", () => {
     });
   });
 
-  it("requires the system client to name the user it acts for", async () => {
-    const { message } = await failure(auth.authenticate({ authorization: basic("system", "a-long-system-secret") }));
-    expect(message).toContain("x-platform-actor");
+  it("lets the system client naming nobody act as the system actor, as DataHub's does", async () => {
+    await expect(auth.authenticate({ authorization: basic("system", "a-long-system-secret") })).resolves.toEqual({
+      urn: SYSTEM_ACTOR_URN,
+      via: "system",
+    });
+    // DataHub's raw form, as its SDK and datahub-gc send it
+    await expect(auth.authenticate({ authorization: "Basic system:a-long-system-secret" })).resolves.toEqual({
+      urn: SYSTEM_ACTOR_URN,
+      via: "system",
+    });
+  });
+
+  it("still refuses wrong system client credentials that name nobody", async () => {
+    expect(await failure(auth.authenticate({ authorization: basic("system", "wrong") }))).toEqual({
+      code: "UNAUTHENTICATED",
+      message: "Invalid system client credentials.",
+    });
   });
 
   it("refuses a malformed actor urn as bad input naming the header", async () => {

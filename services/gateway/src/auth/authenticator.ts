@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from "node:http";
-import { badInput, parseUrnField, unauthenticated, forbidden, type Config } from "@mdp/core";
+import { badInput, parseUrnField, unauthenticated, forbidden, SYSTEM_ACTOR_URN, type Config } from "@mdp/core";
 import type { Actor } from "./actor";
 import { matcherFor } from "./constant-time";
 
@@ -15,8 +15,8 @@ export const DATAHUB_ACTOR_HEADER = "x-datahub-actor";
 export type TokenVerifier = (token: string) => Promise<Actor>;
 
 /**
- * Establishes the Actor of a request (CONTRACT.md "Authentication"):
- * bearer token; system client (Basic) acting for X-Platform-Actor; or, with AUTH_ENABLED=false, the header alone.
+ * Establishes the Actor of a request: bearer token; system client (Basic) acting for X-Platform-Actor, or for the
+ * system actor when it names nobody; or, with AUTH_ENABLED=false, the header alone.
  */
 export class Authenticator {
   private readonly isSystemClientId: (given: string) => boolean;
@@ -72,11 +72,10 @@ export class Authenticator {
     const idOk = this.isSystemClientId(id);
     const secretOk = this.isSystemClientSecret(secret);
     if (!(idOk && secretOk)) throw unauthenticated("Invalid system client credentials.");
-    if (!actorHeader) {
-      throw unauthenticated(
-        `System client requests must name the user in the ${ACTOR_HEADER} (or ${DATAHUB_ACTOR_HEADER}) header.`,
-      );
-    }
+    // Naming nobody, it acts for itself, as DataHub's system client does (its SDK and datahub-gc send no actor
+    // header): as the system actor, whose privileges are its policies' (the built-in root policy holds it) and whose
+    // urn its audit rows name.
+    if (!actorHeader) return { urn: SYSTEM_ACTOR_URN, via: "system" };
     return { urn: this.userUrn(actorHeader.value, actorHeader.name), via: "system" };
   }
 

@@ -11,7 +11,10 @@ const rootTypeDefs = /* GraphQL */ `
   scalar Long
 
   type Query {
-    "The authenticated caller and the privileges this request may use (a scoped token's: its scopes that the user holds)."
+    """
+    The authenticated caller and the privileges this request may use: its user's, and for an access token only those
+    its scopes, its creator and the token it was created with also allow now.
+    """
     me: Me!
   }
 
@@ -30,7 +33,7 @@ const rootResolvers = {
   },
   Me: {
     // Worked out only when asked for: `{ me { urn } }` is what clients call to check who they are. The request's own
-    // set, so a scoped token shows what it may do, not all its user holds.
+    // set, so a token shows what it may do (its chain's bounds), not all its user holds.
     privileges: async (_me: { urn: string }, _args: unknown, ctx: GraphQLContext) =>
       [...(await ctx.services.engine.privilegesOf(ctx.actor))].sort(),
   },

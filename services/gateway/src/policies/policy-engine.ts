@@ -1,8 +1,7 @@
 import { grantsFrom, loadGroupsOf, loadPlatformPolicies, type Policy, type PrismaClient } from "@mdp/db";
-import { forbidden } from "@mdp/core";
-import type { Actor } from "../auth/actor";
+import { effectivePrivileges, forbidden, type GrantsOf, type Principal } from "@mdp/core";
 import type { InvalidationBus } from "../events/invalidation-bus";
-import { withinScopes, type Privilege } from "./privileges";
+import { withImplied, type Privilege } from "./privileges";
 
 // The root user's built-in policy is @mdp/db's, beside the reads every process shares (loadGrants).
 export { ROOT_POLICY_URN, rootPolicy } from "@mdp/db";
@@ -21,6 +20,8 @@ export class PolicyEngine {
   /** derived from the two caches above, and dropped with them */
   private readonly privilegesOfUser = new Map<string, Promise<ReadonlySet<Privilege>>>();
   private loadedAt = 0;
+  /** grantsOf as a function, for effectivePrivileges (which asks it for every user of a token's chain) */
+  private readonly grants: GrantsOf = (userUrn) => this.grantsOf(userUrn);
 
   constructor(
     private readonly prisma: PrismaClient,
@@ -52,12 +53,13 @@ export class PolicyEngine {
   }
 
   /**
-   * The privileges this request may use: its user's grants, narrowed to a scoped token's scopes. Every check reads
-   * this (has, require, and the few places that need the whole set), so a scope limits them all, and a privilege the
-   * user loses leaves its scoped tokens too. Read only.
+   * The privileges this request may use (@mdp/core's effectivePrivileges over the cached grants): its user's grants,
+   * and for an access token only those its scopes, its minter and the token it was minted with (each as they are
+   * now) also allow. Every check reads this (has, require, and the few places that need the whole set), so a link of
+   * the chain limits them all, and a privilege any of those users loses leaves the token at once. Read only.
    */
-  async privilegesOf(actor: Actor): Promise<ReadonlySet<Privilege>> {
-    return withinScopes(await this.grantsOf(actor.urn), actor.scopes);
+  privilegesOf(actor: Principal): Promise<ReadonlySet<Privilege>> {
+    return effectivePrivileges(actor, this.grants);
   }
 
   private async computePrivileges(userUrn: string, cached = true): Promise<ReadonlySet<Privilege>> {
@@ -67,23 +69,33 @@ export class PolicyEngine {
     return grantsFrom(policies, groups, userUrn);
   }
 
-  async has(actor: Actor, privilege: Privilege): Promise<boolean> {
+  async has(actor: Principal, privilege: Privilege): Promise<boolean> {
     return (await this.privilegesOf(actor)).has(privilege);
   }
 
   /**
    * Throws FORBIDDEN "<actor> is unauthorized to <operation>." unless the request may use the privilege; when the user
-   * holds it and only the token's scopes leave it out, the message says so (it tells the caller only of its own).
+   * holds it and a link of its token's chain leaves it out, the message says which (it tells the caller only of its
+   * own token: the token's minter is shown in its metadata already).
    */
-  async require(actor: Actor, privilege: Privilege, operation: string): Promise<void> {
-    const held = await this.grantsOf(actor.urn);
-    if (withinScopes(held, actor.scopes).has(privilege)) return;
-    if (held.has(privilege)) {
-      throw forbidden(
-        `${actor.urn} is unauthorized to ${operation}: the access token's scopes leave out ${privilege}.`,
-      );
+  async require(actor: Principal, privilege: Privilege, operation: string): Promise<void> {
+    if ((await this.privilegesOf(actor)).has(privilege)) return;
+    const link = await this.linkLeavingOut(actor, privilege);
+    throw forbidden(`${actor.urn} is unauthorized to ${operation}${link === undefined ? "" : `: ${link}`}.`);
+  }
+
+  /** Which link of a token's chain leaves out a privilege its user holds, in the order effectivePrivileges reads them. */
+  private async linkLeavingOut(actor: Principal, privilege: Privilege): Promise<string | undefined> {
+    if (!(await this.grantsOf(actor.urn)).has(privilege)) return undefined;
+    if (actor.scopes !== undefined && !withImplied(actor.scopes).has(privilege)) {
+      return `the access token's scopes leave out ${privilege}`;
     }
-    throw forbidden(`${actor.urn} is unauthorized to ${operation}.`);
+    const { minterUrn } = actor;
+    if (minterUrn !== undefined && minterUrn !== actor.urn && !(await this.grantsOf(minterUrn)).has(privilege)) {
+      return `the access token was created by ${minterUrn}, who does not hold ${privilege}`;
+    }
+    if (actor.parent !== undefined) return `the access token it was created with does not hold ${privilege}`;
+    return undefined;
   }
 
   private policies(): Promise<Policy[]> {

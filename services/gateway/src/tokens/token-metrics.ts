@@ -6,7 +6,10 @@ import { Counter, Registry } from "prom-client";
  */
 export const tokenMetricsRegistry = new Registry();
 
-/** Why a token was refused: `invalid` (signature, claims, or a hash or actor that does not match its row), `expired`, `revoked`. */
+/**
+ * Why a token was refused: `invalid` (signature, claims, a hash or actor that does not match its row, a chain longer
+ * than MAX_TOKEN_CHAIN_DEPTH), `expired`, `revoked` (the token, or one of its chain revoked or expired).
+ */
 export type RefusalReason = "invalid" | "expired" | "revoked";
 
 const verifications = new Counter({

@@ -1,5 +1,15 @@
 import { randomUUID } from "node:crypto";
-import { badInput, forbidden, notFound, parseUrnField, requireIdLength, requireLength, type Config } from "@mdp/core";
+import {
+  badInput,
+  forbidden,
+  MAX_TOKEN_CHAIN_DEPTH,
+  notFound,
+  parseUrnField,
+  requireIdLength,
+  requireLength,
+  type Config,
+  type Principal,
+} from "@mdp/core";
 import type { Actor } from "../auth/actor";
 import { safeEqual } from "../auth/constant-time";
 import { pageOf } from "../graphql/paging";
@@ -82,7 +92,7 @@ export class TokenService {
       await this.policies.require(actor, "MANAGE_ACCESS_TOKENS", "generate access tokens for other users");
     }
     const scopes = this.scopesOfNewToken(actor, input.scopes);
-    if (input.actorUrn !== actor.urn) await this.requireNoStrongerThanMinter(actor, input.actorUrn, scopes);
+    await this.requireNoStrongerThanMinter(actor, input.actorUrn, scopes);
     await this.requireScopesHeld(actor, input.actorUrn, scopes);
     if (input.name == null) throw badInput("input.name is required: a name for the token");
     const name = input.name.trim();
@@ -92,15 +102,17 @@ export class TokenService {
     if (seconds === null && !this.config.ACCESS_TOKEN_ALLOW_NO_EXPIRY) {
       throw badInput("input.duration NO_EXPIRY is not allowed on this server (ACCESS_TOKEN_ALLOW_NO_EXPIRY=false)");
     }
-    await this.rateLimits?.consume(actor, "tokenMints");
-
-    const id = randomUUID();
+    requireChainRoom(actor);
     // The creation time to the millisecond, so the list (newest first) keeps the order of tokens made within one
     // second; the claims and the expiry to the second, so the stored expiry and the token's exp claim are the same
     // instant: a token expires `duration` after the second it was issued in.
     const createdAt = Date.now();
     const issuedAt = Math.floor(createdAt / 1000);
     const exp = seconds === null ? undefined : issuedAt + seconds;
+    requireWithinParentExpiry(actor, input.duration, exp);
+    await this.rateLimits?.consume(actor, "tokenMints");
+
+    const id = randomUUID();
     const accessToken = this.jwt.sign({
       sub: input.actorUrn,
       jti: id,
@@ -121,6 +133,8 @@ export class TokenService {
       expiresAt: exp === undefined ? null : exp * 1000,
       lastUsedAt: null,
       scopes: scopes ?? null,
+      // The token the caller authenticated with: the new one holds, at every use, no more than it does then.
+      parentTokenId: actor.via === "token" ? (actor.tokenId ?? null) : null,
     };
     await this.store.insert({
       type: input.type,
@@ -130,7 +144,14 @@ export class TokenService {
       // The details recordAudit would write.
       audit: {
         actorUrn: actor.urn,
-        details: { name, actorUrn: input.actorUrn, duration: input.duration, scopes: scopes ?? null, via: actor.via },
+        details: {
+          name,
+          actorUrn: input.actorUrn,
+          duration: input.duration,
+          scopes: scopes ?? null,
+          ...(metadata.parentTokenId !== null && { parentTokenId: metadata.parentTokenId }),
+          via: actor.via,
+        },
       },
     });
     return { accessToken, metadata };
@@ -172,26 +193,39 @@ export class TokenService {
   }
 
   /**
-   * A token never carries more power than its minter: what it may do (its actor's privileges, within its scopes) must
-   * be within what the minter's own request may, or MANAGE_ACCESS_TOKENS would mint a root token. The system client
-   * is exempt: it is trusted to act for any user (X-Platform-Actor), so it could act as that actor anyway. The refusal
-   * does not list the privileges, which would tell the minter what the other actor holds.
+   * A token never carries more power than the request that mints it: what it may do (its actor's privileges, within
+   * its scopes) must be within what the minter's request may now (PolicyEngine.privilegesOf: the minter's own token's
+   * chain included), or MANAGE_ACCESS_TOKENS would mint a root token, and a weak token would mint a strong one. This
+   * is the early, explicit refusal; the bound itself holds at every use (the new token's minter and parent are links
+   * of its chain), so a privilege the minter loses later leaves the token too. The system client is no exception:
+   * acting for a user it mints as that user (acting for nobody, as the system actor, which holds every privilege).
+   * For another user the refusal does not list the privileges, which would tell the minter what that user holds.
    */
   private async requireNoStrongerThanMinter(
     minter: Actor,
     actorUrn: string,
     scopes: Privilege[] | undefined,
   ): Promise<void> {
-    if (minter.via === "system") return;
+    // The common case, a user's own unscoped token or the system client minting for itself: nothing to compare.
+    if (actorUrn === minter.urn && minter.minterUrn === undefined && minter.parent === undefined && !minter.scopes) {
+      return;
+    }
     const [held, wanted] = await Promise.all([
       this.policies.privilegesOf(minter),
       this.policies.grantsOf(actorUrn).then((grants) => withinScopes(grants, scopes)),
     ]);
-    if (privilegesMissing(held, wanted).length > 0) {
+    const lacking = privilegesMissing(held, wanted);
+    if (lacking.length === 0) return;
+    if (actorUrn !== minter.urn) {
       throw forbidden(
         `${minter.urn} is unauthorized to generate access tokens for ${actorUrn}: it holds privileges you do not.`,
       );
     }
+    throw forbidden(
+      `${minter.urn} is unauthorized to generate this access token: the access token in use does not hold ` +
+        `${lacking.join(", ")} (its creator or the token it was created with does not), and a token it creates may ` +
+        `hold no more than it; name scopes within what it holds.`,
+    );
   }
 
   async list(actor: Actor, input: ListTokensInput) {
@@ -290,4 +324,39 @@ export class TokenService {
   private async requireTokenApi(actor: Actor, operation: string): Promise<void> {
     await this.policies.require(actor, "GENERATE_PERSONAL_ACCESS_TOKENS", operation);
   }
+}
+
+/** How many tokens a principal's chain holds: its own, and each parent's. */
+function chainLength(principal: Principal): number {
+  let length = principal.tokenId === undefined ? 0 : 1;
+  for (let parent = principal.parent; parent !== undefined; parent = parent.parent) length++;
+  return length;
+}
+
+/**
+ * A token minted with a token is one link longer than the caller's chain, which every use of it intersects: at most
+ * MAX_TOKEN_CHAIN_DEPTH tokens in all. 400: the credential in use, not a privilege, is what cannot mint.
+ */
+function requireChainRoom(actor: Actor): void {
+  if (actor.via !== "token" || chainLength(actor) < MAX_TOKEN_CHAIN_DEPTH) return;
+  throw badInput(
+    `the access token in use is the last of a chain of ${MAX_TOKEN_CHAIN_DEPTH} tokens, each created with the one ` +
+      `before (the limit, MAX_TOKEN_CHAIN_DEPTH): it cannot create another; create this one with a token earlier ` +
+      `in the chain`,
+  );
+}
+
+/**
+ * A token minted with a token expires no later than it (NO_EXPIRY only under a token that never expires): otherwise
+ * it would outlive what it was minted under. 400 naming input.duration and when the token in use expires.
+ */
+function requireWithinParentExpiry(actor: Actor, duration: AccessTokenDuration, exp: number | undefined): void {
+  const parentExp = actor.tokenExpiresAt;
+  if (actor.via !== "token" || parentExp === undefined) return;
+  if (exp !== undefined && exp * 1000 <= parentExp) return;
+  throw badInput(
+    `input.duration ${duration} would outlive the access token in use, which expires at ` +
+      `${new Date(parentExp).toISOString()}: a token created with another may not expire after it; choose a shorter ` +
+      `duration, or create it with a longer-lived token`,
+  );
 }

@@ -20,6 +20,8 @@ export interface TokenMetadata {
   lastUsedAt: number | null;
   /** the privileges a scoped token is limited to; null: unscoped (all of its actor's) */
   scopes: Privilege[] | null;
+  /** the access token its owner authenticated with when minting it (it never holds more); null: minted otherwise */
+  parentTokenId: string | null;
 }
 
 /** A token's row as the service reads it to authorize and answer: its metadata, its salted hash, its revocation. */
@@ -30,14 +32,23 @@ export interface StoredToken {
   revoked: boolean;
 }
 
-/** What the verifier needs of a row to accept or refuse a bearer token. */
+/**
+ * What the verifier needs of a row to accept or refuse a bearer token, and to build its chain (its minter, the token it
+ * was minted with): the same row serves when the token is the credential and when it is another token's parent.
+ */
 export interface TokenCredential {
   /** the stored hash, as bytes */
   tokenHash: Buffer;
   actorUrn: string;
+  /** who minted it */
+  ownerUrn: string;
   revoked: boolean;
+  /** epoch ms; null: never expires */
+  expiresAt: number | null;
   /** a scoped token's privileges; undefined: unscoped */
   scopes: readonly Privilege[] | undefined;
+  /** the token it was minted with, or null */
+  parentTokenId: string | null;
 }
 
 /** A token to insert: its metadata, its salted hash, and what its audit row records. */
@@ -93,11 +104,11 @@ export class TokenStore {
     const statement = Prisma.sql`
       WITH token AS (
         INSERT INTO access_token (id, type, name, description, actor_urn, owner_urn, token_hash, created_at, expires_at,
-                                  scopes)
+                                  scopes, parent_token_id)
         VALUES (${metadata.id}::uuid, ${token.type}::"AccessTokenType", ${metadata.name}, ${metadata.description},
                 ${metadata.actorUrn}, ${metadata.ownerUrn}, ${token.tokenHash},
                 to_timestamp(${metadata.createdAt}::int8 / 1000.0), to_timestamp(${token.exp ?? null}::int8),
-                ${metadata.scopes ?? []}::text[])
+                ${metadata.scopes ?? []}::text[], ${metadata.parentTokenId}::uuid)
         RETURNING id
       )
       INSERT INTO audit_event (actor_urn, action, target_urn, details)
@@ -126,7 +137,7 @@ export class TokenStore {
       ? Prisma.sql`
       SELECT c.total, p.id, p.name, p.description, p.actor_urn, p.owner_urn,
              ${epochMs("p.created_at")} AS created_at, ${epochMs("p.expires_at")} AS expires_at,
-             ${epochMs("p.last_used_at")} AS last_used_at, p.scopes
+             ${epochMs("p.last_used_at")} AS last_used_at, p.scopes, p.parent_token_id::text AS parent_token_id
         FROM (SELECT count(*)::int AS total FROM access_token WHERE ${where}) AS c
         LEFT JOIN LATERAL (SELECT * FROM access_token WHERE ${where}
                             ORDER BY created_at DESC, id DESC
@@ -135,7 +146,7 @@ export class TokenStore {
       : Prisma.sql`
       SELECT c.total, p.id, p.name, p.description, p.actor_urn, p.owner_urn,
              ${epochMs("p.created_at")} AS created_at, ${epochMs("p.expires_at")} AS expires_at,
-             ${epochMs("p.last_used_at")} AS last_used_at, p.scopes
+             ${epochMs("p.last_used_at")} AS last_used_at, p.scopes, p.parent_token_id::text AS parent_token_id
         FROM (SELECT ((SELECT count(*) FROM access_token WHERE ${where} AND expires_at IS NULL)
                       + (SELECT count(*) FROM access_token WHERE ${where} AND expires_at > ${now}::timestamptz))::int
                      AS total) AS c
@@ -168,14 +179,25 @@ export class TokenStore {
     if (!isUuid(id)) return null;
     const row = await this.prisma.accessToken.findUnique({
       where: { id },
-      select: { tokenHash: true, actorUrn: true, revokedAt: true, scopes: true },
+      select: {
+        tokenHash: true,
+        actorUrn: true,
+        ownerUrn: true,
+        revokedAt: true,
+        expiresAt: true,
+        scopes: true,
+        parentTokenId: true,
+      },
     });
     if (!row) return null;
     return {
       tokenHash: Buffer.from(row.tokenHash, "hex"),
       actorUrn: row.actorUrn,
+      ownerUrn: row.ownerUrn,
       revoked: row.revokedAt !== null,
+      expiresAt: row.expiresAt?.getTime() ?? null,
       scopes: scopesOf(row.scopes) ?? undefined,
+      parentTokenId: row.parentTokenId,
     };
   }
 
@@ -227,6 +249,7 @@ export class TokenStore {
       expiresAt: row.expires_at,
       lastUsedAt: row.last_used_at,
       scopes: scopesOf(row.scopes),
+      parentTokenId: row.parent_token_id,
     };
   }
 
@@ -242,6 +265,7 @@ export class TokenStore {
       expiresAt: row.expiresAt?.getTime() ?? null,
       lastUsedAt: row.lastUsedAt?.getTime() ?? null,
       scopes: scopesOf(row.scopes),
+      parentTokenId: row.parentTokenId,
     };
   }
 }
@@ -259,6 +283,7 @@ interface PageRow {
   expires_at: number | null;
   last_used_at: number | null;
   scopes: string[] | null;
+  parent_token_id: string | null;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { hash } from "node:crypto";
-import { unauthenticated, type Config } from "@mdp/core";
+import { MAX_TOKEN_CHAIN_DEPTH, unauthenticated, type Config, type Principal } from "@mdp/core";
 import type { Actor } from "../auth/actor";
 import type { InvalidationBus } from "../events/invalidation-bus";
 import { Hs256, JwtError, type AccessTokenClaims } from "./jwt";
@@ -22,8 +22,14 @@ const TOKEN_CACHE_MAX_ENTRIES = 50_000;
 
 /**
  * Bearer authentication with access tokens, and the two caches that keep it off PostgreSQL: the rows of tokens
- * (`known`: hash, actor, revocation, scopes; invalidated across replicas over the InvalidationBus, bypassed while it is not
- * live) and the claims of tokens that passed the full check (`verified`).
+ * (`known`: hash, actor, minter, revocation, expiry, scopes, parent token; invalidated across replicas over the
+ * InvalidationBus, bypassed while it is not live) and the claims of tokens that passed the full check (`verified`).
+ *
+ * A token's chain (the token it was minted with, and that one's, up to MAX_TOKEN_CHAIN_DEPTH) is built anew from
+ * `known` on every use, never cached as a whole: a parent's row is cached like any token's and dropped by the same
+ * revocation events, so a revoked parent refuses its children on every replica as soon as its own row is dropped. A
+ * revoked, expired or missing ancestor refuses the token (401, counted as revoked): what it was minted under no
+ * longer stands, and its privileges could not be bounded by it.
  */
 export class TokenVerifier {
   private readonly jwt: Hs256;
@@ -63,7 +69,8 @@ export class TokenVerifier {
    * hash, the actor, revocation. A token that passed all of that before is recognised by its SHA-256: being byte for
    * byte the same token, it needs neither the signature nor the salted hash checked again (two HMACs and the
    * decoding cost several times the one-shot hash per request), only the expiry and its row's revocation, which are
-   * checked on every use. Tokens accepted and refused, and the reasons given, are the same either way.
+   * checked on every use. Tokens accepted and refused, and the reasons given, are the same either way. Then the
+   * chain of a token minted with a token (the class comment), on every use too.
    */
   async verify(token: string): Promise<Actor> {
     const fingerprint = hash("sha256", token, "base64url");
@@ -86,10 +93,37 @@ export class TokenVerifier {
       this.verified.set(fingerprint, claims);
     }
     if (known.revoked) throw refused("revoked", "Token has been revoked");
+    const actor: Actor = { urn: claims.sub, via: "token", tokenId: claims.jti };
+    withLinks(actor, known);
+    // Most tokens have no parent: no await, so their requests pay nothing for chains.
+    if (known.parentTokenId !== null) actor.parent = await this.ancestor(known.parentTokenId, 2);
+    if (claims.exp !== undefined) actor.tokenExpiresAt = claims.exp * 1000;
     this.lastUsed.record(claims.jti);
     countAccepted();
-    // The row's scopes (cached with it): a scoped token's request may use only those of its actor's privileges.
-    return { urn: claims.sub, via: "token", tokenId: claims.jti, ...(known.scopes && { scopes: known.scopes }) };
+    return actor;
+  }
+
+  /**
+   * The Principal of the token `depth` links up a chain (the token in use is 1), its row read from `known` (or loaded
+   * once, then cached like any token's row), with its own parent's, and so on.
+   */
+  private async ancestor(tokenId: string, depth: number): Promise<Principal> {
+    // Minting refuses a chain longer than this; one that is longer anyway was not made by this service.
+    if (depth > MAX_TOKEN_CHAIN_DEPTH) throw refused("invalid", "Unable to verify the provided token.");
+    const row = this.cached(tokenId) ?? (await this.load(tokenId));
+    if (!row || row.revoked) {
+      throw refused("revoked", `Token has been revoked: the access token it was created with (${tokenId}) is revoked.`);
+    }
+    if (row.expiresAt !== null && row.expiresAt <= Date.now()) {
+      throw refused(
+        "revoked",
+        `Token has been revoked: the access token it was created with (${tokenId}) has expired.`,
+      );
+    }
+    const principal: Principal = { urn: row.actorUrn, tokenId };
+    withLinks(principal, row);
+    if (row.parentTokenId !== null) principal.parent = await this.ancestor(row.parentTokenId, depth + 1);
+    return principal;
   }
 
   /**
@@ -140,6 +174,12 @@ export class TokenVerifier {
     }
     return entry;
   }
+}
+
+/** A token's own links, from its row: its scopes, and its minter when another user minted it. */
+function withLinks(principal: Principal, row: TokenCredential): void {
+  if (row.scopes) principal.scopes = row.scopes;
+  if (row.ownerUrn !== row.actorUrn) principal.minterUrn = row.ownerUrn;
 }
 
 function requireUnexpired(claims: AccessTokenClaims): void {

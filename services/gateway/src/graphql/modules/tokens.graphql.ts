@@ -109,7 +109,7 @@ export const tokenTypeDefs = /* GraphQL */ `
     description: String
     "Whom the token acts for."
     actorUrn: String!
-    "Who created it."
+    "Who created it: at every use the token holds only privileges this user also holds then."
     ownerUrn: String!
     "Who created it, as DataHub's CorpUser (what DataHub's web app selects)."
     owner: CorpUser
@@ -120,6 +120,12 @@ export const tokenTypeDefs = /* GraphQL */ `
     lastUsedAt: Long
     "The privileges the token is limited to (sorted, as stored), null for an unscoped token: all of its actor's."
     scopes: [String!]
+    """
+    The id of the access token its owner authenticated with when creating it (this service's extension), null when
+    created otherwise (the system client). At every use the token holds no more than that token holds then, and it
+    expires no later; it stops working when that token is revoked or expires.
+    """
+    parentTokenId: String
   }
 
   """
