@@ -140,6 +140,8 @@ export function createTruncateHandler(deps: TruncateDeps): JobHandler<"truncate"
       if (error instanceof UnrecoverableError || error instanceof DelayedError) throw error;
       await tasks.failAttempt(lease, error, isLastAttempt(job));
       throw error;
+    } finally {
+      tasks.release(lease); // however the attempt ended, this process renews its lease no more
     }
   };
 }
