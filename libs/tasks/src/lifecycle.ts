@@ -68,6 +68,8 @@ export interface LifecycleOptions {
 }
 
 export const DEFAULT_LEASE_MS = 10_000;
+/** How soon a job whose claim could not reach PostgreSQL is delivered again. */
+export const CLAIM_RETRY_MS = 1_000;
 
 /** How an attempt that failed ends, as failAttempt computed it. */
 interface Ending {
@@ -272,7 +274,16 @@ export class TaskLifecycle {
     job: Job,
     token: string | undefined,
   ): Promise<{ outcome: "claimed"; task: TaskRow; lease: Lease } | { outcome: "finished"; result: unknown }> {
-    const claim = await this.claim(taskId);
+    let claim: ClaimResult;
+    try {
+      claim = await this.claim(taskId);
+    } catch (error) {
+      if (unavailableDependency(error) !== "PostgreSQL") throw error;
+      // PostgreSQL is away (restarting): no attempt started, so none of the job's attempts is spent; it comes back in
+      // a moment, and a restart of a few seconds cannot use up a task's retries before it even runs.
+      await job.moveToDelayed(Date.now() + CLAIM_RETRY_MS, token);
+      throw new DelayedError();
+    }
     switch (claim.outcome) {
       case "missing":
         throw new UnrecoverableError(`Task ${taskId} does not exist`);
