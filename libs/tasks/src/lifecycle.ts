@@ -555,7 +555,14 @@ export class TaskLifecycle {
    */
   async renewLeases(): Promise<number> {
     for (const [token, ending] of [...this.unrecorded]) {
-      await this.settle(ending); // throws while PostgreSQL is still away: the rest wait for the next renewal
+      const written = await this.settle(ending).then(
+        () => true,
+        (error: unknown) => {
+          this.logger.warn({ taskId: ending.lease.taskId, err: error }, "could not record a failed attempt yet");
+          return false;
+        },
+      );
+      if (!written) break; // PostgreSQL still away: the rest wait for the next renewal, the live leases are renewed below
       this.unrecorded.delete(token);
     }
     const tokens = [...this.running.keys()];
