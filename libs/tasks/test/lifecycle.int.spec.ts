@@ -3,7 +3,7 @@
  * real Redis (a queue prefix of its own), with leases shrunk to a few hundred milliseconds.
  */
 import { randomUUID } from "node:crypto";
-import { Worker } from "bullmq";
+import { UnrecoverableError, Worker } from "bullmq";
 import { createLogger } from "@mdp/core";
 import { createDatabase, inTransaction, type Database } from "@mdp/db";
 import { createTestDatabase, type TestDatabase } from "@mdp/db/testing";
@@ -400,5 +400,54 @@ describe("task lifecycle", () => {
     expect(await queueing.jobExists(orphan.taskId)).toBe(true);
     // A second pass finds every job in place.
     expect((await reconciler.reconcile()).requeued).toEqual([]);
+  });
+
+  it("reconcile: a waiting task whose job failed for good (its ending never written) ends failed, with BullMQ's reason", async () => {
+    const own = new Producer("truncate", redis, `{test-tasks-failed-${randomUUID()}}`);
+    const { taskId } = await tasks.create(
+      {
+        type: "TRUNCATE_TIMESERIES",
+        request: request(3),
+        progress: {},
+        createdBy: "urn:li:corpuser:admin",
+        what: "a test task",
+      },
+      {
+        enqueue: (id) => own.enqueue(id, { taskId: id, ...request(3) }),
+        jobExists: async (id) => Boolean(await own.queue.getJob(id)),
+      },
+    );
+    // Its last attempt failed in BullMQ while the row could not be told (the worker died before PostgreSQL was back).
+    const connection = createRedis(REDIS_URL, "worker");
+    const worker = new Worker(
+      QUEUE_NAMES.truncate,
+      async () => {
+        throw new UnrecoverableError("connect ECONNREFUSED 127.0.0.1:5432");
+      },
+      { connection, prefix: own.queue.opts.prefix },
+    );
+    const deadline = Date.now() + 10_000;
+    while ((await own.failedReason(taskId)) === undefined && Date.now() < deadline) await sleep(20);
+    await worker.close();
+    await closeRedis(connection);
+    expect(await row(taskId)).toMatchObject({ state: "waiting" });
+
+    const reconciler = new TaskReconciler(
+      tasks,
+      [
+        {
+          type: "TRUNCATE_TIMESERIES",
+          jobExists: async (id) => Boolean(await own.queue.getJob(id)),
+          failedReason: (id) => own.failedReason(id),
+          requeue: async () => undefined,
+        },
+      ],
+      logger,
+      { graceMs: 0 },
+    );
+    expect((await reconciler.reconcile()).failed).toEqual([taskId]);
+    expect(await row(taskId)).toMatchObject({ state: "failed", failedReason: "connect ECONNREFUSED 127.0.0.1:5432" });
+    await own.queue.obliterate({ force: true });
+    await own.close();
   });
 });

@@ -127,6 +127,7 @@ export function evaluationsReconciled(producer: Producer<"evaluate">): Reconcile
       type: "EVALUATE_TESTS",
       kind: "runTest",
       jobExists,
+      failedReason: (taskId) => producer.failedReason(taskId),
       requeue: async (task) => {
         const payload = runTestPayload.safeParse({
           ...(task.request as object),
