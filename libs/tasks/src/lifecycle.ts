@@ -143,7 +143,7 @@ export class TaskLifecycle {
   readonly leaseMs: number;
   readonly owner: string;
   /** the attempts this process is running, by lease token: the only leases it renews */
-  private readonly running = new Map<string, { taskId: string; cancelSeen: boolean }>();
+  private readonly running = new Map<string, { cancelSeen: boolean }>();
   /** endings its attempts could not write (PostgreSQL unreachable), by lease token: written at the next renewals */
   private readonly unrecorded = new Map<string, Ending>();
   /** token-less rows (synchronous evaluations) its jobs are working on, with how many jobs hold each */
@@ -342,7 +342,7 @@ export class TaskLifecycle {
       const token = randomUUID();
       tokenOf(token);
       // Running from before the claim commits: a renewal in between must not take the attempt for an orphan.
-      this.running.set(token, { taskId, cancelSeen: false });
+      this.running.set(token, { cancelSeen: false });
       const { rows: claimed } = await client.query<{ attempt: number }>(
         `UPDATE task SET state = 'active', attempts_made = attempts_made + 1, started_at = COALESCE(started_at, now()),
                 failed_reason = NULL, lease_owner = $2, lease_token = $3,
@@ -538,11 +538,6 @@ export class TaskLifecycle {
         }
       },
     };
-  }
-
-  /** How many attempts (and held rows) this process is running: what renewLeases renews. */
-  get runningCount(): number {
-    return this.running.size + this.heldRows.size;
   }
 
   /**
