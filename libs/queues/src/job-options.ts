@@ -56,17 +56,26 @@ export function jobName(queue: QueueKey, kind?: string): string {
 
 /**
  * How quickly a job whose worker died (SIGKILL, lost machine) goes back to the queue: its lock expires after
- * lockDuration and the stall check runs every stalledInterval. Truncation steps are short and resumable, so a dead
- * worker's task is picked up again within ~20 s rather than BullMQ's default minute.
+ * lockDuration and the stall check runs every stalledInterval. A queue whose jobs are tasks under a lease (`leaseMs`,
+ * the task lifecycle's: truncate, evaluate with its runTest jobs) is checked so that the job is back before the dead
+ * attempt's lease lapses: lock at half the lease, a check every quarter, so by 3/4 of a lease after the death the job
+ * is delivered again, finds the lease still live ("held") and comes back the moment it lapses. A dead worker's task
+ * thus resumes within one lease (10 s by default); a worker whose event loop stalls for half a lease loses its lock
+ * and the task is delivered again, which its live lease answers "held" (maxStalledCount 2 allows for one such).
  */
 export function workerOptions(
   queue: QueueKey,
+  leaseMs?: number,
 ): Pick<WorkerOptions, "lockDuration" | "stalledInterval" | "maxStalledCount"> {
   switch (queue) {
     case "truncate":
-      return { lockDuration: 15_000, stalledInterval: 5_000, maxStalledCount: 2 };
     case "evaluate":
-      return { lockDuration: 30_000, stalledInterval: 30_000, maxStalledCount: 1 };
+      if (leaseMs !== undefined) {
+        return { lockDuration: Math.ceil(leaseMs / 2), stalledInterval: Math.ceil(leaseMs / 4), maxStalledCount: 2 };
+      }
+      return queue === "truncate"
+        ? { lockDuration: 15_000, stalledInterval: 5_000, maxStalledCount: 2 }
+        : { lockDuration: 30_000, stalledInterval: 30_000, maxStalledCount: 1 };
     case "retention":
     case "testSchedule":
       return { lockDuration: 15_000, stalledInterval: 5_000, maxStalledCount: 2 };

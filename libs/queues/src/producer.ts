@@ -55,6 +55,13 @@ export class Producer<Q extends QueueKey> {
     }
   }
 
+  /** BullMQ's reason when the job failed for good (no attempt will come), else undefined (running, waiting, gone). */
+  async failedReason(jobId: string): Promise<string | undefined> {
+    const job = await this.queue.getJob(jobId);
+    if (!job || !(await job.isFailed())) return undefined;
+    return job.failedReason || "Its job failed";
+  }
+
   close(): Promise<void> {
     return this.queue.close();
   }

@@ -28,6 +28,8 @@ export interface WorkerOptions<Q extends QueueKey = QueueKey> {
   onGivenUp?: (payload: Payload<Q>, job: Job, reason: string) => Promise<void>;
   /** told how each run of the handler ended (the worker's metrics, worker-monitor.ts) */
   observer?: JobObserver;
+  /** the lease of the tasks its jobs run (TaskLifecycle.leaseMs): a dead worker's jobs come back within it */
+  leaseMs?: number;
 }
 
 /**
@@ -109,7 +111,7 @@ export function createWorker<Q extends QueueKey>(key: Q, handler: JobHandler<Q>,
     concurrency: options.concurrency,
     autorun: false,
     telemetry,
-    ...workerOptions(key),
+    ...workerOptions(key, options.leaseMs),
   });
   worker.on("failed", (job, error) => {
     // deferredFailure: BullMQ's mark on a job it fails without running (see onGivenUp); a run's end is logged above.

@@ -68,6 +68,15 @@ export interface LifecycleOptions {
 }
 
 export const DEFAULT_LEASE_MS = 10_000;
+/** How soon a job whose claim could not reach PostgreSQL is delivered again. */
+export const CLAIM_RETRY_MS = 1_000;
+
+/** How an attempt that failed ends, as failAttempt computed it. */
+interface Ending {
+  lease: Lease;
+  final: boolean;
+  reason: string;
+}
 
 const CLEAR_LEASE = "lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL";
 /**
@@ -133,6 +142,12 @@ export interface Enqueuing {
 export class TaskLifecycle {
   readonly leaseMs: number;
   readonly owner: string;
+  /** the attempts this process is running, by lease token: the only leases it renews */
+  private readonly running = new Map<string, { cancelSeen: boolean }>();
+  /** endings its attempts could not write (PostgreSQL unreachable), by lease token: written at the next renewals */
+  private readonly unrecorded = new Map<string, Ending>();
+  /** token-less rows (synchronous evaluations) its jobs are working on, with how many jobs hold each */
+  private readonly heldRows = new Map<string, number>();
 
   constructor(
     private readonly db: Database,
@@ -212,10 +227,13 @@ export class TaskLifecycle {
   // ---- cancel (gateway) ------------------------------------------------------------------------------------------
 
   /**
-   * cancel, as a caller asks it: the task is marked cancelRequested; a waiting one (or one whose worker is gone)
-   * whose job `removeJob` takes off the queue ends cancelled at once, saying how far earlier attempts got; an active
-   * one stops at its worker's next checkpoint. Returns the row afterwards, or null when it is already finished.
-   * `afterRequest` (an audit record) is written in the same transaction as the request, and only when it took.
+   * cancel, as a caller asks it: the task is marked cancelRequested; a waiting one, or an active one whose lease lapsed
+   * (no attempt runs it), ends cancelled at once, saying how far earlier attempts got, and `removeJob` takes its job
+   * off the queue where it can (a job a worker is taking right now finds the task finished at its claim). An active
+   * one stops at its attempt's next checkpoint; an attempt that does not get there (hung) is ended cancelled by its
+   * own process's renewal (renewLeases), and a process that died leaves a lease that lapses, which the next claim or
+   * reconcile ends cancelled. Returns the row afterwards, or null when it is already finished. `afterRequest` (an
+   * audit record) is written in the same transaction as the request, and only when it took.
    */
   async requestCancel(
     taskId: string,
@@ -231,7 +249,10 @@ export class TaskLifecycle {
       return rows[0];
     });
     if (!task) return null;
-    if ((task.state === "waiting" || task.leaseLapsed) && (await removeJob())) {
+    if (task.state === "waiting" || task.leaseLapsed) {
+      // The row is the truth: whichever of this and a claim comes first wins (both lock the row), so the job need not
+      // be gone for the task to end; removing it only spares the queue a delivery that would find the task finished.
+      await removeJob().catch(() => false);
       await this.pool.query(
         `UPDATE task SET state = 'cancelled', finished_at = now(), failed_reason = $2, ${CLEAR_LEASE}
           WHERE id = $1 AND (state = 'waiting' OR (state = 'active' AND ${LAPSED}))`,
@@ -253,7 +274,16 @@ export class TaskLifecycle {
     job: Job,
     token: string | undefined,
   ): Promise<{ outcome: "claimed"; task: TaskRow; lease: Lease } | { outcome: "finished"; result: unknown }> {
-    const claim = await this.claim(taskId);
+    let claim: ClaimResult;
+    try {
+      claim = await this.claim(taskId);
+    } catch (error) {
+      if (unavailableDependency(error) !== "PostgreSQL") throw error;
+      // PostgreSQL is away (restarting): no attempt started, so none of the job's attempts is spent; it comes back in
+      // a moment, and a restart of a few seconds cannot use up a task's retries before it even runs.
+      await job.moveToDelayed(Date.now() + CLAIM_RETRY_MS, token);
+      throw new DelayedError();
+    }
     switch (claim.outcome) {
       case "missing":
         throw new UnrecoverableError(`Task ${taskId} does not exist`);
@@ -274,12 +304,30 @@ export class TaskLifecycle {
    * this process; attemptsMade counts the attempt. A task asked to stop before it started ends cancelled here.
    */
   async claim(taskId: string): Promise<ClaimResult> {
+    let token: string | undefined;
+    try {
+      const result = await this.claimRow(taskId, (t) => (token = t));
+      if (result.outcome !== "claimed" && token) this.running.delete(token);
+      return result;
+    } catch (error) {
+      if (token) this.running.delete(token);
+      throw error;
+    }
+  }
+
+  private async claimRow(taskId: string, tokenOf: (token: string) => void): Promise<ClaimResult> {
     return inTransaction(this.pool, async (client) => {
-      const { rows } = await client.query<TaskRow>(`SELECT ${COLUMNS} FROM task WHERE id = $1 FOR UPDATE`, [taskId]);
+      const { rows } = await client.query<TaskRow & { leaseToken: string | null }>(
+        `SELECT ${COLUMNS}, lease_token AS "leaseToken" FROM task WHERE id = $1 FOR UPDATE`,
+        [taskId],
+      );
       const task = rows[0];
       if (!task) return { outcome: "missing" };
       if (task.state !== "waiting" && task.state !== "active") return { outcome: "finished", task };
-      if (task.state === "active" && !task.leaseLapsed) {
+      // A live lease of this very process whose attempt it no longer runs (it failed while PostgreSQL was away, and
+      // could not record it) holds nothing: taken over at once rather than after it lapses.
+      const orphan = task.leaseOwner === this.owner && task.leaseToken !== null && !this.running.has(task.leaseToken);
+      if (task.state === "active" && !task.leaseLapsed && !orphan) {
         const left = task.leaseExpiresAt ? task.leaseExpiresAt.getTime() - Date.now() : this.leaseMs;
         return { outcome: "held", retryInMs: Math.max(100, Math.min(this.leaseMs, left)) };
       }
@@ -292,6 +340,9 @@ export class TaskLifecycle {
         return { outcome: "cancelled", task, reason };
       }
       const token = randomUUID();
+      tokenOf(token);
+      // Running from before the claim commits: a renewal in between must not take the attempt for an orphan.
+      this.running.set(token, { cancelSeen: false });
       const { rows: claimed } = await client.query<{ attempt: number }>(
         `UPDATE task SET state = 'active', attempts_made = attempts_made + 1, started_at = COALESCE(started_at, now()),
                 failed_reason = NULL, lease_owner = $2, lease_token = $3,
@@ -346,6 +397,7 @@ export class TaskLifecycle {
    * once; throws BullMQ's DelayedError, which the handler lets through.
    */
   async handBack(lease: Lease, job: Job, jobToken: string | undefined): Promise<never> {
+    this.release(lease);
     await this.pool.query(
       `UPDATE task SET state = 'waiting', failed_reason = $3, ${CLEAR_LEASE}
         WHERE id = $1 AND lease_token = $2 AND state = 'active'`,
@@ -361,24 +413,55 @@ export class TaskLifecycle {
 
   /**
    * retryWait (or fail, on the last attempt): a failed attempt is recorded by its holder; the task waits for the next
-   * attempt, saying which failed and why, or ends failed when BullMQ will not retry (`final`). Never throws: PostgreSQL
-   * itself may be what failed (the lease then lapses, and the status says the task waits).
+   * attempt, saying which failed and why, or ends failed when BullMQ will not retry (`final`); a task asked to stop
+   * meanwhile ends cancelled instead. Never throws: PostgreSQL itself may be what failed. Then the ending is kept and
+   * written by this process's next renewals once PostgreSQL answers (still fenced by the lease token: a claim that
+   * took the task over first wins), and the attempt's lease, no longer renewed, lapses within leaseMs meanwhile.
    */
   async failAttempt(lease: Lease, error: unknown, final: boolean): Promise<void> {
+    this.release(lease);
     if (error instanceof LeaseLostError) return;
     const message = error instanceof Error ? error.message : String(error);
-    await this.pool
-      .query(
-        final
-          ? `UPDATE task SET state = 'failed', failed_reason = $3, finished_at = now(), ${END_LEASE}
-              WHERE id = $1 AND lease_token = $2 AND state = 'active'`
-          : `UPDATE task SET state = 'waiting', failed_reason = $3, ${CLEAR_LEASE}
-              WHERE id = $1 AND lease_token = $2 AND state = 'active'`,
-        [lease.taskId, lease.token, final ? message : `Attempt ${lease.attempt} failed, retrying: ${message}`],
-      )
-      .catch((cause: unknown) =>
-        this.logger.warn({ taskId: lease.taskId, err: cause }, "could not record a failed attempt"),
+    const ending: Ending = {
+      lease,
+      final,
+      reason: final ? message : `Attempt ${lease.attempt} failed, retrying: ${message}`,
+    };
+    await this.settle(ending).catch((cause: unknown) => {
+      this.unrecorded.set(lease.token, ending);
+      this.logger.warn({ taskId: lease.taskId, err: cause }, "could not record a failed attempt; retrying it");
+    });
+  }
+
+  /**
+   * Writes an attempt's ending, if the attempt still holds the task: cancelled (saying how far it got) when a cancel
+   * was requested, else failed or waiting for the next attempt.
+   */
+  private async settle({ lease, final, reason }: Ending): Promise<void> {
+    await inTransaction(this.pool, async (client) => {
+      const { rows } = await client.query<TaskRow>(
+        `SELECT ${COLUMNS} FROM task WHERE id = $1 AND lease_token = $2 AND state = 'active' FOR UPDATE`,
+        [lease.taskId, lease.token],
       );
+      const task = rows[0];
+      if (!task) return; // taken over, or ended by a cancel: the stale attempt's ending changes nothing
+      if (task.cancelRequested) {
+        await client.query(
+          `UPDATE task SET state = 'cancelled', failed_reason = $2, finished_at = now(), ${END_LEASE} WHERE id = $1`,
+          [lease.taskId, cancellationReason(task)],
+        );
+      } else if (final) {
+        await client.query(
+          `UPDATE task SET state = 'failed', failed_reason = $2, finished_at = now(), ${END_LEASE} WHERE id = $1`,
+          [lease.taskId, reason],
+        );
+      } else {
+        await client.query(`UPDATE task SET state = 'waiting', failed_reason = $2, ${CLEAR_LEASE} WHERE id = $1`, [
+          lease.taskId,
+          reason,
+        ]);
+      }
+    });
   }
 
   /** complete: the holder ends the task with its result. */
@@ -416,6 +499,7 @@ export class TaskLifecycle {
         result === undefined ? null : JSON.stringify(result),
       ],
     );
+    this.release(lease);
     if (rowCount === 0) throw new LeaseLostError(lease.taskId);
   }
 
@@ -430,14 +514,89 @@ export class TaskLifecycle {
 
   // ---- leases and reconciliation ---------------------------------------------------------------------------------
 
-  /** Renews the lease of every task this process holds: one statement, however many. Returns how many. */
+  /**
+   * The attempt stopped running in this process (it ended, handed back, failed, or found itself fenced): its lease is
+   * renewed no more. The methods that end an attempt call it; a handler calls it too, in a `finally`, so that an
+   * attempt that escapes in any other way is never renewed again.
+   */
+  release(lease: Lease): void {
+    this.running.delete(lease.token);
+  }
+
+  /**
+   * Rows without a lease token that a job of this process is working on (synchronous evaluations' rows, which its
+   * startedCte or claimForPush made active under this process): renewed while the job runs, until `release()`.
+   */
+  holdRows(taskIds: readonly string[]): { release(): void } {
+    for (const id of taskIds) this.heldRows.set(id, (this.heldRows.get(id) ?? 0) + 1);
+    return {
+      release: () => {
+        for (const id of taskIds) {
+          const n = (this.heldRows.get(id) ?? 1) - 1;
+          if (n > 0) this.heldRows.set(id, n);
+          else this.heldRows.delete(id);
+        }
+      },
+    };
+  }
+
+  /**
+   * One renewal: (1) endings attempts could not write (PostgreSQL was unreachable) are written, fenced by their lease
+   * token; (2) the leases of the attempts this process is running, and only those, are renewed in one statement, so an
+   * attempt that died in this process leaves a lease that lapses, which the next claim takes over; (3) an attempt
+   * still running a renewal after the one that found its task asked to stop has not reached a checkpoint in all that
+   * time (hung, or stuck in one step): it is ended cancelled here, its lease token cleared, so whatever it writes
+   * later changes nothing. Returns how many leases it renewed.
+   */
   async renewLeases(): Promise<number> {
-    const { rowCount } = await this.pool.query(
+    for (const [token, ending] of [...this.unrecorded]) {
+      const written = await this.settle(ending).then(
+        () => true,
+        (error: unknown) => {
+          this.logger.warn({ taskId: ending.lease.taskId, err: error }, "could not record a failed attempt yet");
+          return false;
+        },
+      );
+      if (!written) break; // PostgreSQL still away: the rest wait for the next renewal, the live leases are renewed below
+      this.unrecorded.delete(token);
+    }
+    const tokens = [...this.running.keys()];
+    const rows = [...this.heldRows.keys()];
+    if (tokens.length === 0 && rows.length === 0) return 0;
+    const { rows: renewed } = await this.pool.query<{ id: string; token: string | null; cancelRequested: boolean }>(
       `UPDATE task SET lease_expires_at = clock_timestamp() + make_interval(secs => $2 / 1000.0)
-        WHERE state = 'active' AND lease_owner = $1`,
-      [this.owner, this.leaseMs],
+        WHERE state = 'active' AND lease_owner = $1
+          AND (lease_token = ANY($3::text[]) OR (lease_token IS NULL AND id = ANY($4::text[])))
+        RETURNING id, lease_token AS token, cancel_requested AS "cancelRequested"`,
+      [this.owner, this.leaseMs, tokens, rows],
     );
-    return rowCount ?? 0;
+    for (const row of renewed) {
+      const attempt = row.token === null ? undefined : this.running.get(row.token);
+      if (!attempt || !row.cancelRequested) continue;
+      if (!attempt.cancelSeen) {
+        attempt.cancelSeen = true; // it has until the next renewal to stop at a checkpoint
+        continue;
+      }
+      await this.cancelStuck(row.id, row.token!);
+    }
+    return renewed.length;
+  }
+
+  /** Ends as cancelled a task whose running attempt did not stop at a checkpoint when asked; fences that attempt. */
+  private async cancelStuck(taskId: string, token: string): Promise<void> {
+    this.running.delete(token);
+    await inTransaction(this.pool, async (client) => {
+      const { rows } = await client.query<TaskRow>(
+        `SELECT ${COLUMNS} FROM task WHERE id = $1 AND lease_token = $2 AND state = 'active' FOR UPDATE`,
+        [taskId, token],
+      );
+      if (!rows[0]) return;
+      await client.query(
+        `UPDATE task SET state = 'cancelled', failed_reason = $2, finished_at = now(), ${END_LEASE} WHERE id = $1`,
+        [taskId, cancellationReason(rows[0])],
+      );
+    });
+    this.logger.warn({ taskId }, "a cancelled task's attempt did not stop at a checkpoint; ended it as cancelled");
   }
 
   /**
@@ -445,9 +604,14 @@ export class TaskLifecycle {
    * off from PostgreSQL) lets them lapse: its tasks read as waiting, and are claimed again.
    */
   keepLeases(): { stop(): void } {
+    let busy = false;
     const timer = setInterval(
       () => {
-        this.renewLeases().catch((error: unknown) => this.logger.warn({ err: error }, "could not renew task leases"));
+        if (busy) return; // a renewal still waiting on PostgreSQL: one at a time
+        busy = true;
+        this.renewLeases()
+          .catch((error: unknown) => this.logger.warn({ err: error }, "could not renew task leases"))
+          .finally(() => (busy = false));
       },
       Math.max(50, Math.floor(this.leaseMs / 3)),
     );
@@ -455,13 +619,22 @@ export class TaskLifecycle {
     return { stop: () => clearInterval(timer) };
   }
 
-  /** reconcile, first half: active tasks whose lease lapsed wait again, saying so. Returns their ids. */
+  /**
+   * reconcile, first half: active tasks whose lease lapsed wait again, saying so; those asked to stop end cancelled
+   * (no attempt runs them to see it). Returns their ids.
+   */
   async releaseLapsed(): Promise<string[]> {
-    const { rows } = await this.pool.query<{ id: string }>(
+    const { rows } = await this.pool.query<TaskRow>(
       `UPDATE task SET state = 'waiting', ${CLEAR_LEASE},
               failed_reason = 'Attempt ' || attempts_made || ' stopped: its worker stopped responding; waiting for the next attempt'
-        WHERE state = 'active' AND ${LAPSED} RETURNING id`,
+        WHERE state = 'active' AND ${LAPSED} RETURNING ${COLUMNS}`,
     );
+    for (const task of rows.filter((t) => t.cancelRequested)) {
+      await this.pool.query(
+        `UPDATE task SET state = 'cancelled', failed_reason = $2, finished_at = now() WHERE id = $1 AND state = 'waiting'`,
+        [task.id, cancellationReason(task)],
+      );
+    }
     return rows.map((r) => r.id);
   }
 

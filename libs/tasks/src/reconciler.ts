@@ -7,6 +7,12 @@ export interface ReconciledKind {
   /** the request's `kind`, where a type has several (EVALUATE_TESTS: runTest, evaluate) */
   kind?: string;
   jobExists: (taskId: string) => Promise<boolean>;
+  /**
+   * BullMQ's reason, when the task's job failed for good (its last attempt failed, or it was given up): no attempt
+   * will come. A waiting task with such a job is one whose ending was never written (its worker died, or PostgreSQL
+   * was away, when it failed), and it ends failed with that reason.
+   */
+  failedReason?: (taskId: string) => Promise<string | undefined>;
   /** queues the task's job again (job id = task id), or ends the task when it cannot be run again */
   requeue: (task: TaskRow) => Promise<void>;
 }
@@ -17,7 +23,8 @@ export const RECONCILE_GRACE_MS = 5_000;
 
 /**
  * reconcile: every worker, at start and periodically, (1) moves active tasks whose lease lapsed back to waiting,
- * and (2) queues again the waiting tasks of its kinds whose job vanished from Redis (a restart without persistence).
+ * (2) queues again the waiting tasks of its kinds whose job vanished from Redis (a restart without persistence), and
+ * (3) ends failed those whose job failed for good without the task's row being told.
  * Adding a job id that exists is a no-op and a claim resumes from the row, so doing this twice is harmless.
  */
 export class TaskReconciler {
@@ -41,23 +48,31 @@ export class TaskReconciler {
     clearInterval(this.timer);
   }
 
-  /** Returns the ids of the tasks whose lease it released and of those it queued again. */
-  async reconcile(): Promise<{ released: string[]; requeued: string[] }> {
+  /** Returns the ids of the tasks whose lease it released, of those it queued again, and of those it ended failed. */
+  async reconcile(): Promise<{ released: string[]; requeued: string[]; failed: string[] }> {
     const released = await this.tasks.releaseLapsed();
     for (const taskId of released) this.logger.warn({ taskId }, "a task's worker stopped renewing its lease");
     const requeued: string[] = [];
+    const failed: string[] = [];
     for (const kind of this.kinds) {
       for (const task of await this.tasks.waitingOlderThan(
         kind.type,
         this.options.graceMs ?? RECONCILE_GRACE_MS,
         kind.kind,
       )) {
+        const reason = await kind.failedReason?.(task.id);
+        if (reason !== undefined) {
+          await this.tasks.failLost(task.id, reason);
+          failed.push(task.id);
+          this.logger.warn({ taskId: task.id }, "ended a waiting task whose job had failed for good");
+          continue;
+        }
         if (await kind.jobExists(task.id)) continue;
         await kind.requeue(task);
         requeued.push(task.id);
         this.logger.warn({ taskId: task.id }, "re-queued a task whose job had vanished from Redis");
       }
     }
-    return { released, requeued };
+    return { released, requeued, failed };
   }
 }

@@ -16,8 +16,9 @@
  *   ▼                     ▼
  * cancelled          completed | failed | cancelled
  *
- * - `active` means a live lease: the claiming worker process renews `lease_expires_at` (LeaseKeeper); a lapsed lease
- *   reads as `waiting` at once (statusOf) and is moved there by the reconciler, and a later claim takes it over.
+ * - `active` means a live lease: the claiming worker process renews `lease_expires_at` while the attempt runs there
+ *   (keepLeases, by lease token); a lapsed lease reads as `waiting` at once (presentState) and is moved there by the
+ *   reconciler, and a later claim takes it over under a new token.
  * - `waiting` after a start says why and at which attempt (`attemptsMade`, `failedReason`).
  * - `attemptsMade` counts claims: every attempt that started, whether it ended, was handed back or died.
  */
@@ -36,9 +37,9 @@ export const TRANSITIONS = {
   complete: { from: ["active (holder)"], to: "completed", by: "the lease holder" },
   fail: { from: ["active (holder)"], to: "failed", by: "the lease holder: last attempt, or nothing to retry" },
   cancel: {
-    from: ["waiting (job removed or cancel requested at claim)", "active (holder)"],
+    from: ["waiting", "active (lease lapsed)", "active (holder)"],
     to: "cancelled",
-    by: "the gateway (waiting) or the holder between steps (active, cancelRequested)",
+    by: "the gateway (waiting, lapsed), the claim or reconcile (cancel requested), the holder between steps, or the holder's process (an attempt that did not stop)",
   },
   giveUp: { from: ["waiting", "active"], to: "failed", by: "BullMQ failed the job without running it" },
   reconcile: {

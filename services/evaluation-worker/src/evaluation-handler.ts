@@ -23,8 +23,16 @@ import { createRunTestHandler } from "./run-test.processor";
 /** The evaluate-tests handler: an "evaluate" job answers waiting callers; a "runTest" job is a background task. */
 export function createEvaluateHandler(deps: EvaluateDeps): JobHandler<"evaluate"> {
   const runTest = createRunTestHandler(deps);
-  return async (payload, job, token) =>
-    payload.kind === "runTest" ? runTest(payload, job, token) : evaluate(deps, payload, job);
+  return async (payload, job, token) => {
+    if (payload.kind === "runTest") return runTest(payload, job, token);
+    // The rows of its items that the job makes active are renewed while it runs, and only while it runs.
+    const held = deps.tasks.holdRows(payload.items.map((i) => i.taskId));
+    try {
+      return await evaluate(deps, payload, job);
+    } finally {
+      held.release();
+    }
+  };
 }
 
 /** The evaluate-tests handler, and how to stop the threads it evaluates in (after the BullMQ worker has closed). */
@@ -125,6 +133,7 @@ export function evaluationsReconciled(producer: Producer<"evaluate">): Reconcile
       type: "EVALUATE_TESTS",
       kind: "runTest",
       jobExists,
+      failedReason: (taskId) => producer.failedReason(taskId),
       requeue: async (task) => {
         const payload = runTestPayload.safeParse({
           ...(task.request as object),

@@ -41,6 +41,7 @@ const worker = createWorker("evaluate", handler, {
   concurrency: config.EVALUATION_CONCURRENCY,
   logger,
   observer: metrics,
+  leaseMs: tasks.leaseMs,
   onGivenUp: evaluationGivenUp(db, connection, logger, tasks),
 });
 const retention = new TaskRetention(new EvaluationTasks(db.pool, tasks), logger);

@@ -139,6 +139,8 @@ export function createRunTestHandler(deps: EvaluateDeps) {
       if (error instanceof UnrecoverableError || error instanceof DelayedError) throw error;
       await tasks.failAttempt(lease, error, isLastAttempt(job));
       throw error;
+    } finally {
+      tasks.release(lease); // however the attempt ended, this process renews its lease no more
     }
   };
 }

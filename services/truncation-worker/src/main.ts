@@ -29,6 +29,7 @@ const worker = createWorker("truncate", handler, {
   concurrency: config.TRUNCATION_CONCURRENCY,
   logger,
   observer: metrics,
+  leaseMs: tasks.leaseMs,
   onGivenUp: (payload, _job, reason) => recordGivenUp(tasks, payload.taskId, reason),
 });
 const producer = new Producer("truncate", producerConnection, config.QUEUE_PREFIX);

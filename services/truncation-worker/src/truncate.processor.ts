@@ -140,6 +140,8 @@ export function createTruncateHandler(deps: TruncateDeps): JobHandler<"truncate"
       if (error instanceof UnrecoverableError || error instanceof DelayedError) throw error;
       await tasks.failAttempt(lease, error, isLastAttempt(job));
       throw error;
+    } finally {
+      tasks.release(lease); // however the attempt ended, this process renews its lease no more
     }
   };
 }
@@ -227,6 +229,7 @@ export function truncationReconciled(producer: Producer<"truncate">): Reconciled
   return {
     type: "TRUNCATE_TIMESERIES",
     jobExists: async (taskId) => Boolean(await producer.queue.getJob(taskId)),
+    failedReason: (taskId) => producer.failedReason(taskId),
     requeue: async (task) => {
       const payload = truncatePayload.safeParse({ ...(task.request as object), taskId: task.id });
       if (!payload.success) return; // not a request this version can run; left for an operator to see

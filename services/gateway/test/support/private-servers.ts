@@ -14,7 +14,11 @@ import { freePort, waitFor } from "../../../../test/support/services";
 export interface PrivateServer {
   url: string;
   start(): Promise<void>;
-  stop(): Promise<void>;
+  /**
+   * PostgreSQL: "fast" (default) ends connections with admin_shutdown (57P01), as in an orderly restart; "immediate"
+   * stops the server as a crash would (no shutdown checkpoint, recovery at the next start). Redis takes no mode.
+   */
+  stop(mode?: "fast" | "immediate"): Promise<void>;
   /** stops it and removes its data */
   destroy(): Promise<void>;
 }
@@ -55,8 +59,7 @@ export async function privatePostgres(): Promise<PrivateServer> {
       run("pg_ctl", ["-D", data, "-o", options, "-l", path.join(dir, "server.log"), "-w", "start"]);
       await waitFor("the private PostgreSQL", canConnect);
     },
-    // "fast": connections are ended with admin_shutdown (57P01), as in a real restart
-    stop: async () => run("pg_ctl", ["-D", data, "-m", "fast", "-w", "stop"]),
+    stop: async (mode = "fast") => run("pg_ctl", ["-D", data, "-m", mode, "-w", "stop"]),
     destroy: async () => {
       spawnSync(...asServerUser("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]));
       rmSync(dir, { recursive: true, force: true });
