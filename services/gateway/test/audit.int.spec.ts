@@ -3,7 +3,9 @@
  * one row with actor, action, target and time, read back through listAuditEvents and its filters; a dry run, a refused
  * request and a request that changes nothing leave none.
  */
+import { createLogger } from "@mdp/core";
 import { QUEUE_NAMES } from "@mdp/queues";
+import { TaskLifecycle } from "@mdp/tasks";
 import { recordAudit } from "../src/audit/audit.service";
 import { ROOT, createToken, grant, startGateway, systemClientHeaders, type Harness } from "./support/gateway-harness";
 
@@ -101,6 +103,19 @@ describe("audit trail", () => {
         "task.cancel",
         "timeseries.truncate",
       ]);
+    });
+
+    it("records asking a running task to stop once, however often it is asked", async () => {
+      const since = Date.now();
+      const taskId = (await truncate({ endTimeMillis: 3_500, dryRun: false })).body.value as string;
+      // held by a worker, as a running truncation is
+      const claimed = await new TaskLifecycle(h.database, createLogger("audit-test", "silent")).claim(taskId);
+      expect(claimed.outcome).toBe("claimed");
+      for (let i = 0; i < 5; i++) {
+        const asked = await h.post("/gms/operations?action=cancelTask", { taskId }, asOperator);
+        expect(asked.body.value).toMatchObject({ state: "active", cancelRequested: true });
+      }
+      expect(await rowsOf("task.cancel", since, `urn:li:task:${taskId}`)).toHaveLength(1);
     });
 
     it("records nothing for a refused truncation", async () => {
