@@ -9,8 +9,8 @@ export class AuditBudget {
   private readonly buckets = new Map<string, { tokens: number; at: number }>();
 
   constructor(
-    readonly capacity = AUDIT_BUDGET.capacity,
-    readonly perMinute = AUDIT_BUDGET.perMinute,
+    readonly capacity: number = AUDIT_BUDGET.capacity,
+    readonly perMinute: number = AUDIT_BUDGET.perMinute,
     private readonly now: () => number = Date.now,
   ) {}
 
