@@ -126,7 +126,9 @@ export function queueDashboard(
 ): { guard: RequestHandler; router: Express } {
   const serverAdapter = new ExpressAdapter();
   serverAdapter.setBasePath(DASHBOARD_PATH);
-  createBullBoard({ queues: queues.map((q) => new BullMQAdapter(q)), serverAdapter });
+  // The page offers no retry in a schedules queue; the guard below is what enforces what the dashboard takes.
+  const adapters = queues.map((q) => new BullMQAdapter(q, { allowRetries: !SCHEDULE_QUEUES.has(q.name) }));
+  createBullBoard({ queues: adapters, serverAdapter });
   const byName = new Map(queues.map((q) => [q.name, q]));
   const guard: RequestHandler = async (req, res, next) => {
     try {
