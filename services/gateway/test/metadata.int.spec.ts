@@ -355,7 +355,8 @@ describe("who pushed test results", () => {
   beforeAll(async () => {
     h = await startGateway();
     worker = await startEvaluationWorker(h, 2, { threads: 1 });
-    await grant(h, PUSHER, ["MANAGE_TESTS"]);
+    // what the tagging test's action writes, should the pusher's own privileges be asked for too
+    await grant(h, PUSHER, ["MANAGE_TESTS", "EDIT_ENTITY_TAGS"]);
     const ingest = await h.post("/gms/aspects?action=ingestProposal", {
       proposal: proposal({ entityUrn: urn }),
     });
@@ -393,6 +394,41 @@ describe("who pushed test results", () => {
       created: { time: expect.any(Number), actor: PUSHER },
       createdVia: id,
     });
+  });
+
+  it("the aspects a pushed result's test actions write are stamped with the caller and its token too", async () => {
+    const tagged = "urn:li:dataset:(urn:li:dataPlatform:hive,db.tagged,PROD)";
+    expect(
+      (await h.post("/gms/aspects?action=ingestProposal", { proposal: proposal({ entityUrn: tagged }) })).status,
+    ).toBe(200);
+    const created = await h.graphql(
+      `mutation($input: CreateTestInput!) { createTest(input: $input) }`,
+      {
+        input: {
+          id: "tagging",
+          name: "tagging",
+          category: "Quality",
+          definition: {
+            json: JSON.stringify({
+              on: { types: ["dataset"] },
+              rules: { property: "datasetProperties.description", operator: "exists" },
+              actions: { passing: [{ type: "ADD_TAGS", values: ["urn:li:tag:described"] }] },
+            }),
+          },
+        },
+      },
+      systemClientHeaders(ROOT),
+    );
+    expect(created.body.errors).toBeUndefined();
+    const { token, id } = await createToken(h, PUSHER);
+    const res = await h.post(
+      "/gms/test?action=evaluate",
+      { urn: tagged, push: true, testUrns: ["urn:li:test:tagging"] },
+      bearer(token),
+    );
+    expect(res.status).toBe(200);
+    const stamp = { version: 1, created: { time: expect.any(Number), actor: PUSHER }, createdVia: id };
+    expect(await stampsOf(tagged)).toMatchObject({ testResults: stamp, globalTags: stamp });
   });
 
   it("a test run's pushes are stamped with the user who asked for the run and the token it used", async () => {
