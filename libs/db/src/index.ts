@@ -10,6 +10,7 @@ export { bulkLoad, type BulkLoadOptions } from "./timeseries/bulk-load";
 export { isUniqueViolation, notFoundWhenMissing, unstorableValueReason } from "./errors";
 export { likeLiteral } from "./like";
 export * from "./audit";
+export * from "./audit-budget";
 export * from "./retention/retention-runs";
 export * from "./policies/grants";
 // PrismaClient, the Prisma namespace (errors, input types, TransactionClient), every model type and enum.

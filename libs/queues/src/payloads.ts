@@ -7,6 +7,12 @@ import type { QueueKey } from "./names";
  */
 const requestId = z.string().min(1).max(128).optional();
 
+/**
+ * The access token the job's actor authenticated with (its id, a UUID), when it used one: the pushed aspects' writer
+ * is stamped with it (aspect.created_via, DataHub's audit stamp). Absent: the system client, a schedule's firing.
+ */
+const actorTokenId = z.string().min(1).max(64).optional();
+
 export const truncatePayload = z.object({
   taskId: z.string().min(1),
   entityType: z.string().min(1),
@@ -27,6 +33,7 @@ export const evaluationItem = z.object({
   push: z.boolean(),
   testUrns: z.array(z.string().min(1)).min(1).optional(),
   actorUrn: z.string().min(1),
+  actorTokenId,
   requestId,
 });
 
@@ -59,6 +66,7 @@ export const runTestPayload = z.object({
   push: z.boolean(),
   batchSize: z.number().int().min(1).max(10_000),
   actorUrn: z.string().min(1),
+  actorTokenId,
   requestId,
 });
 

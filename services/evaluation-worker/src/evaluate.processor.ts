@@ -357,6 +357,7 @@ function pushItemsOf(outcome: ItemOutcome, input: EvaluationInput): PushItem[] {
       [...evaluation.passing, ...evaluation.failing].map((r) => r.test).concat(evaluation.notApplicable),
     ),
     actorUrn: outcome.item.actorUrn,
+    ...(outcome.item.actorTokenId !== undefined && { actorTokenId: outcome.item.actorTokenId }),
   }));
 }
 

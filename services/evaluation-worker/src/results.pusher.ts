@@ -21,6 +21,8 @@ export interface PushItem {
   evaluated: ReadonlySet<string>;
   /** who asked for the push: the new version's created_by */
   actorUrn: string;
+  /** the access token it asked through (the new version's created_via); absent: none */
+  actorTokenId?: string;
 }
 
 /**
@@ -87,6 +89,7 @@ export class ResultsPusher {
         aspectName: TEST_RESULTS_ASPECT,
         valueJson: JSON.stringify(after),
         createdBy: item.actorUrn,
+        createdVia: item.actorTokenId ?? null,
       });
     }
     await this.aspects.upsert(client, writes, "system");

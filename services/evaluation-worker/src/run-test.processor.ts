@@ -102,6 +102,7 @@ export function createRunTestHandler(deps: EvaluateDeps) {
               evaluation,
               evaluated,
               actorUrn: payload.actorUrn,
+              ...(payload.actorTokenId !== undefined && { actorTokenId: payload.actorTokenId }),
             }));
             pushed = await deps.pusher.push(client, items);
           }

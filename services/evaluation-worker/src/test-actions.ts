@@ -97,6 +97,7 @@ export async function applyTestActions(
         aspectName: write.aspect,
         valueJson: JSON.stringify(write.value),
         createdBy: item.actorUrn,
+        createdVia: item.actorTokenId ?? null,
       });
     }
     // One row per test that changed the entity, naming the test and what it changed.

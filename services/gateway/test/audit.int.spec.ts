@@ -3,7 +3,10 @@
  * one row with actor, action, target and time, read back through listAuditEvents and its filters; a dry run, a refused
  * request and a request that changes nothing leave none.
  */
+import { createLogger } from "@mdp/core";
 import { QUEUE_NAMES } from "@mdp/queues";
+import { TaskLifecycle } from "@mdp/tasks";
+import { recordAudit } from "../src/audit/audit.service";
 import { ROOT, createToken, grant, startGateway, systemClientHeaders, type Harness } from "./support/gateway-harness";
 
 const OPERATOR = "urn:li:corpuser:audit-operator";
@@ -102,6 +105,19 @@ describe("audit trail", () => {
       ]);
     });
 
+    it("records asking a running task to stop once, however often it is asked", async () => {
+      const since = Date.now();
+      const taskId = (await truncate({ endTimeMillis: 3_500, dryRun: false })).body.value as string;
+      // held by a worker, as a running truncation is
+      const claimed = await new TaskLifecycle(h.database, createLogger("audit-test", "silent")).claim(taskId);
+      expect(claimed.outcome).toBe("claimed");
+      for (let i = 0; i < 5; i++) {
+        const asked = await h.post("/gms/operations?action=cancelTask", { taskId }, asOperator);
+        expect(asked.body.value).toMatchObject({ state: "active", cancelRequested: true });
+      }
+      expect(await rowsOf("task.cancel", since, `urn:li:task:${taskId}`)).toHaveLength(1);
+    });
+
     it("records nothing for a refused truncation", async () => {
       const since = Date.now();
       const refused = await h.post(
@@ -171,45 +187,107 @@ describe("audit trail", () => {
   describe("the queue dashboard's write actions", () => {
     const queue = QUEUE_NAMES.truncate;
 
-    it("records pause and resume, once each, before Bull Board carries them out", async () => {
+    it("records retrying and cleaning a queue's failed or completed jobs, naming the queue and status", async () => {
       const since = Date.now();
-      expect((await dashboard("PUT", `${queue}/pause`)).status).toBe(200);
-      const listed = await fetch(`${h.baseUrl}/admin/queues/api/queues`, { headers: basic(operatorToken) });
-      const { queues } = (await listed.json()) as { queues: Array<{ name: string; isPaused: boolean }> };
-      expect(queues.find((q) => q.name === queue)?.isPaused).toBe(true);
-      expect((await dashboard("PUT", `${queue}/resume`)).status).toBe(200);
-      for (const action of ["queue.pause", "queue.resume"]) {
-        const rows = await rowsOf(action, since);
-        expect(rows.map((r) => [r.actorUrn, JSON.parse(r.details) as unknown])).toEqual([
-          [OPERATOR, { queue, via: "token" }],
-        ]);
-      }
-    });
-
-    it("records removing a job, retrying and cleaning a queue's jobs, naming the queue, job and status", async () => {
-      const since = Date.now();
-      const taskId = (await truncate({ endTimeMillis: 5_000, dryRun: false })).body.value as string;
-      expect((await dashboard("PUT", `${queue}/${taskId}/clean`)).status).toBe(204);
-      expect((await dashboard("GET", `${queue}/${taskId}`)).status).toBe(404); // the job is gone
       expect((await dashboard("PUT", `${queue}/retry/failed`)).status).toBe(200);
       expect((await dashboard("PUT", `${queue}/clean/completed`)).status).toBe(200);
+      expect((await dashboard("PUT", `${queue}/clean/failed`)).status).toBe(200);
 
       const details = async (action: string) =>
         (await rowsOf(action, since)).map((r) => JSON.parse(r.details) as Record<string, string>);
-      expect(await details("queue.removeJob")).toEqual([{ queue, job: taskId, via: "token" }]);
       expect(await details("queue.retryAll")).toEqual([{ queue, status: "failed", via: "token" }]);
-      expect(await details("queue.clean")).toEqual([{ queue, status: "completed", via: "token" }]);
+      expect(await details("queue.clean")).toEqual([
+        { queue, status: "failed", via: "token" },
+        { queue, status: "completed", via: "token" },
+      ]);
     });
 
-    it("refuses a write route it does not know, and records nothing for it or for a refused caller", async () => {
+    it("refuses pausing (a write it does not take), a write route it does not know, a refused caller: no row", async () => {
       const since = Date.now();
+      expect((await dashboard("PUT", `${queue}/pause`)).status).toBe(404);
       const unknown = await dashboard("POST", `${queue}/reticulate`);
       expect(unknown.status).toBe(404);
       const outsider = "urn:li:corpuser:dashboard-outsider";
       await grant(h, outsider, ["GENERATE_PERSONAL_ACCESS_TOKENS"]);
-      const refused = await dashboard("PUT", `${queue}/pause`, (await createToken(h, outsider)).token);
+      const refused = await dashboard("PUT", `${queue}/retry/failed`, (await createToken(h, outsider)).token);
       expect(refused.status).toBe(403);
       expect((await audit({ since })).events.filter((e) => e.action.startsWith("queue."))).toEqual([]);
+    });
+
+    it("checks the queue and the job before auditing: 8 KB names of what does not exist leave no row", async () => {
+      const since = Date.now();
+      const long = "q".repeat(8192);
+      const paths = [
+        `${long}/retry/failed`,
+        `${long}/clean/completed`,
+        `${long}/job-1/clean`,
+        `${queue}/${long}/retry`,
+      ];
+      // as the flood was sent: several connections at once
+      const answers = await Promise.all(
+        Array.from({ length: 40 }, (_, i) => dashboard("PUT", paths[i % paths.length]!)),
+      );
+      expect(new Set(answers.map((a) => a.status))).toEqual(new Set([404]));
+      const body = (await answers[0]!.json()) as { message: string };
+      expect(body.message.length).toBeLessThan(200); // the name is not echoed whole either
+      expect((await audit({ since })).events.filter((e) => e.action.startsWith("queue."))).toEqual([]);
+    });
+
+    it("bounds the rows one actor's dashboard writes leave: past the burst, 429 with Retry-After and no row", async () => {
+      const flooder = "urn:li:corpuser:dashboard-flooder";
+      await grant(h, flooder, ["MANAGE_SYSTEM_OPERATIONS"]);
+      const token = (await createToken(h, flooder)).token;
+      const since = Date.now();
+      const answers: Response[] = [];
+      for (let i = 0; i < 40; i++) answers.push(await dashboard("PUT", `${queue}/clean/completed`, token));
+      const statuses = answers.map((a) => a.status);
+      expect(statuses.filter((s) => s === 200).length).toBeLessThanOrEqual(31); // 30 at once, one more refilled
+      expect(statuses.slice(-5)).toEqual([429, 429, 429, 429, 429]);
+      const limited = answers.at(-1)!;
+      expect(Number(limited.headers.get("retry-after"))).toBeGreaterThan(0);
+      expect(((await limited.json()) as { message: string }).message).toMatch(/queue dashboard writes/);
+      const rows = (await audit({ since, actorUrn: flooder, count: 100 })).events;
+      expect(rows.length).toBe(statuses.filter((s) => s === 200).length);
+      // another actor is not held back by this one's flood
+      expect((await dashboard("PUT", `${queue}/clean/completed`)).status).toBe(200);
+    });
+  });
+
+  describe("caller text in a row", () => {
+    it("is cut: an 8 KB target and detail, NUL and a lone surrogate stored bounded and storable", async () => {
+      const since = Date.now();
+      const eightKb = "x".repeat(8192);
+      await recordAudit(h.prisma, { urn: OPERATOR, via: "token" }, "test.cut", `urn:li:thing:${eightKb}`, {
+        note: `${eightKb}\u0000\ud800`,
+        nested: { list: Array.from({ length: 100 }, () => eightKb) },
+      });
+      const [row] = await rowsOf("test.cut", since);
+      expect(row!.targetUrn).toBe(`urn:li:thing:${"x".repeat(2048 - 13)}… (cut from ${8192 + 13} characters)`);
+      const details = JSON.parse(row!.details) as { note: string; nested: { list: string[] } };
+      expect(details.note).toBe(`${"x".repeat(2048)}… (cut from 8194 characters)`);
+      expect(row!.details.length).toBeLessThan(40_000);
+      expect(details.nested.list.at(-1)).toMatch(/^… \(\d+ more\)$/);
+    });
+
+    it("is cut in a privileged write's own row: a policy naming a hundred long user urns", async () => {
+      const since = Date.now();
+      const users = Array.from({ length: 100 }, (_, i) => `urn:li:corpuser:${String(i).padStart(400, "u")}`);
+      const created = await h.graphql(
+        `mutation($i: PolicyUpdateInput!) { createPolicy(input: $i) }`,
+        { i: { name: "long list", state: "INACTIVE", privileges: ["VIEW_TESTS"], actors: { users } } },
+        systemClientHeaders(ROOT),
+      );
+      expect(created.body.errors).toBeUndefined();
+      const [row] = await rowsOf("policy.create", since);
+      expect(row!.details.length).toBeLessThan(40_000);
+      const listed = (JSON.parse(row!.details) as { users: string[] }).users;
+      expect(listed.slice(0, 10)).toEqual(users.slice(0, 10)); // urns themselves are never cut
+      expect(listed.at(-1)).toMatch(/^… \(\d+ more\)$/);
+      // the policy itself keeps them all
+      const stored = await h.prisma.policy.findUniqueOrThrow({
+        where: { urn: created.body.data!.createPolicy as string },
+      });
+      expect(stored.users).toHaveLength(100);
     });
   });
 

@@ -2,7 +2,16 @@
  * Ingestion and reads over real HTTP and PostgreSQL: DataHub's MetadataChangeProposal shape, versioned and
  * time-series aspects, every refusal naming its problem with nothing stored, and getIndexSizes.
  */
-import { ROOT, grant, startGateway, systemClientHeaders, type Harness } from "./support/gateway-harness";
+import {
+  ROOT,
+  bearer,
+  createToken,
+  grant,
+  startGateway,
+  systemClientHeaders,
+  type Harness,
+} from "./support/gateway-harness";
+import { startEvaluationWorker, type RunningWorker } from "./support/evaluation-worker";
 
 const DATASET = "urn:li:dataset:(urn:li:dataPlatform:hive,db.orders,PROD)";
 const INGESTER = "urn:li:corpuser:ingester";
@@ -52,8 +61,15 @@ describe("metadata ingestion and reads", () => {
     const res = await fetch(`${h.baseUrl}/gms/entities/${encodeURIComponent(DATASET)}`, {
       headers: systemClientHeaders(ROOT),
     });
+    const created = (await h.prisma.aspect.findFirstOrThrow({ where: { urn: DATASET, version: 2 } })).createdAt;
     expect(await res.json()).toEqual({
-      value: { urn: DATASET, entityType: "dataset", aspects: { datasetProperties: { description: "orders v2" } } },
+      value: {
+        urn: DATASET,
+        entityType: "dataset",
+        aspects: { datasetProperties: { description: "orders v2" } },
+        // written by the system client for INGESTER: no access token to name
+        stamps: { datasetProperties: { version: 2, created: { time: created.getTime(), actor: INGESTER } } },
+      },
     });
     const versions = await h.prisma.aspect.findMany({
       where: { urn: DATASET, aspectName: "datasetProperties" },
@@ -62,6 +78,33 @@ describe("metadata ingestion and reads", () => {
     expect(versions.map((v) => [v.version, v.value])).toEqual([
       [1, { description: "orders" }],
       [2, { description: "orders v2" }],
+    ]);
+  });
+
+  it("stamps each version with its writer and the access token it came through, read back with the entity", async () => {
+    const urn = "urn:li:dataset:(urn:li:dataPlatform:hive,db.stamped,PROD)";
+    const { token, id } = await createToken(h, INGESTER);
+    const ingested = await post(
+      "/gms/aspects?action=ingestProposalBatch",
+      {
+        proposals: [
+          proposal({ entityUrn: urn }),
+          proposal({ entityUrn: urn, aspectName: "status" }, { removed: false }),
+        ],
+      },
+      bearer(token),
+    );
+    expect(ingested.status).toBe(200);
+    const res = await fetch(`${h.baseUrl}/gms/entities/${encodeURIComponent(urn)}`, {
+      headers: systemClientHeaders(ROOT),
+    });
+    const { stamps } = ((await res.json()) as { value: { stamps: Record<string, unknown> } }).value;
+    const stamp = { version: 1, created: { time: expect.any(Number), actor: INGESTER }, createdVia: id };
+    expect(stamps).toEqual({ datasetProperties: stamp, status: stamp });
+    const rows = await h.prisma.aspect.findMany({ where: { urn } });
+    expect(rows.map((r) => [r.createdBy, r.createdVia])).toEqual([
+      [INGESTER, id],
+      [INGESTER, id],
     ]);
   });
 
@@ -294,5 +337,126 @@ describe("metadata ingestion and reads", () => {
       headers: systemClientHeaders(ROOT),
     });
     expect(res.status).toBe(404);
+  });
+});
+
+describe("who pushed test results", () => {
+  let h: Harness;
+  let worker: RunningWorker;
+  const PUSHER = "urn:li:corpuser:results-pusher";
+  const urn = "urn:li:dataset:(urn:li:dataPlatform:hive,db.pushed,PROD)";
+  const stampsOf = async (entity: string) => {
+    const res = await fetch(`${h.baseUrl}/gms/entities/${encodeURIComponent(entity)}`, {
+      headers: systemClientHeaders(ROOT),
+    });
+    return ((await res.json()) as { value: { stamps: Record<string, unknown> } }).value.stamps;
+  };
+
+  beforeAll(async () => {
+    h = await startGateway();
+    worker = await startEvaluationWorker(h, 2, { threads: 1 });
+    // what the tagging test's action writes, should the pusher's own privileges be asked for too
+    await grant(h, PUSHER, ["MANAGE_TESTS", "EDIT_ENTITY_TAGS"]);
+    const ingest = await h.post("/gms/aspects?action=ingestProposal", {
+      proposal: proposal({ entityUrn: urn }),
+    });
+    expect(ingest.status).toBe(200);
+    const created = await h.graphql(
+      `mutation($input: CreateTestInput!) { createTest(input: $input) }`,
+      {
+        input: {
+          id: "described",
+          name: "described",
+          category: "Quality",
+          definition: {
+            json: JSON.stringify({
+              on: { types: ["dataset"] },
+              rules: { property: "datasetProperties.description", operator: "exists" },
+            }),
+          },
+        },
+      },
+      systemClientHeaders(ROOT),
+    );
+    expect(created.body.errors).toBeUndefined();
+  });
+  afterAll(async () => {
+    await worker?.close();
+    await h?.close();
+  });
+
+  it("an evaluation pushed with an access token stamps testResults with its caller and that token", async () => {
+    const { token, id } = await createToken(h, PUSHER);
+    const res = await h.post("/gms/test?action=evaluate", { urn, push: true }, bearer(token));
+    expect(res.status).toBe(200);
+    expect((await stampsOf(urn)).testResults).toEqual({
+      version: 1,
+      created: { time: expect.any(Number), actor: PUSHER },
+      createdVia: id,
+    });
+  });
+
+  it("the aspects a pushed result's test actions write are stamped with the caller and its token too", async () => {
+    const tagged = "urn:li:dataset:(urn:li:dataPlatform:hive,db.tagged,PROD)";
+    expect(
+      (await h.post("/gms/aspects?action=ingestProposal", { proposal: proposal({ entityUrn: tagged }) })).status,
+    ).toBe(200);
+    const created = await h.graphql(
+      `mutation($input: CreateTestInput!) { createTest(input: $input) }`,
+      {
+        input: {
+          id: "tagging",
+          name: "tagging",
+          category: "Quality",
+          definition: {
+            json: JSON.stringify({
+              on: { types: ["dataset"] },
+              rules: { property: "datasetProperties.description", operator: "exists" },
+              actions: { passing: [{ type: "ADD_TAGS", values: ["urn:li:tag:described"] }] },
+            }),
+          },
+        },
+      },
+      systemClientHeaders(ROOT),
+    );
+    expect(created.body.errors).toBeUndefined();
+    const { token, id } = await createToken(h, PUSHER);
+    const res = await h.post(
+      "/gms/test?action=evaluate",
+      { urn: tagged, push: true, testUrns: ["urn:li:test:tagging"] },
+      bearer(token),
+    );
+    expect(res.status).toBe(200);
+    const stamp = { version: 1, created: { time: expect.any(Number), actor: PUSHER }, createdVia: id };
+    expect(await stampsOf(tagged)).toMatchObject({ testResults: stamp, globalTags: stamp });
+  });
+
+  it("a test run's pushes are stamped with the user who asked for the run and the token it used", async () => {
+    const other = "urn:li:dataset:(urn:li:dataPlatform:hive,db.run,PROD)";
+    expect(
+      (await h.post("/gms/aspects?action=ingestProposal", { proposal: proposal({ entityUrn: other }) })).status,
+    ).toBe(200);
+    const { token, id } = await createToken(h, PUSHER);
+    const run = await h.graphql(
+      `mutation($urn: String!) { runTest(urn: $urn, push: true) }`,
+      { urn: "urn:li:test:described" },
+      bearer(token),
+    );
+    expect(run.body.errors).toBeUndefined();
+    const taskId = run.body.data!.runTest as string;
+    const deadline = Date.now() + 20_000;
+    let state: unknown;
+    while (Date.now() < deadline) {
+      state = ((await h.post("/gms/operations?action=getTaskStatus", { taskId })).body.value as { state: string })
+        .state;
+      if (state === "completed" || state === "failed") break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(state).toBe("completed");
+    expect((await stampsOf(other)).testResults).toEqual({
+      version: 1,
+      created: { time: expect.any(Number), actor: PUSHER },
+      createdVia: id,
+    });
   });
 });

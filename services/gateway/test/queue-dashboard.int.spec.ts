@@ -1,6 +1,6 @@
 /** Bull Board at /admin/queues: a browser login (Basic, an access token as password), MANAGE_SYSTEM_OPERATIONS only. */
-import { Queue } from "bullmq";
-import { QUEUE_NAMES, closeRedis, createRedis, whenReady } from "@mdp/queues";
+import { Queue, Worker, type Job } from "bullmq";
+import { QUEUE_NAMES, closeRedis, createRedis, whenReady, type RedisConnection } from "@mdp/queues";
 import { ROOT, createToken, grant, startGateway, systemClientHeaders, type Harness } from "./support/gateway-harness";
 
 const basic = (token: string) => ({ authorization: `Basic ${Buffer.from(`anyone:${token}`).toString("base64")}` });
@@ -78,12 +78,61 @@ describe("queue dashboard", () => {
     expect(((await res.json()) as { message: string }).message).toBe("Token has been revoked");
   });
 
-  it("refuses to add a job, edit a job's data or run a job scheduler, since workers trust a job's data", async () => {
-    const redis = createRedis(h.config.REDIS_URL, "producer");
-    await whenReady(redis);
-    const evaluate = new Queue(QUEUE_NAMES.evaluate, { connection: redis, prefix: h.config.QUEUE_PREFIX });
-    const truncate = new Queue(QUEUE_NAMES.truncate, { connection: redis, prefix: h.config.QUEUE_PREFIX });
-    try {
+  describe("writes", () => {
+    let redis: RedisConnection;
+    let workerRedis: RedisConnection;
+    let evaluate: Queue;
+    let truncate: Queue;
+    let schedules: Queue;
+    let fetcher: Worker;
+    const write = (method: string, path: string, body: unknown = {}) =>
+      fetch(`${h.baseUrl}/admin/queues/api/queues/${path}`, {
+        method,
+        headers: { ...basic(rootToken), "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+    const auditRows = () => h.prisma.auditEvent.findMany({ where: { action: { startsWith: "queue." } } });
+    /** A job of the evaluate queue that failed: taken as a worker would take it, then failed. */
+    const failedJob = async (): Promise<string> => {
+      const added = await evaluate.add("forged", { kind: "evaluate" }, { attempts: 1 });
+      for (;;) {
+        const job = (await fetcher.getNextJob("test-token", { block: false })) as Job | undefined;
+        if (!job) throw new Error("the job was not fetched");
+        await job.moveToFailed(new Error("failed on purpose"), "test-token", false);
+        if (job.id === added.id) return added.id!;
+      }
+    };
+
+    beforeAll(async () => {
+      redis = createRedis(h.config.REDIS_URL, "producer");
+      workerRedis = createRedis(h.config.REDIS_URL, "worker");
+      await Promise.all([whenReady(redis), whenReady(workerRedis)]);
+      const options = { connection: redis, prefix: h.config.QUEUE_PREFIX };
+      evaluate = new Queue(QUEUE_NAMES.evaluate, options);
+      truncate = new Queue(QUEUE_NAMES.truncate, options);
+      schedules = new Queue(QUEUE_NAMES.testSchedule, options);
+      fetcher = new Worker(QUEUE_NAMES.evaluate, null, {
+        connection: workerRedis,
+        prefix: h.config.QUEUE_PREFIX,
+        autorun: false,
+      });
+    });
+    afterAll(async () => {
+      await Promise.allSettled([fetcher.close(), evaluate.close(), truncate.close(), schedules.close()]);
+      await Promise.allSettled([closeRedis(redis), closeRedis(workerRedis)]);
+    });
+
+    it("refuses every write but retrying and removing, a scheduler's delayed job's promotion first, and audits none", async () => {
+      // A job scheduler's next firing waits as a delayed job: promoting it (or changing its delay) would fire the
+      // schedule now, as its owner.
+      await schedules.upsertJobScheduler(
+        "test-forged",
+        { pattern: "0 0 1 1 *" },
+        { name: "run", data: { testUrn: "urn:li:test:forged" } },
+      );
+      const [firing] = await schedules.getDelayed();
+      expect(firing).toBeDefined();
+      const firingId = encodeURIComponent(firing!.id!);
       const taskId = (
         await h.post("/gms/operations?action=truncateTimeseriesAspect", {
           entityType: "dataset",
@@ -94,27 +143,85 @@ describe("queue dashboard", () => {
       ).body.value as string;
       const before = (await truncate.getJob(taskId))!.data as unknown;
       const countsBefore = await evaluate.getJobCounts();
-      const write = (method: string, path: string, body: unknown) =>
-        fetch(`${h.baseUrl}/admin/queues/api/queues/${path}`, {
-          method,
-          headers: { ...basic(rootToken), "content-type": "application/json" },
-          body: JSON.stringify(body),
-        });
+      const rowsBefore = (await auditRows()).length;
       const forged = { actorUrn: "urn:li:corpuser:someone-else", push: true };
       for (const [method, path, body] of [
+        ["PUT", `${QUEUE_NAMES.testSchedule}/${firingId}/promote`, {}],
+        ["PATCH", `${QUEUE_NAMES.testSchedule}/${firingId}/delay`, { delay: 0 }],
+        ["PUT", `${QUEUE_NAMES.testSchedule}/promote`, {}],
+        ["PATCH", `${QUEUE_NAMES.testSchedule}/job-schedulers/test-forged`, { pattern: "* * * * *" }],
+        ["PUT", `${QUEUE_NAMES.testSchedule}/job-schedulers/test-forged/run`, {}],
+        ["PUT", `${QUEUE_NAMES.testSchedule}/job-schedulers/test-forged/remove`, {}],
         ["POST", `${QUEUE_NAMES.evaluate}/add`, { name: "evaluate", data: forged }],
         ["PATCH", `${QUEUE_NAMES.truncate}/${taskId}/update-data`, { data: forged }],
-        ["PATCH", `${QUEUE_NAMES.testSchedule}/job-schedulers/test-x`, { pattern: "* * * * *" }],
-        ["PUT", `${QUEUE_NAMES.testSchedule}/job-schedulers/test-x/run`, {}],
+        ["PATCH", `${QUEUE_NAMES.truncate}/${taskId}/priority`, { priority: 1 }],
+        ["PUT", `${QUEUE_NAMES.truncate}/${taskId}/promote`, {}],
+        ["PUT", `${QUEUE_NAMES.truncate}/pause`, {}],
+        ["PUT", `${QUEUE_NAMES.truncate}/empty`, {}],
+        ["PUT", `${QUEUE_NAMES.truncate}/obliterate`, {}],
+        ["PUT", "pause", {}],
+        // a route no Bull Board has (yet), and the allowed ones by another method
+        ["PUT", `${QUEUE_NAMES.truncate}/${taskId}/reticulate`, {}],
+        ["POST", `${QUEUE_NAMES.truncate}/${taskId}/retry`, {}],
+        ["DELETE", `${QUEUE_NAMES.truncate}/${taskId}/clean`, {}],
+        ["OPTIONS", `${QUEUE_NAMES.truncate}/${taskId}/clean`, {}],
       ] as const) {
         const res = await write(method, path, body);
         expect([method, path, res.status]).toEqual([method, path, 404]);
       }
+      // retrying is a write the dashboard takes, but never of a scheduler's firing
+      expect((await write("PUT", `${QUEUE_NAMES.testSchedule}/${firingId}/retry`)).status).toBe(403);
+      expect(await (await schedules.getJob(firing!.id!))!.getState()).toBe("delayed"); // not fired
+      expect(await schedules.getJobSchedulersCount()).toBe(1);
       expect(await evaluate.getJobCounts()).toEqual(countsBefore); // nothing queued
       expect((await truncate.getJob(taskId))!.data).toEqual(before); // the job's data untouched
-    } finally {
-      await Promise.allSettled([evaluate.close(), truncate.close()]);
-      await closeRedis(redis);
-    }
+      expect(await truncate.isPaused()).toBe(false);
+      expect(await auditRows()).toHaveLength(rowsBefore);
+    });
+
+    it("refuses a retry or removal the job's state does not allow, before anything is audited", async () => {
+      const taskId = (
+        await h.post("/gms/operations?action=truncateTimeseriesAspect", {
+          entityType: "dataset",
+          aspect: "datasetProfile",
+          endTimeMillis: 3,
+          dryRun: false,
+        })
+      ).body.value as string;
+      const rowsBefore = (await auditRows()).length;
+      for (const [path, status] of [
+        [`${QUEUE_NAMES.truncate}/${taskId}/retry`, 409], // waiting, not failed
+        [`${QUEUE_NAMES.truncate}/${taskId}/clean`, 409], // waiting: its task would be queued again anyway
+        [`${QUEUE_NAMES.truncate}/no-such-job/retry`, 404],
+        [`${QUEUE_NAMES.truncate}/retry/completed`, 400],
+        [`${QUEUE_NAMES.truncate}/clean/wait`, 400],
+        [`${QUEUE_NAMES.testSchedule}/retry/failed`, 403], // a scheduler's firings are never retried
+      ] as const) {
+        const res = await write("PUT", path);
+        expect([path, res.status]).toEqual([path, status]);
+      }
+      expect(await (await truncate.getJob(taskId))!.getState()).toBe("waiting");
+      expect(await auditRows()).toHaveLength(rowsBefore);
+    });
+
+    it("retries and removes a failed job, each audited once", async () => {
+      const retried = await failedJob();
+      const removed = await failedJob();
+      const since = new Date(Date.now() - 1);
+      expect((await write("PUT", `${QUEUE_NAMES.evaluate}/${retried}/retry`)).status).toBe(204);
+      expect(await (await evaluate.getJob(retried))!.getState()).toBe("waiting");
+      // once retried it is no longer failed: a second retry is refused, and not audited
+      expect((await write("PUT", `${QUEUE_NAMES.evaluate}/${retried}/retry`)).status).toBe(409);
+      expect((await write("PUT", `${QUEUE_NAMES.evaluate}/${removed}/clean`)).status).toBe(204);
+      expect(await evaluate.getJob(removed)).toBeUndefined();
+      const rows = await h.prisma.auditEvent.findMany({
+        where: { action: { startsWith: "queue." }, createdAt: { gte: since } },
+        orderBy: { id: "asc" },
+      });
+      expect(rows.map((r) => [r.actorUrn, r.action, r.details])).toEqual([
+        [ROOT, "queue.retryJob", { queue: QUEUE_NAMES.evaluate, job: retried, via: "token" }],
+        [ROOT, "queue.removeJob", { queue: QUEUE_NAMES.evaluate, job: removed, via: "token" }],
+      ]);
+    });
   });
 });

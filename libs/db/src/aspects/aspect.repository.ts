@@ -9,6 +9,18 @@ export interface VersionedAspectWrite {
   valueJson: string;
   /** who wrote this version, when not the `createdBy` of the whole upsert */
   createdBy?: string;
+  /** the access token `createdBy` wrote it through (null or absent: none, e.g. the system client); read with createdBy */
+  createdVia?: string | null;
+}
+
+/** Who wrote an aspect's version, when, and through which access token: DataHub's audit stamp, as stored. */
+export interface AspectStamp {
+  version: number;
+  /** epoch ms */
+  createdAt: number;
+  createdBy: string;
+  /** the access token's id; null when it was written without one (the system client, a service write) */
+  createdVia: string | null;
 }
 
 /**
@@ -20,7 +32,12 @@ export class AspectRepository {
    * Writes new versions inside the caller's transaction. Writers of the same (urn, aspect) are serialized by an
    * advisory lock taken in a fixed order (no deadlocks), so concurrent upserts never compute the same version.
    */
-  async upsert(client: pg.ClientBase, writes: VersionedAspectWrite[], createdBy: string): Promise<void> {
+  async upsert(
+    client: pg.ClientBase,
+    writes: VersionedAspectWrite[],
+    createdBy: string,
+    createdVia: string | null = null,
+  ): Promise<void> {
     if (writes.length === 0) return;
     await this.lock(client, writes);
     const keyOf = (w: VersionedAspectWrite) => JSON.stringify([w.urn, w.aspectName]);
@@ -33,10 +50,11 @@ export class AspectRepository {
       return n;
     });
     await client.query(
-      `INSERT INTO aspect (urn, aspect_name, version, entity_type, value, created_by)
-       SELECT d.urn, d.aspect_name, COALESCE(m.version, 0) + d.ordinal, d.entity_type, d.value::jsonb, d.created_by
-         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[])
-              AS d(urn, aspect_name, entity_type, value, ordinal, created_by)
+      `INSERT INTO aspect (urn, aspect_name, version, entity_type, value, created_by, created_via)
+       SELECT d.urn, d.aspect_name, COALESCE(m.version, 0) + d.ordinal, d.entity_type, d.value::jsonb, d.created_by,
+              d.created_via
+         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[])
+              AS d(urn, aspect_name, entity_type, value, ordinal, created_by, created_via)
          LEFT JOIN LATERAL (
            SELECT max(a.version) AS version FROM aspect a WHERE a.urn = d.urn AND a.aspect_name = d.aspect_name
          ) m ON true`,
@@ -47,6 +65,8 @@ export class AspectRepository {
         writes.map((w) => w.valueJson),
         ordinals,
         writes.map((w) => w.createdBy ?? createdBy),
+        // a write naming its own writer names its own token too, so a version never pairs one writer with another's
+        writes.map((w) => (w.createdBy !== undefined ? (w.createdVia ?? null) : createdVia)),
       ],
     );
   }
@@ -74,14 +94,40 @@ export class AspectRepository {
     return new Map(rows.map((r) => [r.urn, r.value]));
   }
 
-  /** The current value of every aspect of an entity; null when nothing is stored for it. */
-  async latest(db: Queryable, urn: string): Promise<{ entityType: string; aspects: Record<string, unknown> } | null> {
-    const { rows } = await db.query<{ aspect_name: string; entity_type: string; value: unknown }>(
-      `SELECT DISTINCT ON (aspect_name) aspect_name, entity_type, value
+  /** The current value of every aspect of an entity, and who wrote each; null when nothing is stored for it. */
+  async latest(
+    db: Queryable,
+    urn: string,
+  ): Promise<{ entityType: string; aspects: Record<string, unknown>; stamps: Record<string, AspectStamp> } | null> {
+    const { rows } = await db.query<{
+      aspect_name: string;
+      entity_type: string;
+      value: unknown;
+      version: number;
+      created_at: string;
+      created_by: string;
+      created_via: string | null;
+    }>(
+      `SELECT DISTINCT ON (aspect_name) aspect_name, entity_type, value, version,
+              (extract(epoch FROM created_at) * 1000)::int8::text AS created_at, created_by, created_via
          FROM aspect WHERE urn = $1 ORDER BY aspect_name, version DESC`,
       [urn],
     );
     if (rows.length === 0) return null;
-    return { entityType: rows[0]!.entity_type, aspects: Object.fromEntries(rows.map((r) => [r.aspect_name, r.value])) };
+    return {
+      entityType: rows[0]!.entity_type,
+      aspects: Object.fromEntries(rows.map((r) => [r.aspect_name, r.value])),
+      stamps: Object.fromEntries(
+        rows.map((r) => [
+          r.aspect_name,
+          {
+            version: r.version,
+            createdAt: Number(r.created_at),
+            createdBy: r.created_by,
+            createdVia: r.created_via,
+          },
+        ]),
+      ),
+    };
   }
 }

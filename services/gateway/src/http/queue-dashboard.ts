@@ -3,8 +3,9 @@ import { BullMQAdapter } from "@bull-board/api/bullMQAdapter";
 import { ExpressAdapter } from "@bull-board/express";
 import type { Queue } from "bullmq";
 import type { Express, RequestHandler } from "express";
-import { abbreviated, AppError } from "@mdp/core";
-import type { PrismaClient } from "@mdp/db";
+import { abbreviated, AppError, badInput, forbidden, notFound } from "@mdp/core";
+import { AuditBudget, type PrismaClient } from "@mdp/db";
+import { QUEUE_NAMES } from "@mdp/queues";
 import { recordAudit } from "../audit/audit.service";
 import { actorOf } from "../auth/auth.middleware";
 import type { PolicyEngine } from "../policies/policy-engine";
@@ -12,55 +13,59 @@ import type { PolicyEngine } from "../policies/policy-engine";
 export const DASHBOARD_PATH = "/admin/queues";
 
 /**
- * The write routes of Bull Board's API (@bull-board/api 9 `routes.js`, in its order, which decides between
- * `/:queue/retry/:status` and `/:queue/:job/retry` as its router does) the dashboard may take, and the audit action
- * each records. A write that matches none is refused, so a Bull Board upgrade adding a write cannot act unaudited.
- * Left out on purpose: adding a job, editing a job's data, and updating or running a job scheduler. Workers trust a
- * job's data (its actorUrn, an evaluation's push), so those would let a dashboard user act as anyone.
+ * The only writes the dashboard takes: retrying a failed job and removing a finished one, one or all of a state at a
+ * time. Everything else Bull Board offers (adding, promoting, delaying, editing a job; running, updating a job
+ * scheduler; pausing, emptying, obliterating a queue; and any route a later Bull Board adds) is refused, because
+ * workers trust a job's data (whose it is, whether it pushes) and its timing (a scheduler's delayed job promoted is
+ * the schedule fired now, as its owner): whoever may open the dashboard must not be able to act as anyone through it.
+ * In Bull Board's route order (@bull-board/api 9 `routes.js`: `/:queue/retry/:status` before `/:queue/:job/retry`),
+ * matched without regard to case as express matches them.
  */
-const DASHBOARD_WRITES: ReadonlyArray<{ method: string; path: RegExp; action: string; params: string[] }> = [
-  ["POST", "/api/metrics/history/purge", "queue.purgeMetricsHistory"],
-  ["PUT", "/api/queues/pause", "queue.pauseAll"],
-  ["PUT", "/api/queues/resume", "queue.resumeAll"],
-  ["PUT", "/api/queues/:queue/retry/:status", "queue.retryAll"],
-  ["PUT", "/api/queues/:queue/promote", "queue.promoteAll"],
-  ["PUT", "/api/queues/:queue/clean/:status", "queue.clean"],
-  ["PUT", "/api/queues/:queue/pause", "queue.pause"],
-  ["PUT", "/api/queues/:queue/resume", "queue.resume"],
-  ["PUT", "/api/queues/:queue/concurrency", "queue.setConcurrency"],
-  ["PUT", "/api/queues/:queue/rate-limit", "queue.setRateLimit"],
-  ["PUT", "/api/queues/:queue/rate-limit/release", "queue.releaseRateLimit"],
-  ["PUT", "/api/queues/:queue/empty", "queue.empty"],
-  ["PUT", "/api/queues/:queue/obliterate", "queue.obliterate"],
-  ["PUT", "/api/queues/:queue/job-schedulers/:scheduler/remove", "queue.removeJobScheduler"],
-  ["PUT", "/api/queues/:queue/:job/retry", "queue.retryJob"],
-  ["PUT", "/api/queues/:queue/:job/clean", "queue.removeJob"],
-  ["PUT", "/api/queues/:queue/:job/promote", "queue.promoteJob"],
-  ["PATCH", "/api/queues/:queue/:job/delay", "queue.changeJobDelay"],
-  ["PATCH", "/api/queues/:queue/:job/priority", "queue.changeJobPriority"],
-  ["PUT", "/api/queues/:queue/:job/remove-unprocessed-children", "queue.removeUnprocessedChildren"],
-].map(([method, route, action]) => {
+const DASHBOARD_WRITES: ReadonlyArray<{ kind: WriteKind; path: RegExp; action: string; params: string[] }> = (
+  [
+    ["retryAll", "/api/queues/:queue/retry/:status", "queue.retryAll"],
+    ["cleanAll", "/api/queues/:queue/clean/:status", "queue.clean"],
+    ["retryJob", "/api/queues/:queue/:job/retry", "queue.retryJob"],
+    ["removeJob", "/api/queues/:queue/:job/clean", "queue.removeJob"],
+  ] as const
+).map(([kind, route, action]) => {
   const params: string[] = [];
-  const source = route!.replace(/:(\w+)/g, (_m, name: string) => {
+  const source = route.replace(/:(\w+)/g, (_m, name: string) => {
     params.push(name);
     return "([^/]+)";
   });
-  return { method: method!, path: new RegExp(`^${source}/?$`), action: action!, params };
+  return { kind, path: new RegExp(`^${source}/?$`, "i"), action, params };
 });
+type WriteKind = "retryAll" | "cleanAll" | "retryJob" | "removeJob";
 
-const READS = new Set(["GET", "HEAD", "OPTIONS"]);
+/** Bull Board answers these methods without changing anything; every other one is a write. */
+const READS = new Set(["GET", "HEAD"]);
+/** A job's states the dashboard may remove (one job, or all of the state): finished ones only. */
+const REMOVABLE = new Set(["failed", "completed"]);
+/**
+ * The queues whose every job is a firing of a job scheduler (a retention policy's, a scheduled test's): retrying one
+ * would fire its schedule now, so their jobs are never retried here. Their own workers' next firing is the retry.
+ */
+const SCHEDULE_QUEUES: ReadonlySet<string> = new Set([QUEUE_NAMES.retention, QUEUE_NAMES.testSchedule]);
+/** No job id this system issues is longer (task ids are UUIDs; a scheduler's job id holds its test urn, ≤ 512 bytes). */
+const MAX_JOB_ID_LENGTH = 1024;
 
-/** The audit action of a dashboard write and what it names (queue, job, status, scheduler), or undefined. */
-export function dashboardWrite(
-  method: string,
-  path: string,
-): { action: string; details: Record<string, string> } | undefined {
+export interface DashboardWrite {
+  kind: WriteKind;
+  /** the audit action */
+  action: string;
+  /** what it names: queue, and job or status */
+  details: Record<string, string>;
+}
+
+/** The dashboard write a request is, when it is one the dashboard takes; undefined for any other write. */
+export function dashboardWrite(method: string, path: string): DashboardWrite | undefined {
+  if (method !== "PUT") return undefined;
   for (const route of DASHBOARD_WRITES) {
-    if (route.method !== method) continue;
     const match = route.path.exec(path);
     if (!match) continue;
     const details = Object.fromEntries(route.params.map((name, i) => [name, safeDecode(match[i + 1]!)]));
-    return { action: route.action, details };
+    return { kind: route.kind, action: route.action, details };
   }
   return undefined;
 }
@@ -73,15 +78,57 @@ function safeDecode(segment: string): string {
   }
 }
 
-/** Bull Board over both queues, for holders of MANAGE_SYSTEM_OPERATIONS only; every write it takes is audited. */
+/**
+ * Whether the write applies: the queue exists, and the job exists in a state the action applies to (or the status is
+ * one the action takes). Throws the refusal otherwise. Checked before the audit row, so a refused write leaves none.
+ */
+async function checkWrite(queues: ReadonlyMap<string, Queue>, write: DashboardWrite): Promise<void> {
+  const { queue: name, job: jobId, status } = write.details as { queue: string; job?: string; status?: string };
+  const queue = queues.get(name);
+  if (!queue) throw notFound(`The queue dashboard has no queue '${abbreviated(name)}'`);
+  const retry = write.kind === "retryAll" || write.kind === "retryJob";
+  if (retry && SCHEDULE_QUEUES.has(name)) {
+    throw forbidden(
+      `The queue dashboard does not retry jobs of ${name}: each is a firing of a job scheduler, and retrying it would ` +
+        `fire the schedule now.`,
+    );
+  }
+  if (status !== undefined) {
+    const allowed = retry ? ["failed"] : [...REMOVABLE];
+    if (!allowed.includes(status)) {
+      throw badInput(
+        `status must be ${allowed.join(" or ")}; the dashboard does not ${retry ? "retry" : "clean"} '${abbreviated(status)}' jobs`,
+      );
+    }
+    return;
+  }
+  const job = jobId!.length > MAX_JOB_ID_LENGTH ? undefined : await queue.getJob(jobId!);
+  if (!job) throw notFound(`The queue ${name} has no job '${abbreviated(jobId!)}'`);
+  const state = await job.getState();
+  if (retry ? state !== "failed" : !REMOVABLE.has(state)) {
+    throw new AppError(
+      "CONFLICT",
+      `Job ${abbreviated(jobId!)} of ${name} is ${state}; the dashboard ${retry ? "retries only failed jobs" : "removes only failed or completed jobs"}`,
+    );
+  }
+}
+
+/**
+ * Bull Board over the queues, for holders of MANAGE_SYSTEM_OPERATIONS only: it shows everything, and its only writes
+ * (retrying failed jobs, removing finished ones) are checked, then audited, then carried out.
+ */
 export function queueDashboard(
   queues: Queue[],
   engine: PolicyEngine,
   prisma: PrismaClient,
+  budget: AuditBudget = new AuditBudget(),
 ): { guard: RequestHandler; router: Express } {
   const serverAdapter = new ExpressAdapter();
   serverAdapter.setBasePath(DASHBOARD_PATH);
-  createBullBoard({ queues: queues.map((q) => new BullMQAdapter(q)), serverAdapter });
+  // The page offers no retry in a schedules queue; the guard below is what enforces what the dashboard takes.
+  const adapters = queues.map((q) => new BullMQAdapter(q, { allowRetries: !SCHEDULE_QUEUES.has(q.name) }));
+  createBullBoard({ queues: adapters, serverAdapter });
+  const byName = new Map(queues.map((q) => [q.name, q]));
   const guard: RequestHandler = async (req, res, next) => {
     try {
       const actor = actorOf(res.locals);
@@ -90,11 +137,25 @@ export function queueDashboard(
       }
       if (!READS.has(req.method)) {
         const write = dashboardWrite(req.method, req.path);
-        if (!write)
-          throw new AppError("NOT_FOUND", `The queue dashboard has no action ${req.method} ${abbreviated(req.path)}`);
+        if (!write) {
+          throw notFound(
+            `The queue dashboard has no action ${abbreviated(req.method, 16)} ${abbreviated(req.path)}: it only ` +
+              `retries failed jobs and removes failed or completed ones.`,
+          );
+        }
+        await checkWrite(byName, write);
+        // The row precedes the action and may not be dropped, so a caller past its share is refused instead.
+        const retryAfterSeconds = budget.take(actor.urn);
+        if (retryAfterSeconds > 0) {
+          throw new AppError(
+            "TOO_MANY_REQUESTS",
+            `Rate limit exceeded: at most ${budget.capacity} queue dashboard writes at once, then ${budget.perMinute} ` +
+              `per minute per actor; retry in ${retryAfterSeconds} s.`,
+            { limit: "queue dashboard writes", perMinute: budget.perMinute, retryAfterSeconds },
+          );
+        }
         // Before the action, and refusing it when the row cannot be written: Redis and PostgreSQL share no
-        // transaction, and an action done without its record is the failure an audit must not have. A row therefore
-        // records an action the gateway let through, even one Bull Board then finds nothing to do for.
+        // transaction, and an action done without its record is the failure an audit must not have.
         await recordAudit(prisma, actor, write.action, null, write.details);
       }
       next();

@@ -87,7 +87,13 @@ export class EvaluationService {
     try {
       // The request's id travels in its item: the job that carries it is queued later, maybe in another request.
       const requestId = currentLogContext()?.requestId;
-      outcome = await this.batcher.submit({ taskId, ...request, actorUrn: actor.urn, requestId });
+      outcome = await this.batcher.submit({
+        taskId,
+        ...request,
+        actorUrn: actor.urn,
+        ...(actor.tokenId !== undefined && { actorTokenId: actor.tokenId }),
+        requestId,
+      });
     } catch (error) {
       throw await this.explain(actor, taskId, request, error);
     }

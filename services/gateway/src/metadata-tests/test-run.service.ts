@@ -61,7 +61,13 @@ export class TestRunService {
         afterInsert: (tx, id) => recordAudit(tx, actor, "test.run", input.urn, { taskId: id, push, batchSize }),
       },
       {
-        enqueue: (id) => this.producer.enqueue(id, { ...request, taskId: id, actorUrn: actor.urn }),
+        enqueue: (id) =>
+          this.producer.enqueue(id, {
+            ...request,
+            taskId: id,
+            actorUrn: actor.urn,
+            ...(actor.tokenId !== undefined && { actorTokenId: actor.tokenId }),
+          }),
         jobExists: async (id) => Boolean(await this.producer.queue.getJob(id)),
       },
     );

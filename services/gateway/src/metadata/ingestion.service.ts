@@ -52,7 +52,8 @@ export class IngestionService {
       await this.writeWithRetry(
         () => this.timeseries.prepare(groups),
         async (client) => {
-          await this.aspects.upsert(client, versioned, actor.urn);
+          // Each version names its writer and the token it came through (DataHub's audit stamp, GET /gms/entities).
+          await this.aspects.upsert(client, versioned, actor.urn, actor.tokenId ?? null);
           for (const group of groups) await this.timeseries.append(client, group, group.rows);
         },
       );

@@ -44,10 +44,26 @@ const valuesAnswer = z.object({
   limit: z.number().int(),
   values: z.array(z.object({ timestampMillis: z.number().int(), aspect: aspectValue })).describe("newest first"),
 });
+/** DataHub's AuditStamp (com.linkedin.common.AuditStamp): when, and who is credited with the change. */
+const auditStamp = z.object({
+  time: z.number().int().describe("epoch ms"),
+  actor: z.string().describe("the user who wrote it (the system actor for the system client without an actor)"),
+});
+const aspectStamp = z.object({
+  version: z.number().int().describe("the aspect's version (1, 2, ...): the latest"),
+  created: auditStamp.describe("DataHub's EnvelopedAspect `created`: who wrote this version, and when"),
+  createdVia: z
+    .string()
+    .optional()
+    .describe("the id of the access token it was written through; absent when none was used (the system client)"),
+});
 const entityAnswer = z.object({
   urn: z.string(),
   entityType: z.string(),
   aspects: z.record(z.string(), z.unknown()).describe("each versioned aspect's latest value, by aspect name"),
+  stamps: z
+    .record(z.string(), aspectStamp)
+    .describe("each aspect's latest version and who wrote it (DataHub's audit stamp), by aspect name"),
 });
 const ingest = { privilege: "INGEST_METADATA", to: "ingest metadata" } as const;
 const ingestNote =
@@ -116,8 +132,10 @@ export function addMetadataRoutes(router: Router, deps: MetadataDeps): void {
     }),
   });
   addGetRoute(router, "/entities/:urn", deps.engine, {
-    summary: "Read an entity's latest versioned aspects",
-    description: "`testResults`, when present, holds only the results of tests that still exist and still apply.",
+    summary: "Read an entity's latest versioned aspects, and who wrote each",
+    description:
+      "`testResults`, when present, holds only the results of tests that still exist and still apply. `stamps` says " +
+      "who wrote each aspect's latest version, when, and through which access token.",
     requires: { privilege: "GET_ENTITY", to: "get entities" },
     request: entityRequest,
     response: entityAnswer,
@@ -129,7 +147,17 @@ export function addMetadataRoutes(router: Router, deps: MetadataDeps): void {
       if (testResults !== undefined) {
         entity.aspects.testResults = await standingTestResults(deps.db.pool, entity.entityType, testResults);
       }
-      return { urn, entityType: entity.entityType, aspects: entity.aspects };
+      const stamps = Object.fromEntries(
+        Object.entries(entity.stamps).map(([name, stamp]) => [
+          name,
+          {
+            version: stamp.version,
+            created: { time: stamp.createdAt, actor: stamp.createdBy },
+            ...(stamp.createdVia !== null && { createdVia: stamp.createdVia }),
+          },
+        ]),
+      );
+      return { urn, entityType: entity.entityType, aspects: entity.aspects, stamps };
     },
   });
 }

@@ -152,6 +152,9 @@ export class TaskService {
     if (task.state !== "waiting" && task.state !== "active") {
       throw new AppError("CONFLICT", `Task ${taskId} is already ${task.state}`);
     }
+    // Asked already, and its worker still holds it: asking again changes nothing, so it records nothing either (each
+    // repeat would otherwise add an audit row).
+    if (task.state === "active" && task.cancelRequested && !task.leaseLapsed) return statusOf(task);
     const after = await this.tasks.requestCancel(
       taskId,
       () => this.removeWaitingJob(taskId),

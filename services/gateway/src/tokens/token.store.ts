@@ -1,6 +1,6 @@
 import { hash } from "node:crypto";
 import { makeUrn } from "@mdp/core";
-import { Prisma, type AccessToken, type Database, type PrismaClient } from "@mdp/db";
+import { boundAuditDetails, Prisma, type AccessToken, type Database, type PrismaClient } from "@mdp/db";
 import type pg from "pg";
 import type { Actor } from "../auth/actor";
 import { recordAudit } from "../audit/audit.service";
@@ -112,7 +112,7 @@ export class TokenStore {
         RETURNING id
       )
       INSERT INTO audit_event (actor_urn, action, target_urn, details)
-      SELECT ${token.audit.actorUrn}, 'accessToken.create', ${metadata.urn}, ${JSON.stringify(token.audit.details)}::jsonb
+      SELECT ${token.audit.actorUrn}, 'accessToken.create', ${metadata.urn}, ${JSON.stringify(boundAuditDetails(token.audit.details))}::jsonb
         FROM token`;
     await this.run(statement, "access-token-create");
   }
@@ -222,7 +222,7 @@ export class TokenStore {
          WHERE actor_urn = ${actorUrn} AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())
         RETURNING id::text`;
       const ids = revoked.map((row) => row.id);
-      const details = JSON.stringify({ actorUrn, bulk: true, via: actor.via });
+      const details = JSON.stringify(boundAuditDetails({ actorUrn, bulk: true, via: actor.via }));
       await tx.$executeRaw`
         INSERT INTO audit_event (actor_urn, action, target_urn, details)
         SELECT ${actor.urn}, 'accessToken.revoke', urn, ${details}::jsonb
