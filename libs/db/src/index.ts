@@ -12,6 +12,7 @@ export { likeLiteral } from "./like";
 export * from "./audit";
 export * from "./retention/retention-runs";
 export * from "./policies/grants";
+export * from "./policies/scheduled-work";
 // PrismaClient, the Prisma namespace (errors, input types, TransactionClient), every model type and enum.
 export * from "./generated/prisma/client";
 export {
