@@ -23,6 +23,8 @@ export interface TaskRow {
   attemptsMade: number;
   cancelRequested: boolean;
   createdBy: string;
+  /** the access token its creator used; null: none (the system client, a schedule's firing) */
+  createdVia: string | null;
   createdAt: Date;
   startedAt: Date | null;
   finishedAt: Date | null;
@@ -157,6 +159,15 @@ export class TaskLifecycle {
   async read(taskId: string, client: pg.ClientBase | pg.Pool = this.pool): Promise<TaskRow | null> {
     const { rows } = await client.query<TaskRow>(`SELECT ${COLUMNS} FROM task WHERE id = $1`, [taskId]);
     return rows[0] ?? null;
+  }
+
+  /** The tasks of these ids that exist, in no particular order (one statement). */
+  async readMany(taskIds: readonly string[]): Promise<TaskRow[]> {
+    if (taskIds.length === 0) return [];
+    const { rows } = await this.pool.query<TaskRow>(`SELECT ${COLUMNS} FROM task WHERE id = ANY($1::text[])`, [
+      [...taskIds],
+    ]);
+    return rows;
   }
 
   // ---- create ----------------------------------------------------------------------------------------------------

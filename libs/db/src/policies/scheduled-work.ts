@@ -9,8 +9,7 @@ import { loadGrants } from "./grants";
  * does; each firing acts with the owner's current privileges, and is suspended when the owner lacks them.
  */
 export type ScheduledWork =
-  | { kind: "SCHEDULED_TEST"; urn: string }
-  | { kind: "RETENTION_POLICY"; id: string; urn: string };
+  { kind: "SCHEDULED_TEST"; urn: string } | { kind: "RETENTION_POLICY"; id: string; urn: string };
 
 /**
  * What a scheduled test's firing needs of its owner besides what its actions write (privilegesOfActions): runTest's
@@ -44,11 +43,7 @@ export async function schedulesOwnedBy(tx: Prisma.TransactionClient, ownerUrn: s
  * `max` (MAX_SCHEDULES_PER_USER). Call after `lockScheduleOwner`, before the write, for work the user does not own
  * yet as a schedule.
  */
-export async function requireScheduleRoom(
-  tx: Prisma.TransactionClient,
-  ownerUrn: string,
-  max: number,
-): Promise<void> {
+export async function requireScheduleRoom(tx: Prisma.TransactionClient, ownerUrn: string, max: number): Promise<void> {
   const owned = await schedulesOwnedBy(tx, ownerUrn);
   if (owned >= max) {
     throw conflict(

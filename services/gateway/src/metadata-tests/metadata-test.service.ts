@@ -95,10 +95,7 @@ export class MetadataTestService {
     private readonly prisma: PrismaClient,
     private readonly engine: PolicyEngine,
     private readonly registry: EntityRegistry,
-    private readonly config: Pick<
-      Config,
-      "URN_NAMESPACE" | "SCHEDULE_MIN_INTERVAL_SECONDS" | "MAX_SCHEDULES_PER_USER"
-    >,
+    private readonly config: Pick<Config, "URN_NAMESPACE" | "SCHEDULE_MIN_INTERVAL_SECONDS" | "MAX_SCHEDULES_PER_USER">,
     /** the tests' BullMQ job schedulers: kept in step with each write; the evaluation workers reconcile them too */
     private readonly schedules?: TestSchedules,
     private readonly logger?: Logger,

@@ -118,10 +118,7 @@ export class RetentionService {
     private readonly truncation: TruncationService,
     private readonly schedules: RetentionSchedules,
     private readonly logger: Logger,
-    private readonly config: Pick<
-      Config,
-      "URN_NAMESPACE" | "SCHEDULE_MIN_INTERVAL_SECONDS" | "MAX_SCHEDULES_PER_USER"
-    >,
+    private readonly config: Pick<Config, "URN_NAMESPACE" | "SCHEDULE_MIN_INTERVAL_SECONDS" | "MAX_SCHEDULES_PER_USER">,
   ) {
     this.tasks = new TaskLifecycle(db, logger);
   }
