@@ -254,19 +254,18 @@ export class TaskLifecycle {
 
   /**
    * requestCancel's first half for every waiting or active task `createdBy` created, in the caller's transaction (an
-   * incident response's, with its audit rows): each is marked cancelRequested. Answers them, oldest first, at most
-   * `limit` (all are marked); `settleCancel` then ends each waiting one at once, and a worker ends any other at its
-   * next checkpoint or claim.
+   * incident response's, with its audit rows): each is marked cancelRequested. Answers them, oldest first (a user's
+   * live tasks: bounded by its rate limits and the dedup of identical requests); `settleCancel` then ends each waiting
+   * one at once, and a worker ends any other at its next checkpoint or claim.
    */
-  async requestCancelAllIn(tx: Prisma.TransactionClient, createdBy: string, limit: number): Promise<TaskRow[]> {
+  async requestCancelAllIn(tx: Prisma.TransactionClient, createdBy: string): Promise<TaskRow[]> {
     return tx.$queryRawUnsafe<TaskRow[]>(
       `WITH marked AS (
          UPDATE task SET cancel_requested = true
           WHERE created_by = $1 AND state IN ('waiting', 'active') AND NOT cancel_requested
          RETURNING ${COLUMNS})
-       SELECT * FROM marked ORDER BY "createdAt", id LIMIT $2`,
+       SELECT * FROM marked ORDER BY "createdAt", id`,
       createdBy,
-      limit,
     );
   }
 

@@ -165,16 +165,11 @@ export class TaskService {
 
   /**
    * Asks every waiting or active task `createdBy` created to stop, in the caller's transaction, each with its
-   * `task.cancel` audit row (`bulk`); answers them (at most `limit`, oldest first; all are asked). After the commit,
-   * `settleCancelled` takes the waiting ones off the queue at once; running ones stop at their worker's next checkpoint.
+   * `task.cancel` audit row (`bulk`); answers them, oldest first. After the commit, `settleCancelled` takes the waiting
+   * ones off the queue at once; running ones stop at their worker's next checkpoint.
    */
-  async cancelAllCreatedBy(
-    tx: Prisma.TransactionClient,
-    actor: Actor,
-    createdBy: string,
-    limit: number,
-  ): Promise<TaskRow[]> {
-    const rows = await this.tasks.requestCancelAllIn(tx, createdBy, limit);
+  async cancelAllCreatedBy(tx: Prisma.TransactionClient, actor: Actor, createdBy: string): Promise<TaskRow[]> {
+    const rows = await this.tasks.requestCancelAllIn(tx, createdBy);
     for (const row of rows) {
       await recordAudit(tx, actor, "task.cancel", taskUrn(this.urnNamespace, row.id), {
         type: row.type,

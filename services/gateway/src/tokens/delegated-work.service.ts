@@ -112,11 +112,13 @@ export class DelegatedWorkService {
 
     const { revokedTokenIds, tests, policies, tasks } = await this.db.prisma.$transaction(async (tx) => {
       const revoked = await this.store.revokeAllOfIn(tx, userUrn, actor);
-      if (!suspendWork) return { revokedTokenIds: revoked, tests: [], policies: [], tasks: [] };
-      const suspended = await this.suspendSchedulesOf(tx, actor, userUrn, reason);
-      const cancelled = await this.tasks.cancelAllCreatedBy(tx, actor, userUrn, MAX_DELEGATED_WORK);
+      const suspended = suspendWork
+        ? await this.suspendSchedulesOf(tx, actor, userUrn, reason)
+        : { tests: [], policies: [] };
+      const cancelled = suspendWork ? await this.tasks.cancelAllCreatedBy(tx, actor, userUrn) : [];
       await recordAudit(tx, actor, "actor.revokeAccess", userUrn, {
         tokens: revoked.length,
+        suspendWork,
         scheduledTests: suspended.tests.length,
         retentionPolicies: suspended.policies.length,
         tasks: cancelled.length,
@@ -124,10 +126,12 @@ export class DelegatedWorkService {
       });
       return { revokedTokenIds: revoked, ...suspended, tasks: cancelled };
     });
-    // The commit revokes; these only shorten every replica's caches and end waiting tasks now (never failing).
+    // The commit revokes; these only shorten every replica's caches and end waiting tasks now (never failing). The
+    // answer lists the first MAX_DELEGATED_WORK tasks; the rest are asked to stop all the same, and stop at their claim.
     if (revokedTokenIds.length > 0) await this.verifier.revokedAllOf(userUrn);
-    await this.tasks.settleCancelled(tasks);
-    const settled = await this.readTasks(tasks.map((t) => t.id));
+    const listed = tasks.slice(0, MAX_DELEGATED_WORK);
+    await this.tasks.settleCancelled(listed);
+    const settled = await this.readTasks(listed.map((t) => t.id));
     this.logger.info(
       { actor: actor.urn, user: userUrn, tokens: revokedTokenIds.length, work: tests.length + policies.length },
       "actor access revoked",
