@@ -295,6 +295,18 @@ describe("who scheduled work acts for", () => {
     await finishTasks();
   });
 
+  it("checks what a schedule needs against the request's own privileges: a scoped token's scopes leave it out", async () => {
+    const SCOPED = "urn:li:corpuser:scoped-scheduler";
+    await grant(h, SCOPED, ["MANAGE_TESTS", "EDIT_ENTITY_TAGS"]);
+    const scoped = await createToken(h, SCOPED, systemClientHeaders(ROOT), { scopes: ["MANAGE_TESTS"] });
+    const refused = await createTest("scoped-tagging", "0 11 * * *", bearer(scoped.token), TAGGING);
+    expect(refused.errors?.[0]?.extensions?.code).toBe("FORBIDDEN");
+    expect(refused.errors?.[0]?.message).toContain("need EDIT_ENTITY_TAGS");
+    expect(await h.prisma.metadataTest.findUnique({ where: { urn: "urn:li:test:scoped-tagging" } })).toBeNull();
+    // Without actions, MANAGE_TESTS (within the scopes) is all its runs need.
+    expect((await createTest("scoped-plain", "0 11 * * *", bearer(scoped.token))).errors).toBeUndefined();
+  });
+
   it("a retention policy acts for whoever last changed it, is suspended when they lose it, and a holder resumes it", async () => {
     const opsGrant = await grantPolicy(OPS, ["MANAGE_SYSTEM_OPERATIONS"]);
     const created = await ok<PolicyView>("createRetentionPolicy", CREATE_POLICY, {
