@@ -2,8 +2,8 @@
  * Retention policies against the real processes: two gateways and two truncation workers on one PostgreSQL and Redis.
  * CRUD and its refusals over GraphQL; a dry run answers truncateTimeseriesAspect's own report; a manual run is an
  * ordinary truncation task with exact counts; a schedule every second runs by itself through a worker, never twice at
- * once however many replicas; deleting the policy removes its schedule; a schedule whose creator lost
- * MANAGE_SYSTEM_OPERATIONS starts nothing (audited) until the privilege is back.
+ * once however many replicas; deleting the policy removes its schedule; a policy whose owner lost
+ * MANAGE_SYSTEM_OPERATIONS is suspended (audited) and starts nothing until a holder resumes it.
  */
 import { spawn } from "node:child_process";
 import path from "node:path";
@@ -40,6 +40,8 @@ interface Policy {
   lastTaskId: string | null;
   lastTaskState: string | null;
   createdBy: string;
+  ownerUrn: string;
+  suspendedAt: number | null;
 }
 interface TaskStatus {
   taskId: string;
@@ -55,7 +57,8 @@ interface TaskStatus {
 
 const MDP = path.resolve(__dirname, "..", "..", "cli", "bin", "mdp.cjs");
 
-const POLICY_FIELDS = "urn entityType aspect retainDays cron nextRunTime lastTaskId lastTaskState createdBy";
+const POLICY_FIELDS =
+  "urn entityType aspect retainDays cron nextRunTime lastTaskId lastTaskState createdBy ownerUrn suspendedAt";
 
 describe("retention policies (two gateways, two truncation workers)", () => {
   let db: Awaited<ReturnType<typeof createTestDatabase>>;
@@ -130,7 +133,14 @@ describe("retention policies (two gateways, two truncation workers)", () => {
     database = createDatabase(db.url);
     const prefix = queuePrefix("e2e-retention");
     // A per-second cron below: the scheduler's own tests lower the shortest interval between firings.
-    env = { DATABASE_URL: db.url, REDIS_URL, QUEUE_PREFIX: prefix, SCHEDULE_MIN_INTERVAL_SECONDS: "1" };
+    // More schedules than the 100 policies the limit's test creates, all owned by the root user.
+    env = {
+      DATABASE_URL: db.url,
+      REDIS_URL,
+      QUEUE_PREFIX: prefix,
+      SCHEDULE_MIN_INTERVAL_SECONDS: "1",
+      MAX_SCHEDULES_PER_USER: "200",
+    };
     for (let i = 0; i < 2; i++) {
       const port = await freePort();
       urls.push(`http://127.0.0.1:${port}`);
@@ -413,63 +423,71 @@ describe("retention policies (two gateways, two truncation workers)", () => {
     expect((await tasksOf(policy.urn)).length).toBe(settled);
   }, 120_000);
 
-  it("starts nothing while the policy's creator lacks MANAGE_SYSTEM_OPERATIONS, audits it, and runs once regranted", async () => {
+  it("suspends a policy once its owner lacks MANAGE_SYSTEM_OPERATIONS, audited, until a holder resumes it", async () => {
     const OPS = "urn:li:corpuser:retention-ops";
-    const asRoot = <T>(field: string, query: string, variables: Record<string, unknown>) =>
-      ok<T>(field, query, variables);
-    const grantOps = () =>
-      asRoot<string>("createPolicy", `mutation($i: PolicyUpdateInput!) { createPolicy(input: $i) }`, {
-        i: { name: "ops", state: "ACTIVE", privileges: ["MANAGE_SYSTEM_OPERATIONS"], actors: { users: [OPS] } },
-      });
-    const grantUrn = await grantOps();
-    // Created by OPS (a daily cron, so nothing fires yet).
+    const grantUrn = await ok<string>("createPolicy", `mutation($i: PolicyUpdateInput!) { createPolicy(input: $i) }`, {
+      i: { name: "ops", state: "ACTIVE", privileges: ["MANAGE_SYSTEM_OPERATIONS"], actors: { users: [OPS] } },
+    });
+    // Created by OPS, firing every second: its runs act for OPS.
     const res = await fetch(`${urls[0]}/api/graphql`, {
       method: "POST",
       headers: systemClient(OPS),
       body: JSON.stringify({
         query: `mutation($i: CreateRetentionPolicyInput!) { createRetentionPolicy(input: $i) { ${POLICY_FIELDS} } }`,
-        variables: { i: { entityType: "dataset", aspect: "datasetProfile", retainDays: 1, cron: "0 3 * * *" } },
+        variables: { i: { entityType: "dataset", aspect: "datasetProfile", retainDays: 1, cron: "* * * * * *" } },
       }),
     });
     const created = (await res.json()) as GraphQLAnswer;
     if (created.errors) throw new Error(JSON.stringify(created.errors));
     const policy = created.data!.createRetentionPolicy as Policy;
-    expect(policy.createdBy).toBe(OPS);
+    expect(policy).toMatchObject({ createdBy: OPS, ownerUrn: OPS });
+    await waitFor("a run in the owner's name", async () => (await tasksOf(policy.urn)).length > 0, 30_000);
+    expect((await tasksOf(policy.urn))[0]).toMatchObject({ createdBy: OPS });
 
-    // OPS leaves (its grant is deleted); the root user makes the schedule fire every second. The firings still act
-    // for the creator, who no longer may: each is refused and audited, and no task starts.
-    await asRoot("deletePolicy", `mutation($u: String!) { deletePolicy(urn: $u) }`, { u: grantUrn });
-    await asRoot(
-      "updateRetentionPolicy",
-      `mutation($u: String!) { updateRetentionPolicy(urn: $u, input: {cron: "* * * * * *"}) { urn } }`,
-      {
-        u: policy.urn,
-      },
-    );
-    const refusals = async () =>
+    // OPS leaves (its grant is deleted): the next firing suspends the policy, audited, and shows it.
+    await ok("deletePolicy", `mutation($u: String!) { deletePolicy(urn: $u) }`, { u: grantUrn });
+    const suspensions = async () =>
       (
         await database.pool.query<{ actor_urn: string; details: Record<string, unknown> }>(
-          `SELECT actor_urn, details FROM audit_event WHERE action = 'retentionPolicy.run.refused' AND target_urn = $1`,
+          `SELECT actor_urn, details FROM audit_event WHERE action = 'retentionPolicy.suspended' AND target_urn = $1`,
           [policy.urn],
         )
       ).rows;
-    await waitFor("two refused firings", async () => (await refusals()).length >= 2, 30_000);
-    expect((await refusals())[0]).toEqual({
-      actor_urn: OPS,
-      details: { missingPrivilege: "MANAGE_SYSTEM_OPERATIONS", trigger: "schedule", via: "retention-schedule" },
-    });
-    expect(await tasksOf(policy.urn)).toEqual([]);
-    expect(await get(policy.urn)).toMatchObject({ lastTaskId: null, cron: "* * * * * *" });
-    expect(await scheduleQueue.getJobSchedulersCount()).toBeGreaterThanOrEqual(1);
+    await waitFor("the suspension", async () => (await suspensions()).length > 0, 30_000);
+    expect(await suspensions()).toEqual([
+      {
+        actor_urn: OPS,
+        details: { missingPrivileges: ["MANAGE_SYSTEM_OPERATIONS"], trigger: "schedule", via: "retention-schedule" },
+      },
+    ]);
+    expect(await get(policy.urn)).toMatchObject({ ownerUrn: OPS, suspendedAt: expect.any(Number) });
+    await waitFor("the runs of before to end", async () =>
+      (await tasksOf(policy.urn)).every((t) => ["completed", "failed", "cancelled"].includes(t.state)),
+    );
+    const before = (await tasksOf(policy.urn)).length;
+    // Two more firings start nothing and write nothing.
+    const skipped = async () =>
+      (await scheduleQueue.getCompleted(0, 10_000)).filter(
+        (job) =>
+          policy.urn.endsWith((job.data as { policyId: string }).policyId) &&
+          (job.returnvalue as { skipped?: string } | null)?.skipped === "SUSPENDED",
+      ).length;
+    await waitFor("two firings of the suspended policy", async () => (await skipped()) >= 2, 30_000);
+    expect(await tasksOf(policy.urn)).toHaveLength(before);
+    expect(await suspensions()).toHaveLength(1);
 
-    // Regranted: the same schedule runs again, as before, in the creator's name.
-    await grantOps();
+    // The root user resumes it and owns it: the same schedule runs again, in the root user's name.
+    const resumed = await ok<Policy>(
+      "resumeRetentionPolicy",
+      `mutation($u: String!) { resumeRetentionPolicy(urn: $u) { ${POLICY_FIELDS} } }`,
+      { u: policy.urn },
+    );
+    expect(resumed).toMatchObject({ ownerUrn: ROOT, suspendedAt: null });
     await waitFor(
-      "a run after the regrant",
-      async () => (await get(policy.urn))?.lastTaskState === "completed",
+      "a run after the resumption",
+      async () => (await tasksOf(policy.urn)).some((t) => t.createdBy === ROOT && t.state === "completed"),
       30_000,
     );
-    expect((await tasksOf(policy.urn))[0]).toMatchObject({ createdBy: OPS, state: "completed" });
     expect(await remove(policy.urn)).toBe(true);
   }, 120_000);
 

@@ -18,12 +18,25 @@ interface Policy {
   lastTaskId: string | null;
   lastTaskState: string | null;
   createdBy: string;
+  /** whom its scheduled runs act for */
+  ownerUrn: string;
+  suspendedAt: number | null;
+  suspendedReason: string | null;
   createdAt: number;
   updatedAt: number;
 }
 
 const FIELDS =
-  "urn entityType aspect retainDays cron nextRunTime lastTaskId lastTaskState createdBy createdAt updatedAt";
+  "urn entityType aspect retainDays cron nextRunTime lastTaskId lastTaskState createdBy ownerUrn suspendedAt " +
+  "suspendedReason createdAt updatedAt";
+
+/** When the schedule fires next, or that it is suspended (its firings start nothing until resumed). */
+const nextRun = (policy: Policy) =>
+  policy.suspendedAt !== null
+    ? `suspended since ${formatTime(policy.suspendedAt)}`
+    : policy.nextRunTime === null
+      ? "not scheduled yet"
+      : formatTime(policy.nextRunTime);
 
 function printPolicy(policy: Policy, json: boolean | undefined): void {
   if (json) return printJson(policy);
@@ -32,9 +45,11 @@ function printPolicy(policy: Policy, json: boolean | undefined): void {
     ["aspect", `${policy.entityType}/${policy.aspect}`],
     ["keeps", `${policy.retainDays} day(s)`],
     ["cron (UTC)", policy.cron],
-    ["next run", policy.nextRunTime === null ? "not scheduled yet" : formatTime(policy.nextRunTime)],
+    ["next run", nextRun(policy)],
+    ...(policy.suspendedReason ? [["suspended", policy.suspendedReason] as [string, string]] : []),
     ["last task", policy.lastTaskId ? `${policy.lastTaskId} (${policy.lastTaskState ?? "gone"})` : "-"],
     ["created by", policy.createdBy],
+    ["runs as", policy.ownerUrn],
   ]);
 }
 
@@ -87,14 +102,15 @@ Examples:
       );
       if (globalsOf(command).json) return printJson(page);
       printTable(
-        ["policy", "aspect", "keeps", "cron (UTC)", "next run", "last task"],
+        ["policy", "aspect", "keeps", "cron (UTC)", "next run", "last task", "runs as"],
         page.retentionPolicies.map((p) => [
           p.urn,
           `${p.entityType}/${p.aspect}`,
           `${p.retainDays}d`,
           p.cron,
-          formatTime(p.nextRunTime),
+          p.suspendedAt !== null ? "SUSPENDED" : formatTime(p.nextRunTime),
           p.lastTaskId ? `${p.lastTaskId} (${p.lastTaskState ?? "gone"})` : "-",
+          p.ownerUrn,
         ]),
       );
       printLine(pageLine(page.start, page.retentionPolicies.length, page.total, "retention policies"));

@@ -119,18 +119,19 @@ schedule: {cron: '0 3 * * *'}: it then runs by itself (runTest with push) and it
             description: string | null;
             state: string;
             onTypes: string[];
-            schedule: { cron: string; nextRunAt: number | null } | null;
+            schedule: { cron: string; nextRunAt: number | null; suspendedAt: number | null } | null;
             createdBy: string;
+            ownerUrn: string;
             updatedAt: number;
           }>;
         };
       }>(
-        "query($input: ListTestsInput!) { listTests(input: $input) { start count total tests { urn name category description state onTypes schedule { cron nextRunAt } createdBy updatedAt } } }",
+        "query($input: ListTestsInput!) { listTests(input: $input) { start count total tests { urn name category description state onTypes schedule { cron nextRunAt suspendedAt } createdBy ownerUrn updatedAt } } }",
         { input: { start: options.start, count: options.count, query: options.query } },
       );
       if (globalsOf(command).json) return printJson(page);
       printTable(
-        ["test", "name", "category", "state", "on", "schedule (UTC)", "updated"],
+        ["test", "name", "category", "state", "on", "schedule (UTC)", "runs as", "updated"],
         page.tests.map((t) => [
           t.urn,
           t.name,
@@ -138,8 +139,11 @@ schedule: {cron: '0 3 * * *'}: it then runs by itself (runTest with push) and it
           t.state,
           t.onTypes.join(", "),
           t.schedule
-            ? `${t.schedule.cron}${t.schedule.nextRunAt ? `, next ${formatTime(t.schedule.nextRunAt)}` : ""}`
+            ? t.schedule.suspendedAt !== null
+              ? `${t.schedule.cron}, SUSPENDED`
+              : `${t.schedule.cron}${t.schedule.nextRunAt ? `, next ${formatTime(t.schedule.nextRunAt)}` : ""}`
             : "",
+          t.schedule ? t.ownerUrn : "",
           formatTime(t.updatedAt),
         ]),
       );

@@ -132,6 +132,11 @@ const schema = z.object({
    */
   SCHEDULE_MIN_INTERVAL_SECONDS: int(1, 86_400).default(60),
   /**
+   * schedules one user may own (scheduled tests and retention policies whose owner it is): each fires by itself, so
+   * the count bounds what one user sets running without being there
+   */
+  MAX_SCHEDULES_PER_USER: int(1, 10_000).default(20),
+  /**
    * the Apollo Sandbox page on a browser's GET of the GraphQL path; it loads Apollo's script from its CDN on the
    * gateway's origin, where the browser holds credentials for the whole API. Unset: on unless NODE_ENV=production
    */

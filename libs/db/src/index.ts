@@ -13,6 +13,7 @@ export * from "./audit";
 export * from "./audit-budget";
 export * from "./retention/retention-runs";
 export * from "./policies/grants";
+export * from "./policies/scheduled-work";
 // PrismaClient, the Prisma namespace (errors, input types, TransactionClient), every model type and enum.
 export * from "./generated/prisma/client";
 export {

@@ -12,3 +12,4 @@ export * from "./retention-schedules";
 export * from "./cron-schedules";
 export * from "./test-schedules";
 export * from "./test-runs";
+export * from "./rate-limits";

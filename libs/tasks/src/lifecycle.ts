@@ -23,6 +23,8 @@ export interface TaskRow {
   attemptsMade: number;
   cancelRequested: boolean;
   createdBy: string;
+  /** the access token its creator used; null: none (the system client, a schedule's firing) */
+  createdVia: string | null;
   createdAt: Date;
   startedAt: Date | null;
   finishedAt: Date | null;
@@ -120,6 +122,11 @@ export interface CreateTask {
   dedupKey?: string;
   progress: Record<string, unknown>;
   createdBy: string;
+  /**
+   * the access token its creator used (task.created_via), so that what a token set in motion can be found and stopped;
+   * absent for the system client and for a schedule's firing (which acts for its owner, not through a token)
+   */
+  createdVia?: string | null;
   /** what the log and errors call it ("a truncation task") */
   what: string;
   /** written in the same transaction as a new row (an audit record) */
@@ -169,6 +176,15 @@ export class TaskLifecycle {
     return rows[0] ?? null;
   }
 
+  /** The tasks of these ids that exist, in no particular order (one statement). */
+  async readMany(taskIds: readonly string[]): Promise<TaskRow[]> {
+    if (taskIds.length === 0) return [];
+    const { rows } = await this.pool.query<TaskRow>(`SELECT ${COLUMNS} FROM task WHERE id = ANY($1::text[])`, [
+      [...taskIds],
+    ]);
+    return rows;
+  }
+
   // ---- create ----------------------------------------------------------------------------------------------------
 
   /**
@@ -188,9 +204,10 @@ export class TaskLifecycle {
       }
       const id = randomUUID();
       await tx.$executeRaw`
-        INSERT INTO task (id, type, state, request, dedup_key, progress, created_by)
+        INSERT INTO task (id, type, state, request, dedup_key, progress, created_by, created_via)
         VALUES (${id}, ${input.type}::"TaskType", 'waiting', ${JSON.stringify(input.request)}::jsonb,
-                ${input.dedupKey ?? null}, ${JSON.stringify(input.progress)}::jsonb, ${input.createdBy})`;
+                ${input.dedupKey ?? null}, ${JSON.stringify(input.progress)}::jsonb, ${input.createdBy},
+                ${input.createdVia ?? null})`;
       await input.afterInsert?.(tx, id);
       return { taskId: id, existing: false };
     });
@@ -249,6 +266,32 @@ export class TaskLifecycle {
       return rows[0];
     });
     if (!task) return null;
+    await this.settleCancel(task, removeJob);
+    return this.read(taskId);
+  }
+
+  /**
+   * requestCancel's first half for every waiting or active task `createdBy` created, in the caller's transaction (an
+   * incident response's, with its audit rows): each is marked cancelRequested. Answers them, oldest first (a user's
+   * live tasks: bounded by its rate limits and the dedup of identical requests); `settleCancel` then ends each waiting
+   * one at once, and a worker ends any other at its next checkpoint or claim.
+   */
+  async requestCancelAllIn(tx: Prisma.TransactionClient, createdBy: string): Promise<TaskRow[]> {
+    return tx.$queryRawUnsafe<TaskRow[]>(
+      `WITH marked AS (
+         UPDATE task SET cancel_requested = true
+          WHERE created_by = $1 AND state IN ('waiting', 'active') AND NOT cancel_requested
+         RETURNING ${COLUMNS})
+       SELECT * FROM marked ORDER BY "createdAt", id`,
+      createdBy,
+    );
+  }
+
+  /**
+   * requestCancel's second half: a waiting task (or one whose worker is gone) ends cancelled now, its job taken off the
+   * queue where `removeJob` can; otherwise its attempt stops it (see requestCancel).
+   */
+  async settleCancel(task: TaskRow, removeJob: () => Promise<boolean>): Promise<void> {
     if (task.state === "waiting" || task.leaseLapsed) {
       // The row is the truth: whichever of this and a claim comes first wins (both lock the row), so the job need not
       // be gone for the task to end; removing it only spares the queue a delivery that would find the task finished.
@@ -256,10 +299,9 @@ export class TaskLifecycle {
       await this.pool.query(
         `UPDATE task SET state = 'cancelled', finished_at = now(), failed_reason = $2, ${CLEAR_LEASE}
           WHERE id = $1 AND (state = 'waiting' OR (state = 'active' AND ${LAPSED}))`,
-        [taskId, cancellationReason(task)],
+        [task.id, cancellationReason(task)],
       );
     }
-    return this.read(taskId);
   }
 
   // ---- worker transitions ----------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 /** A TaskRow's columns, with whether an active task's lease has lapsed (by PostgreSQL's clock). */
 export const COLUMNS = `id, type::text AS type, state::text AS state, request, dedup_key AS "dedupKey", progress, result,
   failed_reason AS "failedReason", attempts_made AS "attemptsMade", cancel_requested AS "cancelRequested",
-  created_by AS "createdBy", created_at AS "createdAt", started_at AS "startedAt", finished_at AS "finishedAt",
+  created_by AS "createdBy", created_via AS "createdVia", created_at AS "createdAt", started_at AS "startedAt", finished_at AS "finishedAt",
   lease_owner AS "leaseOwner", lease_expires_at AS "leaseExpiresAt",
   (state = 'active' AND (lease_expires_at IS NULL OR lease_expires_at <= clock_timestamp())) AS "leaseLapsed"`;
 

@@ -2,7 +2,15 @@ import { stopTelemetry } from "./instrument";
 import { createLogger, loadConfigOrExit } from "@mdp/core";
 import { createDatabase } from "@mdp/db";
 import * as prom from "prom-client";
-import { closeRedis, createRedis, createWorker, Producer, runUntilSignalled, WorkerMetrics } from "@mdp/queues";
+import {
+  closeRedis,
+  createRedis,
+  createWorker,
+  Producer,
+  RateLimits,
+  runUntilSignalled,
+  WorkerMetrics,
+} from "@mdp/queues";
 import { EvaluationTasks, TaskLifecycle, TaskReconciler } from "@mdp/tasks";
 import { evaluationGivenUp, evaluationHandler, evaluationsReconciled } from "./evaluation-handler";
 import { evaluationRegistry } from "./evaluation-metrics";
@@ -54,12 +62,15 @@ const producerConnection = createRedis(config.REDIS_URL, "worker");
 const producer = new Producer("evaluate", producerConnection, config.QUEUE_PREFIX);
 const reconciler = new TaskReconciler(tasks, evaluationsReconciled(producer), logger);
 reconciler.start();
-// Scheduled tests: their schedules' jobs become runTest tasks here; the schedulers are reconciled with the rows.
+// Scheduled tests: their schedules' jobs become runTest tasks here; the schedulers are reconciled with the rows. Each
+// firing counts against its owner's runTest limit, on the gateway's keys.
+const rateLimits = new RateLimits(RateLimits.connect(config, logger), config);
 const testSchedules = startTestSchedules({
   db,
   tasks,
   runs: producer,
   rootUserUrn: config.ROOT_USER_URN,
+  rateLimits,
   logger,
   connection,
   producerConnection,
@@ -78,6 +89,7 @@ runUntilSignalled({
   },
   resources: [
     () => testSchedules.stop(),
+    () => rateLimits.close(),
     async () => retention.stop(),
     async () => historyRetention.stop(),
     async () => reconciler.stop(),

@@ -1,6 +1,7 @@
 import type { Worker } from "bullmq";
-import type { Logger } from "@mdp/core";
-import { insertAuditEvent, scheduledActorMayRun, type Database } from "@mdp/db";
+import { AppError, type Logger, type Privilege } from "@mdp/core";
+import { insertAuditEvent, SCHEDULED_TEST_PRIVILEGE, suspendUnlessOwnerMay, type Database } from "@mdp/db";
+import { privilegesOfActions, type ParsedDefinition } from "@mdp/metadata-tests";
 import {
   createWorker,
   Producer,
@@ -8,6 +9,7 @@ import {
   TestSchedules,
   type JobHandler,
   type JobObserver,
+  type RateLimits,
   type RedisConnection,
 } from "@mdp/queues";
 import type { TaskLifecycle } from "@mdp/tasks";
@@ -19,53 +21,74 @@ export interface TestScheduleDeps {
   runs: Producer<"evaluate">;
   schedules: TestSchedules;
   logger: Logger;
-  /** ROOT_USER_URN: the root user's built-in policy counts when the creator's privileges are read */
+  /** ROOT_USER_URN: the root user's built-in policy counts when the owner's privileges are read */
   rootUserUrn: string;
+  /** the gateway's per-actor limits, on the same Redis keys: each firing is one of its owner's runTest calls */
+  rateLimits?: Pick<RateLimits, "consume">;
 }
 
 /** The audit's `via` of what a schedule did, where a request's says how its caller authenticated. */
 const VIA = "test-schedule";
 
-/** What runTest with push needs (services/gateway/src/metadata-tests/test-run.service.ts), checked at each firing. */
-export const SCHEDULED_TEST_PRIVILEGE = "MANAGE_TESTS";
+/** What a scheduled test's firing needs of its owner: runTest's privilege, and what its actions write. */
+export function scheduledTestNeeds(definition: unknown): Privilege[] {
+  const actions = (definition as Partial<ParsedDefinition> | null)?.actions;
+  return [SCHEDULED_TEST_PRIVILEGE, ...privilegesOfActions(actions)];
+}
 
 /**
  * A test's schedule fired: the test's run — runTest with push and the default batch size — created as runTest creates
  * it (TaskLifecycle.create with runTest's own dedup key, so a run still waiting or active, scheduled or not, is joined
  * rather than started twice), audited as `test.run` in the task's transaction, then queued. The run acts for the
- * test's creator (createdBy of the task and the audit row), and only while the creator still holds MANAGE_TESTS, read
- * from PostgreSQL at each firing: otherwise the firing starts nothing, audits `test.run.refused` and logs a warning,
- * and the schedule stays (it runs again once the creator regains the privilege). An INACTIVE test's schedule fires but
- * starts nothing (the schedule pauses with the test); a test deleted or unscheduled meanwhile has its leftover schedule
- * removed.
+ * test's owner — whoever last set its definition or schedule — with the owner's privileges read from PostgreSQL at
+ * each firing: MANAGE_TESTS and what its actions write. When the owner lacks any, the schedule is suspended
+ * (`test.schedule.suspended`, a warning) and this and later firings start nothing until a holder resumes it. Each run
+ * counts against the owner's RATE_LIMIT_TEST_RUNS_PER_MINUTE like a runTest call: a firing over it starts nothing and
+ * audits `test.run.rateLimited`. An INACTIVE test's schedule fires but starts nothing (the schedule pauses with the
+ * test); a test deleted or unscheduled meanwhile has its leftover schedule removed.
  */
 export function createTestScheduleHandler(deps: TestScheduleDeps): JobHandler<"testSchedule"> {
   return async ({ testUrn }) => {
     const test = await deps.db.prisma.metadataTest.findUnique({
       where: { urn: testUrn },
-      select: { urn: true, state: true, createdBy: true, scheduleCron: true },
+      select: { urn: true, state: true, scheduleCron: true, ownerUrn: true, suspendedAt: true, definition: true },
     });
     if (!test || test.scheduleCron === null) {
       await deps.schedules.setTest(testUrn, null);
       deps.logger.info({ test: testUrn }, "test is gone or unscheduled: removed its schedule");
       return { removedSchedule: true };
     }
+    // Suspended: nothing starts and nothing is written until someone who may resumes it.
+    if (test.suspendedAt !== null) return { skipped: "SUSPENDED" };
     if (test.state === "INACTIVE") return { skipped: "INACTIVE" };
-    const actorUrn = test.createdBy;
-    const mayRun = await scheduledActorMayRun(deps.db.prisma, {
-      actorUrn,
-      privilege: SCHEDULED_TEST_PRIVILEGE,
+    const ownerUrn = test.ownerUrn;
+    const check = await suspendUnlessOwnerMay(deps.db.prisma, {
+      work: { kind: "SCHEDULED_TEST", urn: test.urn },
+      ownerUrn,
+      needs: scheduledTestNeeds(test.definition),
       rootUserUrn: deps.rootUserUrn,
-      action: "test.run.refused",
-      targetUrn: test.urn,
+      action: "test.schedule.suspended",
       via: VIA,
     });
-    if (!mayRun) {
-      deps.logger.warn(
-        { test: test.urn, actor: actorUrn, missingPrivilege: SCHEDULED_TEST_PRIVILEGE },
-        "scheduled test run refused: its creator no longer holds the privilege; the schedule stays",
-      );
-      return { refused: SCHEDULED_TEST_PRIVILEGE };
+    if (!check.mayRun) {
+      if (check.suspended) {
+        deps.logger.warn(
+          { test: test.urn, owner: ownerUrn, missingPrivileges: check.missing },
+          "scheduled test suspended: its owner no longer holds what it needs",
+        );
+      }
+      return { suspended: check.missing };
+    }
+    const limited = await overLimit(deps, ownerUrn);
+    if (limited) {
+      await insertAuditEvent(deps.db.prisma, {
+        actorUrn: ownerUrn,
+        action: "test.run.rateLimited",
+        targetUrn: test.urn,
+        details: { ...limited, trigger: "schedule", via: VIA },
+      });
+      deps.logger.warn({ test: test.urn, owner: ownerUrn, ...limited }, "scheduled test run over its owner's limit");
+      return { rateLimited: limited.limit };
     }
     const { request, dedupKey } = runTestRequest(test.urn);
     const { taskId, existing } = await deps.tasks.create(
@@ -74,24 +97,39 @@ export function createTestScheduleHandler(deps: TestScheduleDeps): JobHandler<"t
         request,
         dedupKey,
         progress: { evaluated: 0, total: 0, passing: 0, failing: 0, notApplicable: 0, percent: 0 },
-        createdBy: actorUrn,
+        createdBy: ownerUrn,
         what: "a scheduled test run",
         afterInsert: (tx, id) =>
           insertAuditEvent(tx, {
-            actorUrn,
+            actorUrn: ownerUrn,
             action: "test.run",
             targetUrn: test.urn,
             details: { taskId: id, push: request.push, batchSize: request.batchSize, trigger: "schedule", via: VIA },
           }),
       },
       {
-        enqueue: (id) => deps.runs.enqueue(id, { ...request, taskId: id, actorUrn }),
+        enqueue: (id) => deps.runs.enqueue(id, { ...request, taskId: id, actorUrn: ownerUrn }),
         jobExists: async (id) => Boolean(await deps.runs.queue.getJob(id)),
       },
     );
     deps.logger.info({ test: test.urn, taskId, joined: existing }, "scheduled test run");
     return { taskId, joined: existing };
   };
+}
+
+/** The owner's runTest limit, counted for this firing: what the refusal says when it is spent, else undefined. */
+async function overLimit(
+  deps: TestScheduleDeps,
+  ownerUrn: string,
+): Promise<{ limit: string; perMinute: number } | undefined> {
+  try {
+    await deps.rateLimits?.consume({ urn: ownerUrn }, "testRuns");
+    return undefined;
+  } catch (error) {
+    if (!(error instanceof AppError) || error.code !== "TOO_MANY_REQUESTS") throw error;
+    const { limit, perMinute } = error.details as { limit: string; perMinute: number };
+    return { limit, perMinute };
+  }
 }
 
 /** How often each evaluation worker makes the job schedulers match the tests' schedules (and once at start). */

@@ -18,6 +18,7 @@ import { GroupService } from "./policies/group.service";
 import { PolicyEngine } from "./policies/policy-engine";
 import { PolicyService } from "./policies/policy.service";
 import { LastUsedRecorder } from "./tokens/last-used.recorder";
+import { DelegatedWorkService } from "./tokens/delegated-work.service";
 import { TokenService } from "./tokens/token.service";
 import { TokenStore } from "./tokens/token.store";
 import { TokenVerifier } from "./tokens/token.verifier";
@@ -107,6 +108,7 @@ export async function composeServices(config: Config, connections: Connections, 
     tasks,
     retention,
     rateLimits,
+    delegatedWork: new DelegatedWorkService(connections.db, engine, tokenStore, tokenVerifier, tasks, config, logger),
   };
   const ingestion = new IngestionService(connections.db, registry, aspects, timeseries, engine);
   // The invalidation bus's subscriber connection carries this gateway's evaluation replies too.

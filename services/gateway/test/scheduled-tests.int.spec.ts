@@ -3,8 +3,8 @@
  * workers (evaluate-tests and test-schedules, the evaluation worker's own handlers), real PostgreSQL and Redis: a test
  * with a per-second cron runs by itself as an ordinary runTest task and pushes; its results' transitions are recorded
  * only on change, with times; updating or deleting the test changes or removes its job scheduler; schedules converge
- * with the rows; a schedule whose creator lost MANAGE_TESTS starts nothing (audited) until the privilege is back; the
- * history's cap and retention prune; testResultHistory's privilege and bounds.
+ * with the rows; a schedule whose owner lost MANAGE_TESTS is suspended (audited) and starts nothing until a holder
+ * resumes it; the history's cap and retention prune; testResultHistory's privilege and bounds.
  */
 import { createLogger } from "@mdp/core";
 import { AspectRepository, inTransaction, loadGrants } from "@mdp/db";
@@ -164,7 +164,7 @@ describe("scheduled tests and result history", () => {
     expect(await h.prisma.retentionPolicy.count()).toBe(0);
   });
 
-  it("runs a scheduled test by itself as a runTest task of its creator, and records transitions only on change", async () => {
+  it("runs a scheduled test by itself as a runTest task of its owner, and records transitions only on change", async () => {
     // A per-second schedule, written straight to the row as an operator with a lower minimum would: the workers'
     // reconciliation gives it its job scheduler.
     const testUrn = await createScheduled("every-second", null);
@@ -220,7 +220,7 @@ describe("scheduled tests and result history", () => {
     expect(await transitions(testUrn)).toHaveLength(3);
   });
 
-  it("starts nothing while the test's creator lacks MANAGE_TESTS, audits each refusal, and runs again once regranted", async () => {
+  it("suspends the schedule once its owner lacks MANAGE_TESTS, audited, starting nothing until a holder resumes it", async () => {
     const grantLeaver = async () => {
       const body = await gql(`mutation($i: PolicyUpdateInput!) { createPolicy(input: $i) }`, {
         i: { name: "leaver tests", state: "ACTIVE", privileges: ["MANAGE_TESTS"], actors: { users: [LEAVER] } },
@@ -236,33 +236,50 @@ describe("scheduled tests and result history", () => {
     await h.prisma.metadataTest.update({ where: { urn: testUrn }, data: { scheduleCron: "* * * * * *" } });
     await schedulesWorker.reconcile();
 
-    const refusals = () =>
+    const suspensions = () =>
       h.prisma.auditEvent.findMany({
-        where: { action: "test.run.refused", targetUrn: testUrn },
+        where: { action: "test.schedule.suspended", targetUrn: testUrn },
         orderBy: { id: "asc" },
       });
-    const refused = await until("two refused firings", async () => {
-      const rows = await refusals();
-      return rows.length >= 2 ? rows : undefined;
+    const [suspension] = await until("the schedule's suspension", async () => {
+      const rows = await suspensions();
+      return rows.length > 0 ? rows : undefined;
     });
-    expect(refused[0]).toMatchObject({
+    expect(suspension).toMatchObject({
       actorUrn: LEAVER,
-      details: { missingPrivilege: "MANAGE_TESTS", trigger: "schedule", via: "test-schedule" },
+      details: { missingPrivileges: ["MANAGE_TESTS"], trigger: "schedule", via: "test-schedule" },
     });
-    // Nothing ran in the leaver's name, and the schedule is still there.
+    const shown = await gql(`query($urn: String!) { test(urn: $urn) { ownerUrn schedule { suspendedAt } } }`, {
+      urn: testUrn,
+    });
+    expect(shown.data?.test).toMatchObject({ ownerUrn: LEAVER, schedule: { suspendedAt: expect.any(Number) } });
+
+    // Regranted, the schedule stays suspended: later firings start nothing and write nothing.
+    await grantLeaver();
+    const skippedFirings = async () =>
+      (await schedules.queue.getCompleted(0, 10_000)).filter(
+        (job) =>
+          (job.data as { testUrn?: string }).testUrn === testUrn &&
+          (job.returnvalue as { skipped?: string } | null)?.skipped === "SUSPENDED",
+      ).length;
+    await until("two firings of the suspended schedule", async () =>
+      (await skippedFirings()) >= 2 ? true : undefined,
+    );
+    expect(await suspensions()).toHaveLength(1);
     expect(await runTasks(testUrn)).toEqual([]);
     expect(await h.prisma.auditEvent.count({ where: { action: "test.run", targetUrn: testUrn } })).toBe(0);
     expect(await schedules.queue.getJobScheduler(`test-${testScheduleId(testUrn)}`)).toMatchObject({
       pattern: "* * * * * *",
     });
 
-    // Regranted: the same schedule runs as before, in the leaver's name.
-    await grantLeaver();
-    const run = await until("a scheduled run after the regrant", async () =>
+    // A holder resumes it and owns it: the same schedule runs again, in the resumer's name.
+    const resumed = await gql(`mutation($urn: String!) { resumeTestSchedule(urn: $urn) }`, { urn: testUrn }, MANAGER);
+    expect(resumed.errors).toBeUndefined();
+    const run = await until("a scheduled run after the resumption", async () =>
       (await runTasks(testUrn)).find((t) => t.state === "completed"),
     );
-    expect(run.created_by).toBe(LEAVER);
-    expect((await gql(DELETE, { urn: testUrn }, LEAVER)).data?.deleteTest).toBe(true);
+    expect(run.created_by).toBe(MANAGER);
+    expect((await gql(DELETE, { urn: testUrn }, MANAGER)).data?.deleteTest).toBe(true);
   });
 
   it("keeps the job scheduler in step with create, update and delete, and converges with the rows", async () => {

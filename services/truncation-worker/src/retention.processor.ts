@@ -3,9 +3,10 @@ import { makeUrn, type Logger } from "@mdp/core";
 import {
   insertAuditEvent,
   recordRetentionRun,
+  RETENTION_POLICY_PRIVILEGE,
   retentionDedupKey,
   retentionRunRequest,
-  scheduledActorMayRun,
+  suspendUnlessOwnerMay,
   type Database,
 } from "@mdp/db";
 import {
@@ -26,7 +27,7 @@ export interface RetentionDeps {
   schedules: RetentionSchedules;
   logger: Logger;
   urnNamespace: string;
-  /** ROOT_USER_URN: the root user's built-in policy counts when the creator's privileges are read */
+  /** ROOT_USER_URN: the root user's built-in policy counts when the owner's privileges are read */
   rootUserUrn: string;
 }
 
@@ -34,19 +35,14 @@ export interface RetentionDeps {
 const VIA = "retention-schedule";
 
 /**
- * What runRetentionPolicy with dryRun false needs (services/gateway/src/operations/retention.service.ts; it implies
- * TRUNCATE_TIMESERIES_INDEX), checked at each firing.
- */
-export const RETENTION_RUN_PRIVILEGE = "MANAGE_SYSTEM_OPERATIONS";
-
-/**
  * A retention schedule fired: the policy's truncation task, cut at now − retainDays, created as a truncation request
  * creates one (TaskLifecycle.create with the policy's dedup key: while its previous task is waiting or active the run
  * joins it) with its audit rows and the policy's lastTaskId in the same transaction, then queued. The task is created
- * in the name of the policy's creator, and only while the creator still holds MANAGE_SYSTEM_OPERATIONS, read from
- * PostgreSQL at each firing: otherwise the firing starts nothing, audits `retentionPolicy.run.refused` and logs a
- * warning, and the schedule stays (it runs again once the creator regains the privilege). A policy deleted meanwhile
- * removes its leftover schedule.
+ * in the name of the policy's owner — whoever last created, changed or resumed it — with the owner's privileges read
+ * from PostgreSQL at each firing: when the owner no longer holds MANAGE_SYSTEM_OPERATIONS the policy is suspended
+ * (`retentionPolicy.suspended`, a warning) and this and later firings start nothing until a holder resumes it. (No
+ * per-actor limit counts truncations, so none counts these firings; the schedule's minimum interval bounds them.) A
+ * policy deleted meanwhile removes its leftover schedule.
  */
 export function createRetentionHandler(deps: RetentionDeps): JobHandler<"retention"> {
   return async ({ policyId }) => {
@@ -56,21 +52,26 @@ export function createRetentionHandler(deps: RetentionDeps): JobHandler<"retenti
       deps.logger.info({ policyId }, "retention policy is gone: removed its schedule");
       return { removedSchedule: true };
     }
+    // Suspended: nothing starts and nothing is written until someone who may resumes it.
+    if (policy.suspendedAt !== null) return { skipped: "SUSPENDED" };
     const policyUrn = makeUrn(deps.urnNamespace, "retentionPolicy", policy.id);
-    const mayRun = await scheduledActorMayRun(deps.db.prisma, {
-      actorUrn: policy.createdBy,
-      privilege: RETENTION_RUN_PRIVILEGE,
+    const actorUrn = policy.ownerUrn;
+    const check = await suspendUnlessOwnerMay(deps.db.prisma, {
+      work: { kind: "RETENTION_POLICY", id: policy.id, urn: policyUrn },
+      ownerUrn: actorUrn,
+      needs: [RETENTION_POLICY_PRIVILEGE],
       rootUserUrn: deps.rootUserUrn,
-      action: "retentionPolicy.run.refused",
-      targetUrn: policyUrn,
+      action: "retentionPolicy.suspended",
       via: VIA,
     });
-    if (!mayRun) {
-      deps.logger.warn(
-        { policy: policyUrn, actor: policy.createdBy, missingPrivilege: RETENTION_RUN_PRIVILEGE },
-        "retention run refused: the policy's creator no longer holds the privilege; the schedule stays",
-      );
-      return { refused: RETENTION_RUN_PRIVILEGE };
+    if (!check.mayRun) {
+      if (check.suspended) {
+        deps.logger.warn(
+          { policy: policyUrn, owner: actorUrn, missingPrivileges: check.missing },
+          "retention policy suspended: its owner no longer holds what it needs",
+        );
+      }
+      return { suspended: check.missing };
     }
     const request = retentionRunRequest(policy, policyUrn, Date.now());
     const { dryRun: _, ...operation } = request;
@@ -80,11 +81,10 @@ export function createRetentionHandler(deps: RetentionDeps): JobHandler<"retenti
         request,
         dedupKey: retentionDedupKey(policy.id),
         progress: { deleted: 0, toDelete: 0, batches: 0, percent: 0 },
-        createdBy: policy.createdBy,
+        createdBy: actorUrn,
         what: "a retention run's truncation task",
         afterInsert: async (tx, id) => {
           await recordRetentionRun(tx, policy.id, id);
-          const actorUrn = policy.createdBy;
           await insertAuditEvent(tx, {
             actorUrn,
             action: "timeseries.truncate",

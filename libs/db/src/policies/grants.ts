@@ -1,6 +1,5 @@
 import { PRIVILEGES, SYSTEM_ACTOR_URN, withImplied, type Privilege } from "@mdp/core";
 import type { Policy, PrismaClient } from "../generated/prisma/client";
-import { insertAuditEvent } from "../audit";
 
 export const ROOT_POLICY_URN = "urn:li:dataHubPolicy:root-user";
 
@@ -55,7 +54,7 @@ export function grantsFrom(policies: readonly Policy[], groups: readonly string[
 
 /**
  * The user's privileges as PostgreSQL has them now, uncached: what the gateway's PolicyEngine computes (it caches the
- * two reads and drops them on invalidation), and what a worker reads each time a schedule acts for a user.
+ * two reads and drops them on invalidation), and what a worker reads each time a schedule acts for its owner (scheduled-work.ts).
  */
 export async function loadGrants(
   prisma: Pick<PrismaClient, "policy" | "groupMember">,
@@ -67,34 +66,4 @@ export async function loadGrants(
     loadGroupsOf(prisma, userUrn),
   ]);
   return grantsFrom(policies, groups, userUrn);
-}
-
-/**
- * Before a schedule acts for `actorUrn`: whether the user still holds `privilege` (read now, uncached). When it does
- * not, writes the refusal's audit row (`action`, details naming the missing privilege) and answers false; the caller
- * then starts nothing. A user who lost the privilege, or was offboarded by removing it, stops acting through schedules
- * it created, without anyone having to find and delete them.
- */
-export async function scheduledActorMayRun(
-  prisma: PrismaClient,
-  check: {
-    actorUrn: string;
-    privilege: Privilege;
-    rootUserUrn: string;
-    /** the refusal's audit action, `<thing>.run.refused` */
-    action: string;
-    targetUrn: string;
-    /** the audit's `via`: which kind of schedule fired */
-    via: string;
-  },
-): Promise<boolean> {
-  const grants = await loadGrants(prisma, check.actorUrn, check.rootUserUrn);
-  if (grants.has(check.privilege)) return true;
-  await insertAuditEvent(prisma, {
-    actorUrn: check.actorUrn,
-    action: check.action,
-    targetUrn: check.targetUrn,
-    details: { missingPrivilege: check.privilege, trigger: "schedule", via: check.via },
-  });
-  return false;
 }

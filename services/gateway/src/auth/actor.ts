@@ -14,3 +14,11 @@ export interface Actor extends Principal {
    */
   tokenExpiresAt?: number;
 }
+
+/**
+ * The owner columns of deferred work (a scheduled test, a retention policy) that `actor` sets: its user, and the token
+ * it used, so the work is found and suspended with that token's user (delegatedWork, revokeActorAccess).
+ */
+export function ownedBy(actor: Actor): { ownerUrn: string; ownerTokenId: string | null } {
+  return { ownerUrn: actor.urn, ownerTokenId: actor.tokenId ?? null };
+}

@@ -9,6 +9,7 @@ import type { TaskService } from "../operations/task.service";
 import type { GroupService } from "../policies/group.service";
 import type { PolicyEngine } from "../policies/policy-engine";
 import type { PolicyService } from "../policies/policy.service";
+import type { DelegatedWorkService } from "../tokens/delegated-work.service";
 import type { TokenService } from "../tokens/token.service";
 
 /** The domain services resolvers call; built once per process. */
@@ -24,6 +25,7 @@ export interface Services {
   tasks: TaskService;
   retention: RetentionService;
   rateLimits: RateLimits;
+  delegatedWork: DelegatedWorkService;
 }
 
 export interface GraphQLContext {

@@ -1,6 +1,7 @@
 import { refuseUnstorable } from "@mdp/core";
 import type { GraphQLContext } from "./context";
 import { Long } from "./modules/scalars";
+import { delegatedWorkResolvers, delegatedWorkTypeDefs } from "./modules/delegated-work.graphql";
 import { policyResolvers, policyTypeDefs } from "./modules/policies.graphql";
 import { retentionResolvers, retentionTypeDefs } from "./modules/retention.graphql";
 import { taskResolvers, taskTypeDefs } from "./modules/tasks.graphql";
@@ -39,7 +40,15 @@ const rootResolvers = {
   },
 };
 
-export const typeDefs = [rootTypeDefs, tokenTypeDefs, policyTypeDefs, testTypeDefs, taskTypeDefs, retentionTypeDefs];
+export const typeDefs = [
+  rootTypeDefs,
+  tokenTypeDefs,
+  policyTypeDefs,
+  testTypeDefs,
+  taskTypeDefs,
+  retentionTypeDefs,
+  delegatedWorkTypeDefs,
+];
 type Resolver = (parent: unknown, args: Record<string, unknown>, ...rest: unknown[]) => unknown;
 
 /** Every query and mutation refuses arguments holding what cannot be stored, naming the argument (see refuseUnstorable). */
@@ -68,4 +77,5 @@ export const resolvers = [
   refusingUnstorable(testResolvers),
   refusingUnstorable(taskResolvers),
   refusingUnstorable(retentionResolvers),
+  refusingUnstorable(delegatedWorkResolvers),
 ];

@@ -1,5 +1,5 @@
 import { forbidden } from "@mdp/core";
-import { privilegeOfAction, privilegesLacking, sameJson, type TestActions } from "@mdp/metadata-tests";
+import { privilegeOfAction, privilegesLacking, type TestActions } from "@mdp/metadata-tests";
 import type { Actor } from "../auth/actor";
 import type { PolicyEngine } from "../policies/policy-engine";
 
@@ -27,18 +27,4 @@ export async function requireActionPrivileges(
   const granted = await engine.grantsOf(actor.urn);
   const why = missing.every((p) => granted.has(p)) ? "which its access token leaves out" : "which it does not hold";
   throw forbidden(`${actor.urn} is unauthorized to save these test actions: they need ${needs.join(", ")}, ${why}.`);
-}
-
-/**
- * Whether an update makes the caller the one the test's actions act for, so that requireActionPrivileges applies: it
- * changes the definition (the rules decide which entities the actions write to) or sets a schedule (which pushes
- * them by itself). Edits of the name, category, description or state, or removing the schedule, leave the actions
- * as their owner set them and need none of their privileges.
- */
-export function setsWhatActionsDo(
-  stored: { definition: unknown; scheduleCron: string | null },
-  next: { definition: unknown; scheduleCron?: string | null },
-): boolean {
-  if (!sameJson(stored.definition, next.definition)) return true;
-  return typeof next.scheduleCron === "string" && next.scheduleCron !== stored.scheduleCron;
 }

@@ -2,6 +2,8 @@ import { randomUUID } from "node:crypto";
 import {
   badInput,
   conflict,
+  forbidden,
+  missingFrom,
   notFound,
   parseUrnField,
   requireLength,
@@ -14,18 +16,27 @@ import {
   notFoundWhenMissing,
   isUniqueViolation,
   likeLiteral,
+  lockScheduleOwner,
+  requireScheduleRoom,
+  SCHEDULED_TEST_PRIVILEGE,
   type MetadataTest,
   type Prisma,
   type PrismaClient,
   type TestState,
 } from "@mdp/db";
-import { readTestResults, type FailedRule, type ParsedDefinition } from "@mdp/metadata-tests";
+import {
+  normalizedDefinitionText,
+  privilegesOfActions,
+  readTestResults,
+  type FailedRule,
+  type ParsedDefinition,
+} from "@mdp/metadata-tests";
 import { cronPatternProblem, MAX_CRON_LENGTH, type TestSchedules } from "@mdp/queues";
-import type { Actor } from "../auth/actor";
+import { ownedBy, type Actor } from "../auth/actor";
 import { recordAudit } from "../audit/audit.service";
 import { pageOf } from "../graphql/paging";
 import type { PolicyEngine } from "../policies/policy-engine";
-import { requireActionPrivileges, setsWhatActionsDo } from "./action-privileges";
+import { requireActionPrivileges } from "./action-privileges";
 import { acceptDefinition } from "./test-definition";
 import { unstorableTypes } from "./test-run.service";
 
@@ -76,7 +87,7 @@ export interface TestResultTransitionView {
 }
 
 /**
- * Metadata-test definitions (CONTRACT.md "Metadata tests (GraphQL)"): changes need MANAGE_TESTS and are audited in
+ * Metadata-test definitions (docs/api.md "Metadata tests"): changes need MANAGE_TESTS and are audited in
  * their own transaction; reads need VIEW_TESTS. There is no cache of tests anywhere: the evaluation worker reads them
  * from PostgreSQL for every evaluation, so a change here is what the very next evaluation uses.
  */
@@ -85,7 +96,7 @@ export class MetadataTestService {
     private readonly prisma: PrismaClient,
     private readonly engine: PolicyEngine,
     private readonly registry: EntityRegistry,
-    private readonly config: Pick<Config, "URN_NAMESPACE" | "SCHEDULE_MIN_INTERVAL_SECONDS">,
+    private readonly config: Pick<Config, "URN_NAMESPACE" | "SCHEDULE_MIN_INTERVAL_SECONDS" | "MAX_SCHEDULES_PER_USER">,
     /** the tests' BullMQ job schedulers: kept in step with each write; the evaluation workers reconcile them too */
     private readonly schedules?: TestSchedules,
     private readonly logger?: Logger,
@@ -99,9 +110,15 @@ export class MetadataTestService {
       generate: randomUUID,
     });
     const data = this.validate(input);
+    // Its actions will run for the caller, who owns it from now on (a schedule's firings need nothing more than
+    // MANAGE_TESTS, required above, and these).
     await requireActionPrivileges(this.engine, actor, actionsOf(data.definition));
     try {
       await this.prisma.$transaction(async (tx) => {
+        if (data.scheduleCron) {
+          await lockScheduleOwner(tx, actor.urn);
+          await requireScheduleRoom(tx, actor.urn, this.config.MAX_SCHEDULES_PER_USER);
+        }
         await tx.metadataTest.create({
           data: {
             urn,
@@ -109,8 +126,7 @@ export class MetadataTestService {
             state: data.state ?? "ACTIVE",
             scheduleCron: data.scheduleCron ?? null,
             createdBy: actor.urn,
-            ownerUrn: actor.urn,
-            ownerTokenId: actor.tokenId ?? null,
+            ...ownedBy(actor),
           },
         });
         await recordAudit(tx, actor, "test.create", urn, auditDetails(data));
@@ -129,22 +145,91 @@ export class MetadataTestService {
     const data = this.validate(input);
     await this.prisma
       .$transaction(async (tx) => {
-        const stored = await this.existing(tx, urn);
-        if (setsWhatActionsDo(stored, data)) {
-          await requireActionPrivileges(this.engine, actor, actionsOf(data.definition));
-        }
+        // Serializes with the actor's other schedule writes (the MAX_SCHEDULES_PER_USER count), then the row.
+        await lockScheduleOwner(tx, actor.urn);
+        const current = await this.existing(tx, urn, true);
         // An omitted state leaves the test as it is, so DataHub's clients (which know no state) cannot re-activate it;
         // an omitted schedule likewise stays (null removes it).
         const { state, scheduleCron, ...rest } = data;
+        const cron = scheduleCron !== undefined ? scheduleCron : current.scheduleCron;
+        // Whoever sets what the test does owns it from then on: its definition (rules, actions) or its schedule, or
+        // setting a scheduled test running again. A rename or a new description changes what it does in nothing.
+        const takesOver =
+          normalizedDefinitionText(current.definition as unknown as ParsedDefinition) !==
+            normalizedDefinitionText(data.definition as unknown as ParsedDefinition) ||
+          cron !== current.scheduleCron ||
+          (cron !== null && state === "ACTIVE" && current.state !== "ACTIVE");
+        // The new owner must be able to write what the actions write; a schedule's firings need nothing more.
+        if (takesOver) await requireActionPrivileges(this.engine, actor, actionsOf(data.definition));
+        if (takesOver && cron !== null) {
+          const ownedAlready = current.ownerUrn === actor.urn && current.scheduleCron !== null;
+          if (!ownedAlready) await requireScheduleRoom(tx, actor.urn, this.config.MAX_SCHEDULES_PER_USER);
+        }
         await tx.metadataTest.update({
           where: { urn },
-          data: { ...rest, ...(state && { state }), ...(scheduleCron !== undefined && { scheduleCron }) },
+          data: {
+            ...rest,
+            ...(state && { state }),
+            ...(scheduleCron !== undefined && { scheduleCron }),
+            ...(takesOver && { ...ownedBy(actor), suspendedAt: null, suspendedReason: null }),
+          },
         });
-        await recordAudit(tx, actor, "test.update", urn, auditDetails(data));
+        await recordAudit(tx, actor, "test.update", urn, {
+          ...auditDetails(data),
+          ...(takesOver && current.ownerUrn !== actor.urn && { previousOwner: current.ownerUrn }),
+        });
       })
       .catch(notFoundWhenMissing(`Test ${urn} does not exist`));
     if (data.scheduleCron !== undefined) await this.syncSchedule(urn, data.scheduleCron);
     return urn;
+  }
+
+  /**
+   * resumeTestSchedule: a suspended schedule runs again, for the caller, who becomes its owner (it must hold what the
+   * firings need: MANAGE_TESTS and what the test's actions write, and have room under MAX_SCHEDULES_PER_USER).
+   * Audited as `test.schedule.resume`. 409 when the test has no schedule or it is not suspended.
+   */
+  async resumeSchedule(actor: Actor, urn: string): Promise<MetadataTest> {
+    await this.engine.require(actor, SCHEDULED_TEST_PRIVILEGE, "resume scheduled tests");
+    parseUrnField("urn", urn, "test");
+    return this.prisma
+      .$transaction(async (tx) => {
+        await lockScheduleOwner(tx, actor.urn);
+        const current = await this.existing(tx, urn, true);
+        if (current.scheduleCron === null) throw conflict(`Test ${urn} has no schedule to resume`);
+        if (current.suspendedAt === null) throw conflict(`Test ${urn}'s schedule is not suspended`);
+        await this.requireScheduleNeeds(actor, current.definition, "resume this test's schedule");
+        if (current.ownerUrn !== actor.urn) {
+          await requireScheduleRoom(tx, actor.urn, this.config.MAX_SCHEDULES_PER_USER);
+        }
+        const resumed = await tx.metadataTest.update({
+          where: { urn },
+          data: { ...ownedBy(actor), suspendedAt: null, suspendedReason: null },
+        });
+        await recordAudit(tx, actor, "test.schedule.resume", urn, {
+          previousOwner: current.ownerUrn,
+          suspendedReason: current.suspendedReason,
+        });
+        return resumed;
+      })
+      .catch(notFoundWhenMissing(`Test ${urn} does not exist`));
+  }
+
+  /**
+   * A scheduled test's firings act for whoever sets it: that caller must hold, in this request (a scoped token's
+   * scopes included), what each firing will use — runTest's MANAGE_TESTS and the privilege of every aspect its actions
+   * write. Refused with 403 naming what is missing.
+   */
+  private async requireScheduleNeeds(actor: Actor, definition: unknown, operation: string): Promise<void> {
+    const actions = (definition as Partial<ParsedDefinition> | null)?.actions;
+    const needs = [SCHEDULED_TEST_PRIVILEGE, ...privilegesOfActions(actions)] as const;
+    const missing = missingFrom(await this.engine.privilegesOf(actor), needs);
+    if (missing.length > 0) {
+      throw forbidden(
+        `${actor.urn} is unauthorized to ${operation}: its runs act for you, and need ${missing.join(", ")}, ` +
+          `which you do not hold.`,
+      );
+    }
   }
 
   async delete(actor: Actor, urn: string): Promise<boolean> {
@@ -337,7 +422,9 @@ export class MetadataTestService {
     return cron;
   }
 
-  private async existing(tx: Prisma.TransactionClient, urn: string): Promise<MetadataTest> {
+  /** The test (`lock`: its row locked for the rest of the transaction); 404 when there is none. */
+  private async existing(tx: Prisma.TransactionClient, urn: string, lock = false): Promise<MetadataTest> {
+    if (lock) await tx.$queryRaw`SELECT 1 FROM metadata_test WHERE urn = ${urn} FOR UPDATE`;
     const test = await tx.metadataTest.findUnique({ where: { urn } });
     if (!test) throw notFound(`Test ${urn} does not exist`);
     return test;

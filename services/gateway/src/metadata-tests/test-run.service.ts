@@ -57,6 +57,7 @@ export class TestRunService {
         dedupKey, // a run being cancelled will not do what is asked again: not shared
         progress: { evaluated: 0, total: 0, passing: 0, failing: 0, notApplicable: 0, percent: 0 },
         createdBy: actor.urn,
+        createdVia: actor.tokenId ?? null,
         what: "a test run",
         afterInsert: (tx, id) => recordAudit(tx, actor, "test.run", input.urn, { taskId: id, push, batchSize }),
       },

@@ -11,11 +11,19 @@ import {
   type EntityRegistry,
   type Logger,
 } from "@mdp/core";
-import { retentionRunRequest, type Database, type Prisma, type RetentionPolicy } from "@mdp/db";
+import {
+  lockScheduleOwner,
+  requireScheduleRoom,
+  RETENTION_POLICY_PRIVILEGE,
+  retentionRunRequest,
+  type Database,
+  type Prisma,
+  type RetentionPolicy,
+} from "@mdp/db";
 import { cronPatternProblem, MAX_CRON_LENGTH, type RetentionSchedules } from "@mdp/queues";
 import { presentState, TaskLifecycle } from "@mdp/tasks";
 import { recordAudit } from "../audit/audit.service";
-import type { Actor } from "../auth/actor";
+import { ownedBy, type Actor } from "../auth/actor";
 import { pageOf } from "../graphql/paging";
 import { parseInput } from "../http/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
@@ -26,7 +34,7 @@ export const MAX_RETENTION_POLICIES = 100;
 /** The longest retention: 10 years (3,650 days of 86,400,000 ms); longer keeps everything anyway. */
 export const MAX_RETAIN_DAYS = 3650;
 
-const PRIVILEGE = "MANAGE_SYSTEM_OPERATIONS";
+const PRIVILEGE = RETENTION_POLICY_PRIVILEGE;
 const URN_TYPE = "retentionPolicy";
 
 const text = (what: string) =>
@@ -84,6 +92,11 @@ export interface RetentionPolicyView {
   lastTaskId: string | null;
   lastTaskState: string | null;
   createdBy: string;
+  /** whom its scheduled runs act for: whoever last created, changed or resumed it */
+  ownerUrn: string;
+  /** while suspended (its owner lost MANAGE_SYSTEM_OPERATIONS, or revokeActorAccess): when, and why */
+  suspendedAt: number | null;
+  suspendedReason: string | null;
   createdAt: number;
   updatedAt: number;
 }
@@ -105,7 +118,7 @@ export class RetentionService {
     private readonly truncation: TruncationService,
     private readonly schedules: RetentionSchedules,
     private readonly logger: Logger,
-    private readonly config: Pick<Config, "URN_NAMESPACE" | "SCHEDULE_MIN_INTERVAL_SECONDS">,
+    private readonly config: Pick<Config, "URN_NAMESPACE" | "SCHEDULE_MIN_INTERVAL_SECONDS" | "MAX_SCHEDULES_PER_USER">,
   ) {
     this.tasks = new TaskLifecycle(db, logger);
   }
@@ -128,8 +141,10 @@ export class RetentionService {
           `There are already ${MAX_RETENTION_POLICIES} retention policies, the limit; delete one before creating another.`,
         );
       }
+      await lockScheduleOwner(tx, actor.urn);
+      await requireScheduleRoom(tx, actor.urn, this.config.MAX_SCHEDULES_PER_USER);
       const created = await tx.retentionPolicy.create({
-        data: { id, ...data, createdBy: actor.urn, ownerUrn: actor.urn, ownerTokenId: actor.tokenId ?? null },
+        data: { id, ...data, createdBy: actor.urn, ...ownedBy(actor) },
       });
       await recordAudit(tx, actor, "retentionPolicy.create", this.urnOf(id), data);
       return created;
@@ -148,7 +163,12 @@ export class RetentionService {
       },
     ).input;
     const row = await this.db.prisma.$transaction(async (tx) => {
+      // Every field is what the policy does: whoever changes one owns it from then on (its runs act for them).
+      await lockScheduleOwner(tx, actor.urn);
       const current = await this.locked(tx, id, urn);
+      if (current.ownerUrn !== actor.urn) {
+        await requireScheduleRoom(tx, actor.urn, this.config.MAX_SCHEDULES_PER_USER);
+      }
       const entityType = changes.entityType ?? current.entityType;
       const data = {
         ...changes,
@@ -156,11 +176,45 @@ export class RetentionService {
           ? { aspect: this.aspectOf(entityType, changes.aspect ?? current.aspect) }
           : {}),
       };
-      const updated = await tx.retentionPolicy.update({ where: { id }, data });
-      await recordAudit(tx, actor, "retentionPolicy.update", urn, data);
+      const updated = await tx.retentionPolicy.update({
+        where: { id },
+        data: { ...data, ...ownedBy(actor), suspendedAt: null, suspendedReason: null },
+      });
+      await recordAudit(tx, actor, "retentionPolicy.update", urn, {
+        ...data,
+        ...(current.ownerUrn !== actor.urn && { previousOwner: current.ownerUrn }),
+      });
       return updated;
     });
     await this.schedule(row);
+    return (await this.views([row]))[0]!;
+  }
+
+  /**
+   * resumeRetentionPolicy: a suspended policy runs again on its schedule, for the caller, who becomes its owner (it
+   * holds MANAGE_SYSTEM_OPERATIONS, and has room under MAX_SCHEDULES_PER_USER). Audited as `retentionPolicy.resume`.
+   * 409 when the policy is not suspended.
+   */
+  async resume(actor: Actor, urn: string): Promise<RetentionPolicyView> {
+    await this.engine.require(actor, PRIVILEGE, "resume retention policies");
+    const id = this.idOf(urn);
+    const row = await this.db.prisma.$transaction(async (tx) => {
+      await lockScheduleOwner(tx, actor.urn);
+      const current = await this.locked(tx, id, urn);
+      if (current.suspendedAt === null) throw conflict(`Retention policy ${urn} is not suspended`);
+      if (current.ownerUrn !== actor.urn) {
+        await requireScheduleRoom(tx, actor.urn, this.config.MAX_SCHEDULES_PER_USER);
+      }
+      const resumed = await tx.retentionPolicy.update({
+        where: { id },
+        data: { ...ownedBy(actor), suspendedAt: null, suspendedReason: null },
+      });
+      await recordAudit(tx, actor, "retentionPolicy.resume", urn, {
+        previousOwner: current.ownerUrn,
+        suspendedReason: current.suspendedReason,
+      });
+      return resumed;
+    });
     return (await this.views([row]))[0]!;
   }
 
@@ -293,6 +347,9 @@ export class RetentionService {
         lastTaskId: row.lastTaskId,
         lastTaskState: task ? presentState(task).state : null,
         createdBy: row.createdBy,
+        ownerUrn: row.ownerUrn,
+        suspendedAt: row.suspendedAt?.getTime() ?? null,
+        suspendedReason: row.suspendedReason,
         createdAt: row.createdAt.getTime(),
         updatedAt: row.updatedAt.getTime(),
       };

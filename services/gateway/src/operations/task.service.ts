@@ -9,7 +9,7 @@ import {
   requireIdLength,
   type Logger,
 } from "@mdp/core";
-import type { Database } from "@mdp/db";
+import type { Database, Prisma } from "@mdp/db";
 import type { Producer } from "@mdp/queues";
 import { listTasks, presentState, TaskLifecycle, type TaskRow, type TaskType } from "@mdp/tasks";
 import { recordAudit } from "../audit/audit.service";
@@ -164,6 +164,39 @@ export class TaskService {
     );
     if (!after) throw new AppError("CONFLICT", `Task ${taskId} is already ${(await this.find(taskId)).state}`);
     return statusOf(after);
+  }
+
+  /**
+   * Asks every waiting or active task `createdBy` created to stop, in the caller's transaction, each with its
+   * `task.cancel` audit row (`bulk`); answers them, oldest first. After the commit, `settleCancelled` takes the waiting
+   * ones off the queue at once; running ones stop at their worker's next checkpoint.
+   */
+  async cancelAllCreatedBy(tx: Prisma.TransactionClient, actor: Actor, createdBy: string): Promise<TaskRow[]> {
+    const rows = await this.tasks.requestCancelAllIn(tx, createdBy);
+    for (const row of rows) {
+      await recordAudit(tx, actor, "task.cancel", taskUrn(this.urnNamespace, row.id), {
+        type: row.type,
+        state: row.state,
+        bulk: true,
+      });
+    }
+    return rows;
+  }
+
+  /** The tasks of these ids that exist (delegatedWork, revokeActorAccess's answer). */
+  readMany(taskIds: readonly string[]): Promise<TaskRow[]> {
+    return this.tasks.readMany(taskIds);
+  }
+
+  /** The second half of cancelAllCreatedBy, once its transaction committed; never fails (a worker stops the rest). */
+  async settleCancelled(rows: readonly TaskRow[]): Promise<void> {
+    for (const row of rows) {
+      await this.tasks
+        .settleCancel(row, () => this.removeWaitingJob(row.id))
+        .catch((error: unknown) => {
+          this.logger.warn({ taskId: row.id, err: (error as Error).message }, "could not end a cancelled task now");
+        });
+    }
   }
 
   /**

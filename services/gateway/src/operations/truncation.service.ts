@@ -112,6 +112,7 @@ export class TruncationService {
         dedupKey,
         progress: { deleted: 0, toDelete: 0, batches: 0, percent: 0 },
         createdBy: actor.urn,
+        createdVia: actor.tokenId ?? null,
         what: "a truncation task",
         // The new task and its audit row commit together; a request that joins an identical running task adds none.
         afterInsert: async (tx, id) => {

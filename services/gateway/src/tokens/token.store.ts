@@ -216,20 +216,23 @@ export class TokenStore {
    * commits is not affected.
    */
   async revokeAllOf(actorUrn: string, actor: Actor): Promise<string[]> {
-    return this.prisma.$transaction(async (tx) => {
-      const revoked = await tx.$queryRaw<Array<{ id: string }>>`
-        UPDATE access_token SET revoked_at = now(), revoked_by = ${actor.urn}
-         WHERE actor_urn = ${actorUrn} AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())
-        RETURNING id::text`;
-      const ids = revoked.map((row) => row.id);
-      const details = JSON.stringify(boundAuditDetails({ actorUrn, bulk: true, via: actor.via }));
-      await tx.$executeRaw`
-        INSERT INTO audit_event (actor_urn, action, target_urn, details)
-        SELECT ${actor.urn}, 'accessToken.revoke', urn, ${details}::jsonb
-          FROM unnest(${ids.map((id) => this.urnOf(id))}::text[]) AS urn`;
-      await recordAudit(tx, actor, "accessToken.revokeAll", actorUrn, { count: ids.length });
-      return ids;
-    });
+    return this.prisma.$transaction((tx) => this.revokeAllOfIn(tx, actorUrn, actor));
+  }
+
+  /** revokeAllOf in the caller's transaction (revokeActorAccess: with the suspension of the user's work). */
+  async revokeAllOfIn(tx: Prisma.TransactionClient, actorUrn: string, actor: Actor): Promise<string[]> {
+    const revoked = await tx.$queryRaw<Array<{ id: string }>>`
+      UPDATE access_token SET revoked_at = now(), revoked_by = ${actor.urn}
+       WHERE actor_urn = ${actorUrn} AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())
+      RETURNING id::text`;
+    const ids = revoked.map((row) => row.id);
+    const details = JSON.stringify(boundAuditDetails({ actorUrn, bulk: true, via: actor.via }));
+    await tx.$executeRaw`
+      INSERT INTO audit_event (actor_urn, action, target_urn, details)
+      SELECT ${actor.urn}, 'accessToken.revoke', urn, ${details}::jsonb
+        FROM unnest(${ids.map((id) => this.urnOf(id))}::text[]) AS urn`;
+    await recordAudit(tx, actor, "accessToken.revokeAll", actorUrn, { count: ids.length });
+    return ids;
   }
 
   /** `name`: a prepared statement of that name (for a statement whose text never changes). */

@@ -21,8 +21,20 @@ export const retentionTypeDefs = /* GraphQL */ `
     lastTaskId: String
     "That task's state, as getTaskStatus shows it."
     lastTaskState: TaskState
-    "who created the policy; scheduled runs' tasks are created in their name"
+    "who created the policy"
     createdBy: String!
+    """
+    whom its scheduled runs act for, and in whose name their tasks are created: whoever last created, changed or
+    resumed it, with their privileges as they are at each run
+    """
+    ownerUrn: String!
+    """
+    When the policy was suspended (epoch ms): its owner no longer held MANAGE_SYSTEM_OPERATIONS, or
+    revokeActorAccess. While set, its schedule starts nothing; resumeRetentionPolicy or an update clears it.
+    """
+    suspendedAt: Long
+    "Why it was suspended."
+    suspendedReason: String
     createdAt: Long!
     updatedAt: Long!
   }
@@ -75,6 +87,11 @@ export const retentionTypeDefs = /* GraphQL */ `
     running, if any).
     """
     runRetentionPolicy(urn: String!, dryRun: Boolean = true): String!
+    """
+    Resumes a suspended policy; the caller becomes its owner (room under MAX_SCHEDULES_PER_USER needed). CONFLICT
+    when it is not suspended.
+    """
+    resumeRetentionPolicy(urn: String!): RetentionPolicy!
   }
 `;
 
@@ -98,5 +115,7 @@ export const retentionResolvers = {
       ctx.services.retention.delete(ctx.actor, args.urn),
     runRetentionPolicy: (_: unknown, args: { urn: string; dryRun?: boolean | null }, ctx: GraphQLContext) =>
       ctx.services.retention.run(ctx.actor, args.urn, args.dryRun ?? true),
+    resumeRetentionPolicy: (_: unknown, args: { urn: string }, ctx: GraphQLContext) =>
+      ctx.services.retention.resume(ctx.actor, args.urn),
   },
 };

@@ -70,6 +70,13 @@ export const testTypeDefs = /* GraphQL */ `
     cron: String!
     "When it fires next (epoch ms, from its job scheduler); null while it has none or Redis cannot say."
     nextRunAt: Long
+    """
+    When the schedule was suspended (epoch ms): its owner no longer held what its runs need, or revokeActorAccess.
+    While set, firings start nothing; resumeTestSchedule (or an update that sets the schedule or definition) clears it.
+    """
+    suspendedAt: Long
+    "Why it was suspended."
+    suspendedReason: String
   }
 
   type Test {
@@ -81,9 +88,14 @@ export const testTypeDefs = /* GraphQL */ `
     definition: TestDefinition!
     "The entity types the test applies to, as the entity registry names them."
     onTypes: [String!]!
-    "Null when the test has no schedule. Runs are ordinary runTest tasks (push, batchSize 1000) created by createdBy."
+    "Null when the test has no schedule. Runs are ordinary runTest tasks (push, batchSize 1000) created by ownerUrn."
     schedule: TestSchedule
     createdBy: String!
+    """
+    Whom its deferred work acts for (schedule firings, actions): whoever last set its definition or schedule (or
+    resumed it). Each firing uses the owner's privileges as they are then.
+    """
+    ownerUrn: String!
     createdAt: Long!
     updatedAt: Long!
   }
@@ -171,6 +183,12 @@ export const testTypeDefs = /* GraphQL */ `
     the results are stored as each entity's testResults. Returns the task id: follow it with getTaskStatus.
     """
     runTest(urn: String!, push: Boolean = true, batchSize: Int = 1000): String!
+    """
+    Resumes a suspended schedule; the caller becomes the test's owner, so it must hold what the runs need
+    (MANAGE_TESTS and the privileges the test's actions write) and have room under MAX_SCHEDULES_PER_USER. Returns
+    the test's urn; CONFLICT when the schedule is not suspended.
+    """
+    resumeTestSchedule(urn: String!): String!
   }
 `;
 
@@ -184,7 +202,15 @@ export const testResolvers = {
     }),
     createdAt: (test: MetadataTest) => test.createdAt.getTime(),
     updatedAt: (test: MetadataTest) => test.updatedAt.getTime(),
-    schedule: (test: MetadataTest) => (test.scheduleCron === null ? null : { urn: test.urn, cron: test.scheduleCron }),
+    schedule: (test: MetadataTest) =>
+      test.scheduleCron === null
+        ? null
+        : {
+            urn: test.urn,
+            cron: test.scheduleCron,
+            suspendedAt: test.suspendedAt?.getTime() ?? null,
+            suspendedReason: test.suspendedReason,
+          },
   },
   TestSchedule: {
     nextRunAt: (schedule: { urn: string }, _: unknown, ctx: GraphQLContext) =>
@@ -215,5 +241,7 @@ export const testResolvers = {
       ctx.services.tests.delete(ctx.actor, args.urn),
     // Rate-limited by the test-run service, once the request has passed its checks.
     runTest: (_: unknown, args: RunTestInput, ctx: GraphQLContext) => ctx.services.testRuns.run(ctx.actor, args),
+    resumeTestSchedule: async (_: unknown, args: { urn: string }, ctx: GraphQLContext) =>
+      (await ctx.services.tests.resumeSchedule(ctx.actor, args.urn)).urn,
   },
 };

@@ -1,0 +1,121 @@
+import { conflict, type Privilege } from "@mdp/core";
+import type { Prisma, PrismaClient } from "../generated/prisma/client";
+import { insertAuditEvent } from "../audit";
+import { loadGrants } from "./grants";
+
+/**
+ * Deferred work that runs by itself for its owner (docs/scheduled-tests.md "Who a schedule acts for"): a scheduled
+ * test (metadata_test, by urn) or a retention policy (retention_policy, by id). The owner is whoever last set what it
+ * does; each firing acts with the owner's current privileges, and is suspended when the owner lacks them.
+ */
+export type ScheduledWork =
+  { kind: "SCHEDULED_TEST"; urn: string } | { kind: "RETENTION_POLICY"; id: string; urn: string };
+
+/**
+ * What a scheduled test's firing needs of its owner besides what its actions write (privilegesOfActions): runTest's
+ * privilege (services/gateway/src/metadata-tests/test-run.service.ts).
+ */
+export const SCHEDULED_TEST_PRIVILEGE = "MANAGE_TESTS" satisfies Privilege;
+/** What a retention policy's firing needs of its owner: runRetentionPolicy's (it implies TRUNCATE_TIMESERIES_INDEX). */
+export const RETENTION_POLICY_PRIVILEGE = "MANAGE_SYSTEM_OPERATIONS" satisfies Privilege;
+
+/** The longest suspension reason stored (the column's size). */
+export const MAX_SUSPENDED_REASON = 512;
+
+/**
+ * Serializes, per owner, the writes that may add to the schedules a user owns: the first statement of such a
+ * transaction, so that two concurrent creations cannot both pass `requireScheduleRoom` for the last place.
+ */
+export async function lockScheduleOwner(tx: Prisma.TransactionClient, ownerUrn: string): Promise<void> {
+  await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(${`schedule-owner:${ownerUrn}`}))`;
+}
+
+/** How many schedules the user owns: its scheduled tests (suspended or not) and its retention policies. */
+export async function schedulesOwnedBy(tx: Prisma.TransactionClient, ownerUrn: string): Promise<number> {
+  const [row] = await tx.$queryRaw<Array<{ owned: number }>>`
+    SELECT ((SELECT count(*) FROM metadata_test WHERE owner_urn = ${ownerUrn} AND schedule_cron IS NOT NULL)
+          + (SELECT count(*) FROM retention_policy WHERE owner_urn = ${ownerUrn}))::int AS owned`;
+  return row?.owned ?? 0;
+}
+
+/**
+ * Refuses (409 naming the limit and its setting) a write that would make `ownerUrn` own one more schedule than
+ * `max` (MAX_SCHEDULES_PER_USER). Call after `lockScheduleOwner`, before the write, for work the user does not own
+ * yet as a schedule.
+ */
+export async function requireScheduleRoom(tx: Prisma.TransactionClient, ownerUrn: string, max: number): Promise<void> {
+  const owned = await schedulesOwnedBy(tx, ownerUrn);
+  if (owned >= max) {
+    throw conflict(
+      `${ownerUrn} already owns ${owned} schedules (scheduled tests and retention policies), the limit of ${max} ` +
+        `(MAX_SCHEDULES_PER_USER); delete or unschedule one first.`,
+    );
+  }
+}
+
+export interface FiringCheck {
+  work: ScheduledWork;
+  ownerUrn: string;
+  /** what the firing needs of its owner (each with what implies it, as loadGrants answers) */
+  needs: readonly Privilege[];
+  rootUserUrn: string;
+  /** the suspension's audit action, e.g. `test.schedule.suspended` */
+  action: string;
+  /** the audit's `via`: which kind of schedule fired */
+  via: string;
+}
+
+/**
+ * Before a schedule acts for its owner: whether the owner holds everything it needs now (read from PostgreSQL,
+ * uncached). When it does not, the work is suspended — `suspended_at`, `suspended_reason` and the audit row (actor the
+ * owner, details naming the missing privileges) in one transaction — and the answer lists what is missing; the caller
+ * starts nothing. The update matches the owner it was read with and only unsuspended work, so an edit that changed the
+ * owner meanwhile, or a firing that suspended it first, is left alone (no second row).
+ */
+export async function suspendUnlessOwnerMay(
+  prisma: PrismaClient,
+  check: FiringCheck,
+): Promise<{ mayRun: true } | { mayRun: false; missing: Privilege[]; suspended: boolean }> {
+  const grants = await loadGrants(prisma, check.ownerUrn, check.rootUserUrn);
+  const missing = check.needs.filter((p) => !grants.has(p));
+  if (missing.length === 0) return { mayRun: true };
+  const reason = `Its owner ${check.ownerUrn} no longer holds ${missing.join(", ")}.`.slice(0, MAX_SUSPENDED_REASON);
+  const suspended = await prisma.$transaction(async (tx) => {
+    const changed = await suspendIn(tx, check.work, reason, check.ownerUrn);
+    if (!changed) return false;
+    await insertAuditEvent(tx, {
+      actorUrn: check.ownerUrn,
+      action: check.action,
+      targetUrn: check.work.urn,
+      details: { missingPrivileges: missing, trigger: "schedule", via: check.via },
+    });
+    return true;
+  });
+  return { mayRun: false, missing, suspended };
+}
+
+/**
+ * Marks the work suspended in the caller's transaction, unless it already is (or, with `ownerUrn`, its owner has
+ * changed); answers whether it changed it.
+ */
+export async function suspendIn(
+  tx: Prisma.TransactionClient,
+  work: ScheduledWork,
+  reason: string,
+  ownerUrn?: string,
+): Promise<boolean> {
+  const cut = reason.slice(0, MAX_SUSPENDED_REASON);
+  const now = new Date();
+  const where = { suspendedAt: null, ...(ownerUrn !== undefined && { ownerUrn }) };
+  const { count } =
+    work.kind === "SCHEDULED_TEST"
+      ? await tx.metadataTest.updateMany({
+          where: { urn: work.urn, ...where },
+          data: { suspendedAt: now, suspendedReason: cut },
+        })
+      : await tx.retentionPolicy.updateMany({
+          where: { id: work.id, ...where },
+          data: { suspendedAt: now, suspendedReason: cut },
+        });
+  return count > 0;
+}

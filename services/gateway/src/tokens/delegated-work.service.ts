@@ -1,0 +1,303 @@
+import {
+  badInput,
+  forbidden,
+  makeUrn,
+  parseUrnField,
+  requireIdLength,
+  requireLength,
+  type Config,
+  type Logger,
+} from "@mdp/core";
+import { MAX_SUSPENDED_REASON, type Database, type Prisma } from "@mdp/db";
+import { presentState, type TaskRow } from "@mdp/tasks";
+import { recordAudit } from "../audit/audit.service";
+import type { Actor } from "../auth/actor";
+import type { TaskService } from "../operations/task.service";
+import { taskUrn } from "../operations/task.service";
+import type { PolicyEngine } from "../policies/policy-engine";
+import type { TokenStore } from "./token.store";
+import type { TokenVerifier } from "./token.verifier";
+
+export type DelegatedWorkKind = "SCHEDULED_TEST" | "RETENTION_POLICY" | "TASK" | "ACCESS_TOKEN";
+
+/** One piece of work a user (or one of its tokens) set in motion, as delegatedWork and revokeActorAccess show it. */
+export interface DelegatedWork {
+  kind: DelegatedWorkKind;
+  urn: string;
+  /** whom it acts for: a schedule's owner, a task's creator, a token's minter */
+  ownerUrn: string;
+  /** the token it was set through: a schedule's last edit, a task's creation, the token a token was minted with */
+  viaTokenId: string | null;
+  /**
+   * a schedule: ACTIVE, INACTIVE (a test's state) or SUSPENDED; a task: its state as getTaskStatus shows it; a token:
+   * LIVE, EXPIRED or REVOKED
+   */
+  state: string;
+  suspendedAt: number | null;
+  suspendedReason: string | null;
+  /** a task asked to stop (it ends at its worker's next checkpoint); null for anything else */
+  cancelRequested: boolean | null;
+}
+
+export interface DelegatedWorkInput {
+  ownerUrn?: string | null;
+  tokenId?: string | null;
+  limit?: number | null;
+}
+
+export interface RevokeActorAccessInput {
+  actorUrn: string;
+  suspendWork?: boolean | null;
+  reason?: string | null;
+}
+
+/** delegatedWork's longest answer (docs/limits.md): schedules first, then tasks newest first, then tokens. */
+export const MAX_DELEGATED_WORK = 1000;
+export const DEFAULT_DELEGATED_WORK = 100;
+/** revokeActorAccess's reason, as given */
+export const MAX_REVOCATION_REASON = 256;
+
+/**
+ * Incident response (issue 26): what a user, or one of its tokens, set in motion — scheduled tests and retention
+ * policies it owns (or last set through that token), tasks it created (or created through that token), tokens minted
+ * with that token — and revoking a user's access with the work that would go on acting for it. A user may do either
+ * for itself with GENERATE_PERSONAL_ACCESS_TOKENS; another user's, or a token that is not its own, needs
+ * MANAGE_ACCESS_TOKENS (what revokeAccessTokens needs).
+ */
+export class DelegatedWorkService {
+  constructor(
+    private readonly db: Database,
+    private readonly engine: PolicyEngine,
+    private readonly store: TokenStore,
+    private readonly verifier: Pick<TokenVerifier, "revokedAllOf">,
+    private readonly tasks: TaskService,
+    private readonly config: Pick<Config, "URN_NAMESPACE">,
+    private readonly logger: Logger,
+  ) {}
+
+  async list(actor: Actor, input: DelegatedWorkInput): Promise<DelegatedWork[]> {
+    await this.engine.require(actor, "GENERATE_PERSONAL_ACCESS_TOKENS", "list delegated work");
+    const limit = input.limit ?? DEFAULT_DELEGATED_WORK;
+    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_DELEGATED_WORK) {
+      throw badInput(`input.limit must be a whole number from 1 to ${MAX_DELEGATED_WORK}`);
+    }
+    const ownerUrn = input.ownerUrn ?? undefined;
+    const tokenId = input.tokenId ?? undefined;
+    if (ownerUrn === undefined && tokenId === undefined) {
+      throw badInput("input: give ownerUrn, tokenId or both (the work of that user, or set through that token)");
+    }
+    if (ownerUrn !== undefined) parseUrnField("input.ownerUrn", ownerUrn, "corpuser");
+    if (tokenId !== undefined) requireIdLength("input.tokenId", tokenId);
+    await this.requireMayView(actor, ownerUrn, tokenId);
+    return this.find({ ownerUrn, tokenId }, limit);
+  }
+
+  /**
+   * revokeActorAccess: every live token acting for the user is revoked (as revokeAccessTokens), and with suspendWork
+   * (the default) the schedules it owns are suspended and the tasks it created that are waiting or running are asked
+   * to stop — in one transaction, each change with its audit row, plus `actor.revokeAccess` on the user. Then every
+   * replica is told of the revocation, and the cancelled tasks still waiting are taken off their queues.
+   */
+  async revokeActorAccess(actor: Actor, input: RevokeActorAccessInput) {
+    await this.engine.require(actor, "GENERATE_PERSONAL_ACCESS_TOKENS", "revoke access tokens");
+    const userUrn = input.actorUrn;
+    parseUrnField("input.actorUrn", userUrn, "corpuser");
+    if (userUrn !== actor.urn) {
+      await this.engine.require(actor, "MANAGE_ACCESS_TOKENS", "revoke the access tokens of other users");
+    }
+    const given = input.reason?.trim() ?? "";
+    requireLength("input.reason", given, { max: MAX_REVOCATION_REASON });
+    const suspendWork = input.suspendWork ?? true;
+    const reason = `revokeActorAccess by ${actor.urn}${given ? `: ${given}` : ""}`.slice(0, MAX_SUSPENDED_REASON);
+
+    const { revokedTokenIds, tests, policies, tasks } = await this.db.prisma.$transaction(async (tx) => {
+      const revoked = await this.store.revokeAllOfIn(tx, userUrn, actor);
+      const suspended = suspendWork
+        ? await this.suspendSchedulesOf(tx, actor, userUrn, reason)
+        : { tests: [], policies: [] };
+      const cancelled = suspendWork ? await this.tasks.cancelAllCreatedBy(tx, actor, userUrn) : [];
+      await recordAudit(tx, actor, "actor.revokeAccess", userUrn, {
+        tokens: revoked.length,
+        suspendWork,
+        scheduledTests: suspended.tests.length,
+        retentionPolicies: suspended.policies.length,
+        tasks: cancelled.length,
+        ...(given && { reason: given }),
+      });
+      return { revokedTokenIds: revoked, ...suspended, tasks: cancelled };
+    });
+    // The commit revokes; these only shorten every replica's caches and end waiting tasks now (never failing). The
+    // answer lists the first MAX_DELEGATED_WORK tasks; the rest are asked to stop all the same, and stop at their claim.
+    if (revokedTokenIds.length > 0) await this.verifier.revokedAllOf(userUrn);
+    const listed = tasks.slice(0, MAX_DELEGATED_WORK);
+    await this.tasks.settleCancelled(listed);
+    const settled = await this.readTasks(listed.map((t) => t.id));
+    this.logger.info(
+      { actor: actor.urn, user: userUrn, tokens: revokedTokenIds.length, work: tests.length + policies.length },
+      "actor access revoked",
+    );
+    return { revokedTokenIds, suspendedWork: [...tests, ...policies, ...settled] };
+  }
+
+  /** Suspends the user's schedules not suspended yet, each with its audit row, in the caller's transaction. */
+  private async suspendSchedulesOf(tx: Prisma.TransactionClient, actor: Actor, userUrn: string, reason: string) {
+    const now = new Date();
+    const tests = await tx.metadataTest.updateManyAndReturn({
+      where: { ownerUrn: userUrn, scheduleCron: { not: null }, suspendedAt: null },
+      data: { suspendedAt: now, suspendedReason: reason },
+    });
+    const policies = await tx.retentionPolicy.updateManyAndReturn({
+      where: { ownerUrn: userUrn, suspendedAt: null },
+      data: { suspendedAt: now, suspendedReason: reason },
+    });
+    const testWork = tests.map((t) => this.ofTest(t));
+    const policyWork = policies.map((p) => this.ofPolicy(p));
+    for (const work of testWork) {
+      await recordAudit(tx, actor, "test.schedule.suspended", work.urn, { reason, trigger: "revokeActorAccess" });
+    }
+    for (const work of policyWork) {
+      await recordAudit(tx, actor, "retentionPolicy.suspended", work.urn, { reason, trigger: "revokeActorAccess" });
+    }
+    return { tests: testWork, policies: policyWork };
+  }
+
+  /**
+   * Own work is the caller's to see (its urn, or a token acting for it or minted by it); anything else needs
+   * MANAGE_ACCESS_TOKENS, settled before whether the token exists is told.
+   */
+  private async requireMayView(actor: Actor, ownerUrn?: string, tokenId?: string): Promise<void> {
+    let own = ownerUrn === undefined || ownerUrn === actor.urn;
+    if (own && tokenId !== undefined) {
+      const token = await this.store.find(tokenId);
+      own = token !== null && (token.metadata.actorUrn === actor.urn || token.metadata.ownerUrn === actor.urn);
+    }
+    if (own || (await this.engine.has(actor, "MANAGE_ACCESS_TOKENS"))) return;
+    throw forbidden(
+      `${actor.urn} is unauthorized to list the delegated work of other users or their tokens: that needs ` +
+        `MANAGE_ACCESS_TOKENS.`,
+    );
+  }
+
+  /** Up to `limit` items, schedules first, then tasks and tokens newest first; each statement bounded by `limit`. */
+  private async find(by: { ownerUrn?: string; tokenId?: string }, limit: number): Promise<DelegatedWork[]> {
+    const { prisma } = this.db;
+    const { ownerUrn, tokenId } = by;
+    const owned = {
+      ...(ownerUrn !== undefined && { ownerUrn }),
+      ...(tokenId !== undefined && { ownerTokenId: tokenId }),
+    };
+    const tests = await prisma.metadataTest.findMany({
+      where: { ...owned, scheduleCron: { not: null } },
+      orderBy: [{ createdAt: "desc" }, { urn: "asc" }],
+      take: limit,
+    });
+    const policies = await prisma.retentionPolicy.findMany({
+      where: owned,
+      orderBy: [{ createdAt: "desc" }, { id: "asc" }],
+      take: limit,
+    });
+    const taskIds = await prisma.task.findMany({
+      where: {
+        ...(ownerUrn !== undefined && { createdBy: ownerUrn }),
+        ...(tokenId !== undefined && { createdVia: tokenId }),
+      },
+      orderBy: [{ createdAt: "desc" }, { id: "desc" }],
+      take: limit,
+      select: { id: true },
+    });
+    const tasks = await this.readTasks(taskIds.map((t) => t.id));
+    // access_token.parent_token_id is a uuid: another id was never a parent.
+    const tokens =
+      tokenId !== undefined && !UUID.test(tokenId)
+        ? []
+        : await prisma.accessToken.findMany({
+            where: {
+              ...(ownerUrn !== undefined && { ownerUrn }),
+              ...(tokenId !== undefined && { parentTokenId: tokenId }),
+            },
+            orderBy: [{ createdAt: "desc" }, { id: "desc" }],
+            take: limit,
+          });
+    const now = Date.now();
+    return [
+      ...tests.map((t) => this.ofTest(t)),
+      ...policies.map((p) => this.ofPolicy(p)),
+      ...tasks,
+      ...tokens.map((t): DelegatedWork => ({
+        kind: "ACCESS_TOKEN",
+        urn: this.store.urnOf(t.id),
+        ownerUrn: t.ownerUrn,
+        viaTokenId: t.parentTokenId,
+        state: t.revokedAt ? "REVOKED" : t.expiresAt && t.expiresAt.getTime() <= now ? "EXPIRED" : "LIVE",
+        suspendedAt: null,
+        suspendedReason: null,
+        cancelRequested: null,
+      })),
+    ].slice(0, limit);
+  }
+
+  /** The tasks of these ids as DelegatedWork, in the same order (one statement through @mdp/tasks' reads). */
+  private async readTasks(ids: readonly string[]): Promise<DelegatedWork[]> {
+    if (ids.length === 0) return [];
+    const rows = await this.tasks.readMany(ids);
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    return ids.flatMap((id) => {
+      const found = byId.get(id);
+      return found ? [this.ofTask(found)] : [];
+    });
+  }
+
+  private ofTask(row: TaskRow): DelegatedWork {
+    return {
+      kind: "TASK",
+      urn: taskUrn(this.config.URN_NAMESPACE, row.id),
+      ownerUrn: row.createdBy,
+      viaTokenId: row.createdVia,
+      state: presentState(row).state,
+      suspendedAt: null,
+      suspendedReason: null,
+      cancelRequested: row.cancelRequested,
+    };
+  }
+
+  private ofTest(test: {
+    urn: string;
+    ownerUrn: string;
+    ownerTokenId: string | null;
+    state: string;
+    suspendedAt: Date | null;
+    suspendedReason: string | null;
+  }): DelegatedWork {
+    return {
+      kind: "SCHEDULED_TEST",
+      urn: test.urn,
+      ownerUrn: test.ownerUrn,
+      viaTokenId: test.ownerTokenId,
+      state: test.suspendedAt ? "SUSPENDED" : test.state,
+      suspendedAt: test.suspendedAt?.getTime() ?? null,
+      suspendedReason: test.suspendedReason,
+      cancelRequested: null,
+    };
+  }
+
+  private ofPolicy(policy: {
+    id: string;
+    ownerUrn: string;
+    ownerTokenId: string | null;
+    suspendedAt: Date | null;
+    suspendedReason: string | null;
+  }): DelegatedWork {
+    return {
+      kind: "RETENTION_POLICY",
+      urn: makeUrn(this.config.URN_NAMESPACE, "retentionPolicy", policy.id),
+      ownerUrn: policy.ownerUrn,
+      viaTokenId: policy.ownerTokenId,
+      state: policy.suspendedAt ? "SUSPENDED" : "ACTIVE",
+      suspendedAt: policy.suspendedAt?.getTime() ?? null,
+      suspendedReason: policy.suspendedReason,
+      cancelRequested: null,
+    };
+  }
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
