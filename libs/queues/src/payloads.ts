@@ -28,6 +28,11 @@ export const evaluationItem = z.object({
   testUrns: z.array(z.string().min(1)).min(1).optional(),
   actorUrn: z.string().min(1),
   requestId,
+  /**
+   * Whether the caller may read the entities (GET_ENTITY, decided by the gateway from its cached privileges): only then
+   * do failed rules in its answer carry the values found. Absent (a gateway of an earlier version): not shown.
+   */
+  showValues: z.boolean().optional(),
 });
 
 /** Most requests in one evaluate job (the gateway puts at most 100 together). */
