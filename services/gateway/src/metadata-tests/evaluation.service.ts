@@ -10,7 +10,7 @@ import {
   type Logger,
 } from "@mdp/core";
 import type { Database } from "@mdp/db";
-import { JobFailedError, JobWaitTimeoutError } from "@mdp/queues";
+import { JobFailedError, JobWaitTimeoutError, ReplyChannelLostError } from "@mdp/queues";
 import { EvaluationTasks } from "@mdp/tasks";
 import type { Actor } from "../auth/actor";
 import { JsonText } from "../http/action-router";
@@ -82,12 +82,15 @@ export class EvaluationService {
     }
     await this.rateLimits.refuseIfSpent(actor, "evaluationTime");
     await this.rateLimits.consume(actor, "evaluations", request.urns.length);
+    // Failed rules show the values found only to a caller who may read the entity: decided here from the cached
+    // privileges (no read per request), carried in the job, so the worker never builds values for anyone else.
+    const showValues = await this.engine.has(actor, "GET_ENTITY");
     const taskId = randomUUID();
     let outcome: EvaluationOutcome;
     try {
       // The request's id travels in its item: the job that carries it is queued later, maybe in another request.
       const requestId = currentLogContext()?.requestId;
-      outcome = await this.batcher.submit({ taskId, ...request, actorUrn: actor.urn, requestId });
+      outcome = await this.batcher.submit({ taskId, ...request, actorUrn: actor.urn, requestId, showValues });
     } catch (error) {
       throw await this.explain(actor, taskId, request, error);
     }
@@ -132,6 +135,16 @@ export class EvaluationService {
         `The evaluation did not finish within ${this.timeoutMs} ms. It goes on as task ${taskId}: follow it with ` +
           `getTaskStatus.`,
         { taskId },
+      );
+    }
+    if (error instanceof ReplyChannelLostError) {
+      // The reply cannot arrive: a 503 now rather than a 504 in EVALUATE_TIMEOUT_MS. No task id: whatever the job
+      // pushes is stored as usual, and evaluating again is safe (an unchanged result writes nothing).
+      this.logger.warn({ taskId }, "an evaluation's reply channel was interrupted");
+      return new AppError(
+        "SERVICE_UNAVAILABLE",
+        "The connection that carries evaluation answers to this gateway was interrupted; evaluate again shortly.",
+        { retryAfterSeconds: OUTAGE_RETRY_AFTER_SECONDS },
       );
     }
     if (error instanceof UnexpectedResultError) {
