@@ -55,22 +55,30 @@ export function answerTooLarge(urns: number, bytes: number): string {
  * stays in `failedRulesOmitted`), until it fits. Deterministic, so an unchanged outcome still writes nothing.
  */
 export function boundedTestResults(aspect: TestResultsAspect): { value: TestResultsAspect; json: string } {
-  let json = JSON.stringify(aspect);
+  const json = JSON.stringify(aspect);
   if (utf8Bytes(json, RESULT_LIMITS.entityBytes) <= RESULT_LIMITS.entityBytes) return { value: aspect, json };
-  const failing = aspect.failing.map((entry) => ({ ...entry }));
-  const byWeight = failing
-    .map((entry, index) => ({ index, bytes: Buffer.byteLength(JSON.stringify(entry), "utf8") }))
+  // Sizes kept per entry, so each step re-measures one entry, not the whole aspect: the JSON of the aspect is that of
+  // the aspect without failing entries, plus each entry's, plus the commas between them.
+  const failing = [...aspect.failing];
+  const sizes = failing.map((entry) => Buffer.byteLength(JSON.stringify(entry), "utf8"));
+  const byWeight = sizes
+    .map((bytes, index) => ({ index, bytes }))
     .sort((a, b) => b.bytes - a.bytes || a.index - b.index);
-  let value: TestResultsAspect = { ...aspect, failing };
-  for (const step of [valuesDropped, rulesDropped]) {
+  let total =
+    Buffer.byteLength(JSON.stringify({ ...aspect, failing: [] }), "utf8") +
+    sizes.reduce((sum, bytes) => sum + bytes, 0) +
+    Math.max(0, failing.length - 1);
+  fitting: for (const step of [valuesDropped, rulesDropped]) {
     for (const { index } of byWeight) {
+      if (total <= RESULT_LIMITS.entityBytes) break fitting;
       failing[index] = step(failing[index]!);
-      value = { ...aspect, failing };
-      json = JSON.stringify(value);
-      if (utf8Bytes(json, RESULT_LIMITS.entityBytes) <= RESULT_LIMITS.entityBytes) return { value, json };
+      const bytes = Buffer.byteLength(JSON.stringify(failing[index]), "utf8");
+      total += bytes - sizes[index]!;
+      sizes[index] = bytes;
     }
   }
-  return { value, json };
+  const value = { ...aspect, failing };
+  return { value, json: JSON.stringify(value) };
 }
 
 function valuesDropped(entry: StoredTestResult): StoredTestResult {
