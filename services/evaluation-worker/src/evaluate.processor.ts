@@ -324,7 +324,8 @@ async function evaluateGroup(
     if (outcome instanceof EvaluationLimitError || outcome instanceof StoredDefinitionError) {
       return { ...refusal(item, "BAD_USER_INPUT", outcome.message), threadMs: share };
     }
-    const shown = item.showValues === true ? outcome : outcome.map(evaluationWithoutValues);
+    // Evaluated with values only to push them: the answer hides them again (without a push there are none to hide).
+    const shown = item.showValues === true || !item.push ? outcome : outcome.map(evaluationWithoutValues);
     const serialized = serializeResults(shown);
     if ("tooLarge" in serialized) return { ...refusal(item, "BAD_USER_INPUT", serialized.tooLarge), threadMs: share };
     return {
