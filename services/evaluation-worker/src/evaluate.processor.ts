@@ -364,9 +364,9 @@ function serializeResults(
 }
 
 /** The items of one turn split into replies of at most about RESULT_LIMITS.answerBytes of results each. */
-function replyChunks(items: readonly ItemOutcome[]): ItemOutcome[][] {
-  const chunks: ItemOutcome[][] = [];
-  let chunk: ItemOutcome[] = [];
+export function replyChunks<T extends Pick<ItemOutcome, "resultsJson">>(items: readonly T[]): T[][] {
+  const chunks: T[][] = [];
+  let chunk: T[] = [];
   let size = 0;
   for (const item of items) {
     let itemSize = 0;
