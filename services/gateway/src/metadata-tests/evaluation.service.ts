@@ -6,6 +6,7 @@ import {
   OUTAGE_RETRY_AFTER_SECONDS,
   outageError,
   parseUrn,
+  serviceUnavailable,
   type EntityRegistry,
   type Logger,
 } from "@mdp/core";
@@ -138,14 +139,11 @@ export class EvaluationService {
       );
     }
     if (error instanceof ReplyChannelLostError) {
-      // The reply cannot arrive: a 503 now rather than a 504 in EVALUATE_TIMEOUT_MS. No task id: whatever the job
-      // pushes is stored as usual, and evaluating again is safe (an unchanged result writes nothing).
-      this.logger.warn({ taskId }, "an evaluation's reply channel was interrupted");
-      return new AppError(
-        "SERVICE_UNAVAILABLE",
-        "The connection that carries evaluation answers to this gateway was interrupted; evaluate again shortly.",
-        { retryAfterSeconds: OUTAGE_RETRY_AFTER_SECONDS },
-      );
+      // The reply cannot arrive (this gateway's reply connection to Redis dropped): Redis's 503 now rather than a 504
+      // in EVALUATE_TIMEOUT_MS. No task id: whatever the job pushes is stored as usual, and evaluating again is safe
+      // (an unchanged result writes nothing).
+      this.logger.warn({ taskId }, "an evaluation's reply connection was interrupted");
+      return serviceUnavailable("Redis");
     }
     if (error instanceof UnexpectedResultError) {
       this.logger.error({ taskId, err: error.message }, "the evaluation worker returned an unexpected result");
