@@ -255,6 +255,31 @@ describe("evaluation results: bounded, and values only for GET_ENTITY", () => {
     expect(JSON.stringify(listed.body)).not.toContain("secret-owner-text");
   });
 
+  it("carries at most 4 MiB of results in one listTasks page, naming where to read the rest", async () => {
+    // Evaluation rows of 1.5 MB results each (each within one answer's limit), written as the worker would.
+    const creator = "urn:li:corpuser:big-results";
+    const ids = Array.from({ length: 4 }, () => randomUUID());
+    for (const [i, id] of ids.entries()) {
+      const result = { results: { [LONG]: { urn: LONG, padding: "p".repeat(1_500_000) } } };
+      await h.database.pool.query(
+        `INSERT INTO task (id, type, state, request, progress, result, created_by, created_at, finished_at)
+         VALUES ($1, 'EVALUATE_TESTS', 'completed', '{}', '{}', $2::jsonb, $3, now() - ($4 || ' ms')::interval, now())`,
+        [id, JSON.stringify(result), creator, String(i)],
+      );
+    }
+    const page = await post("/gms/operations?action=listTasks", { createdBy: creator });
+    expect(page.status).toBe(200);
+    expect(page.bytes).toBeLessThan(4 * 1024 * 1024 + 64 * 1024);
+    const tasks = (page.body.value as { tasks: Array<{ taskId: string; result: Record<string, unknown> }> }).tasks;
+    expect(tasks).toHaveLength(4);
+    expect(tasks.filter((t) => "results" in t.result)).toHaveLength(2);
+    for (const task of tasks.filter((t) => !("results" in t.result))) {
+      expect(task.result.omitted).toBe(
+        `This page's results passed the limit of 4194304 bytes per answer; getTaskStatus ${task.taskId} shows this one.`,
+      );
+    }
+  });
+
   describe("evaluation replies and invalidations on separate subscriber connections", () => {
     /** Cuts a connection from the server's side, as Redis does past a client's output buffer limit. */
     const kill = async (connection: unknown) => {
