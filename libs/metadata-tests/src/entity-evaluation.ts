@@ -48,15 +48,16 @@ export interface EntityEvaluation {
   evaluatedAt: number;
 }
 
-/** Runs every test against the entity. Pure: `evaluatedAt` is the caller's clock. */
+/** Runs every test against the entity. Pure: `evaluatedAt` is the caller's clock; `withValues` as evaluateTest's. */
 export function evaluateEntity(
   tests: readonly TestToRun[],
   entity: EntitySnapshot,
   evaluatedAt: number,
+  withValues = true,
 ): EntityEvaluation {
   const evaluation: EntityEvaluation = { urn: entity.urn, passing: [], failing: [], notApplicable: [], evaluatedAt };
   for (const test of tests) {
-    const outcome = evaluateTest(test.definition, entity);
+    const outcome = evaluateTest(test.definition, entity, withValues);
     if (!outcome.applies) evaluation.notApplicable.push(test.urn);
     else if (outcome.passed) evaluation.passing.push({ test: test.urn, type: "SUCCESS" });
     else evaluation.failing.push({ test: test.urn, type: "FAILURE", failedRules: outcome.failedRules });

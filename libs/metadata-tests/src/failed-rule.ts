@@ -1,5 +1,6 @@
 import { expectedValues, type PropertyPredicate } from "./definition.types";
 import { OPERAND_SHAPE, type Operator } from "./operators";
+import { RESULT_LIMITS } from "./result-limits";
 
 /**
  * A leaf predicate that made the test fail, with what it expected and what the entity actually has, so that a user
@@ -14,7 +15,10 @@ export interface FailedRule {
   negated: boolean;
   /** the operands, absent for exists / is_true / is_false */
   expected?: string[];
-  /** the values found (at most MAX_ACTUAL of them), empty when the property has no value */
+  /**
+   * the values found (at most MAX_ACTUAL of them, each cut by cutValue), empty when the property has no value, or when
+   * the caller may not read the entity (actualCount then still says how many there were)
+   */
   actual: unknown[];
   /** how many values were found in all */
   actualCount: number;
@@ -25,7 +29,6 @@ export interface FailedRule {
 // Failures are stored in the entity's testResults aspect: a property fanning out over thousands of schema fields
 // must not copy all of them there.
 export const MAX_ACTUAL = 20;
-const MAX_TEXT = 200;
 
 const PHRASES: Record<Operator, string> = {
   equals: "equal",
@@ -40,36 +43,91 @@ const PHRASES: Record<Operator, string> = {
   is_false: "be false",
 };
 
+/**
+ * The failed rule of `predicate`, with the values found (cut) when `withValues`, else only their count: the caller may
+ * not read the entity (GET_ENTITY), and values never built cannot leak.
+ */
 export function failedRule(
   predicate: PropertyPredicate,
   path: string,
   found: readonly unknown[],
   negated: boolean,
+  withValues = true,
 ): FailedRule {
   const operands = expectedValues(predicate);
   const expected = operands.length > 0 ? operands : undefined;
+  const shown = withValues ? found.slice(0, MAX_ACTUAL).map(cutValue) : [];
   return {
     path,
     property: predicate.property,
     operator: predicate.operator,
     negated,
     ...(expected && { expected }),
-    actual: found.slice(0, MAX_ACTUAL),
+    actual: shown,
     actualCount: found.length,
-    message: describeFailure(predicate, expected, found, negated),
+    message: describeFailure(
+      predicate.property,
+      predicate.operator,
+      expected,
+      shown,
+      found.length,
+      negated,
+      withValues,
+    ),
   };
 }
 
+/**
+ * The rule as a caller who may not read the entity sees it: what failed and how many values were found, no values.
+ * For results computed with values (stored ones, task rows) shown to such a caller.
+ */
+export function withoutValues(rule: FailedRule): FailedRule {
+  return {
+    ...rule,
+    actual: [],
+    message: describeFailure(rule.property, rule.operator, rule.expected, [], rule.actualCount, rule.negated, false),
+  };
+}
+
+/**
+ * A value as a failed rule shows it: itself when its JSON (a string: its text) has at most
+ * RESULT_LIMITS.valueCharacters characters, else the text of its first that many characters marked as cut:
+ * `<first 200 characters>… (cut from <n> characters)`. A 200 KB description in 50 failing rules answered 10 MB.
+ */
+export function cutValue(value: unknown): unknown {
+  const limit = RESULT_LIMITS.valueCharacters;
+  if (typeof value === "string") return value.length <= limit ? value : cut(value);
+  if (value === null || typeof value === "number" || typeof value === "boolean") return value;
+  const text = JSON.stringify(value) ?? String(value);
+  return text.length <= limit ? value : cut(text);
+}
+
+function cut(text: string): string {
+  let end = RESULT_LIMITS.valueCharacters;
+  // Never split a surrogate pair: half of one is not text.
+  const last = text.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end -= 1;
+  return `${text.slice(0, end)}… (cut from ${text.length} characters)`;
+}
+
 function describeFailure(
-  predicate: PropertyPredicate,
+  property: string,
+  operator: Operator,
   expected: readonly string[] | undefined,
-  found: readonly unknown[],
+  shown: readonly unknown[],
+  count: number,
   negated: boolean,
+  withValues: boolean,
 ): string {
-  const verb = `${negated ? "not " : ""}to ${PHRASES[predicate.operator]}`;
-  const operands = expected ? ` ${describeOperands(predicate.operator, expected)}` : "";
-  const outcome = found.length === 0 ? "but it has no value" : `found ${describeFound(found)}`;
-  return `Expected ${predicate.property} ${verb}${operands}, ${outcome}`;
+  const verb = `${negated ? "not " : ""}to ${PHRASES[operator] ?? operator}`;
+  const operands = expected ? ` ${describeOperands(operator, expected)}` : "";
+  const outcome =
+    count === 0
+      ? "but it has no value"
+      : withValues
+        ? `found ${describeFound(shown, count)}`
+        : `and it has ${count} value${count === 1 ? "" : "s"} (not shown: reading them needs GET_ENTITY)`;
+  return `Expected ${property} ${verb}${operands}, ${outcome}`;
 }
 
 function describeOperands(operator: Operator, expected: readonly string[]): string {
@@ -80,12 +138,13 @@ function describeOperands(operator: Operator, expected: readonly string[]): stri
   return quoted.length === 1 ? (quoted[0] ?? "") : `one of [${quoted.join(", ")}]`;
 }
 
-function describeFound(found: readonly unknown[]): string {
-  const shown = found.slice(0, MAX_ACTUAL).map(show).join(", ");
-  return found.length > MAX_ACTUAL ? `${shown} and ${found.length - MAX_ACTUAL} more` : shown;
+function describeFound(shown: readonly unknown[], count: number): string {
+  const listed = shown.map(show).join(", ");
+  return count > shown.length ? `${listed} and ${count - shown.length} more` : listed;
 }
 
+/** A value in a message: its JSON, cut as cutValue cuts (values shown are cut already; operands may be long too). */
 function show(value: unknown): string {
   const text = JSON.stringify(value) ?? String(value);
-  return text.length > MAX_TEXT ? `${text.slice(0, MAX_TEXT)}…` : text;
+  return text.length <= RESULT_LIMITS.valueCharacters ? text : `${text.slice(0, RESULT_LIMITS.valueCharacters)}…`;
 }

@@ -20,7 +20,16 @@ export {
   type TestResultsAspect,
 } from "./test-results";
 export { TestDefinitionError, type DefinitionProblem } from "./test-definition.error";
-export type { FailedRule } from "./failed-rule";
+export { cutValue, withoutValues, MAX_ACTUAL, type FailedRule } from "./failed-rule";
+export {
+  RESULT_LIMITS,
+  answerTooLarge,
+  boundedTestResults,
+  entityResultTooLarge,
+  evaluationWithoutValues,
+  storedResultsWithoutValues,
+  utf8Bytes,
+} from "./result-limits";
 export type { EntitySnapshot } from "./entity.types";
 export type {
   ParsedDefinition,

@@ -15,17 +15,24 @@ export interface Verdict {
  * than just a boolean, is what lets a `not` explain itself: inside it, the leaves that held are the ones to blame.
  * Every child is evaluated (no short-circuit) so that all failures are reported, not only the first.
  */
-export function checkPredicate(predicate: Predicate, path: string, want: boolean, entity: EntitySnapshot): Verdict {
+export function checkPredicate(
+  predicate: Predicate,
+  path: string,
+  want: boolean,
+  entity: EntitySnapshot,
+  /** whether failed rules carry the values found (failedRule) */
+  withValues = true,
+): Verdict {
   if (isPropertyPredicate(predicate)) {
     const resolved = resolveProperty(entity, predicate.property);
     const ok = satisfies(predicate, resolved) === want;
-    return { ok, failures: ok ? [] : [failedRule(predicate, path, resolved.values, !want)] };
+    return { ok, failures: ok ? [] : [failedRule(predicate, path, resolved.values, !want, withValues)] };
   }
-  if ("not" in predicate) return checkPredicate(predicate.not, `${path}.not`, !want, entity);
+  if ("not" in predicate) return checkPredicate(predicate.not, `${path}.not`, !want, entity, withValues);
   const [combinator, children] =
     "and" in predicate ? (["and", predicate.and] as const) : (["or", predicate.or] as const);
   const verdicts = children.map((child, index) =>
-    checkPredicate(child, `${path}.${combinator}[${index}]`, want, entity),
+    checkPredicate(child, `${path}.${combinator}[${index}]`, want, entity, withValues),
   );
   // and=true and or=false need every child as wanted; or=true and and=false need only one.
   const needsAll = (combinator === "and") === want;

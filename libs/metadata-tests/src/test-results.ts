@@ -1,5 +1,5 @@
 import type { EntityEvaluation } from "./entity-evaluation";
-import type { FailedRule } from "./failed-rule";
+import { cutValue, MAX_ACTUAL, type FailedRule } from "./failed-rule";
 
 /**
  * An entity's `testResults` aspect, in DataHub's shape: the latest outcome of each test that was pushed for it.
@@ -16,6 +16,8 @@ export interface StoredTestResult {
   test: string;
   type: "SUCCESS" | "FAILURE";
   failedRules?: FailedRule[];
+  /** how many failed rules were left out to keep the aspect within RESULT_LIMITS.entityBytes (boundedTestResults) */
+  failedRulesOmitted?: number;
 }
 
 /**
@@ -31,8 +33,11 @@ function readEntries(raw: unknown, type: StoredTestResult["type"]): StoredTestRe
   if (!Array.isArray(raw)) return [];
   return raw.flatMap((entry): StoredTestResult[] => {
     if (!isRecord(entry) || typeof entry.test !== "string") return [];
+    if (type !== "FAILURE") return [{ test: entry.test, type }];
     const failedRules = Array.isArray(entry.failedRules) ? entry.failedRules.flatMap(readFailedRule) : undefined;
-    return [failedRules && type === "FAILURE" ? { test: entry.test, type, failedRules } : { test: entry.test, type }];
+    const omitted =
+      typeof entry.failedRulesOmitted === "number" ? { failedRulesOmitted: entry.failedRulesOmitted } : {};
+    return [{ test: entry.test, type, ...(failedRules && { failedRules }), ...omitted }];
   });
 }
 
@@ -40,7 +45,8 @@ function readEntries(raw: unknown, type: StoredTestResult["type"]): StoredTestRe
 function readFailedRule(raw: unknown): FailedRule[] {
   if (!isRecord(raw)) return [];
   const text = (value: unknown) => (typeof value === "string" ? value : "");
-  const actual = Array.isArray(raw.actual) ? raw.actual : [];
+  // Cut again on read: a row stored before values were cut may hold them whole.
+  const actual = Array.isArray(raw.actual) ? raw.actual.slice(0, MAX_ACTUAL).map(cutValue) : [];
   const expected = Array.isArray(raw.expected) ? raw.expected.filter((v) => typeof v === "string") : undefined;
   return [
     {
@@ -51,7 +57,7 @@ function readFailedRule(raw: unknown): FailedRule[] {
       ...(expected && { expected }),
       actual,
       actualCount: typeof raw.actualCount === "number" ? raw.actualCount : actual.length,
-      message: text(raw.message),
+      message: cutText(text(raw.message)),
     },
   ];
 }
@@ -96,4 +102,11 @@ export function sameJson(a: unknown, b: unknown): boolean {
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** A stored message as long as MAX_ACTUAL cut values and an operand list could make it; older rows' are cut there. */
+const MAX_MESSAGE_CHARACTERS = 16_384;
+
+function cutText(text: string): string {
+  return text.length <= MAX_MESSAGE_CHARACTERS ? text : `${text.slice(0, MAX_MESSAGE_CHARACTERS)}…`;
 }

@@ -6,12 +6,15 @@ import { checkPredicate } from "./predicate.evaluator";
 /** A test that does not apply to the entity says nothing about it: it neither passes nor fails. */
 export type TestOutcome = { applies: false } | { applies: true; passed: boolean; failedRules: FailedRule[] };
 
-/** Runs one test against one entity. Pure: the caller loads the entity and stores the outcome. */
-export function evaluateTest(definition: ParsedDefinition, entity: EntitySnapshot): TestOutcome {
+/**
+ * Runs one test against one entity. Pure: the caller loads the entity and stores the outcome. Without `withValues`
+ * failed rules say how many values were found but not which (the caller may not read the entity).
+ */
+export function evaluateTest(definition: ParsedDefinition, entity: EntitySnapshot, withValues = true): TestOutcome {
   if (!appliesToEntityType(definition, entity.entityType)) return { applies: false };
   const { conditions } = definition.on;
   if (conditions && !checkPredicate(conditions, "on.conditions", true, entity).ok) return { applies: false };
-  const verdict = checkPredicate(definition.rules, "rules", true, entity);
+  const verdict = checkPredicate(definition.rules, "rules", true, entity, withValues);
   return { applies: true, passed: verdict.ok, failedRules: verdict.failures };
 }
 

@@ -35,6 +35,11 @@ export const evaluationItem = z.object({
   actorUrn: z.string().min(1),
   actorTokenId,
   requestId,
+  /**
+   * Whether the caller may read the entities (GET_ENTITY, decided by the gateway from its cached privileges): only then
+   * do failed rules in its answer carry the values found. Absent (a gateway of an earlier version): not shown.
+   */
+  showValues: z.boolean().optional(),
 });
 
 /** Most requests in one evaluate job (the gateway puts at most 100 together). */

@@ -1,13 +1,20 @@
 import { EventEmitter } from "node:events";
 import type { RedisConnection } from "./connection";
-import { JobFailedError, JobWaitTimeoutError, ReplyInbox } from "./replies";
+import {
+  JobFailedError,
+  JobWaitTimeoutError,
+  REPLY_MAX_BYTES,
+  ReplyChannelLostError,
+  ReplyInbox,
+  sendReply,
+} from "./replies";
 
 /** A stand-in subscriber connection: `publish` delivers a message as Redis would, on any channel. */
 async function inboxOnFakeSubscriber() {
   const subscriber = Object.assign(new EventEmitter(), { subscribe: async () => 1, unsubscribe: async () => 0 });
   const inbox = await ReplyInbox.open(subscriber as unknown as RedisConnection, "mdp", "evaluate-tests");
   const publish = (channel: string, message: string) => subscriber.emit("message", channel, message);
-  return { inbox, publish };
+  return { inbox, publish, subscriber };
 }
 
 describe("ReplyInbox", () => {
@@ -35,5 +42,51 @@ describe("ReplyInbox", () => {
     const [a, b] = [await inboxOnFakeSubscriber(), await inboxOnFakeSubscriber()];
     expect(a.inbox.channel).toMatch(/^mdp:evaluate-tests:replies:[0-9a-f-]{36}$/);
     expect(a.inbox.channel).not.toBe(b.inbox.channel);
+  });
+
+  it("ends every wait at once when its connection closes, and refuses new ones until subscribed again", async () => {
+    const { inbox, subscriber } = await inboxOnFakeSubscriber();
+    let enqueued = 0;
+    const waiting = inbox.enqueueAndWait("job-1", 60_000, async () => void enqueued++);
+    subscriber.emit("close");
+    await expect(waiting).rejects.toEqual(new ReplyChannelLostError("job-1"));
+    await expect(inbox.enqueueAndWait("job-2", 60_000, async () => void enqueued++)).rejects.toBeInstanceOf(
+      ReplyChannelLostError,
+    );
+    expect(enqueued).toBe(1); // the second job was never queued: its reply could not have arrived
+    subscriber.emit("ready");
+    await new Promise((resolve) => setImmediate(resolve)); // the channel's SUBSCRIBE answered
+    const third = inbox.enqueueAndWait("job-3", 60_000, async () => undefined);
+    subscriber.emit("message", inbox.channel, JSON.stringify({ jobId: "job-3", returnvalue: 3 }));
+    await expect(third).resolves.toBe(3);
+  });
+});
+
+describe("sendReply", () => {
+  const publisher = () => {
+    const sent: string[] = [];
+    const redis = { isCluster: false, publish: async (_: string, message: string) => (sent.push(message), 1) };
+    return { redis: redis as unknown as RedisConnection, sent };
+  };
+
+  it("publishes a reply as it is", async () => {
+    const { redis, sent } = publisher();
+    await expect(sendReply(redis, "c", { jobId: "j", returnvalue: { ok: 1 } })).resolves.toBe(true);
+    expect(sent).toEqual([JSON.stringify({ jobId: "j", returnvalue: { ok: 1 } })]);
+  });
+
+  it("never publishes a reply over REPLY_MAX_BYTES: its waiter gets a failure naming the limit", async () => {
+    const { redis, sent } = publisher();
+    await sendReply(redis, "c", { jobId: "j", returnvalue: "é".repeat(REPLY_MAX_BYTES / 2) });
+    expect(sent).toHaveLength(1);
+    expect(sent[0]!.length).toBeLessThan(1000);
+    expect(JSON.parse(sent[0]!)).toEqual({
+      jobId: "j",
+      failedReason: expect.stringMatching(
+        new RegExp(
+          `^The worker's reply was \\d+ bytes, more than the limit of ${REPLY_MAX_BYTES} \\(REPLY_MAX_BYTES\\)`,
+        ),
+      ),
+    });
   });
 });

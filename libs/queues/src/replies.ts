@@ -23,6 +23,17 @@ export class JobFailedError extends Error {
   }
 }
 
+/**
+ * The connection the replies arrive on was lost (or is not subscribed again yet): replies published meanwhile are
+ * gone, so waiting on would only end in the timeout. The job may still run (and push) to its end.
+ */
+export class ReplyChannelLostError extends Error {
+  constructor(readonly jobId: string) {
+    super(`The reply channel of job ${jobId} was interrupted; its reply cannot arrive`);
+    this.name = "ReplyChannelLostError";
+  }
+}
+
 /** What a worker sends back to the process waiting for a job: its return value, or why it failed for good. */
 export type JobReply = { jobId: string; returnvalue: unknown } | { jobId: string; failedReason: string };
 
@@ -35,11 +46,30 @@ export type JobReply = { jobId: string; returnvalue: unknown } | { jobId: string
 const sharded = (redis: RedisConnection) => redis.isCluster;
 
 /**
+ * The largest reply a worker publishes (UTF-8 bytes of its JSON). Redis buffers what a subscriber has not read yet and
+ * drops the connection past its pub/sub output buffer limit (by default 32 MB at once, or 8 MB for a minute): an
+ * 80 MB reply once dropped a gateway's subscriber, and every caller waiting on it waited for its timeout. Evaluation
+ * results are capped below this (RESULT_LIMITS in @mdp/metadata-tests: 4 MiB per answer, replies split to match), so
+ * only a bug reaches it; a reply past it is replaced by a failure naming the limit.
+ */
+export const REPLY_MAX_BYTES = 8 * 1024 * 1024;
+
+/**
  * Sends a job's reply to the channel its producer named in the payload (`replyTo`). Resolves to whether a process
- * was subscribed to receive it (false: the producer is gone or disconnected, and its callers will time out).
+ * was subscribed to receive it (false: the producer is gone or disconnected, and its callers will time out). A reply
+ * over REPLY_MAX_BYTES is not sent: its waiter gets a failure naming the limit instead.
  */
 export async function sendReply(redis: RedisConnection, channel: string, reply: JobReply): Promise<boolean> {
-  const message = JSON.stringify(reply);
+  let message = JSON.stringify(reply);
+  if (message.length * 3 > REPLY_MAX_BYTES) {
+    const bytes = Buffer.byteLength(message, "utf8");
+    if (bytes > REPLY_MAX_BYTES) {
+      message = JSON.stringify({
+        jobId: reply.jobId,
+        failedReason: `The worker's reply was ${bytes} bytes, more than the limit of ${REPLY_MAX_BYTES} (REPLY_MAX_BYTES); it was not sent.`,
+      } satisfies JobReply);
+    }
+  }
   // SPUBLISH answers the number of receivers, as PUBLISH does (ioredis types it unknown).
   const received = sharded(redis)
     ? Number(await redis.spublish(channel, message))
@@ -81,13 +111,20 @@ interface Waiter {
  * job's payload, on which the worker publishes the job's outcome. BullMQ's QueueEvents would deliver every event of
  * the queue, every job's return value included, to every waiting process; with many gateways each would then parse
  * the whole cluster's results to find its own, so its cost would grow with the cluster rather than with its traffic.
- * A reply lost while the subscriber is disconnected ends as a timeout, which callers already handle (the task row
- * still says how the job ended).
+ * Replies published while the subscriber is disconnected are lost: when its connection closes, every wait is ended
+ * at once with ReplyChannelLostError, and so is every new one until the channel is subscribed again, rather than
+ * each waiting for its timeout.
+ *
+ * The subscriber should be a connection of its own: a caller's reply, however large, must never make Redis drop the
+ * connection that carries something else (the gateway's invalidations), nor share its output buffer.
  */
 export class ReplyInbox {
   private readonly waiting = new Map<string, Waiter>();
 
   private unsubscribe: () => Promise<void> = async () => {};
+
+  /** whether replies can arrive: the subscriber is connected and this channel subscribed on it */
+  private subscribed = true;
 
   private constructor(
     /** the channel to name in payloads as `replyTo` */
@@ -100,14 +137,37 @@ export class ReplyInbox {
    */
   static async open(subscriber: RedisConnection, prefix: string, queueName: string): Promise<ReplyInbox> {
     const inbox = new ReplyInbox(`${prefix}:${queueName}:replies:${randomUUID()}`);
-    inbox.unsubscribe = await subscribeToReplies(subscriber, inbox.channel, (message) => inbox.deliver(message));
+    const unsubscribe = await subscribeToReplies(subscriber, inbox.channel, (message) => inbox.deliver(message));
+    const lost = () => inbox.lose();
+    // ioredis subscribes again by itself once reconnected, but only after "ready"; subscribing here as well is how
+    // this inbox learns when the channel holds again (a second SUBSCRIBE of a channel changes nothing).
+    const ready = () => {
+      const again = sharded(subscriber) ? subscriber.ssubscribe(inbox.channel) : subscriber.subscribe(inbox.channel);
+      again.then(
+        () => (inbox.subscribed = true),
+        () => undefined, // lost again: the next "ready" tries again
+      );
+    };
+    subscriber.on("close", lost);
+    subscriber.on("ready", ready);
+    inbox.unsubscribe = async () => {
+      subscriber.off("close", lost);
+      subscriber.off("ready", ready);
+      await unsubscribe();
+    };
     return inbox;
+  }
+
+  /** The connection closed: no reply can arrive until it is subscribed again, so no one waits for one. */
+  private lose(): void {
+    this.subscribed = false;
+    for (const [jobId, waiter] of [...this.waiting]) waiter.reject(new ReplyChannelLostError(jobId));
   }
 
   /**
    * Adds a job (through `enqueue`, which must name this inbox's channel in it) and waits for its reply. The waiter is
-   * in place before the job exists, so a fast reply cannot be missed. Rejects with JobWaitTimeoutError or
-   * JobFailedError, or with whatever `enqueue` threw.
+   * in place before the job exists, so a fast reply cannot be missed. Rejects with JobWaitTimeoutError,
+   * JobFailedError or ReplyChannelLostError, or with whatever `enqueue` threw.
    */
   enqueueAndWait(jobId: string, timeoutMs: number, enqueue: () => Promise<unknown>): Promise<unknown> {
     let returned: unknown;
@@ -121,7 +181,9 @@ export class ReplyInbox {
    * Like enqueueAndWait, for a job whose worker replies in parts (an evaluate job answers each request as soon as it
    * is done): `take` is given each reply's return value, and returns true once it has had the last one. Resolves
    * then; rejects with JobWaitTimeoutError when the parts do not all come within `timeoutMs`, with JobFailedError
-   * when the job fails for good (the parts already taken stand), or with whatever `enqueue` or `take` threw.
+   * when the job fails for good (the parts already taken stand), with ReplyChannelLostError when the subscriber is
+   * disconnected (then, without queueing the job) or loses its connection during the wait, or with whatever
+   * `enqueue` or `take` threw.
    */
   enqueueAndCollect(
     jobId: string,
@@ -129,6 +191,7 @@ export class ReplyInbox {
     enqueue: () => Promise<unknown>,
     take: (value: unknown) => boolean,
   ): Promise<void> {
+    if (!this.subscribed) return Promise.reject(new ReplyChannelLostError(jobId));
     return new Promise((resolve, reject) => {
       const settle = (finish: () => void) => {
         clearTimeout(timer);

@@ -3,8 +3,13 @@ import { inTransaction } from "@mdp/db";
 import type { GrantsOf, Privilege } from "@mdp/core";
 import {
   actionsFromJson,
+  answerTooLarge,
+  entityResultTooLarge,
+  evaluationWithoutValues,
   privilegesLacking,
+  RESULT_LIMITS,
   TestDefinitionError,
+  utf8Bytes,
   type EntityEvaluation,
   type TestActions,
 } from "@mdp/metadata-tests";
@@ -29,7 +34,10 @@ export type EvaluatePayload = Extract<Payload<"evaluate">, { kind: "evaluate" }>
 interface ItemOutcome {
   item: EvaluationItem;
   result: EvaluationItemResult;
+  /** the evaluations with the values found (cut) when there are any: what a push stores */
   evaluations: EntityEvaluation[];
+  /** each urn's result as answered (its values only for a caller who may read them), serialized once */
+  resultsJson?: Record<string, string>;
   /** how long its evaluation held a thread: the gateway charges it to the caller's evaluation-time budget */
   threadMs?: number;
 }
@@ -88,13 +96,26 @@ export async function evaluate(
       for (const o of ready) countRequest("refused" in o.result, o.evaluations);
       if (payload.replyTo) {
         unsent -= ready.length;
-        const reply: EvaluateJobReply = {
-          items: Object.fromEntries(
-            ready.map((o) => [o.item.taskId, { ...toItemReply(o.result), evaluationMs: o.threadMs ?? 0 }]),
-          ),
-          ...(unsent > 0 ? { partial: true as const } : {}),
-        };
-        const delivered = await replyTo(deps, payload, job, { returnvalue: reply });
+        // Each message at most about one answer's worth (RESULT_LIMITS.answerBytes): items answered in one turn
+        // together could otherwise make one reply of several times that. All are published before any is awaited, so
+        // they reach the connection in order, ahead of a later turn's (which may be the job's last reply).
+        const chunks = replyChunks(ready);
+        const sent = chunks.map((chunk, c) => {
+          const reply: EvaluateJobReply = {
+            items: Object.fromEntries(
+              chunk.map((o) => [
+                o.item.taskId,
+                {
+                  ...(o.resultsJson ? { resultsJson: o.resultsJson } : toItemReply(o.result)),
+                  evaluationMs: o.threadMs ?? 0,
+                },
+              ]),
+            ),
+            ...(unsent > 0 || c < chunks.length - 1 ? { partial: true as const } : {}),
+          };
+          return replyTo(deps, payload, job, { returnvalue: reply });
+        });
+        const delivered = (await Promise.all(sent)).every(Boolean);
         const late = !delivered || mayHaveTimedOut(payload, job);
         for (const o of ready) {
           answered.add(o.item.taskId);
@@ -293,9 +314,14 @@ async function evaluateGroup(
     group.some((item) => (item.testUrns ? item.testUrns.includes(t.urn) : t.active)),
   );
   // Its actor's share of the threads (see EvaluationPool), and the thread time to charge to it.
+  // Values are built only for a caller who may read them (GET_ENTITY, decided by its gateway) or to be stored.
   const { outcomes, threadMs } = await deps.pool.evaluateTimed(
     { actor, at, tests, entities: input.entities },
-    group.map((item) => ({ urns: item.urns, testUrns: item.testUrns })),
+    group.map((item) => ({
+      urns: item.urns,
+      testUrns: item.testUrns,
+      withValues: item.push || item.showValues === true,
+    })),
   );
   // The task's thread time, shared by its requests: all of one actor, whose budget the gateway charges.
   const share = threadMs / group.length;
@@ -304,13 +330,63 @@ async function evaluateGroup(
     if (outcome instanceof EvaluationLimitError || outcome instanceof StoredDefinitionError) {
       return { ...refusal(item, "BAD_USER_INPUT", outcome.message), threadMs: share };
     }
+    // Evaluated with values only to push them: the answer hides them again (without a push there are none to hide).
+    const shown = item.showValues === true || !item.push ? outcome : outcome.map(evaluationWithoutValues);
+    const serialized = serializeResults(shown);
+    if ("tooLarge" in serialized) return { ...refusal(item, "BAD_USER_INPUT", serialized.tooLarge), threadMs: share };
     return {
       item,
-      result: { results: Object.fromEntries(outcome.map((e) => [e.urn, e])) },
+      result: { results: Object.fromEntries(shown.map((e) => [e.urn, e])) },
+      resultsJson: serialized.resultsJson,
       evaluations: outcome,
       threadMs: share,
     };
   });
+}
+
+/**
+ * Each urn's result as JSON text, or why the request is refused: one entity's result over RESULT_LIMITS.entityBytes,
+ * or all of them together over RESULT_LIMITS.answerBytes (a 400 naming the limit; nothing is pushed). The results
+ * are serialized once, here, and the checks cost their lengths (bytes are counted only when the length allows more).
+ */
+function serializeResults(
+  evaluations: readonly EntityEvaluation[],
+): { resultsJson: Record<string, string> } | { tooLarge: string } {
+  const resultsJson: Record<string, string> = {};
+  let characters = 0;
+  for (const evaluation of evaluations) {
+    const json = JSON.stringify(evaluation);
+    const bytes = utf8Bytes(json, RESULT_LIMITS.entityBytes);
+    if (bytes > RESULT_LIMITS.entityBytes) return { tooLarge: entityResultTooLarge(evaluation, bytes) };
+    characters += json.length;
+    resultsJson[evaluation.urn] = json;
+  }
+  if (characters * 3 > RESULT_LIMITS.answerBytes) {
+    let bytes = 0;
+    for (const json of Object.values(resultsJson)) bytes += Buffer.byteLength(json, "utf8");
+    if (bytes > RESULT_LIMITS.answerBytes) return { tooLarge: answerTooLarge(evaluations.length, bytes) };
+  }
+  return { resultsJson };
+}
+
+/** The items of one turn split into replies of at most about RESULT_LIMITS.answerBytes of results each. */
+export function replyChunks<T extends Pick<ItemOutcome, "resultsJson">>(items: readonly T[]): T[][] {
+  const chunks: T[][] = [];
+  let chunk: T[] = [];
+  let size = 0;
+  for (const item of items) {
+    let itemSize = 0;
+    for (const json of Object.values(item.resultsJson ?? {})) itemSize += json.length;
+    if (chunk.length > 0 && size + itemSize > RESULT_LIMITS.answerBytes) {
+      chunks.push(chunk);
+      chunk = [];
+      size = 0;
+    }
+    chunk.push(item);
+    size += itemSize;
+  }
+  if (chunk.length > 0) chunks.push(chunk);
+  return chunks;
 }
 
 function refusal(

@@ -19,6 +19,11 @@ import type { StoredTest } from "./evaluation.store";
 export interface ThreadItem {
   urns: string[];
   testUrns?: string[];
+  /**
+   * whether failed rules carry the values found (cut): only for a caller who may read the entity, or results to store
+   * (unset: none are built)
+   */
+  withValues?: boolean;
 }
 
 export interface EvaluationTask {
@@ -90,7 +95,7 @@ export default function evaluateTask(task: EvaluationTask): ThreadItemResult[] {
         }
         if (!named && !appliesToEntityType(test.definition, entity.entityType)) continue;
         ran.set(test.urn, test);
-        const one = evaluateEntity([test], entity, task.at);
+        const one = evaluateEntity([test], entity, task.at, item.withValues === true);
         evaluation.passing.push(...one.passing);
         evaluation.failing.push(...one.failing);
         evaluation.notApplicable.push(...one.notApplicable);

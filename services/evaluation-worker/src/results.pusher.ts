@@ -1,6 +1,7 @@
 import type { GrantsOf } from "@mdp/core";
 import type { AspectRepository, VersionedAspectWrite } from "@mdp/db";
 import {
+  boundedTestResults,
   mergeTestResults,
   readTestResults,
   sameJson,
@@ -70,7 +71,7 @@ export class ResultsPusher {
       // edited away from this type, since (even while this job ran) loses its entry.
       const stands = (test: string) => selects.get(test)?.includes(item.entityType) ?? false;
       const evaluated = testResultsOf(item.evaluation);
-      const after = mergeTestResults(
+      const merged = mergeTestResults(
         before ?? { passing: [], failing: [] },
         item.evaluated,
         {
@@ -79,6 +80,8 @@ export class ResultsPusher {
         },
         stands,
       );
+      // Within RESULT_LIMITS.entityBytes whatever other tests' entries it keeps (their values go first, see there).
+      const { value: after, json } = boundedTestResults(merged);
       // Unchanged results write nothing; nor does an entity no test has results for (nothing applied to it).
       const unchanged = before ? sameJson(before, after) : after.passing.length + after.failing.length === 0;
       if (unchanged) continue;
@@ -87,7 +90,7 @@ export class ResultsPusher {
         urn,
         entityType: item.entityType,
         aspectName: TEST_RESULTS_ASPECT,
-        valueJson: JSON.stringify(after),
+        valueJson: json,
         createdBy: item.actorUrn,
         createdVia: item.actorTokenId ?? null,
       });

@@ -81,7 +81,8 @@ export function createRunTestHandler(deps: EvaluateDeps) {
           // The batch is one request to the pool: EVALUATION_TIME_LIMIT_MS bounds the batch's evaluation.
           const [outcome] = await deps.pool.evaluate(
             { at: Date.now(), tests: [current], entities: new Map(entities.map((e) => [e.urn, e])) },
-            [{ urns: entities.map((e) => e.urn), testUrns: [current.urn] }],
+            // Values only to store: a run answers counts, nobody reads its failed rules but from testResults.
+            [{ urns: entities.map((e) => e.urn), testUrns: [current.urn], withValues: payload.push }],
             `${deps.pool.settings.timeLimitMs} ms (EVALUATION_TIME_LIMIT_MS) for its batch of ${entities.length} entities`,
           );
           if (outcome instanceof EvaluationLimitError) {

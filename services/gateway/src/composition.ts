@@ -29,8 +29,13 @@ export interface Connections {
   db: Database;
   /** commands and publishing */
   redis: RedisConnection;
-  /** a connection of its own: a subscribed ioredis connection can do nothing else */
+  /** the invalidation bus's subscriber: a subscribed ioredis connection can do nothing else */
   subscriber: RedisConnection;
+  /**
+   * the evaluation replies' subscriber, apart from the invalidations': a reply Redis refuses to buffer (its pub/sub
+   * output limit) drops the connection it arrives on, which must not take the invalidations with it
+   */
+  replySubscriber: RedisConnection;
 }
 
 /** Builds the gateway's domain services on the given connections; `stop` flushes what they hold in memory. */
@@ -111,8 +116,11 @@ export async function composeServices(config: Config, connections: Connections, 
     delegatedWork: new DelegatedWorkService(connections.db, engine, tokenStore, tokenVerifier, tasks, config, logger),
   };
   const ingestion = new IngestionService(connections.db, registry, aspects, timeseries, engine);
-  // The invalidation bus's subscriber connection carries this gateway's evaluation replies too.
-  const evaluationReplies = await ReplyInbox.open(connections.subscriber, config.QUEUE_PREFIX, QUEUE_NAMES.evaluate);
+  const evaluationReplies = await ReplyInbox.open(
+    connections.replySubscriber,
+    config.QUEUE_PREFIX,
+    QUEUE_NAMES.evaluate,
+  );
   const evaluation = new EvaluationService(
     connections.db,
     registry,

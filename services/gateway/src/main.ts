@@ -34,14 +34,16 @@ async function main(): Promise<void> {
   const { prisma } = db;
   const redis = createRedis(config.REDIS_URL, "producer");
   const subscriber = createRedis(config.REDIS_URL, "subscriber");
-  await Promise.all([whenReady(redis), whenReady(subscriber)]);
+  // Evaluation replies on a connection of their own (composition.ts Connections).
+  const replySubscriber = createRedis(config.REDIS_URL, "subscriber", { connectionName: "mdp-replies" });
+  await Promise.all([whenReady(redis), whenReady(subscriber), whenReady(replySubscriber)]);
   const {
     services,
     http,
     queues,
     authenticator,
     stop: stopServices,
-  } = await composeServices(config, { db, redis, subscriber }, logger);
+  } = await composeServices(config, { db, redis, subscriber, replySubscriber }, logger);
   const readiness = new Readiness(prisma, redis, config.DATABASE_URL, logger);
   const gateway = await createGateway({
     logger,
@@ -73,7 +75,13 @@ async function main(): Promise<void> {
       await gateway.stop(); // stops taking requests and waits for the ones in flight
       logger.info("HTTP drained");
       await stopServices();
-      await Promise.allSettled([closeRedis(redis), closeRedis(subscriber), db.close(), stopTelemetry()]);
+      await Promise.allSettled([
+        closeRedis(redis),
+        closeRedis(subscriber),
+        closeRedis(replySubscriber),
+        db.close(),
+        stopTelemetry(),
+      ]);
       clearTimeout(force);
       logger.info("stopped");
       process.exit(0);

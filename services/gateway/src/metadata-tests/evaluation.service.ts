@@ -6,11 +6,12 @@ import {
   OUTAGE_RETRY_AFTER_SECONDS,
   outageError,
   parseUrn,
+  serviceUnavailable,
   type EntityRegistry,
   type Logger,
 } from "@mdp/core";
 import type { Database } from "@mdp/db";
-import { JobFailedError, JobWaitTimeoutError } from "@mdp/queues";
+import { JobFailedError, JobWaitTimeoutError, ReplyChannelLostError } from "@mdp/queues";
 import { EvaluationTasks } from "@mdp/tasks";
 import type { Actor } from "../auth/actor";
 import { JsonText } from "../http/action-router";
@@ -82,6 +83,9 @@ export class EvaluationService {
     }
     await this.rateLimits.refuseIfSpent(actor, "evaluationTime");
     await this.rateLimits.consume(actor, "evaluations", request.urns.length);
+    // Failed rules show the values found only to a caller who may read the entity: decided here from the cached
+    // privileges (no read per request), carried in the job, so the worker never builds values for anyone else.
+    const showValues = await this.engine.has(actor, "GET_ENTITY");
     const taskId = randomUUID();
     let outcome: EvaluationOutcome;
     try {
@@ -93,6 +97,7 @@ export class EvaluationService {
         actorUrn: actor.urn,
         ...(actor.tokenId !== undefined && { actorTokenId: actor.tokenId }),
         requestId,
+        showValues,
       });
     } catch (error) {
       throw await this.explain(actor, taskId, request, error);
@@ -139,6 +144,13 @@ export class EvaluationService {
           `getTaskStatus.`,
         { taskId },
       );
+    }
+    if (error instanceof ReplyChannelLostError) {
+      // The reply cannot arrive (this gateway's reply connection to Redis dropped): Redis's 503 now rather than a 504
+      // in EVALUATE_TIMEOUT_MS. No task id: whatever the job pushes is stored as usual, and evaluating again is safe
+      // (an unchanged result writes nothing).
+      this.logger.warn({ taskId }, "an evaluation's reply connection was interrupted");
+      return serviceUnavailable("Redis");
     }
     if (error instanceof UnexpectedResultError) {
       this.logger.error({ taskId, err: error.message }, "the evaluation worker returned an unexpected result");

@@ -28,6 +28,7 @@ import {
   normalizedDefinitionText,
   privilegesOfActions,
   readTestResults,
+  withoutValues,
   type FailedRule,
   type ParsedDefinition,
 } from "@mdp/metadata-tests";
@@ -364,7 +365,10 @@ export class MetadataTestService {
     const entityType = row?.entity_type;
     if (!entityType) throw notFound(`Entity ${entityUrn} does not exist`);
     if (row.value === null || row.value === undefined) return null;
-    const stored = readTestResults(row.value);
+    const stored = readTestResults(row.value); // values cut as answers cut them, whenever they were stored
+    // VIEW_TESTS shows what failed; the values found are the entity's, shown only to a GET_ENTITY holder (cached).
+    const showValues = await this.engine.has(actor, "GET_ENTITY");
+    const rulesOf = (rules: FailedRule[]) => (showValues ? rules : rules.map(withoutValues));
     const urns = [...stored.passing, ...stored.failing].map((r) => r.test);
     // As the next push will: results of tests deleted, or edited away from this entity's type, are not shown.
     const tests = new Map(
@@ -379,7 +383,7 @@ export class MetadataTestService {
       }),
       failing: stored.failing.flatMap((r) => {
         const test = tests.get(r.test);
-        return test ? [{ test, type: "FAILURE" as const, failedRules: r.failedRules ?? [] }] : [];
+        return test ? [{ test, type: "FAILURE" as const, failedRules: rulesOf(r.failedRules ?? []) }] : [];
       }),
     };
   }

@@ -47,7 +47,11 @@ const entityResult = z.object({
             operator: z.string(),
             negated: z.boolean(),
             expected: z.array(z.string()).optional(),
-            actual: z.array(z.unknown()).describe("the values found (at most 20)"),
+            actual: z
+              .array(z.unknown())
+              .describe(
+                "the values found (at most 20, each over 200 characters cut and marked); empty for a caller without GET_ENTITY",
+              ),
             actualCount: z.number().int(),
             message: z.string(),
           }),

@@ -10,6 +10,7 @@ import {
   type Logger,
 } from "@mdp/core";
 import type { Database, Prisma } from "@mdp/db";
+import { RESULT_LIMITS, storedResultsWithoutValues } from "@mdp/metadata-tests";
 import type { Producer } from "@mdp/queues";
 import { listTasks, presentState, TaskLifecycle, type TaskRow, type TaskType } from "@mdp/tasks";
 import { recordAudit } from "../audit/audit.service";
@@ -130,7 +131,8 @@ export class TaskService {
 
   async status(actor: Actor, taskId: string): Promise<TaskStatus> {
     await this.engine.require(actor, "GET_TASK_STATUS", "get task status");
-    return statusOf(await this.find(taskId));
+    const [status] = await this.readable(actor, [statusOf(await this.find(taskId))]);
+    return status!;
   }
 
   /** listTasks: tasks newest first, filtered by type, state (as status shows it), creator and creation time. */
@@ -140,7 +142,19 @@ export class TaskService {
     // A mistyped user would otherwise list nothing, which reads as "they started no task".
     if (filter.createdBy !== undefined) parseUrnField("createdBy", filter.createdBy, "corpuser");
     const page = await listTasks(this.db.pool, filter, { start, count });
-    return { ...page, tasks: page.tasks.map(statusOf) };
+    return { ...page, tasks: withinAnswerLimit(await this.readable(actor, page.tasks.map(statusOf))) };
+  }
+
+  /**
+   * Tasks as this caller may read them: an evaluation's results show the values its failed rules found only to a
+   * holder of GET_ENTITY (the cached privileges; GET_TASK_STATUS alone reads no entity), whoever asked for it.
+   */
+  private async readable(actor: Actor, tasks: TaskStatus[]): Promise<TaskStatus[]> {
+    const withResults = (task: TaskStatus) => task.type === "EVALUATE_TESTS" && task.result !== null;
+    if (!tasks.some(withResults) || (await this.engine.has(actor, "GET_ENTITY"))) return tasks;
+    return tasks.map((task) =>
+      withResults(task) ? { ...task, result: storedResultsWithoutValues(task.result) } : task,
+    );
   }
 
   /**
@@ -163,7 +177,8 @@ export class TaskService {
         recordAudit(tx, actor, "task.cancel", taskUrn(this.urnNamespace, taskId), { type: row.type, state: row.state }),
     );
     if (!after) throw new AppError("CONFLICT", `Task ${taskId} is already ${(await this.find(taskId)).state}`);
-    return statusOf(after);
+    const [status] = await this.readable(actor, [statusOf(after)]);
+    return status!;
   }
 
   /**
@@ -247,4 +262,27 @@ export class TaskService {
     if (!task) throw notFound(`Task ${taskId} does not exist`);
     return task;
   }
+}
+
+/**
+ * A listTasks page within RESULT_LIMITS.answerBytes of results: each evaluation's result is bounded by it alone, so a
+ * page of 100 could carry 100 times that. Past it, the later tasks' results are replaced by a note saying where to
+ * read them (getTaskStatus answers one task's whole result).
+ */
+function withinAnswerLimit(tasks: TaskStatus[]): TaskStatus[] {
+  let bytes = 0;
+  return tasks.map((task) => {
+    if (task.result === null || task.result === undefined) return task;
+    const json = JSON.stringify(task.result);
+    bytes += Buffer.byteLength(json, "utf8");
+    if (bytes <= RESULT_LIMITS.answerBytes) return task;
+    return {
+      ...task,
+      result: {
+        omitted:
+          `This page's results passed the limit of ${RESULT_LIMITS.answerBytes} bytes per answer; ` +
+          `getTaskStatus ${task.taskId} shows this one.`,
+      },
+    };
+  });
 }

@@ -11,7 +11,7 @@ import { closeRedis, createRedis, createWorker, whenReady } from "@mdp/queues";
 import { TaskLifecycle } from "@mdp/tasks";
 import { createTruncateHandler, recordGivenUp } from "truncation-worker";
 import { createGateway, type Gateway } from "../../src/app";
-import { composeServices } from "../../src/composition";
+import { composeServices, type Connections } from "../../src/composition";
 import type { Services } from "../../src/graphql/context";
 import { Readiness } from "../../src/readiness";
 import { Hs256 } from "../../src/tokens/jwt";
@@ -27,6 +27,8 @@ export interface Harness {
   /** POST a JSON body to an HTTP operation; returns the HTTP status and the parsed body */
   post(path: string, body: unknown, headers?: Record<string, string>): Promise<{ status: number; body: HttpBody }>;
   services: Services;
+  /** the gateway's Redis connections (a test may cut one) */
+  connections: Connections;
   /** POST a GraphQL document; returns the HTTP status and the parsed body */
   graphql(
     query: string,
@@ -69,8 +71,10 @@ export async function startGateway(env: Record<string, string> = {}): Promise<Ha
   const { prisma } = database;
   const redis = createRedis(config.REDIS_URL, "producer");
   const subscriber = createRedis(config.REDIS_URL, "subscriber");
-  await Promise.all([whenReady(redis), whenReady(subscriber)]);
-  const composed = await composeServices(config, { db: database, redis, subscriber }, logger);
+  const replySubscriber = createRedis(config.REDIS_URL, "subscriber", { connectionName: "mdp-replies" });
+  await Promise.all([whenReady(redis), whenReady(subscriber), whenReady(replySubscriber)]);
+  const connections = { db: database, redis, subscriber, replySubscriber };
+  const composed = await composeServices(config, connections, logger);
   const gateway: Gateway = await createGateway({
     logger,
     authenticator: composed.authenticator,
@@ -97,6 +101,7 @@ export async function startGateway(env: Record<string, string> = {}): Promise<Ha
       return { status: res.status, body: (await res.json()) as HttpBody };
     },
     services: composed.services,
+    connections,
     async graphql(query, variables = {}, headers = {}) {
       const res = await fetch(`${baseUrl}/api/graphql`, {
         method: "POST",
@@ -108,7 +113,12 @@ export async function startGateway(env: Record<string, string> = {}): Promise<Ha
     async close() {
       await gateway.stop();
       await composed.stop();
-      await Promise.allSettled([closeRedis(redis), closeRedis(subscriber), database.close()]);
+      await Promise.allSettled([
+        closeRedis(redis),
+        closeRedis(subscriber),
+        closeRedis(replySubscriber),
+        database.close(),
+      ]);
       await db.drop();
     },
   };

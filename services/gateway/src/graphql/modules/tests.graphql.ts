@@ -123,7 +123,10 @@ export const testTypeDefs = /* GraphQL */ `
     "True when the rule failed by holding inside a not."
     negated: Boolean!
     expected: [String!]
-    "The values found (at most 20), each as text (JSON for anything but a string)."
+    """
+    The values found (at most 20), each as text (JSON for anything but a string), one over 200 characters cut and
+    marked; empty for a caller without GET_ENTITY (actualCount still counts them).
+    """
     actual: [String!]!
     actualCount: Int!
     message: String!
