@@ -67,7 +67,7 @@ async function main(): Promise<void> {
   if (tierAt >= 0 && !["unit", "integration", "e2e"].includes(tier ?? "")) {
     throw new Error(`--tier must be unit, integration or e2e, got ${tier ?? "nothing"}`);
   }
-  const args = argv.filter((arg, i) => arg !== "--cluster" && i !== tierAt && i !== tierAt + 1);
+  const args = argv.filter((arg, i) => arg !== "--cluster" && (tierAt < 0 || (i !== tierAt && i !== tierAt + 1)));
   mkdirSync(path.join(root, ".data"), { recursive: true });
   if (tier === "unit") {
     const outcome = runJest(root, [...args, "--selectProjects", "unit"], {});
