@@ -14,7 +14,11 @@
  * fails here.
  */
 import { isDeepStrictEqual } from "node:util";
-import { withImplied, type Privilege } from "@mdp/core";
+import type { Job } from "bullmq";
+import { createLogger, withImplied, type Privilege } from "@mdp/core";
+import { closeRedis, createRedis, Producer, RateLimits, TestSchedules } from "@mdp/queues";
+import { TaskLifecycle } from "@mdp/tasks";
+import { createTestScheduleHandler } from "evaluation-worker";
 import { servedSchema } from "../src/api-docs/graphql-sdl";
 import { describeGmsRoutes } from "../src/gms.routes";
 import { startEvaluationWorker, type RunningWorker } from "./support/evaluation-worker";
@@ -149,6 +153,20 @@ const ROWS: Row[] = [
     needs: "MANAGE_ACCESS_TOKENS",
     call: gql(`mutation($u: String!) { revokeAccessTokens(actorUrn: $u) }`, () => ({ u: OTHER_USER })),
   },
+  {
+    operation: "Mutation.revokeActorAccess",
+    use: "of another user",
+    needs: "MANAGE_ACCESS_TOKENS",
+    call: gql(`mutation($u: String!) { revokeActorAccess(input: {actorUrn: $u}) { revokedTokenIds } }`, () => ({
+      u: OTHER_USER,
+    })),
+  },
+  {
+    operation: "Query.delegatedWork",
+    use: "of another user",
+    needs: "MANAGE_ACCESS_TOKENS",
+    call: gql(`query($u: String!) { delegatedWork(input: {ownerUrn: $u}) { urn } }`, () => ({ u: OTHER_USER })),
+  },
   // Policies, groups, audit
   { operation: "Query.listPolicies", needs: "MANAGE_POLICIES", call: gql(`{ listPolicies(input: {}) { total } }`) },
   {
@@ -243,6 +261,13 @@ const ROWS: Row[] = [
       u: await f.freshRetentionPolicy(),
     })),
   },
+  {
+    operation: "Mutation.resumeRetentionPolicy",
+    needs: "MANAGE_SYSTEM_OPERATIONS",
+    call: gql(`mutation($u: String!) { resumeRetentionPolicy(urn: $u) { urn } }`, (_c, f) => ({
+      u: f.retentionPolicy,
+    })),
+  },
   // Metadata tests
   { operation: "Query.listTests", needs: "VIEW_TESTS", call: gql(`{ listTests(input: {}) { total } }`) },
   {
@@ -286,6 +311,11 @@ const ROWS: Row[] = [
     operation: "Mutation.deleteTest",
     needs: "MANAGE_TESTS",
     call: gql(`mutation($u: String!) { deleteTest(urn: $u) }`, async (_c, f) => ({ u: await f.freshTest() })),
+  },
+  {
+    operation: "Mutation.resumeTestSchedule",
+    needs: "MANAGE_TESTS",
+    call: gql(`mutation($u: String!) { resumeTestSchedule(urn: $u) }`, (_c, f) => ({ u: f.test })),
   },
   {
     operation: "Mutation.runTest",
@@ -474,7 +504,9 @@ function allowed(kind: Kind, needs: Privilege | null): boolean {
       return MINTER_HOLDS.has(needs);
     case "with a child of a shorter-lived token scoped without it":
       return withImplied(parentScopes(needs)).has(needs);
-    default:
+    case "holding no privilege":
+    case "holding it, with a token scoped without it":
+    case "the owner of scheduled work, since it lost it":
       return false;
   }
 }
@@ -625,5 +657,32 @@ describe("authorization matrix: every operation, every kind of principal", () =>
         });
       }
     });
+  });
+
+  it("suspends, at its next firing, the scheduled work of every owner who lost what it needs", async () => {
+    const owners = [...callers.entries()].filter(([key]) => key.startsWith("the owner of scheduled work"));
+    expect(owners.length).toBeGreaterThan(0);
+    const logger = createLogger("matrix-firings", h.config.LOG_LEVEL);
+    const connection = createRedis(h.config.REDIS_URL, "producer");
+    const rateLimits = new RateLimits(RateLimits.connect(h.config, logger), h.config);
+    try {
+      const fire = createTestScheduleHandler({
+        db: h.database,
+        tasks: new TaskLifecycle(h.database, logger),
+        runs: new Producer("evaluate", connection, h.config.QUEUE_PREFIX),
+        schedules: new TestSchedules(new Producer("testSchedule", connection, h.config.QUEUE_PREFIX).queue),
+        logger,
+        rootUserUrn: h.config.ROOT_USER_URN,
+        rateLimits,
+      });
+      for (const [, owner] of owners) {
+        const test = await h.prisma.metadataTest.findFirstOrThrow({ where: { ownerUrn: owner.urn } });
+        expect(await fire({ testUrn: test.urn }, {} as Job, undefined)).toEqual({ suspended: ["MANAGE_TESTS"] });
+        expect(await h.prisma.task.count({ where: { createdBy: owner.urn } })).toBe(0);
+      }
+    } finally {
+      await rateLimits.close();
+      await closeRedis(connection);
+    }
   });
 });
