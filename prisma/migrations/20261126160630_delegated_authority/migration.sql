@@ -5,14 +5,14 @@ ALTER TABLE "access_token" ADD COLUMN     "parent_token_id" UUID;
 ALTER TABLE "aspect" ADD COLUMN     "created_via" TEXT;
 
 -- AlterTable
-ALTER TABLE "metadata_test" ADD COLUMN     "owner_token_id" TEXT,
-ADD COLUMN     "owner_urn" TEXT,
+ALTER TABLE "metadata_test" ADD COLUMN     "owner_urn" TEXT,
+ADD COLUMN     "owner_token_id" TEXT,
 ADD COLUMN     "suspended_at" TIMESTAMPTZ(3),
 ADD COLUMN     "suspended_reason" VARCHAR(512);
 
 -- AlterTable
-ALTER TABLE "retention_policy" ADD COLUMN     "owner_token_id" TEXT,
-ADD COLUMN     "owner_urn" TEXT,
+ALTER TABLE "retention_policy" ADD COLUMN     "owner_urn" TEXT,
+ADD COLUMN     "owner_token_id" TEXT,
 ADD COLUMN     "suspended_at" TIMESTAMPTZ(3),
 ADD COLUMN     "suspended_reason" VARCHAR(512);
 

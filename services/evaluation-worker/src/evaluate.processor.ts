@@ -1,6 +1,6 @@
 import type { Job } from "bullmq";
-import { inTransaction } from "@mdp/db";
-import type { GrantsOf, Privilege } from "@mdp/core";
+import { inTransaction, ownerKey, type OwnerPrivileges } from "@mdp/db";
+import type { Privilege } from "@mdp/core";
 import {
   actionsFromJson,
   answerTooLarge,
@@ -77,7 +77,7 @@ export async function evaluate(
       activeTests: payload.items.some((i) => !i.testUrns),
       taskIds: payload.items.map((i) => i.taskId),
     });
-    await markOwnersLacking(input.tests, deps.grantsOf);
+    await markOwnersLacking(input.tests, deps.ownerPrivileges);
     const evaluatedAt = Date.now();
     const cancelled = new Set(input.cancelled);
     const withRow = new Set(input.started);
@@ -442,7 +442,7 @@ function pushItemsOf(outcome: ItemOutcome, input: EvaluationInput): PushItem[] {
  * read once, so that the answer lists the actions a push would leave out. Tests without actions read nothing: the
  * evaluations most jobs make cost no more than before. A push checks the owners again, in its own transaction.
  */
-async function markOwnersLacking(tests: StoredTest[], grantsOf: GrantsOf): Promise<void> {
+async function markOwnersLacking(tests: StoredTest[], ownerPrivileges: OwnerPrivileges): Promise<void> {
   const grants = new Map<string, Promise<ReadonlySet<Privilege>>>();
   for (const test of tests) {
     const raw = (test.definition as { actions?: unknown } | null)?.actions;
@@ -454,8 +454,10 @@ async function markOwnersLacking(tests: StoredTest[], grantsOf: GrantsOf): Promi
       if (error instanceof TestDefinitionError) continue; // the evaluation refuses the stored definition itself
       throw error;
     }
-    if (!grants.has(test.ownerUrn)) grants.set(test.ownerUrn, grantsOf(test.ownerUrn));
-    const lacking = privilegesLacking(actions, await grants.get(test.ownerUrn)!);
+    const owner = { urn: test.ownerUrn, tokenId: test.ownerTokenId, suspended: test.suspended };
+    const key = ownerKey(owner);
+    if (!grants.has(key)) grants.set(key, ownerPrivileges(owner));
+    const lacking = privilegesLacking(actions, await grants.get(key)!);
     if (lacking.length > 0) test.ownerLacks = lacking;
   }
 }

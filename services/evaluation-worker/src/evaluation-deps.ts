@@ -1,4 +1,5 @@
-import type { GrantsOf, Logger } from "@mdp/core";
+import type { Logger } from "@mdp/core";
+import type { OwnerPrivileges } from "@mdp/db";
 import type { Database } from "@mdp/db";
 import type { JobReply } from "@mdp/queues";
 import type { EvaluationTasks, TaskLifecycle } from "@mdp/tasks";
@@ -13,8 +14,8 @@ export interface EvaluateDeps {
   /** the threads evaluations run in, under the time and memory limits (EVALUATION_TIME_LIMIT_MS and the others) */
   pool: EvaluationPool;
   pusher: ResultsPusher;
-  /** a user's current grants, read afresh (@mdp/db's loadGrants): what tests' owners may have their actions write */
-  grantsOf: GrantsOf;
+  /** what a test's owner may have its actions write now, read afresh (@mdp/db's ownerPrivilegesReader) */
+  ownerPrivileges: OwnerPrivileges;
   /** the task lifecycle: test runs' claims, progress and endings under this process's leases */
   tasks: TaskLifecycle;
   /** the rows of synchronous evaluations whose callers got a 504 */

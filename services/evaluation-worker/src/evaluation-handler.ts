@@ -1,5 +1,5 @@
 import type { Logger } from "@mdp/core";
-import { AspectRepository, loadGrants, type Database } from "@mdp/db";
+import { AspectRepository, ownerPrivilegesReader, type Database } from "@mdp/db";
 import type { Job } from "bullmq";
 import {
   EVALUATE_MAX_ITEMS,
@@ -79,13 +79,13 @@ export function evaluationHandler(
   // Jobs take the worker's slots by actor (see JobShare), so one actor's backlog cannot fill them all.
   const evaluations = new EvaluationTasks(db.pool, tasks);
   // Uncached: a test's actions write only what its owner holds at that moment.
-  const grantsOf = (userUrn: string) => loadGrants(db.prisma, userUrn, rootUserUrn);
+  const ownerPrivileges = ownerPrivilegesReader(db.prisma, rootUserUrn);
   const evaluate = createEvaluateHandler({
     db,
     store: new EvaluationStore(db.pool, evaluations),
     pool,
-    pusher: new ResultsPusher(new AspectRepository(), grantsOf, new TestResultHistory(historyMaxTransitions)),
-    grantsOf,
+    pusher: new ResultsPusher(new AspectRepository(), ownerPrivileges, new TestResultHistory(historyMaxTransitions)),
+    ownerPrivileges,
     tasks,
     evaluations,
     reply: (channel, reply) => sendReply(redis, channel, reply),

@@ -11,8 +11,10 @@ export interface StoredTest {
   /** md5 of the definition's text: equal hashes, equal definitions (see DefinitionCache) */
   hash: string;
   definition: unknown;
-  /** who its actions act for (docs/api.md "Test actions") */
+  /** who its actions act for (docs/api.md "Test actions"), through which token, and whether it is suspended */
   ownerUrn: string;
+  ownerTokenId: string | null;
+  suspended: boolean;
   /**
    * Of the privileges its actions need, those its owner lacks (set by the evaluate handler, which reads the owners'
    * grants only for tests with actions): the dry view lists those actions as refused.
@@ -49,7 +51,8 @@ const load = (tasks: EvaluationTasks) => `
     'tests', COALESCE((
       SELECT json_agg(json_build_object('urn', t.urn, 'onTypes', t.on_types, 'active', t.state = 'ACTIVE',
                                         'hash', md5(t.definition::text), 'definition', t.definition,
-                                        'ownerUrn', t.owner_urn) ORDER BY t.urn)
+                                        'ownerUrn', t.owner_urn, 'ownerTokenId', t.owner_token_id,
+                                        'suspended', t.suspended_at IS NOT NULL) ORDER BY t.urn)
         FROM metadata_test t
        WHERE t.urn = ANY($2::text[])
           OR ($3 AND t.state = 'ACTIVE'
@@ -101,7 +104,7 @@ export class EvaluationStore {
   async test(urn: string): Promise<StoredTest | null> {
     const { rows } = await this.db.query<StoredTest>(
       `SELECT urn, on_types AS "onTypes", state = 'ACTIVE' AS active, md5(definition::text) AS hash, definition,
-              owner_urn AS "ownerUrn"
+              owner_urn AS "ownerUrn", owner_token_id AS "ownerTokenId", suspended_at IS NOT NULL AS suspended
          FROM metadata_test WHERE urn = $1`,
       [urn],
     );

@@ -1,5 +1,4 @@
-import type { GrantsOf } from "@mdp/core";
-import type { AspectRepository, VersionedAspectWrite } from "@mdp/db";
+import type { AspectRepository, OwnerPrivileges, VersionedAspectWrite } from "@mdp/db";
 import {
   boundedTestResults,
   mergeTestResults,
@@ -35,8 +34,8 @@ export interface PushItem {
 export class ResultsPusher {
   constructor(
     private readonly aspects: AspectRepository,
-    /** a test owner's current grants, read afresh at each push that runs actions (@mdp/db's loadGrants) */
-    private readonly grantsOf: GrantsOf,
+    /** what a test's owner may have its actions write, read afresh at each push that runs actions */
+    private readonly ownerPrivileges: OwnerPrivileges,
     /** the pass/fail transitions of what is pushed, kept in the same transaction (test-result-history.ts) */
     private readonly history = new TestResultHistory(),
   ) {}
@@ -97,7 +96,7 @@ export class ResultsPusher {
     }
     await this.aspects.upsert(client, writes, "system");
     // The results' actions, in this transaction, as far as their owners may write them (test-actions.ts).
-    await applyTestActions(client, this.aspects, items, this.grantsOf);
+    await applyTestActions(client, this.aspects, items, this.ownerPrivileges);
     await this.history.record(client, items, current);
     return writes.length;
   }

@@ -1,5 +1,14 @@
-import type { GrantsOf, Privilege } from "@mdp/core";
-import { insertAuditEvents, type AspectRepository, type AuditEventInput, type VersionedAspectWrite } from "@mdp/db";
+import type { Privilege } from "@mdp/core";
+import {
+  AuditBudget,
+  insertAuditEvents,
+  ownerKey,
+  type AspectRepository,
+  type AuditEventInput,
+  type OwnerPrivileges,
+  type VersionedAspectWrite,
+  type WorkOwner,
+} from "@mdp/db";
 import {
   actionRunsOf,
   actionsFromJson,
@@ -16,6 +25,9 @@ import type { PushItem } from "./results.pusher";
 
 /** The audit action of a test's actions that changed an entity (docs/audit.md). */
 export const TEST_ACTIONS_AUDIT = "test.actions";
+/** Per process, as the budget of the queue dashboard's rows: bounds the refusal rows one actor's pushes leave. */
+const REFUSAL_AUDIT_BUDGET = new AuditBudget();
+
 /** The audit action of a test's actions left out of a push because its owner lacks their privileges (docs/audit.md). */
 export const TEST_ACTIONS_REFUSED_AUDIT = "test.actions.refused";
 
@@ -36,19 +48,34 @@ export async function applyTestActions(
   client: pg.ClientBase,
   aspects: AspectRepository,
   items: readonly PushItem[],
-  grantsOf: GrantsOf,
+  ownerPrivileges: OwnerPrivileges,
 ): Promise<number> {
   const tests = new Set(items.flatMap((i) => [...i.evaluation.passing, ...i.evaluation.failing].map((r) => r.test)));
   if (tests.size === 0) return 0;
-  const { rows } = await client.query<{ urn: string; on_types: string[]; owner_urn: string; actions: unknown }>(
-    `SELECT urn, on_types, owner_urn, definition->'actions' AS actions
+  const { rows } = await client.query<{
+    urn: string;
+    on_types: string[];
+    owner_urn: string;
+    owner_token_id: string | null;
+    suspended: boolean;
+    actions: unknown;
+  }>(
+    `SELECT urn, on_types, owner_urn, owner_token_id, suspended_at IS NOT NULL AS suspended,
+            definition->'actions' AS actions
        FROM metadata_test WHERE urn = ANY($1::text[]) AND definition ? 'actions'`,
     [[...tests]],
   );
   if (rows.length === 0) return 0;
   // Re-validated rather than cast, as the evaluation's own parse of the definition was.
   const stored = new Map(
-    rows.map((r) => [r.urn, { onTypes: r.on_types, owner: r.owner_urn, actions: actionsFromJson(r.actions) }]),
+    rows.map((r) => [
+      r.urn,
+      {
+        onTypes: r.on_types,
+        owner: { urn: r.owner_urn, tokenId: r.owner_token_id, suspended: r.suspended },
+        actions: actionsFromJson(r.actions),
+      },
+    ]),
   );
 
   // One entry per entity: items for the same entity (two requests in one job) apply in order, a later outcome of a
@@ -72,7 +99,7 @@ export async function applyTestActions(
     return runs.length > 0 ? [{ item, runs }] : [];
   });
   if (plans.length === 0) return 0;
-  const lacking = await ownersLacking(plans, stored, grantsOf);
+  const lacking = await ownersLacking(plans, stored, ownerPrivileges);
 
   const needed = plans.flatMap(({ item, runs }) =>
     runs.flatMap((run) => run.actions.map((a) => ({ urn: item.evaluation.urn, aspectName: aspectOfAction(a.type) }))),
@@ -117,13 +144,14 @@ export async function applyTestActions(
       });
     }
   }
+  const refused: AuditEventInput[] = [];
   for (const [test, refusal] of refusals) {
-    audit.push({
+    refused.push({
       actorUrn: refusal.actorUrn,
       action: TEST_ACTIONS_REFUSED_AUDIT,
       targetUrn: test,
       details: {
-        owner: stored.get(test)!.owner,
+        owner: stored.get(test)!.owner.urn,
         missingPrivileges: [...refusal.missing].sort(),
         actions: [...refusal.types].sort(),
         entities: refusal.entities.size,
@@ -131,6 +159,9 @@ export async function applyTestActions(
       },
     });
   }
+  // Refusals change nothing, and anyone who may push can cause them at will: each actor's are budgeted, the rest
+  // counted into one audit.suppressed row (docs/audit.md).
+  audit.push(...REFUSAL_AUDIT_BUDGET.admit(refused));
   await aspects.upsert(client, writes, "system");
   await insertAuditEvents(client, audit);
   return writes.length;
@@ -175,20 +206,22 @@ function noteRefused(
 
 /**
  * Of the privileges each test's actions need, those its owner lacks now, by test (tests whose owner lacks none are
- * absent). Each owner's grants are read once, and only for tests that have runs in this push.
+ * absent): what the owner may use through the token it set the test with, nothing while the test is suspended
+ * (ownerPrivilegesReader). Read once per owner and token, and only for tests that have runs in this push.
  */
 async function ownersLacking(
   plans: ReadonlyArray<{ runs: readonly ActionRun[] }>,
-  stored: ReadonlyMap<string, { owner: string; actions: TestActions }>,
-  grantsOf: GrantsOf,
+  stored: ReadonlyMap<string, { owner: WorkOwner; actions: TestActions }>,
+  ownerPrivileges: OwnerPrivileges,
 ): Promise<Map<string, ReadonlySet<Privilege>>> {
   const running = new Set(plans.flatMap(({ runs }) => runs.map((r) => r.test)));
   const grants = new Map<string, Promise<ReadonlySet<Privilege>>>();
   const lacking = new Map<string, ReadonlySet<Privilege>>();
   for (const test of running) {
     const { owner, actions } = stored.get(test)!;
-    if (!grants.has(owner)) grants.set(owner, grantsOf(owner));
-    const missing = privilegesLacking(actions, await grants.get(owner)!);
+    const key = ownerKey(owner);
+    if (!grants.has(key)) grants.set(key, ownerPrivileges(owner));
+    const missing = privilegesLacking(actions, await grants.get(key)!);
     if (missing.length > 0) lacking.set(test, new Set(missing));
   }
   return lacking;

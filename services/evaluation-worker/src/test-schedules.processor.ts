@@ -51,7 +51,15 @@ export function createTestScheduleHandler(deps: TestScheduleDeps): JobHandler<"t
   return async ({ testUrn }) => {
     const test = await deps.db.prisma.metadataTest.findUnique({
       where: { urn: testUrn },
-      select: { urn: true, state: true, scheduleCron: true, ownerUrn: true, suspendedAt: true, definition: true },
+      select: {
+        urn: true,
+        state: true,
+        scheduleCron: true,
+        ownerUrn: true,
+        ownerTokenId: true,
+        suspendedAt: true,
+        definition: true,
+      },
     });
     if (!test || test.scheduleCron === null) {
       await deps.schedules.setTest(testUrn, null);
@@ -65,6 +73,7 @@ export function createTestScheduleHandler(deps: TestScheduleDeps): JobHandler<"t
     const check = await suspendUnlessOwnerMay(deps.db.prisma, {
       work: { kind: "SCHEDULED_TEST", urn: test.urn },
       ownerUrn,
+      ownerTokenId: test.ownerTokenId,
       needs: scheduledTestNeeds(test.definition),
       rootUserUrn: deps.rootUserUrn,
       action: "test.schedule.suspended",

@@ -11,7 +11,16 @@ const definition = {
   rules: { property: "datasetProperties.description", operator: "exists" },
 };
 const tests = [
-  { urn: "urn:li:test:a", onTypes: ["dataset"], active: true, hash: "h", definition, ownerUrn: "urn:li:corpuser:a" },
+  {
+    urn: "urn:li:test:a",
+    onTypes: ["dataset"],
+    active: true,
+    hash: "h",
+    definition,
+    ownerUrn: "urn:li:corpuser:a",
+    ownerTokenId: null,
+    suspended: false,
+  },
 ];
 const entity = {
   urn: "urn:li:dataset:(urn:li:dataPlatform:hive,db.x,PROD)",

@@ -81,7 +81,7 @@ describe("ResultsPusher", () => {
       "urn:li:corpuser:bob": ["EDIT_ENTITY_TAGS", "EDIT_ENTITY_OWNERS"],
     };
     const reads: string[] = [];
-    const pusher = new ResultsPusher(new AspectRepository(), (urn) => {
+    const pusher = new ResultsPusher(new AspectRepository(), ({ urn }) => {
       reads.push(urn);
       return Promise.resolve(new Set(held[urn] ?? []));
     });

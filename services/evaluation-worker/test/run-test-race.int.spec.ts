@@ -5,7 +5,7 @@
  * run-test.processor.ts does through nextEntities' lockFor), so the evaluate push waits and lands on top. The second
  * case holds the old order (read, then lock at push) open and shows the fresher result lost: what the first prevents.
  */
-import { AspectRepository, createDatabase, inTransaction, loadGrants, type Database } from "@mdp/db";
+import { AspectRepository, createDatabase, inTransaction, ownerPrivilegesReader, type Database } from "@mdp/db";
 import { createTestDatabase, type TestDatabase } from "@mdp/db/testing";
 import { EvaluationTasks } from "@mdp/tasks";
 import { EvaluationStore } from "../src/evaluation.store";
@@ -25,7 +25,7 @@ describe("runTest batch against a concurrent evaluate push", () => {
   beforeAll(async () => {
     testDb = await createTestDatabase("run_test_race");
     db = createDatabase(testDb.url);
-    pusher = new ResultsPusher(aspects, (urn) => loadGrants(db.prisma, urn, ACTOR));
+    pusher = new ResultsPusher(aspects, ownerPrivilegesReader(db.prisma, ACTOR));
     store = new EvaluationStore(db.pool, new EvaluationTasks(db.pool, { owner: "test", leaseMs: 10_000 }));
     await db.pool.query(
       `INSERT INTO metadata_test (urn, name, category, definition_text, definition, on_types, created_by, owner_urn, updated_at)

@@ -182,6 +182,24 @@ describe("who scheduled work acts for", () => {
     await h?.close();
   });
 
+  it("work set through a token another user minted answers to that minter too: the firing suspends when the minter loses what it needs", async () => {
+    const MINTER = "urn:li:corpuser:chain-minter";
+    const HOLDER = "urn:li:corpuser:chain-holder";
+    const minterGrant = await grantPolicy(MINTER, ["MANAGE_ACCESS_TOKENS", "MANAGE_TESTS", "EDIT_ENTITY_TAGS"]);
+    await grantPolicy(HOLDER, ["MANAGE_TESTS", "EDIT_ENTITY_TAGS"]);
+    // The minter, through the system client, mints a token for the holder, and sets up a tagging schedule with it.
+    const minted = await createToken(h, HOLDER, systemClientHeaders(MINTER));
+    expect((await createTest("chain-made", "0 3 * * *", bearer(minted.token), TAGGING)).errors).toBeUndefined();
+    const testUrn = "urn:li:test:chain-made";
+    expect(await viewTest(testUrn)).toMatchObject({ ownerUrn: HOLDER });
+    expect(await fireTest(testUrn)).toMatchObject({ taskId: expect.any(String) });
+
+    // The holder still holds everything; the minter no longer does: the token could not, so the work may not.
+    await revokePolicy(minterGrant);
+    expect(await fireTest(testUrn)).toEqual({ suspended: ["MANAGE_TESTS", "EDIT_ENTITY_TAGS"] });
+    expect(await viewTest(testUrn)).toMatchObject({ schedule: { suspendedAt: expect.any(Number) } });
+  });
+
   it("a scheduled test acts for whoever last set what it does, is suspended when they lose it, and a holder resumes it", async () => {
     const testUrn = "urn:li:test:root-made";
     expect((await createTest("root-made", "0 3 * * *", systemClientHeaders(ROOT))).errors).toBeUndefined();

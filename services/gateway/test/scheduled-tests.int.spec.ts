@@ -7,7 +7,7 @@
  * resumes it; the history's cap and retention prune; testResultHistory's privilege and bounds.
  */
 import { createLogger } from "@mdp/core";
-import { AspectRepository, inTransaction, loadGrants } from "@mdp/db";
+import { AspectRepository, inTransaction, ownerPrivilegesReader } from "@mdp/db";
 import { closeRedis, createRedis, Producer, testScheduleId, TestSchedules, type RedisConnection } from "@mdp/queues";
 import { TaskLifecycle } from "@mdp/tasks";
 import { ResultsPusher, startTestSchedules, TestHistoryRetention, TestResultHistory } from "evaluation-worker";
@@ -328,8 +328,8 @@ describe("scheduled tests and result history", () => {
     const live = await createScheduled("capped", null);
     const gone = "urn:li:test:deleted-long-ago";
     const aspects = new AspectRepository();
-    const grantsOf = (urn: string) => loadGrants(h.prisma, urn, h.config.ROOT_USER_URN);
-    const pusher = new ResultsPusher(aspects, grantsOf, new TestResultHistory(2));
+    const ownerPrivileges = ownerPrivilegesReader(h.prisma, h.config.ROOT_USER_URN);
+    const pusher = new ResultsPusher(aspects, ownerPrivileges, new TestResultHistory(2));
     const push = (passing: boolean, evaluatedAt: number) =>
       inTransaction(h.database.pool, (client) =>
         pusher.push(client, [

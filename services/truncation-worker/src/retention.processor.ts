@@ -59,6 +59,7 @@ export function createRetentionHandler(deps: RetentionDeps): JobHandler<"retenti
     const check = await suspendUnlessOwnerMay(deps.db.prisma, {
       work: { kind: "RETENTION_POLICY", id: policy.id, urn: policyUrn },
       ownerUrn: actorUrn,
+      ownerTokenId: policy.ownerTokenId,
       needs: [RETENTION_POLICY_PRIVILEGE],
       rootUserUrn: deps.rootUserUrn,
       action: "retentionPolicy.suspended",

@@ -1,4 +1,13 @@
-import { PRIVILEGES, SYSTEM_ACTOR_URN, withImplied, type Privilege } from "@mdp/core";
+import {
+  canonicalPrivilege,
+  effectivePrivileges,
+  MAX_TOKEN_CHAIN_DEPTH,
+  PRIVILEGES,
+  SYSTEM_ACTOR_URN,
+  withImplied,
+  type Principal,
+  type Privilege,
+} from "@mdp/core";
 import type { Policy, PrismaClient } from "../generated/prisma/client";
 
 export const ROOT_POLICY_URN = "urn:li:dataHubPolicy:root-user";
@@ -66,4 +75,76 @@ export async function loadGrants(
     loadGroupsOf(prisma, userUrn),
   ]);
   return grantsFrom(policies, groups, userUrn);
+}
+
+/**
+ * Who deferred work (a schedule's firings, a test's actions) acts for: its owner, the access token through which the
+ * owner last set it (null: none, e.g. the system client), and whether it is suspended.
+ */
+export interface WorkOwner {
+  urn: string;
+  tokenId: string | null;
+  suspended: boolean;
+}
+
+/** What deferred work may use now, for its owner (ownerPrivilegesReader). */
+export type OwnerPrivileges = (owner: WorkOwner) => Promise<ReadonlySet<Privilege>>;
+
+/**
+ * Reads, afresh at each call, what deferred work may use (docs/authorization.md "Deferred work"): its owner's current
+ * grants, bounded by the chain of the token the owner set it through — that token's scopes, its minter's current
+ * grants, its parents' — as a request through that token would be (effectivePrivileges). Whether that token is still
+ * live does not matter: revoking or outliving it does not stop the work it set (revokeActorAccess does), but the work
+ * never does more than the token could. Suspended work may use nothing. A token row that is gone, or a chain past
+ * MAX_TOKEN_CHAIN_DEPTH, leaves nothing either (fails closed).
+ */
+export function ownerPrivilegesReader(
+  prisma: Pick<PrismaClient, "policy" | "groupMember" | "accessToken">,
+  rootUserUrn: string,
+): OwnerPrivileges {
+  return async (owner) => {
+    if (owner.suspended) return new Set();
+    const grants = new Map<string, Promise<Set<Privilege>>>();
+    const grantsOf = (urn: string) => {
+      let read = grants.get(urn);
+      if (!read) grants.set(urn, (read = loadGrants(prisma, urn, rootUserUrn)));
+      return read;
+    };
+    if (owner.tokenId === null) return grantsOf(owner.urn);
+    const principal = await tokenPrincipal(prisma, owner.tokenId, MAX_TOKEN_CHAIN_DEPTH);
+    if (!principal || principal.urn !== owner.urn) return new Set();
+    return effectivePrivileges(principal, grantsOf);
+  };
+}
+
+/** A token's chain as a Principal, from its rows (null: a row is missing or the chain is too long). */
+async function tokenPrincipal(
+  prisma: Pick<PrismaClient, "accessToken">,
+  tokenId: string,
+  depthLeft: number,
+): Promise<Principal | null> {
+  if (depthLeft <= 0 || !UUID.test(tokenId)) return null;
+  const row = await prisma.accessToken.findUnique({
+    where: { id: tokenId },
+    select: { actorUrn: true, ownerUrn: true, scopes: true, parentTokenId: true },
+  });
+  if (!row) return null;
+  const parent =
+    row.parentTokenId === null ? undefined : await tokenPrincipal(prisma, row.parentTokenId, depthLeft - 1);
+  if (parent === null) return null;
+  const scopes = row.scopes.map(canonicalPrivilege).filter((p): p is Privilege => p !== undefined);
+  return {
+    urn: row.actorUrn,
+    tokenId,
+    ...(row.scopes.length > 0 && { scopes }),
+    ...(row.ownerUrn !== row.actorUrn && { minterUrn: row.ownerUrn }),
+    ...(parent && { parent }),
+  };
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** One key per owner, token and suspension: what ownerPrivilegesReader answers the same for. */
+export function ownerKey(owner: WorkOwner): string {
+  return `${owner.urn}\n${owner.tokenId ?? ""}\n${owner.suspended}`;
 }

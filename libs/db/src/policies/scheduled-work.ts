@@ -1,7 +1,7 @@
 import { conflict, type Privilege } from "@mdp/core";
 import type { Prisma, PrismaClient } from "../generated/prisma/client";
 import { insertAuditEvent } from "../audit";
-import { loadGrants } from "./grants";
+import { ownerPrivilegesReader } from "./grants";
 
 /**
  * Deferred work that runs by itself for its owner (docs/scheduled-tests.md "Who a schedule acts for"): a scheduled
@@ -56,7 +56,9 @@ export async function requireScheduleRoom(tx: Prisma.TransactionClient, ownerUrn
 export interface FiringCheck {
   work: ScheduledWork;
   ownerUrn: string;
-  /** what the firing needs of its owner (each with what implies it, as loadGrants answers) */
+  /** the token the owner set the work through: the firing is bounded by its chain (ownerPrivilegesReader) */
+  ownerTokenId: string | null;
+  /** what the firing needs of its owner (each with what implies it) */
   needs: readonly Privilege[];
   rootUserUrn: string;
   /** the suspension's audit action, e.g. `test.schedule.suspended` */
@@ -66,8 +68,8 @@ export interface FiringCheck {
 }
 
 /**
- * Before a schedule acts for its owner: whether the owner holds everything it needs now (read from PostgreSQL,
- * uncached). When it does not, the work is suspended — `suspended_at`, `suspended_reason` and the audit row (actor the
+ * Before a schedule acts for its owner: whether the owner, through the token it set the work with, holds everything
+ * it needs now (read from PostgreSQL, uncached: ownerPrivilegesReader). When it does not, the work is suspended — `suspended_at`, `suspended_reason` and the audit row (actor the
  * owner, details naming the missing privileges) in one transaction — and the answer lists what is missing; the caller
  * starts nothing. The update matches the owner it was read with and only unsuspended work, so an edit that changed the
  * owner meanwhile, or a firing that suspended it first, is left alone (no second row).
@@ -76,7 +78,10 @@ export async function suspendUnlessOwnerMay(
   prisma: PrismaClient,
   check: FiringCheck,
 ): Promise<{ mayRun: true } | { mayRun: false; missing: Privilege[]; suspended: boolean }> {
-  const grants = await loadGrants(prisma, check.ownerUrn, check.rootUserUrn);
+  const grants = await ownerPrivilegesReader(
+    prisma,
+    check.rootUserUrn,
+  )({ urn: check.ownerUrn, tokenId: check.ownerTokenId, suspended: false });
   const missing = check.needs.filter((p) => !grants.has(p));
   if (missing.length === 0) return { mayRun: true };
   const reason = `Its owner ${check.ownerUrn} no longer holds ${missing.join(", ")}.`.slice(0, MAX_SUSPENDED_REASON);

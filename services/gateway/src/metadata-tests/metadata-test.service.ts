@@ -197,10 +197,9 @@ export class MetadataTestService {
       .$transaction(async (tx) => {
         await lockScheduleOwner(tx, actor.urn);
         const current = await this.existing(tx, urn, true);
-        if (current.scheduleCron === null) throw conflict(`Test ${urn} has no schedule to resume`);
-        if (current.suspendedAt === null) throw conflict(`Test ${urn}'s schedule is not suspended`);
+        if (current.suspendedAt === null) throw conflict(`Test ${urn} is not suspended`);
         await this.requireScheduleNeeds(actor, current.definition, "resume this test's schedule");
-        if (current.ownerUrn !== actor.urn) {
+        if (current.ownerUrn !== actor.urn && current.scheduleCron !== null) {
           await requireScheduleRoom(tx, actor.urn, this.config.MAX_SCHEDULES_PER_USER);
         }
         const resumed = await tx.metadataTest.update({

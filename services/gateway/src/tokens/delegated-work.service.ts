@@ -139,11 +139,17 @@ export class DelegatedWorkService {
     return { revokedTokenIds, suspendedWork: [...tests, ...policies, ...settled] };
   }
 
-  /** Suspends the user's schedules not suspended yet, each with its audit row, in the caller's transaction. */
+  /**
+   * Suspends the user's deferred work not suspended yet — its retention policies, and its tests that have a schedule
+   * or actions (which run for their owner at every push) — each with its audit row, in the caller's transaction.
+   */
   private async suspendSchedulesOf(tx: Prisma.TransactionClient, actor: Actor, userUrn: string, reason: string) {
     const now = new Date();
+    const acting = await tx.$queryRaw<Array<{ urn: string }>>`
+      SELECT urn FROM metadata_test
+       WHERE owner_urn = ${userUrn} AND suspended_at IS NULL AND (schedule_cron IS NOT NULL OR definition ? 'actions')`;
     const tests = await tx.metadataTest.updateManyAndReturn({
-      where: { ownerUrn: userUrn, scheduleCron: { not: null }, suspendedAt: null },
+      where: { urn: { in: acting.map((t) => t.urn) }, suspendedAt: null },
       data: { suspendedAt: now, suspendedReason: reason },
     });
     const policies = await tx.retentionPolicy.updateManyAndReturn({
