@@ -22,8 +22,12 @@ export type RateLimitName = keyof typeof RATE_LIMITS;
 type LimitSettings = (typeof RATE_LIMITS)[RateLimitName]["setting"];
 
 /**
- * Whom a limit counts: a user urn. `via: "system"` is the trusted front end acting for its users, which is not limited
- * (it would be one actor for many people); a schedule's firing counts for its owner and has no `via`.
+ * Whom a limit counts: a user urn. `via` is how a request's caller authenticated (the gateway's Actor): `"system"` is
+ * the trusted system client, the front end acting for its users (or, naming no user, as the system actor), which is
+ * not limited (it would be one actor for many people); any other caller is limited by its urn, whatever that urn is,
+ * so a token acting for the system actor is limited like anyone's. Deferred work (a schedule's firing) has no `via`
+ * and counts for its owner, as the owner's own requests do: the system actor's own schedules, which only the system
+ * client sets, are not limited, as the system client is not.
  */
 export interface RateLimited {
   urn: string;
@@ -46,9 +50,9 @@ export function rateLimitKeyPrefix(queuePrefix: string, name: string): string {
  * Per-actor rate limits shared by every replica: rate-limiter-flexible's RateLimiterRedis (one atomic Lua script per
  * check, a fixed one-minute window per actor), on a Redis connection of its own that never queues while Redis is
  * away. When Redis fails or is slower than REDIS_TIMEOUT_MS, an in-memory limiter of limit ÷ RATE_LIMIT_REPLICAS
- * decides for this process alone, so an outage neither stops callers nor lifts the limit. The system client (the
- * trusted front end acting for its users) and the system actor are not limited: either would be one actor for many
- * people.
+ * decides for this process alone, so an outage neither stops callers nor lifts the limit. Only the system client (the
+ * trusted front end acting for its users, authenticated as such) is not limited: it would be one actor for many
+ * people. Its urn alone exempts nothing (see `exempt`).
  */
 export class RateLimits {
   private readonly limiters = new Map<
@@ -153,4 +157,10 @@ export class RateLimits {
   }
 }
 
-const exempt = (actor: RateLimited) => actor.via === "system" || actor.urn === SYSTEM_ACTOR_URN;
+/**
+ * Not limited: a request the system client made (however it named its actor), and deferred work (no `via`) the system
+ * actor owns, which the system client set. A request that merely names the system actor's urn (an access token acting
+ * for it, a development `X-Platform-Actor` header) is limited like any other.
+ */
+const exempt = (actor: RateLimited) =>
+  actor.via === "system" || (actor.via === undefined && actor.urn === SYSTEM_ACTOR_URN);

@@ -2,13 +2,16 @@
  * Per-actor rate limits shared by every replica (Redis): two gateways on one database, Redis and prefix count one
  * actor's token mints, evaluations and test runs together, so the second replica is the one that refuses; the refusal
  * is a 429 with Retry-After naming the limit (HTTP body per the contract; GraphQL extensions.code TOO_MANY_REQUESTS);
- * the system client is not limited, and 0 turns a limit off.
+ * the system client is not limited (by how it authenticated: a token acting for the system actor is limited like
+ * anyone's), a schedule's firing counts for its owner, and 0 turns a limit off.
  */
+import { SYSTEM_ACTOR_URN, createLogger } from "@mdp/core";
 import {
   CREATE_TOKEN,
   bearer,
   createToken,
   grant,
+  mintToken,
   startGateway,
   systemClientHeaders,
   type Harness,
@@ -16,6 +19,7 @@ import {
 import { Redis } from "ioredis";
 import { startPrivateRedis } from "./support/private-redis";
 import { startEvaluationWorker, type RunningWorker } from "./support/evaluation-worker";
+import { RateLimits } from "../src/http/rate-limits";
 
 const ALICE = "urn:li:corpuser:alice";
 const LIMITS = {
@@ -132,6 +136,42 @@ describe("rate limits", () => {
       const res = await mint(i % 2 ? a : b, systemClientHeaders(ALICE));
       expect(res.body.errors).toBeUndefined();
       expect(res.status).toBe(200);
+    }
+  });
+
+  it("limits an access token acting for the system actor: its urn is not the system client", async () => {
+    // A token for the system actor (createAccessToken refuses to make one now; one made before still authenticates):
+    // it holds every privilege, but it is a token, not the system client's credentials, and is limited like any.
+    const token = await mintToken(a, SYSTEM_ACTOR_URN, Math.floor(Date.now() / 1000) + 3600);
+    const me = await a.graphql(`{ me { urn } }`, {}, bearer(token));
+    expect(me.body.data).toEqual({ me: { urn: SYSTEM_ACTOR_URN } });
+    for (let i = 0; i < 3; i++) expect((await mint(i % 2 ? a : b, bearer(token))).body.errors).toBeUndefined();
+    const refused = await mint(b, bearer(token));
+    expect(refused.status).toBe(429);
+    expect(refused.body.errors?.[0]?.message).toContain("RATE_LIMIT_TOKEN_MINTS_PER_MINUTE");
+    // The system client naming no user acts as that same urn, and is still not limited.
+    const systemClient = { authorization: systemClientHeaders(ALICE).authorization! };
+    for (let i = 0; i < 4; i++) expect((await mint(a, systemClient)).body.errors).toBeUndefined();
+  });
+
+  it("counts a schedule's firing (no via) for its owner; the system actor's own schedules, set by the system client, not at all", async () => {
+    const limits = new RateLimits(RateLimits.connect(a.config, createLogger("rate-limits-test", "silent")), a.config);
+    try {
+      const owner = { urn: "urn:li:corpuser:firing-owner" };
+      await expect(limits.consume(owner, "testRuns")).resolves.toBeUndefined();
+      await expect(limits.consume(owner, "testRuns")).rejects.toMatchObject({ code: "TOO_MANY_REQUESTS" });
+      for (let i = 0; i < 3; i++) {
+        await expect(limits.consume({ urn: SYSTEM_ACTOR_URN }, "testRuns")).resolves.toBeUndefined();
+        await expect(limits.consume({ urn: ALICE, via: "system" }, "testRuns")).resolves.toBeUndefined();
+      }
+      // The same urn in a request that did not authenticate as the system client is limited: the first is the
+      // minute's one run (the firings above counted nothing), the next is refused.
+      await expect(limits.consume({ urn: SYSTEM_ACTOR_URN, via: "token" }, "testRuns")).resolves.toBeUndefined();
+      await expect(limits.consume({ urn: SYSTEM_ACTOR_URN, via: "header" }, "testRuns")).rejects.toMatchObject({
+        code: "TOO_MANY_REQUESTS",
+      });
+    } finally {
+      await limits.close();
     }
   });
 

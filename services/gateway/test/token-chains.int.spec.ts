@@ -408,6 +408,67 @@ describe("a token's chain", () => {
     });
   });
 
+  describe("the principals of the built-in policy: no token for the system actor, root's only by root", () => {
+    const HOLDER = "urn:li:corpuser:p-holder"; // MANAGE_ACCESS_TOKENS (and so GENERATE_PERSONAL_ACCESS_TOKENS) only
+    const scoped = { scopes: ["MANAGE_ACCESS_TOKENS"] }; // privileges the holder holds, so no other check refuses
+    let holderToken: Created;
+    const basicRaw = { authorization: systemClientHeaders(ROOT).authorization! };
+    const tokensFor = (actorUrn: string) => h.prisma.accessToken.count({ where: { actorUrn } });
+    const createRows = (actorUrn: string) =>
+      h.prisma.auditEvent.count({
+        where: { action: "accessToken.create", details: { path: ["actorUrn"], equals: actorUrn } },
+      });
+
+    beforeAll(async () => {
+      await grant(h, HOLDER, ["MANAGE_ACCESS_TOKENS"]);
+      holderToken = await mint(systemClientHeaders(HOLDER), HOLDER);
+    });
+
+    it("refuses a token for the system actor (400 naming input.actorUrn), whoever asks, and stores nothing", async () => {
+      for (const headers of [
+        systemClientHeaders(HOLDER),
+        bearer(holderToken.accessToken),
+        asRoot,
+        basicRaw, // the system client itself: the system actor is its identity, not a token's
+      ]) {
+        const { created, error } = await create(headers, SYSTEM_ACTOR_URN, scoped);
+        expect(created).toBeUndefined();
+        expect(error).toEqual({
+          code: "BAD_USER_INPUT",
+          message: expect.stringContaining(`input.actorUrn ${SYSTEM_ACTOR_URN} is the system actor`),
+        });
+      }
+      expect(await tokensFor(SYSTEM_ACTOR_URN)).toBe(0);
+      expect(await createRows(SYSTEM_ACTOR_URN)).toBe(0);
+    });
+
+    it("refuses a token for the root user to anyone but the root user (403), even scoped to what the minter holds", async () => {
+      const before = await tokensFor(ROOT);
+      for (const [headers, caller] of [
+        [systemClientHeaders(HOLDER), HOLDER],
+        [bearer(holderToken.accessToken), HOLDER],
+        [basicRaw, SYSTEM_ACTOR_URN],
+      ] as const) {
+        const { created, error } = await create(headers, ROOT, scoped);
+        expect(created).toBeUndefined();
+        expect(error).toEqual({
+          code: "FORBIDDEN",
+          message:
+            `${caller} is unauthorized to generate access tokens for ${ROOT}, the root user: only the root user ` +
+            `mints its own tokens.`,
+        });
+      }
+      expect(await tokensFor(ROOT)).toBe(before);
+    });
+
+    it("still lets the root user mint its own: through the system client naming it, and with its own token", async () => {
+      const own = await mint(asRoot, ROOT);
+      expect(own.metadata).toMatchObject({ actorUrn: ROOT, ownerUrn: ROOT, parentTokenId: null });
+      const child = await mint(bearer(own.accessToken), ROOT, scoped);
+      expect(child.metadata).toMatchObject({ actorUrn: ROOT, ownerUrn: ROOT, parentTokenId: own.metadata.id });
+    });
+  });
+
   describe("the system client naming no user", () => {
     const basicRaw = {
       authorization: systemClientHeaders(ROOT).authorization!,

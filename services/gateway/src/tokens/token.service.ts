@@ -7,6 +7,7 @@ import {
   parseUrnField,
   requireIdLength,
   requireLength,
+  SYSTEM_ACTOR_URN,
   type Config,
   type Principal,
 } from "@mdp/core";
@@ -73,7 +74,10 @@ export class TokenService {
     private readonly store: TokenStore,
     private readonly verifier: Pick<TokenVerifier, "revoked" | "revokedAllOf">,
     private readonly policies: PolicyEngine,
-    private readonly config: Pick<Config, "TOKEN_SIGNING_KEY" | "TOKEN_SALT" | "ACCESS_TOKEN_ALLOW_NO_EXPIRY">,
+    private readonly config: Pick<
+      Config,
+      "TOKEN_SIGNING_KEY" | "TOKEN_SALT" | "ACCESS_TOKEN_ALLOW_NO_EXPIRY" | "ROOT_USER_URN"
+    >,
     /** RATE_LIMIT_TOKEN_MINTS_PER_MINUTE, met once the request has passed its checks (a refusal costs nothing) */
     private readonly rateLimits?: Pick<RateLimits, "consume">,
   ) {
@@ -88,6 +92,7 @@ export class TokenService {
       );
     }
     parseUrnField("input.actorUrn", input.actorUrn, "corpuser");
+    this.requireMintableActor(actor, input.actorUrn);
     if (input.actorUrn !== actor.urn) {
       await this.policies.require(actor, "MANAGE_ACCESS_TOKENS", "generate access tokens for other users");
     }
@@ -155,6 +160,28 @@ export class TokenService {
       },
     });
     return { accessToken, metadata };
+  }
+
+  /**
+   * The two principals that hold every privilege through the built-in policy are not minted for like other users. The
+   * system actor is the system client's own identity: it authenticates with the client's credentials and has no
+   * tokens (a token for it would be a second, revocable-only-by-hand system client). The root user's tokens are minted
+   * only by the root user itself (its own token, or the system client naming it): no MANAGE_ACCESS_TOKENS holder
+   * mints a token that reads as root's, whatever its scopes.
+   */
+  private requireMintableActor(caller: Actor, actorUrn: string): void {
+    if (actorUrn === SYSTEM_ACTOR_URN) {
+      throw badInput(
+        `input.actorUrn ${SYSTEM_ACTOR_URN} is the system actor, the system client's own identity: it has no access ` +
+          `tokens (the system client authenticates with its credentials)`,
+      );
+    }
+    if (actorUrn === this.config.ROOT_USER_URN && caller.urn !== actorUrn) {
+      throw forbidden(
+        `${caller.urn} is unauthorized to generate access tokens for ${actorUrn}, the root user: only the root user ` +
+          `mints its own tokens.`,
+      );
+    }
   }
 
   /**
