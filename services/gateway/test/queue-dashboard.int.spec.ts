@@ -169,7 +169,7 @@ describe("queue dashboard", () => {
         const res = await write(method, path, body);
         expect([method, path, res.status]).toEqual([method, path, 404]);
       }
-      // retrying is a write the dashboard takes, but never of a scheduler's firing
+      // retrying is a write the dashboard knows, but refuses: never of a scheduler's firing
       expect((await write("PUT", `${QUEUE_NAMES.testSchedule}/${firingId}/retry`)).status).toBe(403);
       expect(await (await schedules.getJob(firing!.id!))!.getState()).toBe("delayed"); // not fired
       expect(await schedules.getJobSchedulersCount()).toBe(1);
@@ -190,11 +190,14 @@ describe("queue dashboard", () => {
       ).body.value as string;
       const rowsBefore = (await auditRows()).length;
       for (const [path, status] of [
-        [`${QUEUE_NAMES.truncate}/${taskId}/retry`, 409], // waiting, not failed
         [`${QUEUE_NAMES.truncate}/${taskId}/clean`, 409], // waiting: its task would be queued again anyway
-        [`${QUEUE_NAMES.truncate}/no-such-job/retry`, 404],
-        [`${QUEUE_NAMES.truncate}/retry/completed`, 400],
+        [`${QUEUE_NAMES.truncate}/no-such-job/clean`, 404],
         [`${QUEUE_NAMES.truncate}/clean/wait`, 400],
+        [`${QUEUE_NAMES.truncate}/clean/active`, 400],
+        // no queue's jobs are retried, whatever the job's state or existence
+        [`${QUEUE_NAMES.truncate}/${taskId}/retry`, 403],
+        [`${QUEUE_NAMES.truncate}/no-such-job/retry`, 403],
+        [`${QUEUE_NAMES.truncate}/retry/completed`, 403],
         [`${QUEUE_NAMES.testSchedule}/retry/failed`, 403], // a scheduler's firings are never retried
       ] as const) {
         const res = await write("PUT", path);
@@ -204,14 +207,42 @@ describe("queue dashboard", () => {
       expect(await auditRows()).toHaveLength(rowsBefore);
     });
 
-    it("retries and removes a failed job, each audited once", async () => {
-      const retried = await failedJob();
+    it("refuses retrying a failed job on every queue (403 naming why, no row, the job stays failed), and removes one, audited once", async () => {
+      const failed = await failedJob();
       const removed = await failedJob();
       const since = new Date(Date.now() - 1);
-      expect((await write("PUT", `${QUEUE_NAMES.evaluate}/${retried}/retry`)).status).toBe(204);
-      expect(await (await evaluate.getJob(retried))!.getState()).toBe("waiting");
-      // once retried it is no longer failed: a second retry is refused, and not audited
-      expect((await write("PUT", `${QUEUE_NAMES.evaluate}/${retried}/retry`)).status).toBe(409);
+      const refusal = async (path: string) => {
+        const res = await write("PUT", path);
+        return { path, status: res.status, message: ((await res.json()) as { message: string }).message };
+      };
+      // evaluate-tests: a retry would run another user's evaluation or push again as that user
+      expect(await refusal(`${QUEUE_NAMES.evaluate}/${failed}/retry`)).toEqual({
+        path: `${QUEUE_NAMES.evaluate}/${failed}/retry`,
+        status: 403,
+        message: expect.stringMatching(
+          /^The queue dashboard does not retry jobs of evaluate-tests: each runs a user's evaluation or test run, .*as that user, who may no longer hold what it needs/,
+        ),
+      });
+      expect(await evaluate.getJobState(failed)).toBe("failed");
+      expect((await refusal(`${QUEUE_NAMES.evaluate}/retry/failed`)).status).toBe(403);
+      expect(await evaluate.getJobState(failed)).toBe("failed");
+      // truncate-timeseries: its worker does not check the creator again at claim, so a new truncation is the retry
+      for (const path of [`${QUEUE_NAMES.truncate}/retry/failed`, `${QUEUE_NAMES.truncate}/some-task/retry`]) {
+        expect(await refusal(path)).toEqual({
+          path,
+          status: 403,
+          message: expect.stringContaining(
+            "does not retry jobs of truncate-timeseries: each is a deletion its creator asked for, and retrying it " +
+              "would delete again without checking that the creator still may; start a new truncation",
+          ),
+        });
+      }
+      for (const queue of [QUEUE_NAMES.retention, QUEUE_NAMES.testSchedule]) {
+        expect(await refusal(`${queue}/retry/failed`)).toMatchObject({
+          status: 403,
+          message: expect.stringContaining("retrying it would fire the schedule now"),
+        });
+      }
       expect((await write("PUT", `${QUEUE_NAMES.evaluate}/${removed}/clean`)).status).toBe(204);
       expect(await evaluate.getJob(removed)).toBeUndefined();
       const rows = await h.prisma.auditEvent.findMany({
@@ -219,9 +250,23 @@ describe("queue dashboard", () => {
         orderBy: { id: "asc" },
       });
       expect(rows.map((r) => [r.actorUrn, r.action, r.details])).toEqual([
-        [ROOT, "queue.retryJob", { queue: QUEUE_NAMES.evaluate, job: retried, via: "token" }],
         [ROOT, "queue.removeJob", { queue: QUEUE_NAMES.evaluate, job: removed, via: "token" }],
       ]);
+    });
+
+    it("offers no retry on the page for any queue", async () => {
+      const api = await fetch(
+        `${h.baseUrl}/admin/queues/api/queues?activeQueue=${QUEUE_NAMES.evaluate}&status=failed`,
+        {
+          headers: basic(rootToken),
+        },
+      );
+      const { queues } = (await api.json()) as { queues: Array<{ name: string; allowRetries: boolean }> };
+      expect(queues.map((q) => [q.name, q.allowRetries]).sort()).toEqual(
+        Object.values(QUEUE_NAMES)
+          .map((name) => [name, false])
+          .sort(),
+      );
     });
   });
 });

@@ -13,8 +13,8 @@ import type { PolicyEngine } from "../policies/policy-engine";
 export const DASHBOARD_PATH = "/admin/queues";
 
 /**
- * The only writes the dashboard takes: retrying a failed job and removing a finished one, one or all of a state at a
- * time. Everything else Bull Board offers (adding, promoting, delaying, editing a job; running, updating a job
+ * The only writes the dashboard takes: retrying a failed job (on no queue this system has: see NOT_RETRIED) and
+ * removing a finished one, one or all of a state at a time. Everything else Bull Board offers (adding, promoting, delaying, editing a job; running, updating a job
  * scheduler; pausing, emptying, obliterating a queue; and any route a later Bull Board adds) is refused, because
  * workers trust a job's data (whose it is, whether it pushes) and its timing (a scheduler's delayed job promoted is
  * the schedule fired now, as its owner): whoever may open the dashboard must not be able to act as anyone through it.
@@ -43,10 +43,37 @@ const READS = new Set(["GET", "HEAD"]);
 /** A job's states the dashboard may remove (one job, or all of the state): finished ones only. */
 const REMOVABLE = new Set(["failed", "completed"]);
 /**
- * The queues whose every job is a firing of a job scheduler (a retention policy's, a scheduled test's): retrying one
- * would fire its schedule now, so their jobs are never retried here. Their own workers' next firing is the retry.
+ * The queues whose jobs the dashboard never retries, and why: a retry runs the job again as the principal recorded in
+ * it, with nobody checking now that the principal may still do it.
+ * - The schedules queues: every job is a firing of a job scheduler (a retention policy's, a scheduled test's), and
+ *   retrying one would fire its schedule now. Their own workers' next firing is the retry.
+ * - evaluate-tests: a job is a user's evaluation or test run, pushing results and running test actions as that user,
+ *   whose privileges may since be gone; the user (or a schedule's next firing) runs it again.
+ * - truncate-timeseries: a job is a deletion its creator asked for, and the truncation worker does not check at claim
+ *   that the creator may still make it; a new truncation, checked as it is asked for, is the retry.
+ * Every queue of QUEUE_NAMES is here: the dashboard retries nothing. A queue added later is retried only once it is
+ * known that its worker re-checks its job's principal when it claims the job.
  */
-const SCHEDULE_QUEUES: ReadonlySet<string> = new Set([QUEUE_NAMES.retention, QUEUE_NAMES.testSchedule]);
+const NOT_RETRIED: ReadonlyMap<string, string> = new Map<string, string>([
+  [
+    QUEUE_NAMES.retention,
+    "each is a firing of a retention policy's job scheduler, and retrying it would fire the schedule now",
+  ],
+  [
+    QUEUE_NAMES.testSchedule,
+    "each is a firing of a scheduled test's job scheduler, and retrying it would fire the schedule now",
+  ],
+  [
+    QUEUE_NAMES.evaluate,
+    "each runs a user's evaluation or test run, pushing results and running test actions as that user, who may " +
+      "no longer hold what it needs; ask for the evaluation or run again instead",
+  ],
+  [
+    QUEUE_NAMES.truncate,
+    "each is a deletion its creator asked for, and retrying it would delete again without checking that the creator " +
+      "still may; start a new truncation (truncateTimeseriesAspect) instead",
+  ],
+]);
 /** No job id this system issues is longer (task ids are UUIDs; a scheduler's job id holds its test urn, ≤ 512 bytes). */
 const MAX_JOB_ID_LENGTH = 1024;
 
@@ -87,11 +114,9 @@ async function checkWrite(queues: ReadonlyMap<string, Queue>, write: DashboardWr
   const queue = queues.get(name);
   if (!queue) throw notFound(`The queue dashboard has no queue '${abbreviated(name)}'`);
   const retry = write.kind === "retryAll" || write.kind === "retryJob";
-  if (retry && SCHEDULE_QUEUES.has(name)) {
-    throw forbidden(
-      `The queue dashboard does not retry jobs of ${name}: each is a firing of a job scheduler, and retrying it would ` +
-        `fire the schedule now.`,
-    );
+  const notRetried = NOT_RETRIED.get(name);
+  if (retry && notRetried !== undefined) {
+    throw forbidden(`The queue dashboard does not retry jobs of ${name}: ${notRetried}.`);
   }
   if (status !== undefined) {
     const allowed = retry ? ["failed"] : [...REMOVABLE];
@@ -115,7 +140,8 @@ async function checkWrite(queues: ReadonlyMap<string, Queue>, write: DashboardWr
 
 /**
  * Bull Board over the queues, for holders of MANAGE_SYSTEM_OPERATIONS only: it shows everything, and its only writes
- * (retrying failed jobs, removing finished ones) are checked, then audited, then carried out.
+ * (removing finished jobs; retrying failed ones, on no queue of NOT_RETRIED) are checked, then audited, then carried
+ * out.
  */
 export function queueDashboard(
   queues: Queue[],
@@ -125,8 +151,8 @@ export function queueDashboard(
 ): { guard: RequestHandler; router: Express } {
   const serverAdapter = new ExpressAdapter();
   serverAdapter.setBasePath(DASHBOARD_PATH);
-  // The page offers no retry in a schedules queue; the guard below is what enforces what the dashboard takes.
-  const adapters = queues.map((q) => new BullMQAdapter(q, { allowRetries: !SCHEDULE_QUEUES.has(q.name) }));
+  // The page offers no retry where the dashboard refuses one; the guard below is what enforces what it takes.
+  const adapters = queues.map((q) => new BullMQAdapter(q, { allowRetries: !NOT_RETRIED.has(q.name) }));
   createBullBoard({ queues: adapters, serverAdapter });
   const byName = new Map(queues.map((q) => [q.name, q]));
   const guard: RequestHandler = async (req, res, next) => {
@@ -140,7 +166,7 @@ export function queueDashboard(
         if (!write) {
           throw notFound(
             `The queue dashboard has no action ${abbreviated(req.method, 16)} ${abbreviated(req.path)}: it only ` +
-              `retries failed jobs and removes failed or completed ones.`,
+              `removes failed or completed jobs.`,
           );
         }
         await checkWrite(byName, write);
