@@ -5,7 +5,8 @@
  * truthfully within a bound once it is back (completed with exact counts, after resuming), and a cancel asked during
  * or after the outage must end it as cancelled within a few seconds.
  */
-import { bulkLoad, createDatabase, DAY_MILLIS, type Database } from "@mdp/db";
+import { createDatabase, DAY_MILLIS, type Database } from "@mdp/db";
+import { DAY, loadDay as loadRows, remaining as rowsLeft, ROWS } from "../support/truncation-rows";
 import { privatePostgres, type PrivateServer } from "../../services/gateway/test/support/private-servers";
 import {
   freePort,
@@ -20,9 +21,6 @@ import {
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
 const headers = systemClient();
-const DAY = Date.UTC(2026, 4, 1);
-const ROWS = 60_000;
-const TABLE = 'timeseries."ts_dataset_datasetProfile"';
 /** How long after PostgreSQL is back a task may take to end: its lease (10 s), a BullMQ retry's backoff, the rest. */
 const SETTLE_BOUND_MS = 25_000;
 /** How long after PostgreSQL is back a cancel may take to end a task whose attempt died in the outage. */
@@ -84,32 +82,8 @@ describe("tasks across a PostgreSQL restart", () => {
     }
   };
 
-  /** ROWS rows over one day, so everything is deleted in batches inside one partition; returns the rows to go. */
-  const loadDay = async (cutoff: number) => {
-    await database.pool.query("DELETE FROM timeseries.partition; DELETE FROM timeseries.aspect_table");
-    await database.pool.query(`DROP TABLE IF EXISTS ${TABLE}`);
-    await bulkLoad(database.pool, {
-      entityType: "dataset",
-      aspectName: "datasetProfile",
-      rows: ROWS,
-      days: 1,
-      endMillis: DAY,
-      urns: 50,
-    });
-    const { rows } = await database.pool.query<{ n: string }>(
-      `SELECT count(*) AS n FROM ${TABLE} WHERE timestamp_millis < $1`,
-      [cutoff],
-    );
-    return Number(rows[0]!.n);
-  };
-  const remaining = async (cutoff: number) => {
-    const { rows } = await database.pool.query<{ older: string; newer: string }>(
-      `SELECT count(*) FILTER (WHERE timestamp_millis < $1) AS older,
-              count(*) FILTER (WHERE timestamp_millis >= $1) AS newer FROM ${TABLE}`,
-      [cutoff],
-    );
-    return { older: Number(rows[0]!.older), newer: Number(rows[0]!.newer) };
-  };
+  const loadDay = (cutoff: number) => loadRows(database.pool, cutoff);
+  const remaining = (cutoff: number) => rowsLeft(database.pool, cutoff);
   const truncate = async (cutoff: number) => {
     const res = await post("truncateTimeseriesAspect", {
       entityType: "dataset",

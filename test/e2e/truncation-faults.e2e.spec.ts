@@ -4,7 +4,8 @@
  * without persistence). Each time the task completes with an exact count and its row tells what happened.
  */
 import { Queue } from "bullmq";
-import { bulkLoad, createDatabase, DAY_MILLIS, type Database } from "@mdp/db";
+import { createDatabase, DAY_MILLIS, type Database } from "@mdp/db";
+import { DAY, loadDay as loadRows, remaining as rowsLeft, ROWS } from "../support/truncation-rows";
 import { createTestDatabase } from "@mdp/db/testing";
 import { closeRedis, createRedis, QUEUE_NAMES } from "@mdp/queues";
 import {
@@ -20,9 +21,6 @@ import {
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
 const headers = systemClient();
-const DAY = Date.UTC(2026, 4, 1);
-const ROWS = 60_000;
-const TABLE = 'timeseries."ts_dataset_datasetProfile"';
 /** The workers' task lease (@mdp/tasks' DEFAULT_LEASE_MS), and what a resume may take beyond it (a claim, a poll). */
 const LEASE_MS = 10_000;
 const RESUME_MARGIN_MS = 2_000;
@@ -57,31 +55,8 @@ describe("truncation under faults", () => {
     await waitForOutput(worker, "worker running");
     return worker;
   };
-  /** ROWS rows over one day, so everything is deleted in batches inside one partition; returns the rows to go. */
-  const loadDay = async (cutoff: number) => {
-    await database.pool.query("DELETE FROM timeseries.partition; DELETE FROM timeseries.aspect_table");
-    await database.pool.query(`DROP TABLE IF EXISTS ${TABLE}`);
-    await bulkLoad(database.pool, {
-      entityType: "dataset",
-      aspectName: "datasetProfile",
-      rows: ROWS,
-      days: 1,
-      endMillis: DAY,
-      urns: 50,
-    });
-    const { rows } = await database.pool.query<{ n: string }>(
-      `SELECT count(*) AS n FROM ${TABLE} WHERE timestamp_millis < $1`,
-      [cutoff],
-    );
-    return Number(rows[0]!.n);
-  };
-  const remaining = async (cutoff: number) => {
-    const { rows } = await database.pool.query<{ older: string; newer: string }>(
-      `SELECT count(*) FILTER (WHERE timestamp_millis < $1) AS older, count(*) FILTER (WHERE timestamp_millis >= $1) AS newer FROM ${TABLE}`,
-      [cutoff],
-    );
-    return { older: Number(rows[0]!.older), newer: Number(rows[0]!.newer) };
-  };
+  const loadDay = (cutoff: number) => loadRows(database.pool, cutoff);
+  const remaining = (cutoff: number) => rowsLeft(database.pool, cutoff);
   const truncate = async (cutoff: number, batchSize: number) =>
     (
       await post("truncateTimeseriesAspect", {
