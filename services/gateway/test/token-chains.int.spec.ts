@@ -442,6 +442,13 @@ describe("a token's chain", () => {
       expect(await createRows(SYSTEM_ACTOR_URN)).toBe(0);
     });
 
+    it("refuses, as unverifiable, a token acting as the system actor that exists from before", async () => {
+      const earlier = await mintToken(h, SYSTEM_ACTOR_URN, Math.floor(Date.now() / 1000) + 3600);
+      const res = await h.graphql(`{ me { urn } }`, {}, bearer(earlier));
+      expect(res.status).toBe(401);
+      expect(res.body.errors?.[0]?.message).toBe("Unable to verify the provided token.");
+    });
+
     it("refuses a token for the root user to anyone but the root user (403), even scoped to what the minter holds", async () => {
       const before = await tokensFor(ROOT);
       for (const [headers, caller] of [
@@ -462,7 +469,7 @@ describe("a token's chain", () => {
     });
 
     it("still lets the root user mint its own: through the system client naming it, and with its own token", async () => {
-      const own = await mint(asRoot, ROOT);
+      const own = await mint(asRoot, ROOT, { duration: "ONE_DAY" });
       expect(own.metadata).toMatchObject({ actorUrn: ROOT, ownerUrn: ROOT, parentTokenId: null });
       const child = await mint(bearer(own.accessToken), ROOT, scoped);
       expect(child.metadata).toMatchObject({ actorUrn: ROOT, ownerUrn: ROOT, parentTokenId: own.metadata.id });

@@ -1,5 +1,5 @@
 import { hash } from "node:crypto";
-import { MAX_TOKEN_CHAIN_DEPTH, unauthenticated, type Config, type Principal } from "@mdp/core";
+import { MAX_TOKEN_CHAIN_DEPTH, SYSTEM_ACTOR_URN, unauthenticated, type Config, type Principal } from "@mdp/core";
 import type { Actor } from "../auth/actor";
 import type { InvalidationBus } from "../events/invalidation-bus";
 import { Hs256, JwtError, type AccessTokenClaims } from "./jwt";
@@ -85,7 +85,9 @@ export class TokenVerifier {
       if (
         !known ||
         !digestMatches(tokenDigest(token, this.config.TOKEN_SALT), known.tokenHash) ||
-        known.actorUrn !== claims.sub
+        known.actorUrn !== claims.sub ||
+        // The system actor is the system client's own identity; no token may act as it (none is minted any more).
+        claims.sub === SYSTEM_ACTOR_URN
       ) {
         throw refused("invalid", "Unable to verify the provided token.");
       }

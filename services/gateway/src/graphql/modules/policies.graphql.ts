@@ -98,7 +98,7 @@ export const policyTypeDefs = /* GraphQL */ `
   type AuditEvent {
     id: String!
     actorUrn: String!
-    "e.g. accessToken.create, timeseries.truncate, task.cancel, queue.retryJob (docs/audit.md lists them all)"
+    "e.g. accessToken.create, timeseries.truncate, task.cancel, queue.clean (docs/audit.md lists them all)"
     action: String!
     targetUrn: String
     "JSON object"
