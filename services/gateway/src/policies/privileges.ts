@@ -4,10 +4,6 @@ import { abbreviated, badInput, canonicalPrivilege, PRIVILEGES, withImplied, typ
 // gateway's modules keep importing them from here, beside what only the gateway does with them (token scopes).
 export { canonicalPrivilege, isPrivilege, PRIVILEGES, withImplied, type Privilege } from "@mdp/core";
 
-/** The privileges `wanted` holds that `holder` does not (both with what they imply). */
-export function privilegesMissing(holder: ReadonlySet<Privilege>, wanted: ReadonlySet<Privilege>): Privilege[] {
-  return [...wanted].filter((p) => !holder.has(p));
-}
 
 /** The most privilege names one access token's `scopes` may list (DataHub spellings and repeats count). */
 export const MAX_TOKEN_SCOPES = 32;

@@ -7,6 +7,7 @@ import {
   parseUrnField,
   requireIdLength,
   requireLength,
+  missingFrom,
   SYSTEM_ACTOR_URN,
   type Config,
   type Principal,
@@ -16,7 +17,7 @@ import { safeEqual } from "../auth/constant-time";
 import { pageOf } from "../graphql/paging";
 import type { RateLimits } from "../http/rate-limits";
 import type { PolicyEngine } from "../policies/policy-engine";
-import { parseScopes, privilegesMissing, withImplied, withinScopes, type Privilege } from "../policies/privileges";
+import { parseScopes, withImplied, withinScopes, type Privilege } from "../policies/privileges";
 import { Hs256, JwtError, type AccessTokenClaims } from "./jwt";
 import { hashToken } from "./token-hash";
 import { tokenFilterOf, type FacetFilterInput } from "./token-filters";
@@ -208,7 +209,7 @@ export class TokenService {
    */
   private async requireScopesHeld(minter: Actor, actorUrn: string, scopes: Privilege[] | undefined): Promise<void> {
     if (scopes === undefined) return;
-    const lacking = privilegesMissing(await this.policies.grantsOf(actorUrn), new Set(scopes));
+    const lacking = missingFrom(await this.policies.grantsOf(actorUrn), new Set(scopes));
     if (lacking.length === 0) return;
     throw forbidden(
       actorUrn === minter.urn
@@ -241,7 +242,7 @@ export class TokenService {
       this.policies.privilegesOf(minter),
       this.policies.grantsOf(actorUrn).then((grants) => withinScopes(grants, scopes)),
     ]);
-    const lacking = privilegesMissing(held, wanted);
+    const lacking = missingFrom(held, wanted);
     if (lacking.length === 0) return;
     if (actorUrn !== minter.urn) {
       throw forbidden(
