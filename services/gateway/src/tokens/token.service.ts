@@ -93,10 +93,11 @@ export class TokenService {
       );
     }
     parseUrnField("input.actorUrn", input.actorUrn, "corpuser");
-    this.requireMintableActor(actor, input.actorUrn);
     if (input.actorUrn !== actor.urn) {
       await this.policies.require(actor, "MANAGE_ACCESS_TOKENS", "generate access tokens for other users");
     }
+    // After the privilege check, so a caller without it hears the refusal DataHub's clients expect.
+    this.requireMintableActor(actor, input.actorUrn);
     const scopes = this.scopesOfNewToken(actor, input.scopes);
     await this.requireNoStrongerThanMinter(actor, input.actorUrn, scopes);
     await this.requireScopesHeld(actor, input.actorUrn, scopes);
