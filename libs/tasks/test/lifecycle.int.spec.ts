@@ -124,7 +124,7 @@ describe("task lifecycle", () => {
   it("a lapsed lease reads as waiting at once, is taken over by the next claim, and fences the stale attempt", async () => {
     const { taskId } = await create();
     const stale = await claimed(taskId);
-    await sleep(LEASE_MS + 100); // the worker died: nobody renews
+    await eventually("the lease lapsed", async () => (await row(taskId)).leaseLapsed); // the worker died: nobody renews
     const view = presentState(await row(taskId));
     expect(view).toEqual({
       state: "waiting",
@@ -357,7 +357,7 @@ describe("task lifecycle", () => {
       // Its worker process died (the lease lapsed) and its job is locked by it: cancelled at once all the same.
       const orphaned = await create();
       await claimedBy(other, orphaned.taskId);
-      await sleep(LEASE_MS + 100);
+      await eventually("the orphaned task's lease lapsed", async () => (await row(orphaned.taskId)).leaseLapsed);
       expect(await tasks.requestCancel(orphaned.taskId, async () => false)).toMatchObject({
         state: "cancelled",
         failedReason: "Cancelled; 0 rows were deleted before the cancellation",
@@ -371,7 +371,7 @@ describe("task lifecycle", () => {
     const orphan = await create();
     await (await producer.queue.getJob(orphan.taskId))!.remove();
     await (await producer.queue.getJob(lapsed.taskId))!.remove();
-    await sleep(LEASE_MS + 100);
+    await eventually("the lease lapsed", async () => (await row(lapsed.taskId)).leaseLapsed);
     const requeue = jest.fn(async (task: { id: string }) => {
       await queueing.enqueue(task.id);
     });
