@@ -1,3 +1,4 @@
+import { eventually } from "@mdp/core/testing";
 import { restartDelayMs, Supervisor, type SupervisorOptions } from "./supervisor";
 
 /** A service that runs `code` in a fresh node process. */
@@ -25,11 +26,7 @@ function supervise(specs: ReturnType<typeof node>[], options: Partial<Supervisor
 }
 
 async function until(what: string, check: () => boolean, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+  await eventually(what, check, { timeoutMs });
 }
 
 describe("restartDelayMs", () => {

@@ -4,6 +4,7 @@
  * within a second; each receives the results of its own evaluations. Their logs, at the most verbose level, never hold
  * a token.
  */
+import { eventually } from "@mdp/core/testing";
 import { createTestDatabase } from "@mdp/db/testing";
 import {
   freePort,
@@ -41,11 +42,8 @@ async function graphql(
 
 /** Polls until `refused` holds; returns how long that took after `since`. */
 async function msUntil(since: number, refused: () => Promise<boolean>, limitMs = 5_000): Promise<number> {
-  while (Date.now() - since < limitMs) {
-    if (await refused()) return Date.now() - since;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error(`not enforced within ${limitMs} ms`);
+  await eventually("enforced", refused, { timeoutMs: since + limitMs - Date.now() });
+  return Date.now() - since;
 }
 
 describe("two gateway replicas", () => {

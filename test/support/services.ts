@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import net from "node:net";
 import path from "node:path";
 import { DEVELOPMENT_SECRETS } from "@mdp/core";
+import { eventually } from "@mdp/core/testing";
 import { builtServiceNodeArgs, serviceNodeArgs, type ServiceName } from "../../scripts/service-command";
 
 const ROOT = path.resolve(__dirname, "..", "..");
@@ -73,14 +74,9 @@ export async function freePort(): Promise<number> {
   });
 }
 
-/** Polls until `check` returns true or the timeout passes. */
+/** Polls until `check` returns true (a check that throws is asked again) or the timeout passes. */
 export async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check().catch(() => false)) return;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await eventually(what, check, { timeoutMs });
 }
 
 export async function waitUntilReady(baseUrl: string, service?: RunningService): Promise<void> {

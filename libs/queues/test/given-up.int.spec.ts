@@ -5,6 +5,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { createLogger } from "@mdp/core";
+import { eventually } from "@mdp/core/testing";
 import { closeRedis, createRedis, createWorker, Producer } from "../src";
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
@@ -38,8 +39,7 @@ it("tells onGivenUp of a job BullMQ fails without running its handler", async ()
     },
   );
   void worker.run();
-  const deadline = Date.now() + 10_000;
-  while (givenUp.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  await eventually("the worker has given the stalled job up", () => givenUp.length > 0);
 
   expect(givenUp).toEqual([{ taskId: "t1", reason: "job stalled more than allowable limit" }]);
   expect(handled).toEqual([]);

@@ -8,6 +8,7 @@ import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-ho
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { randomUUID } from "node:crypto";
 import { createLogger } from "@mdp/core";
+import { eventually } from "@mdp/core/testing";
 import { closeRedis, createRedis, createWorker, Producer } from "../src";
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
@@ -53,8 +54,7 @@ describe("trace context", () => {
         batchSize: 1,
       }),
     );
-    const deadline = Date.now() + 10_000;
-    while (seen.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    await eventually("the worker has handled the job", () => seen.length > 0);
 
     // The job carries the producer's span (BullMQ's "add" span, a child of the caller's) in its options.
     expect(seen[0]?.metadata).toMatch(new RegExp(`"traceparent":"00-${traceId}-[0-9a-f]{16}-01"`));

@@ -5,6 +5,7 @@
 import { randomUUID } from "node:crypto";
 import { UnrecoverableError, Worker } from "bullmq";
 import { createLogger } from "@mdp/core";
+import { eventually } from "@mdp/core/testing";
 import { createDatabase, inTransaction, type Database } from "@mdp/db";
 import { createTestDatabase, type TestDatabase } from "@mdp/db/testing";
 import { closeRedis, createRedis, Producer, QUEUE_NAMES, type RedisConnection } from "@mdp/queues";
@@ -123,7 +124,7 @@ describe("task lifecycle", () => {
   it("a lapsed lease reads as waiting at once, is taken over by the next claim, and fences the stale attempt", async () => {
     const { taskId } = await create();
     const stale = await claimed(taskId);
-    await sleep(LEASE_MS + 100); // the worker died: nobody renews
+    await eventually("the lease lapsed", async () => (await row(taskId)).leaseLapsed); // the worker died: nobody renews
     const view = presentState(await row(taskId));
     expect(view).toEqual({
       state: "waiting",
@@ -168,6 +169,7 @@ describe("task lifecycle", () => {
     const { taskId } = await create();
     const connection = createRedis(REDIS_URL, "worker");
     let taken = false;
+    let closed: Promise<void> | undefined;
     const handedBack = new Promise<void>((resolve) => {
       const worker = new Worker(
         QUEUE_NAMES.truncate,
@@ -177,15 +179,15 @@ describe("task lifecycle", () => {
           try {
             await tasks.handBack(await claimed(taskId), job, token);
           } finally {
+            closed = worker.close();
             resolve();
-            void worker.close();
           }
         },
         { connection, prefix },
       );
     });
     await handedBack;
-    await sleep(100);
+    await closed; // the worker has let go of the job it handed back
     expect(await row(taskId)).toMatchObject({
       state: "waiting",
       attemptsMade: 1,
@@ -279,13 +281,6 @@ describe("task lifecycle", () => {
       if (claim.outcome !== "claimed") throw new Error(`not claimed: ${claim.outcome}`);
       return claim.lease;
     };
-    const until = async (what: string, check: () => Promise<boolean>, timeoutMs: number) => {
-      const deadline = Date.now() + timeoutMs;
-      while (!(await check())) {
-        if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
-        await sleep(20);
-      }
-    };
 
     it("renews only the attempts it runs: one that failed unrecorded lapses and is taken over; the others stay active", async () => {
       const running = await create();
@@ -296,11 +291,9 @@ describe("task lifecycle", () => {
       // The attempt fails while PostgreSQL is away: it cannot record that, and its process must not keep it alive.
       await outage(() => worker.failAttempt(dead, new Error("Connection terminated unexpectedly"), false));
       const takenOverAt = Date.now();
-      await until(
-        "another process's claim",
-        async () => (await other.claim(died.taskId)).outcome === "claimed",
-        LEASE_MS * 3,
-      );
+      await eventually("another process's claim", async () => (await other.claim(died.taskId)).outcome === "claimed", {
+        timeoutMs: LEASE_MS * 3,
+      });
       expect(Date.now() - takenOverAt).toBeLessThan(LEASE_MS * 3);
       expect(await row(died.taskId)).toMatchObject({ state: "active", attemptsMade: 2, leaseOwner: other.owner });
       // The stale attempt is fenced: its writes change nothing, its process's renewals and late ending neither.
@@ -354,11 +347,9 @@ describe("task lifecycle", () => {
       keepers.push(worker.keepLeases());
       const askedAt = Date.now();
       await tasks.requestCancel(hung.taskId, async () => false);
-      await until(
-        "the hung attempt's cancel",
-        async () => (await row(hung.taskId)).state === "cancelled",
-        LEASE_MS * 3,
-      );
+      await eventually("the hung attempt's cancel", async () => (await row(hung.taskId)).state === "cancelled", {
+        timeoutMs: LEASE_MS * 3,
+      });
       expect(Date.now() - askedAt).toBeLessThan(LEASE_MS * 3);
       await expect(worker.progress(stuck, () => ({ deleted: 5 }))).rejects.toBeInstanceOf(LeaseLostError);
       expect(await row(hung.taskId)).toMatchObject({ state: "cancelled", progress: { deleted: 0 } });
@@ -366,7 +357,7 @@ describe("task lifecycle", () => {
       // Its worker process died (the lease lapsed) and its job is locked by it: cancelled at once all the same.
       const orphaned = await create();
       await claimedBy(other, orphaned.taskId);
-      await sleep(LEASE_MS + 100);
+      await eventually("the orphaned task's lease lapsed", async () => (await row(orphaned.taskId)).leaseLapsed);
       expect(await tasks.requestCancel(orphaned.taskId, async () => false)).toMatchObject({
         state: "cancelled",
         failedReason: "Cancelled; 0 rows were deleted before the cancellation",
@@ -380,7 +371,7 @@ describe("task lifecycle", () => {
     const orphan = await create();
     await (await producer.queue.getJob(orphan.taskId))!.remove();
     await (await producer.queue.getJob(lapsed.taskId))!.remove();
-    await sleep(LEASE_MS + 100);
+    await eventually("the lease lapsed", async () => (await row(lapsed.taskId)).leaseLapsed);
     const requeue = jest.fn(async (task: { id: string }) => {
       await queueing.enqueue(task.id);
     });
@@ -426,8 +417,7 @@ describe("task lifecycle", () => {
       },
       { connection, prefix: own.queue.opts.prefix },
     );
-    const deadline = Date.now() + 10_000;
-    while ((await own.failedReason(taskId)) === undefined && Date.now() < deadline) await sleep(20);
+    await eventually("BullMQ has failed the job's last attempt", () => own.failedReason(taskId));
     await worker.close();
     await closeRedis(connection);
     expect(await row(taskId)).toMatchObject({ state: "waiting" });

@@ -7,6 +7,7 @@
  */
 import { AspectRepository, createDatabase, inTransaction, ownerPrivilegesReader, type Database } from "@mdp/db";
 import { createTestDatabase, type TestDatabase } from "@mdp/db/testing";
+import { eventually } from "@mdp/core/testing";
 import { EvaluationTasks } from "@mdp/tasks";
 import { EvaluationStore } from "../src/evaluation.store";
 import { ResultsPusher, TEST_RESULTS_ASPECT } from "../src/results.pusher";
@@ -71,9 +72,18 @@ describe("runTest batch against a concurrent evaluate push", () => {
         lockFor: lockBeforeRead ? pusher : undefined,
       });
       expect(entities.map((e) => e.urn)).toEqual([URN]);
-      fresher = inTransaction(db.pool, (other) => pusher.push(other, [item(true, 2)]));
-      // Long enough for an unblocked push to commit (the old order), or to be waiting on the lock (the new one).
-      await new Promise((r) => setTimeout(r, 300));
+      let settled = false;
+      fresher = inTransaction(db.pool, (other) => pusher.push(other, [item(true, 2)])).finally(() => {
+        settled = true;
+      });
+      // Until the push has committed (unblocked: the old order) or is waiting on the batch's lock (the new one).
+      await eventually("the evaluate push committed or waiting on a lock", async () => {
+        if (settled) return true;
+        const waiting = await db.pool.query(
+          `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+        );
+        return (waiting.rowCount ?? 0) > 0;
+      });
       await pusher.push(client, [item(false, 1)]);
     });
     await fresher;

@@ -7,6 +7,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { parse, print, stripIgnoredCharacters, type OperationDefinitionNode } from "graphql";
 import { SYSTEM_ACTOR_URN } from "@mdp/core";
+import { eventually } from "@mdp/core/testing";
 import { DAY_MILLIS, inTransaction, TimeseriesStore, type TimeseriesAspectRef } from "@mdp/db";
 import {
   ROOT,
@@ -497,13 +498,15 @@ describe("DataHub's clients, unchanged", () => {
           expect(run.status).toBe(200);
           const taskId = run.body.value as string;
           // operators follow it with getEsTaskStatus
-          const deadline = Date.now() + 20_000;
-          let status: { completed: boolean; status: { state: string } };
-          do {
-            const res = await sdkPost("/gms", "/operations?action=getEsTaskStatus", { task: taskId }, gcAuth());
-            expect(res.status).toBe(200);
-            status = JSON.parse(res.body.value as string);
-          } while (!status.completed && Date.now() < deadline);
+          const status = await eventually(
+            "getEsTaskStatus says completed",
+            async () => {
+              const res = await sdkPost("/gms", "/operations?action=getEsTaskStatus", { task: taskId }, gcAuth());
+              expect(res.status).toBe(200);
+              return JSON.parse(res.body.value as string) as { completed: boolean; status: { state: string } };
+            },
+            { timeoutMs: 20_000, until: (s) => s.completed },
+          );
           expect(status.status.state).toBe("completed");
           // the retry it makes after an OperationalError is accepted too
           const dry = await sdkPost(

@@ -7,6 +7,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
+import { eventually } from "@mdp/core/testing";
 import { closeRedis, createRedis, Producer, QUEUE_NAMES, whenReady } from "@mdp/queues";
 import { Queue } from "bullmq";
 import { startEvaluationWorker, type RunningWorker } from "./support/evaluation-worker";
@@ -160,14 +161,12 @@ describe("evaluation results: bounded, and values only for GET_ENTITY", () => {
       asRoot,
     );
     const taskId = run.body.data?.runTest as string;
-    const deadline = Date.now() + 30_000;
-    for (;;) {
-      const status = await post("/gms/operations?action=getTaskStatus", { taskId });
-      const state = (status.body.value as { state: string }).state;
-      if (state === "completed") break;
-      if (state === "failed" || Date.now() > deadline) throw new Error(JSON.stringify(status.body));
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    const ended = await eventually(
+      "runTest's task ended",
+      async () => (await post("/gms/operations?action=getTaskStatus", { taskId })).body.value as { state: string },
+      { timeoutMs: 30_000, until: (status) => status.state === "completed" || status.state === "failed" },
+    );
+    expect(ended).toMatchObject({ state: "completed" });
     const stored = await rawTestResults(TAGGED);
     expect(stored!.bytes).toBeLessThanOrEqual(512 * 1024);
     const wide = (stored!.value as Evaluation).failing.find((r) => r.test === "urn:li:test:wide")!;
@@ -238,12 +237,11 @@ describe("evaluation results: bounded, and values only for GET_ENTITY", () => {
             state: string;
             result: { results: Record<string, Evaluation> };
           };
-    const deadline = Date.now() + 20_000;
     // The row is written when the job ends (404 until then).
-    while ((await statusAs(ROOT))?.state !== "completed") {
-      if (Date.now() > deadline) throw new Error("the evaluation task did not complete");
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await eventually("the evaluation task completed", () => statusAs(ROOT), {
+      timeoutMs: 20_000,
+      until: (status) => status?.state === "completed",
+    });
     const rootRule = (await statusAs(ROOT))!.result.results[LONG]!.failing[0]!.failedRules[0]!;
     expect(rootRule.actual).toHaveLength(1);
     const tasksView = (await statusAs(TASKS))!;
@@ -293,11 +291,7 @@ describe("evaluation results: bounded, and values only for GET_ENTITY", () => {
     };
     const onCluster = () => !(h.connections.replySubscriber instanceof Redis);
     const waitFor = async (condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000) => {
-      const deadline = Date.now() + timeoutMs;
-      while (!(await condition())) {
-        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-        await new Promise((r) => setTimeout(r, 20));
-      }
+      await eventually(what, condition, { timeoutMs });
     };
     const quickEvaluate = () => post(EVALUATE, { urn: LONG, testUrns: ["urn:li:test:long"] }, VIEWER);
     /** How many channels Redis has the connection subscribed to (CLIENT LIST's sub=). */

@@ -5,8 +5,8 @@
  * 504 with a task id that getTaskStatus follows, and runTest over every selected entity in batches.
  */
 import { randomUUID } from "node:crypto";
-import { setTimeout as sleep } from "node:timers/promises";
 import { Queue } from "bullmq";
+import { eventually } from "@mdp/core/testing";
 import { AspectRepository, inTransaction } from "@mdp/db";
 import { closeRedis, createRedis, QUEUE_NAMES, subscribeToReplies, whenReady } from "@mdp/queues";
 import { startEvaluationWorker, type RunningWorker } from "./support/evaluation-worker";
@@ -117,15 +117,11 @@ describe("metadata tests", () => {
     ).rows[0]?.value;
   const taskStatus = async (taskId: string) =>
     (await h.post("/gms/operations?action=getTaskStatus", { taskId })).body.value as Record<string, unknown>;
-  const waitForState = async (taskId: string, states: string[], timeoutMs = 20_000) => {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const status = await taskStatus(taskId);
-      if (states.includes(status.state as string)) return status;
-      if (Date.now() > deadline) throw new Error(`task ${taskId} stayed ${String(status.state)}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  };
+  const waitForState = (taskId: string, states: string[], timeoutMs = 20_000) =>
+    eventually(`task ${taskId} ${states.join(" or ")}`, () => taskStatus(taskId), {
+      timeoutMs,
+      until: (status) => states.includes(status.state as string),
+    });
 
   beforeAll(async () => {
     h = await startGateway();
@@ -388,9 +384,9 @@ describe("metadata tests", () => {
           { kind: "evaluate", items: [item], replyTo: options.replyTo, waitMs: 30_000 },
           { jobId: randomUUID(), timestamp: Date.now() - (options.queuedMsAgo ?? 0) },
         );
-        const deadline = Date.now() + 10_000;
-        while ((await job.getState()) !== "completed" && Date.now() < deadline) await sleep(20);
-        expect(await job.getState()).toBe("completed");
+        await eventually("the evaluate job completed", () => job.getState(), {
+          until: (state) => state === "completed",
+        });
         return h.prisma.task.findUnique({ where: { id: taskId } });
       };
 
@@ -435,9 +431,8 @@ describe("metadata tests", () => {
             },
             { jobId: randomUUID(), timestamp: Date.now() - 30_000, attempts: 1 },
           );
-          const deadline = Date.now() + 10_000;
-          while ((await job.getState()) !== "failed" && Date.now() < deadline) await sleep(20);
-          expect(await job.getState()).toBe("failed"); // the job's record failed, not the answer
+          // the job's record failed, not the answer
+          await eventually("the evaluate job failed", () => job.getState(), { until: (state) => state === "failed" });
           const sent = replies.slice(before).map((r) => JSON.parse(r) as Record<string, unknown>);
           expect(sent).toEqual([
             {
@@ -654,8 +649,14 @@ describe("metadata tests", () => {
         answered = true;
         return res;
       });
-      await new Promise((r) => setTimeout(r, 300));
-      expect(answered).toBe(false); // waiting for the lock, before reading what is stored
+      // Its push has reached the lock the other one holds (a session of this database waits on a lock) ...
+      await eventually("the evaluation's push waiting on the lock", async () => {
+        const waiting = await h.database.pool.query(
+          `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+        );
+        return (waiting.rowCount ?? 0) > 0;
+      });
+      expect(answered).toBe(false); // ... and waits there, before reading what is stored
       release();
       await other;
       expect((await push).status).toBe(200);
@@ -920,8 +921,7 @@ describe("metadata tests: evaluation timeout", () => {
     expect(cancel.body.value).toMatchObject({ state: "cancelled" });
 
     worker = await startEvaluationWorker(h);
-    const deadline = Date.now() + 15_000;
-    while ((await status()).state !== "completed" && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    await eventually("the task completed", status, { timeoutMs: 15_000, until: (s) => s.state === "completed" });
     expect(await status()).toMatchObject({
       state: "completed",
       result: { results: { [DATASET]: { urn: DATASET, passing: [{ test: "urn:li:test:slow" }], failing: [] } } },
@@ -956,13 +956,12 @@ describe("metadata tests: evaluation timeout", () => {
       const taskId = (res.body as { details: { taskId: string } }).details.taskId;
       const status = async () =>
         (await h.post("/gms/operations?action=getTaskStatus", { taskId })).body.value as Record<string, unknown>;
-      const deadline = Date.now() + 10_000;
-      while ((await status()).state !== "active" && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      await eventually("the task active", status, { until: (s) => s.state === "active" });
       const cancel = await h.post("/gms/operations?action=cancelTask", { taskId });
       expect(cancel.body.value).toMatchObject({ state: "active", cancelRequested: true });
       release();
       await other;
-      while ((await status()).state === "active" && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      await eventually("the task no longer active", status, { until: (s) => s.state !== "active" });
       expect(await status()).toMatchObject({ state: "completed", cancelRequested: true });
       const entity = await fetch(`${h.baseUrl}/gms/entities/${encodeURIComponent(target)}`, {
         headers: systemClientHeaders(ROOT),
@@ -1001,16 +1000,16 @@ describe("metadata tests: evaluations past the worker's limits", () => {
     );
   const stoppedAt = (test: string, urn: string) =>
     `Evaluation of test ${test} on ${urn} stopped after ${TIME_LIMIT_MS} ms (EVALUATION_TIME_LIMIT_MS)`;
-  const waitForEnd = async (taskId: string) => {
-    const deadline = Date.now() + 15_000;
-    let status: Record<string, unknown> = {};
-    while (Date.now() < deadline) {
-      status = (await h.post("/gms/operations?action=getTaskStatus", { taskId }, asRoot)).body.value as typeof status;
-      if (status.state !== "waiting" && status.state !== "active") break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    return status;
-  };
+  const waitForEnd = (taskId: string) =>
+    eventually(
+      `task ${taskId} ended`,
+      async () =>
+        (await h.post("/gms/operations?action=getTaskStatus", { taskId }, asRoot)).body.value as Record<
+          string,
+          unknown
+        >,
+      { timeoutMs: 15_000, until: (status) => status.state !== "waiting" && status.state !== "active" },
+    );
 
   beforeAll(async () => {
     h = await startGateway({ EVALUATION_TIME_LIMIT_MS: String(TIME_LIMIT_MS) });
@@ -1244,8 +1243,10 @@ describe("metadata tests: an answer that never reaches the gateway", () => {
         },
         { jobId },
       );
-      const deadline = Date.now() + 30_000;
-      while ((await queue.getJobState(jobId)) !== "completed" && Date.now() < deadline) await sleep(20);
+      await eventually("the warm-up job completed", () => queue.getJobState(jobId), {
+        timeoutMs: 30_000,
+        until: (state) => state === "completed",
+      });
     } finally {
       await queue.close();
       await closeRedis(redis);

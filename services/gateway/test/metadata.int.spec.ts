@@ -2,6 +2,7 @@
  * Ingestion and reads over real HTTP and PostgreSQL: DataHub's MetadataChangeProposal shape, versioned and
  * time-series aspects, every refusal naming its problem with nothing stored, and getIndexSizes.
  */
+import { eventually } from "@mdp/core/testing";
 import {
   ROOT,
   bearer,
@@ -444,14 +445,12 @@ describe("who pushed test results", () => {
     );
     expect(run.body.errors).toBeUndefined();
     const taskId = run.body.data!.runTest as string;
-    const deadline = Date.now() + 20_000;
-    let state: unknown;
-    while (Date.now() < deadline) {
-      state = ((await h.post("/gms/operations?action=getTaskStatus", { taskId })).body.value as { state: string })
-        .state;
-      if (state === "completed" || state === "failed") break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    const state = await eventually(
+      "runTest's task ended",
+      async () =>
+        ((await h.post("/gms/operations?action=getTaskStatus", { taskId })).body.value as { state: string }).state,
+      { timeoutMs: 20_000, until: (s) => s === "completed" || s === "failed" },
+    );
     expect(state).toBe("completed");
     expect((await stampsOf(other)).testResults).toEqual({
       version: 1,

@@ -5,6 +5,7 @@
  * revoke call itself returns at once instead of waiting for Redis.
  */
 import { Redis } from "ioredis";
+import { eventually } from "@mdp/core/testing";
 import { ROOT, createToken, startGateway, systemClientHeaders, bearer, type Harness } from "./support/gateway-harness";
 import { startPrivateRedis, type PrivateRedis } from "./support/private-redis";
 
@@ -14,11 +15,8 @@ const ME = `{ me { urn privileges } }`;
 
 /** Polls until `check` holds; returns how long that took after `since` (throws past `limitMs`). */
 async function msUntil(since: number, check: () => Promise<boolean>, limitMs = 5_000): Promise<number> {
-  while (Date.now() - since < limitMs) {
-    if (await check()) return Date.now() - since;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error(`not enforced within ${limitMs} ms`);
+  await eventually("enforced", check, { timeoutMs: since + limitMs - Date.now() });
+  return Date.now() - since;
 }
 
 describe("revocation and policy changes while pub/sub is stalled or down", () => {

@@ -7,6 +7,7 @@
  * resumes it; the history's cap and retention prune; testResultHistory's privilege and bounds.
  */
 import { createLogger } from "@mdp/core";
+import { eventually } from "@mdp/core/testing";
 import { AspectRepository, inTransaction, ownerPrivilegesReader } from "@mdp/db";
 import { closeRedis, createRedis, Producer, testScheduleId, TestSchedules, type RedisConnection } from "@mdp/queues";
 import { TaskLifecycle } from "@mdp/tasks";
@@ -74,15 +75,8 @@ describe("scheduled tests and result history", () => {
         [testUrn],
       )
     ).rows;
-  const until = async <T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> => {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const value = await probe();
-      if (value !== undefined) return value;
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  };
+  const until = async <T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> =>
+    (await eventually(what, probe, { timeoutMs, until: (value) => value !== undefined })) as T;
   const createScheduled = async (id: string, cron: string | null, actor = MANAGER) => {
     const body = await gql(
       CREATE,

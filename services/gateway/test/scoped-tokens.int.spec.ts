@@ -5,6 +5,7 @@
  * revokeAccessTokens revokes, audits and counts, and a second gateway refuses the tokens within 1 s.
  */
 import { PRIVILEGES } from "@mdp/core";
+import { eventually } from "@mdp/core/testing";
 import {
   ROOT,
   bearer,
@@ -31,11 +32,8 @@ const DATASET = "urn:li:dataset:(urn:li:dataPlatform:hive,db.orders,PROD)";
 
 /** Polls until `check` holds; returns how long that took after `since` (throws past `limitMs`). */
 async function msUntil(since: number, check: () => Promise<boolean>, limitMs = 5_000): Promise<number> {
-  while (Date.now() - since < limitMs) {
-    if (await check()) return Date.now() - since;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error(`not true within ${limitMs} ms`);
+  await eventually("true", check, { timeoutMs: since + limitMs - Date.now() });
+  return Date.now() - since;
 }
 
 describe("scoped access tokens", () => {

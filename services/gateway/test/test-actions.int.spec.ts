@@ -6,6 +6,7 @@
  * refuses rolls the results back with it. Actions write only what the test's owner may: saving them needs their
  * privileges (EDIT_ENTITY_*), and each push leaves out, and audits, those its owner no longer holds.
  */
+import { eventually } from "@mdp/core/testing";
 import { startEvaluationWorker, type RunningWorker } from "./support/evaluation-worker";
 import {
   bearer,
@@ -249,15 +250,13 @@ describe("test actions", () => {
     const body = await gql(RUN, { urn: FLAG, push: true });
     if (body.errors) throw new Error(JSON.stringify(body.errors));
     const taskId = body.data!.runTest as string;
-    const deadline = Date.now() + 30_000;
-    for (;;) {
-      const status = (await h.post("/gms/operations?action=getTaskStatus", { taskId }, asRoot)).body.value as {
-        state: string;
-      };
-      if (status.state === "completed") break;
-      if (status.state === "failed" || Date.now() > deadline) throw new Error(JSON.stringify(status));
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    const ended = await eventually(
+      "runTest's task ended",
+      async () =>
+        (await h.post("/gms/operations?action=getTaskStatus", { taskId }, asRoot)).body.value as { state: string },
+      { timeoutMs: 30_000, until: (status) => status.state === "completed" || status.state === "failed" },
+    );
+    expect(ended).toMatchObject({ state: "completed" });
     for (const urn of [RUN_1, RUN_2]) {
       expect((await latest(urn)).deprecation).toEqual({ deprecated: true, note: "no description", actor: FLAG });
       expect(await auditOf(urn)).toEqual([

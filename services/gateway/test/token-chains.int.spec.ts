@@ -5,6 +5,7 @@
  * client naming no user acts as the system actor.
  */
 import { MAX_TOKEN_CHAIN_DEPTH, SYSTEM_ACTOR_URN } from "@mdp/core";
+import { eventually } from "@mdp/core/testing";
 import {
   ROOT,
   bearer,
@@ -37,11 +38,8 @@ interface Created {
 
 /** Polls until `check` holds; returns how long that took after `since` (throws past `limitMs`). */
 async function msUntil(since: number, check: () => Promise<boolean>, limitMs = 5_000): Promise<number> {
-  while (Date.now() - since < limitMs) {
-    if (await check()) return Date.now() - since;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error(`not true within ${limitMs} ms`);
+  await eventually("true", check, { timeoutMs: since + limitMs - Date.now() });
+  return Date.now() - since;
 }
 
 /** The id (jti) a token's claims carry. */

@@ -3,6 +3,8 @@
  * limits and errors, and what is (not) stored.
  */
 import { createHash } from "node:crypto";
+import { eventually } from "@mdp/core/testing";
+import { LastUsedRecorder } from "../src/tokens/last-used.recorder";
 import {
   CREATE_TOKEN,
   ROOT,
@@ -342,8 +344,12 @@ describe("access tokens", () => {
     const before = Date.now();
     for (let i = 0; i < 3; i++) await h.graphql(`{ me { urn } }`, {}, bearer(token));
     expect((await h.prisma.accessToken.findUniqueOrThrow({ where: { id } })).lastUsedAt).toBeNull();
-    await new Promise((r) => setTimeout(r, 5_500));
-    const used = (await h.prisma.accessToken.findUniqueOrThrow({ where: { id } })).lastUsedAt;
+    // Written by the recorder's own timer, not on request: within one flush interval (and a little for the write).
+    const used = await eventually(
+      "lastUsedAt written",
+      async () => (await h.prisma.accessToken.findUniqueOrThrow({ where: { id } })).lastUsedAt,
+      { timeoutMs: LastUsedRecorder.FLUSH_INTERVAL_MS + 500 },
+    );
     expect(used?.getTime()).toBeGreaterThanOrEqual(before - 1000);
   });
 

@@ -3,6 +3,7 @@
  * reports the job's progress in the shape Bull Board draws as a bar ({progress: 0–100, ...counts}), read here through
  * Bull Board's own API as the dashboard's page reads it.
  */
+import { eventually } from "@mdp/core/testing";
 import { inTransaction, TimeseriesStore, type TimeseriesAspectRef } from "@mdp/db";
 import { QUEUE_NAMES } from "@mdp/queues";
 import { ROOT, createToken, startGateway, startTruncationWorker, type Harness } from "./support/gateway-harness";
@@ -46,16 +47,6 @@ describe("a running truncation in Bull Board", () => {
     const { queues } = (await res.json()) as { queues: Array<{ name: string; jobs: BoardJob[] }> };
     return queues.find((q) => q.name === QUEUE_NAMES.truncate)?.jobs ?? [];
   };
-  /** Polls `probe` until it answers something, or fails after the deadline. */
-  const eventually = async <T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 30_000) => {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const found = await probe();
-      if (found !== undefined) return found;
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
-  };
 
   it("shows a bar between 0 and 100 while it runs, with the counts, and 100 when it is done", async () => {
     const started = await h.post("/gms/operations?action=truncateTimeseriesAspect", {
@@ -68,21 +59,26 @@ describe("a running truncation in Bull Board", () => {
     const taskId = started.body.value as string;
     worker = await startTruncationWorker(h);
 
-    const running = await eventually(async () => {
-      const job = (await boardJobs("active")).find((j) => j.id === taskId);
-      const progress = job?.progress as { progress?: number } | undefined;
-      return progress?.progress !== undefined && progress.progress > 0 && progress.progress < 100
-        ? progress
-        : undefined;
-    }, "the active job's progress");
+    const running = await eventually(
+      "the active job's progress",
+      async () => {
+        const job = (await boardJobs("active")).find((j) => j.id === taskId);
+        const progress = job?.progress as { progress?: number } | undefined;
+        return progress?.progress !== undefined && progress.progress > 0 && progress.progress < 100
+          ? progress
+          : undefined;
+      },
+      { timeoutMs: 30_000 },
+    );
     expect(running).toMatchObject({ toDelete: ROWS, deleted: expect.any(Number) as number });
     const { deleted, toDelete, progress } = running as { deleted: number; toDelete: number; progress: number };
     expect(progress).toBeCloseTo((100 * deleted) / toDelete, 1);
 
     const done = await eventually(
-      async () => (await boardJobs("completed")).find((j) => j.id === taskId),
       "the completed job",
+      async () => (await boardJobs("completed")).find((j) => j.id === taskId),
+      { timeoutMs: 30_000 },
     );
-    expect(done.progress).toMatchObject({ progress: 100, deleted: ROWS, toDelete: ROWS, batches: ROWS });
+    expect(done!.progress).toMatchObject({ progress: 100, deleted: ROWS, toDelete: ROWS, batches: ROWS });
   });
 });

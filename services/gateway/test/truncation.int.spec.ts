@@ -3,6 +3,7 @@
  * real PostgreSQL partitions. Dry-run reports, validation, execution, task status, cancellation, timeouts, and a
  * randomized check that exactly the rows older than the cutoff go.
  */
+import { eventually } from "@mdp/core/testing";
 import { DAY_MILLIS, inTransaction, TimeseriesStore, type TimeseriesAspectRef } from "@mdp/db";
 import { QUEUE_NAMES, createRedis, closeRedis, whenReady } from "@mdp/queues";
 import {
@@ -154,15 +155,11 @@ describe("time-series truncation", () => {
 
     const status = async (taskId: string) =>
       (await h.post("/gms/operations?action=getTaskStatus", { taskId })).body.value as Record<string, unknown>;
-    const waitForState = async (taskId: string, states: string[], timeoutMs = 20_000) => {
-      const deadline = Date.now() + timeoutMs;
-      for (;;) {
-        const s = await status(taskId);
-        if (states.includes(s.state as string)) return s;
-        if (Date.now() > deadline) throw new Error(`task ${taskId} stayed ${String(s.state)}`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    };
+    const waitForState = (taskId: string, states: string[], timeoutMs = 20_000) =>
+      eventually(`task ${taskId} ${states.join(" or ")}`, () => status(taskId), {
+        timeoutMs,
+        until: (s) => states.includes(s.state as string),
+      });
 
     it("returns a task id at once, the same one for an identical request while it waits, and the worker completes it", async () => {
       await clear();
@@ -256,6 +253,7 @@ describe("time-series truncation", () => {
     it("cancels a waiting task at once: nothing is deleted", async () => {
       await clear();
       await load(PROFILE, [T0, T0 + 1]);
+      await load(USAGE, [T0]);
       const taskId = (
         await h.post(TRUNCATE, {
           entityType: "dataset",
@@ -267,7 +265,18 @@ describe("time-series truncation", () => {
       const cancelled = await h.post("/gms/operations?action=cancelTask", { taskId });
       expect(cancelled.body.value).toMatchObject({ state: "cancelled", cancelRequested: true });
       worker = await startTruncationWorker(h);
-      await new Promise((r) => setTimeout(r, 300));
+      // A task queued after it: once the worker (one job at a time, in queue order) has done that one, it has had
+      // its chance at the cancelled one.
+      const later = (
+        await h.post(TRUNCATE, {
+          entityType: "dataset",
+          aspect: USAGE.aspectName,
+          endTimeMillis: T0 + 10,
+          dryRun: false,
+        })
+      ).body.value as string;
+      expect(await waitForState(later, ["completed", "failed", "cancelled"])).toMatchObject({ state: "completed" });
+      expect(await timestampsOf(USAGE)).toEqual([]);
       expect(await timestampsOf(PROFILE)).toEqual([T0, T0 + 1]);
     });
 
@@ -320,10 +329,10 @@ describe("time-series truncation", () => {
       ).body.value as string;
       await waitForState(taskId, ["active"]);
       // Once it has deleted something: an active task is also one still planning, before any batch.
-      for (let deadline = Date.now() + 10_000; Date.now() < deadline;) {
-        if (((await status(taskId)).progress as { deleted: number }).deleted > 0) break;
-        await new Promise((r) => setTimeout(r, 10));
-      }
+      await eventually(
+        "the task has deleted something",
+        async () => ((await status(taskId)).progress as { deleted: number }).deleted > 0,
+      );
       await h.post("/gms/operations?action=cancelTask", { taskId });
       const end = await waitForState(taskId, ["cancelled", "completed", "failed"]);
       expect(end.state).toBe("cancelled");
