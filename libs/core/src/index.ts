@@ -11,3 +11,4 @@ export * from "./registry/service-written-aspects";
 export * from "./storable";
 export * from "./privileges";
 export * from "./authority";
+export * from "./periodic";

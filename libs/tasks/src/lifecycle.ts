@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import { DelayedError, UnrecoverableError, type Job } from "bullmq";
 import type pg from "pg";
-import { serviceUnavailable, unavailableDependency, type Logger } from "@mdp/core";
+import { every, serviceUnavailable, unavailableDependency, type Logger } from "@mdp/core";
 import { inTransaction, type Database, type Prisma } from "@mdp/db";
 import { cancellationReason } from "./cancellation";
 import type { TaskState } from "./states";
@@ -646,19 +646,21 @@ export class TaskLifecycle {
    * off from PostgreSQL) lets them lapse: its tasks read as waiting, and are claimed again.
    */
   keepLeases(): { stop(): void } {
-    let busy = false;
-    const timer = setInterval(
-      () => {
-        if (busy) return; // a renewal still waiting on PostgreSQL: one at a time
-        busy = true;
-        this.renewLeases()
-          .catch((error: unknown) => this.logger.warn({ err: error }, "could not renew task leases"))
-          .finally(() => (busy = false));
-      },
+    // One renewal at a time (every's runs never overlap): a renewal still waiting on PostgreSQL skips the next ticks.
+    const loop = every(
+      "lease-renewal",
       Math.max(50, Math.floor(this.leaseMs / 3)),
+      () =>
+        this.renewLeases().then(
+          (renewed) => (renewed > 0 ? { renewed } : undefined),
+          (error: unknown) => {
+            this.logger.warn({ err: error }, "could not renew task leases");
+            return undefined;
+          },
+        ),
+      { logger: this.logger },
     );
-    timer.unref();
-    return { stop: () => clearInterval(timer) };
+    return { stop: () => void loop.stop() };
   }
 
   /**

@@ -1,4 +1,4 @@
-import type { Logger } from "@mdp/core";
+import { every, type Logger, type PeriodicLoop } from "@mdp/core";
 import type { TaskLifecycle, TaskRow, TaskType } from "./lifecycle";
 
 /** One kind of task a reconciler looks after: how to tell its job exists, and what to do when it does not. */
@@ -28,7 +28,7 @@ export const RECONCILE_GRACE_MS = 5_000;
  * Adding a job id that exists is a no-op and a claim resumes from the row, so doing this twice is harmless.
  */
 export class TaskReconciler {
-  private timer: NodeJS.Timeout | undefined;
+  private loop: PeriodicLoop | undefined;
 
   constructor(
     private readonly tasks: TaskLifecycle,
@@ -38,14 +38,28 @@ export class TaskReconciler {
   ) {}
 
   start(): void {
-    const tick = () =>
-      void this.reconcile().catch((error: unknown) => this.logger.warn({ err: error }, "reconcile failed"));
-    tick();
-    this.timer = setInterval(tick, this.options.intervalMs ?? RECONCILE_INTERVAL_MS).unref();
+    this.loop = every(
+      "task-reconcile",
+      this.options.intervalMs ?? RECONCILE_INTERVAL_MS,
+      () =>
+        this.reconcile().then(
+          ({ released, requeued, failed }) => ({
+            released: released.length,
+            requeued: requeued.length,
+            failed: failed.length,
+          }),
+          (error: unknown) => {
+            this.logger.warn({ err: error }, "reconcile failed");
+            return undefined;
+          },
+        ),
+      { logger: this.logger, runAtStart: true },
+    );
   }
 
+  /** No reconcile starts after it (one in flight finishes on its own). */
   stop(): void {
-    clearInterval(this.timer);
+    void this.loop?.stop();
   }
 
   /** Returns the ids of the tasks whose lease it released, of those it queued again, and of those it ended failed. */

@@ -1,4 +1,4 @@
-import type { Logger } from "@mdp/core";
+import { every, type Logger, type PeriodicLoop } from "@mdp/core";
 import type { EvaluationTasks } from "@mdp/tasks";
 
 const EVERY_MS = 10 * 60_000;
@@ -10,7 +10,7 @@ const EVERY_MS = 10 * 60_000;
  * Several worker replicas may prune at once: SKIP LOCKED lets them share the work instead of waiting on each other.
  */
 export class TaskRetention {
-  private timer: NodeJS.Timeout | undefined;
+  private loop: PeriodicLoop | undefined;
 
   constructor(
     private readonly evaluations: EvaluationTasks,
@@ -19,12 +19,14 @@ export class TaskRetention {
   ) {}
 
   start(): void {
-    this.timer = setInterval(() => void this.prune(), EVERY_MS);
-    this.timer.unref();
+    this.loop = every("task-retention", EVERY_MS, async () => ({ deleted: await this.prune() }), {
+      logger: this.logger,
+    });
   }
 
+  /** No prune starts after it (one in flight finishes on its own). */
   stop(): void {
-    clearInterval(this.timer);
+    void this.loop?.stop();
   }
 
   /** Deletes old finished evaluation rows, a chunk per statement; returns how many went. */

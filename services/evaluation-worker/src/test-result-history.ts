@@ -1,4 +1,4 @@
-import type { Logger } from "@mdp/core";
+import { every, type Logger, type PeriodicLoop } from "@mdp/core";
 import type { TestResultsAspect } from "@mdp/metadata-tests";
 import type pg from "pg";
 import type { PushItem } from "./results.pusher";
@@ -99,7 +99,7 @@ const PRUNE_EVERY_MS = 10 * 60_000;
  * deleted tests go with age like the rest. Replicas share the work (SKIP LOCKED) rather than wait on each other.
  */
 export class TestHistoryRetention {
-  private timer: NodeJS.Timeout | undefined;
+  private loop: PeriodicLoop | undefined;
 
   constructor(
     private readonly pool: Pick<pg.Pool, "query">,
@@ -108,13 +108,15 @@ export class TestHistoryRetention {
   ) {}
 
   start(): void {
-    void this.prune();
-    this.timer = setInterval(() => void this.prune(), PRUNE_EVERY_MS);
-    this.timer.unref();
+    this.loop = every("test-history-retention", PRUNE_EVERY_MS, async () => ({ deleted: await this.prune() }), {
+      logger: this.logger,
+      runAtStart: true,
+    });
   }
 
+  /** No prune starts after it (one in flight finishes on its own). */
   stop(): void {
-    clearInterval(this.timer);
+    void this.loop?.stop();
   }
 
   /** Deletes what the retention allows, a chunk per statement; returns how many rows went (0 after a failure). */

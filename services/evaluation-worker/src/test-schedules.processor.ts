@@ -1,5 +1,5 @@
 import type { Worker } from "bullmq";
-import { AppError, type Logger, type Privilege } from "@mdp/core";
+import { AppError, every, type Logger, type Privilege } from "@mdp/core";
 import { insertAuditEvent, SCHEDULED_TEST_PRIVILEGE, suspendUnlessOwnerMay, type Database } from "@mdp/db";
 import { privilegesOfActions, type ParsedDefinition } from "@mdp/metadata-tests";
 import {
@@ -167,7 +167,7 @@ export function startTestSchedules(
     logger: deps.logger,
     observer: deps.observer,
   });
-  const reconcile = async () => {
+  const reconcileCounted = async () => {
     const tests = await deps.db.prisma.metadataTest.findMany({
       where: { scheduleCron: { not: null } },
       select: { urn: true, scheduleCron: true },
@@ -176,20 +176,27 @@ export function startTestSchedules(
       tests.map((t) => ({ urn: t.urn, cron: t.scheduleCron as string })),
     );
     if (upserted + removed > 0) deps.logger.info({ upserted, removed }, "test schedules reconciled");
+    return { upserted, removed };
   };
-  const reconcileLogged = () =>
-    reconcile().catch((error: unknown) =>
-      deps.logger.warn({ err: (error as Error).message }, "could not reconcile test schedules; trying again later"),
-    );
-  void reconcileLogged();
-  const timer = setInterval(() => void reconcileLogged(), deps.reconcileEveryMs ?? TEST_SCHEDULE_RECONCILE_MS);
-  timer.unref();
+  const reconcile = async () => {
+    await reconcileCounted();
+  };
+  const loop = every(
+    "test-schedules-reconcile",
+    deps.reconcileEveryMs ?? TEST_SCHEDULE_RECONCILE_MS,
+    () =>
+      reconcileCounted().catch((error: unknown) => {
+        deps.logger.warn({ err: (error as Error).message }, "could not reconcile test schedules; trying again later");
+        return undefined;
+      }),
+    { logger: deps.logger, runAtStart: true },
+  );
   void worker.run();
   return {
     worker,
     reconcile,
     stop: async () => {
-      clearInterval(timer);
+      await loop.stop();
       await worker.close();
       await scheduleQueue.close();
     },

@@ -1,5 +1,5 @@
 import type { Worker } from "bullmq";
-import { makeUrn, type Logger } from "@mdp/core";
+import { every, makeUrn, type Logger } from "@mdp/core";
 import {
   insertAuditEvent,
   recordRetentionRun,
@@ -135,24 +135,31 @@ export function startRetention(
     logger: deps.logger,
     observer: deps.observer,
   });
-  const reconcile = async () => {
+  const reconcileCounted = async () => {
     const policies = await deps.db.prisma.retentionPolicy.findMany({ select: { id: true, cron: true } });
     const { upserted, removed } = await schedules.reconcile(policies);
     if (upserted + removed > 0) deps.logger.info({ upserted, removed }, "retention schedules reconciled");
+    return { upserted, removed };
   };
-  const reconcileLogged = () =>
-    reconcile().catch((error: unknown) =>
-      deps.logger.warn({ err: error }, "could not reconcile retention schedules; trying again in a minute"),
-    );
-  void reconcileLogged();
-  const timer = setInterval(() => void reconcileLogged(), RETENTION_RECONCILE_MS);
-  timer.unref();
+  const reconcile = async () => {
+    await reconcileCounted();
+  };
+  const loop = every(
+    "retention-reconcile",
+    RETENTION_RECONCILE_MS,
+    () =>
+      reconcileCounted().catch((error: unknown) => {
+        deps.logger.warn({ err: error }, "could not reconcile retention schedules; trying again in a minute");
+        return undefined;
+      }),
+    { logger: deps.logger, runAtStart: true },
+  );
   void worker.run();
   return {
     worker,
     reconcile,
     stop: async () => {
-      clearInterval(timer);
+      await loop.stop();
       await worker.close();
       await scheduleQueue.close();
     },

@@ -1,3 +1,4 @@
+import { ERROR_CODES, type ErrorCode } from "@mdp/core";
 import { z } from "zod";
 import type { ApiRoute } from "../http/action-router";
 
@@ -25,20 +26,10 @@ const errorBody = {
     status: { type: "integer", description: "the HTTP status, repeated" },
     code: {
       type: "string",
-      enum: [
-        "BAD_USER_INPUT",
-        "UNAUTHENTICATED",
-        "FORBIDDEN",
-        "NOT_FOUND",
-        "METHOD_NOT_ALLOWED",
-        "CONFLICT",
-        "PAYLOAD_TOO_LARGE",
-        "UNSUPPORTED_MEDIA_TYPE",
-        "TOO_MANY_REQUESTS",
-        "INTERNAL_SERVER_ERROR",
-        "SERVICE_UNAVAILABLE",
-        "GATEWAY_TIMEOUT",
-      ],
+      enum: Object.keys(ERROR_CODES),
+      description: `one per kind of error, with its HTTP status: ${Object.entries(ERROR_CODES)
+        .map(([code, { status }]) => `${code} ${status}`)
+        .join(", ")}`,
     },
     message: { type: "string", description: "for people: names the field and the limit of a refused input" },
     details: {
@@ -50,14 +41,28 @@ const errorBody = {
 
 const ref = (name: string) => ({ $ref: `#/components/responses/${name}` });
 
+/**
+ * The error answers the document names, each under its code's status in the error table (libs/core errors.ts): a
+ * code's status changes there, and here with it.
+ */
+const ERROR_RESPONSES = {
+  BadRequest: ["BAD_USER_INPUT", "the message names every invalid field and its limit"],
+  Unauthenticated: ["UNAUTHENTICATED", "no, or invalid, credentials"],
+  Forbidden: ["FORBIDDEN", "`<actor> is unauthorized to <operation>.`"],
+  NotFound: ["NOT_FOUND", "what the request names does not exist"],
+  UnsupportedMediaType: ["UNSUPPORTED_MEDIA_TYPE", "a body that is not application/json"],
+  TooManyRequests: ["TOO_MANY_REQUESTS", "a per-user rate limit; Retry-After says when to retry"],
+  Unavailable: ["SERVICE_UNAVAILABLE", "PostgreSQL or Redis is unavailable; Retry-After"],
+} as const satisfies Record<string, readonly [ErrorCode, string]>;
+
+type ErrorResponseName = keyof typeof ERROR_RESPONSES;
+
+/** `{ "<status>": $ref }` for the named error responses, the status read from the error table. */
+const errorRefs = (...names: ErrorResponseName[]) =>
+  Object.fromEntries(names.map((name) => [String(ERROR_CODES[ERROR_RESPONSES[name][0]].status), ref(name)]));
+
 /** The errors every authenticated route may answer; each route adds its own 2xx. */
-const commonErrors = {
-  "400": ref("BadRequest"),
-  "401": ref("Unauthenticated"),
-  "403": ref("Forbidden"),
-  "429": ref("TooManyRequests"),
-  "503": ref("Unavailable"),
-};
+const commonErrors = errorRefs("BadRequest", "Unauthenticated", "Forbidden", "TooManyRequests", "Unavailable");
 
 const errorResponse = (description: string) => ({
   description,
@@ -108,7 +113,7 @@ function operation(route: ApiRoute) {
         required: true,
         schema,
       })),
-      responses: { "200": answer(route), ...commonErrors, "404": ref("NotFound") },
+      responses: { "200": answer(route), ...commonErrors, ...errorRefs("NotFound") },
     };
   }
   const body = inputSchema(route.spec.request);
@@ -117,7 +122,7 @@ function operation(route: ApiRoute) {
     operationId: route.name,
     ...common,
     requestBody: { required: !optional, content: { "application/json": { schema: body } } },
-    responses: { "200": answer(route), ...commonErrors, "404": ref("NotFound"), "415": ref("UnsupportedMediaType") },
+    responses: { "200": answer(route), ...commonErrors, ...errorRefs("NotFound", "UnsupportedMediaType") },
   };
 }
 
@@ -197,15 +202,12 @@ export function openApiDocument(routes: readonly ApiRoute[], gmsBases: readonly 
         },
       },
       schemas: { Error: errorBody },
-      responses: {
-        BadRequest: errorResponse("BAD_USER_INPUT: the message names every invalid field and its limit"),
-        Unauthenticated: errorResponse("UNAUTHENTICATED: no, or invalid, credentials"),
-        Forbidden: errorResponse("FORBIDDEN: `<actor> is unauthorized to <operation>.`"),
-        NotFound: errorResponse("NOT_FOUND: what the request names does not exist"),
-        UnsupportedMediaType: errorResponse("UNSUPPORTED_MEDIA_TYPE: a body that is not application/json"),
-        TooManyRequests: errorResponse("TOO_MANY_REQUESTS: a per-user rate limit; Retry-After says when to retry"),
-        Unavailable: errorResponse("SERVICE_UNAVAILABLE: PostgreSQL or Redis is unavailable; Retry-After"),
-      },
+      responses: Object.fromEntries(
+        Object.entries(ERROR_RESPONSES).map(([name, [code, description]]) => [
+          name,
+          errorResponse(`${code}: ${description}`),
+        ]),
+      ),
     },
   };
 }

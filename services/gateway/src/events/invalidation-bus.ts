@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { RedisConnection } from "@mdp/queues";
-import type { Logger } from "@mdp/core";
+import { every, type Logger, type PeriodicLoop } from "@mdp/core";
 
 /** What one gateway tells the others so their caches stay honest. */
 export type Invalidation =
@@ -51,7 +51,7 @@ export class InvalidationBus {
   private readonly peers = new Map<string, number>();
   private live = false;
   private heartbeatInFlight = false;
-  private timer: NodeJS.Timeout | undefined;
+  private loop: PeriodicLoop | undefined;
 
   constructor(
     private readonly publisher: RedisConnection,
@@ -75,16 +75,21 @@ export class InvalidationBus {
     // ioredis re-subscribes by itself after a reconnect; anything published meanwhile was missed.
     this.subscriber.on("ready", () => this.resetAll());
     await this.subscriber.subscribe(this.channel);
-    this.timer = setInterval(() => {
-      this.heartbeat();
-      this.isLive(); // notices a stall even when no request asks
-    }, HEARTBEAT_INTERVAL_MS).unref();
-    this.heartbeat();
+    // Synchronous on purpose: the liveness check must go on every interval while a heartbeat is stuck on Redis.
+    this.loop = every(
+      "invalidation-heartbeat",
+      HEARTBEAT_INTERVAL_MS,
+      () => {
+        this.heartbeat();
+        this.isLive(); // notices a stall even when no request asks
+      },
+      { logger: this.logger, runAtStart: true },
+    );
   }
 
   /** Says goodbye, so peers do not take this replica's silence for a lost channel. */
   async stop(): Promise<void> {
-    clearInterval(this.timer);
+    await this.loop?.stop();
     await this.send({ kind: "leaving", replica: this.replica });
   }
 

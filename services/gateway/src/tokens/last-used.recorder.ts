@@ -1,4 +1,4 @@
-import type { Logger } from "@mdp/core";
+import { every, type Logger, type PeriodicLoop } from "@mdp/core";
 import type { PrismaClient } from "@mdp/db";
 
 /**
@@ -9,13 +9,13 @@ export class LastUsedRecorder {
   static readonly FLUSH_INTERVAL_MS = 5_000;
   /** token id → epoch ms of its latest use (a number: no Date per request) */
   private pending = new Map<string, number>();
-  private readonly timer: NodeJS.Timeout;
+  private readonly loop: PeriodicLoop;
 
   constructor(
     private readonly prisma: PrismaClient,
     private readonly logger: Logger,
   ) {
-    this.timer = setInterval(() => void this.flush(), LastUsedRecorder.FLUSH_INTERVAL_MS).unref();
+    this.loop = every("last-used-flush", LastUsedRecorder.FLUSH_INTERVAL_MS, () => this.flush(), { logger });
   }
 
   record(tokenId: string, at = Date.now()): void {
@@ -40,7 +40,7 @@ export class LastUsedRecorder {
   }
 
   async stop(): Promise<void> {
-    clearInterval(this.timer);
+    await this.loop.stop(); // a flush in flight ends first
     await this.flush();
   }
 }

@@ -1,0 +1,63 @@
+import type { Logger } from "./logger";
+
+/** What a run may say it did (`{ deleted: 3 }`): logged at debug with the loop's name. Nothing: nothing is logged. */
+export type RunSummary = Record<string, unknown> | undefined | void;
+
+export interface EveryOptions {
+  /** where a failing run, and at debug what a run did, are logged (with `loop`: the loop's name) */
+  logger: Logger;
+  /** let the process exit while the loop waits (true by default: a per-process chore never keeps a process up) */
+  unref?: boolean;
+  /** run once at once (synchronously up to fn's first await), then every `ms` */
+  runAtStart?: boolean;
+}
+
+export interface PeriodicLoop {
+  /** No run starts after it; resolves once the run in flight, if any, has ended. Calling it again is harmless. */
+  stop(): Promise<void>;
+}
+
+/**
+ * A per-process loop (heartbeats, lease renewals, a replica's share of a chore): runs `fn` every `ms`.
+ * - Runs never overlap: a tick that comes while a run is still going is skipped, so a slow run (PostgreSQL or Redis
+ *   stalled) delays the next rather than piling runs up behind it.
+ * - A run that throws is logged at warn with the loop's name, and the loop goes on.
+ * - A run that returns a summary (`{ renewed: 2 }`) has it logged at debug with the loop's name.
+ * - `stop()` clears the timer and waits for the run in flight.
+ * Cluster-wide schedules are BullMQ job schedulers, not this.
+ */
+export function every(
+  name: string,
+  ms: number,
+  fn: () => RunSummary | Promise<RunSummary>,
+  options: EveryOptions,
+): PeriodicLoop {
+  const { logger, unref = true, runAtStart = false } = options;
+  let inFlight: Promise<void> | undefined;
+  let stopped = false;
+
+  const run = async (): Promise<void> => {
+    try {
+      const summary = await fn();
+      if (summary !== undefined) logger.debug({ loop: name, ...summary }, `${name}: ran`);
+    } catch (error) {
+      logger.warn({ err: error, loop: name }, `${name}: a run failed; the loop goes on`);
+    }
+  };
+  const tick = (): void => {
+    if (stopped || inFlight) return; // one run at a time: a slow run skips ticks
+    inFlight = run().finally(() => (inFlight = undefined));
+  };
+
+  const timer = setInterval(tick, ms);
+  if (unref) timer.unref();
+  if (runAtStart) tick();
+
+  return {
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      await inFlight;
+    },
+  };
+}
