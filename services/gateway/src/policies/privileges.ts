@@ -4,7 +4,6 @@ import { abbreviated, badInput, canonicalPrivilege, PRIVILEGES, withImplied, typ
 // gateway's modules keep importing them from here, beside what only the gateway does with them (token scopes).
 export { canonicalPrivilege, isPrivilege, PRIVILEGES, withImplied, type Privilege } from "@mdp/core";
 
-
 /** The most privilege names one access token's `scopes` may list (DataHub spellings and repeats count). */
 export const MAX_TOKEN_SCOPES = 32;
 
