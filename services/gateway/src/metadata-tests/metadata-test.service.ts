@@ -2,8 +2,6 @@ import { randomUUID } from "node:crypto";
 import {
   badInput,
   conflict,
-  forbidden,
-  missingFrom,
   notFound,
   parseUrnField,
   requireLength,
@@ -26,7 +24,6 @@ import {
 } from "@mdp/db";
 import {
   normalizedDefinitionText,
-  privilegesOfActions,
   readTestResults,
   withoutValues,
   type FailedRule,
@@ -198,7 +195,8 @@ export class MetadataTestService {
         await lockScheduleOwner(tx, actor.urn);
         const current = await this.existing(tx, urn, true);
         if (current.suspendedAt === null) throw conflict(`Test ${urn} is not suspended`);
-        await this.requireScheduleNeeds(actor, current.definition, "resume this test's schedule");
+        // Its runs and actions will act for the caller (MANAGE_TESTS is required above).
+        await requireActionPrivileges(this.engine, actor, actionsOf(current.definition as Prisma.InputJsonObject));
         if (current.ownerUrn !== actor.urn && current.scheduleCron !== null) {
           await requireScheduleRoom(tx, actor.urn, this.config.MAX_SCHEDULES_PER_USER);
         }
@@ -213,23 +211,6 @@ export class MetadataTestService {
         return resumed;
       })
       .catch(notFoundWhenMissing(`Test ${urn} does not exist`));
-  }
-
-  /**
-   * A scheduled test's firings act for whoever sets it: that caller must hold, in this request (a scoped token's
-   * scopes included), what each firing will use — runTest's MANAGE_TESTS and the privilege of every aspect its actions
-   * write. Refused with 403 naming what is missing.
-   */
-  private async requireScheduleNeeds(actor: Actor, definition: unknown, operation: string): Promise<void> {
-    const actions = (definition as Partial<ParsedDefinition> | null)?.actions;
-    const needs = [SCHEDULED_TEST_PRIVILEGE, ...privilegesOfActions(actions)] as const;
-    const missing = missingFrom(await this.engine.privilegesOf(actor), needs);
-    if (missing.length > 0) {
-      throw forbidden(
-        `${actor.urn} is unauthorized to ${operation}: its runs act for you, and need ${missing.join(", ")}, ` +
-          `which you do not hold.`,
-      );
-    }
   }
 
   async delete(actor: Actor, urn: string): Promise<boolean> {
