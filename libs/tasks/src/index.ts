@@ -4,3 +4,5 @@ export * from "./reconciler";
 export * from "./evaluations";
 export { cancellationReason } from "./cancellation";
 export * from "./listing";
+export * from "./runner/task-definition";
+export * from "./runner/task-runner";

@@ -3,14 +3,13 @@ import { AspectRepository, ownerPrivilegesReader, type Database } from "@mdp/db"
 import type { Job } from "bullmq";
 import {
   EVALUATE_MAX_ITEMS,
-  runTestPayload,
   sendReply,
   type JobHandler,
   type Payload,
   type Producer,
   type RedisConnection,
 } from "@mdp/queues";
-import { EvaluationTasks, TaskLifecycle, type ReconciledKind } from "@mdp/tasks";
+import { EvaluationTasks, reconciledKind, TaskLifecycle, type ReconciledKind } from "@mdp/tasks";
 import type { EvaluateDeps } from "./evaluation-deps";
 import { evaluate, recordEvaluateFailure } from "./evaluate.processor";
 import { EvaluationStore } from "./evaluation.store";
@@ -18,11 +17,11 @@ import { EvaluationPool, type PoolSettings } from "./evaluation-pool";
 import { withJobShare } from "./fair-share";
 import { ResultsPusher } from "./results.pusher";
 import { TestResultHistory } from "./test-result-history";
-import { createRunTestHandler } from "./run-test.processor";
+import { runTestKind, runTestRunner } from "./run-test.processor";
 
 /** The evaluate-tests handler: an "evaluate" job answers waiting callers; a "runTest" job is a background task. */
 export function createEvaluateHandler(deps: EvaluateDeps): JobHandler<"evaluate"> {
-  const runTest = createRunTestHandler(deps);
+  const runTest = runTestRunner(deps).handler("runTest");
   return async (payload, job, token) => {
     if (payload.kind === "runTest") return runTest(payload, job, token);
     // The rows of its items that the job makes active are renewed while it runs, and only while it runs.
@@ -127,22 +126,5 @@ export function evaluationGivenUp(
  * callers' requests, under an id of its own) is followed by the gateway that wrote the row (recordPending).
  */
 export function evaluationsReconciled(producer: Producer<"evaluate">): ReconciledKind[] {
-  const jobExists = async (taskId: string) => Boolean(await producer.queue.getJob(taskId));
-  return [
-    {
-      type: "EVALUATE_TESTS",
-      kind: "runTest",
-      jobExists,
-      failedReason: (taskId) => producer.failedReason(taskId),
-      requeue: async (task) => {
-        const payload = runTestPayload.safeParse({
-          ...(task.request as object),
-          taskId: task.id,
-          actorUrn: task.createdBy,
-        });
-        if (!payload.success) return; // not a request this version can run; left for an operator to see
-        await producer.enqueue(task.id, payload.data);
-      },
-    },
-  ];
+  return [reconciledKind(runTestKind, producer)];
 }

@@ -1,22 +1,28 @@
-import { DelayedError, UnrecoverableError, type Job } from "bullmq";
-import { inTransaction } from "@mdp/db";
-import { cancellationReason, isLastAttempt, percentOf, type EvaluationProgress } from "@mdp/tasks";
+import { z } from "zod";
+import { runTestPayload } from "@mdp/queues";
+import { defineTask, percentOf, TaskRunner, type TaskRow } from "@mdp/tasks";
 import type { EntityEvaluation } from "@mdp/metadata-tests";
 import { EvaluationLimitError, StoredDefinitionError } from "./evaluation-pool";
-import { JobCancelledError, type Payload } from "@mdp/queues";
 import type { EvaluateDeps } from "./evaluation-deps";
 import { countEvaluations } from "./evaluation-metrics";
 
-type RunTestPayload = Extract<Payload<"evaluate">, { kind: "runTest" }>;
-
+const count = z.number().int().nonnegative().default(0);
 /** The task row's progress of a test run: the counts, and where the walk over the entities has got to. */
-interface RunProgress extends EvaluationProgress {
-  batches: number;
+const runProgress = z.object({
+  evaluated: count,
+  total: count,
+  passing: count,
+  failing: count,
+  /** evaluated, but the test's on clause did not select the entity */
+  notApplicable: count,
+  percent: z.number().default(0),
+  batches: count,
   /** entities that got a new testResults version (pushing results equal to the stored ones writes nothing) */
-  pushed: number;
+  pushed: count,
   /** the last urn evaluated, in PostgreSQL's urn order: a retried attempt resumes after it */
-  lastUrn: string;
-}
+  lastUrn: z.string().default(""),
+});
+type RunProgress = z.output<typeof runProgress>;
 
 export interface RunTestResult {
   evaluated: number;
@@ -26,128 +32,94 @@ export interface RunTestResult {
   pushed: number;
 }
 
+/** What the reconciler needs of the kind: a vanished job is queued again from the row (its creator is the actor). */
+export const runTestKind = {
+  kind: "runTest",
+  input: runTestPayload,
+  requeuePayload: (task: TaskRow) => ({ ...(task.request as object), taskId: task.id, actorUrn: task.createdBy }),
+} as const;
+
 /**
  * Evaluates one test against every entity whose type its on.types names (on.conditions decide per entity), in
  * batches of `batchSize` entities in urn order. Each batch's pushed results and the task's progress commit in one
- * transaction, so a worker that dies mid-run leaves exact counts and the retry resumes after the last committed
- * batch, evaluating no entity twice. Between batches it honours cancellation and shutdown, and re-reads the test:
- * an edited test is applied from the next batch on, a deleted one stops the run.
+ * transaction (the runner's step), so a worker that dies mid-run leaves exact counts and the retry resumes after the
+ * last committed batch, evaluating no entity twice. Before each batch the runner honours cancellation and shutdown,
+ * and the batch re-reads the test: an edited test is applied from the next batch on, a deleted one stops the run.
  */
-export function createRunTestHandler(deps: EvaluateDeps) {
-  const { tasks } = deps;
-  return async (payload: RunTestPayload, job: Job, token: string | undefined): Promise<unknown> => {
-    const claim = await tasks.claimJob(payload.taskId, job, token);
-    if (claim.outcome === "finished") return claim.result; // a duplicate delivery
-    const { lease, task } = claim;
-    let progress = progressOf(task.progress);
-    const startedAt = task.startedAt ?? new Date();
-    const end = async (state: "failed" | "cancelled", reason: string): Promise<never> => {
-      await (state === "failed" ? tasks.fail(lease, reason, progress) : tasks.cancel(lease, reason, progress));
-      throw state === "cancelled" ? new JobCancelledError(reason) : new UnrecoverableError(reason);
-    };
-
-    try {
-      let test = await deps.store.test(payload.testUrn);
-      if (!test) return await end("failed", `Test ${payload.testUrn} does not exist`);
+export function runTestTask(deps: EvaluateDeps) {
+  return defineTask({
+    ...runTestKind,
+    progress: runProgress,
+    percent: (p) => p.percent,
+    async plan({ input, progress, fail }, _client, round) {
+      if (round > 0) return { steps: [] }; // the one batch step ran until no entity was left
+      const test = await deps.store.test(input.testUrn);
+      if (!test) return fail(`Test ${input.testUrn} does not exist`);
       // The first batch fixes total (entities ingested during the run make it grow); a resumed run keeps its count.
-      if (progress.batches === 0) {
-        const total = await deps.store.countEntities(test.onTypes);
-        progress = await tasks.progress(lease, () => ({ ...progress, total, percent: total === 0 ? 100 : 0 }));
+      if (progress.batches > 0) return { steps: ["batch"] };
+      const total = await deps.store.countEntities(test.onTypes);
+      return { steps: ["batch"], progress: (stored) => ({ ...stored, total, percent: total === 0 ? 100 : 0 }) };
+    },
+    async step({ input, progress, fail }, _step: "batch", client) {
+      const test = await deps.store.test(input.testUrn);
+      if (!test)
+        return fail(`Test ${input.testUrn} was deleted while it ran; ${progress.evaluated} entities were evaluated`);
+      // Lock before read: the batch's testResults locks are taken before its entities are read, and held until its
+      // push commits, so an evaluate push of one of these entities (fresher than what this batch read) either
+      // commits before the read, or waits and merges onto this batch's write; it is never overwritten by it.
+      const entities = await deps.store.nextEntities(test.onTypes, progress.lastUrn, input.batchSize, {
+        lockFor: input.push ? deps.pusher : undefined,
+        client,
+      });
+      if (entities.length === 0) return { again: false };
+      // The batch is one request to the pool: EVALUATION_TIME_LIMIT_MS bounds the batch's evaluation.
+      const [outcome] = await deps.pool.evaluate(
+        { at: Date.now(), tests: [test], entities: new Map(entities.map((e) => [e.urn, e])) },
+        // Values only to store: a run answers counts, nobody reads its failed rules but from testResults.
+        [{ urns: entities.map((e) => e.urn), testUrns: [test.urn], withValues: input.push }],
+        `${deps.pool.settings.timeLimitMs} ms (EVALUATION_TIME_LIMIT_MS) for its batch of ${entities.length} entities`,
+      );
+      if (outcome instanceof EvaluationLimitError) {
+        return fail(
+          `${outcome.message} ${progress.evaluated + outcome.entitiesBefore} entities were evaluated before it.`,
+        );
       }
-
-      for (;;) {
-        if (deps.shutdownSignal.aborted) await tasks.handBack(lease, job, token);
-        const { cancelRequested } = await tasks.checkpoint(lease);
-        if (cancelRequested) {
-          return await end("cancelled", cancellationReason({ ...task, startedAt, progress: { ...progress } }));
-        }
-        test = await deps.store.test(payload.testUrn);
-        if (!test) {
-          return await end(
-            "failed",
-            `Test ${payload.testUrn} was deleted while it ran; ${progress.evaluated} entities were evaluated`,
-          );
-        }
-        const current = test;
-        // Lock before read: the batch's testResults locks are taken before its entities are read, and held until its
-        // push commits, so an evaluate push of one of these entities (fresher than what this batch read) either
-        // commits before the read, or waits and merges onto this batch's write; it is never overwritten by it.
-        const next = await inTransaction(deps.db.pool, async (client): Promise<BatchEnd | null> => {
-          const entities = await deps.store.nextEntities(current.onTypes, progress.lastUrn, payload.batchSize, {
-            lockFor: payload.push ? deps.pusher : undefined,
-            client,
-          });
-          if (entities.length === 0) return null;
-          // The batch is one request to the pool: EVALUATION_TIME_LIMIT_MS bounds the batch's evaluation.
-          const [outcome] = await deps.pool.evaluate(
-            { at: Date.now(), tests: [current], entities: new Map(entities.map((e) => [e.urn, e])) },
-            // Values only to store: a run answers counts, nobody reads its failed rules but from testResults.
-            [{ urns: entities.map((e) => e.urn), testUrns: [current.urn], withValues: payload.push }],
-            `${deps.pool.settings.timeLimitMs} ms (EVALUATION_TIME_LIMIT_MS) for its batch of ${entities.length} entities`,
-          );
-          if (outcome instanceof EvaluationLimitError) {
-            return {
-              failed: `${outcome.message} ${progress.evaluated + outcome.entitiesBefore} entities were evaluated before it.`,
-            };
-          }
-          // A stored definition past a limit (written before the limit existed) fails the run at once: no attempt can
-          // change it.
-          if (outcome instanceof StoredDefinitionError) return { failed: outcome.message };
-          const evaluations = entities.map((entity, i) => ({ entity, evaluation: outcome![i]! }));
-          countEvaluations(evaluations.map((e) => e.evaluation));
-          const evaluated = new Set([payload.testUrn]);
-          let pushed = 0;
-          if (payload.push) {
-            const items = evaluations.map(({ entity, evaluation }) => ({
-              entityType: entity.entityType,
-              evaluation,
-              evaluated,
-              actorUrn: payload.actorUrn,
-              ...(payload.actorTokenId !== undefined && { actorTokenId: payload.actorTokenId }),
-            }));
-            pushed = await deps.pusher.push(client, items);
-          }
-          const lastUrn = entities.at(-1)!.urn;
-          const saved = await tasks.progress(
-            lease,
-            (stored) =>
-              advance(
-                progressOf(stored),
-                evaluations.map((e) => e.evaluation),
-                pushed,
-                lastUrn,
-              ),
-            client,
-          );
-          return { saved };
-        });
-        if (next === null) break;
-        if ("failed" in next) return await end("failed", next.failed);
-        progress = next.saved;
-        // The dashboard's copy; the task row is the truth, so a Redis hiccup here must not fail the batch.
-        await job.updateProgress({ ...progress }).catch(() => undefined);
+      // A stored definition past a limit (written before the limit existed) fails the run at once: no attempt can
+      // change it.
+      if (outcome instanceof StoredDefinitionError) return fail(outcome.message);
+      const evaluations = entities.map((entity, i) => ({ entity, evaluation: outcome![i]! }));
+      countEvaluations(evaluations.map((e) => e.evaluation));
+      let pushed = 0;
+      if (input.push) {
+        const evaluated = new Set([input.testUrn]);
+        const items = evaluations.map(({ entity, evaluation }) => ({
+          entityType: entity.entityType,
+          evaluation,
+          evaluated,
+          actorUrn: input.actorUrn,
+          ...(input.actorTokenId !== undefined && { actorTokenId: input.actorTokenId }),
+        }));
+        pushed = await deps.pusher.push(client, items);
       }
-      progress = { ...progress, total: Math.max(progress.total, progress.evaluated), percent: 100 };
-      const result: RunTestResult = {
-        evaluated: progress.evaluated,
-        passing: progress.passing,
-        failing: progress.failing,
-        notApplicable: progress.notApplicable,
-        pushed: progress.pushed,
-      };
-      await tasks.complete(lease, progress, result);
-      return result;
-    } catch (error) {
-      if (error instanceof UnrecoverableError || error instanceof DelayedError) throw error;
-      await tasks.failAttempt(lease, error, isLastAttempt(job));
-      throw error;
-    } finally {
-      tasks.release(lease); // however the attempt ended, this process renews its lease no more
-    }
-  };
+      const lastUrn = entities.at(-1)!.urn;
+      const results = evaluations.map((e) => e.evaluation);
+      return { progress: (stored) => advance(stored, results, pushed, lastUrn), again: true };
+    },
+    finish: (p) => ({ ...p, total: Math.max(p.total, p.evaluated), percent: 100 }),
+    result: (p): RunTestResult => ({
+      evaluated: p.evaluated,
+      passing: p.passing,
+      failing: p.failing,
+      notApplicable: p.notApplicable,
+      pushed: p.pushed,
+    }),
+  });
 }
 
-type BatchEnd = { failed: string } | { saved: RunProgress };
+/** The runner of the evaluate queue's durable task kind (an evaluate job, answered at once, is not a task). */
+export function runTestRunner(deps: EvaluateDeps): TaskRunner {
+  return new TaskRunner(deps, "evaluate", [runTestTask(deps)]);
+}
 
 function advance(
   progress: RunProgress,
@@ -168,20 +140,5 @@ function advance(
     batches: progress.batches + 1,
     pushed: progress.pushed + pushed,
     lastUrn,
-  };
-}
-
-function progressOf(value: unknown): RunProgress {
-  const p = (value ?? {}) as Partial<RunProgress>;
-  return {
-    evaluated: Number(p.evaluated ?? 0),
-    total: Number(p.total ?? 0),
-    passing: Number(p.passing ?? 0),
-    failing: Number(p.failing ?? 0),
-    notApplicable: Number(p.notApplicable ?? 0),
-    percent: Number(p.percent ?? 0),
-    batches: Number(p.batches ?? 0),
-    pushed: Number(p.pushed ?? 0),
-    lastUrn: typeof p.lastUrn === "string" ? p.lastUrn : "",
   };
 }
