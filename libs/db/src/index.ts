@@ -14,6 +14,9 @@ export * from "./audit-budget";
 export * from "./retention/retention-runs";
 export * from "./policies/grants";
 export * from "./policies/scheduled-work";
+export * from "./tasks/task.repository";
+export * from "./tasks/task-listing";
+export * from "./tasks/evaluation-tasks.repository";
 // PrismaClient, the Prisma namespace (errors, input types, TransactionClient), every model type and enum.
 export * from "./generated/prisma/client";
 export {

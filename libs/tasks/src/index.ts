@@ -1,8 +1,17 @@
 export * from "./states";
 export * from "./lifecycle";
 export * from "./reconciler";
-export * from "./evaluations";
+// The task table's statements are @mdp/db's; re-exported where the lifecycle's users have always found them.
+export {
+  EvaluationTasks,
+  listTasks,
+  listTasksQueries,
+  percentOf,
+  type EvaluationProgress,
+  type EvaluationRow,
+  type TaskFilter,
+  type TaskPage,
+} from "@mdp/db";
 export { cancellationReason } from "./cancellation";
-export * from "./listing";
 export * from "./runner/task-definition";
 export * from "./runner/task-runner";

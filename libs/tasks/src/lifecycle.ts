@@ -3,36 +3,12 @@ import { hostname } from "node:os";
 import { DelayedError, UnrecoverableError, type Job } from "bullmq";
 import type pg from "pg";
 import { every, serviceUnavailable, unavailableDependency, type Logger } from "@mdp/core";
-import { inTransaction, type Database, type Prisma } from "@mdp/db";
+import { TaskRepository, type Database, type Prisma, type TaskRow } from "@mdp/db";
 import { cancellationReason } from "./cancellation";
 import type { TaskState } from "./states";
-import { COLUMNS, LAPSED } from "./task-sql";
 
-export type TaskType = "TRUNCATE_TIMESERIES" | "EVALUATE_TESTS";
-
-/** The task row as this module reads it, with whether an active task's lease has lapsed (by PostgreSQL's clock). */
-export interface TaskRow {
-  id: string;
-  type: TaskType;
-  state: TaskState;
-  request: unknown;
-  dedupKey: string | null;
-  progress: Record<string, unknown>;
-  result: unknown;
-  failedReason: string | null;
-  attemptsMade: number;
-  cancelRequested: boolean;
-  createdBy: string;
-  /** the access token its creator used; null: none (the system client, a schedule's firing) */
-  createdVia: string | null;
-  createdAt: Date;
-  startedAt: Date | null;
-  finishedAt: Date | null;
-  leaseOwner: string | null;
-  leaseExpiresAt: Date | null;
-  /** active, but its worker has not renewed the lease in time (dead, hung, or cut off from PostgreSQL) */
-  leaseLapsed: boolean;
-}
+export type TaskType = TaskRow["type"];
+export type { TaskRow };
 
 /** The right to write an active task: held by one attempt of one worker process. */
 export interface Lease {
@@ -79,13 +55,6 @@ interface Ending {
   final: boolean;
   reason: string;
 }
-
-const CLEAR_LEASE = "lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL";
-/**
- * An attempt's ending keeps lease_owner: a finished task says which worker process ran its last attempt (operators
- * tracing a task to a worker's logs; the replica tests). Only an `active` row's owner holds anything.
- */
-const END_LEASE = "lease_token = NULL, lease_expires_at = NULL";
 
 /**
  * A worker process's name: its host and pid say where to look for its logs; the random part keeps a restarted
@@ -156,33 +125,27 @@ export class TaskLifecycle {
   /** token-less rows (synchronous evaluations) its jobs are working on, with how many jobs hold each */
   private readonly heldRows = new Map<string, number>();
 
+  private readonly rows: TaskRepository;
+
   constructor(
-    private readonly db: Database,
+    db: Database,
     private readonly logger: Logger,
     options: LifecycleOptions = {},
   ) {
     this.leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
     this.owner = options.owner ?? defaultOwner();
-  }
-
-  private get pool(): pg.Pool {
-    return this.db.pool;
+    this.rows = new TaskRepository(db);
   }
 
   // ---- reading ---------------------------------------------------------------------------------------------------
 
-  async read(taskId: string, client: pg.ClientBase | pg.Pool = this.pool): Promise<TaskRow | null> {
-    const { rows } = await client.query<TaskRow>(`SELECT ${COLUMNS} FROM task WHERE id = $1`, [taskId]);
-    return rows[0] ?? null;
+  read(taskId: string, client?: pg.ClientBase | pg.Pool): Promise<TaskRow | null> {
+    return this.rows.read(taskId, client);
   }
 
   /** The tasks of these ids that exist, in no particular order (one statement). */
-  async readMany(taskIds: readonly string[]): Promise<TaskRow[]> {
-    if (taskIds.length === 0) return [];
-    const { rows } = await this.pool.query<TaskRow>(`SELECT ${COLUMNS} FROM task WHERE id = ANY($1::text[])`, [
-      [...taskIds],
-    ]);
-    return rows;
+  readMany(taskIds: readonly string[]): Promise<TaskRow[]> {
+    return this.rows.readMany(taskIds);
   }
 
   // ---- create ----------------------------------------------------------------------------------------------------
@@ -194,23 +157,7 @@ export class TaskLifecycle {
    * reconciler queues it again).
    */
   async create(input: CreateTask, queue: Enqueuing): Promise<{ taskId: string; existing: boolean }> {
-    const { taskId, existing } = await this.db.prisma.$transaction(async (tx) => {
-      if (input.dedupKey !== undefined) {
-        await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(${input.dedupKey}))`;
-        const found = await tx.$queryRaw<Array<{ id: string }>>`
-          SELECT id FROM task WHERE dedup_key = ${input.dedupKey} AND state IN ('waiting', 'active')
-             AND NOT cancel_requested ORDER BY created_at LIMIT 1`;
-        if (found[0]) return { taskId: found[0].id, existing: true };
-      }
-      const id = randomUUID();
-      await tx.$executeRaw`
-        INSERT INTO task (id, type, state, request, dedup_key, progress, created_by, created_via)
-        VALUES (${id}, ${input.type}::"TaskType", 'waiting', ${JSON.stringify(input.request)}::jsonb,
-                ${input.dedupKey ?? null}, ${JSON.stringify(input.progress)}::jsonb, ${input.createdBy},
-                ${input.createdVia ?? null})`;
-      await input.afterInsert?.(tx, id);
-      return { taskId: id, existing: false };
-    });
+    const { taskId, existing } = await this.rows.insertDeduped(input, randomUUID(), input.afterInsert);
     // A row whose job never reached Redis (a crash between the two) gets its job now: the job id is the task id.
     if (existing && (await queue.jobExists(taskId))) return { taskId, existing };
     try {
@@ -235,10 +182,7 @@ export class TaskLifecycle {
   /** failUnqueued: a new row whose job could not be queued ends failed, saying why. */
   async failUnqueued(taskId: string, which: string | undefined): Promise<void> {
     const reason = which ? `Could not be queued: ${which} is unavailable.` : "Could not be queued: internal error.";
-    await this.pool.query(
-      `UPDATE task SET state = 'failed', failed_reason = $2, finished_at = now() WHERE id = $1 AND state = 'waiting'`,
-      [taskId, reason],
-    );
+    await this.rows.failUnqueued(taskId, reason);
   }
 
   // ---- cancel (gateway) ------------------------------------------------------------------------------------------
@@ -257,14 +201,7 @@ export class TaskLifecycle {
     removeJob: () => Promise<boolean>,
     afterRequest?: (tx: Prisma.TransactionClient, task: TaskRow) => Promise<void>,
   ): Promise<TaskRow | null> {
-    const task = await this.db.prisma.$transaction(async (tx) => {
-      const rows = await tx.$queryRawUnsafe<TaskRow[]>(
-        `UPDATE task SET cancel_requested = true WHERE id = $1 AND state IN ('waiting', 'active') RETURNING ${COLUMNS}`,
-        taskId,
-      );
-      if (rows[0]) await afterRequest?.(tx, rows[0]);
-      return rows[0];
-    });
+    const task = await this.rows.requestCancel(taskId, afterRequest);
     if (!task) return null;
     await this.settleCancel(task, removeJob);
     return this.read(taskId);
@@ -276,15 +213,8 @@ export class TaskLifecycle {
    * live tasks: bounded by its rate limits and the dedup of identical requests); `settleCancel` then ends each waiting
    * one at once, and a worker ends any other at its next checkpoint or claim.
    */
-  async requestCancelAllIn(tx: Prisma.TransactionClient, createdBy: string): Promise<TaskRow[]> {
-    return tx.$queryRawUnsafe<TaskRow[]>(
-      `WITH marked AS (
-         UPDATE task SET cancel_requested = true
-          WHERE created_by = $1 AND state IN ('waiting', 'active') AND NOT cancel_requested
-         RETURNING ${COLUMNS})
-       SELECT * FROM marked ORDER BY "createdAt", id`,
-      createdBy,
-    );
+  requestCancelAllIn(tx: Prisma.TransactionClient, createdBy: string): Promise<TaskRow[]> {
+    return this.rows.requestCancelAllIn(tx, createdBy);
   }
 
   /**
@@ -296,11 +226,7 @@ export class TaskLifecycle {
       // The row is the truth: whichever of this and a claim comes first wins (both lock the row), so the job need not
       // be gone for the task to end; removing it only spares the queue a delivery that would find the task finished.
       await removeJob().catch(() => false);
-      await this.pool.query(
-        `UPDATE task SET state = 'cancelled', finished_at = now(), failed_reason = $2, ${CLEAR_LEASE}
-          WHERE id = $1 AND (state = 'waiting' OR (state = 'active' AND ${LAPSED}))`,
-        [task.id, cancellationReason(task)],
-      );
+      await this.rows.cancelUnheld(task.id, cancellationReason(task));
     }
   }
 
@@ -358,12 +284,7 @@ export class TaskLifecycle {
   }
 
   private async claimRow(taskId: string, tokenOf: (token: string) => void): Promise<ClaimResult> {
-    return inTransaction(this.pool, async (client) => {
-      const { rows } = await client.query<TaskRow & { leaseToken: string | null }>(
-        `SELECT ${COLUMNS}, lease_token AS "leaseToken" FROM task WHERE id = $1 FOR UPDATE`,
-        [taskId],
-      );
-      const task = rows[0];
+    return this.rows.claim(taskId, async (task, ops): Promise<ClaimResult> => {
       if (!task) return { outcome: "missing" };
       if (task.state !== "waiting" && task.state !== "active") return { outcome: "finished", task };
       // A live lease of this very process whose attempt it no longer runs (it failed while PostgreSQL was away, and
@@ -375,24 +296,15 @@ export class TaskLifecycle {
       }
       if (task.cancelRequested) {
         const reason = cancellationReason(task);
-        await client.query(
-          `UPDATE task SET state = 'cancelled', failed_reason = $2, finished_at = now(), ${CLEAR_LEASE} WHERE id = $1`,
-          [taskId, reason],
-        );
+        await ops.cancel(reason);
         return { outcome: "cancelled", task, reason };
       }
       const token = randomUUID();
       tokenOf(token);
       // Running from before the claim commits: a renewal in between must not take the attempt for an orphan.
       this.running.set(token, { cancelSeen: false });
-      const { rows: claimed } = await client.query<{ attempt: number }>(
-        `UPDATE task SET state = 'active', attempts_made = attempts_made + 1, started_at = COALESCE(started_at, now()),
-                failed_reason = NULL, lease_owner = $2, lease_token = $3,
-                lease_expires_at = clock_timestamp() + make_interval(secs => $4 / 1000.0)
-          WHERE id = $1 RETURNING attempts_made AS attempt`,
-        [taskId, this.owner, token, this.leaseMs],
-      );
-      return { outcome: "claimed", task, lease: { taskId, token, attempt: claimed[0]!.attempt } };
+      const attempt = await ops.activate(this.owner, token, this.leaseMs);
+      return { outcome: "claimed", task, lease: { taskId, token, attempt } };
     });
   }
 
@@ -407,29 +319,16 @@ export class TaskLifecycle {
     client?: pg.ClientBase,
   ): Promise<P> {
     const run = async (c: pg.ClientBase): Promise<P> => {
-      const { rows } = await c.query<{ progress: Record<string, unknown> }>(
-        `SELECT progress FROM task WHERE id = $1 AND lease_token = $2 AND state = 'active' FOR UPDATE`,
-        [lease.taskId, lease.token],
-      );
-      if (!rows[0]) throw new LeaseLostError(lease.taskId);
-      const next = update(rows[0].progress ?? {});
-      await c.query(
-        `UPDATE task SET progress = $2::jsonb, lease_expires_at = clock_timestamp() + make_interval(secs => $3 / 1000.0)
-          WHERE id = $1`,
-        [lease.taskId, JSON.stringify(next), this.leaseMs],
-      );
+      const next = await this.rows.writeProgress(c, lease, this.leaseMs, update);
+      if (next === null) throw new LeaseLostError(lease.taskId);
       return next;
     };
-    return client ? run(client) : inTransaction(this.pool, run);
+    return client ? run(client) : this.rows.inTransaction(run);
   }
 
   /** Between steps: whether the task was asked to stop. Throws LeaseLostError when the attempt no longer holds it. */
   async checkpoint(lease: Lease): Promise<{ cancelRequested: boolean; task: TaskRow }> {
-    const { rows } = await this.pool.query<TaskRow & { held: boolean }>(
-      `SELECT ${COLUMNS}, lease_token = $2 AND state = 'active' AS held FROM task WHERE id = $1`,
-      [lease.taskId, lease.token],
-    );
-    const task = rows[0];
+    const task = await this.rows.readHeld(lease);
     if (!task?.held) throw new LeaseLostError(lease.taskId);
     return { cancelRequested: task.cancelRequested, task };
   }
@@ -440,14 +339,9 @@ export class TaskLifecycle {
    */
   async handBack(lease: Lease, job: Job, jobToken: string | undefined): Promise<never> {
     this.release(lease);
-    await this.pool.query(
-      `UPDATE task SET state = 'waiting', failed_reason = $3, ${CLEAR_LEASE}
-        WHERE id = $1 AND lease_token = $2 AND state = 'active'`,
-      [
-        lease.taskId,
-        lease.token,
-        `Attempt ${lease.attempt} was handed back by a worker shutting down; waiting for the next attempt`,
-      ],
+    await this.rows.handBack(
+      lease,
+      `Attempt ${lease.attempt} was handed back by a worker shutting down; waiting for the next attempt`,
     );
     await job.moveToDelayed(Date.now(), jobToken);
     throw new DelayedError();
@@ -479,31 +373,8 @@ export class TaskLifecycle {
    * Writes an attempt's ending, if the attempt still holds the task: cancelled (saying how far it got) when a cancel
    * was requested, else failed or waiting for the next attempt.
    */
-  private async settle({ lease, final, reason }: Ending): Promise<void> {
-    await inTransaction(this.pool, async (client) => {
-      const { rows } = await client.query<TaskRow>(
-        `SELECT ${COLUMNS} FROM task WHERE id = $1 AND lease_token = $2 AND state = 'active' FOR UPDATE`,
-        [lease.taskId, lease.token],
-      );
-      const task = rows[0];
-      if (!task) return; // taken over, or ended by a cancel: the stale attempt's ending changes nothing
-      if (task.cancelRequested) {
-        await client.query(
-          `UPDATE task SET state = 'cancelled', failed_reason = $2, finished_at = now(), ${END_LEASE} WHERE id = $1`,
-          [lease.taskId, cancellationReason(task)],
-        );
-      } else if (final) {
-        await client.query(
-          `UPDATE task SET state = 'failed', failed_reason = $2, finished_at = now(), ${END_LEASE} WHERE id = $1`,
-          [lease.taskId, reason],
-        );
-      } else {
-        await client.query(`UPDATE task SET state = 'waiting', failed_reason = $2, ${CLEAR_LEASE} WHERE id = $1`, [
-          lease.taskId,
-          reason,
-        ]);
-      }
-    });
+  private settle({ lease, final, reason }: Ending): Promise<void> {
+    return this.rows.settleAttempt(lease, final, reason, cancellationReason);
   }
 
   /** complete: the holder ends the task with its result. */
@@ -528,30 +399,14 @@ export class TaskLifecycle {
     failedReason: string | null,
     result?: unknown,
   ): Promise<void> {
-    const { rowCount } = await this.pool.query(
-      `UPDATE task SET state = $3::"TaskState", progress = COALESCE($4::jsonb, progress), failed_reason = $5,
-              result = $6::jsonb, finished_at = now(), ${END_LEASE}
-        WHERE id = $1 AND lease_token = $2 AND state = 'active'`,
-      [
-        lease.taskId,
-        lease.token,
-        state,
-        progress === undefined ? null : JSON.stringify(progress),
-        failedReason,
-        result === undefined ? null : JSON.stringify(result),
-      ],
-    );
+    const held = await this.rows.end(lease, state, progress, failedReason, result);
     this.release(lease);
-    if (rowCount === 0) throw new LeaseLostError(lease.taskId);
+    if (!held) throw new LeaseLostError(lease.taskId);
   }
 
   /** giveUp: BullMQ failed the task's job without running it (it stalled too often); progress stays as committed. */
   async giveUp(taskId: string, reason: string): Promise<void> {
-    await this.pool.query(
-      `UPDATE task SET state = 'failed', failed_reason = $2, finished_at = now(), ${CLEAR_LEASE}
-        WHERE id = $1 AND state IN ('waiting', 'active')`,
-      [taskId, `Given up after its workers stopped during it too often: ${reason}`],
-    );
+    await this.rows.giveUp(taskId, `Given up after its workers stopped during it too often: ${reason}`);
   }
 
   // ---- leases and reconciliation ---------------------------------------------------------------------------------
@@ -605,13 +460,7 @@ export class TaskLifecycle {
     const tokens = [...this.running.keys()];
     const rows = [...this.heldRows.keys()];
     if (tokens.length === 0 && rows.length === 0) return 0;
-    const { rows: renewed } = await this.pool.query<{ id: string; token: string | null; cancelRequested: boolean }>(
-      `UPDATE task SET lease_expires_at = clock_timestamp() + make_interval(secs => $2 / 1000.0)
-        WHERE state = 'active' AND lease_owner = $1
-          AND (lease_token = ANY($3::text[]) OR (lease_token IS NULL AND id = ANY($4::text[])))
-        RETURNING id, lease_token AS token, cancel_requested AS "cancelRequested"`,
-      [this.owner, this.leaseMs, tokens, rows],
-    );
+    const renewed = await this.rows.renew(this.owner, this.leaseMs, tokens, rows);
     for (const row of renewed) {
       const attempt = row.token === null ? undefined : this.running.get(row.token);
       if (!attempt || !row.cancelRequested) continue;
@@ -627,17 +476,7 @@ export class TaskLifecycle {
   /** Ends as cancelled a task whose running attempt did not stop at a checkpoint when asked; fences that attempt. */
   private async cancelStuck(taskId: string, token: string): Promise<void> {
     this.running.delete(token);
-    await inTransaction(this.pool, async (client) => {
-      const { rows } = await client.query<TaskRow>(
-        `SELECT ${COLUMNS} FROM task WHERE id = $1 AND lease_token = $2 AND state = 'active' FOR UPDATE`,
-        [taskId, token],
-      );
-      if (!rows[0]) return;
-      await client.query(
-        `UPDATE task SET state = 'cancelled', failed_reason = $2, finished_at = now(), ${END_LEASE} WHERE id = $1`,
-        [taskId, cancellationReason(rows[0])],
-      );
-    });
+    await this.rows.cancelStuck({ taskId, token }, cancellationReason);
     this.logger.warn({ taskId }, "a cancelled task's attempt did not stop at a checkpoint; ended it as cancelled");
   }
 
@@ -668,36 +507,20 @@ export class TaskLifecycle {
    * (no attempt runs them to see it). Returns their ids.
    */
   async releaseLapsed(): Promise<string[]> {
-    const { rows } = await this.pool.query<TaskRow>(
-      `UPDATE task SET state = 'waiting', ${CLEAR_LEASE},
-              failed_reason = 'Attempt ' || attempts_made || ' stopped: its worker stopped responding; waiting for the next attempt'
-        WHERE state = 'active' AND ${LAPSED} RETURNING ${COLUMNS}`,
-    );
+    const rows = await this.rows.releaseLapsed();
     for (const task of rows.filter((t) => t.cancelRequested)) {
-      await this.pool.query(
-        `UPDATE task SET state = 'cancelled', failed_reason = $2, finished_at = now() WHERE id = $1 AND state = 'waiting'`,
-        [task.id, cancellationReason(task)],
-      );
+      await this.rows.cancelWaiting(task.id, cancellationReason(task));
     }
     return rows.map((r) => r.id);
   }
 
   /** Waiting tasks of a type (and request kind) older than `graceMs`: the reconciler checks that their jobs exist. */
-  async waitingOlderThan(type: TaskType, graceMs: number, kind?: string): Promise<TaskRow[]> {
-    const { rows } = await this.pool.query<TaskRow>(
-      `SELECT ${COLUMNS} FROM task
-        WHERE type = $1::"TaskType" AND state = 'waiting' AND created_at < now() - make_interval(secs => $2 / 1000.0)
-          AND ($3::text IS NULL OR request->>'kind' = $3)`,
-      [type, graceMs, kind ?? null],
-    );
-    return rows;
+  waitingOlderThan(type: TaskType, graceMs: number, kind?: string): Promise<TaskRow[]> {
+    return this.rows.waitingOlderThan(type, graceMs, kind);
   }
 
   /** Ends a waiting task whose job vanished and cannot be queued again (a synchronous evaluation's). */
-  async failLost(taskId: string, reason: string): Promise<void> {
-    await this.pool.query(
-      `UPDATE task SET state = 'failed', failed_reason = $2, finished_at = now() WHERE id = $1 AND state = 'waiting'`,
-      [taskId, reason],
-    );
+  failLost(taskId: string, reason: string): Promise<void> {
+    return this.rows.failWaiting(taskId, reason);
   }
 }

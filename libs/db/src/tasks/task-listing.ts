@@ -1,7 +1,7 @@
 import type pg from "pg";
-import type { TaskRow, TaskType } from "./lifecycle";
+import type { TaskState, TaskType } from "../generated/prisma/client";
+import type { TaskRow } from "./task.repository";
 import { COLUMNS, LAPSED } from "./task-sql";
-import type { TaskState } from "./states";
 
 /** listTasks' filters; every one optional. Times are epoch ms, `createdAfter` inclusive, `createdBefore` exclusive. */
 export interface TaskFilter {

@@ -1,5 +1,10 @@
-import type { Queryable } from "@mdp/db";
-import type { TaskLifecycle } from "./lifecycle";
+import type { Queryable } from "../timeseries/timeseries.store";
+
+/** The lease its claims write: the worker process's (TaskLifecycle's owner and leaseMs). */
+export interface LeaseHolder {
+  readonly owner: string;
+  readonly leaseMs: number;
+}
 
 /** What getTaskStatus shows of an evaluation task while it runs and after. */
 export interface EvaluationProgress {
@@ -42,7 +47,7 @@ export interface EvaluationRow {
 export class EvaluationTasks {
   constructor(
     private readonly db: Queryable,
-    private readonly lifecycle: Pick<TaskLifecycle, "owner" | "leaseMs">,
+    private readonly lifecycle: LeaseHolder,
   ) {}
 
   /**
