@@ -1,3 +1,4 @@
+import type { ActionAnswer, ActionKey, ActionRequest } from "./api-types";
 import { CliError, EXIT, exitCodeOfGraphQLCode, exitCodeOfStatus } from "./exit-codes";
 
 /**
@@ -13,19 +14,25 @@ export class ApiClient {
     private readonly timeoutMs = 65_000,
   ) {}
 
-  /** `POST {url}{path}?action={name}` → its `value`. */
-  async action<T>(path: string, name: string, body: unknown = {}): Promise<T> {
-    const answer = await this.send("POST", `${path}?action=${encodeURIComponent(name)}`, body);
-    return (answer as { value: T }).value;
+  /** `POST {url}/gms{action}` (`action` as the OpenAPI document names it: `/operations?action=getTaskStatus`) → its `value`. */
+  async action<K extends ActionKey>(action: K, body?: ActionRequest<K>): Promise<ActionAnswer<K>> {
+    const answer = await this.send("POST", `/gms${action}`, body ?? {});
+    return (answer as { value: ActionAnswer<K> }).value;
   }
 
   async get<T>(path: string): Promise<T> {
     return ((await this.send("GET", path)) as { value: T }).value;
   }
 
-  /** A GraphQL operation → its `data`; the first error, as the server phrased it, otherwise. */
-  async graphql<T>(query: string, variables: Record<string, unknown> = {}): Promise<T> {
-    const answer = (await this.send("POST", "/api/graphql", { query, variables })) as {
+  /**
+   * A GraphQL operation of graphql-operations.ts → its `data`, typed by generated/graphql.ts; the first error, as the
+   * server phrased it, otherwise.
+   */
+  async graphql<T, V extends Record<string, unknown> = Record<string, never>>(
+    query: string,
+    variables?: V,
+  ): Promise<T> {
+    const answer = (await this.send("POST", "/api/graphql", { query, variables: variables ?? {} })) as {
       data?: T | null;
       errors?: Array<{ message?: string; extensions?: { code?: string } }>;
     };

@@ -1,6 +1,8 @@
 import { InvalidArgumentError, type Command } from "commander";
 import { ApiClient } from "./client";
 import { credentials } from "./config";
+import type { MeQuery } from "./generated/graphql";
+import { ME } from "./graphql-operations";
 import type { GlobalOptions } from "./output";
 
 /** The client of the stored login, or of MDP_URL/MDP_TOKEN. */
@@ -35,6 +37,6 @@ export function oneOf<T extends string>(choices: readonly T[]) {
 /** `me` as a user urn: the caller's own. */
 export async function resolveMe(client: ApiClient, urn: string | undefined): Promise<string | undefined> {
   if (urn !== "me") return urn;
-  const { me } = await client.graphql<{ me: { urn: string } }>("{ me { urn } }");
+  const { me } = await client.graphql<MeQuery>(ME);
   return me.urn;
 }

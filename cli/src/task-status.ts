@@ -1,23 +1,19 @@
-/** getTaskStatus's answer (and each of listTasks' tasks), as the CLI reads it. */
-export interface TaskStatus {
-  taskId: string;
-  type: string;
-  state: "waiting" | "active" | "completed" | "failed" | "cancelled";
-  progress: Record<string, unknown>;
-  request: unknown;
-  result: unknown;
-  failedReason: string | null;
-  attemptsMade: number;
-  cancelRequested?: boolean;
-  /** listTasks and newer gateways: who created the task */
-  createdBy?: string | null;
-  createdAt: number;
-  startedAt: number | null;
-  finishedAt: number | null;
-}
+import type { ActionAnswer, ActionRequest } from "./api-types";
 
-export const TASK_STATES = ["waiting", "active", "completed", "failed", "cancelled"] as const;
-export const TASK_TYPES = ["TRUNCATE_TIMESERIES", "EVALUATE_TESTS"] as const;
+/** getTaskStatus's answer (and each of listTasks' tasks). */
+export type TaskStatus = ActionAnswer<"/operations?action=getTaskStatus">;
+
+type TaskFilter = NonNullable<ActionRequest<"/operations?action=listTasks">>;
+export const TASK_STATES = [
+  "waiting",
+  "active",
+  "completed",
+  "failed",
+  "cancelled",
+] as const satisfies readonly NonNullable<TaskFilter["state"]>[];
+export const TASK_TYPES = ["TRUNCATE_TIMESERIES", "EVALUATE_TESTS"] as const satisfies readonly NonNullable<
+  TaskFilter["type"]
+>[];
 
 export const isFinished = (state: string) => state === "completed" || state === "failed" || state === "cancelled";
 

@@ -74,7 +74,7 @@ async function poll(client: ApiClient, taskId: string): Promise<TaskStatus> {
   const deadline = Date.now() + OUTAGE_TOLERANCE_MS;
   for (;;) {
     try {
-      return await client.action<TaskStatus>("/gms/operations", "getTaskStatus", { taskId });
+      return await client.action("/operations?action=getTaskStatus", { taskId });
     } catch (error) {
       if (!(error instanceof CliError) || error.exitCode !== EXIT.SERVER || Date.now() > deadline) throw error;
       await new Promise((resolve) => setTimeout(resolve, 1000));
@@ -103,7 +103,7 @@ function askToCancel(taskId: string): Promise<boolean> {
 
 async function requestCancel(client: ApiClient, taskId: string): Promise<void> {
   try {
-    const after = await client.action<TaskStatus>("/gms/operations", "cancelTask", { taskId });
+    const after = await client.action("/operations?action=cancelTask", { taskId });
     process.stderr.write(
       after.state === "cancelled"
         ? `task ${taskId} cancelled\n`

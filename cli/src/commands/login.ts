@@ -3,6 +3,8 @@ import type { Command } from "commander";
 import { ApiClient } from "../client";
 import { configFile, normalizeUrl, removeLogin, writeLogin } from "../config";
 import { CliError, EXIT, usageError } from "../exit-codes";
+import type { MeQuery } from "../generated/graphql";
+import { ME } from "../graphql-operations";
 import { apiClient, globalsOf } from "../options";
 import { printJson, printLine } from "../output";
 
@@ -31,9 +33,7 @@ Examples:
       const url = normalizeUrl(urlArg ?? process.env.MDP_URL ?? DEFAULT_URL);
       const token = (options.token ?? process.env.MDP_TOKEN ?? (await readToken())).trim();
       if (!token) throw usageError("no access token given (--token, MDP_TOKEN, stdin or the prompt)");
-      const { me } = await new ApiClient(url, token).graphql<{ me: { urn: string; privileges: string[] } }>(
-        "{ me { urn privileges } }",
-      );
+      const { me } = await new ApiClient(url, token).graphql<MeQuery>(ME);
       const file = writeLogin({ url, token, urn: me.urn });
       if (globalsOf(command).json) {
         printJson({ url, urn: me.urn, privileges: me.privileges, configFile: file });
@@ -60,7 +60,7 @@ Examples:
     .description("the user the token acts for, and the privileges it holds")
     .action(async (_options: unknown, command: Command) => {
       const client = apiClient();
-      const { me } = await client.graphql<{ me: { urn: string; privileges: string[] } }>("{ me { urn privileges } }");
+      const { me } = await client.graphql<MeQuery>(ME);
       if (globalsOf(command).json) printJson({ url: client.url, ...me });
       else {
         printLine(`${me.urn} at ${client.url}`);

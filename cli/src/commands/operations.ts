@@ -6,18 +6,6 @@ import { describeProgress, TASK_STATES, TASK_TYPES, type TaskStatus } from "../t
 import { watchTask } from "../watch";
 import { pageLine } from "./tokens";
 
-const OPERATIONS = "/gms/operations";
-
-interface IndexSize {
-  indexName: string;
-  entityName: string;
-  aspectName: string;
-  rowCount: number;
-  sizeInMb: number;
-  oldestTimestampMillis: number | null;
-  newestTimestampMillis: number | null;
-}
-
 const interval = () => wholeNumber(100, 60_000);
 
 export function registerOperations(program: Command): void {
@@ -25,7 +13,7 @@ export function registerOperations(program: Command): void {
     .command("index-sizes")
     .description("the time-series aspects holding data: rows, size, oldest and newest row (what truncate takes)")
     .action(async (_options: unknown, command: Command) => {
-      const { indexSizes } = await apiClient().action<{ indexSizes: IndexSize[] }>(OPERATIONS, "getIndexSizes");
+      const { indexSizes } = await apiClient().action("/operations?action=getIndexSizes");
       if (globalsOf(command).json) return printJson(indexSizes);
       printTable(
         ["entity type", "aspect", "rows", "size (MB)", "oldest", "newest"],
@@ -89,7 +77,7 @@ Examples:
           ...(options.batchSize === undefined ? {} : { batchSize: options.batchSize }),
           ...(options.timeoutSeconds === undefined ? {} : { timeoutSeconds: options.timeoutSeconds }),
         };
-        const value = await client.action<string>(OPERATIONS, "truncateTimeseriesAspect", body);
+        const value = await client.action("/operations?action=truncateTimeseriesAspect", body);
         const cutoff = `${entityType}/${aspect} rows older than ${formatTime(endTimeMillis)} (endTimeMillis ${endTimeMillis})`;
         if (!options.execute) {
           if (json) return printJson({ entityType, aspect, endTimeMillis, dryRun: true, report: value });
@@ -125,8 +113,8 @@ Examples:
     .action(
       async (
         options: {
-          type?: string;
-          state?: string;
+          type?: (typeof TASK_TYPES)[number];
+          state?: (typeof TASK_STATES)[number];
           createdBy?: string;
           createdAfter?: string;
           createdBefore?: string;
@@ -136,21 +124,17 @@ Examples:
         command: Command,
       ) => {
         const client = apiClient();
-        const page = await client.action<{ start: number; count: number; total: number; tasks: TaskStatus[] }>(
-          OPERATIONS,
-          "listTasks",
-          {
-            type: options.type,
-            state: options.state,
-            createdBy: await resolveMe(client, options.createdBy),
-            createdAfter:
-              options.createdAfter === undefined ? undefined : parseInstant("--created-after", options.createdAfter),
-            createdBefore:
-              options.createdBefore === undefined ? undefined : parseInstant("--created-before", options.createdBefore),
-            start: options.start,
-            count: options.count,
-          },
-        );
+        const page = await client.action("/operations?action=listTasks", {
+          type: options.type,
+          state: options.state,
+          createdBy: await resolveMe(client, options.createdBy),
+          createdAfter:
+            options.createdAfter === undefined ? undefined : parseInstant("--created-after", options.createdAfter),
+          createdBefore:
+            options.createdBefore === undefined ? undefined : parseInstant("--created-before", options.createdBefore),
+          start: options.start,
+          count: options.count,
+        });
         if (globalsOf(command).json) return printJson(page);
         printTable(
           ["task", "type", "state", "progress", "created by", "created", "finished"],
@@ -173,7 +157,7 @@ Examples:
     .description("a task's state, progress, request and result")
     .argument("<taskId>")
     .action(async (taskId: string, _options: unknown, command: Command) => {
-      const status = await apiClient().action<TaskStatus>(OPERATIONS, "getTaskStatus", { taskId });
+      const status = await apiClient().action("/operations?action=getTaskStatus", { taskId });
       if (globalsOf(command).json) return printJson(status);
       printStatus(status);
     });
@@ -183,7 +167,7 @@ Examples:
     .description("cancel a waiting or active task (an active truncation stops after its current batch)")
     .argument("<taskId>")
     .action(async (taskId: string, _options: unknown, command: Command) => {
-      const status = await apiClient().action<TaskStatus>(OPERATIONS, "cancelTask", { taskId });
+      const status = await apiClient().action("/operations?action=cancelTask", { taskId });
       if (globalsOf(command).json) return printJson(status);
       printLine(
         status.state === "cancelled"

@@ -1,5 +1,25 @@
 import type { Command } from "commander";
 import { usageError } from "../exit-codes";
+import type {
+  CreateRetentionPolicyMutation,
+  CreateRetentionPolicyMutationVariables,
+  DeleteRetentionPolicyMutation,
+  DeleteRetentionPolicyMutationVariables,
+  ListRetentionPoliciesQuery,
+  ListRetentionPoliciesQueryVariables,
+  RetentionPolicyFieldsFragment,
+  RunRetentionPolicyMutation,
+  RunRetentionPolicyMutationVariables,
+  UpdateRetentionPolicyMutation,
+  UpdateRetentionPolicyMutationVariables,
+} from "../generated/graphql";
+import {
+  CREATE_RETENTION_POLICY,
+  DELETE_RETENTION_POLICY,
+  LIST_RETENTION_POLICIES,
+  RUN_RETENTION_POLICY,
+  UPDATE_RETENTION_POLICY,
+} from "../graphql-operations";
 import { apiClient, globalsOf, wholeNumber } from "../options";
 import { formatTime, printJson, printLine, printRecord, printTable } from "../output";
 import { watchTask } from "../watch";
@@ -8,27 +28,7 @@ import { pageLine } from "./tokens";
 /** The gateway's bounds (docs/limits.md), checked here too so a typo is a usage error before any request. */
 const MAX_RETAIN_DAYS = 3650;
 
-interface Policy {
-  urn: string;
-  entityType: string;
-  aspect: string;
-  retainDays: number;
-  cron: string;
-  nextRunTime: number | null;
-  lastTaskId: string | null;
-  lastTaskState: string | null;
-  createdBy: string;
-  /** whom its scheduled runs act for */
-  ownerUrn: string;
-  suspendedAt: number | null;
-  suspendedReason: string | null;
-  createdAt: number;
-  updatedAt: number;
-}
-
-const FIELDS =
-  "urn entityType aspect retainDays cron nextRunTime lastTaskId lastTaskState createdBy ownerUrn suspendedAt " +
-  "suspendedReason createdAt updatedAt";
+type Policy = RetentionPolicyFieldsFragment;
 
 /** When the schedule fires next, or that it is suspended (its firings start nothing until resumed). */
 const nextRun = (policy: Policy) =>
@@ -80,10 +80,12 @@ Examples:
     .requiredOption("--cron <pattern>", CRON_HELP)
     .action(
       async (entityType: string, aspect: string, options: { retainDays: number; cron: string }, command: Command) => {
-        const { createRetentionPolicy: policy } = await apiClient().graphql<{ createRetentionPolicy: Policy }>(
-          `mutation($input: CreateRetentionPolicyInput!) { createRetentionPolicy(input: $input) { ${FIELDS} } }`,
-          { input: { entityType, aspect, retainDays: options.retainDays, cron: options.cron } },
-        );
+        const { createRetentionPolicy: policy } = await apiClient().graphql<
+          CreateRetentionPolicyMutation,
+          CreateRetentionPolicyMutationVariables
+        >(CREATE_RETENTION_POLICY, {
+          input: { entityType, aspect, retainDays: options.retainDays, cron: options.cron },
+        });
         printPolicy(policy, globalsOf(command).json);
       },
     );
@@ -94,12 +96,10 @@ Examples:
     .option("--start <n>", "skip this many", wholeNumber(0, 1_000_000_000), 0)
     .option("--count <n>", "list at most this many", wholeNumber(1, 1000), 20)
     .action(async (options: { start: number; count: number }, command: Command) => {
-      const { listRetentionPolicies: page } = await apiClient().graphql<{
-        listRetentionPolicies: { start: number; count: number; total: number; retentionPolicies: Policy[] };
-      }>(
-        `query($input: ListRetentionPoliciesInput!) { listRetentionPolicies(input: $input) { start count total retentionPolicies { ${FIELDS} } } }`,
-        { input: { start: options.start, count: options.count } },
-      );
+      const { listRetentionPolicies: page } = await apiClient().graphql<
+        ListRetentionPoliciesQuery,
+        ListRetentionPoliciesQueryVariables
+      >(LIST_RETENTION_POLICIES, { input: { start: options.start, count: options.count } });
       if (globalsOf(command).json) return printJson(page);
       printTable(
         ["policy", "aspect", "keeps", "cron (UTC)", "next run", "last task", "runs as"],
@@ -134,10 +134,10 @@ Examples:
         if (Object.keys(input).length === 0) {
           throw usageError("give at least one of --entity-type, --aspect, --retain-days, --cron");
         }
-        const { updateRetentionPolicy: policy } = await apiClient().graphql<{ updateRetentionPolicy: Policy }>(
-          `mutation($urn: String!, $input: UpdateRetentionPolicyInput!) { updateRetentionPolicy(urn: $urn, input: $input) { ${FIELDS} } }`,
-          { urn, input },
-        );
+        const { updateRetentionPolicy: policy } = await apiClient().graphql<
+          UpdateRetentionPolicyMutation,
+          UpdateRetentionPolicyMutationVariables
+        >(UPDATE_RETENTION_POLICY, { urn, input });
         printPolicy(policy, globalsOf(command).json);
       },
     );
@@ -147,8 +147,8 @@ Examples:
     .description("delete a retention policy and its schedule (a task of it that is running finishes)")
     .argument("<urn>", "urn:li:retentionPolicy:<id>")
     .action(async (urn: string, _options: unknown, command: Command) => {
-      await apiClient().graphql<{ deleteRetentionPolicy: boolean }>(
-        "mutation($urn: String!) { deleteRetentionPolicy(urn: $urn) }",
+      await apiClient().graphql<DeleteRetentionPolicyMutation, DeleteRetentionPolicyMutationVariables>(
+        DELETE_RETENTION_POLICY,
         { urn },
       );
       if (globalsOf(command).json) printJson({ urn, deleted: true });
@@ -164,10 +164,10 @@ Examples:
     .action(async (urn: string, options: { execute?: boolean; watch: boolean }, command: Command) => {
       const { json } = globalsOf(command);
       const client = apiClient();
-      const { runRetentionPolicy: value } = await client.graphql<{ runRetentionPolicy: string }>(
-        "mutation($urn: String!, $dryRun: Boolean) { runRetentionPolicy(urn: $urn, dryRun: $dryRun) }",
-        { urn, dryRun: !options.execute },
-      );
+      const { runRetentionPolicy: value } = await client.graphql<
+        RunRetentionPolicyMutation,
+        RunRetentionPolicyMutationVariables
+      >(RUN_RETENTION_POLICY, { urn, dryRun: !options.execute });
       if (!options.execute) {
         if (json) return printJson({ urn, dryRun: true, report: value });
         printLine(`dry run of ${urn}:`);

@@ -1,57 +1,41 @@
 import { readFileSync, statSync } from "node:fs";
 import type { Command } from "commander";
 import { parse as parseYaml } from "yaml";
+import type { ActionAnswer } from "../api-types";
 import { EXIT, usageError } from "../exit-codes";
+import type {
+  CreateTestInput,
+  CreateTestMutation,
+  CreateTestMutationVariables,
+  ListTestsQuery,
+  ListTestsQueryVariables,
+  TestResultHistoryQuery,
+  TestResultHistoryQueryVariables,
+  TestState,
+} from "../generated/graphql";
+import { CREATE_TEST, LIST_TESTS, TEST_RESULT_HISTORY } from "../graphql-operations";
 import { apiClient, globalsOf, oneOf, wholeNumber } from "../options";
 import { formatTime, printJson, printLine, printTable } from "../output";
 import { pageLine } from "./tokens";
 
 /** Request bodies over 1 MiB are refused by the gateway (docs/limits.md): no point reading a bigger file. */
 const MAX_FILE_BYTES = 1024 * 1024;
-const STATES = ["ACTIVE", "INACTIVE"] as const;
+const STATES = ["ACTIVE", "INACTIVE"] as const satisfies readonly TestState[];
 
-interface FailedRule {
-  path: string;
-  property: string;
-  operator: string;
-  negated: boolean;
-  expected?: string[];
-  actual: unknown[];
-  actualCount: number;
-  message: string;
-}
-
+type Evaluation = ActionAnswer<"/test?action=evaluate">;
+type FailedRule = Evaluation["failing"][number]["failedRules"][number];
 /** An action a test's outcome takes (docs/api.md "Test actions"): what a push would do, or what it did. */
-interface TestAction {
-  type: string;
-  params: Record<string, unknown>;
-  wouldChange: boolean;
-  /** the privilege the test's owner lacks for it: a push leaves it out */
-  missingPrivilege?: string;
-}
+type TestAction = NonNullable<Evaluation["passing"][number]["actions"]>[number];
+type Transition = TestResultHistoryQuery["testResultHistory"]["transitions"][number];
 
-interface Evaluation {
-  urn: string;
-  passing: Array<{ test: string; actions?: TestAction[] }>;
-  failing: Array<{ test: string; failedRules?: FailedRule[]; actions?: TestAction[] }>;
-  notApplicable?: string[];
-  evaluatedAt?: number;
-}
-
-interface TestInput {
+/** The options that override a test file's fields. */
+interface TestOptions {
   id?: string;
   name?: string;
   category?: string;
   description?: string;
-  state?: string;
-  schedule?: { cron: string };
-  definition: { json: string };
-}
-
-interface Transition {
-  type: "SUCCESS" | "FAILURE";
-  previousType: "SUCCESS" | "FAILURE" | null;
-  at: number;
+  state?: TestState;
+  schedule?: string;
 }
 
 export function registerTests(program: Command): void {
@@ -84,21 +68,15 @@ The file holds either a whole test:
 or a bare definition (on, rules, actions), with --name and --category given as options. A whole test may carry
 schedule: {cron: '0 3 * * *'}: it then runs by itself (runTest with push) and its results' history grows.`,
     )
-    .action(
-      async (
-        file: string,
-        options: Omit<TestInput, "definition" | "schedule"> & { schedule?: string },
-        command: Command,
-      ) => {
-        const input = readTestFile(file, options);
-        const { createTest: urn } = await apiClient().graphql<{ createTest: string }>(
-          "mutation($input: CreateTestInput!) { createTest(input: $input) }",
-          { input },
-        );
-        if (globalsOf(command).json) printJson({ urn });
-        else printLine(`created test ${urn}`);
-      },
-    );
+    .action(async (file: string, options: TestOptions, command: Command) => {
+      const input = readTestFile(file, options);
+      const { createTest: urn } = await apiClient().graphql<CreateTestMutation, CreateTestMutationVariables>(
+        CREATE_TEST,
+        { input },
+      );
+      if (globalsOf(command).json) printJson({ urn });
+      else printLine(`created test ${urn}`);
+    });
 
   tests
     .command("list")
@@ -107,28 +85,9 @@ schedule: {cron: '0 3 * * *'}: it then runs by itself (runTest with push) and it
     .option("--start <n>", "skip this many", wholeNumber(0, 1_000_000_000), 0)
     .option("--count <n>", "list at most this many", wholeNumber(1, 1000), 20)
     .action(async (options: { query?: string; start: number; count: number }, command: Command) => {
-      const { listTests: page } = await apiClient().graphql<{
-        listTests: {
-          start: number;
-          count: number;
-          total: number;
-          tests: Array<{
-            urn: string;
-            name: string;
-            category: string;
-            description: string | null;
-            state: string;
-            onTypes: string[];
-            schedule: { cron: string; nextRunAt: number | null; suspendedAt: number | null } | null;
-            createdBy: string;
-            ownerUrn: string;
-            updatedAt: number;
-          }>;
-        };
-      }>(
-        "query($input: ListTestsInput!) { listTests(input: $input) { start count total tests { urn name category description state onTypes schedule { cron nextRunAt suspendedAt } createdBy ownerUrn updatedAt } } }",
-        { input: { start: options.start, count: options.count, query: options.query } },
-      );
+      const { listTests: page } = await apiClient().graphql<ListTestsQuery, ListTestsQueryVariables>(LIST_TESTS, {
+        input: { start: options.start, count: options.count, query: options.query },
+      });
       if (globalsOf(command).json) return printJson(page);
       printTable(
         ["test", "name", "category", "state", "on", "schedule (UTC)", "runs as", "updated"],
@@ -161,7 +120,7 @@ schedule: {cron: '0 3 * * *'}: it then runs by itself (runTest with push) and it
     .option("--exit-code", "exit 6 when a test fails (for scripts and CI)")
     .action(
       async (entityUrn: string, options: { test?: string[]; push?: boolean; exitCode?: boolean }, command: Command) => {
-        const result = await apiClient().action<Evaluation>("/gms/test", "evaluate", {
+        const result = await apiClient().action("/test?action=evaluate", {
           urn: entityUrn,
           push: Boolean(options.push),
           ...(options.test ? { testUrns: options.test } : {}),
@@ -180,12 +139,10 @@ schedule: {cron: '0 3 * * *'}: it then runs by itself (runTest with push) and it
     .option("--start <n>", "skip this many", wholeNumber(0, 1_000_000_000), 0)
     .option("--count <n>", "show at most this many", wholeNumber(1, 100), 20)
     .action(async (entityUrn: string, testUrn: string, options: { start: number; count: number }, command: Command) => {
-      const { testResultHistory: page } = await apiClient().graphql<{
-        testResultHistory: { start: number; count: number; total: number; transitions: Transition[] };
-      }>(
-        "query($urn: String!, $testUrn: String!, $start: Int, $count: Int) { testResultHistory(urn: $urn, testUrn: $testUrn, start: $start, count: $count) { start count total transitions { type previousType at } } }",
-        { urn: entityUrn, testUrn, start: options.start, count: options.count },
-      );
+      const { testResultHistory: page } = await apiClient().graphql<
+        TestResultHistoryQuery,
+        TestResultHistoryQueryVariables
+      >(TEST_RESULT_HISTORY, { urn: entityUrn, testUrn, start: options.start, count: options.count });
       if (globalsOf(command).json) return printJson(page);
       const word = (type: Transition["type"] | null) => (type === null ? "" : type === "SUCCESS" ? "PASS" : "FAIL");
       const newest = page.start === 0 ? page.transitions[0] : undefined;
@@ -198,10 +155,7 @@ schedule: {cron: '0 3 * * *'}: it then runs by itself (runTest with push) and it
     });
 }
 
-function readTestFile(
-  file: string,
-  options: Omit<TestInput, "definition" | "schedule"> & { schedule?: string },
-): TestInput {
+function readTestFile(file: string, options: TestOptions): CreateTestInput {
   let text: string;
   try {
     if (statSync(file).size > MAX_FILE_BYTES) throw usageError(`${file} is larger than the 1 MiB a request may carry`);
@@ -228,20 +182,22 @@ function readTestFile(
         ? fields.definition
         : JSON.stringify(fields.definition)
       : text;
-  const input: TestInput = {
+  const name = options.name ?? fromFile("name");
+  const category = options.category ?? fromFile("category");
+  if (!name) throw usageError(`the test needs a name: put it in ${file} or give --name`);
+  if (!category) throw usageError(`the test needs a category: put it in ${file} or give --category`);
+  const input: CreateTestInput = {
     id: options.id ?? fromFile("id"),
-    name: options.name ?? fromFile("name"),
-    category: options.category ?? fromFile("category"),
+    name,
+    category,
     description: options.description ?? fromFile("description"),
-    state: options.state ?? fromFile("state")?.toUpperCase(),
+    // a file's state goes as written: the server refuses anything but ACTIVE or INACTIVE
+    state: options.state ?? (fromFile("state")?.toUpperCase() as TestState | undefined),
     definition: { json: definition },
   };
   const fileCron = (fields.schedule as { cron?: unknown } | undefined)?.cron;
   const cron = options.schedule ?? (typeof fileCron === "string" ? fileCron : undefined);
   if (cron !== undefined) input.schedule = { cron };
-  for (const key of ["name", "category"] as const) {
-    if (!input[key]) throw usageError(`the test needs a ${key}: put it in ${file} or give --${key}`);
-  }
   return input;
 }
 

@@ -1,5 +1,23 @@
 import type { Command } from "commander";
+import { CliError, EXIT } from "../exit-codes";
 import { apiClient, globalsOf, oneOf, resolveMe, wholeNumber } from "../options";
+import type {
+  AccessTokenDuration,
+  CreateAccessTokenMutation,
+  CreateAccessTokenMutationVariables,
+  ListAccessTokensQuery,
+  ListAccessTokensQueryVariables,
+  RevokeAccessTokenMutation,
+  RevokeAccessTokenMutationVariables,
+  RevokeAccessTokensMutation,
+  RevokeAccessTokensMutationVariables,
+} from "../generated/graphql";
+import {
+  CREATE_ACCESS_TOKEN,
+  LIST_ACCESS_TOKENS,
+  REVOKE_ACCESS_TOKEN,
+  REVOKE_ACCESS_TOKENS,
+} from "../graphql-operations";
 import { formatTime, printJson, printLine, printRecord, printTable } from "../output";
 
 const DURATIONS = [
@@ -11,23 +29,7 @@ const DURATIONS = [
   "SIX_MONTHS",
   "ONE_YEAR",
   "NO_EXPIRY",
-] as const;
-
-interface TokenMetadata {
-  urn: string;
-  id: string;
-  name: string;
-  description: string | null;
-  actorUrn: string;
-  ownerUrn: string;
-  createdAt: number;
-  expiresAt: number | null;
-  lastUsedAt: number | null;
-  /** null: unscoped, all of its actor's privileges */
-  scopes: string[] | null;
-}
-
-const METADATA_FIELDS = "urn id name description actorUrn ownerUrn createdAt expiresAt lastUsedAt scopes";
+] as const satisfies readonly AccessTokenDuration[];
 
 /** A token's scopes for a table: `all` when unscoped. */
 const scopesText = (scopes: string[] | null) => (scopes === null ? "all" : scopes.join(", "));
@@ -60,26 +62,32 @@ export function registerTokens(program: Command): void {
     )
     .action(
       async (
-        options: { name: string; description?: string; duration: string; actor: string; scope?: string[] },
+        options: {
+          name: string;
+          description?: string;
+          duration: AccessTokenDuration;
+          actor: string;
+          scope?: string[];
+        },
         command: Command,
       ) => {
         const client = apiClient();
         const actorUrn = await resolveMe(client, options.actor);
-        const { createAccessToken: created } = await client.graphql<{
-          createAccessToken: { accessToken: string; metadata: TokenMetadata };
-        }>(
-          `mutation($input: GetAccessTokenInput!) { createAccessToken(input: $input) { accessToken metadata { ${METADATA_FIELDS} } } }`,
-          {
-            input: {
-              type: "PERSONAL",
-              actorUrn,
-              duration: options.duration,
-              name: options.name,
-              description: options.description,
-              scopes: options.scope,
-            },
+        const { createAccessToken: created } = await client.graphql<
+          CreateAccessTokenMutation,
+          CreateAccessTokenMutationVariables
+        >(CREATE_ACCESS_TOKEN, {
+          input: {
+            type: "PERSONAL",
+            actorUrn: actorUrn!,
+            duration: options.duration,
+            name: options.name,
+            description: options.description,
+            scopes: options.scope,
           },
-        );
+        });
+        // null only beside an error, which client.graphql has thrown
+        if (!created) throw new CliError("the server created no token", EXIT.SERVER);
         if (globalsOf(command).json) return printJson(created);
         const m = created.metadata;
         printRecord([
@@ -112,17 +120,17 @@ export function registerTokens(program: Command): void {
         command: Command,
       ) => {
         const client = apiClient();
-        const filters = [
-          ["actorUrn", await resolveMe(client, options.actor)],
-          ["ownerUrn", await resolveMe(client, options.owner)],
-          ["name", options.name],
-        ]
+        const filters = (
+          [
+            ["actorUrn", await resolveMe(client, options.actor)],
+            ["ownerUrn", await resolveMe(client, options.owner)],
+            ["name", options.name],
+          ] as const
+        )
           .filter(([, value]) => value !== undefined)
           .map(([field, value]) => ({ field, value }));
-        const { listAccessTokens: page } = await client.graphql<{
-          listAccessTokens: { start: number; count: number; total: number; tokens: TokenMetadata[] };
-        }>(
-          `query($input: ListAccessTokenInput!) { listAccessTokens(input: $input) { start count total tokens { ${METADATA_FIELDS} } } }`,
+        const { listAccessTokens: page } = await client.graphql<ListAccessTokensQuery, ListAccessTokensQueryVariables>(
+          LIST_ACCESS_TOKENS,
           { input: { start: options.start, count: options.count, filters } },
         );
         if (globalsOf(command).json) return printJson(page);
@@ -148,7 +156,9 @@ export function registerTokens(program: Command): void {
     .description("revoke an access token at once, on every gateway replica")
     .argument("<tokenId>", "the token's id (mdp tokens list)")
     .action(async (tokenId: string, _options: unknown, command: Command) => {
-      await apiClient().graphql("mutation($id: String!) { revokeAccessToken(tokenId: $id) }", { id: tokenId });
+      await apiClient().graphql<RevokeAccessTokenMutation, RevokeAccessTokenMutationVariables>(REVOKE_ACCESS_TOKEN, {
+        id: tokenId,
+      });
       if (globalsOf(command).json) printJson({ tokenId, revoked: true });
       else printLine(`revoked token ${tokenId}`);
     });
@@ -161,10 +171,10 @@ export function registerTokens(program: Command): void {
     .action(async (actor: string, _options: unknown, command: Command) => {
       const client = apiClient();
       const actorUrn = (await resolveMe(client, actor))!;
-      const { revokeAccessTokens: revoked } = await client.graphql<{ revokeAccessTokens: number }>(
-        "mutation($a: String!) { revokeAccessTokens(actorUrn: $a) }",
-        { a: actorUrn },
-      );
+      const { revokeAccessTokens: revoked } = await client.graphql<
+        RevokeAccessTokensMutation,
+        RevokeAccessTokensMutationVariables
+      >(REVOKE_ACCESS_TOKENS, { a: actorUrn });
       if (globalsOf(command).json) printJson({ actorUrn, revoked });
       else printLine(`revoked ${revoked} ${revoked === 1 ? "token" : "tokens"} of ${actorUrn}`);
     });

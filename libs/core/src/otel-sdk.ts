@@ -1,7 +1,3 @@
-import { createRequire } from "node:module";
-
-type Instrumentation = import("@opentelemetry/sdk-node").NodeSDKConfiguration["instrumentations"][number];
-
 /**
  * Registers the OpenTelemetry SDK. It must run before express, pg or ioredis are loaded for their instrumentation to
  * apply, so each service imports its `instrument.ts` first; the SDK is required lazily, here only.
@@ -49,10 +45,10 @@ export function startTelemetry(serviceName: string, env: NodeJS.ProcessEnv = pro
   }
 
   function idsOnly() {
-    // The http instrumentation is a dependency of auto-instrumentations-node, not of this package: resolved from there.
-    const { HttpInstrumentation } = createRequire(autoInstrumentations)("@opentelemetry/instrumentation-http") as {
-      HttpInstrumentation: new () => Instrumentation;
-    };
+    /* eslint-disable @typescript-eslint/no-require-imports */
+    const { HttpInstrumentation } =
+      require("@opentelemetry/instrumentation-http") as typeof import("@opentelemetry/instrumentation-http");
+    /* eslint-enable @typescript-eslint/no-require-imports */
     return new NodeSDK({
       serviceName,
       sampler: new tracing.AlwaysOffSampler(),

@@ -2,6 +2,7 @@ import type { Router } from "express";
 import { z } from "zod";
 import type { EntityRegistry } from "@mdp/core";
 import type { TimeseriesStore } from "@mdp/db";
+import type { TaskState } from "@mdp/tasks";
 import { action, addActions, addGetRoute } from "../http/action-router";
 import type { PolicyEngine } from "../policies/policy-engine";
 import { esTaskStatus, esTaskStatusRequest } from "./es-task-status";
@@ -26,7 +27,7 @@ const epochMillis = z.number().int();
 const taskStatusAnswer = z.object({
   taskId: z.string(),
   type: z.string().describe("TRUNCATE_TIMESERIES or EVALUATE_TESTS (a runTest, or an evaluation answered 504)"),
-  state: z.string().describe("waiting, active, completed, failed or cancelled"),
+  state: z.enum(["waiting", "active", "completed", "failed", "cancelled"] satisfies TaskState[]),
   progress: z
     .record(z.string(), z.unknown())
     .describe("a truncation's {deleted, toDelete, batches, percent}; a test run's {evaluated, total, passing, ...}"),

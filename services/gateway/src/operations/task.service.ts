@@ -12,7 +12,7 @@ import {
 import type { Database, Prisma } from "@mdp/db";
 import { RESULT_LIMITS, storedResultsWithoutValues } from "@mdp/metadata-tests";
 import type { Producer } from "@mdp/queues";
-import { listTasks, presentState, TaskLifecycle, type TaskRow, type TaskType } from "@mdp/tasks";
+import { listTasks, presentState, TaskLifecycle, type TaskRow, type TaskState, type TaskType } from "@mdp/tasks";
 import { recordAudit } from "../audit/audit.service";
 import type { Actor } from "../auth/actor";
 import { parseBody } from "../http/validate";
@@ -23,7 +23,7 @@ import type { Privilege } from "../policies/privileges";
 export interface TaskStatus {
   taskId: string;
   type: string;
-  state: string;
+  state: TaskState;
   progress: Record<string, unknown>;
   request: unknown;
   result: unknown;

@@ -1,0 +1,191 @@
+/**
+ * Every GraphQL document the CLI sends. `pnpm cli:types` reads the `/* GraphQL *\/` texts below and writes their
+ * result and variable types to generated/graphql.ts (against docs/api/schema.graphql), so the commands read the
+ * answers by the server's own schema. A text holds no `${}`: the generator reads it as written, so a document that
+ * shares fields names a fragment and appends the fragment's text.
+ */
+
+/** A document with the fragments it spreads: a document that spreads a fragment must define it. */
+const withFragments = (document: string, ...fragments: string[]) => document + fragments.join("");
+
+const TOKEN_FIELDS = /* GraphQL */ `
+  fragment TokenFields on AccessTokenMetadata {
+    urn
+    id
+    name
+    description
+    actorUrn
+    ownerUrn
+    createdAt
+    expiresAt
+    lastUsedAt
+    scopes
+  }
+`;
+
+const POLICY_FIELDS = /* GraphQL */ `
+  fragment RetentionPolicyFields on RetentionPolicy {
+    urn
+    entityType
+    aspect
+    retainDays
+    cron
+    nextRunTime
+    lastTaskId
+    lastTaskState
+    createdBy
+    ownerUrn
+    suspendedAt
+    suspendedReason
+    createdAt
+    updatedAt
+  }
+`;
+
+export const ME = /* GraphQL */ `
+  query Me {
+    me {
+      urn
+      privileges
+    }
+  }
+`;
+
+export const CREATE_ACCESS_TOKEN = withFragments(
+  /* GraphQL */ `
+    mutation CreateAccessToken($input: GetAccessTokenInput!) {
+      createAccessToken(input: $input) {
+        accessToken
+        metadata {
+          ...TokenFields
+        }
+      }
+    }
+  `,
+  TOKEN_FIELDS,
+);
+
+export const LIST_ACCESS_TOKENS = withFragments(
+  /* GraphQL */ `
+    query ListAccessTokens($input: ListAccessTokenInput!) {
+      listAccessTokens(input: $input) {
+        start
+        count
+        total
+        tokens {
+          ...TokenFields
+        }
+      }
+    }
+  `,
+  TOKEN_FIELDS,
+);
+
+export const REVOKE_ACCESS_TOKEN = /* GraphQL */ `
+  mutation RevokeAccessToken($id: String!) {
+    revokeAccessToken(tokenId: $id)
+  }
+`;
+
+export const REVOKE_ACCESS_TOKENS = /* GraphQL */ `
+  mutation RevokeAccessTokens($a: String!) {
+    revokeAccessTokens(actorUrn: $a)
+  }
+`;
+
+export const CREATE_TEST = /* GraphQL */ `
+  mutation CreateTest($input: CreateTestInput!) {
+    createTest(input: $input)
+  }
+`;
+
+export const LIST_TESTS = /* GraphQL */ `
+  query ListTests($input: ListTestsInput!) {
+    listTests(input: $input) {
+      start
+      count
+      total
+      tests {
+        urn
+        name
+        category
+        description
+        state
+        onTypes
+        schedule {
+          cron
+          nextRunAt
+          suspendedAt
+        }
+        createdBy
+        ownerUrn
+        updatedAt
+      }
+    }
+  }
+`;
+
+export const TEST_RESULT_HISTORY = /* GraphQL */ `
+  query TestResultHistory($urn: String!, $testUrn: String!, $start: Int, $count: Int) {
+    testResultHistory(urn: $urn, testUrn: $testUrn, start: $start, count: $count) {
+      start
+      count
+      total
+      transitions {
+        type
+        previousType
+        at
+      }
+    }
+  }
+`;
+
+export const CREATE_RETENTION_POLICY = withFragments(
+  /* GraphQL */ `
+    mutation CreateRetentionPolicy($input: CreateRetentionPolicyInput!) {
+      createRetentionPolicy(input: $input) {
+        ...RetentionPolicyFields
+      }
+    }
+  `,
+  POLICY_FIELDS,
+);
+
+export const LIST_RETENTION_POLICIES = withFragments(
+  /* GraphQL */ `
+    query ListRetentionPolicies($input: ListRetentionPoliciesInput!) {
+      listRetentionPolicies(input: $input) {
+        start
+        count
+        total
+        retentionPolicies {
+          ...RetentionPolicyFields
+        }
+      }
+    }
+  `,
+  POLICY_FIELDS,
+);
+
+export const UPDATE_RETENTION_POLICY = withFragments(
+  /* GraphQL */ `
+    mutation UpdateRetentionPolicy($urn: String!, $input: UpdateRetentionPolicyInput!) {
+      updateRetentionPolicy(urn: $urn, input: $input) {
+        ...RetentionPolicyFields
+      }
+    }
+  `,
+  POLICY_FIELDS,
+);
+
+export const DELETE_RETENTION_POLICY = /* GraphQL */ `
+  mutation DeleteRetentionPolicy($urn: String!) {
+    deleteRetentionPolicy(urn: $urn)
+  }
+`;
+
+export const RUN_RETENTION_POLICY = /* GraphQL */ `
+  mutation RunRetentionPolicy($urn: String!, $dryRun: Boolean) {
+    runRetentionPolicy(urn: $urn, dryRun: $dryRun)
+  }
+`;
