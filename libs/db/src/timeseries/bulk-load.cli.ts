@@ -1,40 +1,66 @@
 /**
- * pnpm db:bulk-load --entity dataset --aspect datasetProfile --rows 1000000 [--days 100] [--urns 1000] [--end <ms>]
- * Loads synthetic time-series rows into DATABASE_URL with COPY (for benchmarks and tests).
+ * pnpm db:bulk-load: loads synthetic time-series rows into DATABASE_URL with COPY (for benchmarks, tests, and a
+ * truncation long enough to watch). `--help` says how.
  */
 import pg from "pg";
 import { bulkLoad } from "./bulk-load";
 
+const HELP = `pnpm db:bulk-load --entity <type> --aspect <name> --rows <n> [--days <n>] [--urns <n>] [--end <epoch ms>]
+
+Loads <n> synthetic rows of one time-series aspect into the database at DATABASE_URL, with COPY.
+
+  --entity   the entity type, e.g. dataset
+  --aspect   the time-series aspect, e.g. datasetProfile
+  --rows     how many rows to load
+  --days     over how many UTC days the rows are spread evenly, the last one the day of --end (default 100);
+             each day is one partition, so a truncation drops the days wholly before its cutoff and deletes in
+             batches from the day its cutoff falls in
+  --urns     how many distinct entities the rows belong to (default 1000)
+  --end      every row is older than this instant, in epoch milliseconds (default: now)
+
+Example (a truncation at 1700000000000 then deletes the rows of the days before it):
+  DATABASE_URL=postgresql://postgres@127.0.0.1:5432/metadata_admin \\
+    pnpm db:bulk-load --entity dataset --aspect datasetProfile --rows 1000000 --days 20 --end 1700864000000`;
+
+class UsageError extends Error {}
+
 function option(name: string, fallback?: string): string {
   const i = process.argv.indexOf(`--${name}`);
   const value = i >= 0 ? process.argv[i + 1] : fallback;
-  if (value === undefined) throw new Error(`--${name} is required`);
+  if (value === undefined) throw new UsageError(`--${name} is required`);
   return value;
 }
 
 function positive(name: string, fallback?: string): number {
   const n = Number(option(name, fallback));
-  if (!Number.isSafeInteger(n) || n < 1) throw new Error(`--${name} must be a whole number of at least 1`);
+  if (!Number.isSafeInteger(n) || n < 1) throw new UsageError(`--${name} must be a whole number of at least 1`);
   return n;
 }
 
 async function main(): Promise<void> {
+  if (process.argv.includes("--help") || process.argv.includes("-h")) {
+    console.log(HELP);
+    return;
+  }
+  const options = {
+    entityType: option("entity"),
+    aspectName: option("aspect"),
+    rows: positive("rows"),
+    days: positive("days", "100"),
+    urns: positive("urns", "1000"),
+    endMillis: positive("end", String(Date.now())),
+    endExclusive: true,
+  };
   const url = process.env.DATABASE_URL;
-  if (!url) throw new Error("DATABASE_URL is not set");
+  if (!url) throw new UsageError("DATABASE_URL is not set (pnpm start prints the database it uses)");
   const pool = new pg.Pool({ connectionString: url, max: 2 });
   const started = Date.now();
   try {
-    const result = await bulkLoad(pool, {
-      entityType: option("entity"),
-      aspectName: option("aspect"),
-      rows: positive("rows"),
-      days: positive("days", "100"),
-      urns: positive("urns", "1000"),
-      endMillis: Number(option("end", String(Date.now()))),
-    });
+    const result = await bulkLoad(pool, options);
     const seconds = (Date.now() - started) / 1000;
     console.log(
-      `loaded ${result.rows} rows into ${result.partitions} partitions in ${seconds.toFixed(1)} s (${Math.round(result.rows / seconds)} rows/s)`,
+      `loaded ${result.rows} rows into ${result.partitions} partitions in ${seconds.toFixed(1)} s (${Math.round(result.rows / seconds)} rows/s), ` +
+        `all older than ${options.endMillis} (${new Date(options.endMillis).toISOString()})`,
     );
   } finally {
     await pool.end();
@@ -43,5 +69,6 @@ async function main(): Promise<void> {
 
 main().catch((error: unknown) => {
   console.error(error instanceof Error ? error.message : String(error));
-  process.exit(1);
+  if (error instanceof UsageError) console.error("pnpm db:bulk-load --help says how to use it");
+  process.exit(error instanceof UsageError ? 2 : 1);
 });

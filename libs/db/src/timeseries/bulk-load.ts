@@ -9,9 +9,14 @@ export interface BulkLoadOptions {
   entityType: string;
   aspectName: string;
   rows: number;
-  /** the rows are spread evenly over this many days ending at endMillis */
+  /** the rows are spread evenly over this many UTC days, the last one the day of endMillis */
   days: number;
   endMillis: number;
+  /**
+   * true: endMillis is an exclusive upper bound (the last day is filled up to it, no row at or after it); false (the
+   * default, what the tests and benchmarks are written against): the last day is filled whole
+   */
+  endExclusive?: boolean;
   /** how many distinct entities the rows belong to */
   urns: number;
 }
@@ -21,8 +26,9 @@ export interface BulkLoadOptions {
  * partitions created first, per-partition counters updated in the same transaction as the COPY.
  */
 export async function bulkLoad(pool: pg.Pool, o: BulkLoadOptions): Promise<{ rows: number; partitions: number }> {
-  const firstDay = dayStart(o.endMillis) - (o.days - 1) * DAY_MILLIS;
-  const span = o.days * DAY_MILLIS;
+  const lastDay = o.endExclusive ? dayStart(o.endMillis - 1) : dayStart(o.endMillis);
+  const firstDay = lastDay - (o.days - 1) * DAY_MILLIS;
+  const span = o.endExclusive ? o.endMillis - firstDay : o.days * DAY_MILLIS;
   const step = span / o.rows;
   const timestampOf = (i: number) => Math.floor(firstDay + i * step);
   const { table } = await ensurePartitions(
