@@ -1,4 +1,3 @@
-import readline from "node:readline";
 import type { Command } from "commander";
 import { ApiClient } from "../client";
 import { configFile, normalizeUrl, removeLogin, writeLogin } from "../config";
@@ -76,20 +75,32 @@ async function readToken(): Promise<string> {
     for await (const chunk of process.stdin) text += String(chunk);
     return text;
   }
-  const rl = readline.createInterface({ input: process.stdin, output: process.stderr, terminal: true });
+  // The terminal in raw mode, read by hand: nothing typed is echoed (not even the cursor moves), and the prompt stays.
+  // Raw before the prompt: keys typed the moment it shows must not meet the terminal's own echo.
+  const stdin = process.stdin;
+  stdin.setRawMode(true);
   process.stderr.write("access token: ");
-  // readline echoes what is typed through this method; the token must not appear on the screen
-  (rl as unknown as { _writeToOutput: (text: string) => void })._writeToOutput = () => {};
+  stdin.setEncoding("utf8");
+  stdin.resume();
   return new Promise((resolve, reject) => {
-    rl.on("SIGINT", () => {
-      rl.close();
+    let token = "";
+    const done = (end: () => void) => {
+      stdin.off("data", onData);
+      stdin.setRawMode(false);
+      stdin.pause();
       process.stderr.write("\n");
-      reject(new CliError("login abandoned", EXIT.USAGE));
-    });
-    rl.question("", (answer) => {
-      rl.close();
-      process.stderr.write("\n");
-      resolve(answer);
-    });
+      end();
+    };
+    const onData = (chunk: string) => {
+      for (const ch of chunk) {
+        if (ch === "\r" || ch === "\n") return done(() => resolve(token));
+        if (ch === "\u0003" || ch === "\u0004") {
+          return done(() => reject(new CliError("login abandoned", EXIT.USAGE))); // Ctrl-C, Ctrl-D
+        }
+        if (ch === "\u007f" || ch === "\b") token = token.slice(0, -1);
+        else if (ch >= " ") token += ch;
+      }
+    };
+    stdin.on("data", onData);
   });
 }
