@@ -161,6 +161,12 @@ class StatusLineView implements View {
   resume(): void {}
 }
 
+/** The bar's ETA: none for a finished task or one being cancelled (it stops at its next checkpoint, not at 100%). */
+export function etaOf(status: TaskStatus, rate: number | undefined, remaining: number): string {
+  if (isFinished(status.state) || status.cancelRequested) return "-";
+  return rate && rate > 0 ? formatDuration(remaining / rate) : "-";
+}
+
 /** cli-progress's bar on stderr, with the rate over the last seconds and the ETA it gives. */
 class ProgressBarView implements View {
   private bar: SingleBar | undefined;
@@ -183,7 +189,7 @@ class ProgressBarView implements View {
       all: total.toLocaleString("en-US"),
       unit,
       rate: rate === undefined ? "-" : `${Math.round(rate).toLocaleString("en-US")} ${unit}/s`,
-      etaText: rate && rate > 0 ? formatDuration(remaining / rate) : "-",
+      etaText: etaOf(status, rate, remaining),
     };
     // The bar's own value/total drive its fill and percentage: 0 of 0 is shown empty, a finished task full.
     const barTotal = Math.max(total, done, 1);

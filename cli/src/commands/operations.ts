@@ -191,8 +191,27 @@ Examples:
     });
 }
 
+/** The widest a request or result is shown in the table: the whole of it is `--json`'s. */
+const CELL_CHARS = 100;
+
+/**
+ * A request or result as one table cell: short JSON whole; an evaluation's result (`passing`/`failing` lists of tests)
+ * as its counts; anything longer cut, saying how to see it all.
+ */
+export function cellOf(value: unknown): string {
+  if (value === null || value === undefined) return "-";
+  const json = JSON.stringify(value);
+  if (json.length <= CELL_CHARS) return json;
+  const v = value as { urn?: unknown; passing?: unknown; failing?: unknown; notApplicable?: unknown };
+  if (Array.isArray(v.passing) && Array.isArray(v.failing)) {
+    const na = Array.isArray(v.notApplicable) ? `, ${v.notApplicable.length} not applicable` : "";
+    return `${typeof v.urn === "string" ? `${v.urn}: ` : ""}${v.passing.length} passing, ${v.failing.length} failing${na} (--json for the rules)`;
+  }
+  return `${json.slice(0, CELL_CHARS)}… (${json.length.toLocaleString("en-US")} characters; --json shows all of it)`;
+}
+
 function printStatus(s: TaskStatus): void {
-  const text = (value: unknown) => (value === null || value === undefined ? "-" : JSON.stringify(value));
+  const text = cellOf;
   printRecord([
     ["task", s.taskId],
     ["type", s.type],

@@ -1,0 +1,42 @@
+/** What `mdp tasks status` and `mdp tasks watch` show of a task beside its counts. */
+import { cellOf } from "./commands/operations";
+import type { TaskStatus } from "./task-status";
+import { etaOf } from "./watch";
+
+describe("a task's request and result in the status table", () => {
+  it("shows short JSON whole", () => {
+    expect(cellOf({ deleted: 5, batches: 1 })).toBe('{"deleted":5,"batches":1}');
+    expect(cellOf(null)).toBe("-");
+  });
+
+  it("shows an evaluation's result as its counts, not 900 columns of rules", () => {
+    const rule = { path: "rules[0]", property: "x", operator: "equals", expected: ["y"], actual: ["z".repeat(50)] };
+    const result = {
+      urn: "urn:li:dataset:(urn:li:dataPlatform:hive,sales.orders,PROD)",
+      passing: [{ test: "urn:li:test:a", type: "SUCCESS" }],
+      failing: [1, 2, 3].map((n) => ({ test: `urn:li:test:${n}`, type: "FAILURE", failedRules: [rule] })),
+      notApplicable: [],
+    };
+    expect(cellOf(result)).toBe(
+      "urn:li:dataset:(urn:li:dataPlatform:hive,sales.orders,PROD): 1 passing, 3 failing, 0 not applicable (--json for the rules)",
+    );
+  });
+
+  it("cuts anything else long, saying how to see it all", () => {
+    const cell = cellOf({ urns: Array.from({ length: 100 }, (_, i) => `urn:li:dataset:${i}`) });
+    expect(cell.length).toBeLessThan(160);
+    expect(cell).toMatch(/… \([\d,]+ characters; --json shows all of it\)$/);
+  });
+});
+
+describe("the progress bar's ETA", () => {
+  const status = (state: string, cancelRequested = false) => ({ state, cancelRequested }) as TaskStatus;
+  it("estimates while a task runs", () => {
+    expect(etaOf(status("active"), 100, 1000)).toBe("10s");
+  });
+  it("shows none once the task is being cancelled or has ended", () => {
+    expect(etaOf(status("active", true), 100, 1000)).toBe("-");
+    expect(etaOf(status("cancelled", true), 100, 1000)).toBe("-");
+    expect(etaOf(status("completed"), 100, 0)).toBe("-");
+  });
+});
