@@ -387,7 +387,11 @@ describe("evaluation results: bounded, and values only for GET_ENTITY", () => {
         // The text the worker sent (jsonb would have reordered a result's keys), and values hidden as for VIEWER.
         expect(timeless(res.body)).toBe(timeless(expected.body));
         expect(ms).toBeLessThan(8_000); // the wait is looked up after 2 s, then every second; not 30 s
-        const missing = await post(EVALUATE, { urn: "urn:li:dataset:(urn:li:dataPlatform:hive,db.nothing,PROD)", testUrns: ["urn:li:test:long"] }, VIEWER);
+        const missing = await post(
+          EVALUATE,
+          { urn: "urn:li:dataset:(urn:li:dataPlatform:hive,db.nothing,PROD)", testUrns: ["urn:li:test:long"] },
+          VIEWER,
+        );
         expect(missing.status).toBe(404); // a refusal keeps its status
         expect(missing.body.message).toMatch(/does not exist/);
       } finally {
