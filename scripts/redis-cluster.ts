@@ -41,6 +41,7 @@ export async function startRedisCluster(
   const stop = async () => {
     await Promise.all(nodes.map(stopNode));
     for (const port of ports) rmSync(path.join(root, String(port)), { recursive: true, force: true });
+    rmSync(root, { recursive: true, force: true });
   };
   try {
     for (const port of ports) {
