@@ -14,19 +14,34 @@ export interface RedisCluster {
   /** REDIS_URL naming the cluster (redis-cluster://127.0.0.1:p1,127.0.0.1:p2,127.0.0.1:p3) */
   url: string;
   ports: number[];
+  /** SIGKILL the node on `port`, as a crash would (a fault test's failover) */
+  kill(port: number): void;
   stop(): Promise<void>;
 }
 
 const MASTERS = 3;
 
-export async function startRedisCluster(dataDir: string): Promise<RedisCluster> {
+export interface ClusterOptions {
+  /** replicas per master (0: none, the test stage's cluster); with them, a master that fails is replaced */
+  replicas?: number;
+  /** cluster-node-timeout: how long a node may be unreachable before it counts as failed (ms) */
+  nodeTimeoutMs?: number;
+  /** where the nodes keep their data (under dataDir); one per cluster running at once */
+  name?: string;
+}
+
+export async function startRedisCluster(
+  dataDir: string,
+  { replicas = 0, nodeTimeoutMs = 5_000, name = "redis-cluster" }: ClusterOptions = {},
+): Promise<RedisCluster> {
   ensureRedisInstalled();
-  const root = path.join(dataDir, "redis-cluster");
-  const ports = await freeClusterPorts(MASTERS);
+  const root = path.join(dataDir, name);
+  const ports = await freeClusterPorts(MASTERS * (1 + replicas));
   const nodes: ChildProcess[] = [];
   const stop = async () => {
     await Promise.all(nodes.map(stopNode));
     for (const port of ports) rmSync(path.join(root, String(port)), { recursive: true, force: true });
+    rmSync(root, { recursive: true, force: true });
   };
   try {
     for (const port of ports) {
@@ -36,7 +51,8 @@ export async function startRedisCluster(dataDir: string): Promise<RedisCluster> 
       const log = openSync(path.join(dir, "server.log"), "a");
       const args = [
         ...["--port", String(port), "--bind", "127.0.0.1", "--dir", dir],
-        ...["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000"],
+        ...["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"],
+        ...["--cluster-node-timeout", String(nodeTimeoutMs)],
         ...["--save", "", "--appendonly", "no", "--maxmemory-policy", "noeviction"],
       ];
       // detached: out of reach of the terminal's Ctrl-C, stopped explicitly (as local-services.ts does).
@@ -48,7 +64,7 @@ export async function startRedisCluster(dataDir: string): Promise<RedisCluster> 
       "create",
       ...ports.map((port) => `127.0.0.1:${port}`),
       "--cluster-replicas",
-      "0",
+      String(replicas),
       "--cluster-yes",
     ]);
     // Every node must agree that all slots are served before a client may rely on it.
@@ -60,8 +76,9 @@ export async function startRedisCluster(dataDir: string): Promise<RedisCluster> 
     throw error;
   }
   const url = `redis-cluster://${ports.map((port) => `127.0.0.1:${port}`).join(",")}`;
-  process.stdout.write(`Redis Cluster (private, 3 masters, data in ${root}) at ${url}\n`);
-  return { url, ports, stop };
+  process.stdout.write(`Redis Cluster (private, 3 masters, ${replicas} replicas each, data in ${root}) at ${url}\n`);
+  const kill = (port: number) => nodes[ports.indexOf(port)]?.kill("SIGKILL");
+  return { url, ports, kill, stop };
 }
 
 /** redis-server and redis-cli from Debian's redis-server package; installed here when missing and we are root. */

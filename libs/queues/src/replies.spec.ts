@@ -44,21 +44,38 @@ describe("ReplyInbox", () => {
     expect(a.inbox.channel).not.toBe(b.inbox.channel);
   });
 
-  it("ends every wait at once when its connection closes, and refuses new ones until subscribed again", async () => {
+  it("keeps the waits under way when its connection closes, telling its listeners, and refuses new ones until subscribed again", async () => {
     const { inbox, subscriber } = await inboxOnFakeSubscriber();
+    let troubles = 0;
+    inbox.onTrouble(() => troubles++);
     let enqueued = 0;
     const waiting = inbox.enqueueAndWait("job-1", 60_000, async () => void enqueued++);
     subscriber.emit("close");
-    await expect(waiting).rejects.toEqual(new ReplyChannelLostError("job-1"));
+    expect(inbox.losses).toBe(1);
+    expect(troubles).toBe(1);
     await expect(inbox.enqueueAndWait("job-2", 60_000, async () => void enqueued++)).rejects.toBeInstanceOf(
       ReplyChannelLostError,
     );
     expect(enqueued).toBe(1); // the second job was never queued: its reply could not have arrived
     subscriber.emit("ready");
     await new Promise((resolve) => setImmediate(resolve)); // the channel's SUBSCRIBE answered
+    expect(troubles).toBe(2); // subscribed again: answers kept elsewhere may be there by now
     const third = inbox.enqueueAndWait("job-3", 60_000, async () => undefined);
     subscriber.emit("message", inbox.channel, JSON.stringify({ jobId: "job-3", returnvalue: 3 }));
     await expect(third).resolves.toBe(3);
+    // The first wait went on; its owner ends it (answered from elsewhere, or for good).
+    inbox.end("job-1", new ReplyChannelLostError("job-1"));
+    await expect(waiting).rejects.toEqual(new ReplyChannelLostError("job-1"));
+  });
+
+  it("counts a Redis Cluster node's connection ending or failing as a loss", async () => {
+    const { inbox, subscriber } = await inboxOnFakeSubscriber();
+    const waiting = inbox.enqueueAndWait("job-1", 60_000, async () => undefined);
+    subscriber.emit("-node", undefined, "127.0.0.1:7001");
+    subscriber.emit("nodeError", new Error("connect ECONNREFUSED"), "127.0.0.1:7001");
+    expect(inbox.losses).toBe(2);
+    inbox.end("job-1");
+    await expect(waiting).resolves.toBeUndefined();
   });
 });
 

@@ -25,7 +25,8 @@ export class JobFailedError extends Error {
 
 /**
  * The connection the replies arrive on was lost (or is not subscribed again yet): replies published meanwhile are
- * gone, so waiting on would only end in the timeout. The job may still run (and push) to its end.
+ * gone. Thrown for a wait that could not start (its job is not queued), or ended by its owner (ReplyInbox.end) once
+ * the job has ended without its reply arriving. The job may still run (and push) to its end.
  */
 export class ReplyChannelLostError extends Error {
   constructor(readonly jobId: string) {
@@ -103,6 +104,8 @@ export async function subscribeToReplies(
 interface Waiter {
   /** takes one reply's return value; true when the wait is over */
   take: (value: unknown) => boolean;
+  /** ends the wait as answered */
+  finish: () => void;
   reject: (error: unknown) => void;
 }
 
@@ -111,9 +114,11 @@ interface Waiter {
  * job's payload, on which the worker publishes the job's outcome. BullMQ's QueueEvents would deliver every event of
  * the queue, every job's return value included, to every waiting process; with many gateways each would then parse
  * the whole cluster's results to find its own, so its cost would grow with the cluster rather than with its traffic.
- * Replies published while the subscriber is disconnected are lost: when its connection closes, every wait is ended
- * at once with ReplyChannelLostError, and so is every new one until the channel is subscribed again, rather than
- * each waiting for its timeout.
+ * Replies published while the subscriber is disconnected are lost: while it is, a new wait is refused at once with
+ * ReplyChannelLostError (its job is not queued). The waits under way go on (their jobs may still reply once the
+ * channel holds again, and a worker whose reply reached nobody keeps the answer elsewhere): the inbox counts each
+ * loss (`losses`) and tells its `onTrouble` listeners, on a loss and on each reconnection, so that their owner can
+ * look for the answers elsewhere and end a wait itself (`end`) rather than leave it to its timeout.
  *
  * The subscriber should be a connection of its own: a caller's reply, however large, must never make Redis drop the
  * connection that carries something else (the gateway's invalidations), nor share its output buffer.
@@ -125,6 +130,14 @@ export class ReplyInbox {
 
   /** whether replies can arrive: the subscriber is connected and this channel subscribed on it */
   private subscribed = true;
+
+  private readonly troubleListeners = new Set<() => void>();
+
+  /**
+   * How many times the reply connection (or, on a Redis Cluster, one of its node connections) was lost or failed:
+   * a wait that began at a lower count may have lost its reply.
+   */
+  losses = 0;
 
   private constructor(
     /** the channel to name in payloads as `replyTo` */
@@ -139,29 +152,75 @@ export class ReplyInbox {
     const inbox = new ReplyInbox(`${prefix}:${queueName}:replies:${randomUUID()}`);
     const unsubscribe = await subscribeToReplies(subscriber, inbox.channel, (message) => inbox.deliver(message));
     const lost = () => inbox.lose();
+    const faltered = () => inbox.falter();
     // ioredis subscribes again by itself once reconnected, but only after "ready"; subscribing here as well is how
     // this inbox learns when the channel holds again (a second SUBSCRIBE of a channel changes nothing).
     const ready = () => {
       const again = sharded(subscriber) ? subscriber.ssubscribe(inbox.channel) : subscriber.subscribe(inbox.channel);
       again.then(
-        () => (inbox.subscribed = true),
+        () => {
+          inbox.subscribed = true;
+          inbox.troubled(); // replies sent meanwhile are lost, but their answers may be kept elsewhere by now
+        },
         () => undefined, // lost again: the next "ready" tries again
       );
     };
-    subscriber.on("close", lost);
-    subscriber.on("ready", ready);
+    // A Redis Cluster's subscriber keeps a connection per master (sharded pub/sub) and subscribes again by itself when
+    // a master fails over: a node's connection ending or failing is a loss of whatever it was sent meanwhile, and a
+    // subscriber that is connected again ("+subscriber", "subscribersReady") is worth looking again.
+    const listeners: Array<[string, () => void]> = [
+      ["close", lost],
+      ["end", faltered],
+      ["reconnecting", faltered],
+      ["-node", faltered],
+      ["nodeError", faltered],
+      ["-subscriber", faltered],
+      ["+subscriber", () => inbox.troubled()],
+      ["subscribersReady", () => inbox.troubled()],
+      ["ready", ready],
+    ];
+    for (const [event, listener] of listeners) subscriber.on(event, listener);
     inbox.unsubscribe = async () => {
-      subscriber.off("close", lost);
-      subscriber.off("ready", ready);
+      for (const [event, listener] of listeners) subscriber.off(event, listener);
       await unsubscribe();
     };
     return inbox;
   }
 
-  /** The connection closed: no reply can arrive until it is subscribed again, so no one waits for one. */
+  /** The connection closed: no reply can arrive until it is subscribed again, so no new wait starts meanwhile. */
   private lose(): void {
     this.subscribed = false;
-    for (const [jobId, waiter] of [...this.waiting]) waiter.reject(new ReplyChannelLostError(jobId));
+    this.falter();
+  }
+
+  /** Replies sent now may be lost. */
+  private falter(): void {
+    this.losses++;
+    this.troubled();
+  }
+
+  private troubled(): void {
+    for (const listener of this.troubleListeners) listener();
+  }
+
+  /**
+   * Calls `listener` when the reply connection is lost or fails, and when it is subscribed again: the waits under way
+   * may have lost their replies. Returns the function that stops it.
+   */
+  onTrouble(listener: () => void): () => void {
+    this.troubleListeners.add(listener);
+    return () => this.troubleListeners.delete(listener);
+  }
+
+  /**
+   * Ends a wait from outside: resolved (its owner answered every part of it from elsewhere), or rejected with `error`.
+   * A wait that is over already is left alone.
+   */
+  end(jobId: string, error?: unknown): void {
+    const waiter = this.waiting.get(jobId);
+    if (!waiter) return;
+    if (error === undefined) waiter.finish();
+    else waiter.reject(error);
   }
 
   /**
@@ -182,8 +241,7 @@ export class ReplyInbox {
    * is done): `take` is given each reply's return value, and returns true once it has had the last one. Resolves
    * then; rejects with JobWaitTimeoutError when the parts do not all come within `timeoutMs`, with JobFailedError
    * when the job fails for good (the parts already taken stand), with ReplyChannelLostError when the subscriber is
-   * disconnected (then, without queueing the job) or loses its connection during the wait, or with whatever
-   * `enqueue` or `take` threw.
+   * disconnected (then, without queueing the job), with whatever `enqueue` or `take` threw, or as `end` says.
    */
   enqueueAndCollect(
     jobId: string,
@@ -211,6 +269,7 @@ export class ReplyInbox {
           if (done) settle(resolve);
           return done;
         },
+        finish: () => settle(resolve),
         reject: (error) => settle(() => reject(error)),
       });
       enqueue().catch((error: unknown) => this.waiting.get(jobId)?.reject(error));

@@ -1,6 +1,7 @@
 /**
  * The task rows of an evaluate job's requests (real PostgreSQL): one row the database refuses does not cost the job's
- * other requests theirs.
+ * other requests theirs; a row keeps the reply sent as it was, and the ended rows are read back for a gateway whose
+ * reply went missing.
  */
 import { createDatabase, type Database } from "@mdp/db";
 import { createTestDatabase, type TestDatabase } from "@mdp/db/testing";
@@ -47,5 +48,19 @@ describe("EvaluationTasks.record", () => {
       { id: "first", state: "completed" },
       { id: "last", state: "completed" },
     ]);
+  });
+
+  it("keeps a reply's text as sent, and reads the ended rows among any ids in one statement", async () => {
+    const rows = new EvaluationTasks(database.pool, { owner: "test", leaseMs: 10_000 });
+    // Key order jsonb would not keep for an object: the reply's results travel as text, and stay so.
+    const text = '{"urn":"urn:li:dataset:x","notApplicable":[],"passing":[],"failing":[],"evaluatedAt":1}';
+    const reply = { resultsJson: { "urn:li:dataset:x": text }, evaluationMs: 3 };
+    await rows.record([{ ...row("kept"), reply }, { ...row("running"), state: "active" }, row("unkept")]);
+    const answers = await rows.storedAnswers(["kept", "running", "unkept", "absent"]);
+    expect(answers.sort((a, b) => a.taskId.localeCompare(b.taskId))).toEqual([
+      { taskId: "kept", state: "completed", reply, result: { results: {} }, failedReason: null },
+      { taskId: "unkept", state: "completed", reply: null, result: { results: {} }, failedReason: null },
+    ]);
+    expect(await rows.storedAnswers([])).toEqual([]);
   });
 });

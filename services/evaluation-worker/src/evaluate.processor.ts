@@ -18,6 +18,7 @@ import {
   type EvaluateJobReply,
   type EvaluateJobResult,
   type EvaluationItem,
+  type EvaluationItemReply,
   type EvaluationItemResult,
   type Payload,
 } from "@mdp/queues";
@@ -67,8 +68,11 @@ export async function evaluate(
   const startedAt = new Date();
   /** items whose answer has been sent */
   const answered = new Set<string>();
-  /** items whose caller may have been given the task id: answered late, or their reply reached no gateway */
-  const maybeTimedOut = new Set<string>();
+  /**
+   * items whose caller may have been given the task id (answered late) or may still be waiting (their reply reached no
+   * gateway), with the answer sent: their rows keep it, for a gateway that answers from it (storedAnswers)
+   */
+  const maybeTimedOut = new Map<string, EvaluationItemReply>();
   let unsent = payload.items.length;
   try {
     const input = await deps.store.loadForEvaluation({
@@ -100,16 +104,18 @@ export async function evaluate(
         // together could otherwise make one reply of several times that. All are published before any is awaited, so
         // they reach the connection in order, ahead of a later turn's (which may be the job's last reply).
         const chunks = replyChunks(ready);
+        const itemReplies = new Map<string, EvaluationItemReply>();
         const sent = chunks.map((chunk, c) => {
           const reply: EvaluateJobReply = {
             items: Object.fromEntries(
-              chunk.map((o) => [
-                o.item.taskId,
-                {
+              chunk.map((o) => {
+                const itemReply: EvaluationItemReply = {
                   ...(o.resultsJson ? { resultsJson: o.resultsJson } : toItemReply(o.result)),
                   evaluationMs: o.threadMs ?? 0,
-                },
-              ]),
+                };
+                itemReplies.set(o.item.taskId, itemReply);
+                return [o.item.taskId, itemReply];
+              }),
             ),
             ...(unsent > 0 || c < chunks.length - 1 ? { partial: true as const } : {}),
           };
@@ -119,7 +125,7 @@ export async function evaluate(
         const late = !delivered || mayHaveTimedOut(payload, job);
         for (const o of ready) {
           answered.add(o.item.taskId);
-          if (late) maybeTimedOut.add(o.item.taskId);
+          if (late) maybeTimedOut.set(o.item.taskId, itemReplies.get(o.item.taskId)!);
         }
       }
       return ready;
@@ -140,7 +146,10 @@ export async function evaluate(
             !cancelled.has(o.item.taskId) &&
             (recordAll || maybeTimedOut.has(o.item.taskId) || withRow.has(o.item.taskId)),
         )
-        .map((o) => taskRowOf(job, startedAt, o.item, endOf(o))),
+        .map((o) => {
+          const sentReply = maybeTimedOut.get(o.item.taskId);
+          return taskRowOf(job, startedAt, o.item, { ...endOf(o), ...(sentReply && { reply: sentReply }) });
+        }),
     );
     // Without replyTo the gateway reads the job's return value. With it, the results went to the gateway and into the
     // task rows; the job keeps a summary for the queue dashboard, so Redis does not store every result twice more (the
@@ -246,7 +255,7 @@ function taskRowOf(
   job: Job,
   startedAt: Date,
   item: EvaluationItem,
-  row: Pick<EvaluationRow, "state" | "progress" | "result" | "failedReason">,
+  row: Pick<EvaluationRow, "state" | "progress" | "result" | "failedReason" | "reply">,
 ): EvaluationRow {
   return {
     ...row,

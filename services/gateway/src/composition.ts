@@ -2,6 +2,7 @@ import { EntityRegistry, type Config, type Logger } from "@mdp/core";
 import { AspectRepository, TimeseriesStore, type Database } from "@mdp/db";
 import { Producer, QUEUE_NAMES, ReplyInbox, RetentionSchedules, TestSchedules } from "@mdp/queues";
 import type { RedisConnection } from "@mdp/queues";
+import { EvaluationTasks } from "@mdp/tasks";
 import { AuditService } from "./audit/audit.service";
 import { Authenticator } from "./auth/authenticator";
 import { InvalidationBus } from "./events/invalidation-bus";
@@ -121,14 +122,28 @@ export async function composeServices(config: Config, connections: Connections, 
     config.QUEUE_PREFIX,
     QUEUE_NAMES.evaluate,
   );
+  const evaluateJobState = (jobId: string) => evaluateProducer.queue.getJobState(jobId);
+  // Reads only (the gateway holds no lease): the answers workers kept for requests whose reply was lost.
+  const storedEvaluations = new EvaluationTasks(connections.db.pool, { owner: "gateway", leaseMs: 0 });
+  const evaluationBatcher = new EvaluationBatcher(
+    evaluateProducer,
+    evaluationReplies,
+    config.EVALUATE_TIMEOUT_MS,
+    undefined,
+    {
+      storedAnswers: (taskIds) => storedEvaluations.storedAnswers(taskIds),
+      jobState: evaluateJobState,
+      logger,
+    },
+  );
   const evaluation = new EvaluationService(
     connections.db,
     registry,
     engine,
-    new EvaluationBatcher(evaluateProducer, evaluationReplies, config.EVALUATE_TIMEOUT_MS),
+    evaluationBatcher,
     config.EVALUATE_TIMEOUT_MS,
     logger,
-    (jobId) => evaluateProducer.queue.getJobState(jobId),
+    evaluateJobState,
     services.rateLimits,
   );
   const http = {
@@ -141,6 +156,7 @@ export async function composeServices(config: Config, connections: Connections, 
     await lastUsed.stop();
     await bus.stop(); // says goodbye: peers would take the silence for a lost channel
     await services.rateLimits.close();
+    await evaluationBatcher.close();
     await Promise.all([
       truncateProducer.close(),
       evaluateProducer.close(),

@@ -34,6 +34,21 @@ export interface EvaluationRow {
   progress: EvaluationProgress;
   result?: unknown;
   failedReason?: string | null;
+  /**
+   * the answer as sent to the waiting gateway (an EvaluationItemReply of @mdp/queues), kept when it may not have reached
+   * it: the gateway answers its caller from it (storedAnswers) exactly as the reply would have
+   */
+  reply?: unknown;
+}
+
+/** An ended evaluation's row as a gateway whose reply went missing reads it (storedAnswers). */
+export interface StoredAnswer {
+  taskId: string;
+  state: "completed" | "failed" | "cancelled";
+  /** EvaluationRow.reply: null when the worker's reply was received by a gateway (or the row is older) */
+  reply: unknown;
+  result: unknown;
+  failedReason: string | null;
 }
 
 /**
@@ -128,23 +143,40 @@ export class EvaluationTasks {
       name: "evaluation-record",
       text: `WITH commit_mode AS (SELECT set_config('synchronous_commit', 'off', true))
              INSERT INTO task (id, type, state, request, progress, result, failed_reason, attempts_made, created_by,
-                               created_at, started_at, finished_at)
+                               created_at, started_at, finished_at, reply)
              SELECT r.id, 'EVALUATE_TESTS', r.state::"TaskState", r.request, r.progress, r.result, r.failed_reason,
                     r.attempts_made, r.created_by, r.created_at, r.started_at,
-                    CASE WHEN r.state NOT IN ('waiting', 'active') THEN now() END
+                    CASE WHEN r.state NOT IN ('waiting', 'active') THEN now() END, r.reply
                FROM commit_mode,
                     jsonb_to_recordset($1::jsonb)
                       AS r(id text, state text, request jsonb, progress jsonb, result jsonb, failed_reason text,
-                           attempts_made int, created_by text, created_at timestamptz, started_at timestamptz)
+                           attempts_made int, created_by text, created_at timestamptz, started_at timestamptz,
+                           reply jsonb)
              ON CONFLICT (id) DO UPDATE
                 SET state = EXCLUDED.state, progress = EXCLUDED.progress, result = EXCLUDED.result,
-                    failed_reason = EXCLUDED.failed_reason,
+                    failed_reason = EXCLUDED.failed_reason, reply = EXCLUDED.reply,
                     attempts_made = GREATEST(task.attempts_made, EXCLUDED.attempts_made),
                     started_at = COALESCE(task.started_at, EXCLUDED.started_at), finished_at = EXCLUDED.finished_at,
                     lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
               WHERE task.state IN ('waiting', 'active')`,
       values: [rowsDocument(rows)],
     });
+  }
+
+  /**
+   * The ended rows among `taskIds`, in one statement whatever their number: a gateway reads them for the requests whose
+   * reply has not come (its reply connection was lost, or the wait is long), to answer their callers from them. Rows
+   * still waiting or active, and ids without a row, are left out.
+   */
+  async storedAnswers(taskIds: readonly string[]): Promise<StoredAnswer[]> {
+    if (taskIds.length === 0) return [];
+    const { rows } = await this.db.query<StoredAnswer>({
+      name: "evaluation-stored-answers",
+      text: `SELECT id AS "taskId", state, reply, result, failed_reason AS "failedReason" FROM task
+              WHERE id = ANY($1::text[]) AND type = 'EVALUATE_TESTS' AND state IN ('completed', 'failed', 'cancelled')`,
+      values: [taskIds],
+    });
+    return rows;
   }
 
   /**
@@ -228,6 +260,7 @@ function rowsDocument(rows: readonly EvaluationRow[]): string {
       created_by: r.createdBy,
       created_at: r.createdAt,
       started_at: r.startedAt,
+      reply: r.reply ?? null,
     })),
   );
 }

@@ -1,8 +1,11 @@
 import { EventEmitter } from "node:events";
 import type { Redis } from "ioredis";
+import { createLogger } from "@mdp/core";
+import type { StoredAnswer } from "@mdp/tasks";
 import {
   JobFailedError,
   JobWaitTimeoutError,
+  ReplyChannelLostError,
   ReplyInbox,
   type EvaluationItem,
   type PayloadInput,
@@ -191,5 +194,118 @@ describe("EvaluationBatcher", () => {
     } as unknown as Producer<"evaluate">;
     const batcher = new EvaluationBatcher(failing, queue.inbox, 1000);
     await expect(Promise.all([batcher.submit(item("a")), batcher.submit(item("b"))])).rejects.toThrow("Redis is away");
+  });
+
+  describe("lost replies", () => {
+    /** A stand-in for the task rows and BullMQ's job states, counting the look-ups. */
+    const recoveryOf = (rows: Map<string, StoredAnswer>, states = new Map<string, string>(), checkAfterMs = 200) => {
+      const lookUps: string[][] = [];
+      return {
+        lookUps,
+        recovery: {
+          storedAnswers: async (taskIds: readonly string[]) => {
+            lookUps.push([...taskIds]);
+            return taskIds.flatMap((id) => (rows.has(id) ? [rows.get(id)!] : []));
+          },
+          jobState: async (jobId: string) => states.get(jobId) ?? "active",
+          logger: createLogger("test", "silent"),
+          checkAfterMs,
+          intervalMs: 20,
+        },
+      };
+    };
+    /** The answer a worker sends for `urn`, as text that re-serializing an object would not give back (key order). */
+    const sentText = (urn: string) => `{"urn":"${urn}","notApplicable":[],"passing":[],"failing":[],"evaluatedAt":7}`;
+    const kept = (taskId: string, reply: unknown): StoredAnswer => ({
+      taskId,
+      state: "completed",
+      reply,
+      result: null,
+      failedReason: null,
+    });
+    const batchers: EvaluationBatcher[] = [];
+    afterEach(async () => {
+      for (const batcher of batchers.splice(0)) await batcher.close();
+    });
+
+    it("answers a request whose reply was lost with the connection from the answer its worker kept, exactly", async () => {
+      const queue = await fakeQueue(() => undefined); // the reply never comes
+      const rows = new Map<string, StoredAnswer>();
+      const { recovery, lookUps } = recoveryOf(rows, undefined, 30_000);
+      const batcher = new EvaluationBatcher(queue.producer, queue.inbox, 60_000, undefined, recovery);
+      batchers.push(batcher);
+      const answer = batcher.submit(item("a"));
+      await new Promise((resolve) => setImmediate(resolve)); // the batch is queued
+      queue.subscriber.emit("close");
+      rows.set("a", kept("a", { resultsJson: { "urn:li:dataset:a": sentText("urn:li:dataset:a") }, evaluationMs: 4 }));
+      const started = Date.now();
+      expect(await answer).toEqual({
+        resultsJson: { "urn:li:dataset:a": sentText("urn:li:dataset:a") },
+        evaluationMs: 4,
+      });
+      expect(Date.now() - started).toBeLessThan(10_000); // after a loss at each interval, not after checkAfterMs
+      expect(lookUps.every((ids) => ids.length === 1)).toBe(true);
+    });
+
+    it("keeps a refusal's status, and looks up a long wait without any loss, all its requests in one look-up", async () => {
+      const queue = await fakeQueue(() => undefined);
+      const rows = new Map<string, StoredAnswer>([
+        ["a", kept("a", { refused: { code: "NOT_FOUND", message: "Entity urn:li:dataset:a does not exist" } })],
+        ["b", kept("b", { resultsJson: { "urn:li:dataset:b": sentText("urn:li:dataset:b") } })],
+      ]);
+      const { recovery, lookUps } = recoveryOf(rows);
+      const batcher = new EvaluationBatcher(queue.producer, queue.inbox, 60_000, undefined, recovery);
+      batchers.push(batcher);
+      const started = Date.now();
+      const [a, b] = await Promise.all([batcher.submit(item("a")), batcher.submit(item("b"))]);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(200); // not before checkAfterMs: nothing was lost
+      expect(a).toEqual({ refused: { code: "NOT_FOUND", message: "Entity urn:li:dataset:a does not exist" } });
+      expect(b).toEqual({ resultsJson: { "urn:li:dataset:b": sentText("urn:li:dataset:b") } });
+      expect(lookUps).toEqual([["a", "b"]]);
+    });
+
+    it("looks nothing up for requests answered by their replies", async () => {
+      const queue = await fakeQueue();
+      const { recovery, lookUps } = recoveryOf(new Map());
+      const batcher = new EvaluationBatcher(queue.producer, queue.inbox, 60_000, undefined, recovery);
+      batchers.push(batcher);
+      for (let i = 0; i < 5; i++) await Promise.all([batcher.submit(item(`a${i}`)), batcher.submit(item(`b${i}`))]);
+      queue.subscriber.emit("close"); // with no wait under way, a loss looks nothing up either
+      await new Promise((resolve) => setTimeout(resolve, 60)); // three intervals with nothing to do
+      expect(lookUps).toEqual([]);
+    });
+
+    it("answers from a row without a kept reply only once the reply had an interval more to come", async () => {
+      const queue = await fakeQueue(() => undefined);
+      const rows = new Map<string, StoredAnswer>([
+        ["a", { taskId: "a", state: "failed", reply: null, result: null, failedReason: "PostgreSQL is away" }],
+        ["b", { ...kept("b", null), result: { results: { "urn:li:dataset:b": resultOf("urn:li:dataset:b") } } }],
+      ]);
+      const { recovery, lookUps } = recoveryOf(rows);
+      const batcher = new EvaluationBatcher(queue.producer, queue.inbox, 60_000, undefined, recovery);
+      batchers.push(batcher);
+      const [a, b] = await Promise.allSettled([batcher.submit(item("a")), batcher.submit(item("b"))]);
+      expect(lookUps.length).toBeGreaterThanOrEqual(2);
+      expect(a).toMatchObject({ status: "rejected", reason: expect.any(JobFailedError) });
+      expect((a as PromiseRejectedResult).reason.failedReason).toBe("PostgreSQL is away");
+      expect(b).toEqual({
+        status: "fulfilled",
+        value: { resultsJson: { "urn:li:dataset:b": JSON.stringify(resultOf("urn:li:dataset:b")) } },
+      });
+    });
+
+    it("ends with ReplyChannelLostError a job that ended after a loss without its answer kept", async () => {
+      const queue = await fakeQueue(() => undefined);
+      const states = new Map<string, string>();
+      const { recovery } = recoveryOf(new Map(), states);
+      const batcher = new EvaluationBatcher(queue.producer, queue.inbox, 60_000, undefined, recovery);
+      batchers.push(batcher);
+      const answer = batcher.submit(item("a"));
+      await new Promise((resolve) => setImmediate(resolve));
+      queue.subscriber.emit("close");
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      states.set(queue.jobs[0]!.jobId, "completed"); // still running until now: the wait went on
+      await expect(answer).rejects.toEqual(new ReplyChannelLostError(queue.jobs[0]!.jobId));
+    });
   });
 });

@@ -35,7 +35,8 @@ const ENDED_JOB_STATES = new Set(["completed", "failed", "unknown"]);
  * run by the evaluation worker, which reads the entities and tests, refuses unknown ones (404 naming them), evaluates,
  * pushes and sends the results back; this waits for them on the gateway's reply channel (ReplyInbox). Nothing on this
  * path touches PostgreSQL: the worker's one read (shared by the requests batched into one job) is all an evaluation
- * costs it. When the wait times out, the 504 names the task id, and the task row is written here first so that
+ * costs it, unless its reply is late or lost: then it is answered from the answer its worker kept, read with those of
+ * every other such request in one statement (EvaluationBatcher, "Lost replies"). When the wait times out, the 504 names the task id, and the task row is written here first so that
  * getTaskStatus can follow it even before the worker gets to it; the worker completes it (an evaluation answered in
  * time has no row: nobody was given its task id).
  */
@@ -146,9 +147,10 @@ export class EvaluationService {
       );
     }
     if (error instanceof ReplyChannelLostError) {
-      // The reply cannot arrive (this gateway's reply connection to Redis dropped): Redis's 503 now rather than a 504
-      // in EVALUATE_TIMEOUT_MS. No task id: whatever the job pushes is stored as usual, and evaluating again is safe
-      // (an unchanged result writes nothing).
+      // The reply cannot arrive: this gateway's reply connection to Redis is down as the request came (nothing was
+      // queued), or dropped and the job ended without its answer arriving or being kept (EvaluationBatcher, "Lost
+      // replies"). Redis's 503 rather than a 504 in EVALUATE_TIMEOUT_MS. No task id: whatever the job pushes is
+      // stored as usual, and evaluating again is safe (an unchanged result writes nothing).
       this.logger.warn({ taskId }, "an evaluation's reply connection was interrupted");
       return serviceUnavailable("Redis");
     }
