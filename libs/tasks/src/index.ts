@@ -9,6 +9,7 @@ export {
   percentOf,
   type EvaluationProgress,
   type EvaluationRow,
+  type StoredAnswer,
   type TaskFilter,
   type TaskPage,
 } from "@mdp/db";
