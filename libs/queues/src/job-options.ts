@@ -5,6 +5,11 @@ const HOUR = 3600;
 /** Attempts of an evaluate job: see jobOptions. */
 export const EVALUATE_ATTEMPTS = 6;
 const DAY = 24 * HOUR;
+/**
+ * A failed job keeps its message (failedReason), never its stack: the dashboard shows jobs to its users, and a stack
+ * names the server's source paths. The worker's log line of the failure has the detail operators need.
+ */
+const NO_STACKS = { stackTraceLimit: 0 } as const;
 
 /**
  * Every job's options are decided here, not at each add(). Failures are kept (aged out after a week) so the
@@ -12,7 +17,7 @@ const DAY = 24 * HOUR;
  * the task table anyway. `kind` is the payload's kind where a queue carries several (see jobName).
  */
 export function jobOptions(queue: QueueKey, jobId: string, kind?: string): JobsOptions {
-  const retention = { removeOnComplete: { age: DAY, count: 10_000 }, removeOnFail: { age: 7 * DAY } };
+  const retention = { removeOnComplete: { age: DAY, count: 10_000 }, removeOnFail: { age: 7 * DAY }, ...NO_STACKS };
   switch (queue) {
     case "truncate":
       // Truncation is resumable and idempotent, so a crashed or stalled attempt is retried.
@@ -39,6 +44,7 @@ export function jobOptions(queue: QueueKey, jobId: string, kind?: string): JobsO
  */
 export function scheduleJobOptions(): Omit<JobsOptions, "jobId"> {
   return {
+    ...NO_STACKS,
     attempts: 3,
     backoff: { type: "exponential", delay: 1_000 },
     removeOnComplete: { age: DAY, count: 1_000 },

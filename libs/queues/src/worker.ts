@@ -45,7 +45,10 @@ export interface JobObserver {
   jobEnded(queue: QueueKey, outcome: JobOutcome, seconds?: number): void;
 }
 
-/** Thrown by a handler whose task was cancelled: the job fails without retries, and its outcome reads `cancelled`. */
+/**
+ * Thrown by a handler whose task was cancelled: the job is not retried; it ends completed with `{cancelled: true,
+ * reason}` as its value, and its outcome reads `cancelled`.
+ */
 export class JobCancelledError extends UnrecoverableError {
   override name = "JobCancelledError";
 }
@@ -102,6 +105,9 @@ export function createWorker<Q extends QueueKey>(key: Q, handler: JobHandler<Q>,
       } catch (error) {
         const outcome = outcomeOf(error, job);
         ended(outcome, outcome === "delayed" ? undefined : error);
+        // A cancelled task's job ends completed, its value saying so: the dashboard must not list an operator's
+        // cancel among the failures, nor offer to retry (run again) what was cancelled.
+        if (outcome === "cancelled") return { cancelled: true, reason: messageOf(error) };
         throw error;
       }
     });

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import { DelayedError, UnrecoverableError, type Job } from "bullmq";
 import type pg from "pg";
+import { JobCancelledError } from "@mdp/queues";
 import { every, serviceUnavailable, unavailableDependency, type Logger } from "@mdp/core";
 import { TaskRepository, type Database, type Prisma, type TaskRow } from "@mdp/db";
 import { cancellationReason } from "./cancellation";
@@ -258,7 +259,7 @@ export class TaskLifecycle {
       case "finished":
         return { outcome: "finished", result: claim.task.result };
       case "cancelled":
-        throw new UnrecoverableError(claim.reason);
+        throw new JobCancelledError(claim.reason);
       case "held":
         await job.moveToDelayed(Date.now() + claim.retryInMs, token);
         throw new DelayedError();

@@ -342,6 +342,22 @@ describe("time-series truncation", () => {
       expect(end.failedReason).toBe(`Cancelled; ${deleted} rows were deleted before the cancellation`);
       expect(await timestampsOf(PROFILE)).toHaveLength(3000 - deleted);
       expect(await counters(PROFILE)).toBe(3000 - deleted);
+
+      // In the dashboard it is no failure to retry: its job completed, its value saying it was cancelled.
+      const redis = createRedis(h.config.REDIS_URL, "worker");
+      const { Queue } = await import("bullmq");
+      const queue = new Queue(QUEUE_NAMES.truncate, { connection: redis, prefix: h.config.QUEUE_PREFIX });
+      try {
+        const job = await eventually("the job has completed", async () => {
+          const j = await queue.getJob(taskId);
+          return j && (await j.getState()) === "completed" ? j : undefined;
+        });
+        expect(job!.returnvalue).toEqual({ cancelled: true, reason: end.failedReason });
+        expect(job!.stacktrace).toEqual([]);
+      } finally {
+        await queue.close();
+        await closeRedis(redis);
+      }
     });
 
     it("starts a new task for a request identical to one being cancelled, which will not do it again", async () => {
