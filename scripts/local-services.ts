@@ -12,7 +12,7 @@ import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { chownSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
-import { Client } from "pg";
+import { canConnect } from "@mdp/db/server-check";
 
 export interface LocalServices {
   /** where the application database lives */
@@ -53,20 +53,6 @@ export async function ensureLocalServices(root: string, options: { reuseDefaults
       for (const stop of stops.reverse()) await stop();
     },
   };
-}
-
-/** A server we can use without a password (the machine's trust-auth default); anything else is not reused. */
-async function canConnect(databaseUrl: string): Promise<boolean> {
-  const client = new Client({ connectionString: databaseUrl, connectionTimeoutMillis: 2000 });
-  try {
-    await client.connect();
-    await client.query("SELECT 1");
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await client.end().catch(() => undefined);
-  }
 }
 
 export function isListening(port: number, host = "127.0.0.1"): Promise<boolean> {

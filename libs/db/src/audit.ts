@@ -1,4 +1,4 @@
-import type { Prisma } from "./generated/prisma/client";
+import type { AuditEvent, Prisma, PrismaClient } from "./generated/prisma/client";
 import type { Queryable } from "./timeseries/timeseries.store";
 
 export interface AuditEventInput {
@@ -116,4 +116,55 @@ export async function insertAuditEvents(client: Queryable, events: readonly Audi
       rows.map((e) => JSON.stringify(e.details)),
     ],
   );
+}
+
+/**
+ * One row per target, all with the same actor, action and details, in one statement in the caller's transaction (a
+ * bulk revocation's per-token rows). `details` is cut as boundAuditEvent cuts it.
+ */
+export async function insertAuditEventPerTarget(
+  tx: Prisma.TransactionClient,
+  event: { actorUrn: string; action: string; targetUrns: readonly string[]; details: Record<string, unknown> },
+): Promise<void> {
+  const details = JSON.stringify(boundAuditDetails(event.details));
+  await tx.$executeRaw`
+      INSERT INTO audit_event (actor_urn, action, target_urn, details)
+      SELECT ${event.actorUrn}, ${event.action}, urn, ${details}::jsonb
+        FROM unnest(${event.targetUrns}::text[]) AS urn`;
+}
+
+/** What the audit trail is read by: each given field must match; `since` inclusive, `until` exclusive. */
+export interface AuditEventFilter {
+  actorUrn?: string;
+  action?: string;
+  targetUrn?: string;
+  since?: Date;
+  until?: Date;
+}
+
+/**
+ * A page of the audit trail, newest first along the (…, created_at DESC) indexes (id orders the rows of one
+ * millisecond), and how many rows match: both in one transaction.
+ */
+export async function auditEventPage(
+  prisma: PrismaClient,
+  filter: AuditEventFilter,
+  skip: number,
+  take: number,
+): Promise<{ total: number; rows: AuditEvent[] }> {
+  const createdAt = {
+    ...(filter.since !== undefined ? { gte: filter.since } : {}),
+    ...(filter.until !== undefined ? { lt: filter.until } : {}),
+  };
+  const where: Prisma.AuditEventWhereInput = {
+    ...(filter.actorUrn ? { actorUrn: filter.actorUrn } : {}),
+    ...(filter.action ? { action: filter.action } : {}),
+    ...(filter.targetUrn ? { targetUrn: filter.targetUrn } : {}),
+    ...(Object.keys(createdAt).length > 0 ? { createdAt } : {}),
+  };
+  const [total, rows] = await prisma.$transaction([
+    prisma.auditEvent.count({ where }),
+    prisma.auditEvent.findMany({ where, orderBy: [{ createdAt: "desc" }, { id: "desc" }], skip, take }),
+  ]);
+  return { total, rows };
 }

@@ -37,3 +37,8 @@ export function createDatabase(databaseUrl: string, opts: PrismaClientOptions = 
     },
   };
 }
+
+/** Resolves when PostgreSQL answers a trivial statement through the client's pool (readiness probes). */
+export async function pingDatabase(prisma: Pick<PrismaClient, "$queryRaw">): Promise<void> {
+  await prisma.$queryRaw`SELECT 1`;
+}

@@ -1,7 +1,7 @@
-/** @mdp/db: the Prisma client factory, the generated models and enums, and the migration applier. */
-export { createDatabase, createPrismaClient, type Database, type PrismaClientOptions } from "./client";
+/** @mdp/db: the Prisma client factory, the generated models and enums, the repositories, and the migration applier. */
+export { createDatabase, createPrismaClient, pingDatabase, type Database, type PrismaClientOptions } from "./client";
 export * from "./aspects/aspect.repository";
-export { inTransaction } from "./transaction";
+export { inPrismaTransaction, inTransaction } from "./transaction";
 export * from "./timeseries/timeseries-tables";
 export * from "./timeseries/timeseries-limits";
 export * from "./timeseries/timeseries.store";
@@ -14,6 +14,15 @@ export * from "./audit-budget";
 export * from "./retention/retention-runs";
 export * from "./policies/grants";
 export * from "./policies/scheduled-work";
+// One repository module per table or aggregate: the statements services and processors run (README "Repositories").
+export * from "./tokens/access-token.repository";
+export * from "./policies/policy.repository";
+export * from "./policies/group.repository";
+export * from "./policies/delegated-work.repository";
+export * from "./metadata-tests/metadata-test.repository";
+export * from "./metadata-tests/test-results.repository";
+export * from "./metadata-tests/evaluation-input.repository";
+export * from "./retention/retention-policy.repository";
 export * from "./tasks/task.repository";
 export * from "./tasks/task-listing";
 export * from "./tasks/evaluation-tasks.repository";

@@ -1,4 +1,5 @@
 import type pg from "pg";
+import type { Prisma, PrismaClient } from "./generated/prisma/client";
 
 const ignore = () => undefined;
 
@@ -21,4 +22,16 @@ export async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient
     client.off("error", ignore);
     client.release(broken); // a connection that cannot even roll back is destroyed, not reused
   }
+}
+
+/**
+ * Runs `fn` in one Prisma interactive transaction: the repositories' writes take its client (`tx`), so a change and
+ * its audit row commit together. Prisma's own `$transaction`, named here so services open transactions without
+ * reaching into the client.
+ */
+export function inPrismaTransaction<T>(
+  prisma: Pick<PrismaClient, "$transaction">,
+  fn: (tx: Prisma.TransactionClient) => Promise<T>,
+): Promise<T> {
+  return prisma.$transaction(fn);
 }

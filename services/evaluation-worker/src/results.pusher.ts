@@ -1,4 +1,4 @@
-import type { AspectRepository, OwnerPrivileges, VersionedAspectWrite } from "@mdp/db";
+import { onTypesOfTests, type AspectRepository, type OwnerPrivileges, type VersionedAspectWrite } from "@mdp/db";
 import {
   boundedTestResults,
   mergeTestResults,
@@ -117,10 +117,6 @@ export class ResultsPusher {
     }
     for (const item of items) for (const test of item.evaluated) mentioned.add(test);
     if (mentioned.size === 0) return new Map();
-    const { rows } = await client.query<{ urn: string; on_types: string[] }>(
-      "SELECT urn, on_types FROM metadata_test WHERE urn = ANY($1::text[])",
-      [[...mentioned]],
-    );
-    return new Map(rows.map((r) => [r.urn, r.on_types]));
+    return onTypesOfTests(client, [...mentioned]);
   }
 }

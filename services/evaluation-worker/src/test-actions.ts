@@ -3,6 +3,7 @@ import {
   AuditBudget,
   insertAuditEvents,
   ownerKey,
+  testActionsOf,
   type AspectRepository,
   type AuditEventInput,
   type OwnerPrivileges,
@@ -52,19 +53,7 @@ export async function applyTestActions(
 ): Promise<number> {
   const tests = new Set(items.flatMap((i) => [...i.evaluation.passing, ...i.evaluation.failing].map((r) => r.test)));
   if (tests.size === 0) return 0;
-  const { rows } = await client.query<{
-    urn: string;
-    on_types: string[];
-    owner_urn: string;
-    owner_token_id: string | null;
-    suspended: boolean;
-    actions: unknown;
-  }>(
-    `SELECT urn, on_types, owner_urn, owner_token_id, suspended_at IS NOT NULL AS suspended,
-            definition->'actions' AS actions
-       FROM metadata_test WHERE urn = ANY($1::text[]) AND definition ? 'actions'`,
-    [[...tests]],
-  );
+  const rows = await testActionsOf(client, [...tests]);
   if (rows.length === 0) return 0;
   // Re-validated rather than cast, as the evaluation's own parse of the definition was.
   const stored = new Map(
@@ -106,7 +95,7 @@ export async function applyTestActions(
   );
   // Locked before they are read, in the aspect store's one order: a concurrent ingestion of the same aspect waits.
   await aspects.lock(client, needed);
-  const current = await latestAspects(client, needed);
+  const current = await aspects.latestOfPairs(client, needed);
   const time = Date.now();
   const writes: VersionedAspectWrite[] = [];
   const audit: AuditEventInput[] = [];
@@ -225,26 +214,4 @@ async function ownersLacking(
     if (missing.length > 0) lacking.set(test, new Set(missing));
   }
   return lacking;
-}
-
-/** The latest value of each (urn, aspect) asked for, by urn then aspect name. */
-async function latestAspects(
-  client: pg.ClientBase,
-  wanted: ReadonlyArray<{ urn: string; aspectName: string }>,
-): Promise<Map<string, Record<string, unknown>>> {
-  const keys = [...new Map(wanted.map((w) => [`${w.urn}\u0000${w.aspectName}`, w])).values()];
-  const { rows } = await client.query<{ urn: string; aspect_name: string; value: unknown }>(
-    `SELECT DISTINCT ON (a.urn, a.aspect_name) a.urn, a.aspect_name, a.value
-       FROM unnest($1::text[], $2::text[]) AS k(urn, aspect_name)
-       JOIN aspect a ON a.urn = k.urn AND a.aspect_name = k.aspect_name
-      ORDER BY a.urn, a.aspect_name, a.version DESC`,
-    [keys.map((k) => k.urn), keys.map((k) => k.aspectName)],
-  );
-  const byUrn = new Map<string, Record<string, unknown>>();
-  for (const row of rows) {
-    const aspects = byUrn.get(row.urn) ?? {};
-    aspects[row.aspect_name] = row.value;
-    byUrn.set(row.urn, aspects);
-  }
-  return byUrn;
 }

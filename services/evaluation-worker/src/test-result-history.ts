@@ -1,4 +1,5 @@
 import { every, type Logger, type PeriodicLoop } from "@mdp/core";
+import { insertTransitions, pruneTransitions, trimTransitions } from "@mdp/db";
 import type { TestResultsAspect } from "@mdp/metadata-tests";
 import type pg from "pg";
 import type { PushItem } from "./results.pusher";
@@ -44,46 +45,9 @@ export class TestResultHistory {
       }
     }
     if (latest.size === 0) return 0;
-    const rows = [...latest.values()];
-    const { rows: written } = await client.query<{ urn: string; test_urn: string }>(
-      `WITH input AS (
-         SELECT * FROM unnest($1::text[], $2::text[], $3::boolean[], $4::timestamptz[]) AS i(urn, test_urn, passing, at)
-       ), compared AS (
-         SELECT i.urn, i.test_urn, i.passing, i.at, last.passing AS previous, last.at AS previous_at
-           FROM input i
-           LEFT JOIN LATERAL (
-             SELECT t.passing, t.at FROM test_result_transition t
-              WHERE t.urn = i.urn AND t.test_urn = i.test_urn
-              ORDER BY t.at DESC, t.id DESC LIMIT 1
-           ) last ON true
-       )
-       INSERT INTO test_result_transition (urn, test_urn, passing, previous, at)
-       SELECT urn, test_urn, passing, previous, GREATEST(at, previous_at) FROM compared
-        WHERE previous IS DISTINCT FROM passing
-       RETURNING urn, test_urn`,
-      [
-        rows.map((r) => r.urn),
-        rows.map((r) => r.test),
-        rows.map((r) => r.passing),
-        rows.map((r) => new Date(r.at).toISOString()),
-      ],
-    );
-    if (written.length > 0) {
-      // Only pairs that just grew can be over the cap: each trim reads the pair's index past its first maxPerPair rows.
-      await client.query(
-        `DELETE FROM test_result_transition t
-          USING (
-            SELECT old.id FROM unnest($1::text[], $2::text[]) AS p(urn, test_urn)
-            CROSS JOIN LATERAL (
-              SELECT x.id FROM test_result_transition x
-               WHERE x.urn = p.urn AND x.test_urn = p.test_urn
-               ORDER BY x.at DESC, x.id DESC OFFSET $3
-            ) old
-          ) d
-         WHERE t.id = d.id`,
-        [written.map((w) => w.urn), written.map((w) => w.test_urn), this.maxPerPair],
-      );
-    }
+    const written = await insertTransitions(client, [...latest.values()]);
+    // Only pairs that just grew can be over the cap.
+    if (written.length > 0) await trimTransitions(client, written, this.maxPerPair);
     return written.length;
   }
 }
@@ -124,21 +88,9 @@ export class TestHistoryRetention {
     let total = 0;
     try {
       for (;;) {
-        const { rowCount } = await this.pool.query(
-          `DELETE FROM test_result_transition WHERE id IN (
-             SELECT t.id FROM test_result_transition t
-              WHERE t.at < now() - make_interval(days => $1)
-                AND (
-                  EXISTS (SELECT 1 FROM test_result_transition n
-                           WHERE n.urn = t.urn AND n.test_urn = t.test_urn AND (n.at, n.id) > (t.at, t.id))
-                  OR NOT EXISTS (SELECT 1 FROM metadata_test m WHERE m.urn = t.test_urn)
-                )
-              LIMIT $2
-              FOR UPDATE SKIP LOCKED)`,
-          [this.retentionDays, PRUNE_CHUNK],
-        );
-        total += rowCount ?? 0;
-        if ((rowCount ?? 0) < PRUNE_CHUNK) break;
+        const deleted = await pruneTransitions(this.pool, this.retentionDays, PRUNE_CHUNK);
+        total += deleted;
+        if (deleted < PRUNE_CHUNK) break;
       }
       if (total > 0) this.logger.info({ deleted: total }, "pruned test result history");
     } catch (error) {

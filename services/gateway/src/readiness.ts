@@ -1,6 +1,6 @@
 import type { RedisConnection } from "@mdp/queues";
 import type { Logger } from "@mdp/core";
-import { migrationStatus, type PrismaClient } from "@mdp/db";
+import { migrationStatus, pingDatabase, type PrismaClient } from "@mdp/db";
 
 export interface ReadinessReport {
   ready: boolean;
@@ -29,7 +29,7 @@ export class Readiness {
 
   async check(): Promise<ReadinessReport> {
     const [postgres, redis, migrations] = await Promise.all([
-      this.probe("postgres", () => this.prisma.$queryRaw`SELECT 1`),
+      this.probe("postgres", () => pingDatabase(this.prisma)),
       this.probe("redis", () => this.redis.ping()),
       this.migrations(),
     ]);

@@ -1,4 +1,4 @@
-import { insertAuditEvent, type Prisma, type PrismaClient } from "@mdp/db";
+import { auditEventPage, insertAuditEvent, type Prisma, type PrismaClient } from "@mdp/db";
 import { badInput, MAX_EPOCH_MS, parseUrnField } from "@mdp/core";
 import type { Actor } from "../auth/actor";
 import { pageOf } from "../graphql/paging";
@@ -54,26 +54,18 @@ async function listAuditEvents(prisma: PrismaClient, input: ListAuditEventsInput
       throw badInput(`input.${field} must be epoch milliseconds from 0 to ${MAX_EPOCH_MS}`);
     }
   }
-  const createdAt = {
-    ...(input.since != null ? { gte: new Date(input.since) } : {}),
-    ...(input.until != null ? { lt: new Date(input.until) } : {}),
-  };
-  const where: Prisma.AuditEventWhereInput = {
-    ...(input.actorUrn ? { actorUrn: input.actorUrn } : {}),
-    ...(input.action ? { action: input.action } : {}),
-    ...(input.targetUrn ? { targetUrn: input.targetUrn } : {}),
-    ...(Object.keys(createdAt).length > 0 ? { createdAt } : {}),
-  };
-  // Newest first along the (…, created_at DESC) indexes; id orders the rows of one millisecond.
-  const [total, rows] = await prisma.$transaction([
-    prisma.auditEvent.count({ where }),
-    prisma.auditEvent.findMany({
-      where,
-      orderBy: [{ createdAt: "desc" }, { id: "desc" }],
-      skip: start,
-      take: count,
-    }),
-  ]);
+  const { total, rows } = await auditEventPage(
+    prisma,
+    {
+      ...(input.actorUrn ? { actorUrn: input.actorUrn } : {}),
+      ...(input.action ? { action: input.action } : {}),
+      ...(input.targetUrn ? { targetUrn: input.targetUrn } : {}),
+      ...(input.since != null ? { since: new Date(input.since) } : {}),
+      ...(input.until != null ? { until: new Date(input.until) } : {}),
+    },
+    start,
+    count,
+  );
   return {
     start,
     count: rows.length,

@@ -11,12 +11,22 @@ import {
   type Logger,
 } from "@mdp/core";
 import {
+  deleteTest,
+  entityExists,
+  entityWithLatestAspect,
+  findTest,
+  inPrismaTransaction,
+  insertTest,
   notFoundWhenMissing,
   isUniqueViolation,
-  likeLiteral,
   lockScheduleOwner,
+  lockTest,
   requireScheduleRoom,
   SCHEDULED_TEST_PRIVILEGE,
+  testPage,
+  testsSelectingType,
+  transitionPage,
+  updateTest,
   type MetadataTest,
   type Prisma,
   type PrismaClient,
@@ -112,20 +122,18 @@ export class MetadataTestService {
     // MANAGE_TESTS, required above, and these).
     await requireActionPrivileges(this.engine, actor, actionsOf(data.definition));
     try {
-      await this.prisma.$transaction(async (tx) => {
+      await inPrismaTransaction(this.prisma, async (tx) => {
         if (data.scheduleCron) {
           await lockScheduleOwner(tx, actor.urn);
           await requireScheduleRoom(tx, actor.urn, this.config.MAX_SCHEDULES_PER_USER);
         }
-        await tx.metadataTest.create({
-          data: {
-            urn,
-            ...data,
-            state: data.state ?? "ACTIVE",
-            scheduleCron: data.scheduleCron ?? null,
-            createdBy: actor.urn,
-            ...ownedBy(actor),
-          },
+        await insertTest(tx, {
+          urn,
+          ...data,
+          state: data.state ?? "ACTIVE",
+          scheduleCron: data.scheduleCron ?? null,
+          createdBy: actor.urn,
+          ...ownedBy(actor),
         });
         await recordAudit(tx, actor, "test.create", urn, auditDetails(data));
       });
@@ -141,43 +149,38 @@ export class MetadataTestService {
     await this.engine.require(actor, "MANAGE_TESTS", "update metadata tests");
     parseUrnField("urn", urn, "test");
     const data = this.validate(input);
-    await this.prisma
-      .$transaction(async (tx) => {
-        // Serializes with the actor's other schedule writes (the MAX_SCHEDULES_PER_USER count), then the row.
-        await lockScheduleOwner(tx, actor.urn);
-        const current = await this.existing(tx, urn, true);
-        // An omitted state leaves the test as it is, so DataHub's clients (which know no state) cannot re-activate it;
-        // an omitted schedule likewise stays (null removes it).
-        const { state, scheduleCron, ...rest } = data;
-        const cron = scheduleCron !== undefined ? scheduleCron : current.scheduleCron;
-        // Whoever sets what the test does owns it from then on: its definition (rules, actions) or its schedule, or
-        // setting a scheduled test running again. A rename or a new description changes what it does in nothing.
-        const takesOver =
-          normalizedDefinitionText(current.definition as unknown as ParsedDefinition) !==
-            normalizedDefinitionText(data.definition as unknown as ParsedDefinition) ||
-          cron !== current.scheduleCron ||
-          (cron !== null && state === "ACTIVE" && current.state !== "ACTIVE");
-        // The new owner must be able to write what the actions write; a schedule's firings need nothing more.
-        if (takesOver) await requireActionPrivileges(this.engine, actor, actionsOf(data.definition));
-        if (takesOver && cron !== null) {
-          const ownedAlready = current.ownerUrn === actor.urn && current.scheduleCron !== null;
-          if (!ownedAlready) await requireScheduleRoom(tx, actor.urn, this.config.MAX_SCHEDULES_PER_USER);
-        }
-        await tx.metadataTest.update({
-          where: { urn },
-          data: {
-            ...rest,
-            ...(state && { state }),
-            ...(scheduleCron !== undefined && { scheduleCron }),
-            ...(takesOver && { ...ownedBy(actor), suspendedAt: null, suspendedReason: null }),
-          },
-        });
-        await recordAudit(tx, actor, "test.update", urn, {
-          ...auditDetails(data),
-          ...(takesOver && current.ownerUrn !== actor.urn && { previousOwner: current.ownerUrn }),
-        });
-      })
-      .catch(notFoundWhenMissing(`Test ${urn} does not exist`));
+    await inPrismaTransaction(this.prisma, async (tx) => {
+      // Serializes with the actor's other schedule writes (the MAX_SCHEDULES_PER_USER count), then the row.
+      await lockScheduleOwner(tx, actor.urn);
+      const current = await this.existing(tx, urn, true);
+      // An omitted state leaves the test as it is, so DataHub's clients (which know no state) cannot re-activate it;
+      // an omitted schedule likewise stays (null removes it).
+      const { state, scheduleCron, ...rest } = data;
+      const cron = scheduleCron !== undefined ? scheduleCron : current.scheduleCron;
+      // Whoever sets what the test does owns it from then on: its definition (rules, actions) or its schedule, or
+      // setting a scheduled test running again. A rename or a new description changes what it does in nothing.
+      const takesOver =
+        normalizedDefinitionText(current.definition as unknown as ParsedDefinition) !==
+          normalizedDefinitionText(data.definition as unknown as ParsedDefinition) ||
+        cron !== current.scheduleCron ||
+        (cron !== null && state === "ACTIVE" && current.state !== "ACTIVE");
+      // The new owner must be able to write what the actions write; a schedule's firings need nothing more.
+      if (takesOver) await requireActionPrivileges(this.engine, actor, actionsOf(data.definition));
+      if (takesOver && cron !== null) {
+        const ownedAlready = current.ownerUrn === actor.urn && current.scheduleCron !== null;
+        if (!ownedAlready) await requireScheduleRoom(tx, actor.urn, this.config.MAX_SCHEDULES_PER_USER);
+      }
+      await updateTest(tx, urn, {
+        ...rest,
+        ...(state && { state }),
+        ...(scheduleCron !== undefined && { scheduleCron }),
+        ...(takesOver && { ...ownedBy(actor), suspendedAt: null, suspendedReason: null }),
+      });
+      await recordAudit(tx, actor, "test.update", urn, {
+        ...auditDetails(data),
+        ...(takesOver && current.ownerUrn !== actor.urn && { previousOwner: current.ownerUrn }),
+      });
+    }).catch(notFoundWhenMissing(`Test ${urn} does not exist`));
     if (data.scheduleCron !== undefined) await this.syncSchedule(urn, data.scheduleCron);
     return urn;
   }
@@ -190,41 +193,34 @@ export class MetadataTestService {
   async resumeSchedule(actor: Actor, urn: string): Promise<MetadataTest> {
     await this.engine.require(actor, SCHEDULED_TEST_PRIVILEGE, "resume scheduled tests");
     parseUrnField("urn", urn, "test");
-    return this.prisma
-      .$transaction(async (tx) => {
-        await lockScheduleOwner(tx, actor.urn);
-        const current = await this.existing(tx, urn, true);
-        if (current.suspendedAt === null) throw conflict(`Test ${urn} is not suspended`);
-        // Its runs and actions will act for the caller (MANAGE_TESTS is required above).
-        await requireActionPrivileges(this.engine, actor, actionsOf(current.definition as Prisma.InputJsonObject));
-        if (current.ownerUrn !== actor.urn && current.scheduleCron !== null) {
-          await requireScheduleRoom(tx, actor.urn, this.config.MAX_SCHEDULES_PER_USER);
-        }
-        const resumed = await tx.metadataTest.update({
-          where: { urn },
-          data: { ...ownedBy(actor), suspendedAt: null, suspendedReason: null },
-        });
-        await recordAudit(tx, actor, "test.schedule.resume", urn, {
-          previousOwner: current.ownerUrn,
-          suspendedReason: current.suspendedReason,
-        });
-        return resumed;
-      })
-      .catch(notFoundWhenMissing(`Test ${urn} does not exist`));
+    return inPrismaTransaction(this.prisma, async (tx) => {
+      await lockScheduleOwner(tx, actor.urn);
+      const current = await this.existing(tx, urn, true);
+      if (current.suspendedAt === null) throw conflict(`Test ${urn} is not suspended`);
+      // Its runs and actions will act for the caller (MANAGE_TESTS is required above).
+      await requireActionPrivileges(this.engine, actor, actionsOf(current.definition as Prisma.InputJsonObject));
+      if (current.ownerUrn !== actor.urn && current.scheduleCron !== null) {
+        await requireScheduleRoom(tx, actor.urn, this.config.MAX_SCHEDULES_PER_USER);
+      }
+      const resumed = await updateTest(tx, urn, { ...ownedBy(actor), suspendedAt: null, suspendedReason: null });
+      await recordAudit(tx, actor, "test.schedule.resume", urn, {
+        previousOwner: current.ownerUrn,
+        suspendedReason: current.suspendedReason,
+      });
+      return resumed;
+    }).catch(notFoundWhenMissing(`Test ${urn} does not exist`));
   }
 
   async delete(actor: Actor, urn: string): Promise<boolean> {
     await this.engine.require(actor, "MANAGE_TESTS", "delete metadata tests");
     parseUrnField("urn", urn, "test");
     let scheduled = false;
-    await this.prisma
-      .$transaction(async (tx) => {
-        const test = await this.existing(tx, urn);
-        await tx.metadataTest.delete({ where: { urn } });
-        await recordAudit(tx, actor, "test.delete", urn, { name: test.name });
-        scheduled = test.scheduleCron !== null;
-      })
-      .catch(notFoundWhenMissing(`Test ${urn} does not exist`));
+    await inPrismaTransaction(this.prisma, async (tx) => {
+      const test = await this.existing(tx, urn);
+      await deleteTest(tx, urn);
+      await recordAudit(tx, actor, "test.delete", urn, { name: test.name });
+      scheduled = test.scheduleCron !== null;
+    }).catch(notFoundWhenMissing(`Test ${urn} does not exist`));
     if (scheduled) await this.syncSchedule(urn, null);
     return true;
   }
@@ -259,20 +255,9 @@ export class MetadataTestService {
     if (!Number.isInteger(count) || count < 0 || count > MAX_HISTORY_PAGE) {
       throw badInput(`count must be between 0 and ${MAX_HISTORY_PAGE}`);
     }
-    const [rows, counted] = await this.prisma.$transaction([
-      this.prisma.testResultTransition.findMany({
-        where: { urn: input.urn, testUrn: input.testUrn },
-        orderBy: [{ at: "desc" }, { id: "desc" }],
-        skip: start,
-        take: count,
-      }),
-      this.prisma.$queryRaw<Array<{ total: number }>>`
-        SELECT count(*)::int AS total FROM test_result_transition WHERE urn = ${input.urn} AND test_urn = ${input.testUrn}`,
-    ]);
-    const total = counted[0]?.total ?? 0;
-    if (total === 0) {
-      const entity = await this.prisma.aspect.findFirst({ where: { urn: input.urn }, select: { urn: true } });
-      if (!entity) throw notFound(`Entity ${input.urn} does not exist`);
+    const { total, rows } = await transitionPage(this.prisma, { urn: input.urn, testUrn: input.testUrn }, start, count);
+    if (total === 0 && !(await entityExists(this.prisma, input.urn))) {
+      throw notFound(`Entity ${input.urn} does not exist`);
     }
     const typeOf = (passing: boolean) => (passing ? ("SUCCESS" as const) : ("FAILURE" as const));
     const transitions: TestResultTransitionView[] = rows.map((r) => ({
@@ -302,7 +287,7 @@ export class MetadataTestService {
   async get(actor: Actor, urn: string): Promise<MetadataTest | null> {
     await this.engine.require(actor, "VIEW_TESTS", "view metadata tests");
     parseUrnField("urn", urn, "test");
-    return this.prisma.metadataTest.findUnique({ where: { urn } });
+    return findTest(this.prisma, urn);
   }
 
   /** Oldest first; `query` matches name, category or description, ignoring case. */
@@ -310,24 +295,7 @@ export class MetadataTestService {
     await this.engine.require(actor, "VIEW_TESTS", "list metadata tests");
     const { start, count } = pageOf(input);
     const query = input.query?.trim();
-    const where: Prisma.MetadataTestWhereInput = query
-      ? {
-          OR: [
-            { name: { contains: likeLiteral(query), mode: "insensitive" } },
-            { category: { contains: likeLiteral(query), mode: "insensitive" } },
-            { description: { contains: likeLiteral(query), mode: "insensitive" } },
-          ],
-        }
-      : {};
-    const [total, tests] = await this.prisma.$transaction([
-      this.prisma.metadataTest.count({ where }),
-      this.prisma.metadataTest.findMany({
-        where,
-        orderBy: [{ createdAt: "asc" }, { urn: "asc" }],
-        skip: start,
-        take: count,
-      }),
-    ]);
+    const { total, rows: tests } = await testPage(this.prisma, query || undefined, start, count);
     return { start, count: tests.length, total, tests };
   }
 
@@ -338,11 +306,8 @@ export class MetadataTestService {
   async results(actor: Actor, entityUrn: string): Promise<TestResultsView | null> {
     await this.engine.require(actor, "VIEW_TESTS", "view metadata test results");
     parseUrnField("urn", entityUrn);
-    const [row] = await this.prisma.$queryRaw<Array<{ entity_type: string | null; value: unknown }>>`
-      SELECT (SELECT entity_type FROM aspect WHERE urn = ${entityUrn} LIMIT 1) AS entity_type,
-             (SELECT value FROM aspect WHERE urn = ${entityUrn} AND aspect_name = ${TEST_RESULTS_ASPECT}
-               ORDER BY version DESC LIMIT 1) AS value`;
-    const entityType = row?.entity_type;
+    const row = await entityWithLatestAspect(this.prisma, entityUrn, TEST_RESULTS_ASPECT);
+    const entityType = row.entityType;
     if (!entityType) throw notFound(`Entity ${entityUrn} does not exist`);
     if (row.value === null || row.value === undefined) return null;
     const stored = readTestResults(row.value); // values cut as answers cut them, whenever they were stored
@@ -351,11 +316,7 @@ export class MetadataTestService {
     const rulesOf = (rules: FailedRule[]) => (showValues ? rules : rules.map(withoutValues));
     const urns = [...stored.passing, ...stored.failing].map((r) => r.test);
     // As the next push will: results of tests deleted, or edited away from this entity's type, are not shown.
-    const tests = new Map(
-      (await this.prisma.metadataTest.findMany({ where: { urn: { in: urns }, onTypes: { has: entityType } } })).map(
-        (t) => [t.urn, t],
-      ),
-    );
+    const tests = new Map((await testsSelectingType(this.prisma, urns, entityType)).map((t) => [t.urn, t]));
     return {
       passing: stored.passing.flatMap((r) => {
         const test = tests.get(r.test);
@@ -408,8 +369,8 @@ export class MetadataTestService {
 
   /** The test (`lock`: its row locked for the rest of the transaction); 404 when there is none. */
   private async existing(tx: Prisma.TransactionClient, urn: string, lock = false): Promise<MetadataTest> {
-    if (lock) await tx.$queryRaw`SELECT 1 FROM metadata_test WHERE urn = ${urn} FOR UPDATE`;
-    const test = await tx.metadataTest.findUnique({ where: { urn } });
+    if (lock) await lockTest(tx, urn);
+    const test = await findTest(tx, urn);
     if (!test) throw notFound(`Test ${urn} does not exist`);
     return test;
   }

@@ -1,4 +1,4 @@
-import type { Queryable } from "@mdp/db";
+import { urnsOfTestsSelectingType, type Queryable } from "@mdp/db";
 
 /**
  * A stored `testResults` value as readers are shown it: without the entries of tests deleted since, or edited so that
@@ -13,11 +13,7 @@ export async function standingTestResults(db: Queryable, entityType: string, val
   const listed = (list: unknown): unknown[] => (Array.isArray(list) ? list : []);
   const named = [...listed(stored.passing), ...listed(stored.failing)].map(testOf).filter((t) => t !== undefined);
   if (named.length === 0) return value;
-  const { rows } = await db.query<{ urn: string }>(
-    "SELECT urn FROM metadata_test WHERE urn = ANY($1::text[]) AND $2 = ANY(on_types)",
-    [[...new Set(named)], entityType],
-  );
-  const standing = new Set(rows.map((r) => r.urn));
+  const standing = new Set(await urnsOfTestsSelectingType(db, [...new Set(named)], entityType));
   const stands = (entry: unknown) => {
     const test = testOf(entry);
     return test === undefined || standing.has(test);

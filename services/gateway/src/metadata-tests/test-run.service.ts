@@ -1,5 +1,5 @@
 import { badInput, notFound, parseUrnField, type EntityRegistry, type Logger } from "@mdp/core";
-import type { Database } from "@mdp/db";
+import { findTest, type Database } from "@mdp/db";
 import { DEFAULT_RUN_BATCH_SIZE, MAX_RUN_BATCH_SIZE, runTestRequest, type Producer } from "@mdp/queues";
 import { TaskLifecycle } from "@mdp/tasks";
 import type { Actor } from "../auth/actor";
@@ -44,7 +44,7 @@ export class TestRunService {
     if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > MAX_RUN_BATCH_SIZE) {
       throw badInput(`batchSize must be a whole number from 1 to ${MAX_RUN_BATCH_SIZE}`);
     }
-    const test = await this.db.prisma.metadataTest.findUnique({ where: { urn: input.urn } });
+    const test = await findTest(this.db.prisma, input.urn);
     if (!test) throw notFound(`Test ${input.urn} does not exist`);
     if (push) this.refuseUnstorable(test.onTypes);
     await this.rateLimits?.consume(actor, "testRuns");

@@ -12,8 +12,17 @@ import {
   type Logger,
 } from "@mdp/core";
 import {
+  countRetentionPolicies,
+  deleteRetentionPolicy,
+  findRetentionPolicy,
+  inPrismaTransaction,
+  insertRetentionPolicy,
+  lockRetentionPolicy,
+  lockRetentionPolicyCount,
   lockScheduleOwner,
   requireScheduleRoom,
+  retentionPolicyPage,
+  updateRetentionPolicy,
   RETENTION_POLICY_PRIVILEGE,
   retentionRunRequest,
   type Database,
@@ -133,19 +142,17 @@ export class RetentionService {
     ).input;
     const data = { ...parsed, aspect: this.aspectOf(parsed.entityType, parsed.aspect) };
     const id = randomUUID();
-    const row = await this.db.prisma.$transaction(async (tx) => {
+    const row = await inPrismaTransaction(this.db.prisma, async (tx) => {
       // One count at a time: two creations racing for the last place cannot both take it.
-      await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext('retention_policy'))`;
-      if ((await tx.retentionPolicy.count()) >= MAX_RETENTION_POLICIES) {
+      await lockRetentionPolicyCount(tx);
+      if ((await countRetentionPolicies(tx)) >= MAX_RETENTION_POLICIES) {
         throw conflict(
           `There are already ${MAX_RETENTION_POLICIES} retention policies, the limit; delete one before creating another.`,
         );
       }
       await lockScheduleOwner(tx, actor.urn);
       await requireScheduleRoom(tx, actor.urn, this.config.MAX_SCHEDULES_PER_USER);
-      const created = await tx.retentionPolicy.create({
-        data: { id, ...data, createdBy: actor.urn, ...ownedBy(actor) },
-      });
+      const created = await insertRetentionPolicy(tx, { id, ...data, createdBy: actor.urn, ...ownedBy(actor) });
       await recordAudit(tx, actor, "retentionPolicy.create", this.urnOf(id), data);
       return created;
     });
@@ -162,7 +169,7 @@ export class RetentionService {
         input,
       },
     ).input;
-    const row = await this.db.prisma.$transaction(async (tx) => {
+    const row = await inPrismaTransaction(this.db.prisma, async (tx) => {
       // Every field is what the policy does: whoever changes one owns it from then on (its runs act for them).
       await lockScheduleOwner(tx, actor.urn);
       const current = await this.locked(tx, id, urn);
@@ -176,9 +183,11 @@ export class RetentionService {
           ? { aspect: this.aspectOf(entityType, changes.aspect ?? current.aspect) }
           : {}),
       };
-      const updated = await tx.retentionPolicy.update({
-        where: { id },
-        data: { ...data, ...ownedBy(actor), suspendedAt: null, suspendedReason: null },
+      const updated = await updateRetentionPolicy(tx, id, {
+        ...data,
+        ...ownedBy(actor),
+        suspendedAt: null,
+        suspendedReason: null,
       });
       await recordAudit(tx, actor, "retentionPolicy.update", urn, {
         ...data,
@@ -198,16 +207,17 @@ export class RetentionService {
   async resume(actor: Actor, urn: string): Promise<RetentionPolicyView> {
     await this.engine.require(actor, PRIVILEGE, "resume retention policies");
     const id = this.idOf(urn);
-    const row = await this.db.prisma.$transaction(async (tx) => {
+    const row = await inPrismaTransaction(this.db.prisma, async (tx) => {
       await lockScheduleOwner(tx, actor.urn);
       const current = await this.locked(tx, id, urn);
       if (current.suspendedAt === null) throw conflict(`Retention policy ${urn} is not suspended`);
       if (current.ownerUrn !== actor.urn) {
         await requireScheduleRoom(tx, actor.urn, this.config.MAX_SCHEDULES_PER_USER);
       }
-      const resumed = await tx.retentionPolicy.update({
-        where: { id },
-        data: { ...ownedBy(actor), suspendedAt: null, suspendedReason: null },
+      const resumed = await updateRetentionPolicy(tx, id, {
+        ...ownedBy(actor),
+        suspendedAt: null,
+        suspendedReason: null,
       });
       await recordAudit(tx, actor, "retentionPolicy.resume", urn, {
         previousOwner: current.ownerUrn,
@@ -221,9 +231,9 @@ export class RetentionService {
   async delete(actor: Actor, urn: string): Promise<boolean> {
     await this.engine.require(actor, PRIVILEGE, "manage retention policies");
     const id = this.idOf(urn);
-    await this.db.prisma.$transaction(async (tx) => {
+    await inPrismaTransaction(this.db.prisma, async (tx) => {
       const current = await this.locked(tx, id, urn);
-      await tx.retentionPolicy.delete({ where: { id } });
+      await deleteRetentionPolicy(tx, id);
       await recordAudit(tx, actor, "retentionPolicy.delete", urn, {
         entityType: current.entityType,
         aspect: current.aspect,
@@ -248,14 +258,7 @@ export class RetentionService {
   async list(actor: Actor, input: { start?: number | null; count?: number | null }) {
     await this.engine.require(actor, PRIVILEGE, "list retention policies");
     const { start, count } = pageOf(input);
-    const [total, rows] = await this.db.prisma.$transaction([
-      this.db.prisma.retentionPolicy.count(),
-      this.db.prisma.retentionPolicy.findMany({
-        orderBy: [{ createdAt: "desc" }, { id: "desc" }],
-        skip: start,
-        take: count,
-      }),
-    ]);
+    const { total, rows } = await retentionPolicyPage(this.db.prisma, start, count);
     const retentionPolicies = await this.views(rows);
     return { start, count: rows.length, total, retentionPolicies };
   }
@@ -290,15 +293,12 @@ export class RetentionService {
   }
 
   private find(id: string) {
-    return this.db.prisma.retentionPolicy.findUnique({ where: { id } });
+    return findRetentionPolicy(this.db.prisma, id);
   }
 
   /** The row, locked for the rest of the transaction; 404 when there is none. */
   private async locked(tx: Prisma.TransactionClient, id: string, urn: string): Promise<RetentionPolicy> {
-    const rows = await tx.$queryRaw<
-      Array<{ id: string }>
-    >`SELECT id FROM retention_policy WHERE id = ${id}::uuid FOR UPDATE`;
-    const row = rows[0] ? await tx.retentionPolicy.findUnique({ where: { id } }) : null;
+    const row = await lockRetentionPolicy(tx, id);
     if (!row) throw notFound(`No retention policy ${urn}`);
     return row;
   }

@@ -1,6 +1,16 @@
 import { randomUUID } from "node:crypto";
 import { badInput, conflict, notFound, parseUrnField, requireLength, urnOfNewId, type Config } from "@mdp/core";
-import { isUniqueViolation, likeLiteral, type Prisma, type PrismaClient } from "@mdp/db";
+import {
+  addGroupMembers,
+  groupExists,
+  groupPage,
+  inPrismaTransaction,
+  insertGroup,
+  isUniqueViolation,
+  removeGroupMembers,
+  type Prisma,
+  type PrismaClient,
+} from "@mdp/db";
 import type { Actor } from "../auth/actor";
 import { recordAudit } from "../audit/audit.service";
 import type { InvalidationBus } from "../events/invalidation-bus";
@@ -30,8 +40,8 @@ export class GroupService {
     requireLength("input.name", name, { min: 1, max: 256 });
     requireLength("input.description", input.description ?? "", { max: 2000 });
     try {
-      await this.prisma.$transaction(async (tx) => {
-        await tx.group.create({ data: { urn, name, description: input.description ?? null } });
+      await inPrismaTransaction(this.prisma, async (tx) => {
+        await insertGroup(tx, { urn, name, description: input.description ?? null });
         await recordAudit(tx, actor, "group.create", urn, { name });
       });
     } catch (error) {
@@ -45,12 +55,9 @@ export class GroupService {
     await this.engine.require(actor, "MANAGE_POLICIES", "change group members");
     parseUrnField("input.groupUrn", input.groupUrn, "corpGroup");
     const users = this.validUsers(input.userUrns);
-    await this.prisma.$transaction(async (tx) => {
+    await inPrismaTransaction(this.prisma, async (tx) => {
       await this.existing(tx, input.groupUrn);
-      await tx.groupMember.createMany({
-        data: users.map((userUrn) => ({ groupUrn: input.groupUrn, userUrn })),
-        skipDuplicates: true,
-      });
+      await addGroupMembers(tx, input.groupUrn, users);
       await recordAudit(tx, actor, "group.addMembers", input.groupUrn, { userUrns: users });
     });
     await this.bus.publish({ kind: "policies-changed" });
@@ -61,9 +68,9 @@ export class GroupService {
     await this.engine.require(actor, "MANAGE_POLICIES", "change group members");
     parseUrnField("input.groupUrn", input.groupUrn, "corpGroup");
     const users = this.validUsers(input.userUrns);
-    await this.prisma.$transaction(async (tx) => {
+    await inPrismaTransaction(this.prisma, async (tx) => {
       await this.existing(tx, input.groupUrn);
-      await tx.groupMember.deleteMany({ where: { groupUrn: input.groupUrn, userUrn: { in: users } } });
+      await removeGroupMembers(tx, input.groupUrn, users);
       await recordAudit(tx, actor, "group.removeMembers", input.groupUrn, { userUrns: users });
     });
     await this.bus.publish({ kind: "policies-changed" });
@@ -74,18 +81,7 @@ export class GroupService {
     await this.engine.require(actor, "MANAGE_POLICIES", "list groups");
     const { start, count } = pageOf(input);
     const query = input.query?.trim();
-    const where: Prisma.GroupWhereInput = query ? { name: { contains: likeLiteral(query), mode: "insensitive" } } : {};
-    const [total, rows] = await this.prisma.$transaction([
-      this.prisma.group.count({ where }),
-      this.prisma.group.findMany({
-        where,
-        orderBy: [{ name: "asc" }, { urn: "asc" }],
-        skip: start,
-        take: count,
-        include: { members: { select: { userUrn: true }, orderBy: { userUrn: "asc" } } },
-      }),
-    ]);
-    const groups = rows.map((g) => ({ ...g, members: g.members.map((m) => m.userUrn) }));
+    const { total, rows: groups } = await groupPage(this.prisma, query || undefined, start, count);
     return { start, count: groups.length, total, groups };
   }
 
@@ -96,7 +92,7 @@ export class GroupService {
   }
 
   private async existing(tx: Prisma.TransactionClient, groupUrn: string): Promise<void> {
-    if (!(await tx.group.findUnique({ where: { urn: groupUrn }, select: { urn: true } }))) {
+    if (!(await groupExists(tx, groupUrn))) {
       throw notFound(`Group ${groupUrn} does not exist`);
     }
   }

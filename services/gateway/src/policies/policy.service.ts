@@ -1,8 +1,13 @@
 import { randomUUID } from "node:crypto";
 import { badInput, forbidden, makeUrn, notFound, parseUrnField, requireLength, type Config } from "@mdp/core";
 import {
+  deletePolicy,
+  findPolicy,
+  inPrismaTransaction,
+  insertPolicy,
   notFoundWhenMissing,
-  likeLiteral,
+  policyPage,
+  updatePolicy,
   type Policy,
   type PolicyState,
   type PolicyType,
@@ -38,8 +43,8 @@ export class PolicyService {
     await this.engine.require(actor, "MANAGE_POLICIES", "create policies");
     const data = validate(input);
     const urn = makeUrn(this.config.URN_NAMESPACE, "dataHubPolicy", randomUUID());
-    await this.prisma.$transaction(async (tx) => {
-      await tx.policy.create({ data: { urn, ...data } });
+    await inPrismaTransaction(this.prisma, async (tx) => {
+      await insertPolicy(tx, { urn, ...data });
       await recordAudit(tx, actor, "policy.create", urn, { ...data });
     });
     await this.bus.publish({ kind: "policies-changed" });
@@ -50,13 +55,11 @@ export class PolicyService {
     await this.engine.require(actor, "MANAGE_POLICIES", "update policies");
     parseUrnField("urn", urn, "dataHubPolicy");
     const data = validate(input);
-    await this.prisma
-      .$transaction(async (tx) => {
-        await this.editable(tx, urn);
-        await tx.policy.update({ where: { urn }, data });
-        await recordAudit(tx, actor, "policy.update", urn, { ...data });
-      })
-      .catch(notFoundWhenMissing(`Policy ${urn} does not exist`));
+    await inPrismaTransaction(this.prisma, async (tx) => {
+      await this.editable(tx, urn);
+      await updatePolicy(tx, urn, data);
+      await recordAudit(tx, actor, "policy.update", urn, { ...data });
+    }).catch(notFoundWhenMissing(`Policy ${urn} does not exist`));
     await this.bus.publish({ kind: "policies-changed" });
     return urn;
   }
@@ -64,13 +67,11 @@ export class PolicyService {
   async delete(actor: Actor, urn: string): Promise<string> {
     await this.engine.require(actor, "MANAGE_POLICIES", "delete policies");
     parseUrnField("urn", urn, "dataHubPolicy");
-    await this.prisma
-      .$transaction(async (tx) => {
-        const policy = await this.editable(tx, urn);
-        await tx.policy.delete({ where: { urn } });
-        await recordAudit(tx, actor, "policy.delete", urn, { name: policy.name });
-      })
-      .catch(notFoundWhenMissing(`Policy ${urn} does not exist`));
+    await inPrismaTransaction(this.prisma, async (tx) => {
+      const policy = await this.editable(tx, urn);
+      await deletePolicy(tx, urn);
+      await recordAudit(tx, actor, "policy.delete", urn, { name: policy.name });
+    }).catch(notFoundWhenMissing(`Policy ${urn} does not exist`));
     await this.bus.publish({ kind: "policies-changed" });
     return urn;
   }
@@ -79,34 +80,30 @@ export class PolicyService {
     await this.engine.require(actor, "MANAGE_POLICIES", "view policies");
     parseUrnField("urn", urn, "dataHubPolicy");
     if (urn === ROOT_POLICY_URN) return rootPolicy(this.config.ROOT_USER_URN);
-    return this.prisma.policy.findUnique({ where: { urn } });
+    return findPolicy(this.prisma, urn);
   }
 
   async list(actor: Actor, input: { start?: number | null; count?: number | null; query?: string | null }) {
     await this.engine.require(actor, "MANAGE_POLICIES", "list policies");
     const { start, count } = pageOf(input);
     const query = input.query?.trim();
-    const where: Prisma.PolicyWhereInput = query ? { name: { contains: likeLiteral(query), mode: "insensitive" } } : {};
     const root = rootPolicy(this.config.ROOT_USER_URN);
     const rootMatches = !query || root.name.toLowerCase().includes(query.toLowerCase());
     // The built-in policy is listed first; stored ones follow, oldest first.
     const offset = rootMatches ? 1 : 0;
-    const [stored, rows] = await this.prisma.$transaction([
-      this.prisma.policy.count({ where }),
-      this.prisma.policy.findMany({
-        where,
-        orderBy: [{ createdAt: "asc" }, { urn: "asc" }],
-        skip: Math.max(0, start - offset),
-        take: Math.max(0, count - (rootMatches && start === 0 ? 1 : 0)),
-      }),
-    ]);
+    const { total: stored, rows } = await policyPage(
+      this.prisma,
+      query || undefined,
+      Math.max(0, start - offset),
+      Math.max(0, count - (rootMatches && start === 0 ? 1 : 0)),
+    );
     const policies = rootMatches && start === 0 && count > 0 ? [root, ...rows] : rows;
     return { start, count: policies.length, total: stored + offset, policies };
   }
 
   private async editable(tx: Prisma.TransactionClient, urn: string): Promise<Policy> {
     if (urn === ROOT_POLICY_URN) throw forbidden(`Policy ${urn} is built in and cannot be changed`);
-    const policy = await tx.policy.findUnique({ where: { urn } });
+    const policy = await findPolicy(tx, urn);
     if (!policy) throw notFound(`Policy ${urn} does not exist`);
     if (!policy.editable) throw forbidden(`Policy ${urn} is not editable`);
     return policy;

@@ -8,7 +8,17 @@ import {
   type Config,
   type Logger,
 } from "@mdp/core";
-import { MAX_SUSPENDED_REASON, type Database, type Prisma } from "@mdp/db";
+import {
+  accessTokensMintedBy,
+  inPrismaTransaction,
+  MAX_SUSPENDED_REASON,
+  retentionPoliciesOwnedBy,
+  scheduledTestsOwnedBy,
+  suspendDeferredWorkOf,
+  taskIdsCreatedBy,
+  type Database,
+  type Prisma,
+} from "@mdp/db";
 import { presentState, type TaskRow } from "@mdp/tasks";
 import { recordAudit } from "../audit/audit.service";
 import type { Actor } from "../auth/actor";
@@ -110,7 +120,7 @@ export class DelegatedWorkService {
     const suspendWork = input.suspendWork ?? true;
     const reason = `revokeActorAccess by ${actor.urn}${given ? `: ${given}` : ""}`.slice(0, MAX_SUSPENDED_REASON);
 
-    const { revokedTokenIds, tests, policies, tasks } = await this.db.prisma.$transaction(async (tx) => {
+    const { revokedTokenIds, tests, policies, tasks } = await inPrismaTransaction(this.db.prisma, async (tx) => {
       const revoked = await this.store.revokeAllOfIn(tx, userUrn, actor);
       const suspended = suspendWork
         ? await this.suspendSchedulesOf(tx, actor, userUrn, reason)
@@ -144,18 +154,7 @@ export class DelegatedWorkService {
    * or actions (which run for their owner at every push) — each with its audit row, in the caller's transaction.
    */
   private async suspendSchedulesOf(tx: Prisma.TransactionClient, actor: Actor, userUrn: string, reason: string) {
-    const now = new Date();
-    const acting = await tx.$queryRaw<Array<{ urn: string }>>`
-      SELECT urn FROM metadata_test
-       WHERE owner_urn = ${userUrn} AND suspended_at IS NULL AND (schedule_cron IS NOT NULL OR definition ? 'actions')`;
-    const tests = await tx.metadataTest.updateManyAndReturn({
-      where: { urn: { in: acting.map((t) => t.urn) }, suspendedAt: null },
-      data: { suspendedAt: now, suspendedReason: reason },
-    });
-    const policies = await tx.retentionPolicy.updateManyAndReturn({
-      where: { ownerUrn: userUrn, suspendedAt: null },
-      data: { suspendedAt: now, suspendedReason: reason },
-    });
+    const { tests, policies } = await suspendDeferredWorkOf(tx, userUrn, reason, new Date());
     const testWork = tests.map((t) => this.ofTest(t));
     const policyWork = policies.map((p) => this.ofPolicy(p));
     for (const work of testWork) {
@@ -187,43 +186,10 @@ export class DelegatedWorkService {
   /** Up to `limit` items, schedules first, then tasks and tokens newest first; each statement bounded by `limit`. */
   private async find(by: { ownerUrn?: string; tokenId?: string }, limit: number): Promise<DelegatedWork[]> {
     const { prisma } = this.db;
-    const { ownerUrn, tokenId } = by;
-    const owned = {
-      ...(ownerUrn !== undefined && { ownerUrn }),
-      ...(tokenId !== undefined && { ownerTokenId: tokenId }),
-    };
-    const tests = await prisma.metadataTest.findMany({
-      where: { ...owned, scheduleCron: { not: null } },
-      orderBy: [{ createdAt: "desc" }, { urn: "asc" }],
-      take: limit,
-    });
-    const policies = await prisma.retentionPolicy.findMany({
-      where: owned,
-      orderBy: [{ createdAt: "desc" }, { id: "asc" }],
-      take: limit,
-    });
-    const taskIds = await prisma.task.findMany({
-      where: {
-        ...(ownerUrn !== undefined && { createdBy: ownerUrn }),
-        ...(tokenId !== undefined && { createdVia: tokenId }),
-      },
-      orderBy: [{ createdAt: "desc" }, { id: "desc" }],
-      take: limit,
-      select: { id: true },
-    });
-    const tasks = await this.readTasks(taskIds.map((t) => t.id));
-    // access_token.parent_token_id is a uuid: another id was never a parent.
-    const tokens =
-      tokenId !== undefined && !UUID.test(tokenId)
-        ? []
-        : await prisma.accessToken.findMany({
-            where: {
-              ...(ownerUrn !== undefined && { ownerUrn }),
-              ...(tokenId !== undefined && { parentTokenId: tokenId }),
-            },
-            orderBy: [{ createdAt: "desc" }, { id: "desc" }],
-            take: limit,
-          });
+    const tests = await scheduledTestsOwnedBy(prisma, by, limit);
+    const policies = await retentionPoliciesOwnedBy(prisma, by, limit);
+    const tasks = await this.readTasks(await taskIdsCreatedBy(prisma, by, limit));
+    const tokens = await accessTokensMintedBy(prisma, { ownerUrn: by.ownerUrn, parentTokenId: by.tokenId }, limit);
     const now = Date.now();
     return [
       ...tests.map((t) => this.ofTest(t)),
@@ -305,5 +271,3 @@ export class DelegatedWorkService {
     };
   }
 }
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

@@ -1,5 +1,5 @@
 import { every, type Logger, type PeriodicLoop } from "@mdp/core";
-import type { PrismaClient } from "@mdp/db";
+import { recordAccessTokenUses, type PrismaClient } from "@mdp/db";
 
 /**
  * Keeps access_token.last_used_at without a write per request: uses are collected in memory and written in one
@@ -29,11 +29,8 @@ export class LastUsedRecorder {
     const ids = [...batch.keys()];
     const times = ids.map((id) => new Date(batch.get(id)!));
     try {
-      // Several replicas flush independently; GREATEST keeps the newest use.
-      await this.prisma.$executeRaw`
-        UPDATE access_token AS t SET last_used_at = GREATEST(t.last_used_at, u.used_at)
-        FROM unnest(${ids}::uuid[], ${times}::timestamptz[]) AS u(id, used_at)
-        WHERE t.id = u.id`;
+      // Several replicas flush independently; the newest use is kept.
+      await recordAccessTokenUses(this.prisma, ids, times);
     } catch (error) {
       this.logger.warn({ err: error, tokens: ids.length }, "could not record last use of access tokens");
     }

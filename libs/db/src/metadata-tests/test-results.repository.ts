@@ -1,0 +1,117 @@
+import type pg from "pg";
+import type { PrismaClient, TestResultTransition } from "../generated/prisma/client";
+import type { Queryable } from "../timeseries/timeseries.store";
+
+/**
+ * The test_result_transition table: per (entity, test), the first pushed result and every change after it. Written
+ * by the evaluation worker inside a push's transaction (plain pg), pruned by its retention, read by the gateway's
+ * testResultHistory.
+ */
+
+/** One pushed result to compare with its pair's last transition. */
+export interface PushedResult {
+  urn: string;
+  test: string;
+  passing: boolean;
+  /** epoch ms */
+  at: number;
+}
+
+/**
+ * Inserts a transition for each result that differs from its pair's last recorded one (or is its first), at the
+ * later of its time and that row's (times never go backwards within a pair); answers the pairs that got a row.
+ */
+export async function insertTransitions(
+  client: Pick<pg.ClientBase, "query">,
+  results: readonly PushedResult[],
+): Promise<Array<{ urn: string; test_urn: string }>> {
+  const { rows } = await client.query<{ urn: string; test_urn: string }>(
+    `WITH input AS (
+         SELECT * FROM unnest($1::text[], $2::text[], $3::boolean[], $4::timestamptz[]) AS i(urn, test_urn, passing, at)
+       ), compared AS (
+         SELECT i.urn, i.test_urn, i.passing, i.at, last.passing AS previous, last.at AS previous_at
+           FROM input i
+           LEFT JOIN LATERAL (
+             SELECT t.passing, t.at FROM test_result_transition t
+              WHERE t.urn = i.urn AND t.test_urn = i.test_urn
+              ORDER BY t.at DESC, t.id DESC LIMIT 1
+           ) last ON true
+       )
+       INSERT INTO test_result_transition (urn, test_urn, passing, previous, at)
+       SELECT urn, test_urn, passing, previous, GREATEST(at, previous_at) FROM compared
+        WHERE previous IS DISTINCT FROM passing
+       RETURNING urn, test_urn`,
+    [
+      results.map((r) => r.urn),
+      results.map((r) => r.test),
+      results.map((r) => r.passing),
+      results.map((r) => new Date(r.at).toISOString()),
+    ],
+  );
+  return rows;
+}
+
+/**
+ * Trims each of these pairs to its newest `maxPerPair` transitions (the oldest go). Each trim reads the pair's index
+ * past its first maxPerPair rows.
+ */
+export async function trimTransitions(
+  client: Pick<pg.ClientBase, "query">,
+  pairs: ReadonlyArray<{ urn: string; test_urn: string }>,
+  maxPerPair: number,
+): Promise<void> {
+  await client.query(
+    `DELETE FROM test_result_transition t
+          USING (
+            SELECT old.id FROM unnest($1::text[], $2::text[]) AS p(urn, test_urn)
+            CROSS JOIN LATERAL (
+              SELECT x.id FROM test_result_transition x
+               WHERE x.urn = p.urn AND x.test_urn = p.test_urn
+               ORDER BY x.at DESC, x.id DESC OFFSET $3
+            ) old
+          ) d
+         WHERE t.id = d.id`,
+    [pairs.map((w) => w.urn), pairs.map((w) => w.test_urn), maxPerPair],
+  );
+}
+
+/**
+ * Deletes up to `limit` transitions older than `retentionDays`, except the latest of each pair whose test still
+ * exists; rows another pruner holds are skipped (SKIP LOCKED), not waited for. Answers how many went.
+ */
+export async function pruneTransitions(db: Queryable, retentionDays: number, limit: number): Promise<number> {
+  const { rowCount } = await db.query(
+    `DELETE FROM test_result_transition WHERE id IN (
+             SELECT t.id FROM test_result_transition t
+              WHERE t.at < now() - make_interval(days => $1)
+                AND (
+                  EXISTS (SELECT 1 FROM test_result_transition n
+                           WHERE n.urn = t.urn AND n.test_urn = t.test_urn AND (n.at, n.id) > (t.at, t.id))
+                  OR NOT EXISTS (SELECT 1 FROM metadata_test m WHERE m.urn = t.test_urn)
+                )
+              LIMIT $2
+              FOR UPDATE SKIP LOCKED)`,
+    [retentionDays, limit],
+  );
+  return rowCount ?? 0;
+}
+
+/** A page of one pair's transitions, newest first, and how many it has: both in one transaction. */
+export async function transitionPage(
+  prisma: PrismaClient,
+  pair: { urn: string; testUrn: string },
+  skip: number,
+  take: number,
+): Promise<{ total: number; rows: TestResultTransition[] }> {
+  const [rows, counted] = await prisma.$transaction([
+    prisma.testResultTransition.findMany({
+      where: { urn: pair.urn, testUrn: pair.testUrn },
+      orderBy: [{ at: "desc" }, { id: "desc" }],
+      skip,
+      take,
+    }),
+    prisma.$queryRaw<Array<{ total: number }>>`
+        SELECT count(*)::int AS total FROM test_result_transition WHERE urn = ${pair.urn} AND test_urn = ${pair.testUrn}`,
+  ]);
+  return { total: counted[0]?.total ?? 0, rows };
+}

@@ -1,0 +1,85 @@
+import type { MetadataTest, Prisma, PrismaClient, RetentionPolicy } from "../generated/prisma/client";
+
+/**
+ * What a user, or one of its tokens, set in motion (the gateway's delegatedWork and revokeActorAccess): its scheduled
+ * tests and retention policies, the tasks it created. One aggregate read across metadata_test, retention_policy and
+ * task (tokens minted with a token: access-token.repository.ts), and the suspension of that work on revocation.
+ */
+
+/** Whose work: an owner, work set through a token, or both. */
+export interface WorkOwnerFilter {
+  ownerUrn?: string;
+  tokenId?: string;
+}
+
+const owned = (by: WorkOwnerFilter) => ({
+  ...(by.ownerUrn !== undefined && { ownerUrn: by.ownerUrn }),
+  ...(by.tokenId !== undefined && { ownerTokenId: by.tokenId }),
+});
+
+/** Scheduled tests owned (or last set through the token), newest first, at most `limit`. */
+export function scheduledTestsOwnedBy(
+  prisma: PrismaClient,
+  by: WorkOwnerFilter,
+  limit: number,
+): Promise<MetadataTest[]> {
+  return prisma.metadataTest.findMany({
+    where: { ...owned(by), scheduleCron: { not: null } },
+    orderBy: [{ createdAt: "desc" }, { urn: "asc" }],
+    take: limit,
+  });
+}
+
+/** Retention policies owned (or last set through the token), newest first, at most `limit`. */
+export function retentionPoliciesOwnedBy(
+  prisma: PrismaClient,
+  by: WorkOwnerFilter,
+  limit: number,
+): Promise<RetentionPolicy[]> {
+  return prisma.retentionPolicy.findMany({
+    where: owned(by),
+    orderBy: [{ createdAt: "desc" }, { id: "asc" }],
+    take: limit,
+  });
+}
+
+/**
+ * The ids of the tasks created by the owner (or through the token), newest first, at most `limit`: read only (the
+ * task rows are @mdp/tasks', which reads them whole).
+ */
+export async function taskIdsCreatedBy(prisma: PrismaClient, by: WorkOwnerFilter, limit: number): Promise<string[]> {
+  const rows = await prisma.task.findMany({
+    where: {
+      ...(by.ownerUrn !== undefined && { createdBy: by.ownerUrn }),
+      ...(by.tokenId !== undefined && { createdVia: by.tokenId }),
+    },
+    orderBy: [{ createdAt: "desc" }, { id: "desc" }],
+    take: limit,
+    select: { id: true },
+  });
+  return rows.map((t) => t.id);
+}
+
+/**
+ * Suspends, in the caller's transaction, the user's deferred work not suspended yet: its tests that have a schedule
+ * or actions (which run for their owner at every push) and its retention policies. Answers the rows it suspended.
+ */
+export async function suspendDeferredWorkOf(
+  tx: Prisma.TransactionClient,
+  ownerUrn: string,
+  reason: string,
+  now: Date,
+): Promise<{ tests: MetadataTest[]; policies: RetentionPolicy[] }> {
+  const acting = await tx.$queryRaw<Array<{ urn: string }>>`
+      SELECT urn FROM metadata_test
+       WHERE owner_urn = ${ownerUrn} AND suspended_at IS NULL AND (schedule_cron IS NOT NULL OR definition ? 'actions')`;
+  const tests = await tx.metadataTest.updateManyAndReturn({
+    where: { urn: { in: acting.map((t) => t.urn) }, suspendedAt: null },
+    data: { suspendedAt: now, suspendedReason: reason },
+  });
+  const policies = await tx.retentionPolicy.updateManyAndReturn({
+    where: { ownerUrn, suspendedAt: null },
+    data: { suspendedAt: now, suspendedReason: reason },
+  });
+  return { tests, policies };
+}
