@@ -25,6 +25,20 @@ export async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient
 }
 
 /**
+ * Within `client`'s transaction, PostgreSQL cancels any statement still running `ms` from now (SQLSTATE 57014,
+ * isStatementTimeout): a deadline that holds inside a statement waiting on a lock, the transaction rolling back whole.
+ */
+export async function setStatementTimeout(client: pg.ClientBase, ms: number): Promise<void> {
+  await client.query("SELECT set_config('statement_timeout', $1, true)", [`${Math.max(1, Math.ceil(ms))}ms`]);
+}
+
+/** PostgreSQL cancelled the statement because statement_timeout passed (57014 is also an operator's cancel). */
+export function isStatementTimeout(error: unknown): boolean {
+  const e = error as { code?: unknown; message?: unknown } | null;
+  return e?.code === "57014" && typeof e.message === "string" && e.message.includes("statement timeout");
+}
+
+/**
  * Runs `fn` in one Prisma interactive transaction: the repositories' writes take its client (`tx`), so a change and
  * its audit row commit together. Prisma's own `$transaction`, named here so services open transactions without
  * reaching into the client.

@@ -2,7 +2,7 @@ import { performance } from "node:perf_hooks";
 import { DelayedError, UnrecoverableError, type Job } from "bullmq";
 import type pg from "pg";
 import type { Logger } from "@mdp/core";
-import { inTransaction, type Database } from "@mdp/db";
+import { inTransaction, isStatementTimeout, setStatementTimeout, type Database } from "@mdp/db";
 import { JobCancelledError, type Producer, type QueueKey } from "@mdp/queues";
 import { cancellationReason } from "../cancellation";
 import { isLastAttempt, type TaskLifecycle, type TaskRow } from "../lifecycle";
@@ -109,10 +109,7 @@ export class TaskRunner {
     /** In a transaction whose statements PostgreSQL cancels when the deadline passes, with the progress it reports. */
     const commit = async (work: (client: pg.PoolClient) => Promise<((stored: P) => P) | undefined>): Promise<void> => {
       progress = await inTransaction(db.pool, async (client) => {
-        if (deadline !== undefined) {
-          const remainingMs = Math.max(1, deadline - Date.now());
-          await client.query("SELECT set_config('statement_timeout', $1, true)", [`${remainingMs}ms`]);
-        }
+        if (deadline !== undefined) await setStatementTimeout(client, deadline - Date.now());
         const update = await work(client);
         return update ? tasks.progress(lease, (stored) => update(parse(stored)), client) : progress;
       }).catch((error: unknown) => {
@@ -219,10 +216,4 @@ function dashboardProgress(job: Job, intervalMs: number) {
       await job.updateProgress(progress).catch(() => undefined);
     },
   };
-}
-
-/** PostgreSQL cancelled the statement because statement_timeout passed (57014 is also an operator's cancel). */
-function isStatementTimeout(error: unknown): boolean {
-  const e = error as { code?: unknown; message?: unknown } | null;
-  return e?.code === "57014" && typeof e.message === "string" && e.message.includes("statement timeout");
 }
