@@ -28,6 +28,7 @@ export class Producer<Q extends QueueKey> {
     prefix: string,
   ) {
     this.queue = new Queue(QUEUE_NAMES[key], { connection, prefix, telemetry });
+    this.queue.on("error", ignoreQueueError);
   }
 
   async enqueue(jobId: string, payload: PayloadInput<Q>): Promise<Job> {
@@ -75,3 +76,10 @@ class EnqueueTimeout extends Error {
 
 /** ioredis's error for a command past the connection's commandTimeout (createRedis: producers) */
 const isCommandTimeout = (error: unknown) => error instanceof Error && error.message === "Command timed out";
+
+/**
+ * A queue re-emits its connection's errors (Redis away: ECONNREFUSED on every reconnect attempt); unheard, BullMQ
+ * prints each with console.error. Every command that fails rejects to its caller, which reports it (a 503, a logged
+ * retry), so the event only repeats what is already said.
+ */
+export function ignoreQueueError(): void {}

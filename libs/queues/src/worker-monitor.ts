@@ -4,6 +4,7 @@ import { Queue, type Worker } from "bullmq";
 import type { Logger } from "@mdp/core";
 import type { RedisConnection } from "./connection";
 import { QUEUE_NAMES, type QueueKey } from "./names";
+import { ignoreQueueError } from "./producer";
 import { JOB_OUTCOMES, type JobObserver, type JobOutcome } from "./worker";
 
 /**
@@ -92,6 +93,7 @@ export class WorkerMetrics<R extends PromRegistry = PromRegistry> implements Job
   /** Counts the jobs of `worker`'s queue on every scrape, on the worker's own Redis connection. */
   watch(worker: Worker): void {
     this.queue = new Queue(worker.name, { connection: worker.opts.connection, prefix: worker.opts.prefix });
+    this.queue.on("error", ignoreQueueError); // a scrape that fails says so itself
     // Every outcome from the first scrape on, at zero until it happens: a rate over a series that appears late is wrong.
     for (const outcome of JOB_OUTCOMES) this.outcomes.inc({ queue: worker.name, outcome }, 0);
   }

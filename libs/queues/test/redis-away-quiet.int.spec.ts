@@ -1,0 +1,37 @@
+/**
+ * With Redis away, a producer's failures reach its caller and nothing else: BullMQ prints a queue's unheard connection
+ * errors with console.error, one block per reconnect attempt, which filled `pnpm test`'s output from passing outage
+ * tests (and would fill a service's stderr past its log lines).
+ */
+import { createServer } from "node:net";
+import { eventually } from "@mdp/core/testing";
+import { closeRedis, createRedis, Producer } from "../src";
+
+/** A port nothing listens on (bound, then closed). */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+describe("a producer whose Redis is away", () => {
+  it("rejects the enqueue, and prints nothing of its own", async () => {
+    const printed = jest.spyOn(console, "error").mockImplementation(() => undefined);
+    const connection = createRedis(`redis://127.0.0.1:${await closedPort()}`, "producer");
+    const producer = new Producer("truncate", connection, "{quiet}");
+    let refusals = 0;
+    connection.on("error", () => refusals++);
+    try {
+      const payload = { taskId: "t", entityType: "dataset", aspect: "datasetProfile", endTimeMillis: 1, batchSize: 1 };
+      await expect(producer.enqueue("t", payload)).rejects.toThrow();
+      await eventually("the connection has been refused a few times", () => refusals >= 3);
+      expect(printed).not.toHaveBeenCalled();
+    } finally {
+      printed.mockRestore();
+      await producer.close().catch(() => undefined);
+      await closeRedis(connection);
+    }
+  });
+});
