@@ -4,7 +4,7 @@ import { DelayedError, UnrecoverableError, type Job } from "bullmq";
 import type pg from "pg";
 import { JobCancelledError } from "@mdp/queues";
 import { every, serviceUnavailable, unavailableDependency, type Logger } from "@mdp/core";
-import { TaskRepository, type Database, type Prisma, type TaskRow } from "@mdp/db";
+import { TaskRepository, type Database, type NewTask, type Prisma, type TaskRow } from "@mdp/db";
 import { cancellationReason } from "./cancellation";
 import type { TaskState } from "./states";
 
@@ -85,18 +85,8 @@ export function isLastAttempt(job: Pick<Job, "attemptsMade" | "opts">): boolean 
   return job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
 }
 
-export interface CreateTask {
-  type: TaskType;
-  request: unknown;
-  /** identical requests share one task while it is waiting or active and not being cancelled */
-  dedupKey?: string;
-  progress: Record<string, unknown>;
-  createdBy: string;
-  /**
-   * the access token its creator used (task.created_via), so that what a token set in motion can be found and stopped;
-   * absent for the system client and for a schedule's firing (which acts for its owner, not through a token)
-   */
-  createdVia?: string | null;
+/** A task to create: the row's fields (NewTask), what to call it, and what commits with a new row. */
+export interface CreateTask extends NewTask {
   /** what the log and errors call it ("a truncation task") */
   what: string;
   /** written in the same transaction as a new row (an audit record) */

@@ -37,9 +37,14 @@ export interface HeldTask {
 export interface NewTask {
   type: TaskType;
   request: unknown;
+  /** identical requests share one task while it is waiting or active and not being cancelled */
   dedupKey?: string;
   progress: Record<string, unknown>;
   createdBy: string;
+  /**
+   * the access token its creator used (task.created_via), so that what a token set in motion can be found and stopped;
+   * absent for the system client and for a schedule's firing (which acts for its owner, not through a token)
+   */
   createdVia?: string | null;
 }
 
