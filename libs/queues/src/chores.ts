@@ -95,10 +95,15 @@ export function startChores<Q extends ChoreQueue>(
       options.logger.info({ chore: chore.name, everyMs: chore.everyMs }, "chore scheduled");
     }
   };
-  const check = every(`chore-schedulers:${queue.name}`, options.checkEveryMs ?? CHORE_SCHEDULERS_CHECK_MS, ensureSchedulers, {
-    logger: options.logger,
-    runAtStart: true,
-  });
+  const check = every(
+    `chore-schedulers:${queue.name}`,
+    options.checkEveryMs ?? CHORE_SCHEDULERS_CHECK_MS,
+    ensureSchedulers,
+    {
+      logger: options.logger,
+      runAtStart: true,
+    },
+  );
   void worker.run();
   return {
     worker,

@@ -65,7 +65,10 @@ export async function fireSchedule<Row extends OwnedRow, Q extends FiringQueue>(
         targetUrn: urn,
         details: { ...limited, trigger: "schedule", via: kind.via },
       });
-      deps.logger.warn({ kind: kind.name, target: urn, owner: ownerUrn, ...limited }, `${kind.label} over its owner's limit`);
+      deps.logger.warn(
+        { kind: kind.name, target: urn, owner: ownerUrn, ...limited },
+        `${kind.label} over its owner's limit`,
+      );
       return { rateLimited: limited.limit };
     }
   }

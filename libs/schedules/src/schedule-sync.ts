@@ -53,7 +53,8 @@ export class ScheduleSync {
       const done = await this.schedulesOf(kind).reconcile(
         rows.map((r) => ({ id: kind.scheduleId(r.id), cron: r.cron })),
       );
-      if (done.upserted + done.removed > 0) this.logger.info({ kind: name, ...done }, `${kind.label} schedules reconciled`);
+      if (done.upserted + done.removed > 0)
+        this.logger.info({ kind: name, ...done }, `${kind.label} schedules reconciled`);
       counts[name] = done;
     }
     return counts;

@@ -54,7 +54,13 @@ export const scheduledTestKind: ScheduleKind<ScheduledTestRow, "testSchedule"> =
             actorUrn: ownerUrn,
             action: "test.run",
             targetUrn: urn,
-            details: { taskId: id, push: request.push, batchSize: request.batchSize, trigger: "schedule", via: this.via },
+            details: {
+              taskId: id,
+              push: request.push,
+              batchSize: request.batchSize,
+              trigger: "schedule",
+              via: this.via,
+            },
           }),
       },
       {

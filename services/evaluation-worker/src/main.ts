@@ -66,8 +66,16 @@ const chores = startChores(
   "evaluationChores",
   [
     { name: "reconcile-tasks", everyMs: RECONCILE_INTERVAL_MS, run: () => reconciler.reconcileCounted() },
-    { name: "prune-evaluation-tasks", everyMs: TASK_PRUNE_EVERY_MS, run: async () => ({ deleted: await retention.prune() }) },
-    { name: "prune-test-history", everyMs: HISTORY_PRUNE_EVERY_MS, run: async () => ({ deleted: await historyRetention.prune() }) },
+    {
+      name: "prune-evaluation-tasks",
+      everyMs: TASK_PRUNE_EVERY_MS,
+      run: async () => ({ deleted: await retention.prune() }),
+    },
+    {
+      name: "prune-test-history",
+      everyMs: HISTORY_PRUNE_EVERY_MS,
+      run: async () => ({ deleted: await historyRetention.prune() }),
+    },
   ],
   { connection, producerConnection, prefix: config.QUEUE_PREFIX, logger, observer: metrics },
 );

@@ -7,14 +7,7 @@
  * a user's work; delegatedWork lists what a token set in motion.
  */
 import { createLogger } from "@mdp/core";
-import {
-  closeRedis,
-  createRedis,
-  Producer,
-  RateLimits,
-  ScheduleSyncRequests,
-  type RedisConnection,
-} from "@mdp/queues";
+import { closeRedis, createRedis, Producer, RateLimits, ScheduleSyncRequests, type RedisConnection } from "@mdp/queues";
 import { fireSchedule, retentionPolicyKind, scheduledTestKind, type FiringDeps } from "@mdp/schedules";
 import { TaskLifecycle } from "@mdp/tasks";
 import {

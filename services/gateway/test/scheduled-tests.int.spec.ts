@@ -214,7 +214,9 @@ describe("scheduled tests and result history", () => {
 
     // Deleting the test has the schedule sync remove its job scheduler; no run starts after that.
     expect((await gql(DELETE, { urn: testUrn }, MANAGER)).data?.deleteTest).toBe(true);
-    await gone("the deleted test's scheduler", () => schedules.queue.getJobScheduler(`test-${testScheduleId(testUrn)}`));
+    await gone("the deleted test's scheduler", () =>
+      schedules.queue.getJobScheduler(`test-${testScheduleId(testUrn)}`),
+    );
     // Its history stays readable until retention removes it.
     expect(await transitions(testUrn)).toHaveLength(3);
   });
