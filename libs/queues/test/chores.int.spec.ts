@@ -1,13 +1,14 @@
 /**
  * A cluster-wide chore (chores.ts) on real Redis with two worker processes' worth of `startChores` on one queue: each
  * firing of the chore's job scheduler runs once in the whole cluster, not once per replica; a scheduler Redis lost is
- * put back by the per-process check, and two replicas checking at once add no firing.
+ * put back by the per-process check, and two replicas checking at once add no firing; on a queue of global
+ * concurrency 1 (schedule-sync) two replicas never run two jobs at once.
  */
 import { randomUUID } from "node:crypto";
 import type { Job } from "bullmq";
 import { createLogger } from "@mdp/core";
 import { eventually } from "@mdp/core/testing";
-import { closeRedis, createRedis, startChores, type RedisConnection, type RunningChores } from "../src";
+import { closeRedis, createRedis, Producer, startChores, type RedisConnection, type RunningChores } from "../src";
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
 const EVERY_MS = 300;
@@ -68,4 +69,44 @@ describe("chores", () => {
     expect(await a!.producer.queue.getJobScheduler("count-runs")).toMatchObject({ every: EVERY_MS });
     await a!.producer.queue.obliterate({ force: true });
   });
+
+  it("runs one job at a time in the whole cluster on a queue of global concurrency 1", async () => {
+    const syncPrefix = `{test-chores-sync-${randomUUID()}}`;
+    let running = 0;
+    let most = 0;
+    let done = 0;
+    const chore = {
+      name: "sync-schedule",
+      run: async () => {
+        running++;
+        most = Math.max(most, running);
+        for (let i = 0; i < 3; i++) await connections[0]!.ping(); // a few round trips, so an overlap would show
+        running--;
+        done++;
+        return undefined;
+      },
+    };
+    const started = [1, 2].map(() => {
+      const connection = createRedis(REDIS_URL, "worker");
+      const producerConnection = createRedis(REDIS_URL, "worker");
+      connections.push(connection, producerConnection);
+      const replica = startChores("scheduleSync", [chore], {
+        connection,
+        producerConnection,
+        prefix: syncPrefix,
+        logger,
+        globalConcurrency: 1,
+      });
+      replicas.push(replica);
+      return replica;
+    });
+    await Promise.all(started.map((r) => r.ensureSchedulers()));
+    const producer = new Producer("scheduleSync", connections.at(-1)!, syncPrefix);
+    for (let i = 0; i < 20; i++) await producer.enqueue(randomUUID(), {});
+    await eventually("twenty syncs", () => done >= 20, { timeoutMs: 20_000 });
+    expect(most).toBe(1);
+    expect(await producer.queue.getGlobalConcurrency()).toBe(1);
+    await producer.queue.obliterate({ force: true });
+    await producer.close();
+  }, 30_000);
 });

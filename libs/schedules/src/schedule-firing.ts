@@ -9,7 +9,7 @@ export type FiringOutcome =
   | { skipped: string }
   | { suspended: Privilege[] }
   | { rateLimited: string }
-  | { removedSchedule: true };
+  | { removalRequested: true };
 
 /**
  * One firing of a schedule of `kind`, the same steps for every kind:
@@ -31,7 +31,7 @@ export async function fireSchedule<Row extends OwnedRow, Q extends FiringQueue>(
   if (!row || kind.cronOf(row) === null) {
     await deps.sync.request(kind.name, id);
     deps.logger.info({ kind: kind.name, id }, `${kind.label} is gone or unscheduled: asked to remove its schedule`);
-    return { removedSchedule: true };
+    return { removalRequested: true };
   }
   if (row.suspendedAt !== null) return { skipped: "SUSPENDED" };
   const idle = kind.idle?.(row);

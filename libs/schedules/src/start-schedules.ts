@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { Worker } from "bullmq";
 import type { Logger } from "@mdp/core";
 import {
@@ -63,7 +64,7 @@ export function startSchedules(deps: ScheduleProcessDeps): RunningSchedules {
     observer: deps.observer,
     globalConcurrency: 1,
   });
-  requests.producer.enqueue(`sync-all-at-start-${Date.now()}`, {}).catch((error: unknown) => {
+  requests.producer.enqueue(randomUUID(), {}).catch((error: unknown) => {
     deps.logger.warn({ err: error }, "could not ask for a full schedule sync at start; the periodic one will run");
   });
   return {
