@@ -23,6 +23,7 @@ const PACKAGES = [
   "libs/metadata-tests",
   "libs/queues",
   "libs/tasks",
+  "libs/schedules",
   "services/gateway",
   "services/truncation-worker",
   "services/evaluation-worker",

@@ -16,7 +16,7 @@ import { startRedisCluster } from "./redis-cluster";
 
 /**
  * What must hold on a Redis Cluster too: tokens and revocation across gateways, truncation, evaluate, runTest, the
- * queue dashboard, and every replica arrangement (processes on one PostgreSQL and the cluster). The tests that stop,
+ * queue dashboard, scheduled tests with their schedule sync, chores once per cluster, and every replica arrangement (processes on one PostgreSQL and the cluster). The tests that stop,
  * pause or break their own private Redis server are not here: they need a single server to break.
  */
 export const CLUSTER_SUITE = [
@@ -27,6 +27,8 @@ export const CLUSTER_SUITE = [
   "services/gateway/test/truncation.int.spec.ts",
   "services/gateway/test/metadata-tests.int.spec.ts",
   "services/gateway/test/queue-dashboard.int.spec.ts",
+  "services/gateway/test/scheduled-tests.int.spec.ts",
+  "libs/queues/test/chores.int.spec.ts",
 ];
 
 interface Outcome {

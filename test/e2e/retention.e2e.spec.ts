@@ -7,6 +7,7 @@
  */
 import { spawn } from "node:child_process";
 import path from "node:path";
+import { isDeepStrictEqual } from "node:util";
 import { Queue } from "bullmq";
 import { bulkLoad, createDatabase, DAY_MILLIS, type Database } from "@mdp/db";
 import { createTestDatabase } from "@mdp/db/testing";
@@ -156,6 +157,10 @@ describe("retention policies (two gateways, two truncation workers)", () => {
     scheduleQueue = new Queue(QUEUE_NAMES.retention, { connection: redis, prefix });
   }, 120_000);
 
+  /** The schedule sync (a worker's job, asked for by each write) has made the schedulers this many. */
+  const schedulersAre = (count: number) =>
+    waitFor(`${count} retention schedulers`, async () => (await scheduleQueue.getJobSchedulersCount()) === count);
+
   afterAll(async () => {
     await Promise.all(services.map((s) => s.stop()));
     await scheduleQueue?.close();
@@ -174,11 +179,11 @@ describe("retention policies (two gateways, two truncation workers)", () => {
     expect(created).toMatchObject({ entityType: "dataset", aspect: "datasetProfile", retainDays: 30, createdBy: ROOT });
     expect(created.urn).toMatch(/^urn:li:retentionPolicy:[0-9a-f-]{36}$/);
     expect(created.lastTaskId).toBeNull();
-    // The next 03:00 UTC, from the job scheduler.
+    // The next 03:00 UTC, of the cron the schedule sync gives the job scheduler.
     const next = new Date(created.nextRunTime!);
     expect([next.getUTCHours(), next.getUTCMinutes(), next.getUTCSeconds()]).toEqual([3, 0, 0]);
     expect(created.nextRunTime! - Date.now()).toBeLessThanOrEqual(DAY_MILLIS);
-    expect(await scheduleQueue.getJobSchedulersCount()).toBe(1);
+    await schedulersAre(1);
 
     // The other gateway sees the same policy.
     const listed = await ok<{ total: number; retentionPolicies: Policy[] }>(
@@ -198,11 +203,11 @@ describe("retention policies (two gateways, two truncation workers)", () => {
     expect(updated).toMatchObject({ retainDays: 7, cron: "30 4 * * 1", aspect: "datasetProfile" });
     const nextUpdated = new Date(updated.nextRunTime!);
     expect([nextUpdated.getUTCDay(), nextUpdated.getUTCHours(), nextUpdated.getUTCMinutes()]).toEqual([1, 4, 30]);
-    expect(await scheduleQueue.getJobSchedulersCount()).toBe(1);
+    await schedulersAre(1);
 
     expect(await remove(created.urn, urls[1])).toBe(true);
     expect(await get(created.urn)).toBeNull();
-    expect(await scheduleQueue.getJobSchedulersCount()).toBe(0);
+    await schedulersAre(0);
     const again = await graphql(
       `
         mutation ($u: String!) {
@@ -246,7 +251,7 @@ describe("retention policies (two gateways, two truncation workers)", () => {
     );
     expect(answer.errors?.[0]?.extensions?.code).toBe("BAD_USER_INPUT");
     expect(answer.errors?.[0]?.message).toContain(message);
-    expect(await scheduleQueue.getJobSchedulersCount()).toBe(0);
+    await schedulersAre(0);
   });
 
   it("refuses an unknown field, and an update that changes nothing, naming them", async () => {
@@ -303,9 +308,9 @@ describe("retention policies (two gateways, two truncation workers)", () => {
     `);
     expect(refused.errors?.[0]?.extensions?.code).toBe("CONFLICT");
     expect(refused.errors?.[0]?.message).toContain("There are already 100 retention policies, the limit");
-    expect(await scheduleQueue.getJobSchedulersCount()).toBe(100);
+    await schedulersAre(100);
     for (const urn of urns) await remove(urn);
-    expect(await scheduleQueue.getJobSchedulersCount()).toBe(0);
+    await schedulersAre(0);
   }, 120_000);
 
   it("dry-runs with truncateTimeseriesAspect's report, then runs as a truncation task with exact counts", async () => {
@@ -378,7 +383,7 @@ describe("retention policies (two gateways, two truncation workers)", () => {
       { entityType: "dataset", aspect: "datasetUsageStatistics", retainDays: 1, cron: "* * * * * *" },
       urls[1],
     );
-    expect(await scheduleQueue.getJobSchedulersCount()).toBe(1);
+    await schedulersAre(1);
     // No manual trigger: the schedule's first run deletes every row (all older than a day).
     await waitFor(
       "a scheduled run to complete",
@@ -390,7 +395,7 @@ describe("retention policies (two gateways, two truncation workers)", () => {
     await waitFor("four scheduled runs", async () => (await tasksOf(policy.urn)).length >= 4, 30_000);
 
     expect(await remove(policy.urn)).toBe(true);
-    expect(await scheduleQueue.getJobSchedulersCount()).toBe(0);
+    await schedulersAre(0);
     // A firing already handed to a worker may still finish; then nothing more comes.
     await waitFor("the last run to end", async () =>
       (await tasksOf(policy.urn)).every((t) => ["completed", "failed", "cancelled"].includes(t.state)),
@@ -561,6 +566,7 @@ describe("retention policies (two gateways, two truncation workers)", () => {
   it("converges: a worker starting re-creates a schedule Redis lost and removes one whose policy is gone", async () => {
     const policy = await create({ entityType: "dataset", aspect: "operation", retainDays: 2, cron: "0 5 * * *" });
     const id = policy.urn.split(":").at(-1)!;
+    await schedulersAre(1);
     // As if Redis had refused the upsert after the row was written, and the removal after a row was deleted.
     expect(await scheduleQueue.removeJobScheduler(`retention-policy-${id}`)).toBe(true);
     await scheduleQueue.upsertJobScheduler(
@@ -572,9 +578,11 @@ describe("retention policies (two gateways, two truncation workers)", () => {
 
     const restarted = startService("truncation-worker", env);
     services.push(restarted);
-    await waitForOutput(restarted, "retention schedules reconciled");
-    const schedulers = await scheduleQueue.getJobSchedulers(0, -1);
-    expect(schedulers.map((s) => [s.key, s.pattern])).toEqual([[`retention-policy-${id}`, "0 5 * * *"]]);
+    // It asks for a full sync at its start, which whichever worker takes it runs.
+    const schedulers = async () => (await scheduleQueue.getJobSchedulers(0, -1)).map((s) => [s.key, s.pattern]);
+    await waitFor("the full sync", async () =>
+      isDeepStrictEqual(await schedulers(), [[`retention-policy-${id}`, "0 5 * * *"]]),
+    );
     expect((await get(policy.urn))!.nextRunTime).toBeGreaterThan(Date.now());
     await remove(policy.urn);
   }, 60_000);

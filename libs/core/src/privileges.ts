@@ -30,6 +30,16 @@ export const PRIVILEGES = [
 
 export type Privilege = (typeof PRIVILEGES)[number];
 
+/**
+ * What each kind of scheduled work needs of its owner at every firing, besides what a test's actions write: the
+ * privilege of the operation a firing stands for (runTest, runRetentionPolicy). One table: the gateway requires it to
+ * set and resume the work, the workers check the owner's current privileges against it at each firing.
+ */
+export const SCHEDULE_PRIVILEGES = {
+  SCHEDULED_TEST: "MANAGE_TESTS",
+  RETENTION_POLICY: "MANAGE_SYSTEM_OPERATIONS",
+} as const satisfies Record<string, Privilege>;
+
 /** A privilege also grants the ones listed here. */
 const IMPLIES: Partial<Record<Privilege, Privilege[]>> = {
   MANAGE_ACCESS_TOKENS: ["GENERATE_PERSONAL_ACCESS_TOKENS"],

@@ -84,7 +84,8 @@ export interface CronSchedulesOptions<Q extends QueueKey> {
  * fired by Redis whichever processes run (not timers in a process), each firing one job on the queue that a worker
  * turns into the schedule's task. The rows of the service that owns the schedules are the source of truth: `reconcile`
  * makes the schedulers of this kind (by id prefix) match them, so a write whose scheduler step Redis refused converges.
- * Retention policies (retention-schedules.ts) and scheduled tests are both schedules of this class.
+ * Retention policies (retention-schedules.ts) and scheduled tests are both schedules of this class; @mdp/schedules'
+ * schedule sync is the one caller of its writes.
  */
 export class CronSchedules<Q extends QueueKey> {
   constructor(

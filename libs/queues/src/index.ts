@@ -13,3 +13,5 @@ export * from "./cron-schedules";
 export * from "./test-schedules";
 export * from "./test-runs";
 export * from "./rate-limits";
+export * from "./chores";
+export * from "./schedule-sync-requests";

@@ -34,6 +34,11 @@ export function jobOptions(queue: QueueKey, jobId: string, kind?: string): JobsO
       // Creating a run's task is quick and deduplicated per policy or test, so a retry after an outage starts or joins
       // it once.
       return { jobId, ...scheduleJobOptions() };
+    case "scheduleSync":
+    case "truncationChores":
+    case "evaluationChores":
+      // Quick and idempotent: retried through a short outage, and the next firing converges anyway.
+      return { jobId, ...scheduleJobOptions() };
   }
 }
 
@@ -52,11 +57,16 @@ export function scheduleJobOptions(): Omit<JobsOptions, "jobId"> {
   };
 }
 
+/** The name of a schedule-sync job that a write of a schedule's row asks for. */
+export const SYNC_SCHEDULE_JOB = "sync-schedule";
+
 /**
  * The job's name, as the queue dashboard shows it: the queue key, or the payload's `kind` where a queue carries
  * several kinds of job (evaluate-tests: "evaluate" and "runTest").
  */
 export function jobName(queue: QueueKey, kind?: string): string {
+  // A sync asked for by a write (schedule-sync.ts), beside the periodic `sync-all-schedules` chore.
+  if (queue === "scheduleSync") return SYNC_SCHEDULE_JOB;
   return kind ?? queue;
 }
 
@@ -84,6 +94,9 @@ export function workerOptions(
         : { lockDuration: 30_000, stalledInterval: 30_000, maxStalledCount: 1 };
     case "retention":
     case "testSchedule":
+    case "scheduleSync":
+    case "truncationChores":
+    case "evaluationChores":
       return { lockDuration: 15_000, stalledInterval: 5_000, maxStalledCount: 2 };
   }
 }

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { QueueKey } from "./names";
+import { SCHEDULE_KIND_NAMES, type QueueKey } from "./names";
 
 /**
  * The X-Request-Id of the request that queued the job, so that the worker's log lines for it carry the same id
@@ -89,12 +89,28 @@ export const retentionRunPayload = z.object({ policyId: z.string().min(1).max(64
  */
 export const testScheduleRunPayload = z.object({ testUrn: z.string().min(1).max(1_000) });
 
+/**
+ * Make schedules' job schedulers follow their rows (schedule-sync): one schedule, by its kind and id (the gateway,
+ * after a write), or every schedule of every kind (neither given: the periodic full sync).
+ */
+export const scheduleSyncPayload = z.object({
+  scheduleKind: z.enum(SCHEDULE_KIND_NAMES).optional(),
+  id: z.string().min(1).max(1_000).optional(),
+  requestId,
+});
+
+/** A chore's firing (chores.ts): the job's name says which chore; nothing travels. */
+export const chorePayload = z.object({});
+
 /** The one map from queue to payload schema: producers and workers both check against it. */
 export const PAYLOADS = {
   truncate: truncatePayload,
   evaluate: evaluatePayload,
   retention: retentionRunPayload,
   testSchedule: testScheduleRunPayload,
+  scheduleSync: scheduleSyncPayload,
+  truncationChores: chorePayload,
+  evaluationChores: chorePayload,
 } as const satisfies Record<QueueKey, z.ZodType>;
 
 export type Payload<Q extends QueueKey> = z.output<(typeof PAYLOADS)[Q]>;

@@ -3,7 +3,7 @@ import { scheduleJobOptions } from "./job-options";
 
 const SCHEDULER_PREFIX = "retention-policy-";
 
-/** The job scheduler of a policy: one id per policy, so every replica that upserts it upserts the same one. */
+/** The job scheduler of a policy: one id per policy, so each firing is one job whichever processes run. */
 export function retentionSchedulerId(policyId: string): string {
   return `${SCHEDULER_PREFIX}${policyId}`;
 }
@@ -14,7 +14,7 @@ export type ScheduledPolicy = CronScheduled;
 /**
  * The BullMQ job schedulers of retention policies, on the `retention-schedules` queue (cron-schedules.ts): one per
  * policy, each firing one job that a truncation worker turns into the policy's truncation task. The policy rows are
- * the source of truth: `reconcile` makes the schedulers match them.
+ * the source of truth; only @mdp/schedules' schedule sync writes these schedulers (the gateway reads their next runs).
  */
 export class RetentionSchedules extends CronSchedules<"retention"> {
   constructor(queue: ConstructorParameters<typeof CronSchedules<"retention">>[0]) {

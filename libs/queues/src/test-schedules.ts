@@ -15,7 +15,8 @@ export function testUrnOfScheduleId(id: string): string {
 /**
  * The BullMQ job schedulers of scheduled tests (a test's `schedule.cron`), on the `test-schedules` queue
  * (cron-schedules.ts, as retention policies): one per test, each firing one job that an evaluation worker turns into
- * the test's runTest task. The metadata_test rows are the source of truth: `reconcileTests` makes the schedulers match.
+ * the test's runTest task. The metadata_test rows are the source of truth; only @mdp/schedules' schedule sync writes
+ * these schedulers (the gateway reads their next runs).
  */
 export class TestSchedules extends CronSchedules<"testSchedule"> {
   constructor(queue: ConstructorParameters<typeof CronSchedules<"testSchedule">>[0]) {
@@ -37,10 +38,5 @@ export class TestSchedules extends CronSchedules<"testSchedule"> {
   async nextRunsOfTests(testUrns: readonly string[]): Promise<Map<string, number>> {
     const byId = await this.nextRuns(testUrns.map(testScheduleId));
     return new Map([...byId].map(([id, at]) => [testUrnOfScheduleId(id), at]));
-  }
-
-  /** Makes the schedulers match the scheduled tests' rows (their urn and schedule_cron). */
-  async reconcileTests(tests: ReadonlyArray<{ urn: string; cron: string }>) {
-    return this.reconcile(tests.map((t) => ({ id: testScheduleId(t.urn), cron: t.cron })));
   }
 }

@@ -1,4 +1,4 @@
-import { every, type Logger, type PeriodicLoop } from "@mdp/core";
+import type { Logger } from "@mdp/core";
 import type { TaskLifecycle, TaskRow, TaskType } from "./lifecycle";
 
 /** One kind of task a reconciler looks after: how to tell its job exists, and what to do when it does not. */
@@ -22,14 +22,13 @@ export const RECONCILE_INTERVAL_MS = 15_000;
 export const RECONCILE_GRACE_MS = 5_000;
 
 /**
- * reconcile: every worker, at start and periodically, (1) moves active tasks whose lease lapsed back to waiting,
+ * reconcile: each worker process at its start, then once per cluster every RECONCILE_INTERVAL_MS (the worker's
+ * `reconcile-tasks` chore, a BullMQ job scheduler: one worker of the kind runs each firing), (1) moves active tasks whose lease lapsed back to waiting,
  * (2) queues again the waiting tasks of its kinds whose job vanished from Redis (a restart without persistence), and
  * (3) ends failed those whose job failed for good without the task's row being told.
  * Adding a job id that exists is a no-op and a claim resumes from the row, so doing this twice is harmless.
  */
 export class TaskReconciler {
-  private loop: PeriodicLoop | undefined;
-
   constructor(
     private readonly tasks: TaskLifecycle,
     private readonly kinds: readonly ReconciledKind[],
@@ -37,29 +36,10 @@ export class TaskReconciler {
     private readonly options: { intervalMs?: number; graceMs?: number } = {},
   ) {}
 
-  start(): void {
-    this.loop = every(
-      "task-reconcile",
-      this.options.intervalMs ?? RECONCILE_INTERVAL_MS,
-      () =>
-        this.reconcile().then(
-          ({ released, requeued, failed }) => ({
-            released: released.length,
-            requeued: requeued.length,
-            failed: failed.length,
-          }),
-          (error: unknown) => {
-            this.logger.warn({ err: error }, "reconcile failed");
-            return undefined;
-          },
-        ),
-      { logger: this.logger, runAtStart: true },
-    );
-  }
-
-  /** No reconcile starts after it (one in flight finishes on its own). */
-  stop(): void {
-    void this.loop?.stop();
+  /** One reconcile, counted: what a run of the `reconcile-tasks` chore reports. */
+  async reconcileCounted(): Promise<{ released: number; requeued: number; failed: number }> {
+    const { released, requeued, failed } = await this.reconcile();
+    return { released: released.length, requeued: requeued.length, failed: failed.length };
   }
 
   /** Returns the ids of the tasks whose lease it released, of those it queued again, and of those it ended failed. */

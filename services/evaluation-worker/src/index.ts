@@ -10,5 +10,4 @@ export {
   type EvaluationHandler,
 } from "./evaluation-handler";
 export { TestHistoryRetention, TestResultHistory } from "./test-result-history";
-export { createTestScheduleHandler, startTestSchedules, type TestScheduleDeps } from "./test-schedules.processor";
 export { ResultsPusher, type PushItem } from "./results.pusher";

@@ -9,14 +9,15 @@ import {
   Producer,
   RateLimits,
   runUntilSignalled,
+  startChores,
   WorkerMetrics,
 } from "@mdp/queues";
-import { EvaluationTasks, TaskLifecycle, TaskReconciler } from "@mdp/tasks";
+import { scheduledTestKind, startSchedules } from "@mdp/schedules";
+import { EvaluationTasks, RECONCILE_INTERVAL_MS, TaskLifecycle, TaskReconciler } from "@mdp/tasks";
 import { evaluationGivenUp, evaluationHandler, evaluationsReconciled } from "./evaluation-handler";
 import { evaluationRegistry } from "./evaluation-metrics";
-import { TaskRetention } from "./task-retention";
-import { TestHistoryRetention } from "./test-result-history";
-import { startTestSchedules } from "./test-schedules.processor";
+import { TASK_PRUNE_EVERY_MS, TaskRetention } from "./task-retention";
+import { HISTORY_PRUNE_EVERY_MS, TestHistoryRetention } from "./test-result-history";
 
 const config = loadConfigOrExit();
 const logger = createLogger("evaluation-worker", config.LOG_LEVEL);
@@ -53,23 +54,41 @@ const worker = createWorker("evaluate", handler, {
   onGivenUp: evaluationGivenUp(db, connection, logger, tasks),
 });
 const retention = new TaskRetention(new EvaluationTasks(db.pool, tasks), logger);
-retention.start();
-// Test result transitions older than TEST_HISTORY_RETENTION_DAYS (each live pair's latest kept), every 10 minutes.
+// Test result transitions older than TEST_HISTORY_RETENTION_DAYS (each live pair's latest kept).
 const historyRetention = new TestHistoryRetention(db.pool, config.TEST_HISTORY_RETENTION_DAYS, logger);
-historyRetention.start();
-// Lapsed leases wait again; test runs whose job vanished from Redis are queued again (at start, then every 15 s).
+// Lapsed leases wait again; test runs whose job vanished from Redis are queued again: once at this process's start.
 const producerConnection = createRedis(config.REDIS_URL, "worker");
 const producer = new Producer("evaluate", producerConnection, config.QUEUE_PREFIX);
 const reconciler = new TaskReconciler(tasks, evaluationsReconciled(producer), logger);
-reconciler.start();
-// Scheduled tests: their schedules' jobs become runTest tasks here; the schedulers are reconciled with the rows. Each
-// firing counts against its owner's runTest limit, on the gateway's keys.
+void reconciler.reconcileCounted().catch((error: unknown) => logger.warn({ err: error }, "reconcile at start failed"));
+// The cluster's chores: each firing of their job schedulers runs on one evaluation worker, not on every replica.
+const chores = startChores(
+  "evaluationChores",
+  [
+    { name: "reconcile-tasks", everyMs: RECONCILE_INTERVAL_MS, run: () => reconciler.reconcileCounted() },
+    {
+      name: "prune-evaluation-tasks",
+      everyMs: TASK_PRUNE_EVERY_MS,
+      run: async () => ({ deleted: await retention.prune() }),
+    },
+    {
+      name: "prune-test-history",
+      everyMs: HISTORY_PRUNE_EVERY_MS,
+      run: async () => ({ deleted: await historyRetention.prune() }),
+    },
+  ],
+  { connection, producerConnection, prefix: config.QUEUE_PREFIX, logger, observer: metrics },
+);
+// Scheduled tests: their firings become runTest tasks here, each counted against its owner's runTest limit on the
+// gateway's keys; this process also takes its share of the schedule sync (the one writer of the schedulers).
 const rateLimits = new RateLimits(RateLimits.connect(config, logger), config);
-const testSchedules = startTestSchedules({
+const schedules = startSchedules({
+  kinds: [scheduledTestKind],
   db,
   tasks,
-  runs: producer,
+  producers: { evaluate: producer },
   rootUserUrn: config.ROOT_USER_URN,
+  urnNamespace: config.URN_NAMESPACE,
   rateLimits,
   logger,
   connection,
@@ -88,11 +107,9 @@ runUntilSignalled({
     checks: { postgres: () => db.pool.query("SELECT 1") },
   },
   resources: [
-    () => testSchedules.stop(),
+    () => schedules.stop(),
+    () => chores.stop(),
     () => rateLimits.close(),
-    async () => retention.stop(),
-    async () => historyRetention.stop(),
-    async () => reconciler.stop(),
     async () => leases.stop(),
     () => producer.close(),
     () => closeRedis(producerConnection),

@@ -1,4 +1,4 @@
-import { every, type Logger, type PeriodicLoop } from "@mdp/core";
+import type { Logger } from "@mdp/core";
 import { insertTransitions, pruneTransitions, trimTransitions } from "@mdp/db";
 import type { TestResultsAspect } from "@mdp/metadata-tests";
 import type pg from "pg";
@@ -54,34 +54,22 @@ export class TestResultHistory {
 
 /** Rows deleted per statement by the retention: each statement's locks and WAL stay small. */
 const PRUNE_CHUNK = 5_000;
-const PRUNE_EVERY_MS = 10 * 60_000;
+/** How often the `prune-test-history` chore runs (once per cluster). */
+export const HISTORY_PRUNE_EVERY_MS = 10 * 60_000;
 
 /**
- * TEST_HISTORY_RETENTION_DAYS: every 10 minutes (and when `prune` is called) an evaluation worker deletes transitions
+ * TEST_HISTORY_RETENTION_DAYS: at each firing of the `prune-test-history` chore (every 10 minutes, one evaluation
+ * worker of the cluster), and when `prune` is called, transitions are deleted
  * older than the retention, except the latest of each pair whose test still exists — that row says since when the
  * entity has been in its current state, which stays answerable however long ago it changed. The latest rows of
- * deleted tests go with age like the rest. Replicas share the work (SKIP LOCKED) rather than wait on each other.
+ * deleted tests go with age like the rest. A prune by hand and a firing share the work (SKIP LOCKED).
  */
 export class TestHistoryRetention {
-  private loop: PeriodicLoop | undefined;
-
   constructor(
     private readonly pool: Pick<pg.Pool, "query">,
     private readonly retentionDays: number,
     private readonly logger: Logger,
   ) {}
-
-  start(): void {
-    this.loop = every("test-history-retention", PRUNE_EVERY_MS, async () => ({ deleted: await this.prune() }), {
-      logger: this.logger,
-      runAtStart: true,
-    });
-  }
-
-  /** No prune starts after it (one in flight finishes on its own). */
-  stop(): void {
-    void this.loop?.stop();
-  }
 
   /** Deletes what the retention allows, a chunk per statement; returns how many rows went (0 after a failure). */
   async prune(): Promise<number> {

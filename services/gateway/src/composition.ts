@@ -1,6 +1,13 @@
 import { EntityRegistry, type Config, type Logger } from "@mdp/core";
 import { AspectRepository, TimeseriesStore, type Database } from "@mdp/db";
-import { Producer, QUEUE_NAMES, ReplyInbox, RetentionSchedules, TestSchedules } from "@mdp/queues";
+import {
+  Producer,
+  QUEUE_NAMES,
+  ReplyInbox,
+  RetentionSchedules,
+  ScheduleSyncRequests,
+  TestSchedules,
+} from "@mdp/queues";
 import type { RedisConnection } from "@mdp/queues";
 import { EvaluationTasks } from "@mdp/tasks";
 import { AuditService } from "./audit/audit.service";
@@ -80,8 +87,15 @@ export async function composeServices(config: Config, connections: Connections, 
     logger,
     config.URN_NAMESPACE,
   );
-  // The retention schedules' queue: the gateway upserts and removes job schedulers on it, the truncation workers
-  // consume what they fire.
+  // The gateway writes schedules' rows and asks the schedule sync (the workers', the one writer of job schedulers) to
+  // make their schedulers follow; it only reads the schedulers (next runs) on the schedules' queues.
+  const scheduleSyncProducer = new Producer("scheduleSync", connections.redis, config.QUEUE_PREFIX);
+  const scheduleSync = new ScheduleSyncRequests(scheduleSyncProducer);
+  // Shown in the queue dashboard: the workers' chores (each firing of their job schedulers, once per cluster).
+  const choreQueues = [
+    new Producer("truncationChores", connections.redis, config.QUEUE_PREFIX),
+    new Producer("evaluationChores", connections.redis, config.QUEUE_PREFIX),
+  ];
   const retentionProducer = new Producer("retention", connections.redis, config.QUEUE_PREFIX);
   const retention = new RetentionService(
     connections.db,
@@ -89,11 +103,10 @@ export async function composeServices(config: Config, connections: Connections, 
     engine,
     truncation,
     new RetentionSchedules(retentionProducer.queue),
+    scheduleSync,
     logger,
     config,
   );
-  // The scheduled tests' queue: the gateway upserts and removes a test's job scheduler with the test, the evaluation
-  // workers consume what they fire.
   const testScheduleProducer = new Producer("testSchedule", connections.redis, config.QUEUE_PREFIX);
   const services: Services = {
     prisma,
@@ -109,6 +122,7 @@ export async function composeServices(config: Config, connections: Connections, 
       config,
       new TestSchedules(testScheduleProducer.queue),
       logger,
+      scheduleSync,
     ),
     testRuns: new TestRunService(connections.db, registry, engine, evaluateProducer, logger, rateLimits),
     tasks,
@@ -162,13 +176,22 @@ export async function composeServices(config: Config, connections: Connections, 
       evaluateProducer.close(),
       retentionProducer.close(),
       testScheduleProducer.close(),
+      scheduleSyncProducer.close(),
+      ...choreQueues.map((q) => q.close()),
       evaluationReplies.close(),
     ]);
   };
   return {
     services,
     http,
-    queues: [truncateProducer.queue, evaluateProducer.queue, retentionProducer.queue, testScheduleProducer.queue],
+    queues: [
+      truncateProducer.queue,
+      evaluateProducer.queue,
+      retentionProducer.queue,
+      testScheduleProducer.queue,
+      scheduleSyncProducer.queue,
+      ...choreQueues.map((q) => q.queue),
+    ],
     authenticator,
     stop,
   };

@@ -14,11 +14,10 @@
  * fails here.
  */
 import { isDeepStrictEqual } from "node:util";
-import type { Job } from "bullmq";
 import { createLogger, withImplied, type Privilege } from "@mdp/core";
-import { closeRedis, createRedis, Producer, RateLimits, TestSchedules } from "@mdp/queues";
+import { closeRedis, createRedis, Producer, RateLimits, ScheduleSyncRequests } from "@mdp/queues";
+import { fireSchedule, scheduledTestKind } from "@mdp/schedules";
 import { TaskLifecycle } from "@mdp/tasks";
-import { createTestScheduleHandler } from "evaluation-worker";
 import { servedSchema } from "../src/api-docs/graphql-sdl";
 import { describeGmsRoutes } from "../src/gms.routes";
 import { startEvaluationWorker, type RunningWorker } from "./support/evaluation-worker";
@@ -666,18 +665,19 @@ describe("authorization matrix: every operation, every kind of principal", () =>
     const connection = createRedis(h.config.REDIS_URL, "producer");
     const rateLimits = new RateLimits(RateLimits.connect(h.config, logger), h.config);
     try {
-      const fire = createTestScheduleHandler({
+      const deps = {
         db: h.database,
         tasks: new TaskLifecycle(h.database, logger),
-        runs: new Producer("evaluate", connection, h.config.QUEUE_PREFIX),
-        schedules: new TestSchedules(new Producer("testSchedule", connection, h.config.QUEUE_PREFIX).queue),
+        producers: { evaluate: new Producer("evaluate", connection, h.config.QUEUE_PREFIX) },
+        sync: new ScheduleSyncRequests(new Producer("scheduleSync", connection, h.config.QUEUE_PREFIX)),
         logger,
+        urnNamespace: h.config.URN_NAMESPACE,
         rootUserUrn: h.config.ROOT_USER_URN,
         rateLimits,
-      });
+      };
       for (const [, owner] of owners) {
         const test = await h.prisma.metadataTest.findFirstOrThrow({ where: { ownerUrn: owner.urn } });
-        expect(await fire({ testUrn: test.urn }, {} as Job, undefined)).toEqual({ suspended: ["MANAGE_TESTS"] });
+        expect(await fireSchedule(scheduledTestKind, test.urn, deps)).toEqual({ suspended: ["MANAGE_TESTS"] });
         expect(await h.prisma.task.count({ where: { createdBy: owner.urn } })).toBe(0);
       }
     } finally {

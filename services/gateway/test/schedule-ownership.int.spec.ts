@@ -6,20 +6,10 @@
  * MAX_SCHEDULES_PER_USER schedules; firings spend their owner's runTest budget; revokeActorAccess suspends and lists
  * a user's work; delegatedWork lists what a token set in motion.
  */
-import type { Job } from "bullmq";
 import { createLogger } from "@mdp/core";
-import {
-  closeRedis,
-  createRedis,
-  Producer,
-  RateLimits,
-  RetentionSchedules,
-  TestSchedules,
-  type RedisConnection,
-} from "@mdp/queues";
+import { closeRedis, createRedis, Producer, RateLimits, ScheduleSyncRequests, type RedisConnection } from "@mdp/queues";
+import { fireSchedule, retentionPolicyKind, scheduledTestKind, type FiringDeps } from "@mdp/schedules";
 import { TaskLifecycle } from "@mdp/tasks";
-import { createTestScheduleHandler } from "evaluation-worker";
-import { createRetentionHandler } from "truncation-worker";
 import {
   ROOT,
   bearer,
@@ -92,8 +82,7 @@ describe("who scheduled work acts for", () => {
   let rateLimits: RateLimits;
   let runs: Producer<"evaluate">;
   let truncations: Producer<"truncate">;
-  let testScheduleQueue: Producer<"testSchedule">;
-  let retentionQueue: Producer<"retention">;
+  let syncQueue: Producer<"scheduleSync">;
   let fireTest: (testUrn: string) => Promise<Record<string, unknown>>;
   let firePolicy: (policyUrn: string) => Promise<Record<string, unknown>>;
 
@@ -145,38 +134,25 @@ describe("who scheduled work acts for", () => {
     rateLimits = new RateLimits(RateLimits.connect(h.config, logger), h.config);
     runs = new Producer("evaluate", connection, h.config.QUEUE_PREFIX);
     truncations = new Producer("truncate", connection, h.config.QUEUE_PREFIX);
-    testScheduleQueue = new Producer("testSchedule", connection, h.config.QUEUE_PREFIX);
-    retentionQueue = new Producer("retention", connection, h.config.QUEUE_PREFIX);
-    const tasks = new TaskLifecycle(h.database, logger);
-    // The workers' own handlers, as a firing runs them (no evaluation or truncation runs: the tasks stay waiting).
-    const testHandler = createTestScheduleHandler({
+    syncQueue = new Producer("scheduleSync", connection, h.config.QUEUE_PREFIX);
+    // The workers' own firing runner, as a firing runs it (no evaluation or truncation runs: the tasks stay waiting).
+    const deps: FiringDeps = {
       db: h.database,
-      tasks,
-      runs,
-      schedules: new TestSchedules(testScheduleQueue.queue),
-      logger,
-      rootUserUrn: h.config.ROOT_USER_URN,
-      rateLimits,
-    });
-    const retentionHandler = createRetentionHandler({
-      db: h.database,
-      tasks,
-      truncations,
-      schedules: new RetentionSchedules(retentionQueue.queue),
+      tasks: new TaskLifecycle(h.database, logger),
+      producers: { evaluate: runs, truncate: truncations },
+      sync: new ScheduleSyncRequests(syncQueue),
       logger,
       urnNamespace: h.config.URN_NAMESPACE,
       rootUserUrn: h.config.ROOT_USER_URN,
-    });
-    fireTest = async (testUrn) => (await testHandler({ testUrn }, {} as Job, undefined)) as Record<string, unknown>;
+      rateLimits,
+    };
+    fireTest = async (testUrn) => (await fireSchedule(scheduledTestKind, testUrn, deps)) as Record<string, unknown>;
     firePolicy = async (policyUrn) =>
-      (await retentionHandler({ policyId: policyUrn.split(":").at(-1)! }, {} as Job, undefined)) as Record<
-        string,
-        unknown
-      >;
+      (await fireSchedule(retentionPolicyKind, policyUrn.split(":").at(-1)!, deps)) as Record<string, unknown>;
     await grant(h, OTHER_MANAGER, ["MANAGE_TESTS"]);
   }, 60_000);
   afterAll(async () => {
-    await Promise.all([runs?.close(), truncations?.close(), testScheduleQueue?.close(), retentionQueue?.close()]);
+    await Promise.all([runs?.close(), truncations?.close(), syncQueue?.close()]);
     await rateLimits?.close();
     if (connection) await closeRedis(connection);
     await h?.close();

@@ -1,17 +1,18 @@
 /**
  * Scheduled tests and result history (issue 22, item 3) against the real gateway over HTTP and GraphQL, real BullMQ
- * workers (evaluate-tests and test-schedules, the evaluation worker's own handlers), real PostgreSQL and Redis: a test
- * with a per-second cron runs by itself as an ordinary runTest task and pushes; its results' transitions are recorded
- * only on change, with times; updating or deleting the test changes or removes its job scheduler; schedules converge
- * with the rows; a schedule whose owner lost MANAGE_TESTS is suspended (audited) and starts nothing until a holder
+ * workers (evaluate-tests, test-schedules and schedule-sync, as an evaluation worker runs them), real PostgreSQL and
+ * Redis: a test with a per-second cron runs by itself as an ordinary runTest task and pushes; its results'
+ * transitions are recorded only on change, with times; updating or deleting the test has the schedule sync change or
+ * remove its job scheduler; schedules converge with the rows; a schedule whose owner lost MANAGE_TESTS is suspended (audited) and starts nothing until a holder
  * resumes it; the history's cap and retention prune; testResultHistory's privilege and bounds.
  */
 import { createLogger } from "@mdp/core";
 import { eventually } from "@mdp/core/testing";
 import { AspectRepository, inTransaction, ownerPrivilegesReader } from "@mdp/db";
 import { closeRedis, createRedis, Producer, testScheduleId, TestSchedules, type RedisConnection } from "@mdp/queues";
+import { scheduledTestKind, startSchedules } from "@mdp/schedules";
 import { TaskLifecycle } from "@mdp/tasks";
-import { ResultsPusher, startTestSchedules, TestHistoryRetention, TestResultHistory } from "evaluation-worker";
+import { ResultsPusher, TestHistoryRetention, TestResultHistory } from "evaluation-worker";
 import { startEvaluationWorker, type RunningWorker } from "./support/evaluation-worker";
 import { ROOT, grant, startGateway, systemClientHeaders, type Harness } from "./support/gateway-harness";
 
@@ -44,7 +45,7 @@ interface Transition {
 describe("scheduled tests and result history", () => {
   let h: Harness;
   let worker: RunningWorker;
-  let schedulesWorker: ReturnType<typeof startTestSchedules>;
+  let schedulesWorker: ReturnType<typeof startSchedules>;
   let connections: RedisConnection[];
   let schedules: TestSchedules;
   let runs: Producer<"evaluate">;
@@ -77,6 +78,8 @@ describe("scheduled tests and result history", () => {
     ).rows;
   const until = async <T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> =>
     (await eventually(what, probe, { timeoutMs, until: (value) => value !== undefined })) as T;
+  const gone = (what: string, probe: () => Promise<unknown>) =>
+    eventually(what, probe, { until: (value) => value === undefined });
   const createScheduled = async (id: string, cron: string | null, actor = MANAGER) => {
     const body = await gql(
       CREATE,
@@ -105,12 +108,14 @@ describe("scheduled tests and result history", () => {
     const logger = createLogger("test-schedules-test", h.config.LOG_LEVEL);
     connections = [createRedis(h.config.REDIS_URL, "worker"), createRedis(h.config.REDIS_URL, "worker")];
     runs = new Producer("evaluate", connections[1]!, h.config.QUEUE_PREFIX);
-    schedulesWorker = startTestSchedules({
+    schedulesWorker = startSchedules({
+      kinds: [scheduledTestKind],
       db: h.database,
       tasks: new TaskLifecycle(h.database, logger),
-      runs,
+      producers: { evaluate: runs },
       logger,
       rootUserUrn: h.config.ROOT_USER_URN,
+      urnNamespace: h.config.URN_NAMESPACE,
       connection: connections[0]!,
       producerConnection: connections[1]!,
       prefix: h.config.QUEUE_PREFIX,
@@ -163,7 +168,7 @@ describe("scheduled tests and result history", () => {
     // reconciliation gives it its job scheduler.
     const testUrn = await createScheduled("every-second", null);
     await h.prisma.metadataTest.update({ where: { urn: testUrn }, data: { scheduleCron: "* * * * * *" } });
-    await schedulesWorker.reconcile();
+    await schedulesWorker.sync.syncAll();
 
     // No runTest was asked for: the schedule starts the runs, each an ordinary task that getTaskStatus follows.
     const first = await until("a scheduled run to complete", async () =>
@@ -207,9 +212,11 @@ describe("scheduled tests and result history", () => {
     const page = (await history(testUrn, { start: 1, count: 1 })).data?.testResultHistory;
     expect(page).toEqual({ start: 1, count: 1, total: 3, transitions: [passing[1]] });
 
-    // Deleting the test removes its job scheduler at once; no run starts after that.
+    // Deleting the test has the schedule sync remove its job scheduler; no run starts after that.
     expect((await gql(DELETE, { urn: testUrn }, MANAGER)).data?.deleteTest).toBe(true);
-    expect(await schedules.queue.getJobScheduler(`test-${testScheduleId(testUrn)}`)).toBeUndefined();
+    await gone("the deleted test's scheduler", () =>
+      schedules.queue.getJobScheduler(`test-${testScheduleId(testUrn)}`),
+    );
     // Its history stays readable until retention removes it.
     expect(await transitions(testUrn)).toHaveLength(3);
   });
@@ -228,7 +235,7 @@ describe("scheduled tests and result history", () => {
     const deleted = await gql(`mutation($u: String!) { deletePolicy(urn: $u) }`, { u: policyUrn });
     expect(deleted.errors).toBeUndefined();
     await h.prisma.metadataTest.update({ where: { urn: testUrn }, data: { scheduleCron: "* * * * * *" } });
-    await schedulesWorker.reconcile();
+    await schedulesWorker.sync.syncAll();
 
     const suspensions = () =>
       h.prisma.auditEvent.findMany({
@@ -276,9 +283,11 @@ describe("scheduled tests and result history", () => {
     expect((await gql(DELETE, { urn: testUrn }, MANAGER)).data?.deleteTest).toBe(true);
   });
 
-  it("keeps the job scheduler in step with create, update and delete, and converges with the rows", async () => {
+  it("has the schedule sync follow create, update and delete, and converge with the rows", async () => {
     const testUrn = await createScheduled("nightly", "0 3 * * *");
     const schedulerOf = () => schedules.queue.getJobScheduler(`test-${testScheduleId(testUrn)}`);
+    const patternOf = async () => (await schedulerOf())?.pattern;
+    await eventually("the created test's scheduler", patternOf, { until: (p) => p === "0 3 * * *" });
     expect(await schedulerOf()).toMatchObject({ pattern: "0 3 * * *", tz: "UTC" });
     const shown = (await gql(TEST, { urn: testUrn })).data?.test as { schedule: { cron: string; nextRunAt: number } };
     expect(shown.schedule.cron).toBe("0 3 * * *");
@@ -294,28 +303,29 @@ describe("scheduled tests and result history", () => {
         MANAGER,
       );
     await update({ cron: "30 4 * * 1" });
-    expect(await schedulerOf()).toMatchObject({ pattern: "30 4 * * 1" });
+    await eventually("the updated scheduler", patternOf, { until: (p) => p === "30 4 * * 1" });
     // An update that does not mention the schedule leaves it.
     await gql(
       UPDATE,
       { urn: testUrn, input: { name: "renamed", category: "Quality", definition: { json: DESCRIBED } } },
       MANAGER,
     );
+    await schedulesWorker.sync.syncAll(); // whatever sync the rename asked for has nothing to change
     expect(await schedulerOf()).toMatchObject({ pattern: "30 4 * * 1" });
     await update(null);
-    expect(await schedulerOf()).toBeUndefined();
+    await gone("the unscheduled test's scheduler", schedulerOf);
     expect(((await gql(TEST, { urn: testUrn })).data?.test as { schedule: unknown }).schedule).toBeNull();
 
     // Redis refused when the row was written (simulated: the row changed behind the scheduler's back), and a leftover
     // scheduler of a test that is gone: the workers' reconciliation converges both.
     await h.prisma.metadataTest.update({ where: { urn: testUrn }, data: { scheduleCron: "15 2 * * *" } });
     await schedules.setTest("urn:li:test:gone", "0 1 * * *");
-    await schedulesWorker.reconcile();
+    await schedulesWorker.sync.syncAll();
     expect(await schedulerOf()).toMatchObject({ pattern: "15 2 * * *" });
     expect(await schedules.queue.getJobScheduler(`test-${testScheduleId("urn:li:test:gone")}`)).toBeUndefined();
 
     await gql(DELETE, { urn: testUrn }, MANAGER);
-    expect(await schedulerOf()).toBeUndefined();
+    await gone("the deleted test's scheduler", schedulerOf);
   });
 
   it("caps each pair's history and prunes it by age, keeping the latest of each live test", async () => {

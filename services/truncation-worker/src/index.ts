@@ -9,4 +9,3 @@ export {
   type TruncateDeps,
   type TruncateProgress,
 } from "./truncate.processor";
-export { createRetentionHandler, startRetention, type RetentionDeps } from "./retention.processor";

@@ -2,9 +2,17 @@ import { stopTelemetry } from "./instrument";
 import { createLogger, loadConfigOrExit } from "@mdp/core";
 import { createDatabase, TimeseriesStore } from "@mdp/db";
 import * as prom from "prom-client";
-import { closeRedis, createRedis, createWorker, Producer, runUntilSignalled, WorkerMetrics } from "@mdp/queues";
-import { TaskLifecycle, TaskReconciler } from "@mdp/tasks";
-import { startRetention } from "./retention.processor";
+import {
+  closeRedis,
+  createRedis,
+  createWorker,
+  Producer,
+  runUntilSignalled,
+  startChores,
+  WorkerMetrics,
+} from "@mdp/queues";
+import { retentionPolicyKind, startSchedules } from "@mdp/schedules";
+import { RECONCILE_INTERVAL_MS, TaskLifecycle, TaskReconciler } from "@mdp/tasks";
 import { createTruncateHandler, recordGivenUp, truncationReconciled } from "./truncate.processor";
 
 const config = loadConfigOrExit();
@@ -33,14 +41,22 @@ const worker = createWorker("truncate", handler, {
   onGivenUp: (payload, _job, reason) => recordGivenUp(tasks, payload.taskId, reason),
 });
 const producer = new Producer("truncate", producerConnection, config.QUEUE_PREFIX);
-// Lapsed leases wait again; truncations whose job vanished from Redis are queued again (at start, then every 15 s).
+// Lapsed leases wait again; truncations whose job vanished from Redis are queued again: once at this process's start,
+// then at each firing of the `reconcile-tasks` chore, on one truncation worker of the cluster.
 const reconciler = new TaskReconciler(tasks, [truncationReconciled(producer)], logger);
-reconciler.start();
-// Retention policies' schedules: their jobs become truncation tasks here; the schedulers are reconciled with the rows.
-const retention = startRetention({
+void reconciler.reconcileCounted().catch((error: unknown) => logger.warn({ err: error }, "reconcile at start failed"));
+const chores = startChores(
+  "truncationChores",
+  [{ name: "reconcile-tasks", everyMs: RECONCILE_INTERVAL_MS, run: () => reconciler.reconcileCounted() }],
+  { connection, producerConnection, prefix: config.QUEUE_PREFIX, logger, observer: metrics },
+);
+// Retention policies: their firings become truncation tasks here; this process also takes its share of the schedule
+// sync (the one writer of the schedulers).
+const schedules = startSchedules({
+  kinds: [retentionPolicyKind],
   db,
   tasks,
-  truncations: producer,
+  producers: { truncate: producer },
   logger,
   urnNamespace: config.URN_NAMESPACE,
   rootUserUrn: config.ROOT_USER_URN,
@@ -60,8 +76,8 @@ runUntilSignalled({
   },
   shutdown,
   resources: [
-    () => retention.stop(),
-    async () => reconciler.stop(),
+    () => schedules.stop(),
+    () => chores.stop(),
     async () => leases.stop(),
     () => producer.close(),
     () => closeRedis(producerConnection),

@@ -11,14 +11,6 @@ import { ownerPrivilegesReader } from "./grants";
 export type ScheduledWork =
   { kind: "SCHEDULED_TEST"; urn: string } | { kind: "RETENTION_POLICY"; id: string; urn: string };
 
-/**
- * What a scheduled test's firing needs of its owner besides what its actions write (privilegesOfActions): runTest's
- * privilege (services/gateway/src/metadata-tests/test-run.service.ts).
- */
-export const SCHEDULED_TEST_PRIVILEGE = "MANAGE_TESTS" satisfies Privilege;
-/** What a retention policy's firing needs of its owner: runRetentionPolicy's (it implies TRUNCATE_TIMESERIES_INDEX). */
-export const RETENTION_POLICY_PRIVILEGE = "MANAGE_SYSTEM_OPERATIONS" satisfies Privilege;
-
 /** The longest suspension reason stored (the column's size). */
 export const MAX_SUSPENDED_REASON = 512;
 

@@ -47,6 +47,8 @@ const REMOVABLE = new Set(["failed", "completed"]);
  * it, with nobody checking now that the principal may still do it.
  * - The schedules queues: every job is a firing of a job scheduler (a retention policy's, a scheduled test's), and
  *   retrying one would fire its schedule now. Their own workers' next firing is the retry.
+ * - The chores' queues (schedule-sync, truncation-chores, evaluation-chores): each job is a firing of a chore (or a
+ *   sync a write asked for), and the chore's next firing is the retry.
  * - evaluate-tests: a job is a user's evaluation or test run, pushing results and running test actions as that user,
  *   whose privileges may since be gone; the user (or a schedule's next firing) runs it again.
  * - truncate-timeseries: a job is a deletion its creator asked for, and the truncation worker does not check at claim
@@ -63,6 +65,12 @@ const NOT_RETRIED: ReadonlyMap<string, string> = new Map<string, string>([
     QUEUE_NAMES.testSchedule,
     "each is a firing of a scheduled test's job scheduler, and retrying it would fire the schedule now",
   ],
+  [
+    QUEUE_NAMES.scheduleSync,
+    "each makes schedules' job schedulers follow their rows, and the next periodic sync (every minute) is the retry",
+  ],
+  [QUEUE_NAMES.truncationChores, "each is a firing of a chore's job scheduler, and its next firing is the retry"],
+  [QUEUE_NAMES.evaluationChores, "each is a firing of a chore's job scheduler, and its next firing is the retry"],
   [
     QUEUE_NAMES.evaluate,
     "each runs a user's evaluation or test run, pushing results and running test actions as that user, who may " +

@@ -5,6 +5,7 @@ import {
   notFound,
   parseUrnField,
   requireLength,
+  SCHEDULE_PRIVILEGES,
   urnOfNewId,
   type Config,
   type EntityRegistry,
@@ -22,7 +23,6 @@ import {
   lockScheduleOwner,
   lockTest,
   requireScheduleRoom,
-  SCHEDULED_TEST_PRIVILEGE,
   testPage,
   testsSelectingType,
   transitionPage,
@@ -39,7 +39,7 @@ import {
   type FailedRule,
   type ParsedDefinition,
 } from "@mdp/metadata-tests";
-import { cronPatternProblem, MAX_CRON_LENGTH, type TestSchedules } from "@mdp/queues";
+import { cronPatternProblem, MAX_CRON_LENGTH, type ScheduleSyncRequests, type TestSchedules } from "@mdp/queues";
 import { ownedBy, type Actor } from "../auth/actor";
 import { recordAudit } from "../audit/audit.service";
 import { pageOf } from "../graphql/paging";
@@ -105,9 +105,11 @@ export class MetadataTestService {
     private readonly engine: PolicyEngine,
     private readonly registry: EntityRegistry,
     private readonly config: Pick<Config, "URN_NAMESPACE" | "SCHEDULE_MIN_INTERVAL_SECONDS" | "MAX_SCHEDULES_PER_USER">,
-    /** the tests' BullMQ job schedulers: kept in step with each write; the evaluation workers reconcile them too */
+    /** the tests' BullMQ job schedulers, read for their next runs (the schedule sync alone writes them) */
     private readonly schedules?: TestSchedules,
     private readonly logger?: Logger,
+    /** where a write asks for its test's scheduler to follow the row */
+    private readonly scheduleSync?: Pick<ScheduleSyncRequests, "request">,
   ) {}
 
   async create(actor: Actor, input: CreateTestInput): Promise<string> {
@@ -141,7 +143,7 @@ export class MetadataTestService {
       if (isUniqueViolation(error)) throw conflict(`Test ${urn} already exists`);
       throw error;
     }
-    if (data.scheduleCron) await this.syncSchedule(urn, data.scheduleCron);
+    if (data.scheduleCron) await this.syncSchedule(urn);
     return urn;
   }
 
@@ -181,7 +183,7 @@ export class MetadataTestService {
         ...(takesOver && current.ownerUrn !== actor.urn && { previousOwner: current.ownerUrn }),
       });
     }).catch(notFoundWhenMissing(`Test ${urn} does not exist`));
-    if (data.scheduleCron !== undefined) await this.syncSchedule(urn, data.scheduleCron);
+    if (data.scheduleCron !== undefined) await this.syncSchedule(urn);
     return urn;
   }
 
@@ -191,7 +193,7 @@ export class MetadataTestService {
    * Audited as `test.schedule.resume`. 409 when the test has no schedule or it is not suspended.
    */
   async resumeSchedule(actor: Actor, urn: string): Promise<MetadataTest> {
-    await this.engine.require(actor, SCHEDULED_TEST_PRIVILEGE, "resume scheduled tests");
+    await this.engine.require(actor, SCHEDULE_PRIVILEGES.SCHEDULED_TEST, "resume scheduled tests");
     parseUrnField("urn", urn, "test");
     return inPrismaTransaction(this.prisma, async (tx) => {
       await lockScheduleOwner(tx, actor.urn);
@@ -221,7 +223,7 @@ export class MetadataTestService {
       await recordAudit(tx, actor, "test.delete", urn, { name: test.name });
       scheduled = test.scheduleCron !== null;
     }).catch(notFoundWhenMissing(`Test ${urn} does not exist`));
-    if (scheduled) await this.syncSchedule(urn, null);
+    if (scheduled) await this.syncSchedule(urn);
     return true;
   }
 
@@ -269,17 +271,17 @@ export class MetadataTestService {
   }
 
   /**
-   * Makes the test's BullMQ job scheduler follow its row, after the row's transaction committed. A refusal from Redis
-   * leaves the answer successful: the evaluation workers reconcile every schedule with the rows at start and every
+   * Asks the schedule sync to make the test's BullMQ job scheduler follow its row, after the row's transaction
+   * committed. A refusal from Redis leaves the answer successful: the sync makes every schedule match the rows every
    * minute, so the schedule converges.
    */
-  private async syncSchedule(urn: string, cron: string | null): Promise<void> {
+  private async syncSchedule(urn: string): Promise<void> {
     try {
-      await this.schedules?.setTest(urn, cron);
+      await this.scheduleSync?.request("scheduledTest", urn);
     } catch (error) {
       this.logger?.warn(
         { err: (error as Error).message, test: urn },
-        "could not update a test's schedule; the evaluation workers will reconcile it",
+        "could not ask for a test's schedule to follow; the periodic schedule sync will",
       );
     }
   }

@@ -7,6 +7,7 @@ import {
   makeUrn,
   notFound,
   parseUrnField,
+  SCHEDULE_PRIVILEGES,
   type Config,
   type EntityRegistry,
   type Logger,
@@ -23,13 +24,18 @@ import {
   requireScheduleRoom,
   retentionPolicyPage,
   updateRetentionPolicy,
-  RETENTION_POLICY_PRIVILEGE,
   retentionRunRequest,
   type Database,
   type Prisma,
   type RetentionPolicy,
 } from "@mdp/db";
-import { cronPatternProblem, MAX_CRON_LENGTH, type RetentionSchedules } from "@mdp/queues";
+import {
+  cronPatternProblem,
+  MAX_CRON_LENGTH,
+  nextCronFiring,
+  type RetentionSchedules,
+  type ScheduleSyncRequests,
+} from "@mdp/queues";
 import { presentState, TaskLifecycle } from "@mdp/tasks";
 import { recordAudit } from "../audit/audit.service";
 import { ownedBy, type Actor } from "../auth/actor";
@@ -43,7 +49,7 @@ export const MAX_RETENTION_POLICIES = 100;
 /** The longest retention: 10 years (3,650 days of 86,400,000 ms); longer keeps everything anyway. */
 export const MAX_RETAIN_DAYS = 3650;
 
-const PRIVILEGE = RETENTION_POLICY_PRIVILEGE;
+const PRIVILEGE = SCHEDULE_PRIVILEGES.RETENTION_POLICY;
 const URN_TYPE = "retentionPolicy";
 
 const text = (what: string) =>
@@ -112,10 +118,10 @@ export interface RetentionPolicyView {
 
 /**
  * Retention policies (issue 22; docs/api.md "Retention policies"): MANAGE_SYSTEM_OPERATIONS for every operation.
- * The row is the source of truth and is written (with its audit row) first; its BullMQ job scheduler follows. When
- * Redis refuses that step the answer still succeeds and the policy shows no nextRunTime: each truncation worker
- * reconciles every schedule with the rows at start and every minute (`startRetention` in
- * services/truncation-worker/src/retention.processor.ts, through `RetentionSchedules.reconcile`), so it converges.
+ * The row is the source of truth and is written (with its audit row) first; then the schedule sync (@mdp/schedules,
+ * the one writer of job schedulers, run by the workers) is asked to make its BullMQ job scheduler follow. When Redis
+ * refuses the request the answer still succeeds and the policy shows no nextRunTime: the sync makes every schedule
+ * match the rows every minute, so it converges.
  */
 export class RetentionService {
   private readonly tasks: TaskLifecycle;
@@ -125,7 +131,9 @@ export class RetentionService {
     private readonly registry: EntityRegistry,
     private readonly engine: PolicyEngine,
     private readonly truncation: TruncationService,
+    /** read for the policies' next runs (the schedule sync alone writes them) */
     private readonly schedules: RetentionSchedules,
+    private readonly scheduleSync: Pick<ScheduleSyncRequests, "request">,
     private readonly logger: Logger,
     private readonly config: Pick<Config, "URN_NAMESPACE" | "SCHEDULE_MIN_INTERVAL_SECONDS" | "MAX_SCHEDULES_PER_USER">,
   ) {
@@ -156,8 +164,7 @@ export class RetentionService {
       await recordAudit(tx, actor, "retentionPolicy.create", this.urnOf(id), data);
       return created;
     });
-    await this.schedule(row);
-    return (await this.views([row]))[0]!;
+    return this.scheduledView(row, await this.schedule(row));
   }
 
   async update(actor: Actor, urn: string, input: unknown): Promise<RetentionPolicyView> {
@@ -195,8 +202,7 @@ export class RetentionService {
       });
       return updated;
     });
-    await this.schedule(row);
-    return (await this.views([row]))[0]!;
+    return this.scheduledView(row, await this.schedule(row));
   }
 
   /**
@@ -241,11 +247,9 @@ export class RetentionService {
         cron: current.cron,
       });
     });
-    // A running task of the policy finishes; only the schedule goes. A scheduler Redis keeps after this (refused
-    // here) is removed by the reconciler, or by the worker its next firing reaches (it finds no policy).
-    await this.schedules.remove(id).catch((error: unknown) => {
-      this.logger.warn({ err: error, policy: urn }, "could not remove a retention schedule; the reconciler will");
-    });
+    // A running task of the policy finishes; only the schedule goes. A scheduler left after this (the request
+    // refused here) is removed by the periodic sync, or asked for by the firing that finds no policy.
+    await this.schedule({ id });
     return true;
   }
 
@@ -315,13 +319,27 @@ export class RetentionService {
     }
   }
 
-  private async schedule(policy: RetentionPolicy): Promise<void> {
-    await this.schedules.upsert(policy).catch((error: unknown) => {
+  /** Asks the schedule sync to make the policy's scheduler follow its row; whether Redis took the request. */
+  private async schedule(policy: Pick<RetentionPolicy, "id">): Promise<boolean> {
+    try {
+      await this.scheduleSync.request("retentionPolicy", policy.id);
+      return true;
+    } catch (error) {
       this.logger.warn(
         { err: error, policy: this.urnOf(policy.id) },
-        "could not schedule a retention policy; the truncation workers' reconciler will",
+        "could not ask for a retention policy's schedule to follow; the periodic schedule sync will",
       );
-    });
+      return false;
+    }
+  }
+
+  /**
+   * A written policy's view: its next run is the one its cron gives (what the sync's scheduler will fire, computed as
+   * BullMQ computes it), or null when Redis refused the sync request, as before the scheduler exists.
+   */
+  private async scheduledView(row: RetentionPolicy, syncAsked: boolean): Promise<RetentionPolicyView> {
+    const view = (await this.views([row]))[0]!;
+    return { ...view, nextRunTime: syncAsked ? (nextCronFiring(row.cron) ?? null) : null };
   }
 
   private async views(rows: RetentionPolicy[]): Promise<RetentionPolicyView[]> {

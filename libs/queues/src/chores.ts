@@ -1,0 +1,118 @@
+import { UnrecoverableError, type Job, type Worker } from "bullmq";
+import { every, type Logger, type RunSummary } from "@mdp/core";
+import type { RedisConnection } from "./connection";
+import { scheduleJobOptions } from "./job-options";
+import type { QueueKey } from "./names";
+import type { Payload } from "./payloads";
+import { Producer } from "./producer";
+import { createWorker, type JobObserver } from "./worker";
+
+/** The queues whose jobs are chores: one job per firing, told apart by the job's name. */
+export type ChoreQueue = Extract<QueueKey, "scheduleSync" | "truncationChores" | "evaluationChores">;
+
+/**
+ * Something the cluster does once per firing, not once per replica: a BullMQ job scheduler on the chore's queue
+ * fires it (its id and its jobs' name are the chore's `name`, as Bull Board shows them), and whichever worker of the
+ * queue takes the job runs it.
+ */
+export interface Chore<Q extends ChoreQueue = ChoreQueue> {
+  /** readable, unique on its queue, without ':' (BullMQ builds keys with it): `reconcile-tasks` */
+  name: string;
+  /** how often it fires; absent: it runs only when a job of its name is added (schedule-sync's `sync-schedule`) */
+  everyMs?: number;
+  /** what a firing does; what it returns is logged and kept as the job's result */
+  run: (payload: Payload<Q>, job: Job) => Promise<RunSummary>;
+}
+
+/** How often each process checks that its chores' job schedulers are there (after a Redis that lost its data). */
+export const CHORE_SCHEDULERS_CHECK_MS = 60_000;
+
+export interface ChoresOptions {
+  /** the worker's blocking connection */
+  connection: RedisConnection;
+  /** for the schedulers and added jobs */
+  producerConnection: RedisConnection;
+  prefix: string;
+  logger: Logger;
+  observer?: JobObserver;
+  /** how many of the queue's jobs run at once in the whole cluster (BullMQ's global concurrency); absent: no bound */
+  globalConcurrency?: number;
+  checkEveryMs?: number;
+}
+
+export interface RunningChores {
+  worker: Worker;
+  /** the chores' queue, for adding a job of a chore by hand */
+  producer: Producer<ChoreQueue>;
+  /** makes the schedulers match the chores now (what start-up and the check do) */
+  ensureSchedulers: () => Promise<void>;
+  stop: () => Promise<void>;
+}
+
+/**
+ * Runs a process's share of the chores of one queue: a worker (one job at a time in this process) that runs each
+ * firing's chore by the job's name, and a per-process check, at start and every CHORE_SCHEDULERS_CHECK_MS, that each
+ * periodic chore's job scheduler exists with its interval (upserted only when missing or different: an upsert of an
+ * unchanged scheduler is left alone, so replicas checking at once do not move or add firings). Every replica runs
+ * this; each firing is one job, which one worker takes: the chore runs once per firing in the whole cluster.
+ */
+export function startChores<Q extends ChoreQueue>(
+  key: Q,
+  chores: ReadonlyArray<Chore<Q>>,
+  options: ChoresOptions,
+): RunningChores {
+  const byName = new Map(chores.map((c) => [c.name, c]));
+  const producer = new Producer<ChoreQueue>(key, options.producerConnection, options.prefix);
+  const queue = producer.queue;
+  const worker = createWorker(
+    key,
+    async (payload, job) => {
+      const chore = byName.get(job.name);
+      if (!chore) throw new UnrecoverableError(`No chore named '${job.name}' on ${queue.name}`);
+      const summary = await chore.run(payload as Payload<Q>, job);
+      if (summary) options.logger.info({ chore: chore.name, ...summary }, `${chore.name}: ran`);
+      return summary ?? null;
+    },
+    {
+      connection: options.connection,
+      prefix: options.prefix,
+      concurrency: 1,
+      logger: options.logger,
+      observer: options.observer,
+    },
+  );
+  const ensureSchedulers = async () => {
+    if (options.globalConcurrency !== undefined) await queue.setGlobalConcurrency(options.globalConcurrency);
+    for (const chore of chores) {
+      if (chore.everyMs === undefined) continue;
+      const current = await queue.getJobScheduler(chore.name);
+      if (current && Number(current.every) === chore.everyMs) continue;
+      await queue.upsertJobScheduler(
+        chore.name,
+        { every: chore.everyMs },
+        { name: chore.name, data: {}, opts: scheduleJobOptions() },
+      );
+      options.logger.info({ chore: chore.name, everyMs: chore.everyMs }, "chore scheduled");
+    }
+  };
+  const check = every(
+    `chore-schedulers:${queue.name}`,
+    options.checkEveryMs ?? CHORE_SCHEDULERS_CHECK_MS,
+    ensureSchedulers,
+    {
+      logger: options.logger,
+      runAtStart: true,
+    },
+  );
+  void worker.run();
+  return {
+    worker,
+    producer,
+    ensureSchedulers,
+    stop: async () => {
+      await check.stop();
+      await worker.close();
+      await producer.close();
+    },
+  };
+}
