@@ -23,17 +23,6 @@ const PATTERNS: ReadonlyArray<[string, RegExp]> = [
   ],
 ];
 
-/**
- * Files that still run SQL of their own: moved by the task runner / schedule work (issue 27, items 1 and 2), each
- * entry to be removed with the move. An entry whose file no longer runs SQL fails the test, so the list only shrinks.
- */
-const NOT_YET_MOVED = new Set([
-  "services/truncation-worker/src/retention.processor.ts",
-  "services/truncation-worker/src/main.ts",
-  "services/evaluation-worker/src/test-schedules.processor.ts",
-  "services/evaluation-worker/src/main.ts",
-]);
-
 function sources(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const full = path.join(dir, entry.name);
@@ -60,13 +49,8 @@ describe("SQL stays in @mdp/db", () => {
   const found = new Map(scanned.map((file) => [file, offenders(file, readFileSync(path.join(ROOT, file), "utf8"))]));
 
   it("finds no statement outside its repositories", () => {
-    const outside = [...found].filter(([file]) => !NOT_YET_MOVED.has(file)).flatMap(([, lines]) => lines);
+    const outside = [...found].flatMap(([, lines]) => lines);
     expect(outside).toEqual([]);
-  });
-
-  it("lists only files that still run SQL as not yet moved", () => {
-    const stale = [...NOT_YET_MOVED].filter((file) => (found.get(file) ?? []).length === 0);
-    expect(stale).toEqual([]);
   });
 
   it("recognises each way of running SQL, and not a repository call", () => {

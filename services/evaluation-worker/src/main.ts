@@ -1,6 +1,6 @@
 import { stopTelemetry } from "./instrument";
 import { createLogger, loadConfigOrExit } from "@mdp/core";
-import { createDatabase } from "@mdp/db";
+import { createDatabase, pingDatabase } from "@mdp/db";
 import * as prom from "prom-client";
 import {
   closeRedis,
@@ -104,7 +104,7 @@ runUntilSignalled({
     host: config.HOST,
     metrics,
     registries: [evaluationRegistry],
-    checks: { postgres: () => db.pool.query("SELECT 1") },
+    checks: { postgres: () => pingDatabase(db.prisma) },
   },
   resources: [
     () => schedules.stop(),

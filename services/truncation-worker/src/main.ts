@@ -1,6 +1,6 @@
 import { stopTelemetry } from "./instrument";
 import { createLogger, loadConfigOrExit } from "@mdp/core";
-import { createDatabase, TimeseriesStore } from "@mdp/db";
+import { createDatabase, pingDatabase, TimeseriesStore } from "@mdp/db";
 import * as prom from "prom-client";
 import {
   closeRedis,
@@ -72,7 +72,7 @@ runUntilSignalled({
     port: config.TRUNCATION_WORKER_PORT,
     host: config.HOST,
     metrics,
-    checks: { postgres: () => db.pool.query("SELECT 1") },
+    checks: { postgres: () => pingDatabase(db.prisma) },
   },
   shutdown,
   resources: [
