@@ -142,7 +142,8 @@ describe("the documented walk (docs/api.md's walkthrough, then README.md's 'Usin
     });
 
     function bash(script: string, stdin: string): Promise<Run> {
-      const { MDP_URL: _url, MDP_TOKEN: _token, ...inherited } = process.env;
+      // a reader's shell: no login or database of the test runner's own, so the docs must say where each comes from
+      const { MDP_URL: _url, MDP_TOKEN: _token, DATABASE_URL: _database, ...inherited } = process.env;
       const child = spawn("bash", ["--noprofile", "--norc", "-c", `${PRELUDE}\n${script}`], {
         cwd: work,
         env: {
