@@ -5,8 +5,9 @@
  * mdp: exit 0), and where the docs show an answer the real one must match it (ids, tokens and times aside). A failure
  * names the doc line of the command that broke.
  *
- * Only what must differ in a test is rewritten (REWRITES), and what the docs leave to the reader (a token, a task id)
- * is filled from the previous command's real answer (PLACEHOLDERS).
+ * Only what must differ in a test is rewritten (rewrite(), PRELUDE), and what the docs leave to the reader (a token, a
+ * task id) is filled from the previous command's real answer (PLACEHOLDERS). The commands run in a directory of the
+ * test's own, holding owned.yaml (cli/README.md's example file) and the CLI's stored login.
  */
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
