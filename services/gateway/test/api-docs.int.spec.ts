@@ -6,8 +6,11 @@
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { buildClientSchema, getIntrospectionQuery, type IntrospectionQuery } from "graphql";
+import { ERROR_CODES } from "@mdp/core";
 import { apiFiles, GRAPHQL_SDL_FILE, OPENAPI_FILE, WRITE_COMMAND } from "../src/api-docs/api-files";
 import { printSdl } from "../src/api-docs/graphql-sdl";
+import { EXAMPLE_TASK_ID } from "../src/api-docs/request-examples";
+import { startEvaluationWorker } from "./support/evaluation-worker";
 import { ROOT, bearer, createToken, startGateway, systemClientHeaders, type Harness } from "./support/gateway-harness";
 
 const REPO = resolve(__dirname, "../../..");
@@ -88,6 +91,106 @@ describe("API descriptions", () => {
       });
       expect(refused.status).toBe(400);
       expect(refused.body.message).toContain("batchSize");
+    });
+  });
+
+  describe("examples, as Swagger UI's Try it out sends them", () => {
+    interface Operation {
+      operationId: string;
+      parameters?: Array<{ name: string; example?: unknown }>;
+      requestBody?: { content: { "application/json": { example?: unknown } } };
+      responses: Record<string, { $ref?: string }>;
+    }
+    interface Document {
+      jsonSchemaDialect?: string;
+      paths: Record<string, Record<string, Operation>>;
+      components: {
+        responses: Record<string, { content: { "application/json": { example?: Record<string, unknown> } } }>;
+      };
+    }
+    const served = async () =>
+      (await (await fetch(`${h.baseUrl}/openapi.json`, { headers: bearer(token) })).json()) as Document;
+
+    it("declares no dialect Swagger UI warns about (it supports OpenAPI 3.1's default only)", async () => {
+      expect((await served()).jsonSchemaDialect).toBeUndefined();
+    });
+
+    it("gets each operation's documented success for its example, sent as prefilled, in document order", async () => {
+      const doc = await served();
+      const worker = await startEvaluationWorker(h, 2, { threads: 1 });
+      try {
+        // A task id is the one thing a fresh system cannot hold: the examples naming one name this task instead.
+        const truncation = await h.post("/gms/operations?action=truncateTimeseriesAspect", {
+          entityType: "dataset",
+          aspect: "datasetProfile",
+          endTimeMillis: 1,
+          dryRun: false,
+        });
+        const taskId = truncation.body.value as string;
+        const unknownTask = await h.post("/gms/operations?action=getTaskStatus", { taskId: EXAMPLE_TASK_ID });
+        expect(unknownTask.status).toBe(404);
+        const withTask = (text: string) => text.replaceAll(EXAMPLE_TASK_ID, taskId);
+        const answers: Array<{ operation: string; status: number; body: unknown }> = [];
+        for (const [path, item] of Object.entries(doc.paths)) {
+          for (const [method, op] of Object.entries(item)) {
+            if (method === "servers" || ["/health", "/ready", "/metrics"].includes(path)) continue;
+            let url = `/gms${path}`;
+            for (const param of op.parameters ?? []) {
+              expect({ operation: op.operationId, param: param.name, example: param.example }).toEqual({
+                operation: op.operationId,
+                param: param.name,
+                example: expect.any(String),
+              });
+              url = url.replace(`{${param.name}}`, encodeURIComponent(withTask(param.example as string)));
+            }
+            const example = op.requestBody?.content["application/json"].example;
+            if (method === "post")
+              expect({ operation: op.operationId, example }).not.toEqual({
+                operation: op.operationId,
+                example: undefined,
+              });
+            const res = await fetch(`${h.baseUrl}${url}`, {
+              method: method.toUpperCase(),
+              headers: { "content-type": "application/json", ...bearer(token) },
+              ...(method === "post" ? { body: withTask(JSON.stringify(example)) } : {}),
+            });
+            answers.push({ operation: op.operationId, status: res.status, body: await res.json() });
+          }
+        }
+        expect(answers.length).toBeGreaterThanOrEqual(13);
+        for (const answer of answers) {
+          expect({ ...answer, body: answer.status === 200 ? "ok" : answer.body }).toEqual({
+            ...answer,
+            status: 200,
+            body: "ok",
+          });
+        }
+      } finally {
+        await worker.close();
+      }
+    });
+
+    it("documents each error response with an example of its own status and code", async () => {
+      const doc = await served();
+      const named = new Map<string, string>(); // component name → the status it is documented under
+      for (const item of Object.values(doc.paths)) {
+        for (const op of Object.values(item)) {
+          for (const [status, response] of Object.entries(op.responses ?? {})) {
+            if (response.$ref) named.set(response.$ref.split("/").pop()!, status);
+          }
+        }
+      }
+      expect(named.size).toBe(Object.keys(doc.components.responses).length);
+      for (const [name, status] of named) {
+        const example = doc.components.responses[name]!.content["application/json"].example!;
+        expect({ name, status: example.status, message: typeof example.message }).toEqual({
+          name,
+          status: Number(status),
+          message: "string",
+        });
+        expect(ERROR_CODES[example.code as keyof typeof ERROR_CODES].status).toBe(Number(status));
+      }
+      expect(new Set([...named.values()]).size).toBe(named.size);
     });
   });
 
