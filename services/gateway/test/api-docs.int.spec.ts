@@ -1,7 +1,8 @@
 /**
  * The API's descriptions against the real gateway: the checked-in OpenAPI document and GraphQL SDL are what it serves
- * (a change to an action or the schema without `pnpm api:write` fails here), and the viewer and explorer pages are
- * behind the same authentication as everything else, with a login prompt for browsers.
+ * (a change to an action or the schema without `pnpm api:write` fails here), every operation's example is accepted as
+ * Swagger UI prefills it, and the viewer and explorer pages are behind the same authentication as everything else,
+ * with a login prompt for browsers. What the pages do in a browser: browser-pages.int.spec.ts.
  */
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
@@ -204,7 +205,7 @@ describe("API descriptions", () => {
     );
 
     it("asks a browser for credentials on the pages, and an API client gets a plain 401", async () => {
-      for (const path of ["/api-docs/", "/api/graphql"]) {
+      for (const path of ["/api-docs/", "/api/graphql", "/graphql-explorer/graphiql.min.js"]) {
         const res = await fetch(`${h.baseUrl}${path}`, { headers: html });
         expect(res.status).toBe(401);
         expect(res.headers.get("www-authenticate")).toMatch(/^Basic realm=/);
@@ -259,17 +260,24 @@ describe("API descriptions", () => {
   });
 
   describe("the GraphQL explorer", () => {
-    it("is Apollo's embedded Sandbox on a browser's GET, under a Content-Security-Policy of its own", async () => {
+    it("is GraphiQL on a browser's GET, every file of it served by the gateway under its own policy", async () => {
       const res = await fetch(`${h.baseUrl}/api/graphql`, { headers: { ...html, ...basic(token) } });
       expect(res.status).toBe(200);
       const page = await res.text();
-      expect(page).toContain("new window.EmbeddedSandbox(");
-      expect(page).toContain('"runTelemetry":false');
-      const nonce = /nonce="([0-9a-f]+)"/.exec(page)![1];
-      const csp = res.headers.get("content-security-policy")!;
-      expect(csp).toContain(`script-src 'self' 'nonce-${nonce}' https://embeddable-sandbox.cdn.apollographql.com`);
-      expect(csp).toContain("frame-src https://sandbox.embed.apollographql.com");
-      expect(csp).not.toContain("unsafe-inline");
+      expect(page).toContain('<div id="graphiql">');
+      // nothing from another origin, nothing inline: the gateway's Content-Security-Policy unchanged
+      expect(page).not.toMatch(/(src|href)="(https?:)?\/\//);
+      expect(page).not.toMatch(/<script>|<style>/);
+      expect(res.headers.get("content-security-policy")).toContain("script-src 'self';");
+      const assets = [...page.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!);
+      expect(assets).toHaveLength(6);
+      for (const asset of assets) {
+        const file = await fetch(`${h.baseUrl}${asset}`, { headers: basic(token) });
+        expect({ asset, status: file.status }).toEqual({ asset, status: 200 });
+        expect(file.headers.get("content-type")).toMatch(/^(text\/css|(text|application)\/javascript)/);
+        // without credentials, the same 401 as every route
+        expect((await fetch(`${h.baseUrl}${asset}`)).status).toBe(401);
+      }
     });
 
     it("accepts the browser's login on the requests the page sends, and runs no query sent by GET", async () => {
@@ -285,15 +293,16 @@ describe("API descriptions", () => {
       expect(get.status).toBe(405);
     });
 
-    it("is off with GRAPHQL_EXPLORER=false: a browser's GET gets the API's 405 and nothing from Apollo's CDN", async () => {
+    it("is off with GRAPHQL_EXPLORER=false: a browser's GET gets the API's 405, and its files are not served", async () => {
       const off = await startGateway({ GRAPHQL_EXPLORER: "false" });
       try {
         const offToken = (await createToken(off, ROOT)).token;
         const res = await fetch(`${off.baseUrl}/api/graphql`, { headers: { ...html, ...basic(offToken) } });
         expect(res.status).toBe(405);
         expect(res.headers.get("allow")).toBe("POST");
-        expect(await res.text()).not.toContain("apollographql.com");
-        expect(res.headers.get("content-security-policy")).not.toContain("apollographql.com");
+        expect(await res.text()).not.toContain("graphiql");
+        const asset = await fetch(`${off.baseUrl}/graphql-explorer/graphiql.min.js`, { headers: basic(offToken) });
+        expect(asset.status).toBe(404);
       } finally {
         await off.close();
       }
