@@ -6,11 +6,13 @@
  * REDIS_URL naming a private 3-master Redis Cluster (scripts/redis-cluster.ts). `pnpm test <paths>` runs the given
  * files alone, on the single Redis; `pnpm test:cluster [paths]` runs only the cluster stage (CLUSTER_SUITE, or the
  * given files). `--tier unit|integration|e2e` (`pnpm test:unit`, ...) runs one tier of jest.config.js alone; the unit
- * tier needs no PostgreSQL or Redis, so none is started for it.
+ * tier needs no PostgreSQL or Redis, so none is started for it. Other runs first make sure of a Chromium for the browser
+ * tests (scripts/chromium.ts: Debian's package, installed when missing and run as root), passed on as CHROMIUM_PATH.
  */
 import { spawnSync } from "node:child_process";
 import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
+import { CHROMIUM_MISSING, ensureChromium } from "./chromium";
 import { ensureLocalServices } from "./local-services";
 import { startRedisCluster } from "./redis-cluster";
 
@@ -76,13 +78,20 @@ async function main(): Promise<void> {
     process.stdout.write(`\n${outcome.passed} passed, ${outcome.failed} failed\n`);
     process.exit(outcome.exitCode);
   }
+  const chromium = ensureChromium();
+  if (!chromium) process.stderr.write(`${CHROMIUM_MISSING} The browser tests will fail.\n`);
+  const browser: Record<string, string> = chromium ? { CHROMIUM_PATH: chromium } : {};
   const services = await ensureLocalServices(root, { reuseDefaults: true });
   const outcomes: Outcome[] = [];
   try {
     if (!clusterOnly) {
       const selection = tier ? [...args, "--selectProjects", tier] : args;
       outcomes.push(
-        runJest(root, selection, { TEST_DATABASE_URL: services.adminDatabaseUrl, REDIS_URL: services.redisUrl }),
+        runJest(root, selection, {
+          TEST_DATABASE_URL: services.adminDatabaseUrl,
+          REDIS_URL: services.redisUrl,
+          ...browser,
+        }),
       );
     }
     if (clusterOnly || (args.length === 0 && !tier)) {

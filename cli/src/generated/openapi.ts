@@ -352,6 +352,18 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                /**
+                 * @example {
+                 *       "status": 400,
+                 *       "code": "BAD_USER_INPUT",
+                 *       "message": "Invalid request: batchSize: must be a whole number from 1 to 1000000",
+                 *       "details": {
+                 *         "problems": [
+                 *           "batchSize: must be a whole number from 1 to 1000000"
+                 *         ]
+                 *       }
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -361,6 +373,13 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                /**
+                 * @example {
+                 *       "status": 401,
+                 *       "code": "UNAUTHENTICATED",
+                 *       "message": "Request is missing 'Authorization' header."
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -370,6 +389,13 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                /**
+                 * @example {
+                 *       "status": 403,
+                 *       "code": "FORBIDDEN",
+                 *       "message": "urn:li:corpuser:jdoe is unauthorized to truncate time-series indexes."
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -379,6 +405,13 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                /**
+                 * @example {
+                 *       "status": 404,
+                 *       "code": "NOT_FOUND",
+                 *       "message": "Task df0c8103-5c1e-4b8a-9a53-2f0d6c1e7b42 does not exist"
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -388,6 +421,13 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                /**
+                 * @example {
+                 *       "status": 415,
+                 *       "code": "UNSUPPORTED_MEDIA_TYPE",
+                 *       "message": "Content-Type must be application/json."
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -397,6 +437,18 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                /**
+                 * @example {
+                 *       "status": 429,
+                 *       "code": "TOO_MANY_REQUESTS",
+                 *       "message": "Rate limit exceeded: at most 1200 metadata-test entity evaluations per minute per actor (RATE_LIMIT_EVALUATIONS_PER_MINUTE); retry in 7 s.",
+                 *       "details": {
+                 *         "limit": "RATE_LIMIT_EVALUATIONS_PER_MINUTE",
+                 *         "perMinute": 1200,
+                 *         "retryAfterSeconds": 7
+                 *       }
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -406,6 +458,16 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                /**
+                 * @example {
+                 *       "status": 503,
+                 *       "code": "SERVICE_UNAVAILABLE",
+                 *       "message": "PostgreSQL is unavailable; retry shortly.",
+                 *       "details": {
+                 *         "retryAfterSeconds": 2
+                 *       }
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -426,6 +488,20 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "proposal": {
+                 *         "entityType": "dataset",
+                 *         "entityUrn": "urn:li:dataset:(urn:li:dataPlatform:hive,sales.orders,PROD)",
+                 *         "aspectName": "datasetProperties",
+                 *         "changeType": "UPSERT",
+                 *         "aspect": {
+                 *           "contentType": "application/json",
+                 *           "value": "{\"description\":\"Orders placed in the web shop\"}"
+                 *         }
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     proposal: {
                         entityType: string;
@@ -475,6 +551,22 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "proposals": [
+                 *         {
+                 *           "entityType": "dataset",
+                 *           "entityUrn": "urn:li:dataset:(urn:li:dataPlatform:hive,sales.orders,PROD)",
+                 *           "aspectName": "datasetProfile",
+                 *           "changeType": "UPSERT",
+                 *           "aspect": {
+                 *             "contentType": "application/json",
+                 *             "value": "{\"timestampMillis\":1763900000000,\"rowCount\":1200,\"columnCount\":8}"
+                 *           }
+                 *         }
+                 *       ]
+                 *     }
+                 */
                 "application/json": {
                     proposals: {
                         entityType: string;
@@ -524,6 +616,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "urn": "urn:li:dataset:(urn:li:dataPlatform:hive,sales.orders,PROD)",
+                 *       "entity": "dataset",
+                 *       "aspect": "datasetProfile",
+                 *       "limit": 10
+                 *     }
+                 */
                 "application/json": {
                     urn: string;
                     entity: string;
@@ -575,6 +675,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example urn:li:dataset:(urn:li:dataPlatform:hive,sales.orders,PROD) */
                 urn: string;
             };
             cookie?: never;
@@ -628,6 +729,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example df0c8103-5c1e-4b8a-9a53-2f0d6c1e7b42 */
                 taskId: string;
             };
             cookie?: never;
@@ -684,6 +786,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "entityType": "dataset",
+                 *       "aspect": "datasetProfile",
+                 *       "endTimeMillis": 1763986400000,
+                 *       "dryRun": true
+                 *     }
+                 */
                 "application/json": {
                     entityType: string;
                     aspect: string;
@@ -729,6 +839,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "taskId": "df0c8103-5c1e-4b8a-9a53-2f0d6c1e7b42"
+                 *     }
+                 */
                 "application/json": {
                     taskId: string;
                 };
@@ -786,6 +901,11 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                /**
+                 * @example {
+                 *       "task": "df0c8103-5c1e-4b8a-9a53-2f0d6c1e7b42"
+                 *     }
+                 */
                 "application/json": {
                     task?: string;
                     nodeId?: string;
@@ -824,6 +944,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "taskId": "df0c8103-5c1e-4b8a-9a53-2f0d6c1e7b42"
+                 *     }
+                 */
                 "application/json": {
                     taskId: string;
                 };
@@ -881,6 +1006,12 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                /**
+                 * @example {
+                 *       "type": "TRUNCATE_TIMESERIES",
+                 *       "count": 20
+                 *     }
+                 */
                 "application/json": {
                     /** @enum {string} */
                     type?: "TRUNCATE_TIMESERIES" | "EVALUATE_TESTS";
@@ -954,6 +1085,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                /** @example {} */
                 "application/json": Record<string, never>;
             };
         };
@@ -1000,6 +1132,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "urn": "urn:li:dataset:(urn:li:dataPlatform:hive,sales.orders,PROD)"
+                 *     }
+                 */
                 "application/json": {
                     urn: string;
                     /** @default false */
@@ -1093,6 +1230,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "urns": [
+                 *         "urn:li:dataset:(urn:li:dataPlatform:hive,sales.orders,PROD)"
+                 *       ]
+                 *     }
+                 */
                 "application/json": {
                     urns: string[];
                     /** @default false */

@@ -137,8 +137,8 @@ const schema = z.object({
    */
   MAX_SCHEDULES_PER_USER: int(1, 10_000).default(20),
   /**
-   * the Apollo Sandbox page on a browser's GET of the GraphQL path; it loads Apollo's script from its CDN on the
-   * gateway's origin, where the browser holds credentials for the whole API. Unset: on unless NODE_ENV=production
+   * GraphiQL on a browser's GET of the GraphQL path (served by the gateway: no other origin), a page that queries with
+   * the credentials the browser holds for the whole API. Unset: on unless NODE_ENV=production
    */
   GRAPHQL_EXPLORER: bool.optional(),
   /** test result transitions older than this are pruned by the evaluation workers, except each pair's latest */

@@ -17,7 +17,8 @@ import { requestLogger } from "./http/request-logger";
 import { securityHeaders } from "./http/security-headers";
 import { addGmsRoutes, type GmsDeps } from "./gms.routes";
 import { apiRoutes } from "./http/action-router";
-import { API_DOCS_PATH, addOpenApiRoutes, graphqlExplorer } from "./api-docs/api-docs.routes";
+import { API_DOCS_PATH, addOpenApiRoutes } from "./api-docs/api-docs.routes";
+import { GRAPHQL_EXPLORER_ASSETS_PATH, graphqlExplorerAssets, graphqlExplorerPage } from "./api-docs/graphql-explorer";
 import { openApiDocument } from "./api-docs/openapi";
 import type { Readiness } from "./readiness";
 
@@ -47,7 +48,7 @@ export interface AppDeps {
   http: GmsDeps;
   /** shown in the queue dashboard */
   queues: Queue[];
-  /** GRAPHQL_EXPLORER: the Apollo Sandbox page on a browser's GET of the GraphQL path */
+  /** GRAPHQL_EXPLORER: GraphiQL on a browser's GET of the GraphQL path */
   graphqlExplorer: boolean;
 }
 
@@ -93,6 +94,7 @@ export async function createGateway(deps: AppDeps): Promise<Gateway> {
   app.use(API_DOCS_PATH, basicChallenge("API reference"), pageTokenAsBearer("The API reference"));
   // The GraphQL explorer: its page (a GET) asks a browser for credentials, and its requests (POST) carry them.
   app.get(GRAPHQL_PATHS, basicChallenge("GraphQL explorer"));
+  app.use(GRAPHQL_EXPLORER_ASSETS_PATH, basicChallenge("GraphQL explorer"), pageTokenAsBearer("The GraphQL explorer"));
   app.use(GRAPHQL_PATHS, basicTokenAsBearer);
   app.use(authenticate(deps.authenticator));
   app.use(jsonBody(BODY_LIMIT_BYTES));
@@ -102,7 +104,10 @@ export async function createGateway(deps: AppDeps): Promise<Gateway> {
   // access logs and browser histories.
   app.post(GRAPHQL_PATHS, refuseNonJson, graphql.middleware);
   // a browser's GET only: the explorer's page; without it, the GET gets the 405 an API client does
-  if (deps.graphqlExplorer) app.get(GRAPHQL_PATHS, await graphqlExplorer());
+  if (deps.graphqlExplorer) {
+    app.get(GRAPHQL_PATHS, graphqlExplorerPage());
+    app.use(GRAPHQL_EXPLORER_ASSETS_PATH, graphqlExplorerAssets());
+  }
   app.all(GRAPHQL_PATHS, (_req, res) => {
     res.setHeader("allow", "POST");
     throw new AppError("METHOD_NOT_ALLOWED", "GraphQL is served over POST only.");

@@ -1,13 +1,17 @@
 /**
  * The API's descriptions against the real gateway: the checked-in OpenAPI document and GraphQL SDL are what it serves
- * (a change to an action or the schema without `pnpm api:write` fails here), and the viewer and explorer pages are
- * behind the same authentication as everything else, with a login prompt for browsers.
+ * (a change to an action or the schema without `pnpm api:write` fails here), every operation's example is accepted as
+ * Swagger UI prefills it, and the viewer and explorer pages are behind the same authentication as everything else,
+ * with a login prompt for browsers. What the pages do in a browser: browser-pages.int.spec.ts.
  */
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { buildClientSchema, getIntrospectionQuery, type IntrospectionQuery } from "graphql";
+import { ERROR_CODES } from "@mdp/core";
 import { apiFiles, GRAPHQL_SDL_FILE, OPENAPI_FILE, WRITE_COMMAND } from "../src/api-docs/api-files";
 import { printSdl } from "../src/api-docs/graphql-sdl";
+import { EXAMPLE_TASK_ID } from "../src/api-docs/request-examples";
+import { startEvaluationWorker } from "./support/evaluation-worker";
 import { ROOT, bearer, createToken, startGateway, systemClientHeaders, type Harness } from "./support/gateway-harness";
 
 const REPO = resolve(__dirname, "../../..");
@@ -91,6 +95,106 @@ describe("API descriptions", () => {
     });
   });
 
+  describe("examples, as Swagger UI's Try it out sends them", () => {
+    interface Operation {
+      operationId: string;
+      parameters?: Array<{ name: string; example?: unknown }>;
+      requestBody?: { content: { "application/json": { example?: unknown } } };
+      responses: Record<string, { $ref?: string }>;
+    }
+    interface Document {
+      jsonSchemaDialect?: string;
+      paths: Record<string, Record<string, Operation>>;
+      components: {
+        responses: Record<string, { content: { "application/json": { example?: Record<string, unknown> } } }>;
+      };
+    }
+    const served = async () =>
+      (await (await fetch(`${h.baseUrl}/openapi.json`, { headers: bearer(token) })).json()) as Document;
+
+    it("declares no dialect Swagger UI warns about (it supports OpenAPI 3.1's default only)", async () => {
+      expect((await served()).jsonSchemaDialect).toBeUndefined();
+    });
+
+    it("gets each operation's documented success for its example, sent as prefilled, in document order", async () => {
+      const doc = await served();
+      const worker = await startEvaluationWorker(h, 2, { threads: 1 });
+      try {
+        // A task id is the one thing a fresh system cannot hold: the examples naming one name this task instead.
+        const truncation = await h.post("/gms/operations?action=truncateTimeseriesAspect", {
+          entityType: "dataset",
+          aspect: "datasetProfile",
+          endTimeMillis: 1,
+          dryRun: false,
+        });
+        const taskId = truncation.body.value as string;
+        const unknownTask = await h.post("/gms/operations?action=getTaskStatus", { taskId: EXAMPLE_TASK_ID });
+        expect(unknownTask.status).toBe(404);
+        const withTask = (text: string) => text.replaceAll(EXAMPLE_TASK_ID, taskId);
+        const answers: Array<{ operation: string; status: number; body: unknown }> = [];
+        for (const [path, item] of Object.entries(doc.paths)) {
+          for (const [method, op] of Object.entries(item)) {
+            if (method === "servers" || ["/health", "/ready", "/metrics"].includes(path)) continue;
+            let url = `/gms${path}`;
+            for (const param of op.parameters ?? []) {
+              expect({ operation: op.operationId, param: param.name, example: param.example }).toEqual({
+                operation: op.operationId,
+                param: param.name,
+                example: expect.any(String),
+              });
+              url = url.replace(`{${param.name}}`, encodeURIComponent(withTask(param.example as string)));
+            }
+            const example = op.requestBody?.content["application/json"].example;
+            if (method === "post")
+              expect({ operation: op.operationId, example }).not.toEqual({
+                operation: op.operationId,
+                example: undefined,
+              });
+            const res = await fetch(`${h.baseUrl}${url}`, {
+              method: method.toUpperCase(),
+              headers: { "content-type": "application/json", ...bearer(token) },
+              ...(method === "post" ? { body: withTask(JSON.stringify(example)) } : {}),
+            });
+            answers.push({ operation: op.operationId, status: res.status, body: await res.json() });
+          }
+        }
+        expect(answers.length).toBeGreaterThanOrEqual(13);
+        for (const answer of answers) {
+          expect({ ...answer, body: answer.status === 200 ? "ok" : answer.body }).toEqual({
+            ...answer,
+            status: 200,
+            body: "ok",
+          });
+        }
+      } finally {
+        await worker.close();
+      }
+    });
+
+    it("documents each error response with an example of its own status and code", async () => {
+      const doc = await served();
+      const named = new Map<string, string>(); // component name → the status it is documented under
+      for (const item of Object.values(doc.paths)) {
+        for (const op of Object.values(item)) {
+          for (const [status, response] of Object.entries(op.responses ?? {})) {
+            if (response.$ref) named.set(response.$ref.split("/").pop()!, status);
+          }
+        }
+      }
+      expect(named.size).toBe(Object.keys(doc.components.responses).length);
+      for (const [name, status] of named) {
+        const example = doc.components.responses[name]!.content["application/json"].example!;
+        expect({ name, status: example.status, message: typeof example.message }).toEqual({
+          name,
+          status: Number(status),
+          message: "string",
+        });
+        expect(ERROR_CODES[example.code as keyof typeof ERROR_CODES].status).toBe(Number(status));
+      }
+      expect(new Set([...named.values()]).size).toBe(named.size);
+    });
+  });
+
   describe("authentication", () => {
     it.each(["/openapi.json", "/gms/openapi.json", "/api-docs/", "/api-docs/swagger-ui-bundle.js"])(
       "%s is 401 without credentials",
@@ -101,7 +205,7 @@ describe("API descriptions", () => {
     );
 
     it("asks a browser for credentials on the pages, and an API client gets a plain 401", async () => {
-      for (const path of ["/api-docs/", "/api/graphql"]) {
+      for (const path of ["/api-docs/", "/api/graphql", "/graphql-explorer/graphiql.min.js"]) {
         const res = await fetch(`${h.baseUrl}${path}`, { headers: html });
         expect(res.status).toBe(401);
         expect(res.headers.get("www-authenticate")).toMatch(/^Basic realm=/);
@@ -156,17 +260,24 @@ describe("API descriptions", () => {
   });
 
   describe("the GraphQL explorer", () => {
-    it("is Apollo's embedded Sandbox on a browser's GET, under a Content-Security-Policy of its own", async () => {
+    it("is GraphiQL on a browser's GET, every file of it served by the gateway under its own policy", async () => {
       const res = await fetch(`${h.baseUrl}/api/graphql`, { headers: { ...html, ...basic(token) } });
       expect(res.status).toBe(200);
       const page = await res.text();
-      expect(page).toContain("new window.EmbeddedSandbox(");
-      expect(page).toContain('"runTelemetry":false');
-      const nonce = /nonce="([0-9a-f]+)"/.exec(page)![1];
-      const csp = res.headers.get("content-security-policy")!;
-      expect(csp).toContain(`script-src 'self' 'nonce-${nonce}' https://embeddable-sandbox.cdn.apollographql.com`);
-      expect(csp).toContain("frame-src https://sandbox.embed.apollographql.com");
-      expect(csp).not.toContain("unsafe-inline");
+      expect(page).toContain('<div id="graphiql">');
+      // nothing from another origin, nothing inline: the gateway's Content-Security-Policy unchanged
+      expect(page).not.toMatch(/(src|href)="(https?:)?\/\//);
+      expect(page).not.toMatch(/<script>|<style>/);
+      expect(res.headers.get("content-security-policy")).toContain("script-src 'self';");
+      const assets = [...page.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!);
+      expect(assets).toHaveLength(6);
+      for (const asset of assets) {
+        const file = await fetch(`${h.baseUrl}${asset}`, { headers: basic(token) });
+        expect({ asset, status: file.status }).toEqual({ asset, status: 200 });
+        expect(file.headers.get("content-type")).toMatch(/^(text\/css|(text|application)\/javascript)/);
+        // without credentials, the same 401 as every route
+        expect((await fetch(`${h.baseUrl}${asset}`)).status).toBe(401);
+      }
     });
 
     it("accepts the browser's login on the requests the page sends, and runs no query sent by GET", async () => {
@@ -182,15 +293,16 @@ describe("API descriptions", () => {
       expect(get.status).toBe(405);
     });
 
-    it("is off with GRAPHQL_EXPLORER=false: a browser's GET gets the API's 405 and nothing from Apollo's CDN", async () => {
+    it("is off with GRAPHQL_EXPLORER=false: a browser's GET gets the API's 405, and its files are not served", async () => {
       const off = await startGateway({ GRAPHQL_EXPLORER: "false" });
       try {
         const offToken = (await createToken(off, ROOT)).token;
         const res = await fetch(`${off.baseUrl}/api/graphql`, { headers: { ...html, ...basic(offToken) } });
         expect(res.status).toBe(405);
         expect(res.headers.get("allow")).toBe("POST");
-        expect(await res.text()).not.toContain("apollographql.com");
-        expect(res.headers.get("content-security-policy")).not.toContain("apollographql.com");
+        expect(await res.text()).not.toContain("graphiql");
+        const asset = await fetch(`${off.baseUrl}/graphql-explorer/graphiql.min.js`, { headers: basic(offToken) });
+        expect(asset.status).toBe(404);
       } finally {
         await off.close();
       }

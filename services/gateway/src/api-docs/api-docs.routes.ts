@@ -1,6 +1,4 @@
-import { ApolloServerPluginLandingPageLocalDefault } from "@apollo/server/plugin/landingPage/default";
 import express, { type Express, type RequestHandler } from "express";
-import helmet from "helmet";
 import { dirname } from "node:path";
 import type { OpenApiDocument } from "./openapi";
 
@@ -68,58 +66,4 @@ export function addOpenApiRoutes(app: Express, gmsBases: readonly string[], docu
     if (!SWAGGER_UI_FILES.has(req.path)) return next();
     files(req, res, next);
   });
-}
-
-/**
- * Apollo's embedded Sandbox, on a GET of the GraphQL path by a browser (a request preferring HTML): the page's
- * requests then go to the same URL, over POST, with the credentials the browser was asked for. Rendered here, not by
- * Apollo: a GET never reaches Apollo, which would run a query sent in the URL (GraphQL stays POST only). The page
- * loads the Sandbox from Apollo's CDN into an iframe, so it alone gets a wider Content-Security-Policy: Apollo's
- * script and frame origins, and only this render's nonce for inline script and style. No telemetry is sent to Apollo.
- */
-export async function graphqlExplorer(): Promise<RequestHandler> {
-  const plugin = ApolloServerPluginLandingPageLocalDefault({
-    embed: { runTelemetry: false, endpointIsEditable: false, initialState: { pollForSchemaUpdates: false } },
-    // The Sandbox's requests carry the browser's credentials for this origin (the Basic login it was asked for).
-    includeCookies: true,
-    footer: false,
-  });
-  // The plugin's hooks ignore their argument (the server's context), which this page does not have.
-  const listener = await plugin.serverWillStart?.(undefined as never);
-  const landingPage = await listener?.renderLandingPage?.();
-  if (!landingPage) throw new Error("Apollo's landing page plugin rendered no page");
-  const render = landingPage.html;
-  const nonceOf = (html: string) => /nonce="([0-9a-f]+)"/.exec(html)?.[1];
-  if (!nonceOf(typeof render === "string" ? render : await render())) {
-    throw new Error("Apollo's landing page has no nonce: its Content-Security-Policy cannot be written");
-  }
-  return async (req, res, next) => {
-    if (req.accepts(["application/json", "application/graphql-response+json", "text/html"]) !== "text/html") {
-      return next();
-    }
-    const html = typeof render === "string" ? render : await render();
-    const nonce = nonceOf(html)!;
-    const csp = helmet.contentSecurityPolicy({
-      directives: {
-        "default-src": ["'self'"],
-        "script-src": ["'self'", `'nonce-${nonce}'`, "https://embeddable-sandbox.cdn.apollographql.com"],
-        "style-src": [
-          "'self'",
-          `'nonce-${nonce}'`,
-          "https://embeddable-sandbox.cdn.apollographql.com",
-          "https://fonts.googleapis.com",
-        ],
-        "font-src": ["'self'", "https://fonts.gstatic.com"],
-        "img-src": ["'self'", "data:", "https://apollo-server-landing-page.cdn.apollographql.com"],
-        "manifest-src": ["https://apollo-server-landing-page.cdn.apollographql.com"],
-        "frame-src": ["https://sandbox.embed.apollographql.com"],
-        "frame-ancestors": ["'none'"],
-        "upgrade-insecure-requests": null,
-      },
-    });
-    csp(req, res, () => {
-      res.setHeader("cache-control", "no-store");
-      res.type("html").send(html);
-    });
-  };
 }

@@ -1,19 +1,25 @@
 import { ERROR_CODES, type ErrorCode } from "@mdp/core";
 import { z } from "zod";
 import type { ApiRoute } from "../http/action-router";
+import { PARAMETER_EXAMPLES, REQUEST_EXAMPLES } from "./request-examples";
 
 /**
  * The OpenAPI 3.1 document of the HTTP API, generated from the routes as they were added (action-router.ts): the same
- * zod schemas that parse the requests become the request bodies (zod's JSON Schema is draft 2020-12, OpenAPI 3.1's
- * dialect), so the document cannot drift from what the gateway accepts. Checked in as docs/api/openapi.json
- * (`pnpm api:write`), served at /openapi.json.
+ * zod schemas that parse the requests become the request bodies (zod's JSON Schema is draft 2020-12, which OpenAPI
+ * 3.1's default dialect extends), so the document cannot drift from what the gateway accepts. Checked in as
+ * docs/api/openapi.json (`pnpm api:write`), served at /openapi.json. Every operation carries an example request that
+ * its route accepts (request-examples.ts), and every error response an example with its own status and code: without
+ * them Swagger UI makes bodies up from the schemas (`"string"`, `true`, `{"status": 0, "code": "BAD_USER_INPUT"}`).
  */
 
 /** JSON Schema of what a client sends: defaults make fields optional, transforms are not the client's concern. */
 const inputSchema = (schema: z.ZodType) => strip(z.toJSONSchema(schema, { io: "input", target: "draft-2020-12" }));
 const outputSchema = (schema: z.ZodType) => strip(z.toJSONSchema(schema, { io: "output", target: "draft-2020-12" }));
 
-/** The document's own dialect is declared once (jsonSchemaDialect), not in every schema. */
+/**
+ * No `$schema` in each schema: OpenAPI 3.1's default dialect holds draft 2020-12. Nor a `jsonSchemaDialect` naming
+ * draft 2020-12 itself: Swagger UI 5 supports only the default, and opens under a red warning for any other.
+ */
 function strip(schema: Record<string, unknown>): Record<string, unknown> {
   const { $schema: _, ...rest } = schema;
   return rest;
@@ -43,31 +49,89 @@ const ref = (name: string) => ({ $ref: `#/components/responses/${name}` });
 
 /**
  * The error answers the document names, each under its code's status in the error table (libs/core errors.ts): a
- * code's status changes there, and here with it.
+ * code's status changes there, and here with it. Each with the body a caller meets, as its example.
  */
 const ERROR_RESPONSES = {
-  BadRequest: ["BAD_USER_INPUT", "the message names every invalid field and its limit"],
-  Unauthenticated: ["UNAUTHENTICATED", "no, or invalid, credentials"],
-  Forbidden: ["FORBIDDEN", "`<actor> is unauthorized to <operation>.`"],
-  NotFound: ["NOT_FOUND", "what the request names does not exist"],
-  UnsupportedMediaType: ["UNSUPPORTED_MEDIA_TYPE", "a body that is not application/json"],
-  TooManyRequests: ["TOO_MANY_REQUESTS", "a per-user rate limit; Retry-After says when to retry"],
-  Unavailable: ["SERVICE_UNAVAILABLE", "PostgreSQL or Redis is unavailable; Retry-After"],
-} as const satisfies Record<string, readonly [ErrorCode, string]>;
+  BadRequest: {
+    code: "BAD_USER_INPUT",
+    description: "the message names every invalid field and its limit",
+    message: "Invalid request: batchSize: must be a whole number from 1 to 1000000",
+    details: { problems: ["batchSize: must be a whole number from 1 to 1000000"] },
+  },
+  Unauthenticated: {
+    code: "UNAUTHENTICATED",
+    description: "no, or invalid, credentials",
+    message: "Request is missing 'Authorization' header.",
+  },
+  Forbidden: {
+    code: "FORBIDDEN",
+    description: "`<actor> is unauthorized to <operation>.`",
+    message: "urn:li:corpuser:jdoe is unauthorized to truncate time-series indexes.",
+  },
+  NotFound: {
+    code: "NOT_FOUND",
+    description: "what the request names does not exist",
+    message: "Task df0c8103-5c1e-4b8a-9a53-2f0d6c1e7b42 does not exist",
+  },
+  UnsupportedMediaType: {
+    code: "UNSUPPORTED_MEDIA_TYPE",
+    description: "a body that is not application/json",
+    message: "Content-Type must be application/json.",
+  },
+  TooManyRequests: {
+    code: "TOO_MANY_REQUESTS",
+    description: "a per-user rate limit; Retry-After says when to retry",
+    message:
+      "Rate limit exceeded: at most 1200 metadata-test entity evaluations per minute per actor " +
+      "(RATE_LIMIT_EVALUATIONS_PER_MINUTE); retry in 7 s.",
+    details: { limit: "RATE_LIMIT_EVALUATIONS_PER_MINUTE", perMinute: 1200, retryAfterSeconds: 7 },
+  },
+  Unavailable: {
+    code: "SERVICE_UNAVAILABLE",
+    description: "PostgreSQL or Redis is unavailable; Retry-After",
+    message: "PostgreSQL is unavailable; retry shortly.",
+    details: { retryAfterSeconds: 2 },
+  },
+} as const satisfies Record<
+  string,
+  { code: ErrorCode; description: string; message: string; details?: Record<string, unknown> }
+>;
 
 type ErrorResponseName = keyof typeof ERROR_RESPONSES;
 
 /** `{ "<status>": $ref }` for the named error responses, the status read from the error table. */
 const errorRefs = (...names: ErrorResponseName[]) =>
-  Object.fromEntries(names.map((name) => [String(ERROR_CODES[ERROR_RESPONSES[name][0]].status), ref(name)]));
+  Object.fromEntries(names.map((name) => [String(ERROR_CODES[ERROR_RESPONSES[name].code].status), ref(name)]));
 
 /** The errors every authenticated route may answer; each route adds its own 2xx. */
 const commonErrors = errorRefs("BadRequest", "Unauthenticated", "Forbidden", "TooManyRequests", "Unavailable");
 
-const errorResponse = (description: string) => ({
-  description,
-  content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } },
-});
+function errorResponse({ code, description, message, ...rest }: (typeof ERROR_RESPONSES)[ErrorResponseName]) {
+  const details = "details" in rest ? { details: rest.details } : {};
+  return {
+    description: `${code}: ${description}`,
+    content: {
+      "application/json": {
+        schema: { $ref: "#/components/schemas/Error" },
+        example: { status: ERROR_CODES[code].status, code, message, ...details },
+      },
+    },
+  };
+}
+
+/** The example an operation documents, checked against what its route accepts: a refused example is a bug here. */
+function exampleOf(route: ApiRoute, operationId: string): unknown {
+  const examples: Readonly<Record<string, unknown>> = route.kind === "action" ? REQUEST_EXAMPLES : PARAMETER_EXAMPLES;
+  if (!Object.hasOwn(examples, operationId)) {
+    throw new Error(`${operationId} has no example request: add one to api-docs/request-examples.ts`);
+  }
+  const example = examples[operationId];
+  const parsed = route.spec.request.safeParse(example);
+  if (!parsed.success) {
+    throw new Error(`${operationId}'s example request is refused by its route: ${parsed.error.message}`);
+  }
+  return example;
+}
 
 function privilegeText(route: ApiRoute): string {
   const { requires, privilegeNote } = route.spec;
@@ -103,15 +167,18 @@ function operation(route: ApiRoute) {
     ...(route.spec.requires ? { "x-privilege": route.spec.requires.privilege } : {}),
   };
   if (route.kind === "get") {
+    const operationId = getOperationId(route.path);
     const params = inputSchema(route.spec.request) as { properties?: Record<string, unknown> };
+    const examples = exampleOf(route, operationId) as Record<string, unknown>;
     return {
-      operationId: getOperationId(route.path),
+      operationId,
       ...common,
       parameters: Object.entries(params.properties ?? {}).map(([name, schema]) => ({
         name,
         in: "path",
         required: true,
         schema,
+        example: examples[name],
       })),
       responses: { "200": answer(route), ...commonErrors, ...errorRefs("NotFound") },
     };
@@ -121,7 +188,10 @@ function operation(route: ApiRoute) {
   return {
     operationId: route.name,
     ...common,
-    requestBody: { required: !optional, content: { "application/json": { schema: body } } },
+    requestBody: {
+      required: !optional,
+      content: { "application/json": { schema: body, example: exampleOf(route, route.name) } },
+    },
     responses: { "200": answer(route), ...commonErrors, ...errorRefs("NotFound", "UnsupportedMediaType") },
   };
 }
@@ -172,7 +242,6 @@ export function openApiDocument(routes: readonly ApiRoute[], gmsBases: readonly 
   const root = [{ url: "/", description: "the gateway's root" }];
   return {
     openapi: "3.1.1",
-    jsonSchemaDialect: "https://json-schema.org/draft/2020-12/schema",
     info: {
       title: "Metadata platform administration API",
       version: "1",
@@ -203,10 +272,7 @@ export function openApiDocument(routes: readonly ApiRoute[], gmsBases: readonly 
       },
       schemas: { Error: errorBody },
       responses: Object.fromEntries(
-        Object.entries(ERROR_RESPONSES).map(([name, [code, description]]) => [
-          name,
-          errorResponse(`${code}: ${description}`),
-        ]),
+        Object.entries(ERROR_RESPONSES).map(([name, response]) => [name, errorResponse(response)]),
       ),
     },
   };

@@ -2,13 +2,14 @@ import { createBullBoard } from "@bull-board/api";
 import { BullMQAdapter } from "@bull-board/api/bullMQAdapter";
 import { ExpressAdapter } from "@bull-board/express";
 import type { Queue } from "bullmq";
-import type { Express, RequestHandler } from "express";
+import { Router, type Express, type RequestHandler } from "express";
 import { abbreviated, AppError, badInput, forbidden, notFound } from "@mdp/core";
 import { AuditBudget, type PrismaClient } from "@mdp/db";
 import { QUEUE_NAMES } from "@mdp/queues";
 import { recordAudit } from "../audit/audit.service";
 import { actorOf } from "../auth/auth.middleware";
 import type { PolicyEngine } from "../policies/policy-engine";
+import { dashboardFonts } from "./dashboard-fonts";
 
 export const DASHBOARD_PATH = "/admin/queues";
 
@@ -156,7 +157,7 @@ export function queueDashboard(
   engine: PolicyEngine,
   prisma: PrismaClient,
   budget: AuditBudget = new AuditBudget(),
-): { guard: RequestHandler; router: Express } {
+): { guard: RequestHandler; router: Router } {
   const serverAdapter = new ExpressAdapter();
   serverAdapter.setBasePath(DASHBOARD_PATH);
   // The page offers no retry where the dashboard refuses one; the guard below is what enforces what it takes.
@@ -198,7 +199,10 @@ export function queueDashboard(
     }
   };
   // Bull Board's router is an express app of its own, which would announce X-Powered-By on every page it serves.
-  const router = serverAdapter.getRouter() as Express;
-  router.disable("x-powered-by");
+  const board = serverAdapter.getRouter() as Express;
+  board.disable("x-powered-by");
+  // Its fonts from npm, not from Google (dashboard-fonts.ts): nothing the page loads leaves the gateway.
+  const router = Router();
+  router.use(dashboardFonts(), board);
   return { guard, router };
 }
