@@ -24,7 +24,10 @@ describe("parseArgs (a GraphQL operation's contract)", () => {
     const schema = z.object({
       input: z.object({
         name: textField({ min: 1, max: 256, trim: true }),
-        count: z.number().max(5, said((at) => `${at} must be at most 5`)),
+        count: z.number().max(
+          5,
+          said((at) => `${at} must be at most 5`),
+        ),
       }),
     });
     expect(refusal(schema, { input: { name: "  ", count: 9 } })).toEqual({

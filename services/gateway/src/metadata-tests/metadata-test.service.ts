@@ -167,6 +167,9 @@ export interface TestResultTransitionView {
  * from PostgreSQL for every evaluation, so a change here is what the very next evaluation uses.
  */
 export class MetadataTestService {
+  /** createTest's and updateTest's contracts, which read the registry and the schedule's minimum interval */
+  private readonly contracts: Contracts;
+
   constructor(
     private readonly prisma: PrismaClient,
     private readonly engine: PolicyEngine,
@@ -178,8 +181,6 @@ export class MetadataTestService {
   ) {
     this.contracts = testContracts(registry, config);
   }
-
-  private readonly contracts: Contracts;
 
   async create(actor: Actor, args: unknown): Promise<string> {
     await this.engine.require(actor, "MANAGE_TESTS", "create metadata tests");

@@ -57,6 +57,8 @@ const listGroupsArgs = pageInput({ query: z.string().nullish() });
 
 /** Groups and their members (policies can name groups). Every change needs MANAGE_POLICIES and is audited. */
 export class GroupService {
+  private readonly createArgs: ReturnType<typeof createGroupArgs>;
+
   constructor(
     private readonly prisma: PrismaClient,
     private readonly engine: PolicyEngine,
@@ -65,8 +67,6 @@ export class GroupService {
   ) {
     this.createArgs = createGroupArgs(config.URN_NAMESPACE);
   }
-
-  private readonly createArgs: ReturnType<typeof createGroupArgs>;
 
   async create(actor: Actor, args: unknown): Promise<string> {
     await this.engine.require(actor, "MANAGE_POLICIES", "create groups");

@@ -103,6 +103,7 @@ const revokeTokensArgs = z.object({ actorUrn: urnField("corpuser") });
  */
 export class TokenService {
   private readonly jwt: Hs256;
+  private readonly createArgs: ReturnType<typeof createTokenArgs>;
 
   constructor(
     private readonly store: TokenStore,
@@ -118,8 +119,6 @@ export class TokenService {
     this.jwt = new Hs256(config.TOKEN_SIGNING_KEY);
     this.createArgs = createTokenArgs(config.ACCESS_TOKEN_ALLOW_NO_EXPIRY);
   }
-
-  private readonly createArgs: ReturnType<typeof createTokenArgs>;
 
   async create(actor: Actor, args: unknown): Promise<{ accessToken: string; metadata: TokenMetadata }> {
     await this.requireTokenApi(actor, "generate access tokens");
