@@ -1,7 +1,9 @@
 import { auditEventPage, insertAuditEvent, type Prisma, type PrismaClient } from "@mdp/db";
-import { badInput, MAX_EPOCH_MS, parseUrnField } from "@mdp/core";
+import { z } from "zod";
+import { MAX_EPOCH_MS, parseUrnField } from "@mdp/core";
 import type { Actor } from "../auth/actor";
-import { pageOf } from "../graphql/paging";
+import { pageInput } from "../graphql/paging";
+import { parseArgs, rule, said } from "../http/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
 
 type Tx = Prisma.TransactionClient;
@@ -17,17 +19,38 @@ export async function recordAudit(
   await insertAuditEvent(tx, { actorUrn: actor.urn, action, targetUrn, details: { ...details, via: actor.via } });
 }
 
-export interface ListAuditEventsInput {
-  start?: number | null;
-  count?: number | null;
-  actorUrn?: string | null;
-  action?: string | null;
-  targetUrn?: string | null;
+/** A urn to filter by; "" filters by nothing. A mistyped one would otherwise match nothing ("no such events"). */
+const urnFilter = (entityType?: string) =>
+  z
+    .string()
+    .refine(
+      ...rule((at, urn: string) => {
+        if (urn) parseUrnField(at, urn, entityType);
+      }),
+    )
+    .nullish();
+/** Past MAX_EPOCH_MS (yet a safe integer), new Date() would be an Invalid Date, failing as a 500. */
+const epochMillis = z
+  .number()
+  .min(
+    0,
+    said((at) => `${at} must be epoch milliseconds from 0 to ${MAX_EPOCH_MS}`),
+  )
+  .max(
+    MAX_EPOCH_MS,
+    said((at) => `${at} must be epoch milliseconds from 0 to ${MAX_EPOCH_MS}`),
+  )
+  .nullish();
+
+const listAuditEventsArgs = pageInput({
+  actorUrn: urnFilter("corpuser"),
+  action: z.string().nullish(),
+  targetUrn: urnFilter(),
   /** epoch ms, inclusive */
-  since?: number | null;
+  since: epochMillis,
   /** epoch ms, exclusive */
-  until?: number | null;
-}
+  until: epochMillis,
+});
 
 /** Reading the audit trail: MANAGE_POLICIES, newest first. */
 export class AuditService {
@@ -36,24 +59,14 @@ export class AuditService {
     private readonly engine: PolicyEngine,
   ) {}
 
-  async list(actor: Actor, input: ListAuditEventsInput) {
+  async list(actor: Actor, args: unknown) {
     await this.engine.require(actor, "MANAGE_POLICIES", "read audit events");
-    return listAuditEvents(this.prisma, input);
+    return listAuditEvents(this.prisma, parseArgs(listAuditEventsArgs, args).input);
   }
 }
 
-async function listAuditEvents(prisma: PrismaClient, input: ListAuditEventsInput) {
-  const { start, count } = pageOf(input);
-  // A mistyped urn would otherwise match nothing, which reads as "no such events".
-  if (input.actorUrn) parseUrnField("input.actorUrn", input.actorUrn, "corpuser");
-  if (input.targetUrn) parseUrnField("input.targetUrn", input.targetUrn);
-  for (const field of ["since", "until"] as const) {
-    const value = input[field];
-    // Past MAX_EPOCH_MS (yet a safe integer), new Date() would be an Invalid Date, failing as a 500.
-    if (value != null && !(value >= 0 && value <= MAX_EPOCH_MS)) {
-      throw badInput(`input.${field} must be epoch milliseconds from 0 to ${MAX_EPOCH_MS}`);
-    }
-  }
+async function listAuditEvents(prisma: PrismaClient, input: z.output<typeof listAuditEventsArgs>["input"]) {
+  const { start, count } = input;
   const { total, rows } = await auditEventPage(
     prisma,
     {

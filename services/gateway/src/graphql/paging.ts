@@ -1,12 +1,35 @@
-import { badInput } from "@mdp/core";
+import { z } from "zod";
+import { said } from "../http/validate";
 
 export const MAX_PAGE_SIZE = 1000;
 
-/** start/count of a list input, with the defaults and limits of docs/api.md "Conventions". */
-export function pageOf(input: { start?: number | null; count?: number | null }): { start: number; count: number } {
-  const start = input.start ?? 0;
-  const count = input.count ?? 20;
-  if (start < 0) throw badInput("input.start must be 0 or more");
-  if (count < 0 || count > MAX_PAGE_SIZE) throw badInput(`input.count must be between 0 and ${MAX_PAGE_SIZE}`);
-  return { start, count };
-}
+/**
+ * start/count of a list input, with the defaults and limits of docs/api.md "Conventions": spread into an operation's
+ * input contract (`z.object({ ...pageFields, query: ... })`).
+ */
+export const pageFields = {
+  start: z
+    .number()
+    .min(
+      0,
+      said((at) => `${at} must be 0 or more`),
+    )
+    .nullish()
+    .transform((start) => start ?? 0),
+  count: z
+    .number()
+    .min(
+      0,
+      said((at) => `${at} must be between 0 and ${MAX_PAGE_SIZE}`),
+    )
+    .max(
+      MAX_PAGE_SIZE,
+      said((at) => `${at} must be between 0 and ${MAX_PAGE_SIZE}`),
+    )
+    .nullish()
+    .transform((count) => count ?? 20),
+};
+
+/** A list operation's arguments: `input` with start and count, and what else the operation filters by. */
+export const pageInput = <F extends z.ZodRawShape>(filters: F) =>
+  z.object({ input: z.object({ ...pageFields, ...filters }) });

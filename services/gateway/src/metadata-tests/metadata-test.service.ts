@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
+import { z } from "zod";
 import {
   badInput,
   conflict,
   notFound,
-  parseUrnField,
   requireLength,
   SCHEDULE_PRIVILEGES,
   urnOfNewId,
@@ -42,32 +42,79 @@ import {
 import { cronPatternProblem, MAX_CRON_LENGTH, type ScheduleSyncRequests, type TestSchedules } from "@mdp/queues";
 import { ownedBy, type Actor } from "../auth/actor";
 import { recordAudit } from "../audit/audit.service";
-import { pageOf } from "../graphql/paging";
+import { pageInput } from "../graphql/paging";
+import { parseArgs, parsedBy, rule, said, textField, urnField } from "../http/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
 import { requireActionPrivileges } from "./action-privileges";
 import { acceptDefinition } from "./test-definition";
 import { unstorableTypes } from "./test-run.service";
 
-/** DataHub's UpdateTestInput; CreateTestInput adds `id`. `state` is ours: INACTIVE tests do not run unless named. */
-export interface TestInput {
-  name: string;
-  category: string;
-  description?: string | null;
-  definition: { json: string };
-  state?: TestState | null;
-  /** ours: runs the test by itself (runTest with push) on a cron; on update, absent = unchanged and null = removed */
-  schedule?: { cron: string } | null;
-}
+/**
+ * DataHub's UpdateTestInput, parsed: the definition accepted (acceptDefinition), the schedule's cron checked (on
+ * update, absent = unchanged and null = removed). `state` is ours: INACTIVE tests do not run unless named.
+ */
+const testInput = (registry: EntityRegistry, minIntervalSeconds: number) => ({
+  name: textField({ min: 1, max: 256, trim: true }),
+  category: textField({ min: 1, max: 256, trim: true }),
+  description: textField({ max: 2000 })
+    .nullish()
+    .transform((description) => description ?? null),
+  definition: z.object({
+    json: z.string().transform(parsedBy((_at, text: string) => acceptDefinition(text, registry))),
+  }),
+  state: z
+    .enum(["ACTIVE", "INACTIVE"])
+    .nullish()
+    .transform((state) => state ?? undefined),
+  /** ours: runs the test by itself (runTest with push) on a cron */
+  schedule: z
+    .object({
+      cron: z
+        .string()
+        .trim()
+        .refine(
+          ...rule((at, cron: string) => {
+            requireLength(at, cron, { min: 1, max: MAX_CRON_LENGTH });
+            const problem = cronPatternProblem(cron, minIntervalSeconds);
+            if (problem) throw badInput(`${at}: ${problem}`);
+          }),
+        ),
+    })
+    .nullish(),
+});
 
-export interface CreateTestInput extends TestInput {
-  id?: string | null;
-}
+const testUrn = urnField("test");
 
-export interface ListTestsInput {
-  start?: number | null;
-  count?: number | null;
-  query?: string | null;
-}
+/** createTest's, updateTest's and the reads' arguments; the definition's entity types are the registry's. */
+const testContracts = (
+  registry: EntityRegistry,
+  config: Pick<Config, "URN_NAMESPACE" | "SCHEDULE_MIN_INTERVAL_SECONDS">,
+) => {
+  const input = testInput(registry, config.SCHEDULE_MIN_INTERVAL_SECONDS);
+  return {
+    create: z.object({
+      input: z.object({
+        // Parsed into the test's urn.
+        id: z
+          .string()
+          .nullish()
+          .transform(
+            parsedBy((at, id: string | null | undefined) =>
+              urnOfNewId(at, id, { namespace: config.URN_NAMESPACE, entityType: "test", generate: randomUUID }),
+            ),
+          ),
+        ...input,
+      }),
+    }),
+    update: z.object({ urn: testUrn, input: z.object(input) }),
+  };
+};
+const testArgs = z.object({ urn: testUrn });
+const entityArgs = z.object({ urn: urnField() });
+const listTestsArgs = pageInput({ query: z.string().nullish() });
+
+type Contracts = ReturnType<typeof testContracts>;
+type ParsedTest = z.output<Contracts["update"]>["input"];
 
 /** An entity's stored results, each with its test (tests deleted since are left out). */
 export interface TestResultsView {
@@ -79,12 +126,32 @@ const TEST_RESULTS_ASPECT = "testResults";
 /** testResultHistory's page: at most this many transitions per answer (docs/limits.md). */
 export const MAX_HISTORY_PAGE = 100;
 
-export interface TestResultHistoryInput {
-  urn: string;
-  testUrn: string;
-  start?: number | null;
-  count?: number | null;
-}
+const testResultHistoryArgs = z.object({
+  urn: urnField(),
+  testUrn,
+  start: z
+    .number()
+    .int(said((at) => `${at} must be 0 or more`))
+    .min(
+      0,
+      said((at) => `${at} must be 0 or more`),
+    )
+    .nullish()
+    .transform((start) => start ?? 0),
+  count: z
+    .number()
+    .int(said((at) => `${at} must be between 0 and ${MAX_HISTORY_PAGE}`))
+    .min(
+      0,
+      said((at) => `${at} must be between 0 and ${MAX_HISTORY_PAGE}`),
+    )
+    .max(
+      MAX_HISTORY_PAGE,
+      said((at) => `${at} must be between 0 and ${MAX_HISTORY_PAGE}`),
+    )
+    .nullish()
+    .transform((count) => count ?? 20),
+});
 
 /** One change of a test's result for an entity: newest first in testResultHistory. */
 export interface TestResultTransitionView {
@@ -100,6 +167,9 @@ export interface TestResultTransitionView {
  * from PostgreSQL for every evaluation, so a change here is what the very next evaluation uses.
  */
 export class MetadataTestService {
+  /** createTest's and updateTest's contracts, which read the registry and the schedule's minimum interval */
+  private readonly contracts: Contracts;
+
   constructor(
     private readonly prisma: PrismaClient,
     private readonly engine: PolicyEngine,
@@ -110,16 +180,14 @@ export class MetadataTestService {
     private readonly logger?: Logger,
     /** where a write asks for its test's scheduler to follow the row */
     private readonly scheduleSync?: Pick<ScheduleSyncRequests, "request">,
-  ) {}
+  ) {
+    this.contracts = testContracts(registry, config);
+  }
 
-  async create(actor: Actor, input: CreateTestInput): Promise<string> {
+  async create(actor: Actor, args: unknown): Promise<string> {
     await this.engine.require(actor, "MANAGE_TESTS", "create metadata tests");
-    const urn = urnOfNewId("input.id", input.id, {
-      namespace: this.config.URN_NAMESPACE,
-      entityType: "test",
-      generate: randomUUID,
-    });
-    const data = this.validate(input);
+    const { id: urn, ...input } = parseArgs(this.contracts.create, args).input;
+    const data = this.stored(input);
     // Its actions will run for the caller, who owns it from now on (a schedule's firings need nothing more than
     // MANAGE_TESTS, required above, and these).
     await requireActionPrivileges(this.engine, actor, actionsOf(data.definition));
@@ -147,10 +215,10 @@ export class MetadataTestService {
     return urn;
   }
 
-  async update(actor: Actor, urn: string, input: TestInput): Promise<string> {
+  async update(actor: Actor, args: unknown): Promise<string> {
     await this.engine.require(actor, "MANAGE_TESTS", "update metadata tests");
-    parseUrnField("urn", urn, "test");
-    const data = this.validate(input);
+    const { urn, input } = parseArgs(this.contracts.update, args);
+    const data = this.stored(input);
     await inPrismaTransaction(this.prisma, async (tx) => {
       // Serializes with the actor's other schedule writes (the MAX_SCHEDULES_PER_USER count), then the row.
       await lockScheduleOwner(tx, actor.urn);
@@ -192,9 +260,9 @@ export class MetadataTestService {
    * firings need: MANAGE_TESTS and what the test's actions write, and have room under MAX_SCHEDULES_PER_USER).
    * Audited as `test.schedule.resume`. 409 when the test has no schedule or it is not suspended.
    */
-  async resumeSchedule(actor: Actor, urn: string): Promise<MetadataTest> {
+  async resumeSchedule(actor: Actor, args: unknown): Promise<MetadataTest> {
     await this.engine.require(actor, SCHEDULE_PRIVILEGES.SCHEDULED_TEST, "resume scheduled tests");
-    parseUrnField("urn", urn, "test");
+    const { urn } = parseArgs(testArgs, args);
     return inPrismaTransaction(this.prisma, async (tx) => {
       await lockScheduleOwner(tx, actor.urn);
       const current = await this.existing(tx, urn, true);
@@ -213,9 +281,9 @@ export class MetadataTestService {
     }).catch(notFoundWhenMissing(`Test ${urn} does not exist`));
   }
 
-  async delete(actor: Actor, urn: string): Promise<boolean> {
+  async delete(actor: Actor, args: unknown): Promise<boolean> {
     await this.engine.require(actor, "MANAGE_TESTS", "delete metadata tests");
-    parseUrnField("urn", urn, "test");
+    const { urn } = parseArgs(testArgs, args);
     let scheduled = false;
     await inPrismaTransaction(this.prisma, async (tx) => {
       const test = await this.existing(tx, urn);
@@ -247,16 +315,9 @@ export class MetadataTestService {
    * testResults. The history of a deleted test stays until retention removes it. NOT_FOUND when the pair has no
    * history and nothing is stored for the entity.
    */
-  async history(actor: Actor, input: TestResultHistoryInput) {
+  async history(actor: Actor, args: unknown) {
     await this.engine.require(actor, "VIEW_TESTS", "view metadata test results");
-    parseUrnField("urn", input.urn);
-    parseUrnField("testUrn", input.testUrn, "test");
-    const start = input.start ?? 0;
-    const count = input.count ?? 20;
-    if (!Number.isInteger(start) || start < 0) throw badInput("start must be 0 or more");
-    if (!Number.isInteger(count) || count < 0 || count > MAX_HISTORY_PAGE) {
-      throw badInput(`count must be between 0 and ${MAX_HISTORY_PAGE}`);
-    }
+    const { start, count, ...input } = parseArgs(testResultHistoryArgs, args);
     const { total, rows } = await transitionPage(this.prisma, { urn: input.urn, testUrn: input.testUrn }, start, count);
     if (total === 0 && !(await entityExists(this.prisma, input.urn))) {
       throw notFound(`Entity ${input.urn} does not exist`);
@@ -286,16 +347,16 @@ export class MetadataTestService {
     }
   }
 
-  async get(actor: Actor, urn: string): Promise<MetadataTest | null> {
+  async get(actor: Actor, args: unknown): Promise<MetadataTest | null> {
     await this.engine.require(actor, "VIEW_TESTS", "view metadata tests");
-    parseUrnField("urn", urn, "test");
+    const { urn } = parseArgs(testArgs, args);
     return findTest(this.prisma, urn);
   }
 
   /** Oldest first; `query` matches name, category or description, ignoring case. */
-  async list(actor: Actor, input: ListTestsInput) {
+  async list(actor: Actor, args: unknown) {
     await this.engine.require(actor, "VIEW_TESTS", "list metadata tests");
-    const { start, count } = pageOf(input);
+    const { start, count, ...input } = parseArgs(listTestsArgs, args).input;
     const query = input.query?.trim();
     const { total, rows: tests } = await testPage(this.prisma, query || undefined, start, count);
     return { start, count: tests.length, total, tests };
@@ -305,9 +366,9 @@ export class MetadataTestService {
    * The entity's `testResults` aspect with each result's test; null when no result was ever pushed for it.
    * NOT_FOUND when nothing at all is stored for the entity.
    */
-  async results(actor: Actor, entityUrn: string): Promise<TestResultsView | null> {
+  async results(actor: Actor, args: unknown): Promise<TestResultsView | null> {
     await this.engine.require(actor, "VIEW_TESTS", "view metadata test results");
-    parseUrnField("urn", entityUrn);
+    const { urn: entityUrn } = parseArgs(entityArgs, args);
     const row = await entityWithLatestAspect(this.prisma, entityUrn, TEST_RESULTS_ASPECT);
     const entityType = row.entityType;
     if (!entityType) throw notFound(`Entity ${entityUrn} does not exist`);
@@ -331,42 +392,31 @@ export class MetadataTestService {
     };
   }
 
-  private validate(input: TestInput) {
-    const name = input.name.trim();
-    requireLength("input.name", name, { min: 1, max: 256 });
-    const category = input.category.trim();
-    requireLength("input.category", category, { min: 1, max: 256 });
-    requireLength("input.description", input.description ?? "", { max: 2000 });
-    const accepted = acceptDefinition(input.definition.json, this.registry);
+  /** A parsed input as stored; a schedule of a test whose results cannot be stored is refused, naming its cron. */
+  private stored(input: ParsedTest) {
+    const { definitionText, definition, onTypes } = input.definition.json;
+    if (input.schedule) this.refuseUnstorableSchedule(onTypes);
     return {
-      name,
-      category,
-      description: input.description ?? null,
-      definitionText: accepted.definitionText,
-      definition: accepted.definition as unknown as Prisma.InputJsonObject,
-      onTypes: accepted.onTypes,
-      state: input.state ?? undefined,
-      scheduleCron: this.validateSchedule(input.schedule, accepted.onTypes),
+      name: input.name,
+      category: input.category,
+      description: input.description,
+      definitionText,
+      definition: definition as unknown as Prisma.InputJsonObject,
+      onTypes,
+      state: input.state,
+      scheduleCron: input.schedule === undefined || input.schedule === null ? input.schedule : input.schedule.cron,
     };
   }
 
-  /** The schedule's cron (null: none; undefined: not given), refused with a 400 naming input.schedule.cron. */
-  private validateSchedule(schedule: TestInput["schedule"], onTypes: readonly string[]): string | null | undefined {
-    if (schedule === undefined || schedule === null) return schedule;
-    const cron = schedule.cron.trim();
-    const field = "input.schedule.cron";
-    requireLength(field, cron, { min: 1, max: MAX_CRON_LENGTH });
-    const problem = cronPatternProblem(cron, this.config.SCHEDULE_MIN_INTERVAL_SECONDS);
-    if (problem) throw badInput(`${field}: ${problem}`);
-    // A scheduled run pushes its results: refused up front for types that cannot store them, as runTest refuses.
+  /** A scheduled run pushes its results: refused up front for types that cannot store them, as runTest refuses. */
+  private refuseUnstorableSchedule(onTypes: readonly string[]): void {
     const unstorable = unstorableTypes(this.registry, onTypes);
     if (unstorable.length > 0) {
       throw badInput(
-        `${field}: a scheduled test pushes its results, and entity type ${unstorable.join(", ")} has no ` +
+        `input.schedule.cron: a scheduled test pushes its results, and entity type ${unstorable.join(", ")} has no ` +
           `${TEST_RESULTS_ASPECT} aspect in the entity registry`,
       );
     }
-    return cron;
   }
 
   /** The test (`lock`: its row locked for the rest of the transaction); 404 when there is none. */

@@ -1,19 +1,31 @@
-import { badInput, notFound, parseUrnField, type EntityRegistry, type Logger } from "@mdp/core";
+import { z } from "zod";
+import { badInput, notFound, type EntityRegistry, type Logger } from "@mdp/core";
 import { findTest, type Database } from "@mdp/db";
 import { DEFAULT_RUN_BATCH_SIZE, MAX_RUN_BATCH_SIZE, runTestRequest, type Producer } from "@mdp/queues";
 import { TaskLifecycle } from "@mdp/tasks";
 import type { Actor } from "../auth/actor";
 import { recordAudit } from "../audit/audit.service";
 import type { RateLimits } from "../http/rate-limits";
+import { parseArgs, said, urnField } from "../http/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
 
 const TEST_RESULTS_ASPECT = "testResults";
 
-export interface RunTestInput {
-  urn: string;
-  push?: boolean | null;
-  batchSize?: number | null;
-}
+const batchSizeWords = said((at) => `${at} must be a whole number from 1 to ${MAX_RUN_BATCH_SIZE}`);
+const runTestArgs = z.object({
+  urn: urnField("test"),
+  push: z
+    .boolean()
+    .nullish()
+    .transform((push) => push ?? true),
+  batchSize: z
+    .number()
+    .int(batchSizeWords)
+    .min(1, batchSizeWords)
+    .max(MAX_RUN_BATCH_SIZE, batchSizeWords)
+    .nullish()
+    .transform((batchSize) => batchSize ?? DEFAULT_RUN_BATCH_SIZE),
+});
 
 /**
  * runTest: evaluates one test against every entity its on clause selects, as a background task of the evaluation
@@ -36,14 +48,9 @@ export class TestRunService {
     this.tasks = new TaskLifecycle(db, logger);
   }
 
-  async run(actor: Actor, input: RunTestInput): Promise<string> {
+  async run(actor: Actor, args: unknown): Promise<string> {
     await this.engine.require(actor, "MANAGE_TESTS", "run metadata tests");
-    parseUrnField("urn", input.urn, "test");
-    const push = input.push ?? true;
-    const batchSize = input.batchSize ?? DEFAULT_RUN_BATCH_SIZE;
-    if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > MAX_RUN_BATCH_SIZE) {
-      throw badInput(`batchSize must be a whole number from 1 to ${MAX_RUN_BATCH_SIZE}`);
-    }
+    const { push, batchSize, ...input } = parseArgs(runTestArgs, args);
     const test = await findTest(this.db.prisma, input.urn);
     if (!test) throw notFound(`Test ${input.urn} does not exist`);
     if (push) this.refuseUnstorable(test.onTypes);

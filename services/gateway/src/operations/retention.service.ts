@@ -39,8 +39,8 @@ import {
 import { presentState, TaskLifecycle } from "@mdp/tasks";
 import { recordAudit } from "../audit/audit.service";
 import { ownedBy, type Actor } from "../auth/actor";
-import { pageOf } from "../graphql/paging";
-import { parseInput } from "../http/validate";
+import { pageInput } from "../graphql/paging";
+import { parseArgs, parseInput } from "../http/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
 import type { TruncationService } from "./truncation.service";
 
@@ -91,6 +91,8 @@ export const updateRetentionPolicyInput = (minIntervalSeconds: number) =>
       cron: cronField(minIntervalSeconds).optional(),
     })
     .refine((i) => Object.values(i).some((v) => v !== undefined), { error: "give at least one field to change" });
+
+const listRetentionPoliciesArgs = pageInput({});
 
 export type CreateRetentionPolicyInput = z.input<ReturnType<typeof createRetentionPolicyInput>>;
 export type UpdateRetentionPolicyInput = z.input<ReturnType<typeof updateRetentionPolicyInput>>;
@@ -259,9 +261,9 @@ export class RetentionService {
     return row ? (await this.views([row]))[0]! : null;
   }
 
-  async list(actor: Actor, input: { start?: number | null; count?: number | null }) {
+  async list(actor: Actor, args: unknown) {
     await this.engine.require(actor, PRIVILEGE, "list retention policies");
-    const { start, count } = pageOf(input);
+    const { start, count } = parseArgs(listRetentionPoliciesArgs, args).input;
     const { total, rows } = await retentionPolicyPage(this.db.prisma, start, count);
     const retentionPolicies = await this.views(rows);
     return { start, count: rows.length, total, retentionPolicies };

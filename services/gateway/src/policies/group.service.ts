@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { badInput, conflict, notFound, parseUrnField, requireLength, urnOfNewId, type Config } from "@mdp/core";
+import { z } from "zod";
+import { conflict, notFound, urnOfNewId, type Config } from "@mdp/core";
 import {
   addGroupMembers,
   groupExists,
@@ -14,34 +15,65 @@ import {
 import type { Actor } from "../auth/actor";
 import { recordAudit } from "../audit/audit.service";
 import type { InvalidationBus } from "../events/invalidation-bus";
-import { pageOf } from "../graphql/paging";
+import { pageInput } from "../graphql/paging";
+import { parseArgs, parsedBy, said, textField, urnField } from "../http/validate";
 import type { PolicyEngine } from "./policy-engine";
+
+const URN_TYPE = "corpGroup";
+
+/** createGroup's arguments; `namespace` makes the urn of the id given (or generated). */
+const createGroupArgs = (namespace: string) =>
+  z.object({
+    input: z.object({
+      // Parsed into the group's urn.
+      id: z
+        .string()
+        .nullish()
+        .transform(
+          parsedBy((at, id: string | null | undefined) =>
+            urnOfNewId(at, id, { namespace, entityType: URN_TYPE, generate: randomUUID }),
+          ),
+        ),
+      name: textField({ min: 1, max: 256, trim: true }),
+      description: textField({ max: 2000 })
+        .nullish()
+        .transform((description) => description ?? null),
+    }),
+  });
+/** addGroupMembers' and removeGroupMembers' arguments: the users, each once. */
+const groupMembersArgs = z.object({
+  input: z.object({
+    groupUrn: urnField(URN_TYPE),
+    userUrns: z
+      .array(urnField("corpuser"))
+      .min(
+        1,
+        said((at) => `${at} must name at least one user`),
+      )
+      .transform((urns) => [...new Set(urns)]),
+  }),
+});
+const listGroupsArgs = pageInput({ query: z.string().nullish() });
 
 /** Groups and their members (policies can name groups). Every change needs MANAGE_POLICIES and is audited. */
 export class GroupService {
+  private readonly createArgs: ReturnType<typeof createGroupArgs>;
+
   constructor(
     private readonly prisma: PrismaClient,
     private readonly engine: PolicyEngine,
     private readonly bus: InvalidationBus,
     private readonly config: Pick<Config, "URN_NAMESPACE">,
-  ) {}
+  ) {
+    this.createArgs = createGroupArgs(config.URN_NAMESPACE);
+  }
 
-  async create(
-    actor: Actor,
-    input: { id?: string | null; name: string; description?: string | null },
-  ): Promise<string> {
+  async create(actor: Actor, args: unknown): Promise<string> {
     await this.engine.require(actor, "MANAGE_POLICIES", "create groups");
-    const urn = urnOfNewId("input.id", input.id, {
-      namespace: this.config.URN_NAMESPACE,
-      entityType: "corpGroup",
-      generate: randomUUID,
-    });
-    const name = input.name.trim();
-    requireLength("input.name", name, { min: 1, max: 256 });
-    requireLength("input.description", input.description ?? "", { max: 2000 });
+    const { id: urn, name, description } = parseArgs(this.createArgs, args).input;
     try {
       await inPrismaTransaction(this.prisma, async (tx) => {
-        await insertGroup(tx, { urn, name, description: input.description ?? null });
+        await insertGroup(tx, { urn, name, description });
         await recordAudit(tx, actor, "group.create", urn, { name });
       });
     } catch (error) {
@@ -51,44 +83,36 @@ export class GroupService {
     return urn;
   }
 
-  async addMembers(actor: Actor, input: { groupUrn: string; userUrns: string[] }): Promise<boolean> {
+  async addMembers(actor: Actor, args: unknown): Promise<boolean> {
     await this.engine.require(actor, "MANAGE_POLICIES", "change group members");
-    parseUrnField("input.groupUrn", input.groupUrn, "corpGroup");
-    const users = this.validUsers(input.userUrns);
+    const { groupUrn, userUrns: users } = parseArgs(groupMembersArgs, args).input;
     await inPrismaTransaction(this.prisma, async (tx) => {
-      await this.existing(tx, input.groupUrn);
-      await addGroupMembers(tx, input.groupUrn, users);
-      await recordAudit(tx, actor, "group.addMembers", input.groupUrn, { userUrns: users });
+      await this.existing(tx, groupUrn);
+      await addGroupMembers(tx, groupUrn, users);
+      await recordAudit(tx, actor, "group.addMembers", groupUrn, { userUrns: users });
     });
     await this.bus.publish({ kind: "policies-changed" });
     return true;
   }
 
-  async removeMembers(actor: Actor, input: { groupUrn: string; userUrns: string[] }): Promise<boolean> {
+  async removeMembers(actor: Actor, args: unknown): Promise<boolean> {
     await this.engine.require(actor, "MANAGE_POLICIES", "change group members");
-    parseUrnField("input.groupUrn", input.groupUrn, "corpGroup");
-    const users = this.validUsers(input.userUrns);
+    const { groupUrn, userUrns: users } = parseArgs(groupMembersArgs, args).input;
     await inPrismaTransaction(this.prisma, async (tx) => {
-      await this.existing(tx, input.groupUrn);
-      await removeGroupMembers(tx, input.groupUrn, users);
-      await recordAudit(tx, actor, "group.removeMembers", input.groupUrn, { userUrns: users });
+      await this.existing(tx, groupUrn);
+      await removeGroupMembers(tx, groupUrn, users);
+      await recordAudit(tx, actor, "group.removeMembers", groupUrn, { userUrns: users });
     });
     await this.bus.publish({ kind: "policies-changed" });
     return true;
   }
 
-  async list(actor: Actor, input: { start?: number | null; count?: number | null; query?: string | null }) {
+  async list(actor: Actor, args: unknown) {
     await this.engine.require(actor, "MANAGE_POLICIES", "list groups");
-    const { start, count } = pageOf(input);
+    const { start, count, ...input } = parseArgs(listGroupsArgs, args).input;
     const query = input.query?.trim();
     const { total, rows: groups } = await groupPage(this.prisma, query || undefined, start, count);
     return { start, count: groups.length, total, groups };
-  }
-
-  private validUsers(userUrns: string[]): string[] {
-    if (userUrns.length === 0) throw badInput("input.userUrns must name at least one user");
-    userUrns.forEach((u, i) => parseUrnField(`input.userUrns[${i}]`, u, "corpuser"));
-    return [...new Set(userUrns)];
   }
 
   private async existing(tx: Prisma.TransactionClient, groupUrn: string): Promise<void> {

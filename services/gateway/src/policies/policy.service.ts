@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { badInput, forbidden, makeUrn, notFound, parseUrnField, requireLength, type Config } from "@mdp/core";
+import { z } from "zod";
+import { badInput, forbidden, makeUrn, notFound, type Config } from "@mdp/core";
 import {
   deletePolicy,
   findPolicy,
@@ -9,26 +10,57 @@ import {
   policyPage,
   updatePolicy,
   type Policy,
-  type PolicyState,
-  type PolicyType,
   type Prisma,
   type PrismaClient,
 } from "@mdp/db";
 import type { Actor } from "../auth/actor";
 import { recordAudit } from "../audit/audit.service";
 import type { InvalidationBus } from "../events/invalidation-bus";
-import { pageOf } from "../graphql/paging";
+import { pageInput } from "../graphql/paging";
+import { parseArgs, rule, textField, urnField } from "../http/validate";
 import { ROOT_POLICY_URN, rootPolicy, type PolicyEngine } from "./policy-engine";
 import { PRIVILEGES, canonicalPrivilege } from "./privileges";
 
-export interface PolicyUpdateInput {
-  type?: PolicyType | null;
-  name: string;
-  description?: string | null;
-  state: PolicyState;
-  privileges: string[];
-  actors: { users?: string[] | null; groups?: string[] | null; allUsers?: boolean | null };
-}
+/** A policy's fields (createPolicy, updatePolicy), stored as they parse: privileges in our spelling, lists deduplicated. */
+const policyInput = z
+  .object({
+    type: z
+      .enum(["PLATFORM", "METADATA"])
+      .nullish()
+      .transform((type) => type ?? "PLATFORM"),
+    name: textField({ min: 1, max: 256, trim: true }),
+    description: textField({ max: 2000 })
+      .nullish()
+      .transform((description) => description ?? null),
+    state: z.enum(["ACTIVE", "INACTIVE"]),
+    privileges: z.array(z.string()).refine(
+      ...rule((at, names: string[]) => {
+        const unknown = names.filter((p) => canonicalPrivilege(p) === undefined);
+        if (unknown.length > 0) {
+          throw badInput(`${at} has unknown privileges ${unknown.join(", ")}; known: ${PRIVILEGES.join(", ")}`);
+        }
+      }),
+    ),
+    actors: z.object({
+      users: z.array(urnField("corpuser")).nullish(),
+      groups: z.array(urnField("corpGroup")).nullish(),
+      allUsers: z.boolean().nullish(),
+    }),
+  })
+  .transform(({ actors, privileges, ...policy }) => ({
+    ...policy,
+    // Stored as ours: a DataHub spelling (GET_ENTITY_PRIVILEGE) reads back as the privilege it grants (GET_ENTITY).
+    privileges: [...new Set(privileges.map((p) => canonicalPrivilege(p)!))],
+    users: [...new Set(actors.users ?? [])],
+    groups: [...new Set(actors.groups ?? [])],
+    allUsers: actors.allUsers ?? false,
+  }));
+const policyUrn = urnField("dataHubPolicy");
+
+const createPolicyArgs = z.object({ input: policyInput });
+const updatePolicyArgs = z.object({ urn: policyUrn, input: policyInput });
+const policyArgs = z.object({ urn: policyUrn });
+const listPoliciesArgs = pageInput({ query: z.string().nullish() });
 
 /** Platform policies (DataHub's GraphQL names). Every change needs MANAGE_POLICIES, is audited and reaches every replica. */
 export class PolicyService {
@@ -39,9 +71,9 @@ export class PolicyService {
     private readonly config: Pick<Config, "ROOT_USER_URN" | "URN_NAMESPACE">,
   ) {}
 
-  async create(actor: Actor, input: PolicyUpdateInput): Promise<string> {
+  async create(actor: Actor, args: unknown): Promise<string> {
     await this.engine.require(actor, "MANAGE_POLICIES", "create policies");
-    const data = validate(input);
+    const { input: data } = parseArgs(createPolicyArgs, args);
     const urn = makeUrn(this.config.URN_NAMESPACE, "dataHubPolicy", randomUUID());
     await inPrismaTransaction(this.prisma, async (tx) => {
       await insertPolicy(tx, { urn, ...data });
@@ -51,10 +83,9 @@ export class PolicyService {
     return urn;
   }
 
-  async update(actor: Actor, urn: string, input: PolicyUpdateInput): Promise<string> {
+  async update(actor: Actor, args: unknown): Promise<string> {
     await this.engine.require(actor, "MANAGE_POLICIES", "update policies");
-    parseUrnField("urn", urn, "dataHubPolicy");
-    const data = validate(input);
+    const { urn, input: data } = parseArgs(updatePolicyArgs, args);
     await inPrismaTransaction(this.prisma, async (tx) => {
       await this.editable(tx, urn);
       await updatePolicy(tx, urn, data);
@@ -64,9 +95,9 @@ export class PolicyService {
     return urn;
   }
 
-  async delete(actor: Actor, urn: string): Promise<string> {
+  async delete(actor: Actor, args: unknown): Promise<string> {
     await this.engine.require(actor, "MANAGE_POLICIES", "delete policies");
-    parseUrnField("urn", urn, "dataHubPolicy");
+    const { urn } = parseArgs(policyArgs, args);
     await inPrismaTransaction(this.prisma, async (tx) => {
       const policy = await this.editable(tx, urn);
       await deletePolicy(tx, urn);
@@ -76,16 +107,16 @@ export class PolicyService {
     return urn;
   }
 
-  async get(actor: Actor, urn: string): Promise<Policy | null> {
+  async get(actor: Actor, args: unknown): Promise<Policy | null> {
     await this.engine.require(actor, "MANAGE_POLICIES", "view policies");
-    parseUrnField("urn", urn, "dataHubPolicy");
+    const { urn } = parseArgs(policyArgs, args);
     if (urn === ROOT_POLICY_URN) return rootPolicy(this.config.ROOT_USER_URN);
     return findPolicy(this.prisma, urn);
   }
 
-  async list(actor: Actor, input: { start?: number | null; count?: number | null; query?: string | null }) {
+  async list(actor: Actor, args: unknown) {
     await this.engine.require(actor, "MANAGE_POLICIES", "list policies");
-    const { start, count } = pageOf(input);
+    const { start, count, ...input } = parseArgs(listPoliciesArgs, args).input;
     const query = input.query?.trim();
     const root = rootPolicy(this.config.ROOT_USER_URN);
     const rootMatches = !query || root.name.toLowerCase().includes(query.toLowerCase());
@@ -108,29 +139,4 @@ export class PolicyService {
     if (!policy.editable) throw forbidden(`Policy ${urn} is not editable`);
     return policy;
   }
-}
-
-function validate(input: PolicyUpdateInput) {
-  const name = input.name.trim();
-  requireLength("input.name", name, { min: 1, max: 256 });
-  requireLength("input.description", input.description ?? "", { max: 2000 });
-  const unknown = input.privileges.filter((p) => canonicalPrivilege(p) === undefined);
-  if (unknown.length > 0) {
-    throw badInput(`input.privileges has unknown privileges ${unknown.join(", ")}; known: ${PRIVILEGES.join(", ")}`);
-  }
-  const users = input.actors.users ?? [];
-  const groups = input.actors.groups ?? [];
-  users.forEach((u, i) => parseUrnField(`input.actors.users[${i}]`, u, "corpuser"));
-  groups.forEach((g, i) => parseUrnField(`input.actors.groups[${i}]`, g, "corpGroup"));
-  return {
-    type: input.type ?? "PLATFORM",
-    name,
-    description: input.description ?? null,
-    state: input.state,
-    // Stored as ours: a DataHub spelling (GET_ENTITY_PRIVILEGE) reads back as the privilege it grants (GET_ENTITY).
-    privileges: [...new Set(input.privileges.map((p) => canonicalPrivilege(p)!))],
-    users: [...new Set(users)],
-    groups: [...new Set(groups)],
-    allUsers: input.actors.allUsers ?? false,
-  };
 }

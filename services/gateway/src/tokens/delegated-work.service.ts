@@ -1,13 +1,5 @@
-import {
-  badInput,
-  forbidden,
-  makeUrn,
-  parseUrnField,
-  requireIdLength,
-  requireLength,
-  type Config,
-  type Logger,
-} from "@mdp/core";
+import { z } from "zod";
+import { forbidden, makeUrn, type Config, type Logger } from "@mdp/core";
 import {
   accessTokensMintedBy,
   inPrismaTransaction,
@@ -24,6 +16,7 @@ import { recordAudit } from "../audit/audit.service";
 import type { Actor } from "../auth/actor";
 import type { TaskService } from "../operations/task.service";
 import { taskUrn } from "../operations/task.service";
+import { idField, parseArgs, said, textField, urnField } from "../http/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
 import type { TokenStore } from "./token.store";
 import type { TokenVerifier } from "./token.verifier";
@@ -49,23 +42,50 @@ export interface DelegatedWork {
   cancelRequested: boolean | null;
 }
 
-export interface DelegatedWorkInput {
-  ownerUrn?: string | null;
-  tokenId?: string | null;
-  limit?: number | null;
-}
-
-export interface RevokeActorAccessInput {
-  actorUrn: string;
-  suspendWork?: boolean | null;
-  reason?: string | null;
-}
-
 /** delegatedWork's longest answer (docs/limits.md): schedules first, then tasks newest first, then tokens. */
 export const MAX_DELEGATED_WORK = 1000;
 export const DEFAULT_DELEGATED_WORK = 100;
 /** revokeActorAccess's reason, as given */
 export const MAX_REVOCATION_REASON = 256;
+
+const delegatedWorkArgs = z.object({
+  input: z
+    .object({
+      limit: z
+        .number()
+        .int(said((at) => `${at} must be a whole number from 1 to ${MAX_DELEGATED_WORK}`))
+        .min(
+          1,
+          said((at) => `${at} must be a whole number from 1 to ${MAX_DELEGATED_WORK}`),
+        )
+        .max(
+          MAX_DELEGATED_WORK,
+          said((at) => `${at} must be a whole number from 1 to ${MAX_DELEGATED_WORK}`),
+        )
+        .nullish()
+        .transform((limit) => limit ?? DEFAULT_DELEGATED_WORK),
+      ownerUrn: urnField("corpuser").nullish(),
+      tokenId: idField().nullish(),
+    })
+    .refine(
+      (input) => input.ownerUrn != null || input.tokenId != null,
+      said((at) => `${at}: give ownerUrn, tokenId or both (the work of that user, or set through that token)`),
+    ),
+});
+
+const revokeActorAccessArgs = z.object({
+  input: z.object({
+    actorUrn: urnField("corpuser"),
+    suspendWork: z
+      .boolean()
+      .nullish()
+      .transform((suspendWork) => suspendWork ?? true),
+    /** as given (trimmed), kept in the audit rows; the suspensions' reason says who revoked and this */
+    reason: textField({ max: MAX_REVOCATION_REASON, trim: true })
+      .nullish()
+      .transform((reason) => reason ?? ""),
+  }),
+});
 
 /**
  * Incident response (issue 26): what a user, or one of its tokens, set in motion — scheduled tests and retention
@@ -85,19 +105,11 @@ export class DelegatedWorkService {
     private readonly logger: Logger,
   ) {}
 
-  async list(actor: Actor, input: DelegatedWorkInput): Promise<DelegatedWork[]> {
+  async list(actor: Actor, args: unknown): Promise<DelegatedWork[]> {
     await this.engine.require(actor, "GENERATE_PERSONAL_ACCESS_TOKENS", "list delegated work");
-    const limit = input.limit ?? DEFAULT_DELEGATED_WORK;
-    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_DELEGATED_WORK) {
-      throw badInput(`input.limit must be a whole number from 1 to ${MAX_DELEGATED_WORK}`);
-    }
+    const { limit, ...input } = parseArgs(delegatedWorkArgs, args).input;
     const ownerUrn = input.ownerUrn ?? undefined;
     const tokenId = input.tokenId ?? undefined;
-    if (ownerUrn === undefined && tokenId === undefined) {
-      throw badInput("input: give ownerUrn, tokenId or both (the work of that user, or set through that token)");
-    }
-    if (ownerUrn !== undefined) parseUrnField("input.ownerUrn", ownerUrn, "corpuser");
-    if (tokenId !== undefined) requireIdLength("input.tokenId", tokenId);
     await this.requireMayView(actor, ownerUrn, tokenId);
     return this.find({ ownerUrn, tokenId }, limit);
   }
@@ -108,16 +120,12 @@ export class DelegatedWorkService {
    * to stop — in one transaction, each change with its audit row, plus `actor.revokeAccess` on the user. Then every
    * replica is told of the revocation, and the cancelled tasks still waiting are taken off their queues.
    */
-  async revokeActorAccess(actor: Actor, input: RevokeActorAccessInput) {
+  async revokeActorAccess(actor: Actor, args: unknown) {
     await this.engine.require(actor, "GENERATE_PERSONAL_ACCESS_TOKENS", "revoke access tokens");
-    const userUrn = input.actorUrn;
-    parseUrnField("input.actorUrn", userUrn, "corpuser");
+    const { actorUrn: userUrn, reason: given, suspendWork } = parseArgs(revokeActorAccessArgs, args).input;
     if (userUrn !== actor.urn) {
       await this.engine.require(actor, "MANAGE_ACCESS_TOKENS", "revoke the access tokens of other users");
     }
-    const given = input.reason?.trim() ?? "";
-    requireLength("input.reason", given, { max: MAX_REVOCATION_REASON });
-    const suspendWork = input.suspendWork ?? true;
     const reason = `revokeActorAccess by ${actor.urn}${given ? `: ${given}` : ""}`.slice(0, MAX_SUSPENDED_REASON);
 
     const { revokedTokenIds, tests, policies, tasks } = await inPrismaTransaction(this.db.prisma, async (tx) => {

@@ -1,4 +1,25 @@
+import { z } from "zod";
 import { abbreviated, badInput, MAX_EPOCH_MS, parseUrnField } from "@mdp/core";
+import { parsedBy } from "../http/validate";
+
+/**
+ * listAccessTokens' `filters`: each a FacetFilterInput as DataHub's clients send it, parsed into the filter it means
+ * (tokenFilterOf).
+ */
+export const tokenFilters = z
+  .array(
+    z
+      .object({
+        field: z.string(),
+        value: z.string().nullish(),
+        values: z.array(z.string()).nullish(),
+        negated: z.boolean().nullish(),
+        condition: z.string().nullish(),
+      })
+      .transform(parsedBy((at, filter: FacetFilterInput) => tokenFilterOf(filter, at))),
+  )
+  .nullish()
+  .transform((filters) => filters ?? []);
 
 /** listAccessTokens' FacetFilterInput, as DataHub's clients send it. */
 export interface FacetFilterInput {
@@ -32,11 +53,10 @@ const isOneOf = <T extends string>(list: readonly T[], value: string): value is 
   (list as readonly string[]).includes(value);
 
 /**
- * A FacetFilterInput as the filter it means, or BAD_USER_INPUT naming `input.filters[i]` and what it may be: each
- * field and condition has exactly one meaning, and anything else is refused rather than ignored.
+ * A FacetFilterInput as the filter it means, or BAD_USER_INPUT naming it (`at`, e.g. `input.filters[0]`) and what it
+ * may be: each field and condition has exactly one meaning, and anything else is refused rather than ignored.
  */
-export function tokenFilterOf(input: FacetFilterInput, i: number): TokenFilter {
-  const at = `input.filters[${i}]`;
+function tokenFilterOf(input: FacetFilterInput, at: string): TokenFilter {
   const { field } = input;
   // As in DataHub, `values` when it holds any, else `value`.
   const fromValues = Boolean(input.values?.length);

@@ -1,26 +1,26 @@
 import { randomUUID } from "node:crypto";
+import { z } from "zod";
 import {
   badInput,
   forbidden,
   MAX_TOKEN_CHAIN_DEPTH,
   notFound,
-  parseUrnField,
-  requireIdLength,
-  requireLength,
   missingFrom,
+  requireLength,
   SYSTEM_ACTOR_URN,
   type Config,
   type Principal,
 } from "@mdp/core";
 import type { Actor } from "../auth/actor";
 import { safeEqual } from "../auth/constant-time";
-import { pageOf } from "../graphql/paging";
+import { pageInput } from "../graphql/paging";
+import { idField, parseArgs, parsedBy, rule, textField, urnField } from "../http/validate";
 import type { RateLimits } from "../http/rate-limits";
 import type { PolicyEngine } from "../policies/policy-engine";
 import { parseScopes, withImplied, withinScopes, type Privilege } from "../policies/privileges";
 import { Hs256, JwtError, type AccessTokenClaims } from "./jwt";
 import { hashToken } from "./token-hash";
-import { tokenFilterOf, type FacetFilterInput } from "./token-filters";
+import { tokenFilters } from "./token-filters";
 import type { TokenMetadata, TokenStore } from "./token.store";
 import type { TokenVerifier } from "./token.verifier";
 
@@ -43,26 +43,59 @@ export type AccessTokenDuration = keyof typeof DURATIONS;
 const TOKEN_ISSUER = "metadata-admin";
 const TOKEN_VERSION = 2;
 
-export interface CreateTokenInput {
-  /** SERVICE_ACCOUNT is in the schema (DataHub's web app sends it) only to be refused by name. */
-  type: "PERSONAL" | "SERVICE_ACCOUNT";
-  actorUrn: string;
-  duration: AccessTokenDuration;
-  /** required (GraphQL's type leaves it optional for the deprecated getAccessToken, which names its tokens) */
-  name?: string | null;
-  description?: string | null;
-  /**
-   * The privileges the token is limited to (ours or DataHub's spellings, 1 to MAX_TOKEN_SCOPES); each must be held by
-   * its actor. Absent: unscoped, or, when the caller itself uses a scoped token, that token's scopes.
-   */
-  scopes?: readonly string[] | null;
-}
+/**
+ * createAccessToken's (and getAccessToken's) input; `allowNoExpiry` is ACCESS_TOKEN_ALLOW_NO_EXPIRY. Which actor,
+ * scopes and duration the caller may give depends on who it is: checked once this has parsed (create).
+ */
+const createTokenArgs = (allowNoExpiry: boolean) =>
+  z.object({
+    input: z.object({
+      /** SERVICE_ACCOUNT is in the schema (DataHub's web app sends it) only to be refused by name. */
+      type: z.enum(["PERSONAL", "SERVICE_ACCOUNT"]).transform(
+        parsedBy((at, type: "PERSONAL" | "SERVICE_ACCOUNT") => {
+          if (type !== "PERSONAL") {
+            throw badInput(`${at} ${type} is not supported: only PERSONAL tokens (service accounts are DataHub's)`);
+          }
+          return type;
+        }),
+      ),
+      actorUrn: urnField("corpuser"),
+      /**
+       * The privileges the token is limited to (ours or DataHub's spellings, 1 to MAX_TOKEN_SCOPES), sorted. Absent:
+       * unscoped, or, when the caller itself uses a scoped token, that token's scopes.
+       */
+      scopes: z
+        .array(z.string())
+        .transform(parsedBy((at, names: string[]) => parseScopes(at, names)))
+        .nullish(),
+      /** required (GraphQL's type leaves it optional for the deprecated getAccessToken, which names its tokens) */
+      name: z
+        .string()
+        .nullish()
+        .refine(
+          ...rule((at, name: string | null | undefined) => {
+            if (name == null) throw badInput(`${at} is required: a name for the token`);
+            requireLength(at, name.trim(), { min: 1, max: 256 });
+          }),
+        )
+        .transform((name) => name!.trim()),
+      description: textField({ max: 2000 })
+        .nullish()
+        .transform((description) => description ?? null),
+      duration: z.enum(Object.keys(DURATIONS) as [AccessTokenDuration, ...AccessTokenDuration[]]).refine(
+        ...rule((at, duration: AccessTokenDuration) => {
+          if (DURATIONS[duration] === null && !allowNoExpiry) {
+            throw badInput(`${at} NO_EXPIRY is not allowed on this server (ACCESS_TOKEN_ALLOW_NO_EXPIRY=false)`);
+          }
+        }),
+      ),
+    }),
+  });
 
-export interface ListTokensInput {
-  start?: number | null;
-  count?: number | null;
-  filters?: FacetFilterInput[] | null;
-}
+const listTokensArgs = pageInput({ filters: tokenFilters });
+
+const revokeTokenArgs = z.object({ tokenId: idField() });
+const revokeTokensArgs = z.object({ actorUrn: urnField("corpuser") });
 
 /**
  * Personal access tokens (CONTRACT.md "Tokens"): HS256 JWTs of which only a salted hash is stored. Every operation
@@ -70,6 +103,7 @@ export interface ListTokensInput {
  */
 export class TokenService {
   private readonly jwt: Hs256;
+  private readonly createArgs: ReturnType<typeof createTokenArgs>;
 
   constructor(
     private readonly store: TokenStore,
@@ -83,16 +117,13 @@ export class TokenService {
     private readonly rateLimits?: Pick<RateLimits, "consume">,
   ) {
     this.jwt = new Hs256(config.TOKEN_SIGNING_KEY);
+    this.createArgs = createTokenArgs(config.ACCESS_TOKEN_ALLOW_NO_EXPIRY);
   }
 
-  async create(actor: Actor, input: CreateTokenInput): Promise<{ accessToken: string; metadata: TokenMetadata }> {
+  async create(actor: Actor, args: unknown): Promise<{ accessToken: string; metadata: TokenMetadata }> {
     await this.requireTokenApi(actor, "generate access tokens");
-    if (input.type !== "PERSONAL") {
-      throw badInput(
-        `input.type ${input.type} is not supported: only PERSONAL tokens (service accounts are DataHub's)`,
-      );
-    }
-    parseUrnField("input.actorUrn", input.actorUrn, "corpuser");
+    const { input } = parseArgs(this.createArgs, args);
+    const { name } = input;
     if (input.actorUrn !== actor.urn) {
       await this.policies.require(actor, "MANAGE_ACCESS_TOKENS", "generate access tokens for other users");
     }
@@ -101,14 +132,7 @@ export class TokenService {
     const scopes = this.scopesOfNewToken(actor, input.scopes);
     await this.requireNoStrongerThanMinter(actor, input.actorUrn, scopes);
     await this.requireScopesHeld(actor, input.actorUrn, scopes);
-    if (input.name == null) throw badInput("input.name is required: a name for the token");
-    const name = input.name.trim();
-    requireLength("input.name", name, { min: 1, max: 256 });
-    requireLength("input.description", input.description ?? "", { max: 2000 });
     const seconds = DURATIONS[input.duration];
-    if (seconds === null && !this.config.ACCESS_TOKEN_ALLOW_NO_EXPIRY) {
-      throw badInput("input.duration NO_EXPIRY is not allowed on this server (ACCESS_TOKEN_ALLOW_NO_EXPIRY=false)");
-    }
     requireChainRoom(actor);
     // The creation time to the millisecond, so the list (newest first) keeps the order of tokens made within one
     // second; the claims and the expiry to the second, so the stored expiry and the token's exp claim are the same
@@ -133,7 +157,7 @@ export class TokenService {
       urn: this.store.urnOf(id),
       id,
       name,
-      description: input.description ?? null,
+      description: input.description,
       actorUrn: input.actorUrn,
       ownerUrn: actor.urn,
       createdAt,
@@ -187,11 +211,11 @@ export class TokenService {
   }
 
   /**
-   * The new token's scopes: those asked for, checked; none asked for, the caller's own token's (a scoped token mints
+   * The new token's scopes: those asked for (parsed); none asked for, the caller's own token's (a scoped token mints
    * tokens of at most its scopes, so a leaked read-only token cannot be traded for a stronger one); else unscoped.
    */
-  private scopesOfNewToken(minter: Actor, requested: CreateTokenInput["scopes"]): Privilege[] | undefined {
-    const scopes = requested == null ? minter.scopes && [...minter.scopes] : parseScopes("input.scopes", requested);
+  private scopesOfNewToken(minter: Actor, requested: Privilege[] | null | undefined): Privilege[] | undefined {
+    const scopes = requested ?? (minter.scopes && [...minter.scopes]);
     if (scopes === undefined || minter.scopes === undefined) return scopes;
     const allowed = withImplied(minter.scopes);
     const wider = scopes.filter((p) => !allowed.has(p));
@@ -257,10 +281,9 @@ export class TokenService {
     );
   }
 
-  async list(actor: Actor, input: ListTokensInput) {
+  async list(actor: Actor, args: unknown) {
     await this.requireTokenApi(actor, "list access tokens");
-    const { start, count } = pageOf(input);
-    const filters = (input.filters ?? []).map((f, i) => tokenFilterOf(f, i));
+    const { start, count, filters } = parseArgs(listTokensArgs, args).input;
     if (!(await this.policies.has(actor, "MANAGE_ACCESS_TOKENS"))) {
       // A negated filter on yourself lists everyone else's: only a plain equality on your own urn is "your tokens".
       const ownOnly = filters.some(
@@ -281,9 +304,9 @@ export class TokenService {
     return { start, count: tokens.length, total, tokens };
   }
 
-  async revoke(actor: Actor, tokenId: string): Promise<boolean> {
+  async revoke(actor: Actor, args: unknown): Promise<boolean> {
     await this.requireTokenApi(actor, "revoke access tokens");
-    requireIdLength("tokenId", tokenId);
+    const { tokenId } = parseArgs(revokeTokenArgs, args);
     const stored = await this.store.find(tokenId);
     // Whether the caller may revoke it is settled before whether it exists is told: without MANAGE_ACCESS_TOKENS, an
     // unknown id gets the same 403 as another user's token.
@@ -309,9 +332,9 @@ export class TokenService {
    * message; returns how many. The user itself may; anyone else needs MANAGE_ACCESS_TOKENS. Checked before anything
    * is looked up, so the answer says nothing of another user's tokens to a caller who may not revoke them.
    */
-  async revokeAll(actor: Actor, actorUrn: string): Promise<number> {
+  async revokeAll(actor: Actor, args: unknown): Promise<number> {
     await this.requireTokenApi(actor, "revoke access tokens");
-    parseUrnField("actorUrn", actorUrn, "corpuser");
+    const { actorUrn } = parseArgs(revokeTokensArgs, args);
     if (actorUrn !== actor.urn) {
       await this.policies.require(actor, "MANAGE_ACCESS_TOKENS", "revoke the access tokens of other users");
     }

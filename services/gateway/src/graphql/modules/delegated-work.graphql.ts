@@ -1,5 +1,4 @@
 import type { GraphQLContext } from "../context";
-import type { DelegatedWorkInput, RevokeActorAccessInput } from "../../tokens/delegated-work.service";
 
 export const delegatedWorkTypeDefs = /* GraphQL */ `
   "What a user, or one of its tokens, set in motion that acts for it without it being there."
@@ -79,13 +78,13 @@ export const delegatedWorkTypeDefs = /* GraphQL */ `
   }
 `;
 
+/** Each operation's service checks its privilege, then parses these arguments with the operation's contract. */
 export const delegatedWorkResolvers = {
   Query: {
-    delegatedWork: (_: unknown, args: { input: DelegatedWorkInput }, ctx: GraphQLContext) =>
-      ctx.services.delegatedWork.list(ctx.actor, args.input),
+    delegatedWork: (_: unknown, args: unknown, ctx: GraphQLContext) => ctx.services.delegatedWork.list(ctx.actor, args),
   },
   Mutation: {
-    revokeActorAccess: (_: unknown, args: { input: RevokeActorAccessInput }, ctx: GraphQLContext) =>
-      ctx.services.delegatedWork.revokeActorAccess(ctx.actor, args.input),
+    revokeActorAccess: (_: unknown, args: unknown, ctx: GraphQLContext) =>
+      ctx.services.delegatedWork.revokeActorAccess(ctx.actor, args),
   },
 };

@@ -1,9 +1,5 @@
 import type { Policy } from "@mdp/db";
-import type { ListAuditEventsInput } from "../../audit/audit.service";
 import type { GraphQLContext } from "../context";
-import type { PolicyUpdateInput } from "../../policies/policy.service";
-
-type Paging = { start?: number | null; count?: number | null; query?: string | null };
 
 export const policyTypeDefs = /* GraphQL */ `
   enum PolicyType {
@@ -148,34 +144,26 @@ export const policyTypeDefs = /* GraphQL */ `
   }
 `;
 
+/** Each operation's service checks its privilege, then parses these arguments with the operation's contract. */
+type Args = unknown;
+
 export const policyResolvers = {
   Policy: {
     actors: (policy: Policy) => ({ users: policy.users, groups: policy.groups, allUsers: policy.allUsers }),
   },
   Query: {
-    policy: (_: unknown, args: { urn: string }, ctx: GraphQLContext) => ctx.services.policies.get(ctx.actor, args.urn),
-    listPolicies: (_: unknown, args: { input: Paging }, ctx: GraphQLContext) =>
-      ctx.services.policies.list(ctx.actor, args.input),
-    listGroups: (_: unknown, args: { input: Paging }, ctx: GraphQLContext) =>
-      ctx.services.groups.list(ctx.actor, args.input),
-    listAuditEvents: async (_: unknown, args: { input: ListAuditEventsInput }, ctx: GraphQLContext) =>
-      ctx.services.audit.list(ctx.actor, args.input),
+    policy: (_: unknown, args: Args, ctx: GraphQLContext) => ctx.services.policies.get(ctx.actor, args),
+    listPolicies: (_: unknown, args: Args, ctx: GraphQLContext) => ctx.services.policies.list(ctx.actor, args),
+    listGroups: (_: unknown, args: Args, ctx: GraphQLContext) => ctx.services.groups.list(ctx.actor, args),
+    listAuditEvents: (_: unknown, args: Args, ctx: GraphQLContext) => ctx.services.audit.list(ctx.actor, args),
   },
   Mutation: {
-    createPolicy: (_: unknown, args: { input: PolicyUpdateInput }, ctx: GraphQLContext) =>
-      ctx.services.policies.create(ctx.actor, args.input),
-    updatePolicy: (_: unknown, args: { urn: string; input: PolicyUpdateInput }, ctx: GraphQLContext) =>
-      ctx.services.policies.update(ctx.actor, args.urn, args.input),
-    deletePolicy: (_: unknown, args: { urn: string }, ctx: GraphQLContext) =>
-      ctx.services.policies.delete(ctx.actor, args.urn),
-    createGroup: (
-      _: unknown,
-      args: { input: { id?: string; name: string; description?: string } },
-      ctx: GraphQLContext,
-    ) => ctx.services.groups.create(ctx.actor, args.input),
-    addGroupMembers: (_: unknown, args: { input: { groupUrn: string; userUrns: string[] } }, ctx: GraphQLContext) =>
-      ctx.services.groups.addMembers(ctx.actor, args.input),
-    removeGroupMembers: (_: unknown, args: { input: { groupUrn: string; userUrns: string[] } }, ctx: GraphQLContext) =>
-      ctx.services.groups.removeMembers(ctx.actor, args.input),
+    createPolicy: (_: unknown, args: Args, ctx: GraphQLContext) => ctx.services.policies.create(ctx.actor, args),
+    updatePolicy: (_: unknown, args: Args, ctx: GraphQLContext) => ctx.services.policies.update(ctx.actor, args),
+    deletePolicy: (_: unknown, args: Args, ctx: GraphQLContext) => ctx.services.policies.delete(ctx.actor, args),
+    createGroup: (_: unknown, args: Args, ctx: GraphQLContext) => ctx.services.groups.create(ctx.actor, args),
+    addGroupMembers: (_: unknown, args: Args, ctx: GraphQLContext) => ctx.services.groups.addMembers(ctx.actor, args),
+    removeGroupMembers: (_: unknown, args: Args, ctx: GraphQLContext) =>
+      ctx.services.groups.removeMembers(ctx.actor, args),
   },
 };

@@ -103,8 +103,8 @@ export const retentionResolvers = {
   Query: {
     retentionPolicy: (_: unknown, args: { urn: string }, ctx: GraphQLContext) =>
       ctx.services.retention.get(ctx.actor, args.urn),
-    listRetentionPolicies: (_: unknown, args: { input: { start?: number; count?: number } }, ctx: GraphQLContext) =>
-      ctx.services.retention.list(ctx.actor, args.input),
+    listRetentionPolicies: (_: unknown, args: unknown, ctx: GraphQLContext) =>
+      ctx.services.retention.list(ctx.actor, args),
   },
   Mutation: {
     createRetentionPolicy: (_: unknown, args: { input: Record<string, unknown> }, ctx: GraphQLContext) =>

@@ -1,13 +1,6 @@
 import type { MetadataTest } from "@mdp/db";
 import { normalizedDefinitionText, type FailedRule, type ParsedDefinition } from "@mdp/metadata-tests";
 import type { GraphQLContext } from "../context";
-import type {
-  CreateTestInput,
-  ListTestsInput,
-  TestInput,
-  TestResultHistoryInput,
-} from "../../metadata-tests/metadata-test.service";
-import type { RunTestInput } from "../../metadata-tests/test-run.service";
 
 export const testTypeDefs = /* GraphQL */ `
   "ACTIVE tests run when an entity is evaluated without naming tests; INACTIVE ones only when named."
@@ -226,25 +219,20 @@ export const testResolvers = {
     actual: (rule: FailedRule) =>
       rule.actual.map((value) => (typeof value === "string" ? value : JSON.stringify(value))),
   },
+  // Each operation's service checks its privilege, then parses these arguments with the operation's contract.
   Query: {
-    test: (_: unknown, args: { urn: string }, ctx: GraphQLContext) => ctx.services.tests.get(ctx.actor, args.urn),
-    listTests: (_: unknown, args: { input: ListTestsInput }, ctx: GraphQLContext) =>
-      ctx.services.tests.list(ctx.actor, args.input),
-    testResults: (_: unknown, args: { urn: string }, ctx: GraphQLContext) =>
-      ctx.services.tests.results(ctx.actor, args.urn),
-    testResultHistory: (_: unknown, args: TestResultHistoryInput, ctx: GraphQLContext) =>
-      ctx.services.tests.history(ctx.actor, args),
+    test: (_: unknown, args: unknown, ctx: GraphQLContext) => ctx.services.tests.get(ctx.actor, args),
+    listTests: (_: unknown, args: unknown, ctx: GraphQLContext) => ctx.services.tests.list(ctx.actor, args),
+    testResults: (_: unknown, args: unknown, ctx: GraphQLContext) => ctx.services.tests.results(ctx.actor, args),
+    testResultHistory: (_: unknown, args: unknown, ctx: GraphQLContext) => ctx.services.tests.history(ctx.actor, args),
   },
   Mutation: {
-    createTest: (_: unknown, args: { input: CreateTestInput }, ctx: GraphQLContext) =>
-      ctx.services.tests.create(ctx.actor, args.input),
-    updateTest: (_: unknown, args: { urn: string; input: TestInput }, ctx: GraphQLContext) =>
-      ctx.services.tests.update(ctx.actor, args.urn, args.input),
-    deleteTest: (_: unknown, args: { urn: string }, ctx: GraphQLContext) =>
-      ctx.services.tests.delete(ctx.actor, args.urn),
+    createTest: (_: unknown, args: unknown, ctx: GraphQLContext) => ctx.services.tests.create(ctx.actor, args),
+    updateTest: (_: unknown, args: unknown, ctx: GraphQLContext) => ctx.services.tests.update(ctx.actor, args),
+    deleteTest: (_: unknown, args: unknown, ctx: GraphQLContext) => ctx.services.tests.delete(ctx.actor, args),
     // Rate-limited by the test-run service, once the request has passed its checks.
-    runTest: (_: unknown, args: RunTestInput, ctx: GraphQLContext) => ctx.services.testRuns.run(ctx.actor, args),
-    resumeTestSchedule: async (_: unknown, args: { urn: string }, ctx: GraphQLContext) =>
-      (await ctx.services.tests.resumeSchedule(ctx.actor, args.urn)).urn,
+    runTest: (_: unknown, args: unknown, ctx: GraphQLContext) => ctx.services.testRuns.run(ctx.actor, args),
+    resumeTestSchedule: async (_: unknown, args: unknown, ctx: GraphQLContext) =>
+      (await ctx.services.tests.resumeSchedule(ctx.actor, args)).urn,
   },
 };

@@ -1,5 +1,4 @@
 import type { GraphQLContext } from "../context";
-import type { CreateTokenInput, ListTokensInput } from "../../tokens/token.service";
 
 export const tokenTypeDefs = /* GraphQL */ `
   """
@@ -214,21 +213,19 @@ export const tokenResolvers = {
     type: () => "ACCESS_TOKEN",
     owner: (token: { ownerUrn: string }) => corpUserOf(token.ownerUrn),
   },
+  // Each operation's service checks its privilege, then parses these arguments with the operation's contract.
   Query: {
-    getAccessToken: (_: unknown, args: { input: CreateTokenInput }, ctx: GraphQLContext) =>
-      ctx.services.tokens.create(ctx.actor, { ...args.input, name: args.input.name ?? "getAccessToken" }),
-    listAccessTokens: (_: unknown, args: { input: ListTokensInput }, ctx: GraphQLContext) =>
-      ctx.services.tokens.list(ctx.actor, args.input),
+    getAccessToken: (_: unknown, args: { input: { name?: string | null } }, ctx: GraphQLContext) =>
+      ctx.services.tokens.create(ctx.actor, { input: { ...args.input, name: args.input.name ?? "getAccessToken" } }),
+    listAccessTokens: (_: unknown, args: unknown, ctx: GraphQLContext) => ctx.services.tokens.list(ctx.actor, args),
     getAccessTokenMetadata: (_: unknown, args: { token: string }, ctx: GraphQLContext) =>
       ctx.services.tokens.metadataFor(ctx.actor, args.token),
   },
   Mutation: {
     // Rate-limited by the token service, once the request has passed its checks.
-    createAccessToken: (_: unknown, args: { input: CreateTokenInput }, ctx: GraphQLContext) =>
-      ctx.services.tokens.create(ctx.actor, args.input),
-    revokeAccessToken: (_: unknown, args: { tokenId: string }, ctx: GraphQLContext) =>
-      ctx.services.tokens.revoke(ctx.actor, args.tokenId),
-    revokeAccessTokens: (_: unknown, args: { actorUrn: string }, ctx: GraphQLContext) =>
-      ctx.services.tokens.revokeAll(ctx.actor, args.actorUrn),
+    createAccessToken: (_: unknown, args: unknown, ctx: GraphQLContext) => ctx.services.tokens.create(ctx.actor, args),
+    revokeAccessToken: (_: unknown, args: unknown, ctx: GraphQLContext) => ctx.services.tokens.revoke(ctx.actor, args),
+    revokeAccessTokens: (_: unknown, args: unknown, ctx: GraphQLContext) =>
+      ctx.services.tokens.revokeAll(ctx.actor, args),
   },
 };
