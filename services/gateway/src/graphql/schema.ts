@@ -1,12 +1,12 @@
 import { refuseUnstorable } from "@mdp/core";
 import type { GraphQLContext } from "./context";
-import { Long } from "./modules/scalars";
-import { delegatedWorkResolvers, delegatedWorkTypeDefs } from "./modules/delegated-work.graphql";
-import { policyResolvers, policyTypeDefs } from "./modules/policies.graphql";
-import { retentionResolvers, retentionTypeDefs } from "./modules/retention.graphql";
-import { taskResolvers, taskTypeDefs } from "./modules/tasks.graphql";
-import { testResolvers, testTypeDefs } from "./modules/tests.graphql";
-import { tokenResolvers, tokenTypeDefs } from "./modules/tokens.graphql";
+import { Long } from "./scalars";
+import { delegatedWorkResolvers, delegatedWorkTypeDefs } from "../tokens/delegated-work.graphql";
+import { policyResolvers, policyTypeDefs } from "../policies/policies.graphql";
+import { retentionResolvers, retentionTypeDefs } from "../operations/retention.graphql";
+import { taskResolvers, taskTypeDefs } from "../operations/tasks.graphql";
+import { testResolvers, testTypeDefs } from "../metadata-tests/tests.graphql";
+import { tokenResolvers, tokenTypeDefs } from "../tokens/tokens.graphql";
 
 const rootTypeDefs = /* GraphQL */ `
   scalar Long

@@ -1,6 +1,6 @@
 import type { MetadataTest } from "@mdp/db";
 import { normalizedDefinitionText, type FailedRule, type ParsedDefinition } from "@mdp/metadata-tests";
-import type { GraphQLContext } from "../context";
+import type { GraphQLContext } from "../graphql/context";
 
 export const testTypeDefs = /* GraphQL */ `
   "ACTIVE tests run when an entity is evaluated without naming tests; INACTIVE ones only when named."

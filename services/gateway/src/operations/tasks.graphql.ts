@@ -1,5 +1,5 @@
-import type { GraphQLContext } from "../context";
-import type { TaskStatus } from "../../operations/task.service";
+import type { GraphQLContext } from "../graphql/context";
+import type { TaskStatus } from "./task.service";
 
 export const taskTypeDefs = /* GraphQL */ `
   enum TaskType {

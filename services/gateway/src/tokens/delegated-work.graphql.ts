@@ -1,4 +1,4 @@
-import type { GraphQLContext } from "../context";
+import type { GraphQLContext } from "../graphql/context";
 
 export const delegatedWorkTypeDefs = /* GraphQL */ `
   "What a user, or one of its tokens, set in motion that acts for it without it being there."

@@ -1,5 +1,5 @@
 import type { Policy } from "@mdp/db";
-import type { GraphQLContext } from "../context";
+import type { GraphQLContext } from "../graphql/context";
 
 export const policyTypeDefs = /* GraphQL */ `
   enum PolicyType {
