@@ -47,7 +47,9 @@ export type CreateTestInput = {
 
 /**
  * A filter of listAccessTokens. EQUAL (the default) on actorUrn, ownerUrn, name or id matches any of the values, or
- * none of them with negated; LESS_THAN, LESS_THAN_OR_EQUAL_TO, GREATER_THAN or GREATER_THAN_OR_EQUAL_TO on expiresAt
+ * none of them with negated; outsideDurationPolicy, value 'true' ('false'), selects the tokens whose lifetime the
+ * current ACCESS_TOKEN_ALLOWED_DURATIONS (ACCESS_TOKEN_ALLOW_NO_EXPIRY for a token that never expires) does not (does)
+ * allow; LESS_THAN, LESS_THAN_OR_EQUAL_TO, GREATER_THAN or GREATER_THAN_OR_EQUAL_TO on expiresAt
  * or createdAt compare with one value, epoch milliseconds as a string. Any other combination is BAD_USER_INPUT.
  */
 export type FacetFilterInput = {
@@ -85,7 +87,13 @@ export type GetAccessTokenInput = {
   /** The user the token acts for. */
   actorUrn: string;
   description?: string | null | undefined;
-  duration: AccessTokenDuration;
+  /**
+   * Exactly one of duration and durationIso (both or neither: BAD_USER_INPUT). Either way the lifetime must be one of
+   * ACCESS_TOKEN_ALLOWED_DURATIONS (the enum's values count as PT1H, P1D, P7D, P30D, P90D, P180D, P365D).
+   */
+  duration?: AccessTokenDuration | null | undefined;
+  /** The lifetime as ISO-8601, e.g. PT1H, P30D (P1M counts 30 days, P1Y 365). */
+  durationIso?: string | null | undefined;
   name?: string | null | undefined;
   /**
    * Limits the token to these privileges of its actor (privilege names, ours or DataHub's spelling; 1 to 32 of them):

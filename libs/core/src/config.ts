@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { isoDurationSeconds } from "./iso-duration";
 import { hashTagOf, parseRedisUrl } from "./redis-url";
 
 /**
@@ -79,6 +80,34 @@ const schema = z.object({
     .regex(/^[A-Za-z][A-Za-z0-9_-]*$/, { error: "must be letters, digits, '_' or '-'" })
     .default("li"),
   ACCESS_TOKEN_ALLOW_NO_EXPIRY: bool.default(false),
+  /**
+   * the lifetimes createAccessToken may mint, ISO-8601, comma-separated (P1M = 30 days, P1Y = 365 days), whether asked
+   * for as durationIso or as the duration enum; tokens minted before a change can be listed and revoked
+   * (listAccessTokens' outsideDurationPolicy filter, revokeAccessTokensOutsidePolicy). NO_EXPIRY is
+   * ACCESS_TOKEN_ALLOW_NO_EXPIRY's.
+   */
+  ACCESS_TOKEN_ALLOWED_DURATIONS: z
+    .string()
+    .default("PT1H,P1D,P7D,P30D,P90D,P180D,P365D")
+    .transform((text, ctx) => {
+      const allowed = text
+        .split(",")
+        .map((item) => item.trim())
+        .filter((item) => item !== "")
+        .map((iso) => ({ iso: iso.toUpperCase(), seconds: isoDurationSeconds(iso) }));
+      const bad = allowed.filter((d) => d.seconds === null).map((d) => d.iso);
+      if (allowed.length === 0 || bad.length > 0) {
+        ctx.addIssue({
+          code: "custom",
+          message:
+            allowed.length === 0
+              ? "must list at least one ISO-8601 duration, e.g. PT1H,P30D"
+              : `${bad.join(", ")}: not ISO-8601 durations (e.g. PT1H, P30D)`,
+        });
+        return z.NEVER;
+      }
+      return allowed as Array<{ iso: string; seconds: number }>;
+    }),
   /** how long POST /gms/test?action=evaluate waits for the worker before answering 504 */
   EVALUATE_TIMEOUT_MS: int(1, 3_600_000).default(30_000),
   /** a replacement entity registry (YAML); unset = the built-in default */

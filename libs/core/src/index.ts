@@ -5,6 +5,7 @@ export * from "./logger";
 export * from "./outages";
 export * from "./redis-url";
 export * from "./urn";
+export * from "./iso-duration";
 export * from "./otel-sdk";
 export * from "./registry/entity-registry";
 export * from "./registry/service-written-aspects";

@@ -153,6 +153,12 @@ const ROWS: Row[] = [
     call: gql(`mutation($u: String!) { revokeAccessTokens(actorUrn: $u) }`, () => ({ u: OTHER_USER })),
   },
   {
+    operation: "Mutation.revokeAccessTokensOutsidePolicy",
+    use: "of every user",
+    needs: "MANAGE_ACCESS_TOKENS",
+    call: gql(`mutation { revokeAccessTokensOutsidePolicy }`, () => ({})),
+  },
+  {
     operation: "Mutation.revokeActorAccess",
     use: "of another user",
     needs: "MANAGE_ACCESS_TOKENS",

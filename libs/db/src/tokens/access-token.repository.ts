@@ -33,7 +33,14 @@ export interface AccessTokenInsert {
 /** One filter of the list (the gateway's token-filters.ts says what each means). */
 export type AccessTokenFilter =
   | { field: "actorUrn" | "ownerUrn" | "name" | "id"; values: readonly string[]; negated: boolean }
-  | { field: "expiresAt" | "createdAt"; op: "<" | "<=" | ">" | ">="; millis: number };
+  | { field: "expiresAt" | "createdAt"; op: "<" | "<=" | ">" | ">="; millis: number }
+  | ({ field: "durationPolicy"; outside: boolean } & DurationPolicy);
+
+/** ACCESS_TOKEN_ALLOWED_DURATIONS and ACCESS_TOKEN_ALLOW_NO_EXPIRY: the lifetimes a token may have. */
+export interface DurationPolicy {
+  allowedSeconds: readonly number[];
+  allowNoExpiry: boolean;
+}
 
 /** A token of a list page; times are epoch ms. */
 export interface AccessTokenPageRow {
@@ -233,6 +240,31 @@ async function run<Row extends pg.QueryResultRow>(pool: Queryable, statement: Pr
   return (await pool.query<Row>({ name, text: statement.text, values: statement.values })).rows;
 }
 
+/**
+ * Marks every live token whose lifetime the policy does not allow revoked by `revokedBy`, in the caller's transaction;
+ * answers their ids and actors.
+ */
+export async function revokeLiveAccessTokensOutside(
+  tx: Prisma.TransactionClient,
+  policy: DurationPolicy,
+  revokedBy: string,
+): Promise<Array<{ id: string; actorUrn: string }>> {
+  return tx.$queryRaw<Array<{ id: string; actorUrn: string }>>`
+      UPDATE access_token SET revoked_at = now(), revoked_by = ${revokedBy}
+       WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now()) AND NOT ${withinPolicy(policy)}
+      RETURNING id::text, actor_urn AS "actorUrn"`;
+}
+
+/**
+ * Whether a row's lifetime is one the policy allows: a token expires a whole number of seconds after the second it
+ * was created in (createAccessToken), so its lifetime is exact; one that never expires only with allowNoExpiry.
+ */
+function withinPolicy(policy: DurationPolicy): Prisma.Sql {
+  return Prisma.sql`(CASE WHEN expires_at IS NULL THEN ${policy.allowNoExpiry}::boolean
+      ELSE round(date_part('epoch', expires_at - date_trunc('second', created_at)))::int8
+           = ANY(${[...policy.allowedSeconds]}::int8[]) END)`;
+}
+
 /** A timestamptz(3) column as epoch ms: a double, which pg hands over as a number, exact for any ms timestamp. */
 function epochMs(column: string): Prisma.Sql {
   return Prisma.raw(`round(date_part('epoch', ${column}) * 1000)`);
@@ -244,6 +276,9 @@ function epochMs(column: string): Prisma.Sql {
  * matches no comparison).
  */
 function filterCondition(filter: AccessTokenFilter) {
+  if (filter.field === "durationPolicy") {
+    return filter.outside ? Prisma.sql`NOT ${withinPolicy(filter)}` : withinPolicy(filter);
+  }
   const column = Prisma.raw(FILTER_COLUMNS[filter.field]);
   if (!("values" in filter)) {
     return Prisma.sql`${column} ${Prisma.raw(filter.op)} to_timestamp(${filter.millis}::int8 / 1000.0)`;

@@ -45,9 +45,20 @@ export type EqualityField = (typeof EQUALITY_FIELDS)[number];
 export type TimeField = (typeof TIME_FIELDS)[number];
 export type Comparison = (typeof COMPARISONS)[keyof typeof COMPARISONS];
 
-/** One filter of the list: any of `values` (none of them when negated), or a time compared with `millis`. */
+/**
+ * Tokens whose lifetime ACCESS_TOKEN_ALLOWED_DURATIONS (or, for a token that never expires,
+ * ACCESS_TOKEN_ALLOW_NO_EXPIRY) does not allow now (`true`), or does (`false`): this service's extension.
+ */
+export const POLICY_FIELD = "outsideDurationPolicy";
+
+/**
+ * One filter of the list: any of `values` (none of them when negated), a time compared with `millis`, or whether the
+ * token's lifetime is outside the current duration policy.
+ */
 export type TokenFilter =
-  { field: EqualityField; values: string[]; negated: boolean } | { field: TimeField; op: Comparison; millis: number };
+  | { field: EqualityField; values: string[]; negated: boolean }
+  | { field: TimeField; op: Comparison; millis: number }
+  | { field: typeof POLICY_FIELD; outside: boolean };
 
 const isOneOf = <T extends string>(list: readonly T[], value: string): value is T =>
   (list as readonly string[]).includes(value);
@@ -74,6 +85,15 @@ function tokenFilterOf(input: FacetFilterInput, at: string): TokenFilter {
     }
     return { field, values, negated: input.negated === true };
   }
+  if (field === POLICY_FIELD) {
+    if (condition !== "EQUAL" || input.negated) {
+      throw badInput(`${at} on ${field} takes condition EQUAL (the default), not negated: value 'true' or 'false'`);
+    }
+    if (values.length !== 1 || (values[0] !== "true" && values[0] !== "false")) {
+      throw badInput(`${at} on ${field} takes one value, 'true' or 'false'`);
+    }
+    return { field, outside: values[0] === "true" };
+  }
   if (isOneOf(TIME_FIELDS, field)) {
     if (!Object.hasOwn(COMPARISONS, condition)) {
       throw badInput(`${at}.condition on ${field} must be one of ${Object.keys(COMPARISONS).join(", ")}`);
@@ -88,6 +108,6 @@ function tokenFilterOf(input: FacetFilterInput, at: string): TokenFilter {
     return { field, op: COMPARISONS[condition as keyof typeof COMPARISONS], millis };
   }
   throw badInput(
-    `${at}.field '${abbreviated(field)}' is not filterable; use one of ${[...EQUALITY_FIELDS, ...TIME_FIELDS].join(", ")}`,
+    `${at}.field '${abbreviated(field)}' is not filterable; use one of ${[...EQUALITY_FIELDS, ...TIME_FIELDS, POLICY_FIELD].join(", ")}`,
   );
 }

@@ -1,7 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
 import {
+  abbreviated,
   badInput,
+  isoDurationSeconds,
   forbidden,
   MAX_TOKEN_CHAIN_DEPTH,
   notFound,
@@ -11,6 +13,7 @@ import {
   type Config,
   type Principal,
 } from "@mdp/core";
+import type { DurationPolicy } from "@mdp/db";
 import type { Actor } from "../auth/actor";
 import { safeEqual } from "../auth/constant-time";
 import { pageInput } from "../graphql/paging";
@@ -20,7 +23,7 @@ import type { PolicyEngine } from "../policies/policy-engine";
 import { parseScopes, withImplied, withinScopes, type Privilege } from "../policies/privileges";
 import { Hs256, JwtError, type AccessTokenClaims } from "./jwt";
 import { hashToken } from "./token-hash";
-import { tokenFilters } from "./token-filters";
+import { POLICY_FIELD, tokenFilters } from "./token-filters";
 import type { TokenMetadata, TokenStore } from "./token.store";
 import type { TokenVerifier } from "./token.verifier";
 
@@ -28,6 +31,7 @@ export type { TokenMetadata } from "./token.store";
 
 const HOUR = 3600;
 const DAY = 24 * HOUR;
+/** The duration enum's lifetimes, in seconds; the allowed-durations policy judges them as it judges durationIso. */
 const DURATIONS = {
   ONE_HOUR: HOUR,
   ONE_DAY: DAY,
@@ -43,54 +47,111 @@ export type AccessTokenDuration = keyof typeof DURATIONS;
 const TOKEN_ISSUER = "metadata-admin";
 const TOKEN_VERSION = 2;
 
+/** ACCESS_TOKEN_ALLOWED_DURATIONS, parsed by the config. */
+type AllowedDurations = Config["ACCESS_TOKEN_ALLOWED_DURATIONS"];
+
+/** The lifetime asked for: its seconds (null: never expires), and how it was asked for (the audit, messages). */
+interface Lifetime {
+  seconds: number | null;
+  /** `input.duration` or `input.durationIso` */
+  field: string;
+  asked: string;
+}
+
 /**
- * createAccessToken's (and getAccessToken's) input; `allowNoExpiry` is ACCESS_TOKEN_ALLOW_NO_EXPIRY. Which actor,
+ * createAccessToken's (and getAccessToken's) input; `allowNoExpiry` is ACCESS_TOKEN_ALLOW_NO_EXPIRY, `allowed`
+ * ACCESS_TOKEN_ALLOWED_DURATIONS. Which actor,
  * scopes and duration the caller may give depends on who it is: checked once this has parsed (create).
  */
-const createTokenArgs = (allowNoExpiry: boolean) =>
+const createTokenArgs = (allowNoExpiry: boolean, allowed: AllowedDurations) =>
   z.object({
-    input: z.object({
-      /** SERVICE_ACCOUNT is in the schema (DataHub's web app sends it) only to be refused by name. */
-      type: z.enum(["PERSONAL", "SERVICE_ACCOUNT"]).transform(
-        parsedBy((at, type: "PERSONAL" | "SERVICE_ACCOUNT") => {
-          if (type !== "PERSONAL") {
-            throw badInput(`${at} ${type} is not supported: only PERSONAL tokens (service accounts are DataHub's)`);
-          }
-          return type;
-        }),
-      ),
-      actorUrn: urnField("corpuser"),
-      /**
-       * The privileges the token is limited to (ours or DataHub's spellings, 1 to MAX_TOKEN_SCOPES), sorted. Absent:
-       * unscoped, or, when the caller itself uses a scoped token, that token's scopes.
-       */
-      scopes: z
-        .array(z.string())
-        .transform(parsedBy((at, names: string[]) => parseScopes(at, names)))
-        .nullish(),
-      /** required (GraphQL's type leaves it optional for the deprecated getAccessToken, which names its tokens) */
-      name: z
-        .string()
-        .nullish()
-        .refine(
-          ...rule((at, name: string | null | undefined) => {
-            if (name == null) throw badInput(`${at} is required: a name for the token`);
-            requireLength(at, name.trim(), { min: 1, max: 256 });
+    input: z
+      .object({
+        /** SERVICE_ACCOUNT is in the schema (DataHub's web app sends it) only to be refused by name. */
+        type: z.enum(["PERSONAL", "SERVICE_ACCOUNT"]).transform(
+          parsedBy((at, type: "PERSONAL" | "SERVICE_ACCOUNT") => {
+            if (type !== "PERSONAL") {
+              throw badInput(`${at} ${type} is not supported: only PERSONAL tokens (service accounts are DataHub's)`);
+            }
+            return type;
           }),
-        )
-        .transform((name) => name!.trim()),
-      description: textField({ max: 2000 })
-        .nullish()
-        .transform((description) => description ?? null),
-      duration: z.enum(Object.keys(DURATIONS) as [AccessTokenDuration, ...AccessTokenDuration[]]).refine(
-        ...rule((at, duration: AccessTokenDuration) => {
-          if (DURATIONS[duration] === null && !allowNoExpiry) {
-            throw badInput(`${at} NO_EXPIRY is not allowed on this server (ACCESS_TOKEN_ALLOW_NO_EXPIRY=false)`);
+        ),
+        actorUrn: urnField("corpuser"),
+        /**
+         * The privileges the token is limited to (ours or DataHub's spellings, 1 to MAX_TOKEN_SCOPES), sorted. Absent:
+         * unscoped, or, when the caller itself uses a scoped token, that token's scopes.
+         */
+        scopes: z
+          .array(z.string())
+          .transform(parsedBy((at, names: string[]) => parseScopes(at, names)))
+          .nullish(),
+        /** required (GraphQL's type leaves it optional for the deprecated getAccessToken, which names its tokens) */
+        name: z
+          .string()
+          .nullish()
+          .refine(
+            ...rule((at, name: string | null | undefined) => {
+              if (name == null) throw badInput(`${at} is required: a name for the token`);
+              requireLength(at, name.trim(), { min: 1, max: 256 });
+            }),
+          )
+          .transform((name) => name!.trim()),
+        description: textField({ max: 2000 })
+          .nullish()
+          .transform((description) => description ?? null),
+        duration: z
+          .enum(Object.keys(DURATIONS) as [AccessTokenDuration, ...AccessTokenDuration[]])
+          .nullish()
+          .refine(
+            ...rule((at, duration: AccessTokenDuration | null | undefined) => {
+              if (duration == null) return;
+              const seconds = DURATIONS[duration];
+              if (seconds === null && !allowNoExpiry) {
+                throw badInput(`${at} NO_EXPIRY is not allowed on this server (ACCESS_TOKEN_ALLOW_NO_EXPIRY=false)`);
+              }
+              if (seconds !== null) requireAllowed(at, duration, seconds, allowed);
+            }),
+          ),
+        /** the lifetime as ISO-8601 (PT1H, P30D, P1M = 30 days, P1Y = 365 days); exactly one of it and duration */
+        durationIso: z
+          .string()
+          .nullish()
+          .refine(
+            ...rule((at, iso: string | null | undefined) => {
+              if (iso == null) return;
+              const seconds = isoDurationSeconds(iso);
+              if (seconds === null) {
+                throw badInput(`${at} '${abbreviated(iso)}' is not an ISO-8601 duration (e.g. PT1H, P30D)`);
+              }
+              requireAllowed(at, iso, seconds, allowed);
+            }),
+          ),
+      })
+      .transform(
+        parsedBy((_at, { duration, durationIso, ...input }) => {
+          if ((duration == null) === (durationIso == null)) {
+            throw badInput(
+              `input.duration and input.durationIso: give exactly one of them (${duration == null ? "neither" : "both"} ` +
+                `given), the duration enum (e.g. ONE_MONTH) or an ISO-8601 duration (e.g. P30D)`,
+            );
           }
+          const lifetime: Lifetime =
+            duration != null
+              ? { seconds: DURATIONS[duration], field: "input.duration", asked: duration }
+              : { seconds: isoDurationSeconds(durationIso!), field: "input.durationIso", asked: durationIso!.trim() };
+          return { ...input, duration: duration ?? undefined, durationIso: durationIso ?? undefined, lifetime };
         }),
       ),
-    }),
   });
+
+/** A lifetime not in ACCESS_TOKEN_ALLOWED_DURATIONS is refused naming the list. */
+function requireAllowed(at: string, asked: string, seconds: number, allowed: AllowedDurations): void {
+  if (allowed.some((d) => d.seconds === seconds)) return;
+  throw badInput(
+    `${at} ${abbreviated(asked)} is not an allowed token lifetime on this server: ACCESS_TOKEN_ALLOWED_DURATIONS=` +
+      `${allowed.map((d) => d.iso).join(",")} (P1M counts 30 days, P1Y 365)`,
+  );
+}
 
 const listTokensArgs = pageInput({ filters: tokenFilters });
 
@@ -111,13 +172,17 @@ export class TokenService {
     private readonly policies: PolicyEngine,
     private readonly config: Pick<
       Config,
-      "TOKEN_SIGNING_KEY" | "TOKEN_SALT" | "ACCESS_TOKEN_ALLOW_NO_EXPIRY" | "ROOT_USER_URN"
+      | "TOKEN_SIGNING_KEY"
+      | "TOKEN_SALT"
+      | "ACCESS_TOKEN_ALLOW_NO_EXPIRY"
+      | "ACCESS_TOKEN_ALLOWED_DURATIONS"
+      | "ROOT_USER_URN"
     >,
     /** RATE_LIMIT_TOKEN_MINTS_PER_MINUTE, met once the request has passed its checks (a refusal costs nothing) */
     private readonly rateLimits?: Pick<RateLimits, "consume">,
   ) {
     this.jwt = new Hs256(config.TOKEN_SIGNING_KEY);
-    this.createArgs = createTokenArgs(config.ACCESS_TOKEN_ALLOW_NO_EXPIRY);
+    this.createArgs = createTokenArgs(config.ACCESS_TOKEN_ALLOW_NO_EXPIRY, config.ACCESS_TOKEN_ALLOWED_DURATIONS);
   }
 
   async create(actor: Actor, args: unknown): Promise<{ accessToken: string; metadata: TokenMetadata }> {
@@ -132,7 +197,7 @@ export class TokenService {
     const scopes = this.scopesOfNewToken(actor, input.scopes);
     await this.requireNoStrongerThanMinter(actor, input.actorUrn, scopes);
     await this.requireScopesHeld(actor, input.actorUrn, scopes);
-    const seconds = DURATIONS[input.duration];
+    const { seconds } = input.lifetime;
     requireChainRoom(actor);
     // The creation time to the millisecond, so the list (newest first) keeps the order of tokens made within one
     // second; the claims and the expiry to the second, so the stored expiry and the token's exp claim are the same
@@ -140,7 +205,7 @@ export class TokenService {
     const createdAt = Date.now();
     const issuedAt = Math.floor(createdAt / 1000);
     const exp = seconds === null ? undefined : issuedAt + seconds;
-    requireWithinParentExpiry(actor, input.duration, exp);
+    requireWithinParentExpiry(actor, input.lifetime, exp);
     await this.rateLimits?.consume(actor, "tokenMints");
 
     const id = randomUUID();
@@ -178,7 +243,7 @@ export class TokenService {
         details: {
           name,
           actorUrn: input.actorUrn,
-          duration: input.duration,
+          ...(input.duration !== undefined ? { duration: input.duration } : { durationIso: input.lifetime.asked }),
           scopes: scopes ?? null,
           ...(metadata.parentTokenId !== null && { parentTokenId: metadata.parentTokenId }),
           via: actor.via,
@@ -300,7 +365,14 @@ export class TokenService {
         );
       }
     }
-    const { total, tokens } = await this.store.page(filters, new Date(), start, count);
+    const { total, tokens } = await this.store.page(
+      filters.map((f) =>
+        f.field === POLICY_FIELD ? { field: "durationPolicy", outside: f.outside, ...this.durationPolicy() } : f,
+      ),
+      new Date(),
+      start,
+      count,
+    );
     return { start, count: tokens.length, total, tokens };
   }
 
@@ -342,6 +414,27 @@ export class TokenService {
     // As for one token: the commit revokes, this only shortens every replica's cache (bounded, never failing).
     if (revoked.length > 0) await this.verifier.revokedAllOf(actorUrn);
     return revoked.length;
+  }
+
+  /**
+   * revokeAccessTokensOutsidePolicy: revokes every live token, of any user, whose lifetime the current policy
+   * (ACCESS_TOKEN_ALLOWED_DURATIONS, ACCESS_TOKEN_ALLOW_NO_EXPIRY) does not allow — what listAccessTokens'
+   * outsideDurationPolicy filter lists — in one transaction, audited per token as revokeAccessTokens audits; then
+   * every replica is told, one message per user whose tokens went. Returns the ids revoked. MANAGE_ACCESS_TOKENS.
+   */
+  async revokeOutsidePolicy(actor: Actor): Promise<string[]> {
+    await this.policies.require(actor, "MANAGE_ACCESS_TOKENS", "revoke the access tokens of other users");
+    const revoked = await this.store.revokeOutside(this.durationPolicy(), actor);
+    // As for revokeAccessTokens: the commit revokes, this only shortens every replica's cache (bounded, never failing).
+    for (const actorUrn of new Set(revoked.map((t) => t.actorUrn))) await this.verifier.revokedAllOf(actorUrn);
+    return revoked.map((t) => t.id);
+  }
+
+  private durationPolicy(): DurationPolicy {
+    return {
+      allowedSeconds: this.config.ACCESS_TOKEN_ALLOWED_DURATIONS.map((d) => d.seconds),
+      allowNoExpiry: this.config.ACCESS_TOKEN_ALLOW_NO_EXPIRY,
+    };
   }
 
   async metadataFor(actor: Actor, token: string): Promise<TokenMetadata> {
@@ -402,12 +495,12 @@ function requireChainRoom(actor: Actor): void {
  * A token minted with a token expires no later than it (NO_EXPIRY only under a token that never expires): otherwise
  * it would outlive what it was minted under. 400 naming input.duration and when the token in use expires.
  */
-function requireWithinParentExpiry(actor: Actor, duration: AccessTokenDuration, exp: number | undefined): void {
+function requireWithinParentExpiry(actor: Actor, lifetime: Lifetime, exp: number | undefined): void {
   const parentExp = actor.tokenExpiresAt;
   if (actor.via !== "token" || parentExp === undefined) return;
   if (exp !== undefined && exp * 1000 <= parentExp) return;
   throw badInput(
-    `input.duration ${duration} would outlive the access token in use, which expires at ` +
+    `${lifetime.field} ${abbreviated(lifetime.asked)} would outlive the access token in use, which expires at ` +
       `${new Date(parentExp).toISOString()}: a token created with another may not expire after it; choose a shorter ` +
       `duration, or create it with a longer-lived token`,
   );

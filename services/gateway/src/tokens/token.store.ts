@@ -8,7 +8,10 @@ import {
   insertAuditEventPerTarget,
   revokeAccessToken,
   revokeLiveAccessTokensOf,
+  revokeLiveAccessTokensOutside,
   type AccessToken,
+  type AccessTokenFilter,
+  type DurationPolicy,
   type AccessTokenPageRow,
   type Database,
   type Prisma,
@@ -18,7 +21,6 @@ import type pg from "pg";
 import type { Actor } from "../auth/actor";
 import { recordAudit } from "../audit/audit.service";
 import { canonicalPrivilege, type Privilege } from "../policies/privileges";
-import type { TokenFilter } from "./token-filters";
 
 /** A token as clients see it (GraphQL's AccessTokenMetadata); times are epoch ms. */
 export interface TokenMetadata {
@@ -118,7 +120,7 @@ export class TokenStore {
    * newest first, and how many there are in all: one statement, so the two agree.
    */
   async page(
-    filters: readonly TokenFilter[],
+    filters: readonly AccessTokenFilter[],
     now: Date,
     start: number,
     count: number,
@@ -177,6 +179,33 @@ export class TokenStore {
     });
     await recordAudit(tx, actor, "accessToken.revokeAll", actorUrn, { count: ids.length });
     return ids;
+  }
+
+  /**
+   * Revokes every live token whose lifetime `policy` does not allow, by `actor`, in one transaction with an audit row
+   * per token (`accessToken.revoke`, as one revocation writes, marked `bulk` with the reason `durationPolicy`), as
+   * revokeAllOf does. Returns the ids revoked and their actors.
+   */
+  async revokeOutside(policy: DurationPolicy, actor: Actor): Promise<Array<{ id: string; actorUrn: string }>> {
+    return inPrismaTransaction(this.prisma, async (tx) => {
+      const revoked = await revokeLiveAccessTokensOutside(tx, policy, actor.urn);
+      // One insert per actor, so each row records whom its token acted for.
+      const byActor = new Map<string, Array<{ id: string }>>();
+      for (const token of revoked) {
+        const tokens = byActor.get(token.actorUrn);
+        if (tokens) tokens.push(token);
+        else byActor.set(token.actorUrn, [token]);
+      }
+      for (const [actorUrn, tokens] of byActor) {
+        await insertAuditEventPerTarget(tx, {
+          actorUrn: actor.urn,
+          action: "accessToken.revoke",
+          targetUrns: tokens.map((t) => this.urnOf(t.id)),
+          details: { actorUrn, bulk: true, reason: "durationPolicy", via: actor.via },
+        });
+      }
+      return revoked;
+    });
   }
 
   private metadataOfPageRow(row: AccessTokenPageRow): TokenMetadata {

@@ -31,7 +31,13 @@ export const tokenTypeDefs = /* GraphQL */ `
     type: AccessTokenType!
     "The user the token acts for."
     actorUrn: String!
-    duration: AccessTokenDuration!
+    """
+    Exactly one of duration and durationIso (both or neither: BAD_USER_INPUT). Either way the lifetime must be one of
+    ACCESS_TOKEN_ALLOWED_DURATIONS (the enum's values count as PT1H, P1D, P7D, P30D, P90D, P180D, P365D).
+    """
+    duration: AccessTokenDuration
+    "The lifetime as ISO-8601, e.g. PT1H, P30D (P1M counts 30 days, P1Y 365)."
+    durationIso: String
     name: String
     description: String
     """
@@ -129,7 +135,9 @@ export const tokenTypeDefs = /* GraphQL */ `
 
   """
   A filter of listAccessTokens. EQUAL (the default) on actorUrn, ownerUrn, name or id matches any of the values, or
-  none of them with negated; LESS_THAN, LESS_THAN_OR_EQUAL_TO, GREATER_THAN or GREATER_THAN_OR_EQUAL_TO on expiresAt
+  none of them with negated; outsideDurationPolicy, value 'true' ('false'), selects the tokens whose lifetime the
+  current ACCESS_TOKEN_ALLOWED_DURATIONS (ACCESS_TOKEN_ALLOW_NO_EXPIRY for a token that never expires) does not (does)
+  allow; LESS_THAN, LESS_THAN_OR_EQUAL_TO, GREATER_THAN or GREATER_THAN_OR_EQUAL_TO on expiresAt
   or createdAt compare with one value, epoch milliseconds as a string. Any other combination is BAD_USER_INPUT.
   """
   input FacetFilterInput {
@@ -191,6 +199,12 @@ export const tokenTypeDefs = /* GraphQL */ `
     1 s; returns how many. The user itself may, anyone else needs MANAGE_ACCESS_TOKENS.
     """
     revokeAccessTokens(actorUrn: String!): Int!
+    """
+    Revokes every live token, of any user, whose lifetime the current ACCESS_TOKEN_ALLOWED_DURATIONS (or, never
+    expiring, ACCESS_TOKEN_ALLOW_NO_EXPIRY) does not allow, i.e. what listAccessTokens' outsideDurationPolicy filter
+    lists; refused on every gateway replica within 1 s. Returns their ids. Needs MANAGE_ACCESS_TOKENS.
+    """
+    revokeAccessTokensOutsidePolicy: [String!]!
   }
 `;
 
@@ -227,5 +241,7 @@ export const tokenResolvers = {
     revokeAccessToken: (_: unknown, args: unknown, ctx: GraphQLContext) => ctx.services.tokens.revoke(ctx.actor, args),
     revokeAccessTokens: (_: unknown, args: unknown, ctx: GraphQLContext) =>
       ctx.services.tokens.revokeAll(ctx.actor, args),
+    revokeAccessTokensOutsidePolicy: (_: unknown, _args: unknown, ctx: GraphQLContext) =>
+      ctx.services.tokens.revokeOutsidePolicy(ctx.actor),
   },
 };
