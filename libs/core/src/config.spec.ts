@@ -14,6 +14,13 @@ describe("loadConfig", () => {
       ACCESS_TOKEN_ALLOW_NO_EXPIRY: false,
       EVALUATE_TIMEOUT_MS: 30000,
     });
+    expect(config.ACCESS_TOKEN_ALLOWED_DURATIONS.map((d) => d.iso).join(",")).toBe(
+      "PT1H,P1D,P7D,P30D,P90D,P180D,P365D",
+    );
+  });
+
+  it("refuses ACCESS_TOKEN_ALLOWED_DURATIONS that are not ISO-8601 durations, naming them", () => {
+    expect(() => loadConfig({ ...base, ACCESS_TOKEN_ALLOWED_DURATIONS: "P30D,30d" })).toThrow(/30D: not ISO-8601/);
   });
 
   it("names a missing required variable", () => {
