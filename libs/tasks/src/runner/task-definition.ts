@@ -16,7 +16,7 @@ import type { TaskRow, TaskType } from "../lifecycle";
  */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a runner holds definitions of several types; each gets only its own values
 export interface TaskDefinition<I = any, P extends object = any, S = any, R = any> {
-  /** the registry's key (task-kinds.ts): which declared task kind this is */
+  /** its row in TASK_KINDS (below): which declared task kind this is */
   kind: TaskKindName;
   /** the payload as the job carries it (checked again here: a job can outlive the code that queued it) */
   input: z.ZodType<I>;

@@ -159,7 +159,7 @@ const revokeTokenArgs = z.object({ tokenId: idField() });
 const revokeTokensArgs = z.object({ actorUrn: urnField("corpuser") });
 
 /**
- * Personal access tokens (CONTRACT.md "Tokens"): HS256 JWTs of which only a salted hash is stored. Every operation
+ * Personal access tokens (docs/api.md "Access tokens"): HS256 JWTs of which only a salted hash is stored. Every operation
  * needs at least GENERATE_PERSONAL_ACCESS_TOKENS; acting on other users' tokens needs MANAGE_ACCESS_TOKENS.
  */
 export class TokenService {
