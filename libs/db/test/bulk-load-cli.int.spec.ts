@@ -6,6 +6,8 @@ import { DAY_MILLIS } from "../src";
 import { createTestDatabase, type TestDatabase } from "../src/testing";
 
 const cliPath = path.join(__dirname, "../src/timeseries/bulk-load.cli.ts");
+/** Each case starts the CLI under tsx (a second or more on a busy machine) before it does anything. */
+const CLI_CASE_MS = 30_000;
 
 function cli(args: string[], databaseUrl?: string): Promise<{ code: number; stdout: string; stderr: string }> {
   const env = { ...process.env };
@@ -19,19 +21,27 @@ function cli(args: string[], databaseUrl?: string): Promise<{ code: number; stdo
 }
 
 describe("db:bulk-load", () => {
-  it("answers --help without DATABASE_URL, explaining every option", async () => {
-    const run = await cli(["--help"]);
-    expect(run.code).toBe(0);
-    for (const option of ["--entity", "--aspect", "--rows", "--days", "--urns", "--end"]) {
-      expect(run.stdout).toContain(option);
-    }
-  });
+  it(
+    "answers --help without DATABASE_URL, explaining every option",
+    async () => {
+      const run = await cli(["--help"]);
+      expect(run.code).toBe(0);
+      for (const option of ["--entity", "--aspect", "--rows", "--days", "--urns", "--end"]) {
+        expect(run.stdout).toContain(option);
+      }
+    },
+    CLI_CASE_MS,
+  );
 
-  it("names a missing option, and how to get help, with exit code 2", async () => {
-    const run = await cli(["--aspect", "datasetProfile", "--rows", "10"]);
-    expect(run).toMatchObject({ code: 2, stderr: expect.stringContaining("--entity is required") });
-    expect(run.stderr).toContain("--help");
-  });
+  it(
+    "names a missing option, and how to get help, with exit code 2",
+    async () => {
+      const run = await cli(["--aspect", "datasetProfile", "--rows", "10"]);
+      expect(run).toMatchObject({ code: 2, stderr: expect.stringContaining("--entity is required") });
+      expect(run.stderr).toContain("--help");
+    },
+    CLI_CASE_MS,
+  );
 
   describe("with a database", () => {
     let testDb: TestDatabase;
@@ -40,28 +50,32 @@ describe("db:bulk-load", () => {
     });
     afterAll(() => testDb.drop());
 
-    it("loads every row before --end, over --days UTC days ending with the day of --end", async () => {
-      const end = 1_700_864_000_000; // 2023-11-24T22:13:20Z: mid-day
-      const run = await cli(
-        ["--entity", "dataset", "--aspect", "datasetProfile", "--rows", "5000", "--days", "3", "--end", String(end)],
-        testDb.url,
-      );
-      expect(run).toMatchObject({ code: 0, stdout: expect.stringContaining("loaded 5000 rows into 3 partitions") });
-      const pool = new pg.Pool({ connectionString: testDb.url, max: 1 });
-      try {
-        const { rows: tables } = await pool.query<{ table_name: string }>(
-          "SELECT table_name FROM timeseries.aspect_table WHERE entity_type = 'dataset' AND aspect_name = 'datasetProfile'",
+    it(
+      "loads every row before --end, over --days UTC days ending with the day of --end",
+      async () => {
+        const end = 1_700_864_000_000; // 2023-11-24T22:13:20Z: mid-day
+        const run = await cli(
+          ["--entity", "dataset", "--aspect", "datasetProfile", "--rows", "5000", "--days", "3", "--end", String(end)],
+          testDb.url,
         );
-        const { rows } = await pool.query<{ n: string; first: string; last: string }>(
-          `SELECT count(*) AS n, min(timestamp_millis) AS first, max(timestamp_millis) AS last
+        expect(run).toMatchObject({ code: 0, stdout: expect.stringContaining("loaded 5000 rows into 3 partitions") });
+        const pool = new pg.Pool({ connectionString: testDb.url, max: 1 });
+        try {
+          const { rows: tables } = await pool.query<{ table_name: string }>(
+            "SELECT table_name FROM timeseries.aspect_table WHERE entity_type = 'dataset' AND aspect_name = 'datasetProfile'",
+          );
+          const { rows } = await pool.query<{ n: string; first: string; last: string }>(
+            `SELECT count(*) AS n, min(timestamp_millis) AS first, max(timestamp_millis) AS last
              FROM timeseries."${tables[0]!.table_name}"`,
-        );
-        expect(Number(rows[0]!.n)).toBe(5000);
-        expect(Number(rows[0]!.last)).toBeLessThan(end);
-        expect(Number(rows[0]!.first)).toBe(Math.floor(end / DAY_MILLIS) * DAY_MILLIS - 2 * DAY_MILLIS);
-      } finally {
-        await pool.end();
-      }
-    });
+          );
+          expect(Number(rows[0]!.n)).toBe(5000);
+          expect(Number(rows[0]!.last)).toBeLessThan(end);
+          expect(Number(rows[0]!.first)).toBe(Math.floor(end / DAY_MILLIS) * DAY_MILLIS - 2 * DAY_MILLIS);
+        } finally {
+          await pool.end();
+        }
+      },
+      CLI_CASE_MS,
+    );
   });
 });
