@@ -180,8 +180,10 @@ describe("evaluation isolation", () => {
     // takes a few ms; the bound leaves room for a machine shared with other tests.)
     expect(harmless.length).toBeGreaterThan(5);
     expect(Math.max(...harmless)).toBeLessThan(TIME_LIMIT_MS / 2);
-    // The worker's event loop, which renews BullMQ's locks, never stalled while the hog ran.
-    expect(loop.max / 1e6).toBeLessThan(200);
+    // The worker's event loop, which renews BullMQ's locks, never stalled while the hog ran: had the hog run on it, it
+    // would have stalled for the whole TIME_LIMIT_MS. (An absolute bound such as 200 ms measured the machine's load,
+    // not the isolation: a CI run shared with other test files once saw 239 ms.)
+    expect(loop.max / 1e6).toBeLessThan(TIME_LIMIT_MS / 2);
   });
 
   it("refuses an evaluation that outgrows EVALUATION_MEMORY_LIMIT_MB, and the worker goes on serving", async () => {
