@@ -8,8 +8,10 @@
  * given files). `--tier unit|integration|e2e` (`pnpm test:unit`, ...) runs one tier of jest.config.js alone; the unit
  * tier needs no PostgreSQL or Redis, so none is started for it. Other runs first make sure of a Chromium for the browser
  * tests (scripts/chromium.ts: Debian's package, installed when missing and run as root), passed on as CHROMIUM_PATH.
+ * A run in which jest had to force a worker to exit (a test file left a timer or a connection open) fails.
  */
-import { spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
 import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import { CHROMIUM_MISSING, ensureChromium } from "./chromium";
@@ -39,14 +41,35 @@ interface Outcome {
   exitCode: number;
 }
 
-function runJest(root: string, args: string[], env: Record<string, string>): Outcome {
+/** jest's line for a test file that left a timer or connection behind: counted as a failure, so a leak shows in CI. */
+const LEAK_LINE = "A worker process has failed to exit gracefully";
+
+async function runJest(root: string, args: string[], env: Record<string, string>): Promise<Outcome> {
   // One results file per run: several `pnpm test` may run at once in one checkout.
   const resultsFile = path.join(root, ".data", `jest-results-${process.pid}-${Date.now()}.json`);
-  const run = spawnSync(
+  const run = spawn(
     process.execPath,
     [require.resolve("jest/bin/jest"), "--json", `--outputFile=${resultsFile}`, ...args],
-    { cwd: root, stdio: "inherit", env: { ...process.env, ...env, NODE_ENV: "test" } },
+    {
+      cwd: root,
+      stdio: ["inherit", "pipe", "pipe"],
+      env: { ...process.env, ...env, NODE_ENV: "test" },
+    },
   );
+  // jest's output is passed through as it comes, and read for the leak line.
+  let leaked = false;
+  const watch = (from: NodeJS.ReadableStream, to: NodeJS.WritableStream) => {
+    let tail = "";
+    from.on("data", (chunk: Buffer) => {
+      to.write(chunk);
+      const text = tail + chunk.toString("utf8");
+      if (text.includes(LEAK_LINE)) leaked = true;
+      tail = text.slice(-LEAK_LINE.length); // the line may straddle two chunks
+    });
+  };
+  watch(run.stdout, process.stdout);
+  watch(run.stderr, process.stderr);
+  const [status] = (await once(run, "close")) as [number | null];
   let passed = 0;
   let failed = 0;
   try {
@@ -57,8 +80,15 @@ function runJest(root: string, args: string[], env: Record<string, string>): Out
     failed = 1;
   }
   rmSync(resultsFile, { force: true });
-  const exitCode = run.status ?? 1;
+  let exitCode = status ?? 1;
   if (exitCode !== 0 && failed === 0) failed = 1; // a suite that failed to load counts as a failure
+  if (leaked) {
+    process.stderr.write(
+      "\nA test file left a timer or connection open (jest's line above); run the files alone to find it.\n",
+    );
+    failed += 1;
+    exitCode = exitCode || 1;
+  }
   return { passed, failed, exitCode };
 }
 
@@ -74,7 +104,7 @@ async function main(): Promise<void> {
   const args = argv.filter((arg, i) => arg !== "--cluster" && (tierAt < 0 || (i !== tierAt && i !== tierAt + 1)));
   mkdirSync(path.join(root, ".data"), { recursive: true });
   if (tier === "unit") {
-    const outcome = runJest(root, [...args, "--selectProjects", "unit"], {});
+    const outcome = await runJest(root, [...args, "--selectProjects", "unit"], {});
     process.stdout.write(`\n${outcome.passed} passed, ${outcome.failed} failed\n`);
     process.exit(outcome.exitCode);
   }
@@ -87,7 +117,7 @@ async function main(): Promise<void> {
     if (!clusterOnly) {
       const selection = tier ? [...args, "--selectProjects", tier] : args;
       outcomes.push(
-        runJest(root, selection, {
+        await runJest(root, selection, {
           TEST_DATABASE_URL: services.adminDatabaseUrl,
           REDIS_URL: services.redisUrl,
           ...browser,
@@ -100,7 +130,7 @@ async function main(): Promise<void> {
       try {
         const selection = clusterOnly && args.length > 0 ? args : ["--runTestsByPath", ...CLUSTER_SUITE];
         outcomes.push(
-          runJest(root, selection, {
+          await runJest(root, selection, {
             TEST_DATABASE_URL: services.adminDatabaseUrl,
             REDIS_URL: cluster.url,
           }),

@@ -21,6 +21,7 @@ describe("Redis stalled", () => {
   let h: Harness;
   let admin: Redis;
   let producer: Producer<"truncate">;
+  let producerConnection: Redis;
 
   const post = async (path: string, body: unknown) => {
     const started = Date.now();
@@ -50,11 +51,13 @@ describe("Redis stalled", () => {
     redis = await startPrivateRedis();
     h = await startGateway({ REDIS_URL: redis.url });
     admin = new Redis(redis.url);
-    producer = new Producer("truncate", new Redis(redis.url), h.config.QUEUE_PREFIX);
+    producerConnection = new Redis(redis.url);
+    producer = new Producer("truncate", producerConnection, h.config.QUEUE_PREFIX);
   }, 30_000);
   afterAll(async () => {
     await admin?.call("CLIENT", "UNPAUSE").catch(() => undefined);
-    await producer?.close();
+    await producer?.close(); // a queue leaves the connection it was given open
+    producerConnection?.disconnect();
     admin?.disconnect();
     await h?.close();
     await redis?.stop();
