@@ -5,6 +5,7 @@
  * races the deletion leaves no live token; the bounds of docs/limits.md. DataHub's own documents are answered in
  * datahub-clients.int.spec.ts; who may call each operation, in authorization-every-operation.int.spec.ts.
  */
+import { isDeepStrictEqual } from "node:util";
 import { eventually } from "@mdp/core/testing";
 import {
   ROOT,
@@ -93,7 +94,7 @@ describe("service accounts", () => {
     expect(await privileges(a, token.accessToken)).toEqual(["VIEW_TESTS"]);
     // The account loses its grant: so does the token, on the other replica too.
     await deletePolicy(accountPolicy);
-    await eventually("the grant gone on B", async () => (await privileges(b, token.accessToken)).length === 0);
+    await eventually("the grant gone on B", async () => isDeepStrictEqual(await privileges(b, token.accessToken), []));
     expect(await privileges(a, token.accessToken)).toEqual([]);
   });
 
