@@ -5,8 +5,8 @@
  * races the deletion leaves no live token; the bounds of docs/limits.md. DataHub's own documents are answered in
  * datahub-clients.int.spec.ts; who may call each operation, in authorization-every-operation.int.spec.ts.
  */
-import { isDeepStrictEqual } from "node:util";
 import { eventually } from "@mdp/core/testing";
+import { ownerPrivilegesReader } from "@mdp/db";
 import {
   ROOT,
   bearer,
@@ -92,9 +92,15 @@ describe("service accounts", () => {
     // The minter loses MANAGE_SERVICE_ACCOUNTS: the account's token is not its to take along.
     await deletePolicy(managerPolicy);
     expect(await privileges(a, token.accessToken)).toEqual(["VIEW_TESTS"]);
+    // The same at a schedule's firing, which the workers read from PostgreSQL (work set through the token).
+    const firing = ownerPrivilegesReader(a.prisma, ROOT);
+    expect([...(await firing({ urn: account, tokenId: token.metadata.id, suspended: false }))]).toEqual(["VIEW_TESTS"]);
     // The account loses its grant: so does the token, on the other replica too.
     await deletePolicy(accountPolicy);
-    await eventually("the grant gone on B", async () => isDeepStrictEqual(await privileges(b, token.accessToken), []));
+    await eventually("the grant gone on B", async () => {
+      const now = await privileges(b, token.accessToken);
+      return typeof now !== "number" && now.length === 0;
+    });
     expect(await privileges(a, token.accessToken)).toEqual([]);
   });
 
