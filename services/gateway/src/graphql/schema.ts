@@ -6,6 +6,7 @@ import { policyResolvers, policyTypeDefs } from "../policies/policies.graphql";
 import { retentionResolvers, retentionTypeDefs } from "../operations/retention.graphql";
 import { taskResolvers, taskTypeDefs } from "../operations/tasks.graphql";
 import { testResolvers, testTypeDefs } from "../metadata-tests/tests.graphql";
+import { serviceAccountResolvers, serviceAccountTypeDefs } from "../tokens/service-accounts.graphql";
 import { tokenResolvers, tokenTypeDefs } from "../tokens/tokens.graphql";
 
 const rootTypeDefs = /* GraphQL */ `
@@ -48,6 +49,7 @@ export const typeDefs = [
   taskTypeDefs,
   retentionTypeDefs,
   delegatedWorkTypeDefs,
+  serviceAccountTypeDefs,
 ];
 type Resolver = (parent: unknown, args: Record<string, unknown>, ...rest: unknown[]) => unknown;
 
@@ -78,4 +80,5 @@ export const resolvers = [
   refusingUnstorable(taskResolvers),
   refusingUnstorable(retentionResolvers),
   refusingUnstorable(delegatedWorkResolvers),
+  refusingUnstorable(serviceAccountResolvers),
 ];
