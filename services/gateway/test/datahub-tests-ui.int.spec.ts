@@ -7,8 +7,12 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { parse, type OperationDefinitionNode } from "graphql";
+import { createLogger } from "@mdp/core";
 import { eventually } from "@mdp/core/testing";
 import { DEFINITION_LIMITS } from "@mdp/metadata-tests";
+import { closeRedis, createRedis, Producer, RateLimits, ScheduleSyncRequests } from "@mdp/queues";
+import { fireSchedule, scheduledTestKind } from "@mdp/schedules";
+import { TaskLifecycle } from "@mdp/tasks";
 import { startEvaluationWorker, type RunningWorker } from "./support/evaluation-worker";
 import { ROOT, grant, startGateway, systemClientHeaders, type Harness } from "./support/gateway-harness";
 import {
@@ -84,10 +88,10 @@ describe("DataHub's metadata tests UI operations", () => {
     ).rows[0]?.value.tags.map((t) => t.tag) ?? [];
   const countRows = async (table: "metadata_test" | "aspect" | "test_result_transition") =>
     Number((await h.database.pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${table}`)).rows[0]!.n);
-  const createTest = async (id: string, json: string) => {
+  const createTest = async (id: string, json: string, extra: Record<string, unknown> = {}) => {
     const res = await h.graphql(
       SMOKE.createTest!,
-      { input: { id, name: id, category: "ui", definition: { json } } },
+      { input: { id, name: id, category: "ui", definition: { json }, ...extra } },
       asRoot,
     );
     expect(res.body.errors).toBeUndefined();
@@ -384,6 +388,56 @@ describe("DataHub's metadata tests UI operations", () => {
       expect(limited.batchRunEvents.batchRunEvents).toEqual([list[0]]);
       const earlier = (await events({ endTimeMillis: before - 1 })).body.data!.test as typeof answer;
       expect(earlier.batchRunEvents.batchRunEvents).toEqual([]);
+    });
+
+    it("counts a scheduled firing's run among the test's runs", async () => {
+      const urn = await createTest("ui-scheduled", HAS_DESCRIPTION, { schedule: { cron: "0 3 * * *" } });
+      const logger = createLogger("tests-ui-test", h.config.LOG_LEVEL);
+      const connection = createRedis(h.config.REDIS_URL, "producer");
+      const rateLimits = new RateLimits(RateLimits.connect(h.config, logger), h.config);
+      const runs = new Producer("evaluate", connection, h.config.QUEUE_PREFIX);
+      const truncations = new Producer("truncate", connection, h.config.QUEUE_PREFIX);
+      const syncQueue = new Producer("scheduleSync", connection, h.config.QUEUE_PREFIX);
+      try {
+        // The workers' own firing runner, as the schedule's job runs it; the worker of this file runs the task.
+        const fired = (await fireSchedule(scheduledTestKind, urn, {
+          db: h.database,
+          tasks: new TaskLifecycle(h.database, logger),
+          producers: { evaluate: runs, truncate: truncations },
+          sync: new ScheduleSyncRequests(syncQueue),
+          logger,
+          urnNamespace: h.config.URN_NAMESPACE,
+          rootUserUrn: h.config.ROOT_USER_URN,
+          rateLimits,
+        })) as { taskId: string };
+        await eventually(
+          `scheduled run ${fired.taskId} completed`,
+          async () =>
+            (await h.post("/gms/operations?action=getTaskStatus", { taskId: fired.taskId }, asRoot)).body.value as {
+              state: string;
+            },
+          { timeoutMs: 20_000, until: (status) => status.state === "completed" },
+        );
+      } finally {
+        await Promise.all([runs.close(), truncations.close(), syncQueue.close()]);
+        await rateLimits.close();
+        await closeRedis(connection);
+      }
+      const events = await h.graphql(UI.getTestRunEvents!, { urn }, frontend(VIEWER));
+      expect(events.body.data).toEqual({
+        test: {
+          urn,
+          batchRunEvents: {
+            batchRunEvents: [
+              {
+                timestampMillis: expect.any(Number),
+                status: "COMPLETE",
+                result: { passingCount: 2, failingCount: 1 },
+              },
+            ],
+          },
+        },
+      });
     });
 
     it("refuses a limit or a window past its bounds, naming them", async () => {
