@@ -26,6 +26,7 @@ export * from "./metadata-tests/evaluation-input.repository";
 export * from "./retention/retention-policy.repository";
 export * from "./tasks/task.repository";
 export * from "./tasks/task-listing";
+export * from "./tasks/test-run-events";
 export * from "./tasks/evaluation-tasks.repository";
 export * from "./policies/schedule-rows";
 // PrismaClient, the Prisma namespace (errors, input types, TransactionClient), every model type and enum.

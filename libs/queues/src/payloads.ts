@@ -40,6 +40,20 @@ export const evaluationItem = z.object({
    * do failed rules in its answer carry the values found. Absent (a gateway of an earlier version): not shown.
    */
   showValues: z.boolean().optional(),
+  /**
+   * runTestDefinition: a definition not saved as a test, evaluated under the urn `testUrns` names (one of its own,
+   * never a stored test's), as the gateway parsed it. `applyActions` (its DEFAULT mode): its actions are applied to
+   * the entities for the actor, as a push applies a stored test's for its owner; no result is stored for it.
+   */
+  unsavedTest: z
+    .object({
+      urn: z.string().min(1),
+      onTypes: z.array(z.string().min(1)),
+      definition: z.unknown(),
+      hash: z.string().min(1),
+      applyActions: z.boolean(),
+    })
+    .optional(),
 });
 
 /** Most requests in one evaluate job (the gateway puts at most 100 together). */

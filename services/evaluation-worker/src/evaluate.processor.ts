@@ -26,6 +26,7 @@ import type { EvaluationInput, StoredTest } from "./evaluation.store";
 import type { EvaluateDeps } from "./evaluation-deps";
 import { countRequest } from "./evaluation-metrics";
 import type { PushItem } from "./results.pusher";
+import type { UnsavedTestActions } from "./test-actions";
 import type { EvaluationProgress, EvaluationRow } from "@mdp/tasks";
 import { EvaluationLimitError, StoredDefinitionError } from "./evaluation-pool";
 
@@ -75,25 +76,34 @@ export async function evaluate(
   const maybeTimedOut = new Map<string, EvaluationItemReply>();
   let unsent = payload.items.length;
   try {
+    const unsavedUrns = new Set(payload.items.flatMap((i) => (i.unsavedTest ? [i.unsavedTest.urn] : [])));
     const input = await deps.store.loadForEvaluation({
       urns: [...new Set(payload.items.flatMap((i) => i.urns))],
-      namedTests: [...new Set(payload.items.flatMap((i) => i.testUrns ?? []))],
+      namedTests: [...new Set(payload.items.flatMap((i) => i.testUrns ?? []))].filter((u) => !unsavedUrns.has(u)),
       activeTests: payload.items.some((i) => !i.testUrns),
       taskIds: payload.items.map((i) => i.taskId),
     });
+    addUnsavedTests(input, payload.items);
     await markOwnersLacking(input.tests, deps.ownerPrivileges);
     const evaluatedAt = Date.now();
     const cancelled = new Set(input.cancelled);
     const withRow = new Set(input.started);
     const finish = perTurn(async (done: ItemOutcome[]): Promise<ItemOutcome[]> => {
       let ready = done;
-      const pushing = done.filter((o) => o.item.push && !("refused" in o.result));
+      const pushing = done.filter((o) => (o.item.push || appliesActions(o.item)) && !("refused" in o.result));
       if (pushing.length > 0) {
         const claimed = pushing.map((o) => taskRowOf(job, startedAt, o.item, activeRow(o.item)));
         for (const row of claimed) withRow.add(row.taskId);
         const stopped = await inTransaction(deps.db.pool, (client) => deps.evaluations.claimForPush(client, claimed));
-        const pushItems = pushing.filter((o) => !stopped.has(o.item.taskId)).flatMap((o) => pushItemsOf(o, input));
+        const going = pushing.filter((o) => !stopped.has(o.item.taskId));
+        const pushItems = going.filter((o) => o.item.push).flatMap((o) => pushItemsOf(o, input));
         if (pushItems.length > 0) await inTransaction(deps.db.pool, (client) => deps.pusher.push(client, pushItems));
+        // runTestDefinition's DEFAULT mode: the unsaved definition's actions, each request in its own transaction.
+        for (const o of going.filter((o) => appliesActions(o.item))) {
+          await inTransaction(deps.db.pool, (client) =>
+            deps.pusher.applyUnsavedActions(client, pushItemsOf(o, input), unsavedActionsOf(o.item)),
+          );
+        }
         for (const taskId of stopped) cancelled.add(taskId);
         ready = done.map((o) => (stopped.has(o.item.taskId) ? cancelledOutcome(o.item) : o));
       }
@@ -444,6 +454,49 @@ function pushItemsOf(outcome: ItemOutcome, input: EvaluationInput): PushItem[] {
     actorUrn: outcome.item.actorUrn,
     ...(outcome.item.actorTokenId !== undefined && { actorTokenId: outcome.item.actorTokenId }),
   }));
+}
+
+/**
+ * runTestDefinition's unsaved definitions, as tests of their own urns (named by their items only) whose actions act
+ * for the caller: the answer lists what applying them would do, and what the caller may not write.
+ */
+function addUnsavedTests(input: EvaluationInput, items: readonly EvaluationItem[]): void {
+  for (const item of items) {
+    const unsaved = item.unsavedTest;
+    if (!unsaved) continue;
+    input.tests.push({
+      urn: unsaved.urn,
+      onTypes: unsaved.onTypes,
+      active: false,
+      hash: unsaved.hash,
+      definition: unsaved.definition,
+      ownerUrn: item.actorUrn,
+      ownerTokenId: item.actorTokenId ?? null,
+      suspended: false,
+    });
+  }
+}
+
+/** Whether the item applies an unsaved definition's actions (runTestDefinition's DEFAULT mode). */
+function appliesActions(item: EvaluationItem): boolean {
+  return item.unsavedTest?.applyActions === true;
+}
+
+/** The unsaved test of an item, as applyTestActions reads a stored one: its types, its actions, its caller. */
+function unsavedActionsOf(item: EvaluationItem): Map<string, UnsavedTestActions> {
+  const unsaved = item.unsavedTest!;
+  const raw = (unsaved.definition as { actions?: unknown } | null)?.actions;
+  if (raw === undefined) return new Map();
+  return new Map([
+    [
+      unsaved.urn,
+      {
+        onTypes: unsaved.onTypes,
+        owner: { urn: item.actorUrn, tokenId: item.actorTokenId ?? null, suspended: false },
+        actions: actionsFromJson(raw),
+      },
+    ],
+  ]);
 }
 
 /**

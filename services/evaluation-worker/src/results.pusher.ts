@@ -9,7 +9,7 @@ import {
   type TestResultsAspect,
 } from "@mdp/metadata-tests";
 import type pg from "pg";
-import { applyTestActions } from "./test-actions";
+import { applyTestActions, type UnsavedTestActions } from "./test-actions";
 import { TestResultHistory } from "./test-result-history";
 
 export const TEST_RESULTS_ASPECT = "testResults";
@@ -99,6 +99,20 @@ export class ResultsPusher {
     await applyTestActions(client, this.aspects, items, this.ownerPrivileges);
     await this.history.record(client, items, current);
     return writes.length;
+  }
+
+  /**
+   * runTestDefinition's DEFAULT mode: applies an unsaved definition's actions (`tests`, acting for the caller, who must
+   * hold their privileges now) to these evaluations' entities in the caller's transaction, as a push applies a stored
+   * test's. No result is stored: nothing reads the results of a test that does not exist. Answers the versions written.
+   */
+  applyUnsavedActions(
+    client: pg.ClientBase,
+    items: readonly PushItem[],
+    tests: ReadonlyMap<string, UnsavedTestActions>,
+  ): Promise<number> {
+    if (tests.size === 0) return Promise.resolve(0);
+    return applyTestActions(client, this.aspects, items, this.ownerPrivileges, tests);
   }
 
   /**

@@ -50,22 +50,26 @@ export async function applyTestActions(
   aspects: AspectRepository,
   items: readonly PushItem[],
   ownerPrivileges: OwnerPrivileges,
+  /** runTestDefinition's DEFAULT mode: the unsaved test's actions, instead of reading stored tests' */
+  unsaved?: ReadonlyMap<string, UnsavedTestActions>,
 ): Promise<number> {
   const tests = new Set(items.flatMap((i) => [...i.evaluation.passing, ...i.evaluation.failing].map((r) => r.test)));
   if (tests.size === 0) return 0;
-  const rows = await testActionsOf(client, [...tests]);
-  if (rows.length === 0) return 0;
+  const rows = unsaved ? [] : await testActionsOf(client, [...tests]);
   // Re-validated rather than cast, as the evaluation's own parse of the definition was.
-  const stored = new Map(
-    rows.map((r) => [
-      r.urn,
-      {
-        onTypes: r.on_types,
-        owner: { urn: r.owner_urn, tokenId: r.owner_token_id, suspended: r.suspended },
-        actions: actionsFromJson(r.actions),
-      },
-    ]),
-  );
+  const stored: ReadonlyMap<string, UnsavedTestActions> =
+    unsaved ??
+    new Map(
+      rows.map((r) => [
+        r.urn,
+        {
+          onTypes: r.on_types,
+          owner: { urn: r.owner_urn, tokenId: r.owner_token_id, suspended: r.suspended },
+          actions: actionsFromJson(r.actions),
+        },
+      ]),
+    );
+  if (stored.size === 0) return 0;
 
   // One entry per entity: items for the same entity (two requests in one job) apply in order, a later outcome of a
   // test replacing an earlier one.
@@ -129,6 +133,7 @@ export async function applyTestActions(
           outcome: run.outcome,
           actions: changed.map(({ type, params, aspect }) => ({ type, params, aspect })),
           via: "test-action",
+          ...(unsaved && { unsaved: true }),
         },
       });
     }
@@ -154,6 +159,13 @@ export async function applyTestActions(
   await aspects.upsert(client, writes, "system");
   await insertAuditEvents(client, audit);
   return writes.length;
+}
+
+/** A test's actions as a push applies them: the types it selects, for whom they act, and what they are. */
+export interface UnsavedTestActions {
+  onTypes: string[];
+  owner: WorkOwner;
+  actions: TestActions;
 }
 
 /** What one test's owner could not do in a push: for its one audit row. */

@@ -15,6 +15,7 @@ import { Authenticator } from "./auth/authenticator";
 import { InvalidationBus } from "./events/invalidation-bus";
 import { IngestionService } from "./metadata/ingestion.service";
 import { EvaluationBatcher } from "./metadata-tests/evaluation-batcher";
+import { DefinitionRunService } from "./metadata-tests/definition-run.service";
 import { EvaluationService } from "./metadata-tests/evaluation.service";
 import { MetadataTestService } from "./metadata-tests/metadata-test.service";
 import { TestRunService } from "./metadata-tests/test-run.service";
@@ -109,39 +110,6 @@ export async function composeServices(config: Config, connections: Connections, 
     config,
   );
   const testScheduleProducer = new Producer("testSchedule", connections.redis, config.QUEUE_PREFIX);
-  const delegatedWork = new DelegatedWorkService(
-    connections.db,
-    engine,
-    tokenStore,
-    tokenVerifier,
-    tasks,
-    config,
-    logger,
-  );
-  const services: Services = {
-    prisma,
-    engine,
-    tokens,
-    policies: new PolicyService(prisma, engine, bus, config),
-    groups: new GroupService(prisma, engine, bus, config),
-    audit: new AuditService(prisma, engine),
-    tests: new MetadataTestService(
-      prisma,
-      engine,
-      registry,
-      config,
-      new TestSchedules(testScheduleProducer.queue),
-      logger,
-      scheduleSync,
-    ),
-    testRuns: new TestRunService(connections.db, registry, engine, evaluateProducer, logger, rateLimits),
-    tasks,
-    retention,
-    rateLimits,
-    delegatedWork,
-    serviceAccounts: new ServiceAccountService(connections.db, engine, delegatedWork, config),
-  };
-  const ingestion = new IngestionService(connections.db, registry, aspects, timeseries, engine);
   const evaluationReplies = await ReplyInbox.open(
     connections.replySubscriber,
     config.QUEUE_PREFIX,
@@ -169,8 +137,43 @@ export async function composeServices(config: Config, connections: Connections, 
     config.EVALUATE_TIMEOUT_MS,
     logger,
     evaluateJobState,
-    services.rateLimits,
+    rateLimits,
   );
+  const delegatedWork = new DelegatedWorkService(
+    connections.db,
+    engine,
+    tokenStore,
+    tokenVerifier,
+    tasks,
+    config,
+    logger,
+  );
+  const services: Services = {
+    prisma,
+    engine,
+    tokens,
+    policies: new PolicyService(prisma, engine, bus, config),
+    groups: new GroupService(prisma, engine, bus, config),
+    audit: new AuditService(prisma, engine),
+    tests: new MetadataTestService(
+      prisma,
+      connections.db.pool,
+      engine,
+      registry,
+      config,
+      new TestSchedules(testScheduleProducer.queue),
+      logger,
+      scheduleSync,
+    ),
+    testRuns: new TestRunService(connections.db, registry, engine, evaluateProducer, logger, rateLimits),
+    definitionRuns: new DefinitionRunService(engine, registry, evaluation, config),
+    tasks,
+    retention,
+    rateLimits,
+    delegatedWork,
+    serviceAccounts: new ServiceAccountService(connections.db, engine, delegatedWork, config),
+  };
+  const ingestion = new IngestionService(connections.db, registry, aspects, timeseries, engine);
   const http = {
     ...{ db: connections.db, registry, aspects, timeseries, ingestion, engine, truncation, tasks, evaluation },
     rateLimits: services.rateLimits,

@@ -358,6 +358,35 @@ const ROWS: Row[] = [
     needs: "MANAGE_TESTS",
     call: gql(`mutation($u: String!) { runTest(urn: $u, push: false) }`, (_c, f) => ({ u: f.test })),
   },
+  {
+    operation: "Query.validateTest",
+    needs: "VIEW_TESTS",
+    call: gql(`query($i: TestDefinitionInput!) { validateTest(input: $i) { isValid } }`, () => ({
+      i: { json: DEFINITION },
+    })),
+  },
+  {
+    operation: "Mutation.runTestDefinition",
+    needs: "VIEW_TESTS",
+    call: gql(
+      `mutation($u: String!, $t: TestDefinitionInput!) { runTestDefinition(urn: $u, test: $t, mode: EVALUATE_ONLY) { status } }`,
+      () => ({ u: ENTITY, t: { json: DEFINITION } }),
+    ),
+  },
+  {
+    operation: "Mutation.runTestDefinition",
+    use: "DEFAULT mode, a definition without actions (writes nothing)",
+    needs: "VIEW_TESTS",
+    call: gql(
+      `mutation($u: String!, $t: TestDefinitionInput!) { runTestDefinition(urn: $u, test: $t) { status } }`,
+      () => ({ u: ENTITY, t: { json: DEFINITION } }),
+    ),
+  },
+  {
+    operation: "Mutation.runTests",
+    needs: "MANAGE_TESTS",
+    call: gql(`mutation($u: String!) { runTests(urn: $u) }`, () => ({ u: ENTITY })),
+  },
   // HTTP: metadata
   {
     operation: "POST /aspects?action=ingestProposal",

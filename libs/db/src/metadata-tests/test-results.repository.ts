@@ -115,3 +115,27 @@ export async function transitionPage(
   ]);
   return { total: counted[0]?.total ?? 0, rows };
 }
+
+/** How many entities a test's pushed results say pass and fail now. */
+export interface TestResultCounts {
+  passing: number;
+  failing: number;
+}
+
+/**
+ * Test.results (DataHub's TestResultsSummary): of the entities this test has pushed results for, how many pass and
+ * fail it now, from each pair's latest transition (the state it was last pushed in; retention always keeps that row
+ * while the test exists). Entities whose type the test no longer selects are left out, as their stored results are
+ * hidden (standing results). One index range scan of the test's transitions (`test_urn, urn, at, id`).
+ */
+export async function testResultCounts(db: Queryable, testUrn: string): Promise<TestResultCounts> {
+  const { rows } = await db.query<TestResultCounts>(
+    `SELECT count(*) FILTER (WHERE last.passing)::int AS passing, count(*) FILTER (WHERE NOT last.passing)::int AS failing
+       FROM (SELECT DISTINCT ON (t.urn) t.urn, t.passing FROM test_result_transition t
+              WHERE t.test_urn = $1 ORDER BY t.urn, t.at DESC, t.id DESC) last
+       JOIN metadata_test m ON m.urn = $1
+      WHERE split_part(last.urn, ':', 3) = ANY(m.on_types)`,
+    [testUrn],
+  );
+  return rows[0] ?? { passing: 0, failing: 0 };
+}

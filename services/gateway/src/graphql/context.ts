@@ -2,6 +2,7 @@ import type { PrismaClient } from "@mdp/db";
 import type { AuditService } from "../audit/audit.service";
 import type { Actor } from "../auth/actor";
 import type { RateLimits } from "../http/rate-limits";
+import type { DefinitionRunService } from "../metadata-tests/definition-run.service";
 import type { MetadataTestService } from "../metadata-tests/metadata-test.service";
 import type { TestRunService } from "../metadata-tests/test-run.service";
 import type { RetentionService } from "../operations/retention.service";
@@ -23,6 +24,8 @@ export interface Services {
   audit: AuditService;
   tests: MetadataTestService;
   testRuns: TestRunService;
+  /** runTestDefinition and runTests: evaluations through the evaluation worker */
+  definitionRuns: DefinitionRunService;
   tasks: TaskService;
   retention: RetentionService;
   rateLimits: RateLimits;

@@ -34,3 +34,21 @@ describe("query cost of test definitions", () => {
     expect(costOf(query, { i: { count: 100 } })).toBeGreaterThan(MAX_COST);
   });
 });
+
+describe("query cost of a test's results and runs", () => {
+  it("charges each test's own statement: a page of 1,000 selecting results or runs is refused, one of 100 is not", () => {
+    const page = (count: number, fields: string) =>
+      `{ listTests(input: {count: ${count}}) { tests { urn ${fields} } } }`;
+    const results = "results { passingCount failingCount }";
+    const runs = "batchRunEvents { batchRunEvents { timestampMillis result { passingCount } } }";
+    expect(costOf(page(1000, results))).toBeGreaterThan(MAX_COST);
+    expect(costOf(page(1000, runs))).toBeGreaterThan(MAX_COST);
+    expect(costOf(page(100, results))).toBeLessThanOrEqual(MAX_COST);
+    // batchRunEvents' events are a list of its limit.
+    expect(
+      costOf(
+        `{ test(urn: "urn:li:test:t") { batchRunEvents(limit: 100) { batchRunEvents { timestampMillis result { passingCount } } } } }`,
+      ),
+    ).toBe(1 + 5 + 1 + 2 + 100 * (1 + 1));
+  });
+});

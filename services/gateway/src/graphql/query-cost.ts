@@ -34,6 +34,10 @@ export const DEFAULT_LIST_SIZE = 20;
 export const FIELD_COSTS: Readonly<Record<string, number>> = {
   "TestDefinition.json": 15,
   "TestDefinition.normalized": 30,
+  // A statement of its own per test (counting the test's entities, reading its runs), on top of the object's 1: a
+  // page of 1,000 tests selecting either is refused, a page of 100 fits.
+  "Test.results": 5,
+  "Test.batchRunEvents": 5,
 };
 /** A mutation writes and audits: each top-level mutation field costs this much on top of what it selects. */
 export const MUTATION_COST = 10;
@@ -94,7 +98,8 @@ export function operationCost(
       return 2 + size * (1 + setCost(node.selectionSet, named, undefined));
     }
     // An object holding a page (listAccessTokens → tokens): its page size is handed to the list inside it.
-    return 1 + setCost(node.selectionSet, named, own ?? pageSize);
+    const read = FIELD_COSTS[`${parent.name}.${node.name.value}`] ?? 0;
+    return read + 1 + setCost(node.selectionSet, named, own ?? pageSize);
   };
   const root = operation.operation === "mutation" ? schema.getMutationType() : schema.getQueryType();
   if (!root) return 0;

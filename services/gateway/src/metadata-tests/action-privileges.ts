@@ -14,6 +14,8 @@ export async function requireActionPrivileges(
   engine: Pick<PolicyEngine, "privilegesOf" | "grantsOf">,
   actor: Actor,
   actions: TestActions | undefined,
+  /** what is refused, as the message says it */
+  what = "save these test actions",
 ): Promise<void> {
   if (!actions) return;
   const missing = privilegesLacking(actions, await engine.privilegesOf(actor));
@@ -26,5 +28,5 @@ export async function requireActionPrivileges(
   // As PolicyEngine.require: when the user holds them and only its token leaves them out, it is told so.
   const granted = await engine.grantsOf(actor.urn);
   const why = missing.every((p) => granted.has(p)) ? "which its access token leaves out" : "which it does not hold";
-  throw forbidden(`${actor.urn} is unauthorized to save these test actions: they need ${needs.join(", ")}, ${why}.`);
+  throw forbidden(`${actor.urn} is unauthorized to ${what}: they need ${needs.join(", ")}, ${why}.`);
 }

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { parseUrnField } from "@mdp/core";
+import type { EvaluationItem } from "@mdp/queues";
 
 export const MAX_BATCH_URNS = 1000;
 export const MAX_TEST_URNS = 1000;
@@ -41,6 +42,8 @@ export interface EvaluationRequest {
   push: boolean;
   /** absent: every ACTIVE test whose on clause selects the entity */
   testUrns?: string[];
+  /** runTestDefinition: the unsaved definition `testUrns` names (see @mdp/queues' evaluationItem) */
+  unsavedTest?: EvaluationItem["unsavedTest"];
 }
 
 /** A malformed urn is a 400 naming the field and the value, e.g. `urns[2]` or `tests[0]`. */

@@ -27,6 +27,14 @@ import {
 } from "./evaluation-request";
 
 const TEST_RESULTS_ASPECT = "testResults";
+
+/** What the worker answers for one entity, as far as the operations that read it need it. */
+export interface EvaluatedEntity {
+  urn: string;
+  passing: Array<{ test: string }>;
+  failing: Array<{ test: string }>;
+  notApplicable: string[];
+}
 /** BullMQ job states after which its handler has run for the last time (unknown: removed, having ended) */
 const ENDED_JOB_STATES = new Set(["completed", "failed", "unknown"]);
 
@@ -69,6 +77,16 @@ export class EvaluationService {
     const resultsJson = await this.run(actor, request);
     const entries = request.urns.map((urn) => `${JSON.stringify(urn)}:${resultsJson[urn]!}`);
     return new JsonText(`{"results":{${entries.join(",")}}}`);
+  }
+
+  /**
+   * One entity's result (an EntityEvaluationResult, parsed) for a request made by another operation rather than the
+   * HTTP actions: runTestDefinition (an unsaved definition) and runTests (every ACTIVE test, pushed). The same path as
+   * evaluate: the evaluation worker's threads and limits, the caller's rate limits; the caller checked its privileges.
+   */
+  async evaluateOne(actor: Actor, request: EvaluationRequest): Promise<EvaluatedEntity> {
+    const resultsJson = await this.run(actor, request);
+    return JSON.parse(resultsJson[request.urns[0]!]!) as EvaluatedEntity;
   }
 
   /**

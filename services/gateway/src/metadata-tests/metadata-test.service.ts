@@ -24,17 +24,21 @@ import {
   lockTest,
   requireScheduleRoom,
   testPage,
+  testResultCounts,
+  testRunEvents,
   testsSelectingType,
   transitionPage,
   updateTest,
   type MetadataTest,
   type Prisma,
   type PrismaClient,
+  type Queryable,
   type TestState,
 } from "@mdp/db";
 import {
   normalizedDefinitionText,
   readTestResults,
+  TestDefinitionError,
   withoutValues,
   type FailedRule,
   type ParsedDefinition,
@@ -84,6 +88,65 @@ const testInput = (registry: EntityRegistry, minIntervalSeconds: number) => ({
 });
 
 const testUrn = urnField("test");
+
+/** Test.batchRunEvents' page: at most this many events per answer, this many by default (docs/limits.md). */
+export const MAX_RUN_EVENTS = 100;
+export const DEFAULT_RUN_EVENTS = 20;
+/** Test.batchRunEvents' window: at most this long; without startTimeMillis, this long before endTimeMillis. */
+export const MAX_RUN_EVENTS_WINDOW_DAYS = 90;
+const DAY_MS = 86_400_000;
+
+const millis = (name: string) =>
+  z
+    .number()
+    .int(said((at) => `${at} must be a whole number of epoch milliseconds`))
+    .min(
+      0,
+      said((at) => `${at} must be 0 or more`),
+    )
+    .nullish()
+    .transform((value) => value ?? undefined)
+    .describe(name);
+const runEventsArgs = z
+  .object({
+    startTimeMillis: millis("startTimeMillis"),
+    endTimeMillis: millis("endTimeMillis"),
+    limit: z
+      .number()
+      .int(said((at) => `${at} must be between 1 and ${MAX_RUN_EVENTS}`))
+      .min(
+        1,
+        said((at) => `${at} must be between 1 and ${MAX_RUN_EVENTS}`),
+      )
+      .max(
+        MAX_RUN_EVENTS,
+        said((at) => `${at} must be between 1 and ${MAX_RUN_EVENTS}`),
+      )
+      .nullish()
+      .transform((limit) => limit ?? DEFAULT_RUN_EVENTS),
+  })
+  .transform((args, ctx) => {
+    const to = args.endTimeMillis ?? Date.now() + 1;
+    const from = args.startTimeMillis ?? Math.max(0, to - MAX_RUN_EVENTS_WINDOW_DAYS * DAY_MS);
+    if (from > to) {
+      ctx.addIssue({ code: "custom", message: "startTimeMillis must not be after endTimeMillis", path: [] });
+      return z.NEVER;
+    }
+    if (to - from > MAX_RUN_EVENTS_WINDOW_DAYS * DAY_MS) {
+      ctx.addIssue({
+        code: "custom",
+        message:
+          `startTimeMillis to endTimeMillis spans ${Math.ceil((to - from) / DAY_MS)} days, more than the limit of ` +
+          `${MAX_RUN_EVENTS_WINDOW_DAYS}`,
+        path: [],
+      });
+      return z.NEVER;
+    }
+    return { from, to, limit: args.limit };
+  });
+
+/** validateTest's argument: DataHub's TestDefinitionInput. */
+const validateArgs = z.object({ input: z.object({ json: z.string() }) });
 
 /** createTest's, updateTest's and the reads' arguments; the definition's entity types are the registry's. */
 const testContracts = (
@@ -172,6 +235,8 @@ export class MetadataTestService {
 
   constructor(
     private readonly prisma: PrismaClient,
+    /** plain pg, for the reads of Test.results and Test.batchRunEvents */
+    private readonly pool: Queryable,
     private readonly engine: PolicyEngine,
     private readonly registry: EntityRegistry,
     private readonly config: Pick<Config, "URN_NAMESPACE" | "SCHEDULE_MIN_INTERVAL_SECONDS" | "MAX_SCHEDULES_PER_USER">,
@@ -345,6 +410,48 @@ export class MetadataTestService {
         "could not ask for a test's schedule to follow; the periodic schedule sync will",
       );
     }
+  }
+
+  /**
+   * validateTest: whether the definition would be accepted by createTest (the same parser, limits and registry
+   * checks), with each problem as a message (`<where>: <what>`); nothing is saved. VIEW_TESTS, as evaluate: it reads
+   * nothing but the entity registry's names.
+   */
+  async validate(actor: Actor, args: unknown): Promise<{ isValid: boolean; messages: string[] }> {
+    await this.engine.require(actor, "VIEW_TESTS", "validate metadata tests");
+    const { input } = parseArgs(validateArgs, args);
+    try {
+      acceptDefinition(input.json, this.registry);
+      return { isValid: true, messages: [] };
+    } catch (error) {
+      if (!(error instanceof TestDefinitionError)) throw error;
+      return {
+        isValid: false,
+        messages: error.problems.map((p) => (p.path ? `${p.path}: ${p.message}` : p.message)),
+      };
+    }
+  }
+
+  /** Test.results: how many entities pass and fail the test now (DataHub's TestResultsSummary). */
+  async resultCounts(testUrn: string): Promise<{ passingCount: number; failingCount: number }> {
+    const { passing, failing } = await testResultCounts(this.pool, testUrn);
+    return { passingCount: passing, failingCount: failing };
+  }
+
+  /**
+   * Test.batchRunEvents: the test's completed runs that pushed their results (runTest, scheduled firings), newest
+   * first, in [startTimeMillis, endTimeMillis) (default: the MAX_RUN_EVENTS_WINDOW_DAYS up to now), at most `limit`.
+   */
+  async runEvents(testUrn: string, args: unknown) {
+    const window = parseArgs(runEventsArgs, args);
+    const rows = await testRunEvents(this.pool, testUrn, window);
+    return {
+      batchRunEvents: rows.map((r) => ({
+        timestampMillis: r.finishedAt,
+        status: "COMPLETE" as const,
+        result: { passingCount: r.passing, failingCount: r.failing },
+      })),
+    };
   }
 
   async get(actor: Actor, args: unknown): Promise<MetadataTest | null> {

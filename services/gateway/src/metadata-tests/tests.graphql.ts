@@ -91,6 +91,78 @@ export const testTypeDefs = /* GraphQL */ `
     ownerUrn: String!
     createdAt: Long!
     updatedAt: Long!
+    "How many entities pass and fail the test now, as their pushed results say (DataHub's TestResultsSummary)."
+    results: TestResultsSummary!
+    """
+    The test's completed runs that pushed their results (runTest and scheduled firings), newest first, that finished
+    in [startTimeMillis, endTimeMillis): by default the 90 days up to now, at most 90 days; limit 1 to 100 (default 20).
+    """
+    batchRunEvents(startTimeMillis: Long, endTimeMillis: Long, limit: Int): BatchTestRunEventsResult
+  }
+
+  "A summary of the latest passing and failing entities for a given test."
+  type TestResultsSummary {
+    "The number of entities passing the test."
+    passingCount: Long!
+    "The number of entities failing the test."
+    failingCount: Long!
+  }
+
+  "Result returned when fetching batch run events for a Metadata Test."
+  type BatchTestRunEventsResult {
+    batchRunEvents: [BatchTestRunEvent!]!
+  }
+
+  "A completed run of the test over every entity it selects."
+  type BatchTestRunEvent {
+    "When the run completed (epoch ms)."
+    timestampMillis: Long!
+    status: BatchTestRunStatus!
+    "The run's counts."
+    result: BatchTestRunResult
+  }
+
+  enum BatchTestRunStatus {
+    "The run has completed."
+    COMPLETE
+  }
+
+  "The result of a run of the test."
+  type BatchTestRunResult {
+    "Entities that passed the test in the run."
+    passingCount: Long!
+    "Entities that failed the test in the run."
+    failingCount: Long!
+  }
+
+  "Whether a definition would be accepted, and why not (validateTest)."
+  type TestValidationResult {
+    isValid: Boolean
+    "Each problem as <where>: <what>; empty when valid."
+    messages: [String!]
+  }
+
+  enum RunTestDefinitionStatus {
+    "The entity passes the definition."
+    PASS
+    "The entity fails the definition."
+    FAIL
+    "The definition's on clause does not select the entity."
+    NONE
+  }
+
+  type RunTestDefinitionResult {
+    status: RunTestDefinitionStatus!
+  }
+
+  enum TestEvaluationMode {
+    "Evaluate only: nothing is written."
+    EVALUATE_ONLY
+    """
+    The default: evaluate, and apply the definition's actions to the entity for the caller (MANAGE_TESTS and each
+    action's privilege). No result is stored for a definition that is not a saved test.
+    """
+    DEFAULT
   }
 
   input ListTestsInput {
@@ -167,6 +239,8 @@ export const testTypeDefs = /* GraphQL */ `
     TEST_HISTORY_RETENTION_DAYS, each pair's latest always.
     """
     testResultHistory(urn: String!, testUrn: String!, start: Int = 0, count: Int = 20): TestResultHistory!
+    "Whether createTest would accept the definition (the same parser and limits); nothing is saved."
+    validateTest(input: TestDefinitionInput!): TestValidationResult
   }
 
   extend type Mutation {
@@ -185,6 +259,17 @@ export const testTypeDefs = /* GraphQL */ `
     the test's urn; CONFLICT when the schedule is not suspended.
     """
     resumeTestSchedule(urn: String!): String!
+    """
+    Tries a definition that is not saved against one entity, in the evaluation worker as evaluate runs (its time and
+    memory limits): PASS, FAIL, or NONE when its on clause does not select the entity. mode (default DEFAULT) says
+    whether its actions are applied to the entity.
+    """
+    runTestDefinition(urn: String!, test: TestDefinitionInput!, mode: TestEvaluationMode): RunTestDefinitionResult!
+    """
+    Evaluates every ACTIVE test whose on clause selects the entity and pushes the results (evaluate with push: true);
+    true when none fails.
+    """
+    runTests(urn: String!): Boolean
   }
 `;
 
@@ -198,6 +283,9 @@ export const testResolvers = {
     }),
     createdAt: (test: MetadataTest) => test.createdAt.getTime(),
     updatedAt: (test: MetadataTest) => test.updatedAt.getTime(),
+    results: (test: MetadataTest, _: unknown, ctx: GraphQLContext) => ctx.services.tests.resultCounts(test.urn),
+    batchRunEvents: (test: MetadataTest, args: unknown, ctx: GraphQLContext) =>
+      ctx.services.tests.runEvents(test.urn, args),
     schedule: (test: MetadataTest) =>
       test.scheduleCron === null
         ? null
@@ -225,6 +313,7 @@ export const testResolvers = {
     listTests: (_: unknown, args: unknown, ctx: GraphQLContext) => ctx.services.tests.list(ctx.actor, args),
     testResults: (_: unknown, args: unknown, ctx: GraphQLContext) => ctx.services.tests.results(ctx.actor, args),
     testResultHistory: (_: unknown, args: unknown, ctx: GraphQLContext) => ctx.services.tests.history(ctx.actor, args),
+    validateTest: (_: unknown, args: unknown, ctx: GraphQLContext) => ctx.services.tests.validate(ctx.actor, args),
   },
   Mutation: {
     createTest: (_: unknown, args: unknown, ctx: GraphQLContext) => ctx.services.tests.create(ctx.actor, args),
@@ -232,6 +321,9 @@ export const testResolvers = {
     deleteTest: (_: unknown, args: unknown, ctx: GraphQLContext) => ctx.services.tests.delete(ctx.actor, args),
     // Rate-limited by the test-run service, once the request has passed its checks.
     runTest: (_: unknown, args: unknown, ctx: GraphQLContext) => ctx.services.testRuns.run(ctx.actor, args),
+    runTestDefinition: (_: unknown, args: unknown, ctx: GraphQLContext) =>
+      ctx.services.definitionRuns.runDefinition(ctx.actor, args),
+    runTests: (_: unknown, args: unknown, ctx: GraphQLContext) => ctx.services.definitionRuns.runTests(ctx.actor, args),
     resumeTestSchedule: async (_: unknown, args: unknown, ctx: GraphQLContext) =>
       (await ctx.services.tests.resumeSchedule(ctx.actor, args)).urn,
   },
