@@ -187,9 +187,9 @@ Examples:
     .command("rethrottle")
     .description("change a waiting or running truncation's pace (rows per second of its batch deletes)")
     .argument("<taskId>")
-    .argument("<rowsPerSecond>", PACE_HELP)
-    .action(async (taskId: string, pace: string, _options: unknown, command: Command) => {
-      const status = await requestRethrottle(apiClient(), taskId, parsePace("<rowsPerSecond>", pace));
+    .argument("<rowsPerSecond>", PACE_HELP, (v: string) => parsePace("it", v))
+    .action(async (taskId: string, pace: number | null, _options: unknown, command: Command) => {
+      const status = await requestRethrottle(apiClient(), taskId, pace);
       if (globalsOf(command).json) return printJson(status);
       printLine(paceLine(taskId, status.rowsPerSecond));
     });
