@@ -241,6 +241,6 @@ async function partitionedDelete(database: Database, cutoff: number): Promise<Ti
 function stepDurations(output: string, taskId: string): number[] {
   return output
     .split("\n")
-    .filter((line) => line.includes('"truncation step"') && line.includes(taskId))
+    .filter((line) => line.includes('"truncate step"') && line.includes(taskId))
     .map((line) => (JSON.parse(line) as { stepMs: number }).stepMs);
 }

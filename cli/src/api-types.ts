@@ -14,3 +14,6 @@ export type ActionRequest<K extends ActionKey> = NonNullable<Post<K>["requestBod
 
 /** The `value` an action answers. */
 export type ActionAnswer<K extends ActionKey> = Post<K>["responses"][200]["content"]["application/json"]["value"];
+
+/** An action's whole answer: `value`, and the fields some answer beside it (a dry run's `plan`). */
+export type ActionEnvelope<K extends ActionKey> = Post<K>["responses"][200]["content"]["application/json"];

@@ -1,4 +1,4 @@
-import type { ActionAnswer, ActionKey, ActionRequest } from "./api-types";
+import type { ActionAnswer, ActionEnvelope, ActionKey, ActionRequest } from "./api-types";
 import { CliError, EXIT, exitCodeOfGraphQLCode, exitCodeOfStatus } from "./exit-codes";
 
 /**
@@ -18,6 +18,11 @@ export class ApiClient {
   async action<K extends ActionKey>(action: K, body?: ActionRequest<K>): Promise<ActionAnswer<K>> {
     const answer = await this.send("POST", `/gms${action}`, body ?? {});
     return (answer as { value: ActionAnswer<K> }).value;
+  }
+
+  /** As `action`, answering the whole body: `value` and what an action answers beside it (a dry run's `plan`). */
+  async actionEnvelope<K extends ActionKey>(action: K, body?: ActionRequest<K>): Promise<ActionEnvelope<K>> {
+    return (await this.send("POST", `/gms${action}`, body ?? {})) as ActionEnvelope<K>;
   }
 
   async get<T>(path: string): Promise<T> {

@@ -41,3 +41,11 @@ export function describeProgress(status: TaskStatus): string {
   const percent = total > 0 ? ` (${Math.floor((Math.min(done, total) / total) * 100)}%)` : "";
   return `${done.toLocaleString("en-US")} of ${total.toLocaleString("en-US")} ${unit} ${verb}${percent}`;
 }
+
+/** A completed truncation's result in words: rows, partitions and the bytes freed; undefined for anything else. */
+export function describeResult(status: TaskStatus): string | undefined {
+  const r = status.result as { deleted?: unknown; partitionsDropped?: unknown; bytesFreed?: unknown } | null;
+  if (status.type !== "TRUNCATE_TIMESERIES" || !r || typeof r.bytesFreed !== "number") return undefined;
+  const n = (v: unknown) => (typeof v === "number" ? v.toLocaleString("en-US") : "0");
+  return `${n(r.deleted)} rows deleted, ${n(r.partitionsDropped)} partitions dropped, ${n(r.bytesFreed)} bytes freed`;
+}

@@ -1,9 +1,37 @@
 import readline from "node:readline";
+import { InvalidArgumentError } from "commander";
 import { Presets, SingleBar } from "cli-progress";
 import type { ApiClient } from "./client";
 import { CliError, EXIT, type ExitCode } from "./exit-codes";
 import { formatDuration, printJson } from "./output";
-import { describeProgress, isFinished, measure, type TaskStatus } from "./task-status";
+import { describeProgress, describeResult, isFinished, measure, type TaskStatus } from "./task-status";
+
+/** A truncation's pace as the CLI takes it: rethrottleTask's bounds, or `none` to remove the throttle. */
+export const PACE_HELP = "rows per second, 1-100000000, or 'none' to remove the throttle";
+
+/** A pace typed by the user: a whole number of rows per second, or null for `none`; undefined when it is neither. */
+export function paceOf(text: string): number | null | undefined {
+  const value = text.trim().toLowerCase();
+  if (value === "none") return null;
+  const n = Number(value);
+  return /^\d+$/.test(value) && Number.isSafeInteger(n) && n >= 1 && n <= 100_000_000 ? n : undefined;
+}
+
+/** paceOf for a command-line argument: a usage error naming it otherwise. */
+export function parsePace(what: string, text: string): number | null {
+  const pace = paceOf(text);
+  if (pace === undefined) throw new InvalidArgumentError(`${what} must be ${PACE_HELP}.`);
+  return pace;
+}
+
+/** rethrottleTask. */
+export function requestRethrottle(
+  client: ApiClient,
+  taskId: string,
+  rowsPerSecond: number | null,
+): Promise<TaskStatus> {
+  return client.action("/operations?action=rethrottleTask", { taskId, rowsPerSecond });
+}
 
 export interface WatchOptions {
   json?: boolean;
@@ -21,7 +49,7 @@ const RATE_WINDOW_MS = 10_000;
  * cancelled, 130 when the user stopped watching (the task goes on).
  *
  * On a terminal (stdin and stderr, without --json): a live progress bar on stderr with the count, rate and ETA; Ctrl-C
- * asks whether to cancel the task (cancelTask) or only stop watching. Otherwise: a status line per change (on stderr
+ * asks whether to cancel the task (cancelTask), change a truncation's pace (rethrottleTask) or only stop watching. Otherwise: a status line per change (on stderr
  * with --json, whose stdout holds only the final status), and Ctrl-C stops watching at once.
  */
 export async function watchTask(client: ApiClient, taskId: string, options: WatchOptions = {}): Promise<ExitCode> {
@@ -50,11 +78,13 @@ export async function watchTask(client: ApiClient, taskId: string, options: Watc
       if (interrupted) {
         interrupted = false;
         view.pause();
-        if (!interactive || !(await askToCancel(taskId))) {
+        const choice = interactive ? await askWhatToDo(taskId, status.type === "TRUNCATE_TIMESERIES") : "stop";
+        if (choice === "stop") {
           process.stderr.write(`stopped watching; task ${taskId} goes on (mdp tasks watch ${taskId})\n`);
           return EXIT.INTERRUPTED;
         }
-        await requestCancel(client, taskId);
+        if (choice === "cancel") await requestCancel(client, taskId);
+        else await rethrottleWhileWatching(client, taskId, choice.pace);
         view.resume();
       }
       status = await poll(client, taskId);
@@ -82,23 +112,47 @@ async function poll(client: ApiClient, taskId: string): Promise<TaskStatus> {
   }
 }
 
-function askToCancel(taskId: string): Promise<boolean> {
+type Choice = "cancel" | "stop" | { pace: number | null };
+
+/** What the user wants after Ctrl-C: cancel, stop watching, or (a truncation) a new pace typed as a number or `none`. */
+function askWhatToDo(taskId: string, paceable: boolean): Promise<Choice> {
   const rl = readline.createInterface({ input: process.stdin, output: process.stderr });
   return new Promise((resolve) => {
     let answered = false;
-    const done = (yes: boolean) => {
+    const done = (choice: Choice) => {
       if (answered) return;
       answered = true;
       rl.close();
-      resolve(yes);
+      resolve(choice);
     };
     rl.on("SIGINT", () => {
       process.stderr.write("\n");
-      done(false); // a second Ctrl-C: stop watching, cancel nothing
+      done("stop"); // a second Ctrl-C: stop watching, cancel nothing
     });
-    rl.on("close", () => done(false));
-    rl.question(`\ncancel task ${taskId}? [y/N] `, (answer) => done(/^y(es)?$/i.test(answer.trim())));
+    rl.on("close", () => done("stop"));
+    const prompt = paceable
+      ? `\ncancel task ${taskId}? [y/N, or a pace in rows/s, or 'none' to unthrottle] `
+      : `\ncancel task ${taskId}? [y/N] `;
+    rl.question(prompt, (answer) => {
+      if (/^y(es)?$/i.test(answer.trim())) return done("cancel");
+      const pace = paceable ? paceOf(answer) : undefined;
+      done(pace === undefined ? "stop" : { pace });
+    });
   });
+}
+
+async function rethrottleWhileWatching(client: ApiClient, taskId: string, pace: number | null): Promise<void> {
+  try {
+    const after = await requestRethrottle(client, taskId, pace);
+    process.stderr.write(
+      after.rowsPerSecond === null
+        ? `task ${taskId} unthrottled\n`
+        : `task ${taskId} paced at ${after.rowsPerSecond} rows/s\n`,
+    );
+  } catch (error) {
+    if (!(error instanceof CliError)) throw error;
+    process.stderr.write(`could not change the pace: ${error.message}\n`);
+  }
 }
 
 async function requestCancel(client: ApiClient, taskId: string): Promise<void> {
@@ -125,7 +179,7 @@ export function summary(status: TaskStatus): string {
   const { done, unit, verb } = measure(status);
   switch (status.state) {
     case "completed":
-      return `task ${status.taskId} completed${took}: ${done.toLocaleString("en-US")} ${unit} ${verb}`;
+      return `task ${status.taskId} completed${took}: ${describeResult(status) ?? `${done.toLocaleString("en-US")} ${unit} ${verb}`}`;
     case "failed":
       return `task ${status.taskId} failed${took}: ${status.failedReason ?? "no reason given"}`;
     case "cancelled":
@@ -152,7 +206,8 @@ class StatusLineView implements View {
   ) {}
 
   update(status: TaskStatus): void {
-    const line = `task ${this.taskId} ${status.state}${status.cancelRequested ? " (cancel requested)" : ""}: ${describeProgress(status)}`;
+    const pace = status.rowsPerSecond === null ? "" : ` (paced at ${status.rowsPerSecond} rows/s)`;
+    const line = `task ${this.taskId} ${status.state}${status.cancelRequested ? " (cancel requested)" : ""}: ${describeProgress(status)}${pace}`;
     if (line !== this.last) process[this.stream].write(`${line}\n`);
     this.last = line;
   }

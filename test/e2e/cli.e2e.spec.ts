@@ -303,6 +303,10 @@ describe("mdp, the admin CLI", () => {
       expect(run.stdout).toContain(`dry run: dataset/datasetProfile rows older than 2023-11-02 12:00:00Z`);
       expect(run.stdout).toContain("Delete 1500 out of 2500 rows (60.00%).");
       expect(run.stdout).toContain("This was a dry run.");
+      // the plan under the sentence: the day dropped, the boundary's batches, the estimate
+      expect(run.stdout).toMatch(/│ ts_dataset_datasetProfile_p20231101 +│ 2023-11-01 00:00:00Z +│ 1,000 +│ [\d,]+ +│/);
+      expect(run.stdout).toMatch(/: 500 of 1,000 rows in 1 batches of 10000$/m);
+      expect(run.stdout).toMatch(/^estimated [\d.]+ s\. /m);
       const iso = await mdp([
         "truncate",
         "dataset",
@@ -313,6 +317,9 @@ describe("mdp, the admin CLI", () => {
       ]);
       expect(JSON.parse(iso.stdout)).toMatchObject({ endTimeMillis: CUTOFF, dryRun: true });
       expect((JSON.parse(iso.stdout) as { report: string }).report).toContain("Delete 1500 out of 2500 rows");
+      expect(JSON.parse(iso.stdout)).toMatchObject({
+        plan: { toDelete: 1500, partitionsToDrop: { count: 1, rows: 1000 } },
+      });
       const sizes = JSON.parse((await mdp(["index-sizes", "--json"])).stdout) as Array<{
         aspectName: string;
         rowCount: number;
@@ -340,7 +347,12 @@ describe("mdp, the admin CLI", () => {
       const started = /^started task (\S+): deleting dataset\/datasetProfile rows older than/m.exec(run.stdout);
       expect(started).not.toBeNull();
       taskId = started![1]!;
-      expect(run.stdout).toMatch(new RegExp(`^task ${taskId} completed in \\S+: 1,500 rows deleted$`, "m"));
+      expect(run.stdout).toMatch(
+        new RegExp(
+          `^task ${taskId} completed in \\S+: 1,500 rows deleted, 1 partitions dropped, [\\d,]+ bytes freed$`,
+          "m",
+        ),
+      );
       const sizes = JSON.parse((await mdp(["index-sizes", "--json"])).stdout) as Array<{
         aspectName: string;
         rowCount: number;
@@ -391,7 +403,9 @@ describe("mdp, the admin CLI", () => {
         await terminal.waitFor(/active \|[█░]+\| \d+% \| [\d,]+\/19,999 rows \| [\d,]+ rows\/s \| ETA \S+/);
         const taskId = /watching task (\S+)/.exec(terminal.output())![1]!;
         terminal.type("\x03");
-        await terminal.waitFor(new RegExp(`cancel task ${taskId}\\? \\[y/N\\] `));
+        await terminal.waitFor(
+          new RegExp(`cancel task ${taskId}\\? \\[y/N, or a pace in rows/s, or 'none' to unthrottle\\] `),
+        );
         terminal.type("n\r");
         expect(await terminal.exited).toBe(130);
         expect(terminal.output()).toContain(`stopped watching; task ${taskId} goes on`);
@@ -406,6 +420,50 @@ describe("mdp, the admin CLI", () => {
         const watched = await mdp(["tasks", "watch", taskId, "--interval", "200"]);
         expect(watched.code).toBe(5);
         expect(watched.stdout).toMatch(new RegExp(`^task ${taskId} cancelled`, "m"));
+      } finally {
+        terminal.kill();
+      }
+    });
+
+    it("on a terminal, Ctrl-C and a pace rethrottle the task and keep watching; tasks rethrottle changes it again", async () => {
+      const terminal = mdpOnTerminal([
+        "truncate",
+        "dataset",
+        "datasetUsageStatistics",
+        "--older-than",
+        String(SLOW_CUTOFF),
+        "--execute",
+        "--batch-size",
+        "1",
+        "--interval",
+        "200",
+      ]);
+      try {
+        await terminal.waitFor(/active \|[█░]+\| \d+%/);
+        const taskId = /watching task (\S+)/.exec(terminal.output())![1]!;
+        terminal.type("\x03");
+        await terminal.waitFor(/\[y\/N, or a pace/);
+        terminal.type("3\r");
+        await terminal.waitFor(new RegExp(`task ${taskId} paced at 3 rows/s`));
+        const status = async () =>
+          JSON.parse((await mdp(["tasks", "status", taskId, "--json"])).stdout) as {
+            state: string;
+            rowsPerSecond: number | null;
+            progress: { rowsPerSecond: number | null };
+          };
+        await waitFor("the worker keeps the pace", async () => (await status()).progress.rowsPerSecond === 3, 10_000);
+        expect(await status()).toMatchObject({ state: "active", rowsPerSecond: 3 });
+        const table = await mdp(["tasks", "status", taskId]);
+        expect(table.stdout).toMatch(/│ pace +│ 3 rows\/s +│/);
+
+        const again = await mdp(["tasks", "rethrottle", taskId, "none"]);
+        expect(again.code).toBe(0);
+        expect(again.stdout).toContain(`task ${taskId}: throttle removed`);
+        const bad = await mdp(["tasks", "rethrottle", taskId, "0"]);
+        expect(bad.code).toBe(1);
+        expect(bad.stderr).toContain("it must be rows per second, 1-100000000, or 'none'");
+        expect((await mdp(["tasks", "cancel", taskId])).code).toBe(0);
+        expect(await terminal.exited).toBe(5);
       } finally {
         terminal.kill();
       }
@@ -428,7 +486,7 @@ describe("mdp, the admin CLI", () => {
         await terminal.waitFor(/active \|[█░]+\| \d+%/);
         const taskId = /watching task (\S+)/.exec(terminal.output())![1]!;
         terminal.type("\x03");
-        await terminal.waitFor(/\[y\/N\] /);
+        await terminal.waitFor(/\[y\/N, or a pace/);
         terminal.type("y\r");
         expect(await terminal.exited).toBe(5);
         expect(terminal.output()).toMatch(new RegExp(`task ${taskId} cancelled`));

@@ -1,9 +1,10 @@
 import type { Command } from "commander";
+import type { ActionEnvelope } from "../api-types";
 import { INSTANT_HELP, parseInstant } from "../instants";
 import { apiClient, globalsOf, oneOf, resolveMe, wholeNumber } from "../options";
 import { formatCount, formatTime, printJson, printLine, printRecord, printTable } from "../output";
-import { describeProgress, TASK_STATES, TASK_TYPES, type TaskStatus } from "../task-status";
-import { watchTask } from "../watch";
+import { describeProgress, describeResult, TASK_STATES, TASK_TYPES, type TaskStatus } from "../task-status";
+import { parsePace, PACE_HELP, requestRethrottle, watchTask } from "../watch";
 import { pageLine } from "./tokens";
 
 const interval = () => wholeNumber(100, 60_000);
@@ -39,12 +40,15 @@ export function registerOperations(program: Command): void {
     .option("--no-watch", "with --execute: print the task id and return at once")
     .option("--batch-size <rows>", "rows per delete transaction (1-1000000, server default 10000)", wholeNumber(1, 1e6))
     .option("--timeout-seconds <s>", "stop the task (failed) after this long", wholeNumber(1, 1e9))
+    .option("--rows-per-second <n>", `pace the batch deletes (${PACE_HELP}); mdp tasks rethrottle changes it`, (v) =>
+      parsePace("--rows-per-second", v),
+    )
     .option("--interval <ms>", "how often to poll the task while watching", interval(), 500)
     .addHelpText(
       "after",
       `
 With --execute on a terminal a live progress bar shows the rows deleted, the rate and the ETA; Ctrl-C asks
-whether to cancel the task or only stop watching. Without a terminal it prints a line per change (with --json:
+whether to cancel the task, change its pace, or only stop watching. Without a terminal it prints a line per change (with --json:
 on stderr, and the final task status as JSON on stdout). Exit 0 when the task completed, 5 when it failed or
 was cancelled.
 
@@ -62,6 +66,7 @@ Examples:
           watch: boolean;
           batchSize?: number;
           timeoutSeconds?: number;
+          rowsPerSecond?: number | null;
           interval: number;
         },
         command: Command,
@@ -76,13 +81,15 @@ Examples:
           dryRun: !options.execute,
           ...(options.batchSize === undefined ? {} : { batchSize: options.batchSize }),
           ...(options.timeoutSeconds === undefined ? {} : { timeoutSeconds: options.timeoutSeconds }),
+          ...(options.rowsPerSecond == null ? {} : { rowsPerSecond: options.rowsPerSecond }),
         };
-        const value = await client.action("/operations?action=truncateTimeseriesAspect", body);
+        const { value, plan } = await client.actionEnvelope("/operations?action=truncateTimeseriesAspect", body);
         const cutoff = `${entityType}/${aspect} rows older than ${formatTime(endTimeMillis)} (endTimeMillis ${endTimeMillis})`;
         if (!options.execute) {
-          if (json) return printJson({ entityType, aspect, endTimeMillis, dryRun: true, report: value });
+          if (json) return printJson({ entityType, aspect, endTimeMillis, dryRun: true, report: value, plan });
           printLine(`dry run: ${cutoff}`);
           printLine(value);
+          if (plan) printPlan(plan);
           printLine("Run again with --execute to delete them.");
           return;
         }
@@ -177,13 +184,24 @@ Examples:
     });
 
   tasks
+    .command("rethrottle")
+    .description("change a waiting or running truncation's pace (rows per second of its batch deletes)")
+    .argument("<taskId>")
+    .argument("<rowsPerSecond>", PACE_HELP, (v: string) => parsePace("it", v))
+    .action(async (taskId: string, pace: number | null, _options: unknown, command: Command) => {
+      const status = await requestRethrottle(apiClient(), taskId, pace);
+      if (globalsOf(command).json) return printJson(status);
+      printLine(paceLine(taskId, status.rowsPerSecond));
+    });
+
+  tasks
     .command("watch")
     .description("follow a task to its end: a progress bar on a terminal, a line per change otherwise")
     .argument("<taskId>")
     .option("--interval <ms>", "how often to poll", interval(), 500)
     .addHelpText(
       "after",
-      "\nCtrl-C on a terminal asks whether to cancel the task. Exit 0 when it completed, 5 when it failed or was cancelled.",
+      "\nCtrl-C on a terminal asks whether to cancel the task or change a truncation's pace. Exit 0 when it completed, 5 when it failed or was cancelled.",
     )
     .action(async (taskId: string, options: { interval: number }, command: Command) => {
       const { json } = globalsOf(command);
@@ -249,8 +267,16 @@ function printStatus(s: TaskStatus): void {
       s.cancelRequested && (s.state === "active" || s.state === "waiting") ? `${s.state} (cancel requested)` : s.state,
     ],
     ["progress", describeProgress(s)],
+    ...(s.type === "TRUNCATE_TIMESERIES"
+      ? [
+          ["pace", s.rowsPerSecond === null ? "unthrottled" : `${formatCount(s.rowsPerSecond)} rows/s`] as [
+            string,
+            string,
+          ],
+        ]
+      : []),
     ["request", text(s.request)],
-    ["result", text(s.result)],
+    ["result", describeResult(s) ?? text(s.result)],
     ["failed because", s.failedReason ?? "-"],
     ["attempts", s.attemptsMade],
     ["created by", s.createdBy ?? "-"],
@@ -258,4 +284,35 @@ function printStatus(s: TaskStatus): void {
     ["started", formatTime(s.startedAt)],
     ["finished", formatTime(s.finishedAt)],
   ]);
+}
+
+/** What rethrottle says it did. */
+export function paceLine(taskId: string, rowsPerSecond: number | null): string {
+  return rowsPerSecond === null
+    ? `task ${taskId}: throttle removed (its worker goes as fast as it can from its next batch)`
+    : `task ${taskId}: paced at ${formatCount(rowsPerSecond)} rows/s from its next batch`;
+}
+
+type DryRunPlan = NonNullable<ActionEnvelope<"/operations?action=truncateTimeseriesAspect">["plan"]>;
+
+/** The dry run's plan, as lines under its sentence (--json has all of it). */
+function printPlan(plan: DryRunPlan): void {
+  const drop = plan.partitionsToDrop;
+  printLine(plan.strategyReason);
+  if (drop.count > 0) {
+    printTable(
+      ["partition to drop", "from", "rows", "bytes"],
+      drop.listed.map((p) => [p.partition, formatTime(p.fromMillis), formatCount(p.rows), formatCount(p.bytes)]),
+    );
+    const more =
+      drop.omitted > 0 ? ` (${drop.omitted} more not listed; --json lists the first ${drop.listed.length})` : "";
+    printLine(`${drop.count} partitions: ${formatCount(drop.rows)} rows, ${formatCount(drop.bytes)} bytes${more}`);
+  }
+  if (plan.boundary) {
+    const b = plan.boundary;
+    printLine(
+      `${b.partition}: ${formatCount(b.rowsToDelete)} of ${formatCount(b.rowsInPartition)} rows in ${b.batches} batches of ${b.batchSize}`,
+    );
+  }
+  printLine(`estimated ${plan.estimate.seconds} s. ${plan.estimate.note}`);
 }

@@ -117,7 +117,7 @@ export interface paths {
         put?: never;
         /**
          * Delete an aspect's time-series rows older than a timestamp: a dry-run report, or a task
-         * @description `dryRun` (the default) answers a report of what would be deleted; `dryRun: false` starts a task and answers its id, to follow with getTaskStatus. An identical request while one is waiting or running shares its task.
+         * @description `dryRun` (the default) answers a report of what would be deleted; `dryRun: false` starts a task and answers its id, to follow with getTaskStatus. An identical request while one is waiting or running shares its task (at that task's pace). A dry run also answers `plan` beside `value`: the partitions to drop (rows, bytes), the boundary's batches, the strategy and why, and an estimated duration from the rates finished truncations measured on this deployment. `rowsPerSecond` paces the batch deletes (rethrottleTask changes it).
          *
          *     Needs `TRUNCATE_TIMESERIES_INDEX`.
          */
@@ -164,6 +164,28 @@ export interface paths {
          *     Needs `GET_TASK_STATUS`.
          */
         post: operations["getEsTaskStatus"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/operations?action=rethrottleTask": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Change a waiting or running truncation's pace (rows per second of its batch deletes)
+         * @description `rowsPerSecond`: a whole number from 1 to 100000000, or null to remove the throttle. The worker keeps it from its next checkpoint, and within a second while it waits for the pace; the task stays active with its lease renewed, and its progress shows the pace it keeps. Partition drops are not paced. 409 for a finished task or one that is not a truncation.
+         *
+         *     The same as cancelTask: TRUNCATE_TIMESERIES_INDEX; an unknown id is the same 403 unless the caller holds GET_TASK_STATUS.
+         */
+        post: operations["rethrottleTask"];
         delete?: never;
         options?: never;
         head?: never;
@@ -755,11 +777,13 @@ export interface operations {
                             };
                             /** @description what was asked, defaults filled in */
                             request: unknown;
-                            /** @description once completed: a truncation's {deleted, batches} */
+                            /** @description once completed: a truncation's {deleted, batches, partitionsDropped, bytesFreed, tableBytes: {before, after}, indexBytes: {before, after}} */
                             result: unknown;
                             failedReason: string | null;
                             attemptsMade: number;
                             cancelRequested: boolean;
+                            /** @description a truncation's pace asked for (rethrottleTask), null: unthrottled; progress.rowsPerSecond: the pace kept */
+                            rowsPerSecond: number | null;
                             /** @description the urn of the user who asked for it */
                             createdBy: string;
                             createdAt: number;
@@ -805,19 +829,90 @@ export interface operations {
                     timeoutSeconds?: number;
                     forceDeleteByQuery?: boolean;
                     forceReindex?: boolean;
+                    rowsPerSecond?: number;
                 };
             };
         };
         responses: {
-            /** @description `value` holds the answer */
+            /** @description `value` holds the answer; beside it `plan` */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        /** @description a dry run: the report; otherwise the task id */
+                        /** @description a dry run: the report (DataHub's sentence); otherwise the task id */
                         value: string;
+                        /** @description a dry run only: the plan as data */
+                        plan?: {
+                            totalRows: number;
+                            toDelete: number;
+                            /**
+                             * @description the name DataHub's clients read, as in `value`
+                             * @enum {string}
+                             */
+                            strategy: "reindex" | "deleteByQuery";
+                            strategyReason: string;
+                            partitionsToDrop: {
+                                count: number;
+                                rows: number;
+                                /** @description table and index bytes on disk now: what dropping them frees */
+                                bytes: number;
+                                /** @description the oldest, at most 100 */
+                                listed: {
+                                    partition: string;
+                                    fromMillis: number;
+                                    /** @description exclusive */
+                                    toMillis: number;
+                                    rows: number;
+                                    bytes: number;
+                                }[];
+                                /** @description partitions to drop not listed (counted in count, rows and bytes) */
+                                omitted: number;
+                            };
+                            /** @description the partition the cutoff falls inside: its older rows are deleted in batches */
+                            boundary: {
+                                partition: string;
+                                fromMillis: number;
+                                toMillis: number;
+                                rowsToDelete: number;
+                                rowsInPartition: number;
+                                batchSize: number;
+                                batches: number;
+                            } | null;
+                            estimate: {
+                                seconds: number;
+                                dropSeconds: number;
+                                deleteSeconds: number;
+                                /** @description the pace asked for (null: unthrottled) */
+                                rowsPerSecond: number | null;
+                                rates: {
+                                    deleteRowsPerSecond: {
+                                        /** @description units per second */
+                                        value: number;
+                                        /**
+                                         * @description measured by finished truncations here, or the stated default
+                                         * @enum {string}
+                                         */
+                                        source: "measured" | "default";
+                                        /** @description finished truncations the measured value averages (0: the default) */
+                                        samples: number;
+                                    };
+                                    dropPartitionsPerSecond: {
+                                        /** @description units per second */
+                                        value: number;
+                                        /**
+                                         * @description measured by finished truncations here, or the stated default
+                                         * @enum {string}
+                                         */
+                                        source: "measured" | "default";
+                                        /** @description finished truncations the measured value averages (0: the default) */
+                                        samples: number;
+                                    };
+                                };
+                                note: string;
+                            };
+                        };
                     };
                 };
             };
@@ -869,11 +964,13 @@ export interface operations {
                             };
                             /** @description what was asked, defaults filled in */
                             request: unknown;
-                            /** @description once completed: a truncation's {deleted, batches} */
+                            /** @description once completed: a truncation's {deleted, batches, partitionsDropped, bytesFreed, tableBytes: {before, after}, indexBytes: {before, after}} */
                             result: unknown;
                             failedReason: string | null;
                             attemptsMade: number;
                             cancelRequested: boolean;
+                            /** @description a truncation's pace asked for (rethrottleTask), null: unthrottled; progress.rowsPerSecond: the pace kept */
+                            rowsPerSecond: number | null;
                             /** @description the urn of the user who asked for it */
                             createdBy: string;
                             createdAt: number;
@@ -935,6 +1032,72 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    rethrottleTask: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "taskId": "df0c8103-5c1e-4b8a-9a53-2f0d6c1e7b42",
+                 *       "rowsPerSecond": 5000
+                 *     }
+                 */
+                "application/json": {
+                    taskId: string;
+                    rowsPerSecond: number | null;
+                };
+            };
+        };
+        responses: {
+            /** @description `value` holds the answer */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        value: {
+                            taskId: string;
+                            /** @description TRUNCATE_TIMESERIES or EVALUATE_TESTS (a runTest, or an evaluation answered 504) */
+                            type: string;
+                            /** @enum {string} */
+                            state: "waiting" | "active" | "completed" | "failed" | "cancelled";
+                            /** @description a truncation's {deleted, toDelete, batches, percent}; a test run's {evaluated, total, passing, ...} */
+                            progress: {
+                                [key: string]: unknown;
+                            };
+                            /** @description what was asked, defaults filled in */
+                            request: unknown;
+                            /** @description once completed: a truncation's {deleted, batches, partitionsDropped, bytesFreed, tableBytes: {before, after}, indexBytes: {before, after}} */
+                            result: unknown;
+                            failedReason: string | null;
+                            attemptsMade: number;
+                            cancelRequested: boolean;
+                            /** @description a truncation's pace asked for (rethrottleTask), null: unthrottled; progress.rowsPerSecond: the pace kept */
+                            rowsPerSecond: number | null;
+                            /** @description the urn of the user who asked for it */
+                            createdBy: string;
+                            createdAt: number;
+                            startedAt: number | null;
+                            finishedAt: number | null;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     cancelTask: {
         parameters: {
             query?: never;
@@ -974,11 +1137,13 @@ export interface operations {
                             };
                             /** @description what was asked, defaults filled in */
                             request: unknown;
-                            /** @description once completed: a truncation's {deleted, batches} */
+                            /** @description once completed: a truncation's {deleted, batches, partitionsDropped, bytesFreed, tableBytes: {before, after}, indexBytes: {before, after}} */
                             result: unknown;
                             failedReason: string | null;
                             attemptsMade: number;
                             cancelRequested: boolean;
+                            /** @description a truncation's pace asked for (rethrottleTask), null: unthrottled; progress.rowsPerSecond: the pace kept */
+                            rowsPerSecond: number | null;
                             /** @description the urn of the user who asked for it */
                             createdBy: string;
                             createdAt: number;
@@ -1052,11 +1217,13 @@ export interface operations {
                                 };
                                 /** @description what was asked, defaults filled in */
                                 request: unknown;
-                                /** @description once completed: a truncation's {deleted, batches} */
+                                /** @description once completed: a truncation's {deleted, batches, partitionsDropped, bytesFreed, tableBytes: {before, after}, indexBytes: {before, after}} */
                                 result: unknown;
                                 failedReason: string | null;
                                 attemptsMade: number;
                                 cancelRequested: boolean;
+                                /** @description a truncation's pace asked for (rethrottleTask), null: unthrottled; progress.rowsPerSecond: the pace kept */
+                                rowsPerSecond: number | null;
                                 /** @description the urn of the user who asked for it */
                                 createdBy: string;
                                 createdAt: number;

@@ -6,6 +6,7 @@ export * from "./timeseries/timeseries-tables";
 export * from "./timeseries/timeseries-limits";
 export * from "./timeseries/timeseries.store";
 export * from "./timeseries/truncation";
+export * from "./timeseries/truncation-rates";
 export { bulkLoad, type BulkLoadOptions } from "./timeseries/bulk-load";
 export { isUniqueViolation, notFoundWhenMissing, unstorableValueReason } from "./errors";
 export { likeLiteral } from "./like";

@@ -199,6 +199,19 @@ export class TaskLifecycle {
   }
 
   /**
+   * rethrottle, as a caller asks it: a waiting or active task's pace (rows per second; null: unthrottled). Its attempt
+   * reads it at its next checkpoint, and at least every PACE_RECHECK_MS while it waits for the pace (the runner).
+   * Returns the row afterwards, or null when it is already finished; `afterUpdate` (an audit record) commits with it.
+   */
+  rethrottle(
+    taskId: string,
+    rowsPerSecond: number | null,
+    afterUpdate?: (tx: Prisma.TransactionClient, task: TaskRow) => Promise<void>,
+  ): Promise<TaskRow | null> {
+    return this.rows.rethrottle(taskId, rowsPerSecond, afterUpdate);
+  }
+
+  /**
    * requestCancel's first half for every waiting or active task `createdBy` created, in the caller's transaction (an
    * incident response's, with its audit rows): each is marked cancelRequested. Answers them, oldest first (a user's
    * live tasks: bounded by its rate limits and the dedup of identical requests); `settleCancel` then ends each waiting

@@ -482,6 +482,16 @@ const ROWS: Row[] = [
     call: http("POST", () => "/gms/operations?action=listTasks"),
   },
   {
+    operation: "POST /operations?action=rethrottleTask",
+    use: "a truncation (the same privilege as cancelTask)",
+    needs: "TRUNCATE_TIMESERIES_INDEX",
+    call: http(
+      "POST",
+      () => "/gms/operations?action=rethrottleTask",
+      (f) => ({ taskId: f.truncationTask, rowsPerSecond: 1000 }),
+    ),
+  },
+  {
     operation: "POST /operations?action=cancelTask",
     use: "a truncation",
     needs: "TRUNCATE_TIMESERIES_INDEX",

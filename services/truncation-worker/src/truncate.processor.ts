@@ -1,9 +1,11 @@
+import { performance } from "node:perf_hooks";
 import { z } from "zod";
 import {
   deleteBatch,
   dropPartitions,
   PARTITIONS_PER_DROP,
   planTruncation,
+  recordTruncationRates,
   type Database,
   type TimeseriesStore,
   type TimeseriesPartition,
@@ -34,7 +36,23 @@ export interface TruncateDeps {
 }
 
 const count = z.number().int().nonnegative().default(0);
-const truncateProgress = z.object({ deleted: count, toDelete: count, batches: count, percent: z.number().default(0) });
+const bytes = z.object({ tableBytes: z.number(), indexBytes: z.number() });
+const truncateProgress = z.object({
+  deleted: count,
+  toDelete: count,
+  batches: count,
+  percent: z.number().default(0),
+  /** the pace being kept (rows per second of batch deletes; rethrottleTask), null: as fast as it goes */
+  rowsPerSecond: z.number().nullable().default(null),
+  partitionsDropped: count,
+  /** what the steps took, for the deployment's measured rates (truncation_rate) once the task completes */
+  batchRows: count,
+  batchMs: z.number().default(0),
+  dropMs: z.number().default(0),
+  /** the aspect's partitions on disk when the task first planned, and when it found nothing left */
+  bytesBefore: bytes.nullable().default(null),
+  bytesAfter: bytes.nullable().default(null),
+});
 export type TruncateProgress = z.output<typeof truncateProgress>;
 
 /** One step: drop a group of whole partitions, or delete one batch from the partition the cutoff falls inside. */
@@ -61,8 +79,17 @@ export function truncateTask(store: TimeseriesStore) {
     // wholly before it go even when they hold no rows (a write that failed after creating them, a day an earlier
     // truncation emptied): they delete nothing, but count against TIMESERIES_MAX_PARTITIONS_PER_ASPECT. A plan again
     // after dropping them finds none (dropped ones leave the bookkeeping in the same transaction).
-    async plan({ input }, client) {
-      const partitions = await store.partitions({ entityType: input.entityType, aspectName: input.aspect });
+    async plan({ input, progress: stored, deadline }, client) {
+      const ref = { entityType: input.entityType, aspectName: input.aspect };
+      const partitions = await store.partitions(ref);
+      // Sizes on the pool, outside the plan's transaction (measuring locks each partition until its statement ends),
+      // under the task's deadline: a statement timeout there ends the task timed out, as in the plan itself.
+      const measure = () =>
+        store.relationBytes(
+          partitions.map((p) => p.table),
+          deadline,
+        );
+      const bytesBefore = stored.bytesBefore ?? (await measure());
       const plan = await planTruncation(client, partitions, input.endTimeMillis);
       const steps: TruncateStep[] = [];
       for (let i = 0; i < plan.wholePartitions.length; i += PARTITIONS_PER_DROP) {
@@ -70,28 +97,63 @@ export function truncateTask(store: TimeseriesStore) {
       }
       if (plan.boundary) steps.push({ deleteFrom: plan.boundary.partition });
       const nothingLeft = plan.toDelete === 0 && plan.wholePartitions.length === 0;
+      let bytesAfter: TruncateProgress["bytesAfter"] = null;
+      if (nothingLeft) {
+        // The last plan: what the task freed, and how fast its work went on this deployment (the dry run's estimate).
+        bytesAfter = stored.bytesBefore === null ? bytesBefore : await measure();
+        await recordTruncationRates(client, [
+          { work: "deleteBatch", units: stored.batchRows, millis: stored.batchMs },
+          { work: "dropPartition", units: stored.partitionsDropped, millis: stored.dropMs },
+        ]);
+      }
       return {
         steps: nothingLeft ? [] : steps,
         progress: (stored) => {
           const toDelete = stored.deleted + plan.toDelete;
-          return { ...stored, toDelete, percent: percentOf(stored.deleted, toDelete) };
+          return {
+            ...stored,
+            toDelete,
+            percent: percentOf(stored.deleted, toDelete),
+            bytesBefore: stored.bytesBefore ?? bytesBefore,
+            bytesAfter,
+          };
         },
       };
     },
     async step({ input }, step: TruncateStep, client) {
+      const started = performance.now();
       if ("drop" in step) {
         const deleted = await dropPartitions(client, step.drop);
-        return { progress: (stored) => addStep(stored, deleted, true), log: { deleted } };
+        const ms = performance.now() - started;
+        return {
+          progress: (stored) => ({
+            ...addStep(stored, deleted, true),
+            partitionsDropped: stored.partitionsDropped + step.drop.length,
+            dropMs: stored.dropMs + ms,
+          }),
+          log: { deleted },
+        };
       }
       const deleted = await deleteBatch(client, step.deleteFrom, input.endTimeMillis, input.batchSize);
+      const ms = performance.now() - started;
       // The batch after one that deleted exactly batchSize rows may find none: it ran, but is no batch of the task.
       return {
-        progress: (stored) => addStep(stored, deleted, deleted > 0),
+        progress: (stored) => ({
+          ...addStep(stored, deleted, deleted > 0),
+          batchRows: stored.batchRows + deleted,
+          batchMs: stored.batchMs + ms,
+        }),
         again: deleted === input.batchSize,
+        units: deleted,
         log: { deleted },
       };
     },
-    result: (p) => ({ deleted: p.deleted, batches: p.batches }),
+    // Only batch deletes are paced: a partition drop costs the same however many rows it held.
+    pace: {
+      shown: (p) => p.rowsPerSecond,
+      show: (p, rowsPerSecond) => ({ ...p, rowsPerSecond }),
+    },
+    result: truncationResult,
   });
 }
 
@@ -106,7 +168,33 @@ const truncateKind = {
 function addStep(stored: TruncateProgress, deleted: number, counted: boolean): TruncateProgress {
   const total = stored.deleted + deleted;
   const toDelete = Math.max(stored.toDelete, total);
-  return { deleted: total, toDelete, batches: stored.batches + (counted ? 1 : 0), percent: percentOf(total, toDelete) };
+  return {
+    ...stored,
+    deleted: total,
+    toDelete,
+    batches: stored.batches + (counted ? 1 : 0),
+    percent: percentOf(total, toDelete),
+  };
+}
+
+/**
+ * getTaskStatus's result of a completed truncation: the rows, and the bytes the aspect's partitions took on disk before
+ * and after (table with TOAST, and indexes). A dropped partition frees its files at once; rows deleted in batches leave
+ * dead tuples PostgreSQL reuses after vacuum, freeing disk only when vacuum truncates the file's end. `bytesFreed` is
+ * never negative: rows written meanwhile can outgrow what was freed.
+ */
+export function truncationResult(p: TruncateProgress) {
+  const before = p.bytesBefore ?? { tableBytes: 0, indexBytes: 0 };
+  const after = p.bytesAfter ?? before;
+  const total = (b: typeof before) => b.tableBytes + b.indexBytes;
+  return {
+    deleted: p.deleted,
+    batches: p.batches,
+    partitionsDropped: p.partitionsDropped,
+    bytesFreed: Math.max(0, total(before) - total(after)),
+    tableBytes: { before: before.tableBytes, after: after.tableBytes },
+    indexBytes: { before: before.indexBytes, after: after.indexBytes },
+  };
 }
 
 function percentOf(deleted: number, toDelete: number): number {

@@ -26,6 +26,8 @@ export interface TaskRow {
   leaseExpiresAt: Date | null;
   /** active, but its worker has not renewed the lease in time (dead, hung, or cut off from PostgreSQL) */
   leaseLapsed: boolean;
+  /** the pace asked for (rows per second; a truncation's throttle), null: as fast as it goes */
+  rowsPerSecond: number | null;
 }
 
 /** An attempt's hold on a task, as the statements match it: the task and the attempt's lease token. */
@@ -46,6 +48,8 @@ export interface NewTask {
    * absent for the system client and for a schedule's firing (which acts for its owner, not through a token)
    */
   createdVia?: string | null;
+  /** the pace to start at (a truncation's throttle, rows per second); absent or null: unthrottled */
+  rowsPerSecond?: number | null;
 }
 
 const CLEAR_LEASE = "lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL";
@@ -113,10 +117,10 @@ export class TaskRepository {
         if (found[0]) return { taskId: found[0].id, existing: true };
       }
       await tx.$executeRaw`
-        INSERT INTO task (id, type, state, request, dedup_key, progress, created_by, created_via)
+        INSERT INTO task (id, type, state, request, dedup_key, progress, created_by, created_via, rows_per_second)
         VALUES (${id}, ${input.type}::"TaskType", 'waiting', ${JSON.stringify(input.request)}::jsonb,
                 ${input.dedupKey ?? null}, ${JSON.stringify(input.progress)}::jsonb, ${input.createdBy},
-                ${input.createdVia ?? null})`;
+                ${input.createdVia ?? null}, ${input.rowsPerSecond ?? null})`;
       await afterInsert?.(tx, id);
       return { taskId: id, existing: false };
     });
@@ -141,6 +145,26 @@ export class TaskRepository {
         taskId,
       );
       if (rows[0]) await afterRequest?.(tx, rows[0]);
+      return rows[0] ?? null;
+    });
+  }
+
+  /**
+   * rethrottle: a waiting or active task's pace (null: unthrottled), with `afterUpdate` (an audit record) in the same
+   * transaction; the row afterwards, or null when it is already finished. Its attempt reads it at its next checkpoint.
+   */
+  async rethrottle(
+    taskId: string,
+    rowsPerSecond: number | null,
+    afterUpdate?: (tx: Prisma.TransactionClient, task: TaskRow) => Promise<void>,
+  ): Promise<TaskRow | null> {
+    return this.db.prisma.$transaction(async (tx) => {
+      const rows = await tx.$queryRawUnsafe<TaskRow[]>(
+        `UPDATE task SET rows_per_second = $2 WHERE id = $1 AND state IN ('waiting', 'active') RETURNING ${COLUMNS}`,
+        taskId,
+        rowsPerSecond,
+      );
+      if (rows[0]) await afterUpdate?.(tx, rows[0]);
       return rows[0] ?? null;
     });
   }

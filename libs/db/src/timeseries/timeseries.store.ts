@@ -7,6 +7,7 @@ import {
   tooManyDays,
   type TimeseriesLimits,
 } from "./timeseries-limits";
+import { aspectBytes, type RelationBytes } from "./truncation";
 import { aspectTableName, dayStart, ensurePartitions, partitionName, qualified } from "./timeseries-tables";
 
 export interface TimeseriesAspectRef {
@@ -267,6 +268,14 @@ export class TimeseriesStore {
         };
       }),
     );
+  }
+
+  /**
+   * Table and index bytes the partitions take on disk now (a truncation's before and after), on the pool; `deadline`
+   * (epoch ms) bounds the wait for each table's lock (statement_timeout).
+   */
+  relationBytes(tables: readonly string[], deadline?: number): Promise<RelationBytes> {
+    return aspectBytes(this.pool, tables, deadline);
   }
 
   /**

@@ -1,4 +1,5 @@
 import type pg from "pg";
+import { inTransaction, setStatementTimeout } from "../transaction";
 import { qualified } from "./timeseries-tables";
 import type { Queryable, TimeseriesPartition } from "./timeseries.store";
 
@@ -85,4 +86,57 @@ export async function deleteBatch(
     ]);
   }
   return deleted;
+}
+
+/** Partitions one size statement measures: each measured table is locked until its statement's transaction ends. */
+const SIZE_GROUP = 128;
+
+/** On-disk bytes of one partition: its heap (with TOAST) and its indexes. */
+export interface RelationBytes {
+  tableBytes: number;
+  indexBytes: number;
+}
+
+/**
+ * Table and index bytes of each partition that still exists (pg_table_size, pg_indexes_size), SIZE_GROUP per
+ * statement on the pool (outside any transaction: the locks go with each statement). A partition dropped meanwhile
+ * is left out; an unknown one is 0.
+ */
+export async function partitionBytes(
+  db: Queryable,
+  tables: readonly string[],
+  deadline?: number,
+): Promise<Map<string, RelationBytes>> {
+  const sizes = new Map<string, RelationBytes>();
+  for (let i = 0; i < tables.length; i += SIZE_GROUP) {
+    // Measuring waits for a lock on each table: behind a long DDL or DROP, only as long as the caller has.
+    const query = async (c: Queryable) => {
+      if (deadline !== undefined) await setStatementTimeout(c as pg.ClientBase, deadline - Date.now());
+      return c.query<{ t: string; table_bytes: string | null; index_bytes: string | null }>(
+        `SELECT t, pg_table_size(r) AS table_bytes, pg_indexes_size(r) AS index_bytes
+         FROM unnest($1::text[]) AS t, LATERAL (SELECT to_regclass(format('timeseries.%I', t)) AS r) AS rel
+        WHERE r IS NOT NULL`,
+        [tables.slice(i, i + SIZE_GROUP)],
+      );
+    };
+    const { rows } = deadline === undefined ? await query(db) : await inTransaction(db as pg.Pool, query);
+    for (const r of rows) {
+      sizes.set(r.t, { tableBytes: Number(r.table_bytes ?? 0), indexBytes: Number(r.index_bytes ?? 0) });
+    }
+  }
+  return sizes;
+}
+
+/**
+ * The sum of partitionBytes: what an aspect's partitions take on disk now. `deadline` (epoch ms): each statement runs
+ * in a short transaction whose statement_timeout ends with it.
+ */
+export async function aspectBytes(db: pg.Pool, tables: readonly string[], deadline?: number): Promise<RelationBytes> {
+  let tableBytes = 0;
+  let indexBytes = 0;
+  for (const size of (await partitionBytes(db, tables, deadline)).values()) {
+    tableBytes += size.tableBytes;
+    indexBytes += size.indexBytes;
+  }
+  return { tableBytes, indexBytes };
 }

@@ -35,6 +35,15 @@ export interface TaskDefinition<I = any, P extends object = any, S = any, R = an
   plan(ctx: TaskContext<I, P>, client: pg.PoolClient, round: number): Promise<Plan<P, S>>;
   /** One step, in a transaction that commits with the progress update it returns; `again`: run the same step again. */
   step(ctx: TaskContext<I, P>, step: S, client: pg.PoolClient): Promise<StepOutcome<P>>;
+  /**
+   * A task that can be paced (its row's rowsPerSecond, set at creation or by rethrottleTask): how its progress shows
+   * the pace being kept. The runner waits at its checkpoints, before a step, until the previous step's `units` at that
+   * pace have taken their time; undefined: the task is never paced.
+   */
+  pace?: {
+    shown(progress: P): number | null;
+    show(progress: P, unitsPerSecond: number | null): P;
+  };
   /** the progress as the completed task keeps it (default: as the last step left it) */
   finish?(progress: P): P;
   /** the task's result (getTaskStatus's `result`) */
@@ -52,6 +61,8 @@ export interface StepOutcome<P> {
   /** the step's effect on the stored progress (read under the row's lock, so two attempts never lose a count) */
   progress?: (stored: P) => P;
   again?: boolean;
+  /** the work the step did that a pace counts (a truncation's rows deleted in a batch); none: it adds no wait */
+  units?: number;
   /** fields for the step's debug log line */
   log?: Record<string, unknown>;
 }
@@ -61,6 +72,8 @@ export interface TaskContext<I, P> {
   /** the row as the claim found it */
   readonly task: TaskRow;
   readonly startedAt: Date;
+  /** when the task must end by (epoch ms; the definition's deadline), undefined: no deadline */
+  readonly deadline: number | undefined;
   /** the progress as the last committed step (or plan) left it */
   readonly progress: P;
   readonly logger: Logger;

@@ -1,4 +1,5 @@
 import { performance } from "node:perf_hooks";
+import { setTimeout as sleep } from "node:timers/promises";
 import { DelayedError, UnrecoverableError, type Job } from "bullmq";
 import type pg from "pg";
 import type { Logger } from "@mdp/core";
@@ -25,6 +26,12 @@ export interface TaskRunnerDeps {
 
 /** A job handler of one task kind, as createWorker calls it. */
 export type TaskHandler = (payload: unknown, job: Job, token: string | undefined) => Promise<unknown>;
+
+/**
+ * How long a paced task waits at a time before it reads its row again: a rethrottle, a cancel or a shutdown takes
+ * effect within this, however slow the pace. Its lease is renewed meanwhile by the process (keepLeases), as always.
+ */
+export const PACE_RECHECK_MS = 1000;
 
 /** ctx.fail's signal to the runner: end the task as failed with this reason. */
 class TaskFailure extends Error {}
@@ -90,10 +97,12 @@ export class TaskRunner {
     const startedAt = task.startedAt ?? new Date();
     const parse = (stored: unknown): P => definition.progress.parse(stored ?? {});
     let progress = parse(task.progress);
+    const deadline = definition.deadline?.(input, startedAt);
     const ctx: TaskContext<I, P> = {
       input,
       task,
       startedAt,
+      deadline,
       logger,
       get progress() {
         return progress;
@@ -102,7 +111,6 @@ export class TaskRunner {
         throw new TaskFailure(reason);
       },
     };
-    const deadline = definition.deadline?.(input, startedAt);
     const dashboard = dashboardProgress(job, this.deps.progressIntervalMs ?? PROGRESS_INTERVAL_MS);
     const report = (final = false) => dashboard.report({ progress: definition.percent(progress), ...progress }, final);
 
@@ -118,15 +126,40 @@ export class TaskRunner {
       });
     };
     const timedOut = () => definition.timedOut?.(input, progress) ?? "Timed out";
-    const checkpoint = async (): Promise<void> => {
+    const checkpointOnce = async (): Promise<TaskRow> => {
       if (shutdownSignal.aborted) await tasks.handBack(lease, job, jobToken);
       if (deadline !== undefined && Date.now() >= deadline) throw new TaskFailure(timedOut());
-      const { cancelRequested } = await tasks.checkpoint(lease);
+      const { cancelRequested, task: row } = await tasks.checkpoint(lease);
       if (cancelRequested) {
         const reason = cancellationReason({ ...task, startedAt, progress: { ...progress } });
         await tasks.cancel(lease, reason, progress);
         await report(true); // the dashboard's bar where the task stopped, not at its last throttled report
         throw new JobCancelledError(reason);
+      }
+      return row;
+    };
+    /** the last step that did paced work: when it started (performance.now) and how many units it did */
+    let paced: { at: number; units: number } | undefined;
+    /**
+     * Before each step: stop if asked to (cancel, shutdown, deadline); for a paced task, show the pace its row asks for
+     * in the progress, and wait (never holding a transaction) until the previous step's units have taken their time
+     * at that pace, reading the row again every PACE_RECHECK_MS so that a rethrottle or a cancel takes effect at once.
+     */
+    const checkpoint = async (): Promise<void> => {
+      const pace = definition.pace;
+      for (;;) {
+        const row = await checkpointOnce();
+        if (!pace) return;
+        const rate = row.rowsPerSecond;
+        if (pace.shown(progress) !== rate) {
+          progress = await tasks.progress(lease, (stored) => pace.show(parse(stored), rate));
+          await report(true);
+        }
+        if (rate === null || paced === undefined) return;
+        let wait = paced.at + (paced.units * 1000) / rate - performance.now();
+        if (deadline !== undefined) wait = Math.min(wait, deadline - Date.now());
+        if (wait <= 0) return;
+        await sleep(Math.min(wait, PACE_RECHECK_MS), undefined, { signal: shutdownSignal }).catch(() => undefined);
       }
     };
 
@@ -149,6 +182,7 @@ export class TaskRunner {
               const outcome = await definition.step(ctx, step, client);
               again = outcome.again ?? false;
               log = outcome.log;
+              if (outcome.units) paced = { at: started, units: outcome.units };
               return outcome.progress;
             });
             // How long each transaction held its locks: what operators (and bench/truncate) watch.

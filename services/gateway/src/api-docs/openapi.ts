@@ -141,10 +141,16 @@ function privilegeText(route: ApiRoute): string {
 
 function answer(route: ApiRoute) {
   const value = route.spec.response ? outputSchema(route.spec.response) : {};
+  const alongside = Object.entries(route.spec.alongside ?? {}).map(([name, schema]) => [name, outputSchema(schema)]);
   return {
-    description: "`value` holds the answer",
+    description:
+      alongside.length === 0
+        ? "`value` holds the answer"
+        : `\`value\` holds the answer; beside it ${alongside.map(([name]) => `\`${String(name)}\``).join(", ")}`,
     content: {
-      "application/json": { schema: { type: "object", required: ["value"], properties: { value: value } } },
+      "application/json": {
+        schema: { type: "object", required: ["value"], properties: { value, ...Object.fromEntries(alongside) } },
+      },
     },
   };
 }

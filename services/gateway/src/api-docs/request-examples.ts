@@ -49,6 +49,7 @@ export const REQUEST_EXAMPLES: Readonly<Record<string, unknown>> = {
   getTaskStatus: { taskId: TASK_ID },
   getEsTaskStatus: { task: TASK_ID },
   cancelTask: { taskId: TASK_ID },
+  rethrottleTask: { taskId: TASK_ID, rowsPerSecond: 5_000 },
   listTasks: { type: "TRUNCATE_TIMESERIES", count: 20 },
   getIndexSizes: {},
   evaluate: { urn: DATASET },

@@ -34,6 +34,11 @@ interface RouteContract<S extends z.ZodType, R extends z.ZodType> {
    * (it must return what the schema describes, or JsonText of it).
    */
   response?: R;
+  /**
+   * Fields the answer may carry beside `value` (the dry run's `plan`), for the OpenAPI document: `value` stays what
+   * DataHub's clients parse, and these are for clients that know them. The handler answers them with `Enveloped`.
+   */
+  alongside?: Record<string, z.ZodType>;
   /** parsed by the router: a 400 names every problem by its path */
   request: S;
 }
@@ -52,7 +57,7 @@ export interface GetRoute<S extends z.ZodType = z.ZodType, R extends z.ZodType =
 }
 
 /** What a handler answers: the `value` its response schema describes (anything without one). */
-type Answer<R extends z.ZodType> = Promise<z.output<R> | JsonText>;
+type Answer<R extends z.ZodType> = Promise<z.output<R> | JsonText | Enveloped<z.output<R>>>;
 
 /** Declares an action; a function only so that the handler's types are inferred from `request` and `response`. */
 export function action<S extends z.ZodType, R extends z.ZodType = z.ZodType>(spec: Action<S, R>): Action<S, R> {
@@ -78,6 +83,20 @@ function record(router: Router, route: ApiRoute): void {
 /** An answer that is JSON text already (the evaluation worker's results): written into the response as it is. */
 export class JsonText {
   constructor(readonly json: string) {}
+}
+
+/** An answer with fields beside `value` (the route's `alongside`): `{"value": ..., ...fields}`. */
+export class Enveloped<V> {
+  constructor(
+    readonly value: V,
+    readonly fields: Record<string, unknown>,
+  ) {}
+}
+
+function send(res: Response, value: unknown): void {
+  if (value instanceof JsonText) res.type("json").send(`{"value":${value.json}}`);
+  else if (value instanceof Enveloped) res.json({ value: value.value, ...value.fields });
+  else res.json({ value });
 }
 
 type Guard = Pick<PolicyEngine, "require">;
@@ -115,9 +134,7 @@ export function addActions(router: Router, path: string, engine: Guard, actions:
     const actor = actorOf(res.locals);
     if (spec.requires) await engine.require(actor, spec.requires.privilege, spec.requires.to);
     const body: unknown = req.body === undefined && spec.request.safeParse({}).success ? {} : req.body;
-    const value = await spec.handler(parseBody(spec.request, body), actor, req);
-    if (value instanceof JsonText) res.type("json").send(`{"value":${value.json}}`);
-    else res.json({ value });
+    send(res, await spec.handler(parseBody(spec.request, body), actor, req));
   });
   // A GET would otherwise be "No route for GET ...", which reads as if the path did not exist.
   router.all(path, (req: Request, res: Response) => {
@@ -140,9 +157,7 @@ export function addGetRoute<S extends z.ZodType, R extends z.ZodType = z.ZodType
   router.get(path, async (req: Request, res: Response) => {
     const actor = actorOf(res.locals);
     if (spec.requires) await engine.require(actor, spec.requires.privilege, spec.requires.to);
-    const value = await spec.handler(parseInput(spec.request, { ...req.params }), actor, req);
-    if (value instanceof JsonText) res.type("json").send(`{"value":${value.json}}`);
-    else res.json({ value });
+    send(res, await spec.handler(parseInput(spec.request, { ...req.params }), actor, req));
   });
 }
 

@@ -3,11 +3,12 @@ import { z } from "zod";
 import type { EntityRegistry } from "@mdp/core";
 import type { TimeseriesStore } from "@mdp/db";
 import type { TaskState } from "@mdp/tasks";
-import { action, addActions, addGetRoute } from "../http/action-router";
+import { action, addActions, addGetRoute, Enveloped } from "../http/action-router";
 import type { PolicyEngine } from "../policies/policy-engine";
 import { esTaskStatus, esTaskStatusRequest } from "./es-task-status";
 import { listTasksRequest, type TaskService } from "./task.service";
-import { truncateRequest, type TruncationService } from "./truncation.service";
+import { dryRunPlan, MAX_ROWS_PER_SECOND, MIN_ROWS_PER_SECOND } from "./truncation-plan";
+import { rowsPerSecond, truncateRequest, type TruncationService } from "./truncation.service";
 
 export interface OperationsDeps {
   registry: EntityRegistry;
@@ -18,6 +19,10 @@ export interface OperationsDeps {
 }
 
 const taskRequest = z.strictObject({ taskId: z.string({ error: "is required (a string)" }).min(1) });
+const rethrottleRequest = z.strictObject({
+  taskId: z.string({ error: "is required (a string)" }).min(1),
+  rowsPerSecond: rowsPerSecond.nullable(),
+});
 const taskStatus = { privilege: "GET_TASK_STATUS", to: "get task status" } as const;
 
 const MB = 1024 * 1024;
@@ -32,10 +37,22 @@ const taskStatusAnswer = z.object({
     .record(z.string(), z.unknown())
     .describe("a truncation's {deleted, toDelete, batches, percent}; a test run's {evaluated, total, passing, ...}"),
   request: z.unknown().describe("what was asked, defaults filled in"),
-  result: z.unknown().describe("once completed: a truncation's {deleted, batches}"),
+  result: z
+    .unknown()
+    .describe(
+      "once completed: a truncation's {deleted, batches, partitionsDropped, bytesFreed, tableBytes: {before, after}, " +
+        "indexBytes: {before, after}}",
+    ),
   failedReason: z.string().nullable(),
   attemptsMade: z.number().int(),
   cancelRequested: z.boolean(),
+  rowsPerSecond: z
+    .number()
+    .int()
+    .nullable()
+    .describe(
+      "a truncation's pace asked for (rethrottleTask), null: unthrottled; progress.rowsPerSecond: the pace kept",
+    ),
   createdBy: z.string().describe("the urn of the user who asked for it"),
   createdAt: epochMillis,
   startedAt: epochMillis.nullable(),
@@ -70,11 +87,18 @@ export function addOperationsRoutes(router: Router, deps: OperationsDeps): void 
       summary: "Delete an aspect's time-series rows older than a timestamp: a dry-run report, or a task",
       description:
         "`dryRun` (the default) answers a report of what would be deleted; `dryRun: false` starts a task and answers " +
-        "its id, to follow with getTaskStatus. An identical request while one is waiting or running shares its task.",
+        "its id, to follow with getTaskStatus. An identical request while one is waiting or running shares its task " +
+        "(at that task's pace). A dry run also answers `plan` beside `value`: the partitions to drop (rows, bytes), " +
+        "the boundary's batches, the strategy and why, and an estimated duration from the rates finished truncations " +
+        "measured on this deployment. `rowsPerSecond` paces the batch deletes (rethrottleTask changes it).",
       requires: { privilege: "TRUNCATE_TIMESERIES_INDEX", to: "truncate time-series indexes" },
       request: truncateRequest,
-      response: z.string().describe("a dry run: the report; otherwise the task id"),
-      handler: (input, actor) => deps.truncation.truncate(actor, input),
+      response: z.string().describe("a dry run: the report (DataHub's sentence); otherwise the task id"),
+      alongside: { plan: dryRunPlan.describe("a dry run only: the plan as data") },
+      handler: async (input, actor) => {
+        const { value, plan } = await deps.truncation.truncate(actor, input);
+        return plan ? new Enveloped(value, { plan }) : value;
+      },
     }),
     getTaskStatus: action({
       summary: "A task's status: state, progress, result or failure",
@@ -92,6 +116,21 @@ export function addOperationsRoutes(router: Router, deps: OperationsDeps): void 
       request: esTaskStatusRequest,
       response: z.string().describe("JSON text: {completed, taskId, status, runTimeNanos}"),
       handler: (input, actor) => esTaskStatus(deps.tasks, actor, input),
+    }),
+    rethrottleTask: action({
+      summary: "Change a waiting or running truncation's pace (rows per second of its batch deletes)",
+      description:
+        `\`rowsPerSecond\`: a whole number from ${MIN_ROWS_PER_SECOND} to ${MAX_ROWS_PER_SECOND}, or null to remove ` +
+        "the throttle. The worker keeps it from its next checkpoint, and within a second while it waits for the pace; " +
+        "the task stays active with its lease renewed, and its progress shows the pace it keeps. Partition drops are " +
+        "not paced. 409 for a finished task or one that is not a truncation.",
+      requires: null,
+      privilegeNote:
+        "The same as cancelTask: TRUNCATE_TIMESERIES_INDEX; an unknown id is the same 403 unless the caller holds " +
+        "GET_TASK_STATUS.",
+      request: rethrottleRequest,
+      response: taskStatusAnswer,
+      handler: ({ taskId, rowsPerSecond: pace }, actor) => deps.tasks.rethrottle(actor, taskId, pace),
     }),
     cancelTask: action({
       summary: "Ask a waiting or running task to stop",

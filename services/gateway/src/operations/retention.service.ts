@@ -280,7 +280,7 @@ export class RetentionService {
     const request = retentionRunRequest(policy, urn, Date.now());
     if (dryRun) {
       const { entityType, aspect, endTimeMillis } = request;
-      return this.truncation.truncate(actor, { entityType, aspect, endTimeMillis, dryRun: true });
+      return (await this.truncation.truncate(actor, { entityType, aspect, endTimeMillis, dryRun: true })).value;
     }
     return this.truncation.startRetentionRun(actor, policy.id, request);
   }

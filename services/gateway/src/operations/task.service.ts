@@ -30,6 +30,8 @@ export interface TaskStatus {
   failedReason: string | null;
   attemptsMade: number;
   cancelRequested: boolean;
+  /** the pace asked for (a truncation's rows per second; rethrottleTask), null: as fast as it goes */
+  rowsPerSecond: number | null;
   /** the urn of the user who asked for it */
   createdBy: string;
   createdAt: number;
@@ -41,6 +43,9 @@ const CANCEL_PRIVILEGE: Record<TaskType, Privilege> = {
   TRUNCATE_TIMESERIES: "TRUNCATE_TIMESERIES_INDEX",
   EVALUATE_TESTS: "MANAGE_TESTS",
 };
+
+/** The task types that can be paced (rethrottleTask): those whose definition declares a pace. */
+const THROTTLED: ReadonlySet<TaskType> = new Set(["TRUNCATE_TIMESERIES"]);
 
 /** listTasks pages at most this many tasks, and starts at most this far in (filter by time to go further back). */
 export const MAX_TASKS_PER_PAGE = 100;
@@ -108,6 +113,7 @@ export function statusOf(task: TaskRow): TaskStatus {
     failedReason,
     attemptsMade: task.attemptsMade,
     cancelRequested: task.cancelRequested,
+    rowsPerSecond: task.rowsPerSecond,
     createdBy: task.createdBy,
     createdAt: task.createdAt.getTime(),
     startedAt: task.startedAt?.getTime() ?? null,
@@ -162,7 +168,7 @@ export class TaskService {
    * does between two batches (the answer then still says active, with cancelRequested).
    */
   async cancel(actor: Actor, taskId: string): Promise<TaskStatus> {
-    const task = await this.cancellable(actor, taskId);
+    const task = await this.cancellable(actor, taskId, "cancel");
     if (task.state !== "waiting" && task.state !== "active") {
       throw new AppError("CONFLICT", `Task ${taskId} is already ${task.state}`);
     }
@@ -179,6 +185,29 @@ export class TaskService {
     if (!after) throw new AppError("CONFLICT", `Task ${taskId} is already ${(await this.find(taskId)).state}`);
     const [status] = await this.readable(actor, [statusOf(after)]);
     return status!;
+  }
+
+  /**
+   * rethrottleTask: a waiting or running truncation's pace, by whoever may cancel it (the same privilege); null
+   * removes the throttle. Its worker keeps the new pace from its next checkpoint (within a second while it waits).
+   */
+  async rethrottle(actor: Actor, taskId: string, rowsPerSecond: number | null): Promise<TaskStatus> {
+    const task = await this.cancellable(actor, taskId, "rethrottle");
+    if (!THROTTLED.has(task.type)) {
+      throw new AppError("CONFLICT", `Task ${taskId} is a ${task.type} task; only truncations can be rethrottled`);
+    }
+    if (task.state !== "waiting" && task.state !== "active") {
+      throw new AppError("CONFLICT", `Task ${taskId} is already ${task.state}`);
+    }
+    const after = await this.tasks.rethrottle(taskId, rowsPerSecond, (tx, row) =>
+      recordAudit(tx, actor, "task.rethrottle", taskUrn(this.urnNamespace, taskId), {
+        type: row.type,
+        from: task.rowsPerSecond,
+        to: rowsPerSecond,
+      }),
+    );
+    if (!after) throw new AppError("CONFLICT", `Task ${taskId} is already ${(await this.find(taskId)).state}`);
+    return statusOf(after);
   }
 
   /**
@@ -219,9 +248,9 @@ export class TaskService {
    * exists: a caller who may cancel no task is refused before the lookup; one who may cancel some types but not this
    * one's gets the same refusal for it as for an unknown id, unless GET_TASK_STATUS lets it see every task anyway.
    */
-  private async cancellable(actor: Actor, taskId: string): Promise<TaskRow> {
+  private async cancellable(actor: Actor, taskId: string, verb: "cancel" | "rethrottle"): Promise<TaskRow> {
     const held = await this.engine.privilegesOf(actor);
-    const refusal = forbidden(`${actor.urn} is unauthorized to cancel this task.`);
+    const refusal = forbidden(`${actor.urn} is unauthorized to ${verb} this task.`);
     const mayCancel = (type: TaskType) => held.has(CANCEL_PRIVILEGE[type]);
     const types = Object.keys(CANCEL_PRIVILEGE) as TaskType[];
     if (!types.some(mayCancel)) throw refusal;

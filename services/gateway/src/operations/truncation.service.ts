@@ -18,8 +18,15 @@ import type { Actor } from "../auth/actor";
 import { parseBody } from "../http/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
 import { taskUrn } from "./task.service";
+import { dryRunPlanOf, MAX_ROWS_PER_SECOND, MIN_ROWS_PER_SECOND, type DryRunPlan } from "./truncation-plan";
 
 const wholeNumber = (what: string) => z.number({ error: `must be ${what}` }).int({ error: `must be ${what}` });
+
+/** A truncation's pace, as truncateTimeseriesAspect and rethrottleTask take it. */
+const paceText = `a whole number of rows per second from ${MIN_ROWS_PER_SECOND} to ${MAX_ROWS_PER_SECOND}`;
+export const rowsPerSecond = wholeNumber(paceText)
+  .min(MIN_ROWS_PER_SECOND, { error: `must be ${paceText}` })
+  .max(MAX_ROWS_PER_SECOND, { error: `must be ${paceText}` });
 
 export const truncateRequest = z.strictObject({
   entityType: z.string({ error: "is required (a string)" }).min(1, { error: "is required" }),
@@ -32,9 +39,17 @@ export const truncateRequest = z.strictObject({
   // (docs/datahub-clients.md): what is deleted, and how, is the same.
   forceDeleteByQuery: z.boolean({ error: "must be true or false" }).optional(),
   forceReindex: z.boolean({ error: "must be true or false" }).optional(),
+  // The pace of its batch deletes (rethrottleTask changes it); the dry run's estimate counts it.
+  rowsPerSecond: rowsPerSecond.optional(),
 });
 
 export type TruncateRequest = Omit<z.output<typeof truncateRequest>, "forceDeleteByQuery" | "forceReindex">;
+
+/** truncateTimeseriesAspect's answer: `value` (the dry run's sentence, or the task id), and a dry run's plan. */
+export interface TruncateAnswer {
+  value: string;
+  plan?: DryRunPlan;
+}
 
 /** truncateTimeseriesAspect: the dry-run report, or a durable task and its job (docs/api.md "Operations and tasks"). */
 export class TruncationService {
@@ -52,7 +67,7 @@ export class TruncationService {
     this.tasks = new TaskLifecycle(db, logger);
   }
 
-  async truncate(actor: Actor, body: unknown): Promise<string> {
+  async truncate(actor: Actor, body: unknown): Promise<TruncateAnswer> {
     await this.engine.require(actor, "TRUNCATE_TIMESERIES_INDEX", "truncate time-series indexes");
     const { forceDeleteByQuery, forceReindex, ...parsed } = parseBody(truncateRequest, body);
     if (forceDeleteByQuery !== undefined && forceDeleteByQuery === forceReindex) {
@@ -64,9 +79,16 @@ export class TruncationService {
       const ref = { entityType: request.entityType, aspectName: request.aspect };
       const plan = await planTruncation(this.db.pool, await this.store.partitions(ref), request.endTimeMillis);
       const forced = forceDeleteByQuery ? "deleteByQuery" : forceReindex ? "reindex" : undefined;
-      return report(forced ? { ...plan, strategy: forced } : plan);
+      return {
+        value: report(forced ? { ...plan, strategy: forced } : plan),
+        plan: await dryRunPlanOf(this.db.pool, plan, {
+          batchSize: request.batchSize,
+          rowsPerSecond: request.rowsPerSecond,
+          ...(forced && { forced }),
+        }),
+      };
     }
-    return this.start(actor, request);
+    return { value: await this.start(actor, request) };
   }
 
   /**
@@ -94,7 +116,9 @@ export class TruncationService {
     request: TruncateRequest | RetentionRunRequest,
     options: { dedupKey?: string; afterInsert?: (tx: Prisma.TransactionClient, taskId: string) => Promise<void> } = {},
   ): Promise<string> {
-    const { dryRun: _, ...operation } = request;
+    // The pace is the row's (rethrottleTask changes it), not the job's, and a request at another pace joins the task.
+    const { dryRun: _, ...rest } = request;
+    const { rowsPerSecond: pace, ...operation } = { rowsPerSecond: undefined, ...rest };
     const dedupKey =
       options.dedupKey ??
       createHash("sha256")
@@ -113,12 +137,14 @@ export class TruncationService {
         progress: { deleted: 0, toDelete: 0, batches: 0, percent: 0 },
         createdBy: actor.urn,
         createdVia: actor.tokenId ?? null,
+        rowsPerSecond: pace ?? null,
         what: "a truncation task",
         // The new task and its audit row commit together; a request that joins an identical running task adds none.
         afterInsert: async (tx, id) => {
           await recordAudit(tx, actor, "timeseries.truncate", taskUrn(this.urnNamespace, id), {
             taskId: id,
             ...operation,
+            ...(pace != null && { rowsPerSecond: pace }),
           });
           await options.afterInsert?.(tx, id);
         },

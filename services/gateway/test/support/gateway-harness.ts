@@ -200,10 +200,13 @@ export async function createToken(
 }
 
 /** A real truncation worker (BullMQ, PostgreSQL) in this process, on the harness's queue prefix. */
-export async function startTruncationWorker(h: Harness): Promise<{ close(): Promise<void> }> {
+export async function startTruncationWorker(
+  h: Harness,
+  options: { leaseMs?: number } = {},
+): Promise<{ close(): Promise<void> }> {
   const connection = createRedis(h.config.REDIS_URL, "worker");
   const logger = createLogger("truncation-worker-test", h.config.LOG_LEVEL);
-  const tasks = new TaskLifecycle(h.database, logger);
+  const tasks = new TaskLifecycle(h.database, logger, { leaseMs: options.leaseMs });
   const leases = tasks.keepLeases();
   const handler = createTruncateHandler({
     db: h.database,
