@@ -18,12 +18,13 @@ function refusalMessage(text: string): string {
 
 describe("regex_match runs on RE2", () => {
   it("answers a catastrophic-backtracking pattern in linear time", () => {
-    // JavaScript's engine takes seconds on 28 characters of this; RE2 has no backtracking to explode.
+    // JavaScript's engine takes seconds on 28 characters of this, and would not end on 10,000; RE2 has no backtracking
+    // to explode (a few ms; the bound leaves room for a loaded machine, where 500 ms was once missed by 26).
     const started = performance.now();
     expect(regexMatches("^(a+)+$", `${"a".repeat(10_000)}!`)).toBe(false);
     expect(regexMatches("^(a|a)*$", `${"a".repeat(10_000)}!`)).toBe(false);
     expect(regexMatches("^(\\w+\\s?)*$", `${"word ".repeat(2_000)}!`)).toBe(false);
-    expect(performance.now() - started).toBeLessThan(500);
+    expect(performance.now() - started).toBeLessThan(5_000);
   });
 
   it("keeps JavaScript syntax: Unicode classes, escaped punctuation, named groups; and adds inline flags", () => {
