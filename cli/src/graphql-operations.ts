@@ -140,6 +140,42 @@ export const TEST_RESULT_HISTORY = /* GraphQL */ `
   }
 `;
 
+export const TEST_RUN_DIFF = /* GraphQL */ `
+  query TestRunDiff($testUrn: String!, $runId: String) {
+    testRunDiff(testUrn: $testUrn, runId: $runId) {
+      testUrn
+      runId
+      previousRunId
+      startedAt
+      baselineAt
+      lastBatchAt
+      evaluated
+      flapChanges
+      flapRuns
+      flapSince
+      newlyFailing {
+        ...RunDiffEntities
+      }
+      newlyPassing {
+        ...RunDiffEntities
+      }
+      flapping {
+        ...RunDiffEntities
+      }
+    }
+  }
+  fragment RunDiffEntities on TestRunDiffEntities {
+    total
+    truncated
+    entities {
+      urn
+      type
+      previousType
+      changes
+    }
+  }
+`;
+
 export const CREATE_RETENTION_POLICY = withFragments(
   /* GraphQL */ `
     mutation CreateRetentionPolicy($input: CreateRetentionPolicyInput!) {

@@ -225,6 +225,16 @@ export type TestResultHistoryQueryVariables = Exact<{
 
 export type TestResultHistoryQuery = { testResultHistory: { start: number, count: number, total: number, transitions: Array<{ type: TestResultType, previousType: TestResultType | null, at: number }> } };
 
+export type TestRunDiffQueryVariables = Exact<{
+  testUrn: string;
+  runId?: string | null | undefined;
+}>;
+
+
+export type TestRunDiffQuery = { testRunDiff: { testUrn: string, runId: string, previousRunId: string | null, startedAt: number, baselineAt: number, lastBatchAt: number | null, evaluated: number, flapChanges: number, flapRuns: number, flapSince: number, newlyFailing: { total: number, truncated: boolean, entities: Array<{ urn: string, type: TestResultType, previousType: TestResultType | null, changes: number | null }> }, newlyPassing: { total: number, truncated: boolean, entities: Array<{ urn: string, type: TestResultType, previousType: TestResultType | null, changes: number | null }> }, flapping: { total: number, truncated: boolean, entities: Array<{ urn: string, type: TestResultType, previousType: TestResultType | null, changes: number | null }> } } };
+
+export type RunDiffEntitiesFragment = { total: number, truncated: boolean, entities: Array<{ urn: string, type: TestResultType, previousType: TestResultType | null, changes: number | null }> };
+
 export type CreateRetentionPolicyMutationVariables = Exact<{
   input: CreateRetentionPolicyInput;
 }>;

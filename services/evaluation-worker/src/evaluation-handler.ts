@@ -17,6 +17,7 @@ import { EvaluationPool, type PoolSettings } from "./evaluation-pool";
 import { withJobShare } from "./fair-share";
 import { ResultsPusher } from "./results.pusher";
 import { TestResultHistory } from "./test-result-history";
+import { DEFAULT_RUN_DIFF_SETTINGS, TestRunDiffs, type RunDiffSettings } from "./test-run-diff";
 import { runTestKind, runTestRunner } from "./run-test.processor";
 
 /** The evaluate-tests handler: an "evaluate" job answers waiting callers; a "runTest" job is a background task. */
@@ -58,10 +59,13 @@ export function evaluationHandler(
     memoryLimitMb = 128,
     maxQueue = 8,
     historyMaxTransitions,
+    runDiffs = DEFAULT_RUN_DIFF_SETTINGS,
     rootUserUrn,
   }: Partial<Omit<PoolSettings, "timeLimitMs">> & {
     /** TEST_HISTORY_MAX_TRANSITIONS: what each (entity, test) pair's result history keeps */
     historyMaxTransitions?: number;
+    /** TEST_RUN_DIFF_FLAP_CHANGES, TEST_RUN_DIFF_FLAP_RUNS, TEST_RUN_DIFF_MAX_RUNS */
+    runDiffs?: RunDiffSettings;
     /** ROOT_USER_URN: the root user's built-in policy counts when a test owner's grants are read */
     rootUserUrn: string;
   },
@@ -84,6 +88,7 @@ export function evaluationHandler(
     store: new EvaluationStore(db.pool, evaluations),
     pool,
     pusher: new ResultsPusher(new AspectRepository(), ownerPrivileges, new TestResultHistory(historyMaxTransitions)),
+    runDiffs: new TestRunDiffs(runDiffs),
     ownerPrivileges,
     tasks,
     evaluations,

@@ -18,6 +18,7 @@ import { EvaluationBatcher } from "./metadata-tests/evaluation-batcher";
 import { EvaluationService } from "./metadata-tests/evaluation.service";
 import { MetadataTestService } from "./metadata-tests/metadata-test.service";
 import { TestRunService } from "./metadata-tests/test-run.service";
+import { TestRunDiffService } from "./metadata-tests/test-run-diff.service";
 import { RetentionService } from "./operations/retention.service";
 import { TaskService } from "./operations/task.service";
 import { TruncationService } from "./operations/truncation.service";
@@ -125,6 +126,7 @@ export async function composeServices(config: Config, connections: Connections, 
       scheduleSync,
     ),
     testRuns: new TestRunService(connections.db, registry, engine, evaluateProducer, logger, rateLimits),
+    testRunDiffs: new TestRunDiffService(connections.db, engine),
     tasks,
     retention,
     rateLimits,

@@ -294,6 +294,11 @@ const ROWS: Row[] = [
     })),
   },
   {
+    operation: "Query.testRunDiff",
+    needs: "VIEW_TESTS", // as the test's result history
+    call: gql(`query($t: String!) { testRunDiff(testUrn: $t) { runId } }`, (_c, f) => ({ t: f.test })),
+  },
+  {
     operation: "Mutation.createTest",
     needs: "MANAGE_TESTS",
     call: gql(`mutation($i: CreateTestInput!) { createTest(input: $i) }`, () => ({ i: testInput() })),

@@ -24,6 +24,12 @@ const REFUSALS: Refusal[] = [
     "input.name is required: a name for the token",
   ],
   [
+    "testRunDiff of a run id past the limit",
+    `query($r: String) { testRunDiff(testUrn: "urn:li:test:t", runId: $r) { runId } }`,
+    { r: LONG_ID },
+    "runId must be 1 to 256 characters long",
+  ],
+  [
     "revokeAccessToken of an id past the limit",
     `mutation($t: String!) { revokeAccessToken(tokenId: $t) }`,
     { t: LONG_ID },

@@ -4,6 +4,7 @@ import type { Actor } from "../auth/actor";
 import type { RateLimits } from "../http/rate-limits";
 import type { MetadataTestService } from "../metadata-tests/metadata-test.service";
 import type { TestRunService } from "../metadata-tests/test-run.service";
+import type { TestRunDiffService } from "../metadata-tests/test-run-diff.service";
 import type { RetentionService } from "../operations/retention.service";
 import type { TaskService } from "../operations/task.service";
 import type { GroupService } from "../policies/group.service";
@@ -22,6 +23,7 @@ export interface Services {
   audit: AuditService;
   tests: MetadataTestService;
   testRuns: TestRunService;
+  testRunDiffs: TestRunDiffService;
   tasks: TaskService;
   retention: RetentionService;
   rateLimits: RateLimits;

@@ -6,6 +6,7 @@ import { policyResolvers, policyTypeDefs } from "../policies/policies.graphql";
 import { retentionResolvers, retentionTypeDefs } from "../operations/retention.graphql";
 import { taskResolvers, taskTypeDefs } from "../operations/tasks.graphql";
 import { testResolvers, testTypeDefs } from "../metadata-tests/tests.graphql";
+import { testRunDiffResolvers, testRunDiffTypeDefs } from "../metadata-tests/test-run-diff.graphql";
 import { tokenResolvers, tokenTypeDefs } from "../tokens/tokens.graphql";
 
 const rootTypeDefs = /* GraphQL */ `
@@ -45,6 +46,7 @@ export const typeDefs = [
   tokenTypeDefs,
   policyTypeDefs,
   testTypeDefs,
+  testRunDiffTypeDefs,
   taskTypeDefs,
   retentionTypeDefs,
   delegatedWorkTypeDefs,
@@ -75,6 +77,7 @@ export const resolvers = [
   refusingUnstorable(tokenResolvers),
   refusingUnstorable(policyResolvers),
   refusingUnstorable(testResolvers),
+  refusingUnstorable(testRunDiffResolvers),
   refusingUnstorable(taskResolvers),
   refusingUnstorable(retentionResolvers),
   refusingUnstorable(delegatedWorkResolvers),
