@@ -176,6 +176,38 @@ export const TEST_RUN_DIFF = /* GraphQL */ `
   }
 `;
 
+export const PREVIEW_TEST_IMPACT = /* GraphQL */ `
+  query PreviewTestImpact($urn: String!, $json: String!, $sampleSize: Int) {
+    previewTestImpact(urn: $urn, definition: { json: $json }, sampleSize: $sampleSize) {
+      testUrn
+      evaluatedAt
+      total
+      sampled
+      sampleSize
+      whole
+      passToFail {
+        count
+        examples
+      }
+      failToPass {
+        count
+        examples
+      }
+      startsApplying
+      stopsApplying
+      unchangedPassing
+      unchangedFailing
+      actions {
+        on
+        type
+        params
+        entities
+        newly
+      }
+    }
+  }
+`;
+
 export const CREATE_RETENTION_POLICY = withFragments(
   /* GraphQL */ `
     mutation CreateRetentionPolicy($input: CreateRetentionPolicyInput!) {

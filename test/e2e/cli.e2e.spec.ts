@@ -621,6 +621,23 @@ describe("mdp, the admin CLI", () => {
         unknown
       >;
       expect(json).toMatchObject({ runId, newlyPassing: { truncated: false } });
+
+      // Before saving an edit: orders would fail a rule it cannot meet; nothing is saved.
+      const edited = path.join(home, "run-diffed-edited.yaml");
+      writeFileSync(
+        edited,
+        "on: {types: [dataset]}\nrules: [{property: datasetProperties.description, operator: contains_str, value: zzz}]\n",
+      );
+      const preview = await mdp(["tests", "preview", "urn:li:test:run-diffed", edited]);
+      expect(preview.code).toBe(0);
+      expect(preview.stdout).toMatch(
+        /^urn:li:test:run-diffed, edited: evaluated on all \d+ entities .*; nothing was saved$/m,
+      );
+      expect(preview.stdout).toMatch(/│ pass → fail +│ [1-9]\d* +│ .*db\.orders/);
+      const impact = JSON.parse(
+        (await mdp(["tests", "preview", "urn:li:test:run-diffed", edited, "--sample", "1", "--json"])).stdout,
+      ) as Record<string, unknown>;
+      expect(impact).toMatchObject({ sampled: 1, sampleSize: 1 });
     });
   });
 

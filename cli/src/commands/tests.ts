@@ -12,10 +12,18 @@ import type {
   TestResultHistoryQuery,
   TestResultHistoryQueryVariables,
   TestRunDiffQuery,
+  PreviewTestImpactQuery,
+  PreviewTestImpactQueryVariables,
   TestRunDiffQueryVariables,
   TestState,
 } from "../generated/graphql";
-import { CREATE_TEST, LIST_TESTS, TEST_RESULT_HISTORY, TEST_RUN_DIFF } from "../graphql-operations";
+import {
+  CREATE_TEST,
+  LIST_TESTS,
+  PREVIEW_TEST_IMPACT,
+  TEST_RESULT_HISTORY,
+  TEST_RUN_DIFF,
+} from "../graphql-operations";
 import { apiClient, globalsOf, oneOf, wholeNumber } from "../options";
 import { formatTime, printJson, printLine, printTable } from "../output";
 import { pageLine } from "./tokens";
@@ -158,6 +166,30 @@ schedule: {cron: '0 3 * * *'}: it then runs by itself (runTest with push) and it
     });
 
   tests
+    .command("preview")
+    .description(
+      "before saving an edited test: how many entities would flip and which actions would fire (saves nothing)",
+    )
+    .argument("<testUrn>", "the existing test, e.g. urn:li:test:owned")
+    .argument("<file>", "the edited test or bare definition (YAML or JSON), as tests create reads it")
+    .option(
+      "--sample <n>",
+      "evaluate at most this many entities (the first in urn order)",
+      wholeNumber(1, 5_000),
+      1_000,
+    )
+    .action(async (testUrn: string, file: string, options: { sample: number }, command: Command) => {
+      // Name and category do not matter here: only the definition is previewed.
+      const input = readTestFile(file, { name: "preview", category: "preview" });
+      const { previewTestImpact: impact } = await apiClient().graphql<
+        PreviewTestImpactQuery,
+        PreviewTestImpactQueryVariables
+      >(PREVIEW_TEST_IMPACT, { urn: testUrn, json: input.definition.json, sampleSize: options.sample });
+      if (globalsOf(command).json) return printJson(impact);
+      printImpact(impact);
+    });
+
+  tests
     .command("diff")
     .description("what a run of a test changed since the test's previous run: newly failing, newly passing, flapping")
     .argument("<testUrn>", "e.g. urn:li:test:owned")
@@ -189,6 +221,37 @@ schedule: {cron: '0 3 * * *'}: it then runs by itself (runTest with push) and it
         `flapping: more than ${diff.flapChanges} changes in the last ${diff.flapRuns} runs (since ${formatTime(diff.flapSince)})`,
       );
     });
+}
+
+/** What `mdp tests preview` prints after its counts. */
+function printImpact(impact: PreviewTestImpactQuery["previewTestImpact"]): void {
+  const of = impact.whole
+    ? `all ${impact.sampled} entities`
+    : `a sample of ${impact.sampled} of ${impact.total} entities (the first in urn order)`;
+  printLine(`${impact.testUrn}, edited: evaluated on ${of} at ${formatTime(impact.evaluatedAt)}; nothing was saved`);
+  printTable(
+    ["change", "entities", "e.g."],
+    [
+      ["pass → fail", String(impact.passToFail.count), impact.passToFail.examples.slice(0, 3).join(", ")],
+      ["fail → pass", String(impact.failToPass.count), impact.failToPass.examples.slice(0, 3).join(", ")],
+      ["starts applying", String(impact.startsApplying), ""],
+      ["stops applying", String(impact.stopsApplying), ""],
+      ["still passing", String(impact.unchangedPassing), ""],
+      ["still failing", String(impact.unchangedFailing), ""],
+    ],
+  );
+  if (impact.actions.length > 0) {
+    printTable(
+      ["on", "action", "params", "would run on", "newly"],
+      impact.actions.map((a) => [
+        a.on === "SUCCESS" ? "PASS" : "FAIL",
+        a.type,
+        paramsText(JSON.parse(a.params) as Record<string, unknown>),
+        String(a.entities),
+        String(a.newly),
+      ]),
+    );
+  }
 }
 
 function listRows(

@@ -235,6 +235,15 @@ export type TestRunDiffQuery = { testRunDiff: { testUrn: string, runId: string, 
 
 export type RunDiffEntitiesFragment = { total: number, truncated: boolean, entities: Array<{ urn: string, type: TestResultType, previousType: TestResultType | null, changes: number | null }> };
 
+export type PreviewTestImpactQueryVariables = Exact<{
+  urn: string;
+  json: string;
+  sampleSize?: number | null | undefined;
+}>;
+
+
+export type PreviewTestImpactQuery = { previewTestImpact: { testUrn: string, evaluatedAt: number, total: number, sampled: number, sampleSize: number, whole: boolean, startsApplying: number, stopsApplying: number, unchangedPassing: number, unchangedFailing: number, passToFail: { count: number, examples: Array<string> }, failToPass: { count: number, examples: Array<string> }, actions: Array<{ on: TestResultType, type: string, params: string, entities: number, newly: number }> } };
+
 export type CreateRetentionPolicyMutationVariables = Exact<{
   input: CreateRetentionPolicyInput;
 }>;

@@ -19,12 +19,14 @@ import { ResultsPusher } from "./results.pusher";
 import { TestResultHistory } from "./test-result-history";
 import { DEFAULT_RUN_DIFF_SETTINGS, TestRunDiffs, type RunDiffSettings } from "./test-run-diff";
 import { runTestKind, runTestRunner } from "./run-test.processor";
+import { previewTest } from "./preview-test.processor";
 
 /** The evaluate-tests handler: an "evaluate" job answers waiting callers; a "runTest" job is a background task. */
 export function createEvaluateHandler(deps: EvaluateDeps): JobHandler<"evaluate"> {
   const runTest = runTestRunner(deps).handler("runTest");
   return async (payload, job, token) => {
     if (payload.kind === "runTest") return runTest(payload, job, token);
+    if (payload.kind === "previewTest") return previewTest(deps, payload, job);
     // The rows of its items that the job makes active are renewed while it runs, and only while it runs.
     const held = deps.tasks.holdRows(payload.items.map((i) => i.taskId));
     try {
@@ -115,6 +117,9 @@ export function evaluationGivenUp(
   return async (payload, job, reason) => {
     if (payload.kind === "runTest") {
       await tasks.giveUp(payload.taskId, reason);
+    } else if (payload.kind === "previewTest") {
+      // Nothing was written: the waiting gateway hears the reason at once.
+      await reply(payload.replyTo, { jobId: job.id!, failedReason: reason });
     } else {
       const failedReason = `Given up after its workers stopped during it too often: ${reason}`;
       await recordEvaluateFailure({ evaluations, reply, logger }, payload, job, new Date(), {

@@ -19,6 +19,7 @@ import { EvaluationService } from "./metadata-tests/evaluation.service";
 import { MetadataTestService } from "./metadata-tests/metadata-test.service";
 import { TestRunService } from "./metadata-tests/test-run.service";
 import { TestRunDiffService } from "./metadata-tests/test-run-diff.service";
+import { TestImpactService } from "./metadata-tests/test-impact.service";
 import { RetentionService } from "./operations/retention.service";
 import { TaskService } from "./operations/task.service";
 import { TruncationService } from "./operations/truncation.service";
@@ -127,6 +128,17 @@ export async function composeServices(config: Config, connections: Connections, 
     ),
     testRuns: new TestRunService(connections.db, registry, engine, evaluateProducer, logger, rateLimits),
     testRunDiffs: new TestRunDiffService(connections.db, engine),
+    // Evaluated by the workers and answered on the evaluate-tests reply channel, opened below.
+    testImpact: new TestImpactService(
+      prisma,
+      registry,
+      engine,
+      evaluateProducer,
+      () => evaluationReplies,
+      config.EVALUATE_TIMEOUT_MS,
+      logger,
+      rateLimits,
+    ),
     tasks,
     retention,
     rateLimits,

@@ -24,6 +24,12 @@ const REFUSALS: Refusal[] = [
     "input.name is required: a name for the token",
   ],
   [
+    "previewTestImpact of a sample past the limit",
+    `query($j: String!) { previewTestImpact(urn: "urn:li:test:t", definition: {json: $j}, sampleSize: 0) { sampled } }`,
+    { j: JSON.stringify({ on: { types: ["dataset"] }, rules: { property: "urn", operator: "exists" } }) },
+    "sampleSize must be a whole number from 1 to 5000",
+  ],
+  [
     "testRunDiff of a run id past the limit",
     `query($r: String) { testRunDiff(testUrn: "urn:li:test:t", runId: $r) { runId } }`,
     { r: LONG_ID },

@@ -5,6 +5,7 @@ import type { RateLimits } from "../http/rate-limits";
 import type { MetadataTestService } from "../metadata-tests/metadata-test.service";
 import type { TestRunService } from "../metadata-tests/test-run.service";
 import type { TestRunDiffService } from "../metadata-tests/test-run-diff.service";
+import type { TestImpactService } from "../metadata-tests/test-impact.service";
 import type { RetentionService } from "../operations/retention.service";
 import type { TaskService } from "../operations/task.service";
 import type { GroupService } from "../policies/group.service";
@@ -24,6 +25,7 @@ export interface Services {
   tests: MetadataTestService;
   testRuns: TestRunService;
   testRunDiffs: TestRunDiffService;
+  testImpact: TestImpactService;
   tasks: TaskService;
   retention: RetentionService;
   rateLimits: RateLimits;

@@ -7,6 +7,7 @@ import { retentionResolvers, retentionTypeDefs } from "../operations/retention.g
 import { taskResolvers, taskTypeDefs } from "../operations/tasks.graphql";
 import { testResolvers, testTypeDefs } from "../metadata-tests/tests.graphql";
 import { testRunDiffResolvers, testRunDiffTypeDefs } from "../metadata-tests/test-run-diff.graphql";
+import { testImpactResolvers, testImpactTypeDefs } from "../metadata-tests/test-impact.graphql";
 import { tokenResolvers, tokenTypeDefs } from "../tokens/tokens.graphql";
 
 const rootTypeDefs = /* GraphQL */ `
@@ -47,6 +48,7 @@ export const typeDefs = [
   policyTypeDefs,
   testTypeDefs,
   testRunDiffTypeDefs,
+  testImpactTypeDefs,
   taskTypeDefs,
   retentionTypeDefs,
   delegatedWorkTypeDefs,
@@ -78,6 +80,7 @@ export const resolvers = [
   refusingUnstorable(policyResolvers),
   refusingUnstorable(testResolvers),
   refusingUnstorable(testRunDiffResolvers),
+  refusingUnstorable(testImpactResolvers),
   refusingUnstorable(taskResolvers),
   refusingUnstorable(retentionResolvers),
   refusingUnstorable(delegatedWorkResolvers),
