@@ -85,7 +85,9 @@ async function impactOf(deps: EvaluateDeps, payload: PreviewPayload): Promise<Im
     `${deps.pool.settings.timeLimitMs} ms (EVALUATION_TIME_LIMIT_MS) for a preview of ${entities.length} entities`,
   );
   if (outcome instanceof EvaluationLimitError) {
-    return { refused: "limit", message: `${outcome.message} Preview fewer entities (sampleSize).` };
+    // The stand-in urn means nothing to the caller: it is the test as edited.
+    const message = outcome.message.replaceAll(EDITED, `${payload.testUrn} (as edited)`);
+    return { refused: "limit", message: `${message} Preview fewer entities (sampleSize).` };
   }
   if (outcome instanceof StoredDefinitionError) {
     // The stand-in urn is the edited definition: the gateway's parser accepted it, so only a stored one can be refused.
