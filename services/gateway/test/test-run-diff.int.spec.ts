@@ -6,6 +6,7 @@
  */
 import { createLogger } from "@mdp/core";
 import { eventually } from "@mdp/core/testing";
+import { inTransaction, openRunDiff } from "@mdp/db";
 import { TestHistoryRetention } from "evaluation-worker";
 import { startEvaluationWorker, type RunningWorker } from "./support/evaluation-worker";
 import { ROOT, startGateway, systemClientHeaders, type Harness } from "./support/gateway-harness";
@@ -215,6 +216,24 @@ describe("testRunDiff: what changed since the last run", () => {
     const bad = await gql(DIFF, { testUrn: "not a urn" });
     expect(bad.errors?.[0]).toMatchObject({ extensions: { code: "BAD_USER_INPUT" } });
     expect(bad.errors?.[0]?.message).toContain("testUrn");
+  });
+
+  it("keeps the last TEST_RUN_DIFF_MAX_RUNS runs of a test: a run that starts deletes the oldest beyond it", async () => {
+    const test = "urn:li:test:capped";
+    const open = (runId: string, at: number) =>
+      inTransaction(h.database.pool, (client) =>
+        openRunDiff(client, { runId, testUrn: test, at: new Date(at), flapChanges: 2, flapRuns: 5, maxRuns: 2 }),
+      );
+    await open("capped-1", 1_000);
+    await open("capped-2", 2_000);
+    const third = await open("capped-3", 3_000);
+    // Compared with the run before it, which had no batch yet: its start.
+    expect(third).toMatchObject({ previousRunId: "capped-2", baselineAt: new Date(2_000), flapSince: new Date(1_000) });
+    const kept = await h.database.pool.query<{ run_id: string }>(
+      "SELECT run_id FROM test_run_diff WHERE test_urn = $1 ORDER BY started_at",
+      [test],
+    );
+    expect(kept.rows.map((r) => r.run_id)).toEqual(["capped-2", "capped-3"]);
   });
 
   it("prunes run diffs older than the history's retention with the history", async () => {
