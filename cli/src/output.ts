@@ -21,11 +21,23 @@ export function printTable(head: string[], rows: Array<Array<string | number>>):
   printLine(table.toString());
 }
 
-/** A table for one item: a field per row. */
+/** A table for one item: a field per row; on a terminal, a long value wraps at its width rather than run past it. */
 export function printRecord(record: Array<[string, string | number]>): void {
-  const table = new Table({ style: { head: [], border: [] } });
+  printLine(formatRecord(record, process.stdout.isTTY ? process.stdout.columns : undefined));
+}
+
+/** printRecord's table, no wider than `columns` when given (a value's column keeps at least 20): values wrap mid-word,
+ * as a urn has no spaces and a cut one would lose what it names. */
+export function formatRecord(record: Array<[string, string | number]>, columns?: number): string {
+  // a column's width counts its padding (1 each side); the three borders take one each
+  const keyWidth = Math.max(0, ...record.map(([key]) => key.length)) + 2;
+  const valueWidth = columns ? Math.max(20, columns - keyWidth - 3) : undefined;
+  const table = new Table({
+    style: { head: [], border: [] },
+    ...(valueWidth !== undefined && { colWidths: [keyWidth, valueWidth], wordWrap: true, wrapOnWordBoundary: false }),
+  });
   table.push(...record.map(([key, value]) => ({ [key]: String(value) })));
-  printLine(table.toString());
+  return table.toString();
 }
 
 /** Epoch milliseconds as UTC text to the second, `-` for none. */

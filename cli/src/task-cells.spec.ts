@@ -1,5 +1,6 @@
 /** What `mdp tasks status` and `mdp tasks watch` show of a task beside its counts. */
 import { cellOf } from "./commands/operations";
+import { formatRecord } from "./output";
 import type { TaskStatus } from "./task-status";
 import { etaOf } from "./watch";
 
@@ -20,6 +21,41 @@ describe("a task's request and result in the status table", () => {
     expect(cellOf(result)).toBe(
       "urn:li:dataset:(urn:li:dataPlatform:hive,sales.orders,PROD): 1 passing, 3 failing, 0 not applicable (--json for the rules)",
     );
+  });
+
+  it("shows an evaluation task's stored result ({results: {<urn>: <answer>}}) as its counts", () => {
+    const rule = { path: "rules[0]", property: "x", operator: "exists", actual: [], message: "m".repeat(80) };
+    const answer = (urn: string) => ({
+      urn,
+      passing: [],
+      failing: [{ test: "urn:li:test:owned", type: "FAILURE", failedRules: [rule] }],
+      notApplicable: [],
+      evaluatedAt: 1795729664000,
+    });
+    const orders = "urn:li:dataset:(urn:li:dataPlatform:hive,sales.orders,PROD)";
+    const refunds = "urn:li:dataset:(urn:li:dataPlatform:hive,sales.refunds,PROD)";
+    expect(cellOf({ results: { [orders]: answer(orders) } })).toBe(
+      `${orders}: 0 passing, 1 failing, 0 not applicable (--json for the rules)`,
+    );
+    expect(cellOf({ results: { [orders]: answer(orders), [refunds]: answer(refunds) } })).toBe(
+      "2 entities: 0 passing, 2 failing, 0 not applicable results (--json for each entity's rules)",
+    );
+  });
+
+  it("fits an 80-column terminal, wrapping a long value without losing any of it", () => {
+    const urn = `urn:li:dataset:(urn:li:dataPlatform:hive,${"a".repeat(90)},PROD)`;
+    const table = formatRecord(
+      [
+        ["task", "0345bee3-6bd8-46ff-8070-c05c2dbd3e33"],
+        ["created by", urn],
+      ],
+      80,
+    );
+    const lines = table.split("\n");
+    expect(Math.max(...lines.map((line) => line.length))).toBe(80);
+    expect(lines.map((line) => line.split("│")[2]?.trim() ?? "").join("")).toContain(urn);
+    // without a terminal (a pipe, a file), nothing wraps
+    expect(formatRecord([["created by", urn]]).split("\n")[1]).toContain(urn);
   });
 
   it("cuts anything else long, saying how to see it all", () => {

@@ -194,18 +194,47 @@ Examples:
 /** The widest a request or result is shown in the table: the whole of it is `--json`'s. */
 const CELL_CHARS = 100;
 
+/** An evaluate answer's counts, or undefined for anything else. */
+function countsOf(value: unknown): { passing: number; failing: number; notApplicable?: number } | undefined {
+  const v = value as { passing?: unknown; failing?: unknown; notApplicable?: unknown } | null;
+  if (!v || !Array.isArray(v.passing) || !Array.isArray(v.failing)) return undefined;
+  return {
+    passing: v.passing.length,
+    failing: v.failing.length,
+    ...(Array.isArray(v.notApplicable) && { notApplicable: v.notApplicable.length }),
+  };
+}
+
+const describeCounts = (c: { passing: number; failing: number; notApplicable?: number }) =>
+  `${c.passing} passing, ${c.failing} failing${c.notApplicable === undefined ? "" : `, ${c.notApplicable} not applicable`}`;
+
 /**
- * A request or result as one table cell: short JSON whole; an evaluation's result (`passing`/`failing` lists of tests)
- * as its counts; anything longer cut, saying how to see it all.
+ * A request or result as one table cell: short JSON whole; an evaluate answer (`passing`/`failing` lists of tests), or
+ * an evaluation task's result (`{results: {<urn>: <evaluate answer>}}`), as its counts; anything longer cut, saying
+ * how to see it all.
  */
 export function cellOf(value: unknown): string {
   if (value === null || value === undefined) return "-";
   const json = JSON.stringify(value);
   if (json.length <= CELL_CHARS) return json;
-  const v = value as { urn?: unknown; passing?: unknown; failing?: unknown; notApplicable?: unknown };
-  if (Array.isArray(v.passing) && Array.isArray(v.failing)) {
-    const na = Array.isArray(v.notApplicable) ? `, ${v.notApplicable.length} not applicable` : "";
-    return `${typeof v.urn === "string" ? `${v.urn}: ` : ""}${v.passing.length} passing, ${v.failing.length} failing${na} (--json for the rules)`;
+  const answer = countsOf(value);
+  if (answer) {
+    const urn = (value as { urn?: unknown }).urn;
+    return `${typeof urn === "string" ? `${urn}: ` : ""}${describeCounts(answer)} (--json for the rules)`;
+  }
+  const results = (value as { results?: unknown }).results;
+  if (results && typeof results === "object" && !Array.isArray(results)) {
+    const entries = Object.entries(results as Record<string, unknown>).map(([urn, a]) => [urn, countsOf(a)] as const);
+    if (entries.length > 0 && entries.every(([, counts]) => counts)) {
+      if (entries.length === 1) return `${entries[0]![0]}: ${describeCounts(entries[0]![1]!)} (--json for the rules)`;
+      const sum = { passing: 0, failing: 0, notApplicable: 0 };
+      for (const [, c] of entries) {
+        sum.passing += c!.passing;
+        sum.failing += c!.failing;
+        sum.notApplicable += c!.notApplicable ?? 0;
+      }
+      return `${entries.length} entities: ${describeCounts(sum)} results (--json for each entity's rules)`;
+    }
   }
   return `${json.slice(0, CELL_CHARS)}… (${json.length.toLocaleString("en-US")} characters; --json shows all of it)`;
 }

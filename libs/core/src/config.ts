@@ -165,6 +165,8 @@ const schema = z.object({
    * the count bounds what one user sets running without being there
    */
   MAX_SCHEDULES_PER_USER: int(1, 10_000).default(20),
+  /** live service accounts in the deployment (createServiceAccount refuses past it; deleted ones do not count) */
+  MAX_SERVICE_ACCOUNTS: int(1, 100_000).default(1_000),
   /**
    * GraphiQL on a browser's GET of the GraphQL path (served by the gateway: no other origin), a page that queries with
    * the credentials the browser holds for the whole API. Unset: on unless NODE_ENV=production

@@ -7,6 +7,8 @@
 export const PRIVILEGES = [
   "GENERATE_PERSONAL_ACCESS_TOKENS",
   "MANAGE_ACCESS_TOKENS",
+  // DataHub's (Core v1.4): create, list, read and delete service accounts, and mint SERVICE_ACCOUNT tokens for them.
+  "MANAGE_SERVICE_ACCOUNTS",
   "MANAGE_POLICIES",
   "TRUNCATE_TIMESERIES_INDEX",
   "GET_TIMESERIES_INDEX_SIZES",

@@ -29,6 +29,8 @@ describe("db:bulk-load", () => {
       for (const option of ["--entity", "--aspect", "--rows", "--days", "--urns", "--end"]) {
         expect(run.stdout).toContain(option);
       }
+      // its example loads where pnpm start's system reads (scripts/local-services.ts), not a database it never sees
+      expect(run.stdout).toContain("DATABASE_URL=postgresql://postgres@127.0.0.1:54329/metadata_admin");
     },
     CLI_CASE_MS,
   );

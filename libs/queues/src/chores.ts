@@ -70,7 +70,12 @@ export function startChores<Q extends ChoreQueue>(
       const chore = byName.get(job.name);
       if (!chore) throw new UnrecoverableError(`No chore named '${job.name}' on ${queue.name}`);
       const summary = await chore.run(payload as Payload<Q>, job);
-      if (summary) options.logger.info({ chore: chore.name, ...summary }, `${chore.name}: ran`);
+      // what a firing changed at info; one that found nothing to do (every count 0) at debug
+      if (summary)
+        options.logger[didSomething(summary) ? "info" : "debug"](
+          { chore: chore.name, ...summary },
+          `${chore.name}: ran`,
+        );
       return summary ?? null;
     },
     {
@@ -79,6 +84,7 @@ export function startChores<Q extends ChoreQueue>(
       concurrency: 1,
       logger: options.logger,
       observer: options.observer,
+      jobLogLevel: "debug",
     },
   );
   const ensureSchedulers = async () => {
@@ -115,4 +121,11 @@ export function startChores<Q extends ChoreQueue>(
       await producer.close();
     },
   };
+}
+
+/** Whether a chore's summary counts anything: a number other than 0, at any depth, or anything not a number. */
+function didSomething(summary: unknown): boolean {
+  if (typeof summary === "number") return summary !== 0;
+  if (summary && typeof summary === "object") return Object.values(summary).some(didSomething);
+  return summary !== undefined && summary !== null;
 }

@@ -30,6 +30,11 @@ export interface WorkerOptions<Q extends QueueKey = QueueKey> {
   observer?: JobObserver;
   /** the lease of the tasks its jobs run (TaskLifecycle.leaseMs): a dead worker's jobs come back within it */
   leaseMs?: number;
+  /**
+   * the level of a job's `job started` line and of its `job ended` unless it failed (then warn); default info. The
+   * chores' firings (every 15 s) log at debug, so a terminal running the services is not a scroll of them.
+   */
+  jobLogLevel?: "info" | "debug";
 }
 
 /**
@@ -89,14 +94,15 @@ export function createWorker<Q extends QueueKey>(key: Q, handler: JobHandler<Q>,
   const processor: Processor = (job, token) =>
     withLogContext(logContextOf(job.data), async () => {
       const fields = { queue: QUEUE_NAMES[key], jobId: job.id, jobName: job.name, attempt: job.attemptsMade + 1 };
-      options.logger.info(fields, "job started");
+      const level = options.jobLogLevel ?? "info";
+      options.logger[level](fields, "job started");
       const started = performance.now();
       const ended = (outcome: JobOutcome, error?: unknown) => {
         const ms = performance.now() - started;
         options.observer?.jobEnded(key, outcome, ms / 1000);
         const line = { ...fields, outcome, durationMs: Math.round(ms), ...(error ? { err: messageOf(error) } : {}) };
         if (outcome === "failed" || outcome === "retried") options.logger.warn(line, "job ended");
-        else options.logger.info(line, "job ended");
+        else options.logger[level](line, "job ended");
       };
       try {
         const result = await run(job, token);

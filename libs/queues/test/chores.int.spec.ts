@@ -109,4 +109,30 @@ describe("chores", () => {
     await producer.queue.obliterate({ force: true });
     await producer.close();
   }, 30_000);
+
+  it("logs at info only the firings that did something: a terminal running the services is no scroll of them", async () => {
+    const quietPrefix = `{test-chores-quiet-${randomUUID()}}`;
+    const lines: Array<{ level: number; msg: string; moved?: number }> = [];
+    const seen = createLogger("chores-test", "info", { write: (line: string) => void lines.push(JSON.parse(line)) });
+    let firings = 0;
+    const chore = { name: "tidy", everyMs: EVERY_MS, run: async () => ({ moved: firings++ % 2 }) };
+    const connection = createRedis(REDIS_URL, "worker");
+    const producerConnection = createRedis(REDIS_URL, "worker");
+    connections.push(connection, producerConnection);
+    const replica = startChores("truncationChores", [chore], {
+      connection,
+      producerConnection,
+      prefix: quietPrefix,
+      logger: seen,
+    });
+    replicas.push(replica);
+    const ran = () => lines.filter((l) => l.msg === "tidy: ran");
+    await eventually("two firings that moved something", () => ran().length >= 2, { timeoutMs: 20_000 });
+    await replica.worker.pause();
+    // each firing that moved something says so at info; the others (as many), and every job started/ended, at debug
+    expect(firings).toBeGreaterThanOrEqual(3);
+    expect(ran().every((l) => l.moved === 1)).toBe(true);
+    expect(lines.filter((l) => l.msg === "job started" || l.msg === "job ended")).toEqual([]);
+    await replica.producer.queue.obliterate({ force: true });
+  }, 30_000);
 });

@@ -29,6 +29,7 @@ import { PolicyEngine } from "./policies/policy-engine";
 import { PolicyService } from "./policies/policy.service";
 import { LastUsedRecorder } from "./tokens/last-used.recorder";
 import { DelegatedWorkService } from "./tokens/delegated-work.service";
+import { ServiceAccountService } from "./tokens/service-account.service";
 import { TokenService } from "./tokens/token.service";
 import { TokenStore } from "./tokens/token.store";
 import { TokenVerifier } from "./tokens/token.verifier";
@@ -110,6 +111,15 @@ export async function composeServices(config: Config, connections: Connections, 
     config,
   );
   const testScheduleProducer = new Producer("testSchedule", connections.redis, config.QUEUE_PREFIX);
+  const delegatedWork = new DelegatedWorkService(
+    connections.db,
+    engine,
+    tokenStore,
+    tokenVerifier,
+    tasks,
+    config,
+    logger,
+  );
   const services: Services = {
     prisma,
     engine,
@@ -142,7 +152,8 @@ export async function composeServices(config: Config, connections: Connections, 
     tasks,
     retention,
     rateLimits,
-    delegatedWork: new DelegatedWorkService(connections.db, engine, tokenStore, tokenVerifier, tasks, config, logger),
+    delegatedWork,
+    serviceAccounts: new ServiceAccountService(connections.db, engine, delegatedWork, config),
   };
   const ingestion = new IngestionService(connections.db, registry, aspects, timeseries, engine);
   const evaluationReplies = await ReplyInbox.open(

@@ -45,6 +45,8 @@ interface Fixtures {
   policy: string;
   freshPolicy(): Promise<string>;
   group: string;
+  serviceAccount: string;
+  freshServiceAccount(): Promise<string>;
   truncationTask: string;
   ownTokenOf(caller: Caller): Promise<{ id: string; token: string }>;
 }
@@ -171,6 +173,35 @@ const ROWS: Row[] = [
     use: "of another user",
     needs: "MANAGE_ACCESS_TOKENS",
     call: gql(`query($u: String!) { delegatedWork(input: {ownerUrn: $u}) { urn } }`, () => ({ u: OTHER_USER })),
+  },
+  // Service accounts
+  {
+    operation: "Mutation.createAccessToken",
+    use: "for a service account",
+    needs: "MANAGE_SERVICE_ACCOUNTS",
+    call: gql(CREATE, (_c, f) => ({ i: { ...tokenInput(f.serviceAccount), type: "SERVICE_ACCOUNT" } })),
+  },
+  {
+    operation: "Mutation.createServiceAccount",
+    needs: "MANAGE_SERVICE_ACCOUNTS",
+    call: gql(`mutation { createServiceAccount(input: {displayName: "matrix"}) { urn } }`),
+  },
+  {
+    operation: "Query.listServiceAccounts",
+    needs: "MANAGE_SERVICE_ACCOUNTS",
+    call: gql(`{ listServiceAccounts(input: {}) { total } }`),
+  },
+  {
+    operation: "Query.getServiceAccount",
+    needs: "MANAGE_SERVICE_ACCOUNTS",
+    call: gql(`query($u: String!) { getServiceAccount(urn: $u) { urn } }`, (_c, f) => ({ u: f.serviceAccount })),
+  },
+  {
+    operation: "Mutation.deleteServiceAccount",
+    needs: "MANAGE_SERVICE_ACCOUNTS",
+    call: gql(`mutation($u: String!) { deleteServiceAccount(urn: $u) }`, async (_c, f) => ({
+      u: await f.freshServiceAccount(),
+    })),
   },
   // Policies, groups, audit
   { operation: "Query.listPolicies", needs: "MANAGE_POLICIES", call: gql(`{ listPolicies(input: {}) { total } }`) },
@@ -621,6 +652,9 @@ describe("authorization matrix: every operation, every kind of principal", () =>
         )
       ).createRetentionPolicy.urn;
     const freshPolicy = () => grantPolicy(POLICY_USER, ["VIEW_TESTS"]);
+    const freshServiceAccount = async () =>
+      (await asRoot<{ createServiceAccount: { urn: string } }>(`mutation { createServiceAccount(input: {}) { urn } }`))
+        .createServiceAccount.urn;
     const truncation = await h.post("/gms/operations?action=truncateTimeseriesAspect", {
       entityType: "dataset",
       aspect: "datasetProfile",
@@ -637,6 +671,8 @@ describe("authorization matrix: every operation, every kind of principal", () =>
       policy: await freshPolicy(),
       freshPolicy,
       group: (await asRoot<{ createGroup: string }>(`mutation { createGroup(input: {name: "matrix"}) }`)).createGroup,
+      serviceAccount: await freshServiceAccount(),
+      freshServiceAccount,
       truncationTask: task.id,
       ownTokenOf: (caller) => createToken(h, caller.urn),
     };

@@ -15,7 +15,8 @@ const REFUSALS: Refusal[] = [
     "createAccessToken of a service account",
     `mutation($i: GetAccessTokenInput!) { createAccessToken(input: $i) { accessToken } }`,
     { i: { type: "SERVICE_ACCOUNT", actorUrn: ROOT, duration: "ONE_HOUR", name: "n" } },
-    "input.type SERVICE_ACCOUNT is not supported: only PERSONAL tokens (service accounts are DataHub's)",
+    "input.actorUrn urn:li:corpuser:admin is not a service account: SERVICE_ACCOUNT tokens are for the accounts " +
+      "createServiceAccount makes (urn:li:corpuser:service_<uuid>)",
   ],
   [
     "createAccessToken without a name",

@@ -1,4 +1,5 @@
 import {
+  boundingMinter,
   canonicalPrivilege,
   effectivePrivileges,
   MAX_TOKEN_CHAIN_DEPTH,
@@ -126,18 +127,19 @@ async function tokenPrincipal(
   if (depthLeft <= 0 || !UUID.test(tokenId)) return null;
   const row = await prisma.accessToken.findUnique({
     where: { id: tokenId },
-    select: { actorUrn: true, ownerUrn: true, scopes: true, parentTokenId: true },
+    select: { type: true, actorUrn: true, ownerUrn: true, scopes: true, parentTokenId: true },
   });
   if (!row) return null;
   const parent =
     row.parentTokenId === null ? undefined : await tokenPrincipal(prisma, row.parentTokenId, depthLeft - 1);
   if (parent === null) return null;
   const scopes = row.scopes.map(canonicalPrivilege).filter((p): p is Privilege => p !== undefined);
+  const minterUrn = boundingMinter(row);
   return {
     urn: row.actorUrn,
     tokenId,
     ...(row.scopes.length > 0 && { scopes }),
-    ...(row.ownerUrn !== row.actorUrn && { minterUrn: row.ownerUrn }),
+    ...(minterUrn !== undefined && { minterUrn }),
     ...(parent && { parent }),
   };
 }

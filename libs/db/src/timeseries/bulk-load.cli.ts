@@ -18,9 +18,11 @@ Loads <n> synthetic rows of one time-series aspect into the database at DATABASE
   --urns     how many distinct entities the rows belong to (default 1000)
   --end      every row is older than this instant, in epoch milliseconds (default: now)
 
-Example (a truncation at 1700000000000 then deletes the rows of the days before it):
-  DATABASE_URL=postgresql://postgres@127.0.0.1:5432/metadata_admin \\
-    pnpm db:bulk-load --entity dataset --aspect datasetProfile --rows 1000000 --days 20 --end 1700864000000`;
+Example, into the database pnpm start runs (it prints its URL); a truncation at 1700000000000 then drops the days
+before it, in a moment however many rows they hold:
+  DATABASE_URL=postgresql://postgres@127.0.0.1:54329/metadata_admin \\
+    pnpm db:bulk-load --entity dataset --aspect datasetProfile --rows 1000000 --days 20 --end 1700864000000
+A truncation long enough to watch deletes in batches: put the rows in one day (--days 1) and cut inside it.`;
 
 class UsageError extends Error {}
 
@@ -59,7 +61,7 @@ async function main(): Promise<void> {
     const result = await bulkLoad(pool, options);
     const seconds = (Date.now() - started) / 1000;
     console.log(
-      `loaded ${result.rows} rows into ${result.partitions} partitions in ${seconds.toFixed(1)} s (${Math.round(result.rows / seconds)} rows/s), ` +
+      `loaded ${result.rows} rows into ${result.partitions} partition${result.partitions === 1 ? "" : "s"} in ${seconds.toFixed(1)} s (${Math.round(result.rows / seconds)} rows/s), ` +
         `all older than ${options.endMillis} (${new Date(options.endMillis).toISOString()})`,
     );
   } finally {

@@ -14,7 +14,7 @@ import type { Queryable } from "../timeseries/timeseries.store";
 /** A token row to insert, with what its audit row records. */
 export interface AccessTokenInsert {
   id: string;
-  type: "PERSONAL";
+  type: "PERSONAL" | "SERVICE_ACCOUNT";
   name: string;
   description: string | null;
   actorUrn: string;
@@ -59,7 +59,7 @@ export interface AccessTokenPageRow {
 /** What bearer authentication reads of a token's row. */
 export type AccessTokenCredentialRow = Pick<
   AccessToken,
-  "tokenHash" | "actorUrn" | "ownerUrn" | "revokedAt" | "expiresAt" | "scopes" | "parentTokenId"
+  "type" | "tokenHash" | "actorUrn" | "ownerUrn" | "revokedAt" | "expiresAt" | "scopes" | "parentTokenId"
 >;
 
 /** filterable fields → their columns */
@@ -165,6 +165,7 @@ export async function findAccessTokenCredential(
   return prisma.accessToken.findUnique({
     where: { id },
     select: {
+      type: true,
       tokenHash: true,
       actorUrn: true,
       ownerUrn: true,

@@ -125,6 +125,7 @@ export class TaskRunner {
       if (cancelRequested) {
         const reason = cancellationReason({ ...task, startedAt, progress: { ...progress } });
         await tasks.cancel(lease, reason, progress);
+        await report(true); // the dashboard's bar where the task stopped, not at its last throttled report
         throw new JobCancelledError(reason);
       }
     };
@@ -164,6 +165,7 @@ export class TaskRunner {
     } catch (error) {
       if (error instanceof TaskFailure) {
         await tasks.fail(lease, error.message, progress);
+        await report(true);
         throw new UnrecoverableError(error.message);
       }
       if (error instanceof UnrecoverableError || error instanceof DelayedError) throw error;

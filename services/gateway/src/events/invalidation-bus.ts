@@ -50,6 +50,8 @@ export class InvalidationBus {
   /** other replicas → when their last heartbeat arrived */
   private readonly peers = new Map<string, number>();
   private live = false;
+  /** whether it was ever live: its first time is the start, not a recovery */
+  private wasLive = false;
   private heartbeatInFlight = false;
   private loop: PeriodicLoop | undefined;
 
@@ -123,8 +125,9 @@ export class InvalidationBus {
     }
     if (live !== this.live) {
       this.live = live;
-      if (live) this.logger.info("invalidation channel live again: caches in use");
+      if (live) this.logger.info(`invalidation channel live${this.wasLive ? " again" : ""}: caches in use`);
       else this.logger.warn("invalidation channel silent: caches bypassed, every check reads PostgreSQL");
+      this.wasLive ||= live;
       // Going off: loads in flight must not cache what they read. Coming back: what was published meanwhile is lost.
       this.resetAll();
     }

@@ -12,6 +12,7 @@ import type { GroupService } from "../policies/group.service";
 import type { PolicyEngine } from "../policies/policy-engine";
 import type { PolicyService } from "../policies/policy.service";
 import type { DelegatedWorkService } from "../tokens/delegated-work.service";
+import type { ServiceAccountService } from "../tokens/service-account.service";
 import type { TokenService } from "../tokens/token.service";
 
 /** The domain services resolvers call; built once per process. */
@@ -30,6 +31,7 @@ export interface Services {
   retention: RetentionService;
   rateLimits: RateLimits;
   delegatedWork: DelegatedWorkService;
+  serviceAccounts: ServiceAccountService;
 }
 
 export interface GraphQLContext {

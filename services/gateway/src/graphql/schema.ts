@@ -8,6 +8,7 @@ import { taskResolvers, taskTypeDefs } from "../operations/tasks.graphql";
 import { testResolvers, testTypeDefs } from "../metadata-tests/tests.graphql";
 import { testRunDiffResolvers, testRunDiffTypeDefs } from "../metadata-tests/test-run-diff.graphql";
 import { testImpactResolvers, testImpactTypeDefs } from "../metadata-tests/test-impact.graphql";
+import { serviceAccountResolvers, serviceAccountTypeDefs } from "../tokens/service-accounts.graphql";
 import { tokenResolvers, tokenTypeDefs } from "../tokens/tokens.graphql";
 
 const rootTypeDefs = /* GraphQL */ `
@@ -52,6 +53,7 @@ export const typeDefs = [
   taskTypeDefs,
   retentionTypeDefs,
   delegatedWorkTypeDefs,
+  serviceAccountTypeDefs,
 ];
 type Resolver = (parent: unknown, args: Record<string, unknown>, ...rest: unknown[]) => unknown;
 
@@ -84,4 +86,5 @@ export const resolvers = [
   refusingUnstorable(taskResolvers),
   refusingUnstorable(retentionResolvers),
   refusingUnstorable(delegatedWorkResolvers),
+  refusingUnstorable(serviceAccountResolvers),
 ];

@@ -127,8 +127,22 @@ export class DelegatedWorkService {
       await this.engine.require(actor, "MANAGE_ACCESS_TOKENS", "revoke the access tokens of other users");
     }
     const reason = `revokeActorAccess by ${actor.urn}${given ? `: ${given}` : ""}`.slice(0, MAX_SUSPENDED_REASON);
+    return this.endAccessOf(actor, userUrn, { reason, given, suspendWork });
+  }
 
+  /**
+   * revokeActorAccess's work, once the caller is authorized: `first`, when given, is the transaction's first step
+   * (deleteServiceAccount's: the account's row, whose lock keeps a mint from slipping past the revocation).
+   */
+  async endAccessOf(
+    actor: Actor,
+    userUrn: string,
+    how: { reason: string; given: string; suspendWork: boolean },
+    first?: (tx: Prisma.TransactionClient) => Promise<void>,
+  ) {
+    const { reason, given, suspendWork } = how;
     const { revokedTokenIds, tests, policies, tasks } = await inPrismaTransaction(this.db.prisma, async (tx) => {
+      await first?.(tx);
       const revoked = await this.store.revokeAllOfIn(tx, userUrn, actor);
       const suspended = suspendWork
         ? await this.suspendSchedulesOf(tx, actor, userUrn, reason)

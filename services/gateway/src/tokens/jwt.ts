@@ -10,7 +10,7 @@ export interface AccessTokenClaims {
   sub: string;
   /** the token id */
   jti: string;
-  type: "PERSONAL";
+  type: "PERSONAL" | "SERVICE_ACCOUNT";
   /** seconds since the epoch; absent = never expires */
   exp?: number;
   iat: number;
@@ -64,7 +64,7 @@ function isClaims(value: unknown): value is AccessTokenClaims {
     c !== null &&
     typeof c.sub === "string" &&
     typeof c.jti === "string" &&
-    c.type === "PERSONAL" &&
+    (c.type === "PERSONAL" || c.type === "SERVICE_ACCOUNT") &&
     (c.exp === undefined || typeof c.exp === "number")
   );
 }

@@ -14,6 +14,7 @@ import {
   type Principal,
 } from "@mdp/core";
 import type { DurationPolicy } from "@mdp/db";
+import { SERVICE_ACCOUNT_URN_PREFIX } from "./service-account-urn";
 import type { Actor } from "../auth/actor";
 import { safeEqual } from "../auth/constant-time";
 import { pageInput } from "../graphql/paging";
@@ -67,15 +68,8 @@ const createTokenArgs = (allowNoExpiry: boolean, allowed: AllowedDurations) =>
   z.object({
     input: z
       .object({
-        /** SERVICE_ACCOUNT is in the schema (DataHub's web app sends it) only to be refused by name. */
-        type: z.enum(["PERSONAL", "SERVICE_ACCOUNT"]).transform(
-          parsedBy((at, type: "PERSONAL" | "SERVICE_ACCOUNT") => {
-            if (type !== "PERSONAL") {
-              throw badInput(`${at} ${type} is not supported: only PERSONAL tokens (service accounts are DataHub's)`);
-            }
-            return type;
-          }),
-        ),
+        /** SERVICE_ACCOUNT: a service account's token (actorUrn a live service account), MANAGE_SERVICE_ACCOUNTS */
+        type: z.enum(["PERSONAL", "SERVICE_ACCOUNT"]),
         actorUrn: urnField("corpuser"),
         /**
          * The privileges the token is limited to (ours or DataHub's spellings, 1 to MAX_TOKEN_SCOPES), sorted. Absent:
@@ -186,14 +180,21 @@ export class TokenService {
   }
 
   async create(actor: Actor, args: unknown): Promise<{ accessToken: string; metadata: TokenMetadata }> {
-    await this.requireTokenApi(actor, "generate access tokens");
+    // A service account's token needs MANAGE_SERVICE_ACCOUNTS alone (DataHub's rule), a personal one the token API's.
+    const forServiceAccount = (args as { input?: { type?: unknown } } | null)?.input?.type === "SERVICE_ACCOUNT";
+    if (forServiceAccount) {
+      await this.policies.require(actor, "MANAGE_SERVICE_ACCOUNTS", "generate access tokens for service accounts");
+    } else {
+      await this.requireTokenApi(actor, "generate access tokens");
+    }
     const { input } = parseArgs(this.createArgs, args);
     const { name } = input;
-    if (input.actorUrn !== actor.urn) {
+    if (!forServiceAccount && input.actorUrn !== actor.urn) {
       await this.policies.require(actor, "MANAGE_ACCESS_TOKENS", "generate access tokens for other users");
     }
     // After the privilege check, so a caller without it hears the refusal DataHub's clients expect.
     this.requireMintableActor(actor, input.actorUrn);
+    await this.requireTypeOfActor(input.type, input.actorUrn);
     const scopes = this.scopesOfNewToken(actor, input.scopes);
     await this.requireNoStrongerThanMinter(actor, input.actorUrn, scopes);
     await this.requireScopesHeld(actor, input.actorUrn, scopes);
@@ -272,6 +273,24 @@ export class TokenService {
         `${caller.urn} is unauthorized to generate access tokens for ${actorUrn}, the root user: only the root user ` +
           `mints its own tokens.`,
       );
+    }
+  }
+
+  /**
+   * A SERVICE_ACCOUNT token is for a service account (one deleted meanwhile is refused by the insert, under its
+   * lock), and a service account has no PERSONAL tokens: its tokens are told apart by type (their minter does not
+   * bound them, boundingMinter). Only urns of the service accounts' form are looked up.
+   */
+  private async requireTypeOfActor(type: "PERSONAL" | "SERVICE_ACCOUNT", actorUrn: string): Promise<void> {
+    const account = actorUrn.startsWith(SERVICE_ACCOUNT_URN_PREFIX) && (await this.store.isServiceAccount(actorUrn));
+    if (type === "SERVICE_ACCOUNT" && !account) {
+      throw badInput(
+        `input.actorUrn ${abbreviated(actorUrn)} is not a service account: SERVICE_ACCOUNT tokens are for the ` +
+          `accounts createServiceAccount makes (urn:li:corpuser:service_<uuid>)`,
+      );
+    }
+    if (type === "PERSONAL" && account) {
+      throw badInput(`input.type PERSONAL: ${actorUrn} is a service account, whose tokens are of type SERVICE_ACCOUNT`);
     }
   }
 

@@ -1,4 +1,4 @@
-import { makeUrn } from "@mdp/core";
+import { makeUrn, notFound } from "@mdp/core";
 import {
   accessTokenPage,
   findAccessToken,
@@ -6,6 +6,9 @@ import {
   inPrismaTransaction,
   insertAccessTokenWithAudit,
   insertAuditEventPerTarget,
+  inTransaction,
+  isServiceAccountUrn,
+  lockLiveServiceAccount,
   revokeAccessToken,
   revokeLiveAccessTokensOf,
   revokeLiveAccessTokensOutside,
@@ -52,6 +55,8 @@ export interface StoredToken {
  * was minted with): the same row serves when the token is the credential and when it is another token's parent.
  */
 export interface TokenCredential {
+  /** PERSONAL, or SERVICE_ACCOUNT (whose minter does not bound it: boundingMinter) */
+  type: "PERSONAL" | "SERVICE_ACCOUNT";
   /** the stored hash, as bytes */
   tokenHash: Buffer;
   actorUrn: string;
@@ -68,7 +73,7 @@ export interface TokenCredential {
 
 /** A token to insert: its metadata, its salted hash, and what its audit row records. */
 export interface NewToken {
-  type: "PERSONAL";
+  type: "PERSONAL" | "SERVICE_ACCOUNT";
   metadata: TokenMetadata;
   tokenHash: string;
   /** epoch seconds; undefined: never expires */
@@ -96,10 +101,28 @@ export class TokenStore {
     return makeUrn(this.urnNamespace, "accessToken", id);
   }
 
-  /** The token and its audit row, committed together in one round trip. */
+  /**
+   * The token and its audit row, committed together in one round trip. A service account's token is inserted under
+   * the lock of its live account (lockLiveServiceAccount), so a deletion either comes first (the mint is refused,
+   * NOT_FOUND) or revokes it with the account's other tokens.
+   */
   async insert(token: NewToken): Promise<void> {
+    if (token.type === "SERVICE_ACCOUNT") {
+      await inTransaction(this.pool, async (client) => {
+        const { actorUrn } = token.metadata;
+        if (!(await lockLiveServiceAccount(client, actorUrn))) {
+          throw notFound(`Service account ${actorUrn} does not exist (or has been deleted)`);
+        }
+        await this.insertWith(client, token);
+      });
+      return;
+    }
+    await this.insertWith(this.pool, token);
+  }
+
+  private async insertWith(client: Pick<pg.Pool, "query">, token: NewToken): Promise<void> {
     const { metadata } = token;
-    await insertAccessTokenWithAudit(this.pool, {
+    await insertAccessTokenWithAudit(client, {
       id: metadata.id,
       type: token.type,
       name: metadata.name,
@@ -135,11 +158,17 @@ export class TokenStore {
     return row && { metadata: this.metadataOf(row), tokenHash: row.tokenHash, revoked: row.revokedAt !== null };
   }
 
+  /** Whether the urn is, or was, a service account's (service-account.repository.ts). */
+  isServiceAccount(urn: string): Promise<boolean> {
+    return isServiceAccountUrn(this.prisma, urn);
+  }
+
   /** What bearer authentication reads of a token's row, or null. */
   async credentialOf(id: string): Promise<TokenCredential | null> {
     const row = await findAccessTokenCredential(this.prisma, id);
     if (!row) return null;
     return {
+      type: row.type,
       tokenHash: Buffer.from(row.tokenHash, "hex"),
       actorUrn: row.actorUrn,
       ownerUrn: row.ownerUrn,

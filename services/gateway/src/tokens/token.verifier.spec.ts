@@ -46,6 +46,7 @@ describe("TokenVerifier's chains", () => {
       [
         PARENT,
         {
+          type: "PERSONAL",
           tokenHash: Buffer.alloc(32),
           actorUrn: BOB,
           ownerUrn: BOB,
@@ -58,6 +59,7 @@ describe("TokenVerifier's chains", () => {
       [
         CHILD,
         {
+          type: "PERSONAL",
           tokenHash: tokenDigest(child, config.TOKEN_SALT),
           actorUrn: ALICE,
           ownerUrn: BOB,

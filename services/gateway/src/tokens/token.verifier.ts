@@ -1,5 +1,12 @@
 import { hash } from "node:crypto";
-import { MAX_TOKEN_CHAIN_DEPTH, SYSTEM_ACTOR_URN, unauthenticated, type Config, type Principal } from "@mdp/core";
+import {
+  boundingMinter,
+  MAX_TOKEN_CHAIN_DEPTH,
+  SYSTEM_ACTOR_URN,
+  unauthenticated,
+  type Config,
+  type Principal,
+} from "@mdp/core";
 import type { Actor } from "../auth/actor";
 import type { InvalidationBus } from "../events/invalidation-bus";
 import { Hs256, JwtError, type AccessTokenClaims } from "./jwt";
@@ -178,10 +185,11 @@ export class TokenVerifier {
   }
 }
 
-/** A token's own links, from its row: its scopes, and its minter when another user minted it. */
+/** A token's own links, from its row: its scopes, and its minter when another user minted it (not a service account's). */
 function withLinks(principal: Principal, row: TokenCredential): void {
   if (row.scopes) principal.scopes = row.scopes;
-  if (row.ownerUrn !== row.actorUrn) principal.minterUrn = row.ownerUrn;
+  const minterUrn = boundingMinter(row);
+  if (minterUrn !== undefined) principal.minterUrn = minterUrn;
 }
 
 function requireUnexpired(claims: AccessTokenClaims): void {

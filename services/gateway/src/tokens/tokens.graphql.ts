@@ -2,8 +2,9 @@ import type { GraphQLContext } from "../graphql/context";
 
 export const tokenTypeDefs = /* GraphQL */ `
   """
-  PERSONAL is the one type made here. SERVICE_ACCOUNT (DataHub's web app offers it) is accepted by the schema only so
-  that createAccessToken can refuse it with BAD_USER_INPUT naming the value: service accounts are DataHub's.
+  PERSONAL: a user's token. SERVICE_ACCOUNT: a service account's (actorUrn a live service account), minted by a holder
+  of MANAGE_SERVICE_ACCOUNTS, who is recorded as its ownerUrn but does not bound it: at every use it holds the
+  account's current grants (within its scopes and the token it was created with).
   """
   enum AccessTokenType {
     PERSONAL

@@ -1,0 +1,145 @@
+import { randomUUID } from "node:crypto";
+import { z } from "zod";
+import { conflict, notFound, type Config } from "@mdp/core";
+import {
+  findLiveServiceAccount,
+  inPrismaTransaction,
+  insertServiceAccount,
+  liveServiceAccountCount,
+  lockServiceAccountCreation,
+  markServiceAccountDeleted,
+  serviceAccountPage,
+  type Database,
+  type ServiceAccountRow,
+} from "@mdp/db";
+import { recordAudit } from "../audit/audit.service";
+import type { Actor } from "../auth/actor";
+import { pageInput } from "../graphql/paging";
+import { parseArgs, textField, urnField } from "../http/validate";
+import type { PolicyEngine } from "../policies/policy-engine";
+import type { DelegatedWorkService } from "./delegated-work.service";
+import { serviceAccountUrn } from "./service-account-urn";
+
+/** docs/limits.md */
+export const MAX_SERVICE_ACCOUNT_DISPLAY_NAME = 256;
+export const MAX_SERVICE_ACCOUNT_DESCRIPTION = 2000;
+export const MAX_SERVICE_ACCOUNT_QUERY = 256;
+
+/** A service account as DataHub's clients read it (its ServiceAccount type); times are epoch ms. */
+export interface ServiceAccountView {
+  urn: string;
+  type: "CORP_USER";
+  /** the username of its urn: service_<uuid> */
+  name: string;
+  displayName: string | null;
+  description: string | null;
+  createdBy: string;
+  createdAt: number;
+  updatedAt: number;
+  /** when any of its live tokens was last used (this service's extension); null: never, or no live token */
+  lastUsedAt: number | null;
+}
+
+const createArgs = z.object({
+  input: z.object({
+    displayName: textField({ max: MAX_SERVICE_ACCOUNT_DISPLAY_NAME, trim: true })
+      .nullish()
+      .transform((name) => name || null),
+    description: textField({ max: MAX_SERVICE_ACCOUNT_DESCRIPTION })
+      .nullish()
+      .transform((description) => description ?? null),
+  }),
+});
+const listArgs = pageInput({
+  query: textField({ max: MAX_SERVICE_ACCOUNT_QUERY, trim: true })
+    .nullish()
+    .transform((query) => query || undefined),
+});
+const urnArgs = z.object({ urn: urnField("corpuser") });
+
+/**
+ * Service accounts (docs/api.md "Service accounts", DataHub Core v1.4): non-human users, `urn:li:corpuser:service_<uuid>`,
+ * granted privileges by policies like any user and acting through SERVICE_ACCOUNT tokens (TokenService.create). Every
+ * operation needs MANAGE_SERVICE_ACCOUNTS. Deleting one ends its access as revokeActorAccess does (every token revoked
+ * on every replica within 1 s, its schedules suspended, its tasks asked to stop), in the deletion's transaction.
+ */
+export class ServiceAccountService {
+  constructor(
+    private readonly db: Database,
+    private readonly engine: PolicyEngine,
+    private readonly delegatedWork: Pick<DelegatedWorkService, "endAccessOf">,
+    private readonly config: Pick<Config, "MAX_SERVICE_ACCOUNTS">,
+  ) {}
+
+  async create(actor: Actor, args: unknown): Promise<ServiceAccountView> {
+    await this.require(actor, "create service accounts");
+    const { displayName, description } = parseArgs(createArgs, args).input;
+    const id = randomUUID();
+    const urn = serviceAccountUrn(id);
+    const row = await inPrismaTransaction(this.db.prisma, async (tx) => {
+      await lockServiceAccountCreation(tx);
+      const live = await liveServiceAccountCount(tx);
+      if (live >= this.config.MAX_SERVICE_ACCOUNTS) {
+        throw conflict(
+          `There are already ${live} service accounts, the limit of ${this.config.MAX_SERVICE_ACCOUNTS} ` +
+            `(MAX_SERVICE_ACCOUNTS); delete one first.`,
+        );
+      }
+      const created = await insertServiceAccount(tx, { urn, id, displayName, description, createdBy: actor.urn });
+      await recordAudit(tx, actor, "serviceAccount.create", urn, { displayName, description });
+      return created;
+    });
+    return viewOf({ ...row, lastUsedAt: null });
+  }
+
+  async list(actor: Actor, args: unknown) {
+    await this.require(actor, "list service accounts");
+    const { start, count, query } = parseArgs(listArgs, args).input;
+    const { total, rows } = await serviceAccountPage(this.db.prisma, query, start, count);
+    return { start, count: rows.length, total, serviceAccounts: rows.map(viewOf) };
+  }
+
+  /** The live account, or null (DataHub's smoke tests accept null for an unknown one). */
+  async get(actor: Actor, args: unknown): Promise<ServiceAccountView | null> {
+    await this.require(actor, "read service accounts");
+    const { urn } = parseArgs(urnArgs, args);
+    const row = await findLiveServiceAccount(this.db.prisma, urn);
+    return row && viewOf(row);
+  }
+
+  /**
+   * Marks the account deleted and ends its access in one transaction (the row first: its lock orders the deletion
+   * against a concurrent mint), audited as `serviceAccount.delete` beside revokeActorAccess's rows; then every replica
+   * is told. NOT_FOUND for an account that is not live.
+   */
+  async delete(actor: Actor, args: unknown): Promise<boolean> {
+    await this.require(actor, "delete service accounts");
+    const { urn } = parseArgs(urnArgs, args);
+    const reason = `deleteServiceAccount by ${actor.urn}`;
+    await this.delegatedWork.endAccessOf(actor, urn, { reason, given: "", suspendWork: true }, async (tx) => {
+      if (!(await markServiceAccountDeleted(tx, urn, actor.urn))) {
+        throw notFound(`Service account ${urn} does not exist`);
+      }
+      await recordAudit(tx, actor, "serviceAccount.delete", urn);
+    });
+    return true;
+  }
+
+  private async require(actor: Actor, operation: string): Promise<void> {
+    await this.engine.require(actor, "MANAGE_SERVICE_ACCOUNTS", operation);
+  }
+}
+
+function viewOf(row: ServiceAccountRow): ServiceAccountView {
+  return {
+    urn: row.urn,
+    type: "CORP_USER",
+    name: row.urn.slice("urn:li:corpuser:".length),
+    displayName: row.displayName,
+    description: row.description,
+    createdBy: row.createdBy,
+    createdAt: row.createdAt.getTime(),
+    updatedAt: row.updatedAt.getTime(),
+    lastUsedAt: row.lastUsedAt?.getTime() ?? null,
+  };
+}
