@@ -140,6 +140,74 @@ export const TEST_RESULT_HISTORY = /* GraphQL */ `
   }
 `;
 
+export const TEST_RUN_DIFF = /* GraphQL */ `
+  query TestRunDiff($testUrn: String!, $runId: String) {
+    testRunDiff(testUrn: $testUrn, runId: $runId) {
+      testUrn
+      runId
+      previousRunId
+      startedAt
+      baselineAt
+      lastBatchAt
+      evaluated
+      flapChanges
+      flapRuns
+      flapSince
+      newlyFailing {
+        ...RunDiffEntities
+      }
+      newlyPassing {
+        ...RunDiffEntities
+      }
+      flapping {
+        ...RunDiffEntities
+      }
+    }
+  }
+  fragment RunDiffEntities on TestRunDiffEntities {
+    total
+    truncated
+    entities {
+      urn
+      type
+      previousType
+      changes
+    }
+  }
+`;
+
+export const PREVIEW_TEST_IMPACT = /* GraphQL */ `
+  query PreviewTestImpact($urn: String!, $json: String!, $sampleSize: Int) {
+    previewTestImpact(urn: $urn, definition: { json: $json }, sampleSize: $sampleSize) {
+      testUrn
+      evaluatedAt
+      total
+      sampled
+      sampleSize
+      whole
+      passToFail {
+        count
+        examples
+      }
+      failToPass {
+        count
+        examples
+      }
+      startsApplying
+      stopsApplying
+      unchangedPassing
+      unchangedFailing
+      actions {
+        on
+        type
+        params
+        entities
+        newly
+      }
+    }
+  }
+`;
+
 export const CREATE_RETENTION_POLICY = withFragments(
   /* GraphQL */ `
     mutation CreateRetentionPolicy($input: CreateRetentionPolicyInput!) {

@@ -637,6 +637,66 @@ describe("mdp, the admin CLI", () => {
         /│ urn:li:test:nightly +│ Nightly +│ Ops +│ ACTIVE +│ dataset +│ 0 3 \* \* \*, next /,
       );
     });
+
+    it("shows what a run changed since the test's previous run (tests diff)", async () => {
+      const file = path.join(home, "described.yaml");
+      writeFileSync(
+        file,
+        "on: {types: [dataset]}\nrules: [{property: datasetProperties.description, operator: exists}]\n",
+      );
+      expect(
+        (await mdp(["tests", "create", file, "--id", "run-diffed", "--name", "Run diffed", "--category", "Docs"])).code,
+      ).toBe(0);
+      const none = await mdp(["tests", "diff", "urn:li:test:run-diffed"]);
+      expect(none).toMatchObject({ code: 3, stderr: expect.stringMatching(/has no recorded run/) });
+      const { data } = await graphql(
+        ADMIN,
+        `
+          mutation {
+            runTest(urn: "urn:li:test:run-diffed")
+          }
+        `,
+      );
+      const runId = data.runTest as unknown as string;
+      await waitFor(
+        `run ${runId} completed`,
+        async () => {
+          const status = JSON.parse((await mdp(["tasks", "status", runId, "--json"])).stdout) as { state: string };
+          return status.state === "completed";
+        },
+        30_000,
+      );
+      const diff = await mdp(["tests", "diff", "urn:li:test:run-diffed", runId]);
+      expect(diff.code).toBe(0);
+      expect(diff.stdout).toMatch(new RegExp(`^run ${runId} of urn:li:test:run-diffed: \\d+ entities evaluated`));
+      expect(diff.stdout).toMatch(
+        /│ urn:li:dataset:\(urn:li:dataPlatform:hive,db\.orders,PROD\) +│ was without a result +│/,
+      );
+      expect(diff.stdout).toMatch(/│ newly passing +│/);
+      expect(diff.stdout).toMatch(/^flapping: 0$/m);
+      const json = JSON.parse((await mdp(["tests", "diff", "urn:li:test:run-diffed", "--json"])).stdout) as Record<
+        string,
+        unknown
+      >;
+      expect(json).toMatchObject({ runId, newlyPassing: { truncated: false } });
+
+      // Before saving an edit: orders would fail a rule it cannot meet; nothing is saved.
+      const edited = path.join(home, "run-diffed-edited.yaml");
+      writeFileSync(
+        edited,
+        "on: {types: [dataset]}\nrules: [{property: datasetProperties.description, operator: contains_str, value: zzz}]\n",
+      );
+      const preview = await mdp(["tests", "preview", "urn:li:test:run-diffed", edited]);
+      expect(preview.code).toBe(0);
+      expect(preview.stdout).toMatch(
+        /^urn:li:test:run-diffed, edited: evaluated on all \d+ entities .*; nothing was saved$/m,
+      );
+      expect(preview.stdout).toMatch(/│ pass → fail +│ [1-9]\d* +│ .*db\.orders/);
+      const impact = JSON.parse(
+        (await mdp(["tests", "preview", "urn:li:test:run-diffed", edited, "--sample", "1", "--json"])).stdout,
+      ) as Record<string, unknown>;
+      expect(impact).toMatchObject({ sampled: 1, sampleSize: 1 });
+    });
   });
 
   describe("errors scripts can rely on", () => {

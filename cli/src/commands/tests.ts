@@ -11,9 +11,19 @@ import type {
   ListTestsQueryVariables,
   TestResultHistoryQuery,
   TestResultHistoryQueryVariables,
+  TestRunDiffQuery,
+  PreviewTestImpactQuery,
+  PreviewTestImpactQueryVariables,
+  TestRunDiffQueryVariables,
   TestState,
 } from "../generated/graphql";
-import { CREATE_TEST, LIST_TESTS, TEST_RESULT_HISTORY } from "../graphql-operations";
+import {
+  CREATE_TEST,
+  LIST_TESTS,
+  PREVIEW_TEST_IMPACT,
+  TEST_RESULT_HISTORY,
+  TEST_RUN_DIFF,
+} from "../graphql-operations";
 import { apiClient, globalsOf, oneOf, wholeNumber } from "../options";
 import { formatTime, printJson, printLine, printTable } from "../output";
 import { pageLine } from "./tokens";
@@ -27,6 +37,7 @@ type FailedRule = Evaluation["failing"][number]["failedRules"][number];
 /** An action a test's outcome takes (docs/api.md "Test actions"): what a push would do, or what it did. */
 type TestAction = NonNullable<Evaluation["passing"][number]["actions"]>[number];
 type Transition = TestResultHistoryQuery["testResultHistory"]["transitions"][number];
+type RunDiffEntities = TestRunDiffQuery["testRunDiff"]["newlyFailing"];
 
 /** The options that override a test file's fields. */
 interface TestOptions {
@@ -41,7 +52,7 @@ interface TestOptions {
 export function registerTests(program: Command): void {
   const tests = program
     .command("tests")
-    .description("metadata tests: create from a file, list, evaluate an entity, a result's history");
+    .description("metadata tests: create from a file, list, evaluate an entity, a result's history, a run's changes");
 
   tests
     .command("create")
@@ -153,6 +164,102 @@ schedule: {cron: '0 3 * * *'}: it then runs by itself (runTest with push) and it
       );
       printLine(pageLine(page.start, page.transitions.length, page.total, "changes"));
     });
+
+  tests
+    .command("preview")
+    .description(
+      "before saving an edited test: how many entities would flip and which actions would fire (saves nothing)",
+    )
+    .argument("<testUrn>", "the existing test, e.g. urn:li:test:owned")
+    .argument("<file>", "the edited test or bare definition (YAML or JSON), as tests create reads it")
+    .option(
+      "--sample <n>",
+      "evaluate at most this many entities (the first in urn order)",
+      wholeNumber(1, 5_000),
+      1_000,
+    )
+    .action(async (testUrn: string, file: string, options: { sample: number }, command: Command) => {
+      // Name and category do not matter here: only the definition is previewed.
+      const input = readTestFile(file, { name: "preview", category: "preview" });
+      const { previewTestImpact: impact } = await apiClient().graphql<
+        PreviewTestImpactQuery,
+        PreviewTestImpactQueryVariables
+      >(PREVIEW_TEST_IMPACT, { urn: testUrn, json: input.definition.json, sampleSize: options.sample });
+      if (globalsOf(command).json) return printJson(impact);
+      printImpact(impact);
+    });
+
+  tests
+    .command("diff")
+    .description("what a run of a test changed since the test's previous run: newly failing, newly passing, flapping")
+    .argument("<testUrn>", "e.g. urn:li:test:owned")
+    .argument("[runId]", "the run's task id (runTest's answer, listTasks); default: the test's latest run")
+    .action(async (testUrn: string, runId: string | undefined, _options: unknown, command: Command) => {
+      const { testRunDiff: diff } = await apiClient().graphql<TestRunDiffQuery, TestRunDiffQueryVariables>(
+        TEST_RUN_DIFF,
+        { testUrn, ...(runId !== undefined && { runId }) },
+      );
+      if (globalsOf(command).json) return printJson(diff);
+      const since = diff.previousRunId ? `run ${diff.previousRunId}` : "the results before it (its first run)";
+      printLine(`run ${diff.runId} of ${diff.testUrn}: ${diff.evaluated} entities evaluated, compared with ${since}`);
+      const word = (type: string | null | undefined) => (type ? (type === "SUCCESS" ? "PASS" : "FAIL") : "");
+      const rows = [
+        ...listRows("newly failing", diff.newlyFailing, (e) => `was ${word(e.previousType) || "without a result"}`),
+        ...listRows("newly passing", diff.newlyPassing, (e) => `was ${word(e.previousType) || "without a result"}`),
+        ...listRows("flapping", diff.flapping, (e) => `${word(e.type)} now, ${e.changes} changes`),
+      ];
+      if (rows.length > 0) printTable(["change", "entity", ""], rows);
+      for (const [name, list] of [
+        ["newly failing", diff.newlyFailing],
+        ["newly passing", diff.newlyPassing],
+        ["flapping", diff.flapping],
+      ] as const) {
+        const cut = list.truncated ? ` (${list.entities.length} shown)` : "";
+        printLine(`${name}: ${list.total}${cut}`);
+      }
+      printLine(
+        `flapping: more than ${diff.flapChanges} changes in the last ${diff.flapRuns} runs (since ${formatTime(diff.flapSince)})`,
+      );
+    });
+}
+
+/** What `mdp tests preview` prints after its counts. */
+function printImpact(impact: PreviewTestImpactQuery["previewTestImpact"]): void {
+  const of = impact.whole
+    ? `all ${impact.sampled} entities`
+    : `a sample of ${impact.sampled} of ${impact.total} entities (the first in urn order)`;
+  printLine(`${impact.testUrn}, edited: evaluated on ${of} at ${formatTime(impact.evaluatedAt)}; nothing was saved`);
+  printTable(
+    ["change", "entities", "e.g."],
+    [
+      ["pass → fail", String(impact.passToFail.count), impact.passToFail.examples.slice(0, 3).join(", ")],
+      ["fail → pass", String(impact.failToPass.count), impact.failToPass.examples.slice(0, 3).join(", ")],
+      ["starts applying", String(impact.startsApplying), ""],
+      ["stops applying", String(impact.stopsApplying), ""],
+      ["still passing", String(impact.unchangedPassing), ""],
+      ["still failing", String(impact.unchangedFailing), ""],
+    ],
+  );
+  if (impact.actions.length > 0) {
+    printTable(
+      ["on", "action", "params", "would run on", "newly"],
+      impact.actions.map((a) => [
+        a.on === "SUCCESS" ? "PASS" : "FAIL",
+        a.type,
+        paramsText(JSON.parse(a.params) as Record<string, unknown>),
+        String(a.entities),
+        String(a.newly),
+      ]),
+    );
+  }
+}
+
+function listRows(
+  name: string,
+  list: RunDiffEntities,
+  note: (entity: RunDiffEntities["entities"][number]) => string,
+): string[][] {
+  return list.entities.map((e, i) => [i === 0 ? name : "", e.urn, note(e)]);
 }
 
 function readTestFile(file: string, options: TestOptions): CreateTestInput {

@@ -226,6 +226,25 @@ export type TestResultHistoryQueryVariables = Exact<{
 
 export type TestResultHistoryQuery = { testResultHistory: { start: number, count: number, total: number, transitions: Array<{ type: TestResultType, previousType: TestResultType | null, at: number }> } };
 
+export type TestRunDiffQueryVariables = Exact<{
+  testUrn: string;
+  runId?: string | null | undefined;
+}>;
+
+
+export type TestRunDiffQuery = { testRunDiff: { testUrn: string, runId: string, previousRunId: string | null, startedAt: number, baselineAt: number, lastBatchAt: number | null, evaluated: number, flapChanges: number, flapRuns: number, flapSince: number, newlyFailing: { total: number, truncated: boolean, entities: Array<{ urn: string, type: TestResultType, previousType: TestResultType | null, changes: number | null }> }, newlyPassing: { total: number, truncated: boolean, entities: Array<{ urn: string, type: TestResultType, previousType: TestResultType | null, changes: number | null }> }, flapping: { total: number, truncated: boolean, entities: Array<{ urn: string, type: TestResultType, previousType: TestResultType | null, changes: number | null }> } } };
+
+export type RunDiffEntitiesFragment = { total: number, truncated: boolean, entities: Array<{ urn: string, type: TestResultType, previousType: TestResultType | null, changes: number | null }> };
+
+export type PreviewTestImpactQueryVariables = Exact<{
+  urn: string;
+  json: string;
+  sampleSize?: number | null | undefined;
+}>;
+
+
+export type PreviewTestImpactQuery = { previewTestImpact: { testUrn: string, evaluatedAt: number, total: number, sampled: number, sampleSize: number, whole: boolean, startsApplying: number, stopsApplying: number, unchangedPassing: number, unchangedFailing: number, passToFail: { count: number, examples: Array<string> }, failToPass: { count: number, examples: Array<string> }, actions: Array<{ on: TestResultType, type: string, params: string, entities: number, newly: number }> } };
+
 export type CreateRetentionPolicyMutationVariables = Exact<{
   input: CreateRetentionPolicyInput;
 }>;

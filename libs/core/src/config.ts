@@ -176,6 +176,12 @@ const schema = z.object({
   TEST_HISTORY_RETENTION_DAYS: int(1, 36_600).default(365),
   /** transitions kept per (entity, test) pair: older ones go when a push records a new one */
   TEST_HISTORY_MAX_TRANSITIONS: int(1, 100_000).default(1_000),
+  /** a run diff lists an entity as flapping when it changed more than this many times in the last runs */
+  TEST_RUN_DIFF_FLAP_CHANGES: int(1, 1_000).default(2),
+  /** how many of a test's last runs (the one recorded included) the flapping window spans */
+  TEST_RUN_DIFF_FLAP_RUNS: int(1, 1_000).default(5),
+  /** run diffs kept per test: the oldest go when a run starts (and all with TEST_HISTORY_RETENTION_DAYS) */
+  TEST_RUN_DIFF_MAX_RUNS: int(1, 10_000).default(100),
 });
 
 export type Config = Omit<z.output<typeof schema>, "GRAPHQL_EXPLORER"> & { GRAPHQL_EXPLORER: boolean };

@@ -23,6 +23,7 @@ export * from "./policies/group.repository";
 export * from "./policies/delegated-work.repository";
 export * from "./metadata-tests/metadata-test.repository";
 export * from "./metadata-tests/test-results.repository";
+export * from "./metadata-tests/test-run-diff.repository";
 export * from "./metadata-tests/evaluation-input.repository";
 export * from "./retention/retention-policy.repository";
 export * from "./tasks/task.repository";

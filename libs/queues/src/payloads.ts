@@ -89,7 +89,28 @@ export const runTestPayload = z.object({
   requestId,
 });
 
-export const evaluatePayload = z.discriminatedUnion("kind", [evaluateBatchPayload, runTestPayload]);
+/** previewTestImpact's sample: at most this many entities (docs/limits.md). */
+export const PREVIEW_MAX_SAMPLE = 5_000;
+
+/**
+ * An impact preview (previewTestImpact): evaluate a test's current definition and an edited one, unsaved, against a
+ * sample of the entities either selects, and answer how many results would flip and which actions would fire. It
+ * writes nothing; the gateway that queued it waits for the reply.
+ */
+export const previewTestPayload = z.object({
+  kind: z.literal("previewTest"),
+  testUrn: z.string().min(1),
+  /** the edited definition, as the gateway's parser normalized it (the worker validates it again in its thread) */
+  definition: z.unknown(),
+  /** the registry's entity types the edited definition selects */
+  onTypes: z.array(z.string().min(1)).max(1_000),
+  sampleSize: z.number().int().min(1).max(PREVIEW_MAX_SAMPLE),
+  actorUrn: z.string().min(1),
+  replyTo: z.string().min(1),
+  requestId,
+});
+
+export const evaluatePayload = z.discriminatedUnion("kind", [evaluateBatchPayload, runTestPayload, previewTestPayload]);
 
 /**
  * A retention policy's schedule fired (retention-schedules.ts): the worker reads the policy and starts its truncation

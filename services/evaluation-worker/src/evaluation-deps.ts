@@ -6,6 +6,7 @@ import type { EvaluationTasks, TaskLifecycle } from "@mdp/tasks";
 import type { EvaluationPool } from "./evaluation-pool";
 import type { EvaluationStore } from "./evaluation.store";
 import type { ResultsPusher } from "./results.pusher";
+import type { TestRunDiffs } from "./test-run-diff";
 
 /** What the evaluate-tests handlers (evaluate.processor.ts, run-test.processor.ts) are built from. */
 export interface EvaluateDeps {
@@ -14,6 +15,8 @@ export interface EvaluateDeps {
   /** the threads evaluations run in, under the time and memory limits (EVALUATION_TIME_LIMIT_MS and the others) */
   pool: EvaluationPool;
   pusher: ResultsPusher;
+  /** what each run of a test that pushes changed (test_run_diff); absent: no diffs recorded */
+  runDiffs?: TestRunDiffs;
   /** what a test's owner may have its actions write now, read afresh (@mdp/db's ownerPrivilegesReader) */
   ownerPrivileges: OwnerPrivileges;
   /** the task lifecycle: test runs' claims, progress and endings under this process's leases */

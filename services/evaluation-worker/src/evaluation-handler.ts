@@ -17,13 +17,16 @@ import { EvaluationPool, type PoolSettings } from "./evaluation-pool";
 import { withJobShare } from "./fair-share";
 import { ResultsPusher } from "./results.pusher";
 import { TestResultHistory } from "./test-result-history";
+import { DEFAULT_RUN_DIFF_SETTINGS, TestRunDiffs, type RunDiffSettings } from "./test-run-diff";
 import { runTestKind, runTestRunner } from "./run-test.processor";
+import { previewTest } from "./preview-test.processor";
 
 /** The evaluate-tests handler: an "evaluate" job answers waiting callers; a "runTest" job is a background task. */
 export function createEvaluateHandler(deps: EvaluateDeps): JobHandler<"evaluate"> {
   const runTest = runTestRunner(deps).handler("runTest");
   return async (payload, job, token) => {
     if (payload.kind === "runTest") return runTest(payload, job, token);
+    if (payload.kind === "previewTest") return previewTest(deps, payload, job);
     // The rows of its items that the job makes active are renewed while it runs, and only while it runs.
     const held = deps.tasks.holdRows(payload.items.map((i) => i.taskId));
     try {
@@ -58,10 +61,13 @@ export function evaluationHandler(
     memoryLimitMb = 128,
     maxQueue = 8,
     historyMaxTransitions,
+    runDiffs = DEFAULT_RUN_DIFF_SETTINGS,
     rootUserUrn,
   }: Partial<Omit<PoolSettings, "timeLimitMs">> & {
     /** TEST_HISTORY_MAX_TRANSITIONS: what each (entity, test) pair's result history keeps */
     historyMaxTransitions?: number;
+    /** TEST_RUN_DIFF_FLAP_CHANGES, TEST_RUN_DIFF_FLAP_RUNS, TEST_RUN_DIFF_MAX_RUNS */
+    runDiffs?: RunDiffSettings;
     /** ROOT_USER_URN: the root user's built-in policy counts when a test owner's grants are read */
     rootUserUrn: string;
   },
@@ -84,6 +90,7 @@ export function evaluationHandler(
     store: new EvaluationStore(db.pool, evaluations),
     pool,
     pusher: new ResultsPusher(new AspectRepository(), ownerPrivileges, new TestResultHistory(historyMaxTransitions)),
+    runDiffs: new TestRunDiffs(runDiffs),
     ownerPrivileges,
     tasks,
     evaluations,
@@ -110,6 +117,9 @@ export function evaluationGivenUp(
   return async (payload, job, reason) => {
     if (payload.kind === "runTest") {
       await tasks.giveUp(payload.taskId, reason);
+    } else if (payload.kind === "previewTest") {
+      // Nothing was written: the waiting gateway hears the reason at once.
+      await reply(payload.replyTo, { jobId: job.id!, failedReason: reason });
     } else {
       const failedReason = `Given up after its workers stopped during it too often: ${reason}`;
       await recordEvaluateFailure({ evaluations, reply, logger }, payload, job, new Date(), {

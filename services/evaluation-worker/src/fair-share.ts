@@ -166,7 +166,13 @@ export class JobShare {
  */
 export function withJobShare(handler: JobHandler<"evaluate">, share: JobShare): JobHandler<"evaluate"> {
   return async (payload, job, token) => {
-    const release = share.take(payload.kind === "runTest" ? [""] : payload.items.map((i) => i.actorUrn));
+    const actors =
+      payload.kind === "runTest"
+        ? [""]
+        : payload.kind === "previewTest"
+          ? [payload.actorUrn]
+          : payload.items.map((i) => i.actorUrn);
+    const release = share.take(actors);
     if (!release) {
       await job.moveToDelayed(Date.now() + HAND_BACK_MS, token);
       throw new DelayedError();

@@ -39,6 +39,11 @@ const handler = evaluationHandler(
     memoryLimitMb: config.EVALUATION_MEMORY_LIMIT_MB,
     maxQueue: config.EVALUATION_CONCURRENCY,
     historyMaxTransitions: config.TEST_HISTORY_MAX_TRANSITIONS,
+    runDiffs: {
+      flapChanges: config.TEST_RUN_DIFF_FLAP_CHANGES,
+      flapRuns: config.TEST_RUN_DIFF_FLAP_RUNS,
+      maxRuns: config.TEST_RUN_DIFF_MAX_RUNS,
+    },
     rootUserUrn: config.ROOT_USER_URN,
   },
   tasks,

@@ -100,6 +100,12 @@ export function runTestTask(deps: EvaluateDeps) {
           ...(input.actorTokenId !== undefined && { actorTokenId: input.actorTokenId }),
         }));
         pushed = await deps.pusher.push(client, items);
+        // What this batch changed since the test's last run, from the history the push just wrote (test-run-diff.ts).
+        await deps.runDiffs?.record(
+          client,
+          { runId: input.taskId, testUrn: input.testUrn },
+          evaluations.map((e) => e.evaluation),
+        );
       }
       const lastUrn = entities.at(-1)!.urn;
       const results = evaluations.map((e) => e.evaluation);

@@ -1,5 +1,5 @@
 import type { Logger } from "@mdp/core";
-import { insertTransitions, pruneTransitions, trimTransitions } from "@mdp/db";
+import { insertTransitions, pruneRunDiffs, pruneTransitions, trimTransitions } from "@mdp/db";
 import type { TestResultsAspect } from "@mdp/metadata-tests";
 import type pg from "pg";
 import type { PushItem } from "./results.pusher";
@@ -62,7 +62,8 @@ export const HISTORY_PRUNE_EVERY_MS = 10 * 60_000;
  * worker of the cluster), and when `prune` is called, transitions are deleted
  * older than the retention, except the latest of each pair whose test still exists — that row says since when the
  * entity has been in its current state, which stays answerable however long ago it changed. The latest rows of
- * deleted tests go with age like the rest. A prune by hand and a firing share the work (SKIP LOCKED).
+ * deleted tests go with age like the rest. Run diffs (test-run-diff.ts) that started before the retention go too. A
+ * prune by hand and a firing share the work (SKIP LOCKED).
  */
 export class TestHistoryRetention {
   constructor(
@@ -77,6 +78,11 @@ export class TestHistoryRetention {
     try {
       for (;;) {
         const deleted = await pruneTransitions(this.pool, this.retentionDays, PRUNE_CHUNK);
+        total += deleted;
+        if (deleted < PRUNE_CHUNK) break;
+      }
+      for (;;) {
+        const deleted = await pruneRunDiffs(this.pool, this.retentionDays, PRUNE_CHUNK);
         total += deleted;
         if (deleted < PRUNE_CHUNK) break;
       }

@@ -19,6 +19,8 @@ import { DefinitionRunService } from "./metadata-tests/definition-run.service";
 import { EvaluationService } from "./metadata-tests/evaluation.service";
 import { MetadataTestService } from "./metadata-tests/metadata-test.service";
 import { TestRunService } from "./metadata-tests/test-run.service";
+import { TestRunDiffService } from "./metadata-tests/test-run-diff.service";
+import { TestImpactService } from "./metadata-tests/test-impact.service";
 import { RetentionService } from "./operations/retention.service";
 import { TaskService } from "./operations/task.service";
 import { TruncationService } from "./operations/truncation.service";
@@ -167,6 +169,17 @@ export async function composeServices(config: Config, connections: Connections, 
     ),
     testRuns: new TestRunService(connections.db, registry, engine, evaluateProducer, logger, rateLimits),
     definitionRuns: new DefinitionRunService(engine, registry, evaluation, config),
+    testRunDiffs: new TestRunDiffService(connections.db, engine),
+    testImpact: new TestImpactService(
+      prisma,
+      registry,
+      engine,
+      evaluateProducer,
+      () => evaluationReplies,
+      config.EVALUATE_TIMEOUT_MS,
+      logger,
+      rateLimits,
+    ),
     tasks,
     retention,
     rateLimits,

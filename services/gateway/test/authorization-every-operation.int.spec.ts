@@ -325,6 +325,22 @@ const ROWS: Row[] = [
     })),
   },
   {
+    operation: "Query.previewTestImpact",
+    needs: "MANAGE_TESTS", // as saving the edit (updateTest); a definition without actions needs nothing more
+    call: gql(
+      `query($t: String!, $j: String!) { previewTestImpact(urn: $t, definition: {json: $j}) { sampled } }`,
+      (_c, f) => ({
+        t: f.test,
+        j: DEFINITION,
+      }),
+    ),
+  },
+  {
+    operation: "Query.testRunDiff",
+    needs: "VIEW_TESTS", // as the test's result history
+    call: gql(`query($t: String!) { testRunDiff(testUrn: $t) { runId } }`, (_c, f) => ({ t: f.test })),
+  },
+  {
     operation: "Mutation.createTest",
     needs: "MANAGE_TESTS",
     call: gql(`mutation($i: CreateTestInput!) { createTest(input: $i) }`, () => ({ i: testInput() })),

@@ -25,6 +25,18 @@ const REFUSALS: Refusal[] = [
     "input.name is required: a name for the token",
   ],
   [
+    "previewTestImpact of a sample past the limit",
+    `query($j: String!) { previewTestImpact(urn: "urn:li:test:t", definition: {json: $j}, sampleSize: 0) { sampled } }`,
+    { j: JSON.stringify({ on: { types: ["dataset"] }, rules: { property: "urn", operator: "exists" } }) },
+    "sampleSize must be a whole number from 1 to 5000",
+  ],
+  [
+    "testRunDiff of a run id past the limit",
+    `query($r: String) { testRunDiff(testUrn: "urn:li:test:t", runId: $r) { runId } }`,
+    { r: LONG_ID },
+    "runId must be 1 to 256 characters long",
+  ],
+  [
     "revokeAccessToken of an id past the limit",
     `mutation($t: String!) { revokeAccessToken(tokenId: $t) }`,
     { t: LONG_ID },

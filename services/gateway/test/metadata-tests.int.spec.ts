@@ -1163,6 +1163,25 @@ describe("metadata tests: evaluations past the worker's limits", () => {
     expect(status.failedReason).toContain("0 entities were evaluated before it.");
   });
 
+  it("stops an impact preview at EVALUATION_TIME_LIMIT_MS too, in the worker, naming the limit", async () => {
+    const started = Date.now();
+    const described = JSON.stringify({
+      on: { types: ["dataset"] },
+      rules: { property: "datasetProperties.description", operator: "exists" },
+    });
+    const res = await h.graphql(
+      `query($j: String!) { previewTestImpact(urn: "urn:li:test:hog", definition: {json: $j}) { sampled } }`,
+      { j: described },
+      asRoot,
+    );
+    expect(Date.now() - started).toBeGreaterThanOrEqual(TIME_LIMIT_MS);
+    expect(res.body.errors?.[0]).toMatchObject({
+      extensions: { code: "BAD_USER_INPUT" },
+      message: expect.stringContaining(`stopped after ${TIME_LIMIT_MS} ms (EVALUATION_TIME_LIMIT_MS) for a preview of`),
+    });
+    expect(res.body.errors?.[0]?.message).toContain("Preview fewer entities (sampleSize).");
+  });
+
   describe("a stored definition past a definition limit (a row written before the limit existed)", () => {
     // 40 dot-separated segments: the limit is 32 (DEFINITION_LIMITS), so createTest would refuse it.
     const property = Array.from({ length: 40 }, (_, i) => `s${i}`).join(".");

@@ -180,6 +180,15 @@ describe("scheduled tests and result history", () => {
     const audit = await h.prisma.auditEvent.findFirst({ where: { action: "test.run", targetUrn: testUrn } });
     expect(audit).toMatchObject({ actorUrn: MANAGER, details: { taskId: first.id, trigger: "schedule" } });
     expect(await transitions(testUrn)).toEqual([{ type: "SUCCESS", previousType: null, at: expect.any(Number) }]);
+    // A scheduled run records what it changed, as any runTest that pushes does (testRunDiff, test-run-diff.int.spec.ts).
+    const diff = await gql(
+      `query($t: String!, $r: String) { testRunDiff(testUrn: $t, runId: $r) { runId newlyPassing { total entities { urn previousType } } } }`,
+      { t: testUrn, r: first.id },
+    );
+    expect(diff.data?.testRunDiff).toEqual({
+      runId: first.id,
+      newlyPassing: { total: 1, entities: [{ urn: ORDERS, previousType: null }] },
+    });
 
     // The entity starts failing: the next run records one transition; later runs that agree record nothing.
     const beforeFailing = Date.now();

@@ -5,6 +5,8 @@ import type { RateLimits } from "../http/rate-limits";
 import type { DefinitionRunService } from "../metadata-tests/definition-run.service";
 import type { MetadataTestService } from "../metadata-tests/metadata-test.service";
 import type { TestRunService } from "../metadata-tests/test-run.service";
+import type { TestRunDiffService } from "../metadata-tests/test-run-diff.service";
+import type { TestImpactService } from "../metadata-tests/test-impact.service";
 import type { RetentionService } from "../operations/retention.service";
 import type { TaskService } from "../operations/task.service";
 import type { GroupService } from "../policies/group.service";
@@ -26,6 +28,8 @@ export interface Services {
   testRuns: TestRunService;
   /** runTestDefinition and runTests: evaluations through the evaluation worker */
   definitionRuns: DefinitionRunService;
+  testRunDiffs: TestRunDiffService;
+  testImpact: TestImpactService;
   tasks: TaskService;
   retention: RetentionService;
   rateLimits: RateLimits;

@@ -6,6 +6,8 @@ import { policyResolvers, policyTypeDefs } from "../policies/policies.graphql";
 import { retentionResolvers, retentionTypeDefs } from "../operations/retention.graphql";
 import { taskResolvers, taskTypeDefs } from "../operations/tasks.graphql";
 import { testResolvers, testTypeDefs } from "../metadata-tests/tests.graphql";
+import { testRunDiffResolvers, testRunDiffTypeDefs } from "../metadata-tests/test-run-diff.graphql";
+import { testImpactResolvers, testImpactTypeDefs } from "../metadata-tests/test-impact.graphql";
 import { serviceAccountResolvers, serviceAccountTypeDefs } from "../tokens/service-accounts.graphql";
 import { tokenResolvers, tokenTypeDefs } from "../tokens/tokens.graphql";
 
@@ -46,6 +48,8 @@ export const typeDefs = [
   tokenTypeDefs,
   policyTypeDefs,
   testTypeDefs,
+  testRunDiffTypeDefs,
+  testImpactTypeDefs,
   taskTypeDefs,
   retentionTypeDefs,
   delegatedWorkTypeDefs,
@@ -77,6 +81,8 @@ export const resolvers = [
   refusingUnstorable(tokenResolvers),
   refusingUnstorable(policyResolvers),
   refusingUnstorable(testResolvers),
+  refusingUnstorable(testRunDiffResolvers),
+  refusingUnstorable(testImpactResolvers),
   refusingUnstorable(taskResolvers),
   refusingUnstorable(retentionResolvers),
   refusingUnstorable(delegatedWorkResolvers),

@@ -1,0 +1,101 @@
+import { batchEntityStates, openRunDiff, saveRunDiff, type RunDiffRow } from "@mdp/db";
+import type { EntityEvaluation } from "@mdp/metadata-tests";
+import type pg from "pg";
+
+/**
+ * What a run's diff keeps per list (newly failing, newly passing, flapping), at most: the first entities in urn order
+ * up to this many and this many bytes of JSON; the list's count stays whole (docs/limits.md).
+ */
+export const RUN_DIFF_LIST_LIMITS = { entities: 100, bytes: 64 * 1024 } as const;
+
+/** The run diff settings (libs/core config.ts, docs/scheduled-tests.md "What changed since the last run"). */
+export interface RunDiffSettings {
+  /** TEST_RUN_DIFF_FLAP_CHANGES: an entity flaps when it changed more than this many times in the window */
+  flapChanges: number;
+  /** TEST_RUN_DIFF_FLAP_RUNS: the window is the last this many runs of the test, this one included */
+  flapRuns: number;
+  /** TEST_RUN_DIFF_MAX_RUNS: the run diffs kept per test (the oldest go when a run starts) */
+  maxRuns: number;
+}
+
+export const DEFAULT_RUN_DIFF_SETTINGS: RunDiffSettings = { flapChanges: 2, flapRuns: 5, maxRuns: 100 };
+
+/**
+ * Records, per run of a test that pushes, which entities it found newly failing, newly passing and flapping
+ * (test_run_diff). It runs in each batch's transaction after the push recorded the batch's transitions, so the diff,
+ * the results and the task's progress commit together: a retried attempt resumes with the diff exactly as far as
+ * the results, and no entity is counted twice.
+ *
+ * "Newly" compares an entity's state after this run's push with its state at the run's baseline (the last batch of
+ * the test's previous run, or just before this run when it is the first), read from the result history: a change
+ * between the two runs (an evaluate push, a re-evaluation on change) counts, one undone before this run does not.
+ */
+export class TestRunDiffs {
+  constructor(private readonly settings: RunDiffSettings = DEFAULT_RUN_DIFF_SETTINGS) {}
+
+  async record(
+    client: Pick<pg.ClientBase, "query">,
+    run: { runId: string; testUrn: string },
+    /** the batch's evaluations, all made at one time (evaluatedAt) */
+    evaluations: readonly EntityEvaluation[],
+  ): Promise<void> {
+    if (evaluations.length === 0) return;
+    const evaluatedAt = evaluations[0]!.evaluatedAt;
+    // Just before its first evaluation: the run's own transitions come after its start (the first run's baseline).
+    const row = await openRunDiff(client, { ...run, at: new Date(evaluatedAt - 1), ...this.settings });
+    const decided = evaluations
+      .filter((e) => [...e.passing, ...e.failing].some((r) => r.test === run.testUrn))
+      .map((e) => e.urn);
+    const states = await batchEntityStates(client, run.testUrn, decided, row.baselineAt, row.flapSince);
+    await saveRunDiff(client, withBatch(row, states, evaluatedAt));
+  }
+}
+
+/** The row after one more batch: counts grow, lists fill up to RUN_DIFF_LIST_LIMITS. */
+export function withBatch(
+  row: RunDiffRow,
+  states: ReadonlyArray<{ urn: string; passing: boolean; previous: boolean | null; changes: number; latestAt: number }>,
+  evaluatedAt: number,
+): RunDiffRow {
+  const next: RunDiffRow = {
+    ...row,
+    newlyFailing: [...row.newlyFailing],
+    newlyPassing: [...row.newlyPassing],
+    flapping: [...row.flapping],
+  };
+  const bytes = {
+    newlyFailing: jsonBytes(row.newlyFailing),
+    newlyPassing: jsonBytes(row.newlyPassing),
+    flapping: jsonBytes(row.flapping),
+  };
+  const add = <K extends keyof typeof bytes>(list: K, entry: RunDiffRow[K][number]) => {
+    const size = jsonBytes(entry) + 1; // its comma
+    if (next[list].length >= RUN_DIFF_LIST_LIMITS.entities || bytes[list] + size > RUN_DIFF_LIST_LIMITS.bytes) return;
+    (next[list] as Array<typeof entry>).push(entry);
+    bytes[list] += size;
+  };
+  let latest = Math.max(row.lastBatchAt?.getTime() ?? 0, evaluatedAt);
+  for (const state of states) {
+    latest = Math.max(latest, state.latestAt);
+    next.evaluated += 1;
+    if (state.passing !== state.previous) {
+      if (state.passing) {
+        next.newlyPassingCount += 1;
+        add("newlyPassing", { urn: state.urn, previous: state.previous });
+      } else {
+        next.newlyFailingCount += 1;
+        add("newlyFailing", { urn: state.urn, previous: state.previous });
+      }
+    }
+    if (state.changes > row.flapChanges) {
+      next.flappingCount += 1;
+      add("flapping", { urn: state.urn, passing: state.passing, changes: state.changes });
+    }
+  }
+  next.lastBatchAt = new Date(latest);
+  return next;
+}
+
+function jsonBytes(value: unknown): number {
+  return Buffer.byteLength(JSON.stringify(value));
+}
