@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { said } from "../http/validate";
+import { startField, wholeNumberField } from "../http/validate";
 
 export const MAX_PAGE_SIZE = 1000;
 
@@ -8,26 +8,8 @@ export const MAX_PAGE_SIZE = 1000;
  * input contract (`z.object({ ...pageFields, query: ... })`).
  */
 export const pageFields = {
-  start: z
-    .number()
-    .min(
-      0,
-      said((at) => `${at} must be 0 or more`),
-    )
-    .nullish()
-    .transform((start) => start ?? 0),
-  count: z
-    .number()
-    .min(
-      0,
-      said((at) => `${at} must be between 0 and ${MAX_PAGE_SIZE}`),
-    )
-    .max(
-      MAX_PAGE_SIZE,
-      said((at) => `${at} must be between 0 and ${MAX_PAGE_SIZE}`),
-    )
-    .nullish()
-    .transform((count) => count ?? 20),
+  start: startField(),
+  count: wholeNumberField(0, MAX_PAGE_SIZE, 20),
 };
 
 /** A list operation's arguments: `input` with start and count, and what else the operation filters by. */

@@ -109,6 +109,36 @@ export const textField = (limits: { min?: number; max: number; trim?: boolean })
     ...rule((at, value: string) => requireLength(at, value, limits)),
   );
 
+/**
+ * A whole number from `min` to `max`, `fallback` when absent (a page's count, a list's limit); out of range or not
+ * whole, the problem names the field and the range.
+ */
+export const wholeNumberField = (
+  min: number,
+  max: number,
+  fallback: number,
+  words = (at: string) => `${at} must be between ${min} and ${max}`,
+) =>
+  z
+    .number()
+    .int(said(words))
+    .min(min, said(words))
+    .max(max, said(words))
+    .nullish()
+    .transform((value) => value ?? fallback);
+
+/** A page's start: 0 or more, 0 when absent. */
+export const startField = () =>
+  z
+    .number()
+    .int(said((at) => `${at} must be 0 or more`))
+    .min(
+      0,
+      said((at) => `${at} must be 0 or more`),
+    )
+    .nullish()
+    .transform((start) => start ?? 0);
+
 /** An id the caller names (a tokenId): no longer than MAX_ID_LENGTH (requireIdLength). */
 export const idField = () => z.string().refine(...rule(requireIdLength));
 

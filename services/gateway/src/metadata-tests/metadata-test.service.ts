@@ -47,7 +47,7 @@ import { cronPatternProblem, MAX_CRON_LENGTH, type ScheduleSyncRequests, type Te
 import { ownedBy, type Actor } from "../auth/actor";
 import { recordAudit } from "../audit/audit.service";
 import { pageInput } from "../graphql/paging";
-import { parseArgs, parsedBy, rule, said, textField, urnField } from "../http/validate";
+import { parseArgs, parsedBy, rule, said, startField, textField, urnField, wholeNumberField } from "../http/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
 import { requireActionPrivileges } from "./action-privileges";
 import { acceptDefinition } from "./test-definition";
@@ -111,19 +111,7 @@ const runEventsArgs = z
   .object({
     startTimeMillis: millis("startTimeMillis"),
     endTimeMillis: millis("endTimeMillis"),
-    limit: z
-      .number()
-      .int(said((at) => `${at} must be between 1 and ${MAX_RUN_EVENTS}`))
-      .min(
-        1,
-        said((at) => `${at} must be between 1 and ${MAX_RUN_EVENTS}`),
-      )
-      .max(
-        MAX_RUN_EVENTS,
-        said((at) => `${at} must be between 1 and ${MAX_RUN_EVENTS}`),
-      )
-      .nullish()
-      .transform((limit) => limit ?? DEFAULT_RUN_EVENTS),
+    limit: wholeNumberField(1, MAX_RUN_EVENTS, DEFAULT_RUN_EVENTS),
   })
   .transform((args, ctx) => {
     const to = args.endTimeMillis ?? Date.now() + 1;
@@ -192,28 +180,8 @@ export const MAX_HISTORY_PAGE = 100;
 const testResultHistoryArgs = z.object({
   urn: urnField(),
   testUrn,
-  start: z
-    .number()
-    .int(said((at) => `${at} must be 0 or more`))
-    .min(
-      0,
-      said((at) => `${at} must be 0 or more`),
-    )
-    .nullish()
-    .transform((start) => start ?? 0),
-  count: z
-    .number()
-    .int(said((at) => `${at} must be between 0 and ${MAX_HISTORY_PAGE}`))
-    .min(
-      0,
-      said((at) => `${at} must be between 0 and ${MAX_HISTORY_PAGE}`),
-    )
-    .max(
-      MAX_HISTORY_PAGE,
-      said((at) => `${at} must be between 0 and ${MAX_HISTORY_PAGE}`),
-    )
-    .nullish()
-    .transform((count) => count ?? 20),
+  start: startField(),
+  count: wholeNumberField(0, MAX_HISTORY_PAGE, 20),
 });
 
 /** One change of a test's result for an entity: newest first in testResultHistory. */

@@ -16,7 +16,7 @@ import { recordAudit } from "../audit/audit.service";
 import type { Actor } from "../auth/actor";
 import type { TaskService } from "../operations/task.service";
 import { taskUrn } from "../operations/task.service";
-import { idField, parseArgs, said, textField, urnField } from "../http/validate";
+import { idField, parseArgs, said, textField, urnField, wholeNumberField } from "../http/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
 import type { TokenStore } from "./token.store";
 import type { TokenVerifier } from "./token.verifier";
@@ -51,19 +51,12 @@ export const MAX_REVOCATION_REASON = 256;
 const delegatedWorkArgs = z.object({
   input: z
     .object({
-      limit: z
-        .number()
-        .int(said((at) => `${at} must be a whole number from 1 to ${MAX_DELEGATED_WORK}`))
-        .min(
-          1,
-          said((at) => `${at} must be a whole number from 1 to ${MAX_DELEGATED_WORK}`),
-        )
-        .max(
-          MAX_DELEGATED_WORK,
-          said((at) => `${at} must be a whole number from 1 to ${MAX_DELEGATED_WORK}`),
-        )
-        .nullish()
-        .transform((limit) => limit ?? DEFAULT_DELEGATED_WORK),
+      limit: wholeNumberField(
+        1,
+        MAX_DELEGATED_WORK,
+        DEFAULT_DELEGATED_WORK,
+        (at) => `${at} must be a whole number from 1 to ${MAX_DELEGATED_WORK}`,
+      ),
       ownerUrn: urnField("corpuser").nullish(),
       tokenId: idField().nullish(),
     })
