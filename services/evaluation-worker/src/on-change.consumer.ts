@@ -69,7 +69,7 @@ export interface OnChangePass {
  *
  * The work is the tests' owners', never the writer's: each owner's tests are evaluated as that owner's task in the
  * pool (its share of the threads against every other caller, its thread time charged to its evaluation-time budget),
- * the pushed versions are stamped with the owner and the token it set the test through, and a test whose owner lacks
+ * the pushed versions are stamped with the owner (as a scheduled run's are), and a test whose owner lacks
  * what it needs now (MANAGE_TESTS, and what its actions write) is suspended, as a scheduled test's firing is.
  */
 export class OnChangeEvaluator {
@@ -166,7 +166,7 @@ export class OnChangeEvaluator {
     entities: ReadonlyMap<string, EntitySnapshot>,
     at: number,
   ): Promise<PushItem[]> {
-    const { ownerUrn, ownerTokenId } = tests[0]!;
+    const { ownerUrn } = tests[0]!;
     const urns = [...entities.values()]
       .filter((e) => tests.some((t) => t.onTypes.includes(e.entityType)))
       .map((e) => e.urn);
@@ -190,8 +190,9 @@ export class OnChangeEvaluator {
       entityType: entities.get(evaluation.urn)!.entityType,
       evaluation,
       evaluated,
+      // As a scheduled run's: written by the owner, through no token of a caller (the test's actions are still
+      // bounded by the token the owner set the test with, test-actions.ts).
       actorUrn: ownerUrn,
-      ...(ownerTokenId !== null && { actorTokenId: ownerTokenId }),
     }));
   }
 
@@ -265,7 +266,6 @@ export function onChangeRunStarter(
         dedupKey,
         progress: { evaluated: 0, total: 0, passing: 0, failing: 0, notApplicable: 0, percent: 0 },
         createdBy: test.ownerUrn,
-        createdVia: test.ownerTokenId,
         what: "a test run on its change",
         afterInsert: (tx, id) =>
           insertAuditEvent(tx, {
@@ -281,7 +281,6 @@ export function onChangeRunStarter(
             ...request,
             taskId: id,
             actorUrn: test.ownerUrn,
-            ...(test.ownerTokenId !== null && { actorTokenId: test.ownerTokenId }),
           }),
         jobExists: async (id) => Boolean(await producer.queue.getJob(id)),
       },
