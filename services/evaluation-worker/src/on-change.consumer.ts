@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { every, type Logger, type PeriodicLoop, type Privilege } from "@mdp/core";
 import {
   advanceEventCursor,
@@ -250,15 +251,18 @@ function owner(test: StoredTest) {
 }
 
 /**
- * Starts a test's run (runTest with push and the default batch size) for its owner, as a scheduled firing does:
- * runTest's dedup key (a run still waiting or active is joined), audited as `test.run` with trigger `change`.
+ * Starts a test's run (runTest with push and the default batch size) for its owner, as a scheduled firing does,
+ * audited as `test.run` with trigger `change`. Its dedup key is runTest's with the definition's hash: a run of the
+ * same definition still waiting or active is joined, but a run started before an edit is not (it applies the edit
+ * only from its next batch on, so the entities it had evaluated would keep results of the old definition).
  */
 export function onChangeRunStarter(
   deps: Pick<EvaluateDeps, "tasks">,
   producer: Producer<"evaluate">,
 ): (test: StoredTest) => Promise<void> {
   return async (test) => {
-    const { request, dedupKey } = runTestRequest(test.urn);
+    const { request, dedupKey: runTestKey } = runTestRequest(test.urn);
+    const dedupKey = createHash("sha256").update(`${runTestKey}\n${test.hash}`).digest("hex");
     await deps.tasks.create(
       {
         type: "EVALUATE_TESTS",

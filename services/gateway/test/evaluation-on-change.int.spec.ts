@@ -3,8 +3,9 @@
  * (its pool, pusher and BullMQ worker) in process, real PostgreSQL and Redis: an ingested change has the tests that
  * select the entity pushed by themselves, written for the test's owner; a test with evaluateOnChange off is left out,
  * and turning it on runs it over what it selects; rapid changes to one entity coalesce into one evaluation; a worker
- * that dies between the commit and the evaluation leaves the change to the next one; a test whose owner lost
- * MANAGE_TESTS is suspended and pushes nothing.
+ * that dies between the commit and the evaluation leaves the change to the next one (Redis is not on that path: the
+ * outbox and the cursor are PostgreSQL's); a burst is worked through a bounded batch at a time; a test whose owner
+ * lost MANAGE_TESTS is suspended and pushes nothing.
  */
 import { eventually } from "@mdp/core/testing";
 import { startEvaluationWorker, type RunningWorker } from "./support/evaluation-worker";
@@ -165,6 +166,28 @@ describe("evaluation on change", () => {
     expect(done.events).toBeGreaterThanOrEqual(5);
     expect(await resultOf(customers, onTest)).toBe("passing");
     expect((await entity(customers)).stamps.testResults!.version).toBe(versionBefore + 1);
+  });
+
+  it("queues a burst: each pass takes a bounded batch of events, and the rest wait for the next, none lost", async () => {
+    const small = await startEvaluationWorker(h, 2, { onChange: { batchSize: 3 } });
+    try {
+      const burst = Array.from({ length: 7 }, (_, i) => dataset(`burst${i}`));
+      const proposals = burst.map((urn) => ({
+        entityType: "dataset",
+        entityUrn: urn,
+        aspectName: "datasetProperties",
+        changeType: "UPSERT",
+        aspect: { contentType: "application/json", value: JSON.stringify({ description: "orders" }) },
+      }));
+      const res = await h.post("/gms/aspects?action=ingestProposalBatch", { proposals }, systemClientHeaders(INGESTER));
+      expect(res.status).toBe(200);
+      expect(await small.onChange.pass()).toMatchObject({ events: 3, entities: 3 });
+      expect(await resultOf(burst[3]!, onTest)).toBeUndefined();
+      expect(await settle(small)).toMatchObject({ entities: 4 });
+      for (const urn of burst) expect(await resultOf(urn, onTest)).toBe("passing");
+    } finally {
+      await small.close();
+    }
   });
 
   it("evaluates a change committed before its worker died, once a worker is back", async () => {
