@@ -8,6 +8,7 @@ import { benchCost } from "./cost/cost.bench";
 import { benchEvaluate } from "./evaluate/evaluate.bench";
 import { benchGraphqlMemory } from "./graphql-memory/graphql-memory.bench";
 import { benchIngest } from "./ingest/ingest.bench";
+import { benchOnChange } from "./on-change/on-change.bench";
 import { benchTokens } from "./tokens/tokens.bench";
 import { benchTruncate } from "./truncate/truncate.bench";
 
@@ -16,6 +17,7 @@ const BENCHMARKS: Record<string, () => Promise<void>> = {
   evaluate: benchEvaluate,
   "graphql-memory": benchGraphqlMemory,
   ingest: benchIngest,
+  "on-change": benchOnChange,
   tokens: benchTokens,
   truncate: benchTruncate,
 };

@@ -596,7 +596,9 @@ describe("mdp, the admin CLI", () => {
       const file = path.join(home, "tagged.yaml");
       writeFileSync(
         file,
-        "id: tagged\nname: Owned or marked\ncategory: Ownership\ndefinition:\n  on: {types: [dataset]}\n" +
+        // Off, so that creating it pushes nothing by itself: the pushes below are the ones asked for.
+        "id: tagged\nname: Owned or marked\ncategory: Ownership\nevaluateOnChange: false\ndefinition:\n" +
+          "  on: {types: [dataset]}\n" +
           "  rules:\n    - {property: ownership.owners.owner, operator: exists}\n" +
           "  actions:\n    failing: [{type: ADD_TAGS, params: {values: ['urn:li:tag:unowned']}}]\n",
       );

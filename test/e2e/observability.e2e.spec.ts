@@ -163,6 +163,8 @@ describe("watching the services", () => {
           id: "watched",
           name: "Has a description",
           category: "Documentation",
+          // The counts below are of this one evaluate: no run of the new test, no evaluation on change.
+          evaluateOnChange: false,
           definition: {
             json: "on: {types: [dataset]}\nrules: [{property: datasetProperties.description, operator: exists}]",
           },

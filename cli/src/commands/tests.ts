@@ -77,7 +77,9 @@ The file holds either a whole test:
       - {property: datasetProperties.description, operator: exists}
 
 or a bare definition (on, rules, actions), with --name and --category given as options. A whole test may carry
-schedule: {cron: '0 3 * * *'}: it then runs by itself (runTest with push) and its results' history grows.`,
+schedule: {cron: '0 3 * * *'}: it then runs by itself (runTest with push) and its results' history grows.
+By default a test is evaluated whenever an entity it selects changes, and run over everything it selects once
+created; a whole test with evaluateOnChange: false runs only when asked or scheduled.`,
     )
     .action(async (file: string, options: TestOptions, command: Command) => {
       const input = readTestFile(file, options);
@@ -305,6 +307,8 @@ function readTestFile(file: string, options: TestOptions): CreateTestInput {
   const fileCron = (fields.schedule as { cron?: unknown } | undefined)?.cron;
   const cron = options.schedule ?? (typeof fileCron === "string" ? fileCron : undefined);
   if (cron !== undefined) input.schedule = { cron };
+  // as written: the server refuses anything but a boolean, naming the field
+  if (fields.evaluateOnChange !== undefined) input.evaluateOnChange = fields.evaluateOnChange as boolean;
   return input;
 }
 

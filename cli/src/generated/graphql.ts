@@ -37,6 +37,11 @@ export type CreateTestInput = {
   category: string;
   definition: TestDefinitionInput;
   description?: string | null | undefined;
+  /**
+   * Default true: a change of an entity the test selects re-evaluates it and pushes the result by itself, and the new
+   * test is run over every entity it selects (a runTest task for its owner). false: explicit and scheduled runs only.
+   */
+  evaluateOnChange?: boolean | null | undefined;
   /** The test urn becomes urn:li:test:<id>; generated when absent. */
   id?: string | null | undefined;
   name: string;

@@ -182,6 +182,15 @@ const schema = z.object({
   TEST_RUN_DIFF_FLAP_RUNS: int(1, 1_000).default(5),
   /** run diffs kept per test: the oldest go when a run starts (and all with TEST_HISTORY_RETENTION_DAYS) */
   TEST_RUN_DIFF_MAX_RUNS: int(1, 10_000).default(100),
+  /**
+   * how often each evaluation worker looks for platform events to evaluate on change (ms): changes to one entity within
+   * it coalesce into one evaluation (docs/evaluation-on-change.md)
+   */
+  ON_CHANGE_POLL_MS: int(10, 60_000).default(200),
+  /** platform events one pass of evaluation on change reads (their entities are evaluated together, each once) */
+  ON_CHANGE_BATCH_SIZE: int(1, 10_000).default(1_000),
+  /** platform events older than this are pruned once every consumer has read them */
+  PLATFORM_EVENT_RETENTION_HOURS: int(1, 8_784).default(24),
 });
 
 export type Config = Omit<z.output<typeof schema>, "GRAPHQL_EXPLORER"> & { GRAPHQL_EXPLORER: boolean };

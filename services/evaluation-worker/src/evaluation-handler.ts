@@ -38,7 +38,11 @@ export function createEvaluateHandler(deps: EvaluateDeps): JobHandler<"evaluate"
 }
 
 /** The evaluate-tests handler, and how to stop the threads it evaluates in (after the BullMQ worker has closed). */
-export type EvaluationHandler = JobHandler<"evaluate"> & { close(): Promise<void> };
+export type EvaluationHandler = JobHandler<"evaluate"> & {
+  close(): Promise<void>;
+  /** what it evaluates with: its pool, pusher and stores (evaluation on change shares them, see on-change.consumer.ts) */
+  deps: EvaluateDeps;
+};
 
 /**
  * The evaluate-tests handler wired to its collaborators on one database, replying to waiting gateways on `redis` (a
@@ -85,7 +89,7 @@ export function evaluationHandler(
   const evaluations = new EvaluationTasks(db.pool, tasks);
   // Uncached: a test's actions write only what its owner holds at that moment.
   const ownerPrivileges = ownerPrivilegesReader(db.prisma, rootUserUrn);
-  const evaluate = createEvaluateHandler({
+  const deps: EvaluateDeps = {
     db,
     store: new EvaluationStore(db.pool, evaluations),
     pool,
@@ -97,9 +101,10 @@ export function evaluationHandler(
     reply: (channel, reply) => sendReply(redis, channel, reply),
     logger,
     shutdownSignal,
-  });
+  };
+  const evaluate = createEvaluateHandler(deps);
   const handler = withJobShare(evaluate, pool.jobShare);
-  return Object.assign(handler, { close: () => pool.close() });
+  return Object.assign(handler, { close: () => pool.close(), deps });
 }
 
 /**

@@ -1,4 +1,4 @@
-import { Counter, Registry } from "prom-client";
+import { Counter, Histogram, Registry } from "prom-client";
 import type { EntityEvaluation } from "@mdp/metadata-tests";
 
 /**
@@ -49,4 +49,32 @@ export function countEvaluations(evaluations: readonly EntityEvaluation[]): void
   testResults.inc({ result: "passing" }, passing);
   testResults.inc({ result: "failing" }, failing);
   testResults.inc({ result: "not_applicable" }, notApplicable);
+}
+
+const onChangeEvents = new Counter({
+  name: "mdp_on_change_events_total",
+  help: "Platform events read by evaluation on change",
+  registers: [evaluationRegistry],
+});
+const onChangeEntities = new Counter({
+  name: "mdp_on_change_entities_total",
+  help: "Entities evaluated on change (each changed entity once per pass, however many of its changes it read)",
+  registers: [evaluationRegistry],
+});
+const onChangeLag = new Histogram({
+  name: "mdp_on_change_lag_seconds",
+  help: "From an event's commit to the end of the pass that evaluated it (its pushed result committed)",
+  buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300],
+  registers: [evaluationRegistry],
+});
+
+/** One pass of evaluation on change: its events, the entities it evaluated, and how late each event was handled. */
+export function countOnChange(
+  pass: { events: number; entities: number },
+  events: ReadonlyArray<{ createdAt: number }>,
+): void {
+  onChangeEvents.inc(pass.events);
+  onChangeEntities.inc(pass.entities);
+  const now = Date.now();
+  for (const e of events) onChangeLag.observe(Math.max(0, now - e.createdAt) / 1000);
 }

@@ -11,3 +11,14 @@ export {
 } from "./evaluation-handler";
 export { TestHistoryRetention, TestResultHistory } from "./test-result-history";
 export { ResultsPusher, type PushItem } from "./results.pusher";
+export {
+  EVENT_PRUNE_EVERY_MS,
+  ON_CHANGE_CONSUMER,
+  ON_CHANGE_SUSPENDED_ACTION,
+  OnChangeEvaluator,
+  onChangeLoop,
+  onChangeRunStarter,
+  prunePlatformEventsFully,
+  type OnChangePass,
+  type OnChangeSettings,
+} from "./on-change.consumer";

@@ -1,5 +1,5 @@
 import { stopTelemetry } from "./instrument";
-import { createLogger, loadConfigOrExit } from "@mdp/core";
+import { createLogger, EntityRegistry, loadConfigOrExit } from "@mdp/core";
 import { createDatabase, pingDatabase } from "@mdp/db";
 import * as prom from "prom-client";
 import {
@@ -18,11 +18,19 @@ import { evaluationGivenUp, evaluationHandler, evaluationsReconciled } from "./e
 import { evaluationRegistry } from "./evaluation-metrics";
 import { TASK_PRUNE_EVERY_MS, TaskRetention } from "./task-retention";
 import { HISTORY_PRUNE_EVERY_MS, TestHistoryRetention } from "./test-result-history";
+import {
+  EVENT_PRUNE_EVERY_MS,
+  OnChangeEvaluator,
+  onChangeLoop,
+  onChangeRunStarter,
+  prunePlatformEventsFully,
+} from "./on-change.consumer";
 
 const config = loadConfigOrExit();
 const logger = createLogger("evaluation-worker", config.LOG_LEVEL);
-// A job uses one connection at a time; one more for pruning, one spare.
-const db = createDatabase(config.DATABASE_URL, { poolMax: config.EVALUATION_CONCURRENCY + 2 });
+// A job uses one connection at a time; one more for pruning, one spare, two for evaluation on change (its pass, and
+// a suspension or a test run it starts meanwhile).
+const db = createDatabase(config.DATABASE_URL, { poolMax: config.EVALUATION_CONCURRENCY + 4 });
 const connection = createRedis(config.REDIS_URL, "worker");
 const shutdown = new AbortController();
 const tasks = new TaskLifecycle(db, logger);
@@ -77,6 +85,13 @@ const chores = startChores(
       run: async () => ({ deleted: await retention.prune() }),
     },
     {
+      name: "prune-platform-events",
+      everyMs: EVENT_PRUNE_EVERY_MS,
+      run: async () => ({
+        deleted: await prunePlatformEventsFully(handler.deps, config.PLATFORM_EVENT_RETENTION_HOURS),
+      }),
+    },
+    {
       name: "prune-test-history",
       everyMs: HISTORY_PRUNE_EVERY_MS,
       run: async () => ({ deleted: await historyRetention.prune() }),
@@ -87,6 +102,19 @@ const chores = startChores(
 // Scheduled tests: their firings become runTest tasks here, each counted against its owner's runTest limit on the
 // gateway's keys; this process also takes its share of the schedule sync (the one writer of the schedulers).
 const rateLimits = new RateLimits(RateLimits.connect(config, logger), config);
+// Evaluation on change: the platform-event outbox's consumer, one pass at a time in the cluster (its cursor's lock).
+const registry = EntityRegistry.load(config.ENTITY_REGISTRY_PATH);
+const onChange = onChangeLoop(
+  new OnChangeEvaluator(handler.deps, {
+    batchSize: config.ON_CHANGE_BATCH_SIZE,
+    rootUserUrn: config.ROOT_USER_URN,
+    storable: (type) => registry.entityTypes().includes(type) && registry.aspectsOf(type).has("testResults"),
+    startRun: onChangeRunStarter(handler.deps, producer),
+    rateLimits,
+  }),
+  config.ON_CHANGE_POLL_MS,
+  logger,
+);
 const schedules = startSchedules({
   kinds: [scheduledTestKind],
   db,
@@ -112,6 +140,7 @@ runUntilSignalled({
     checks: { postgres: () => pingDatabase(db.prisma) },
   },
   resources: [
+    () => onChange.stop(),
     () => schedules.stop(),
     () => chores.stop(),
     () => rateLimits.close(),

@@ -1,6 +1,7 @@
 import type pg from "pg";
 import type { PrismaClient } from "../generated/prisma/client";
 import type { Queryable } from "../timeseries/timeseries.store";
+import { metadataChangeLogInsert } from "../events/platform-event.repository";
 
 export interface VersionedAspectWrite {
   urn: string;
@@ -50,15 +51,20 @@ export class AspectRepository {
       seen.set(key, n);
       return n;
     });
+    // Each version and its MetadataChangeLog_v1 event in the platform-event outbox, in one statement of the caller's
+    // transaction: the event commits exactly when the version does (events/platform-event.repository.ts).
     await client.query(
-      `INSERT INTO aspect (urn, aspect_name, version, entity_type, value, created_by, created_via)
-       SELECT d.urn, d.aspect_name, COALESCE(m.version, 0) + d.ordinal, d.entity_type, d.value::jsonb, d.created_by,
-              d.created_via
-         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[])
-              AS d(urn, aspect_name, entity_type, value, ordinal, created_by, created_via)
-         LEFT JOIN LATERAL (
-           SELECT max(a.version) AS version FROM aspect a WHERE a.urn = d.urn AND a.aspect_name = d.aspect_name
-         ) m ON true`,
+      `WITH written AS (
+         INSERT INTO aspect (urn, aspect_name, version, entity_type, value, created_by, created_via)
+         SELECT d.urn, d.aspect_name, COALESCE(m.version, 0) + d.ordinal, d.entity_type, d.value::jsonb, d.created_by,
+                d.created_via
+           FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[])
+                AS d(urn, aspect_name, entity_type, value, ordinal, created_by, created_via)
+           LEFT JOIN LATERAL (
+             SELECT max(a.version) AS version FROM aspect a WHERE a.urn = d.urn AND a.aspect_name = d.aspect_name
+           ) m ON true
+         RETURNING urn, aspect_name, entity_type, version, created_by, created_at)
+       ${metadataChangeLogInsert("written")}`,
       [
         writes.map((w) => w.urn),
         writes.map((w) => w.aspectName),

@@ -131,3 +131,37 @@ export async function testActionsOf(db: Queryable, urns: readonly string[]): Pro
   );
   return rows;
 }
+
+/**
+ * The tests that evaluate on change (evaluate_on_change, ACTIVE, not suspended) and select one of `entityTypes`, as
+ * an evaluation reads them: what a change of an entity of those types re-evaluates.
+ */
+export async function onChangeTestsSelecting(
+  db: Queryable,
+  entityTypes: readonly string[],
+): Promise<EvaluatedTestRow[]> {
+  if (entityTypes.length === 0) return [];
+  const { rows } = await db.query<EvaluatedTestRow>(
+    `SELECT urn, on_types AS "onTypes", true AS active, md5(definition::text) AS hash, definition,
+            owner_urn AS "ownerUrn", owner_token_id AS "ownerTokenId", false AS suspended
+       FROM metadata_test
+      WHERE evaluate_on_change AND state = 'ACTIVE' AND suspended_at IS NULL AND on_types && $1::text[]
+      ORDER BY urn`,
+    [entityTypes],
+  );
+  return rows;
+}
+
+/** Of these tests, those that evaluate on change (evaluate_on_change, ACTIVE, not suspended), as evaluations read them. */
+export async function onChangeTestsNamed(db: Queryable, urns: readonly string[]): Promise<EvaluatedTestRow[]> {
+  if (urns.length === 0) return [];
+  const { rows } = await db.query<EvaluatedTestRow>(
+    `SELECT urn, on_types AS "onTypes", true AS active, md5(definition::text) AS hash, definition,
+            owner_urn AS "ownerUrn", owner_token_id AS "ownerTokenId", false AS suspended
+       FROM metadata_test
+      WHERE urn = ANY($1::text[]) AND evaluate_on_change AND state = 'ACTIVE' AND suspended_at IS NULL
+      ORDER BY urn`,
+    [urns],
+  );
+  return rows;
+}

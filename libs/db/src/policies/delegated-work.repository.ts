@@ -61,8 +61,9 @@ export async function taskIdsCreatedBy(prisma: PrismaClient, by: WorkOwnerFilter
 }
 
 /**
- * Suspends, in the caller's transaction, the user's deferred work not suspended yet: its tests that have a schedule
- * or actions (which run for their owner at every push) and its retention policies. Answers the rows it suspended.
+ * Suspends, in the caller's transaction, the user's deferred work not suspended yet: its tests that have a schedule,
+ * actions (which run for their owner at every push) or evaluate on change (for their owner at every change), and its
+ * retention policies. Answers the rows it suspended.
  */
 export async function suspendDeferredWorkOf(
   tx: Prisma.TransactionClient,
@@ -72,7 +73,8 @@ export async function suspendDeferredWorkOf(
 ): Promise<{ tests: MetadataTest[]; policies: RetentionPolicy[] }> {
   const acting = await tx.$queryRaw<Array<{ urn: string }>>`
       SELECT urn FROM metadata_test
-       WHERE owner_urn = ${ownerUrn} AND suspended_at IS NULL AND (schedule_cron IS NOT NULL OR definition ? 'actions')`;
+       WHERE owner_urn = ${ownerUrn} AND suspended_at IS NULL
+         AND (schedule_cron IS NOT NULL OR definition ? 'actions' OR (evaluate_on_change AND state = 'ACTIVE'))`;
   const tests = await tx.metadataTest.updateManyAndReturn({
     where: { urn: { in: acting.map((t) => t.urn) }, suspendedAt: null },
     data: { suspendedAt: now, suspendedReason: reason },

@@ -57,6 +57,8 @@ export interface FiringCheck {
   action: string;
   /** the audit's `via`: which kind of schedule fired */
   via: string;
+  /** the audit's `trigger`: `schedule` unless told (evaluation on change: `change`) */
+  trigger?: string;
 }
 
 /**
@@ -84,7 +86,7 @@ export async function suspendUnlessOwnerMay(
       actorUrn: check.ownerUrn,
       action: check.action,
       targetUrn: check.work.urn,
-      details: { missingPrivileges: missing, trigger: "schedule", via: check.via },
+      details: { missingPrivileges: missing, trigger: check.trigger ?? "schedule", via: check.via },
     });
     return true;
   });

@@ -18,6 +18,7 @@ import {
   findTest,
   inPrismaTransaction,
   insertTest,
+  insertTestChangeEvent,
   notFoundWhenMissing,
   isUniqueViolation,
   lockScheduleOwner,
@@ -85,6 +86,14 @@ const testInput = (registry: EntityRegistry, minIntervalSeconds: number) => ({
         ),
     })
     .nullish(),
+  /**
+   * ours: whether a change of an entity it selects re-evaluates it and pushes the result by itself, and an edit of
+   * its definition re-evaluates every entity it selects (default on; absent on update: unchanged)
+   */
+  evaluateOnChange: z
+    .boolean()
+    .nullish()
+    .transform((on) => on ?? undefined),
 });
 
 const testUrn = urnField("test");
@@ -235,10 +244,13 @@ export class MetadataTestService {
           ...data,
           state: data.state ?? "ACTIVE",
           scheduleCron: data.scheduleCron ?? null,
+          evaluateOnChange: data.evaluateOnChange ?? true,
           createdBy: actor.urn,
           ...ownedBy(actor),
         });
         await recordAudit(tx, actor, "test.create", urn, auditDetails(data));
+        // The outbox's event, in this transaction: evaluation on change runs the new test over what it selects.
+        await insertTestChangeEvent(tx, { testUrn: urn, changeType: "UPSERT", actorUrn: actor.urn });
       });
     } catch (error) {
       if (isUniqueViolation(error)) throw conflict(`Test ${urn} already exists`);
@@ -258,7 +270,7 @@ export class MetadataTestService {
       const current = await this.existing(tx, urn, true);
       // An omitted state leaves the test as it is, so DataHub's clients (which know no state) cannot re-activate it;
       // an omitted schedule likewise stays (null removes it).
-      const { state, scheduleCron, ...rest } = data;
+      const { state, scheduleCron, evaluateOnChange, ...rest } = data;
       const cron = scheduleCron !== undefined ? scheduleCron : current.scheduleCron;
       // Whoever sets what the test does owns it from then on: its definition (rules, actions) or its schedule, or
       // setting a scheduled test running again. A rename or a new description changes what it does in nothing.
@@ -277,8 +289,19 @@ export class MetadataTestService {
         ...rest,
         ...(state && { state }),
         ...(scheduleCron !== undefined && { scheduleCron }),
+        ...(evaluateOnChange !== undefined && { evaluateOnChange }),
         ...(takesOver && { ...ownedBy(actor), suspendedAt: null, suspendedReason: null }),
       });
+      // What it evaluates changed (its definition, set running again, or evaluation on change turned on): the
+      // outbox's event, in this transaction, has evaluation on change run it over every entity it selects.
+      const definitionChanged =
+        normalizedDefinitionText(current.definition as unknown as ParsedDefinition) !==
+        normalizedDefinitionText(data.definition as unknown as ParsedDefinition);
+      const activated = state === "ACTIVE" && current.state !== "ACTIVE";
+      const turnedOn = evaluateOnChange === true && !current.evaluateOnChange;
+      if (definitionChanged || activated || turnedOn) {
+        await insertTestChangeEvent(tx, { testUrn: urn, changeType: "UPSERT", actorUrn: actor.urn });
+      }
       await recordAudit(tx, actor, "test.update", urn, {
         ...auditDetails(data),
         ...(takesOver && current.ownerUrn !== actor.urn && { previousOwner: current.ownerUrn }),
@@ -322,6 +345,7 @@ export class MetadataTestService {
       const test = await this.existing(tx, urn);
       await deleteTest(tx, urn);
       await recordAudit(tx, actor, "test.delete", urn, { name: test.name });
+      await insertTestChangeEvent(tx, { testUrn: urn, changeType: "DELETE", actorUrn: actor.urn });
       scheduled = test.scheduleCron !== null;
     }).catch(notFoundWhenMissing(`Test ${urn} does not exist`));
     if (scheduled) await this.syncSchedule(urn);
@@ -480,6 +504,7 @@ export class MetadataTestService {
       onTypes,
       state: input.state,
       scheduleCron: input.schedule === undefined || input.schedule === null ? input.schedule : input.schedule.cron,
+      evaluateOnChange: input.evaluateOnChange,
     };
   }
 
@@ -512,6 +537,7 @@ function auditDetails(data: {
   onTypes: string[];
   state?: TestState;
   scheduleCron?: string | null;
+  evaluateOnChange?: boolean;
 }) {
   return {
     name: data.name,
@@ -519,5 +545,6 @@ function auditDetails(data: {
     onTypes: data.onTypes,
     ...(data.state && { state: data.state }),
     ...(data.scheduleCron !== undefined && { schedule: data.scheduleCron && { cron: data.scheduleCron } }),
+    ...(data.evaluateOnChange !== undefined && { evaluateOnChange: data.evaluateOnChange }),
   };
 }

@@ -39,6 +39,11 @@ export const testTypeDefs = /* GraphQL */ `
     state: TestState
     "Default none: the test runs only when evaluated or run."
     schedule: TestScheduleInput
+    """
+    Default true: a change of an entity the test selects re-evaluates it and pushes the result by itself, and the new
+    test is run over every entity it selects (a runTest task for its owner). false: explicit and scheduled runs only.
+    """
+    evaluateOnChange: Boolean
   }
 
   input UpdateTestInput {
@@ -50,6 +55,8 @@ export const testTypeDefs = /* GraphQL */ `
     state: TestState
     "Unchanged when absent; null removes the schedule."
     schedule: TestScheduleInput
+    "Unchanged when absent. See CreateTestInput.evaluateOnChange."
+    evaluateOnChange: Boolean
   }
 
   type TestDefinition {
@@ -89,6 +96,18 @@ export const testTypeDefs = /* GraphQL */ `
     resumed it). Each firing uses the owner's privileges as they are then.
     """
     ownerUrn: String!
+    """
+    Whether a change of an entity it selects re-evaluates it and pushes the result by itself (for ownerUrn, with its
+    privileges as they are then), and an edit of its definition re-evaluates every entity it selects.
+    """
+    evaluateOnChange: Boolean!
+    """
+    When its deferred work (schedule firings, evaluation on change) was suspended (epoch ms): its owner no longer held
+    what it needs, or revokeActorAccess. resumeTestSchedule, or an update that sets its definition, clears it.
+    """
+    suspendedAt: Long
+    "Why it was suspended."
+    suspendedReason: String
     createdAt: Long!
     updatedAt: Long!
     "How many entities pass and fail the test now, as their pushed results say (DataHub's TestResultsSummary)."
@@ -282,6 +301,7 @@ export const testResolvers = {
       normalized: normalizedDefinitionText(test.definition as unknown as ParsedDefinition),
     }),
     createdAt: (test: MetadataTest) => test.createdAt.getTime(),
+    suspendedAt: (test: MetadataTest) => test.suspendedAt?.getTime() ?? null,
     updatedAt: (test: MetadataTest) => test.updatedAt.getTime(),
     results: (test: MetadataTest, _: unknown, ctx: GraphQLContext) => ctx.services.tests.resultCounts(test.urn),
     batchRunEvents: (test: MetadataTest, args: unknown, ctx: GraphQLContext) =>

@@ -1,14 +1,25 @@
 /** A real evaluation worker (BullMQ, PostgreSQL) in the test's process, on a gateway harness's database and queues. */
-import { createLogger } from "@mdp/core";
+import { createLogger, type PeriodicLoop } from "@mdp/core";
 import { createDatabase } from "@mdp/db";
 import type { Redis } from "ioredis";
-import { closeRedis, createRedis, createWorker } from "@mdp/queues";
-import { evaluationGivenUp, evaluationHandler } from "evaluation-worker";
+import { closeRedis, createRedis, createWorker, Producer } from "@mdp/queues";
+import {
+  evaluationGivenUp,
+  evaluationHandler,
+  OnChangeEvaluator,
+  onChangeLoop,
+  onChangeRunStarter,
+  type OnChangeSettings,
+} from "evaluation-worker";
 import type { Harness } from "./gateway-harness";
 
 export interface RunningWorker {
   /** aborts like SIGTERM would: a running test run hands its job back */
   shutdown: AbortController;
+  /** evaluation on change on this worker's pool and pusher; its passes run when called (or by `startOnChange`) */
+  onChange: OnChangeEvaluator;
+  /** runs evaluation on change every `pollMs`, as the worker process does, until stopped (or close) */
+  startOnChange(pollMs?: number): PeriodicLoop;
   close(): Promise<void>;
 }
 
@@ -19,10 +30,14 @@ export interface RunningWorker {
 export async function startEvaluationWorker(
   h: Harness,
   concurrency = 4,
-  { loseReplies = false, threads = 2 }: { loseReplies?: boolean; threads?: number } = {},
+  {
+    loseReplies = false,
+    threads = 2,
+    onChange: onChangeSettings = {},
+  }: { loseReplies?: boolean; threads?: number; onChange?: Partial<OnChangeSettings> } = {},
 ): Promise<RunningWorker> {
   // A pool of its own: pushes wait on row locks while holding a connection, as in the real process.
-  const db = createDatabase(h.config.DATABASE_URL, { poolMax: concurrency + 2 });
+  const db = createDatabase(h.config.DATABASE_URL, { poolMax: concurrency + 4 });
   const connection = createRedis(h.config.REDIS_URL, "worker");
   const logger = createLogger("evaluation-worker-test", h.config.LOG_LEVEL);
   const shutdown = new AbortController();
@@ -42,10 +57,23 @@ export async function startEvaluationWorker(
   });
   void worker.run();
   await worker.waitUntilReady();
+  const producer = new Producer("evaluate", connection, h.config.QUEUE_PREFIX);
+  const onChange = new OnChangeEvaluator(handler.deps, {
+    batchSize: 1000,
+    rootUserUrn: h.config.ROOT_USER_URN,
+    storable: () => true,
+    startRun: onChangeRunStarter(handler.deps, producer),
+    ...onChangeSettings,
+  });
+  let loop: ReturnType<typeof onChangeLoop> | undefined;
   return {
     shutdown,
+    onChange,
+    startOnChange: (pollMs = 50) => (loop ??= onChangeLoop(onChange, pollMs, logger)),
     close: async () => {
+      await loop?.stop();
       await worker.close();
+      await producer.close();
       await handler.close(); // the evaluation threads
       await closeRedis(connection);
       await db.close();
