@@ -644,11 +644,11 @@ describe("mdp, the admin CLI", () => {
       const file = path.join(home, "described.yaml");
       writeFileSync(
         file,
-        "on: {types: [dataset]}\nrules: [{property: datasetProperties.description, operator: exists}]\n",
+        // Off, so that creating it starts no run by itself: the run below is the first.
+        "id: run-diffed\nname: Run diffed\ncategory: Docs\nevaluateOnChange: false\ndefinition:\n" +
+          "  on: {types: [dataset]}\n  rules: [{property: datasetProperties.description, operator: exists}]\n",
       );
-      expect(
-        (await mdp(["tests", "create", file, "--id", "run-diffed", "--name", "Run diffed", "--category", "Docs"])).code,
-      ).toBe(0);
+      expect((await mdp(["tests", "create", file])).code).toBe(0);
       const none = await mdp(["tests", "diff", "urn:li:test:run-diffed"]);
       expect(none).toMatchObject({ code: 3, stderr: expect.stringMatching(/has no recorded run/) });
       const { data } = await graphql(

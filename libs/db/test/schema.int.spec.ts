@@ -25,6 +25,12 @@ async function withClient<T>(url: string, fn: (client: pg.Client) => Promise<T>)
   }
 }
 
+/**
+ * What the migrations create on purpose that schema.prisma cannot describe: a sequence of its own (the platform-event
+ * outbox's commit-order positions, libs/db/src/events/platform-event.repository.ts).
+ */
+const BEYOND_SCHEMA_PRISMA = ["platform_event_position"];
+
 /** The catalog facts a schema consists of, in a comparable form; `except` leaves out bookkeeping tables. */
 function catalog(url: string, except: string[] = []): Promise<Record<string, unknown[]>> {
   const queries: Record<string, string> = {
@@ -102,7 +108,7 @@ describe("the migrations", () => {
     const script = await prismaEngine({ op: "diff", serverUrl, from: "empty", to: "schema" });
     await withClient(reference.url, (client) => client.query(script));
 
-    const actual = await catalog(migrated.url, ["_prisma_migrations"]);
+    const actual = await catalog(migrated.url, ["_prisma_migrations", ...BEYOND_SCHEMA_PRISMA]);
     expect(actual).toEqual(await catalog(reference.url));
     // Guard against two equally empty catalogs: every @@map'ed table of schema.prisma is there.
     const mapped = [...readFileSync(defaultSchemaPath, "utf8").matchAll(/@@map\("([^"]+)"\)/g)].map((m) => m[1]);
