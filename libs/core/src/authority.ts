@@ -19,14 +19,12 @@ export interface Principal {
 }
 
 /**
- * The minter that bounds a token at every use (Principal.minterUrn): whoever minted it, when that is another user —
- * except for a service account's token (type SERVICE_ACCOUNT), whose minter is only recorded: it acts with the
- * account's own grants (and its chain's), so it outlives the minter's privileges as DataHub's do. Minting one needs
- * MANAGE_SERVICE_ACCOUNTS and no more than the minter holds then (the gateway's token service).
+ * The minter that bounds a token at every use (Principal.minterUrn): whoever minted it, when that is another user. A
+ * service account's token (type SERVICE_ACCOUNT) too: its minter was handed its secret, so a grant made to the account
+ * later reaches the token only within what the minter holds then (docs/authorization.md "Service accounts").
  */
-export function boundingMinter(token: { type: string; actorUrn: string; ownerUrn: string }): string | undefined {
-  if (token.type === "SERVICE_ACCOUNT" || token.ownerUrn === token.actorUrn) return undefined;
-  return token.ownerUrn;
+export function boundingMinter(token: { actorUrn: string; ownerUrn: string }): string | undefined {
+  return token.ownerUrn === token.actorUrn ? undefined : token.ownerUrn;
 }
 
 /** The system actor: DataHub's system client acts as it when a request names no actor (docs/authorization.md). */

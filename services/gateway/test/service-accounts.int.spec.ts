@@ -78,30 +78,47 @@ describe("service accounts", () => {
     await a?.close();
   });
 
-  it("a token holds the account's current grants, not its minter's, and keeps working when the minter loses its own", async () => {
+  it("a token holds the account's current grants within its minter's current ones: a grant the minter lacks never reaches it", async () => {
     const manager = "urn:li:corpuser:sa-short-lived-manager";
-    const managerPolicy = await grantPolicy(manager, ["MANAGE_SERVICE_ACCOUNTS"]);
+    const managerPolicy = await grantPolicy(manager, ["MANAGE_SERVICE_ACCOUNTS", "VIEW_TESTS"]);
     const account = await createAccount("granted later", systemClientHeaders(manager));
     const token = await minted(account, systemClientHeaders(manager));
     expect(token.metadata.ownerUrn).toBe(manager); // who minted it is recorded
     expect(await privileges(a, token.accessToken)).toEqual([]);
 
-    // A policy grants the account what its minter never held: the token has it at its next use.
-    const accountPolicy = await grantPolicy(account, ["VIEW_TESTS"]);
-    expect(await privileges(a, token.accessToken)).toEqual(["VIEW_TESTS"]);
-    // The minter loses MANAGE_SERVICE_ACCOUNTS: the account's token is not its to take along.
-    await deletePolicy(managerPolicy);
+    // A policy grants the account VIEW_TESTS, which its minter holds, and MANAGE_POLICIES, which it does not: the
+    // token has only the first (its minter handed its secret out, and may not gain through it what it lacks).
+    const accountPolicy = await grantPolicy(account, ["VIEW_TESTS", "MANAGE_POLICIES"]);
     expect(await privileges(a, token.accessToken)).toEqual(["VIEW_TESTS"]);
     // The same at a schedule's firing, which the workers read from PostgreSQL (work set through the token).
     const firing = ownerPrivilegesReader(a.prisma, ROOT);
     expect([...(await firing({ urn: account, tokenId: token.metadata.id, suspended: false }))]).toEqual(["VIEW_TESTS"]);
-    // The account loses its grant: so does the token, on the other replica too.
-    await deletePolicy(accountPolicy);
-    await eventually("the grant gone on B", async () => {
+    // The minter loses what it held: so does the token, on the other replica too.
+    await deletePolicy(managerPolicy);
+    await eventually("the minter's grant gone on B", async () => {
       const now = await privileges(b, token.accessToken);
       return typeof now !== "number" && now.length === 0;
     });
     expect(await privileges(a, token.accessToken)).toEqual([]);
+    await deletePolicy(accountPolicy);
+  });
+
+  it("revokeActorAccess of a minter revokes the service-account tokens it minted (it was handed their secrets)", async () => {
+    const manager = "urn:li:corpuser:sa-suspected-manager";
+    await grantPolicy(manager, ["MANAGE_SERVICE_ACCOUNTS", "VIEW_TESTS"]);
+    const account = await createAccount("minted by a suspect", systemClientHeaders(manager));
+    await grantPolicy(account, ["VIEW_TESTS"]);
+    const token = await minted(account, systemClientHeaders(manager));
+    expect(await privileges(b, token.accessToken)).toEqual(["VIEW_TESTS"]);
+    const revoked = await ok<{ revokeActorAccess: { revokedTokenIds: string[] } }>(
+      a,
+      `mutation($u: String!) { revokeActorAccess(input: {actorUrn: $u, suspendWork: true}) { revokedTokenIds } }`,
+      { u: manager },
+    );
+    expect(revoked.revokeActorAccess.revokedTokenIds).toContain(token.metadata.id);
+    await eventually("refused on B", async () => (await privileges(b, token.accessToken)) === 401, {
+      timeoutMs: 5_000,
+    });
   });
 
   it("a token minted with a token is bounded by that token (its chain), as every token is", async () => {

@@ -199,6 +199,23 @@ export async function revokeLiveAccessTokensOf(
 }
 
 /**
+ * Revokes the live service-account tokens `ownerUrn` minted (revokeActorAccess: that user was handed their secrets);
+ * answers their ids. Tokens it minted for people are theirs, not the minter's, and stay.
+ */
+export async function revokeLiveServiceAccountTokensMintedBy(
+  tx: Prisma.TransactionClient,
+  ownerUrn: string,
+  revokedBy: string,
+): Promise<string[]> {
+  const revoked = await tx.$queryRaw<Array<{ id: string }>>`
+      UPDATE access_token SET revoked_at = now(), revoked_by = ${revokedBy}
+       WHERE owner_urn = ${ownerUrn} AND type = 'SERVICE_ACCOUNT' AND actor_urn <> ${ownerUrn}
+         AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())
+      RETURNING id::text`;
+  return revoked.map((row) => row.id);
+}
+
+/**
  * Records uses of tokens (id → time of its latest use here) in one statement. Several replicas flush independently;
  * GREATEST keeps the newest use.
  */

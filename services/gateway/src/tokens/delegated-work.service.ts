@@ -92,7 +92,7 @@ export class DelegatedWorkService {
     private readonly db: Database,
     private readonly engine: PolicyEngine,
     private readonly store: TokenStore,
-    private readonly verifier: Pick<TokenVerifier, "revokedAllOf">,
+    private readonly verifier: Pick<TokenVerifier, "revokedAllOf" | "revoked">,
     private readonly tasks: TaskService,
     private readonly config: Pick<Config, "URN_NAMESPACE">,
     private readonly logger: Logger,
@@ -134,26 +134,33 @@ export class DelegatedWorkService {
     first?: (tx: Prisma.TransactionClient) => Promise<void>,
   ) {
     const { reason, given, suspendWork } = how;
-    const { revokedTokenIds, tests, policies, tasks } = await inPrismaTransaction(this.db.prisma, async (tx) => {
-      await first?.(tx);
-      const revoked = await this.store.revokeAllOfIn(tx, userUrn, actor);
-      const suspended = suspendWork
-        ? await this.suspendSchedulesOf(tx, actor, userUrn, reason)
-        : { tests: [], policies: [] };
-      const cancelled = suspendWork ? await this.tasks.cancelAllCreatedBy(tx, actor, userUrn) : [];
-      await recordAudit(tx, actor, "actor.revokeAccess", userUrn, {
-        tokens: revoked.length,
-        suspendWork,
-        scheduledTests: suspended.tests.length,
-        retentionPolicies: suspended.policies.length,
-        tasks: cancelled.length,
-        ...(given && { reason: given }),
-      });
-      return { revokedTokenIds: revoked, ...suspended, tasks: cancelled };
-    });
+    const { revokedTokenIds, minted, tests, policies, tasks } = await inPrismaTransaction(
+      this.db.prisma,
+      async (tx) => {
+        await first?.(tx);
+        const own = await this.store.revokeAllOfIn(tx, userUrn, actor);
+        // The service-account tokens the user minted: their secrets were handed to it (not so a deleted account's own).
+        const minted = first ? [] : await this.store.revokeServiceAccountTokensMintedByIn(tx, userUrn, actor);
+        const revoked = [...own, ...minted];
+        const suspended = suspendWork
+          ? await this.suspendSchedulesOf(tx, actor, userUrn, reason)
+          : { tests: [], policies: [] };
+        const cancelled = suspendWork ? await this.tasks.cancelAllCreatedBy(tx, actor, userUrn) : [];
+        await recordAudit(tx, actor, "actor.revokeAccess", userUrn, {
+          tokens: revoked.length,
+          suspendWork,
+          scheduledTests: suspended.tests.length,
+          retentionPolicies: suspended.policies.length,
+          tasks: cancelled.length,
+          ...(given && { reason: given }),
+        });
+        return { revokedTokenIds: revoked, minted, ...suspended, tasks: cancelled };
+      },
+    );
     // The commit revokes; these only shorten every replica's caches and end waiting tasks now (never failing). The
     // answer lists the first MAX_DELEGATED_WORK tasks; the rest are asked to stop all the same, and stop at their claim.
     if (revokedTokenIds.length > 0) await this.verifier.revokedAllOf(userUrn);
+    for (const id of minted) await this.verifier.revoked(id);
     const listed = tasks.slice(0, MAX_DELEGATED_WORK);
     await this.tasks.settleCancelled(listed);
     const settled = await this.readTasks(listed.map((t) => t.id));

@@ -11,6 +11,7 @@ import {
   lockLiveServiceAccount,
   revokeAccessToken,
   revokeLiveAccessTokensOf,
+  revokeLiveServiceAccountTokensMintedBy,
   revokeLiveAccessTokensOutside,
   type AccessToken,
   type AccessTokenFilter,
@@ -55,7 +56,7 @@ export interface StoredToken {
  * was minted with): the same row serves when the token is the credential and when it is another token's parent.
  */
 export interface TokenCredential {
-  /** PERSONAL, or SERVICE_ACCOUNT (whose minter does not bound it: boundingMinter) */
+  /** PERSONAL, or SERVICE_ACCOUNT (a service account's; bounded by its minter as any token: boundingMinter) */
   type: "PERSONAL" | "SERVICE_ACCOUNT";
   /** the stored hash, as bytes */
   tokenHash: Buffer;
@@ -207,6 +208,21 @@ export class TokenStore {
       details: { actorUrn, bulk: true, via: actor.via },
     });
     await recordAudit(tx, actor, "accessToken.revokeAll", actorUrn, { count: ids.length });
+    return ids;
+  }
+  /** The live service-account tokens `ownerUrn` minted, revoked in the caller's transaction (revokeActorAccess). */
+  async revokeServiceAccountTokensMintedByIn(
+    tx: Prisma.TransactionClient,
+    ownerUrn: string,
+    actor: Actor,
+  ): Promise<string[]> {
+    const ids = await revokeLiveServiceAccountTokensMintedBy(tx, ownerUrn, actor.urn);
+    await insertAuditEventPerTarget(tx, {
+      actorUrn: actor.urn,
+      action: "accessToken.revoke",
+      targetUrns: ids.map((id) => this.urnOf(id)),
+      details: { ownerUrn, bulk: true, via: actor.via },
+    });
     return ids;
   }
 

@@ -3,8 +3,8 @@ import type { GraphQLContext } from "../graphql/context";
 export const tokenTypeDefs = /* GraphQL */ `
   """
   PERSONAL: a user's token. SERVICE_ACCOUNT: a service account's (actorUrn a live service account), minted by a holder
-  of MANAGE_SERVICE_ACCOUNTS, who is recorded as its ownerUrn but does not bound it: at every use it holds the
-  account's current grants (within its scopes and the token it was created with).
+  of MANAGE_SERVICE_ACCOUNTS (its ownerUrn): at every use it holds the account's current grants, within its scopes,
+  the token it was created with and its minter's current grants.
   """
   enum AccessTokenType {
     PERSONAL
