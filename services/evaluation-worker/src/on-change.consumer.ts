@@ -12,6 +12,7 @@ import {
   ownerKey,
   prunePlatformEvents,
   sequencePlatformEvents,
+  TEST_ACTIONS_APP_SOURCE,
   suspendUnlessOwnerMay,
   type PlatformEventRow,
 } from "@mdp/db";
@@ -119,14 +120,19 @@ export class OnChangeEvaluator {
 
   /**
    * The entities whose aspects changed (each once, with its type), and the tests whose definition changed. A push of
-   * results (testResults) is not a change tests read: evaluating again on it would only find the same results.
+   * results (testResults) is not a change tests read: evaluating again on it would only find the same results. What
+   * tests' actions wrote is not evaluated again either: actions that undo each other would loop forever.
    */
   private split(events: readonly PlatformEventRow[]): { changed: Map<string, string>; edited: Set<string> } {
     const changed = new Map<string, string>();
     const edited = new Set<string>();
     for (const event of events) {
       if (event.entityType === "test" && event.aspectName === "testInfo") edited.add(event.entityUrn);
-      else if (event.aspectName !== TEST_RESULTS_ASPECT && this.settings.storable(event.entityType)) {
+      else if (
+        event.aspectName !== TEST_RESULTS_ASPECT &&
+        event.appSource !== TEST_ACTIONS_APP_SOURCE &&
+        this.settings.storable(event.entityType)
+      ) {
         changed.set(event.entityUrn, event.entityType);
       }
     }

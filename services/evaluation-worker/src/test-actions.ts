@@ -4,6 +4,7 @@ import {
   insertAuditEvents,
   ownerKey,
   testActionsOf,
+  TEST_ACTIONS_APP_SOURCE,
   type AspectRepository,
   type AuditEventInput,
   type OwnerPrivileges,
@@ -156,7 +157,9 @@ export async function applyTestActions(
   // Refusals change nothing, and anyone who may push can cause them at will: each actor's are budgeted, the rest
   // counted into one audit.suppressed row (docs/audit.md).
   audit.push(...REFUSAL_AUDIT_BUDGET.admit(refused));
-  await aspects.upsert(client, writes, "system");
+  // Marked, so that evaluation on change does not evaluate again on what the tests' own actions wrote: two tests (or
+  // one) whose actions undo each other would otherwise rewrite an entity at every pass, forever.
+  await aspects.upsert(client, writes, "system", null, TEST_ACTIONS_APP_SOURCE);
   await insertAuditEvents(client, audit);
   return writes.length;
 }

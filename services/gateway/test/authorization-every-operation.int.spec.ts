@@ -383,7 +383,7 @@ const ROWS: Row[] = [
   },
   {
     operation: "Mutation.runTestDefinition",
-    needs: "VIEW_TESTS",
+    needs: "MANAGE_TESTS",
     call: gql(
       `mutation($u: String!, $t: TestDefinitionInput!) { runTestDefinition(urn: $u, test: $t, mode: EVALUATE_ONLY) { status } }`,
       () => ({ u: ENTITY, t: { json: DEFINITION } }),
@@ -392,7 +392,7 @@ const ROWS: Row[] = [
   {
     operation: "Mutation.runTestDefinition",
     use: "DEFAULT mode, a definition without actions (writes nothing)",
-    needs: "VIEW_TESTS",
+    needs: "MANAGE_TESTS",
     call: gql(
       `mutation($u: String!, $t: TestDefinitionInput!) { runTestDefinition(urn: $u, test: $t) { status } }`,
       () => ({ u: ENTITY, t: { json: DEFINITION } }),

@@ -45,6 +45,8 @@ const CHART = "urn:li:chart:(looker,ui)";
 const HOG = "urn:li:dataset:(urn:li:dataPlatform:hive,db.ui_hog,PROD)";
 const VIEWER = "urn:li:corpuser:ui-viewer";
 const MANAGER = "urn:li:corpuser:ui-manager";
+/** may manage tests, not write tags */
+const TESTER = "urn:li:corpuser:ui-tester";
 const TIME_LIMIT_MS = 1000;
 
 const definition = (rules: unknown, extra: Record<string, unknown> = {}) =>
@@ -117,6 +119,7 @@ describe("DataHub's metadata tests UI operations", () => {
     worker = await startEvaluationWorker(h);
     await grant(h, VIEWER, ["VIEW_TESTS"]);
     await grant(h, MANAGER, ["MANAGE_TESTS", "EDIT_ENTITY_TAGS"]);
+    await grant(h, TESTER, ["MANAGE_TESTS"]);
     const res = await h.post(
       "/gms/aspects?action=ingestProposalBatch",
       {
@@ -264,14 +267,20 @@ describe("DataHub's metadata tests UI operations", () => {
           ).rows[0]!.n,
         );
       const results = await testResultsVersions();
-      expect((await run("EVALUATE_ONLY", VIEWER)).body).toEqual({ data: { runTestDefinition: { status: "FAIL" } } });
+      // A viewer may not try at all: a definition of its own would answer, PASS or FAIL, any question about the
+      // entity's values (a regex per character), which VIEW_TESTS does not let it read.
+      expect((await run("EVALUATE_ONLY", VIEWER)).body.errors?.[0]).toMatchObject({
+        extensions: { code: "FORBIDDEN" },
+        message: expect.stringContaining("unauthorized to try metadata test definitions"),
+      });
+      expect((await run("EVALUATE_ONLY", TESTER)).body).toEqual({ data: { runTestDefinition: { status: "FAIL" } } });
       expect(await countRows("aspect")).toBe(aspects);
       expect(await tagsOf(BARE)).toEqual(["urn:li:tag:other"]);
 
-      // A viewer may try, not apply.
-      expect((await run("DEFAULT", VIEWER)).body.errors?.[0]).toMatchObject({
+      // Who lacks the actions' privileges may try, not apply.
+      expect((await run("DEFAULT", TESTER)).body.errors?.[0]).toMatchObject({
         extensions: { code: "FORBIDDEN" },
-        message: expect.stringContaining("unauthorized to apply metadata test actions"),
+        message: expect.stringContaining("unauthorized to apply these test actions"),
       });
       expect((await run("DEFAULT")).body).toEqual({ data: { runTestDefinition: { status: "FAIL" } } });
       expect(await tagsOf(BARE)).toEqual(["urn:li:tag:other", PII_TAG]);
@@ -312,7 +321,7 @@ describe("DataHub's metadata tests UI operations", () => {
       });
       let settled = false;
       const trying = h
-        .graphql(UI.runTestDefinition!, webAppRunTestDefinitionVariables(HOG, slow), frontend(VIEWER))
+        .graphql(UI.runTestDefinition!, webAppRunTestDefinitionVariables(HOG, slow), frontend(MANAGER))
         .finally(() => (settled = true));
       // Answered while the evaluation runs: it is not on the gateway's event loop.
       const me = await h.graphql("{ me { urn } }", {}, asRoot);

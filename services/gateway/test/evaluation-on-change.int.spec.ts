@@ -215,6 +215,47 @@ describe("evaluation on change", () => {
     }
   });
 
+  it("does not evaluate again on what tests' actions wrote: actions that undo each other settle after one push", async () => {
+    // Failing without the tag adds it; passing with it removes it: each push undoes the last. Evaluating again on the
+    // actions' own writes would rewrite the entity at every pass, forever.
+    await grant(h, MANAGER, ["MANAGE_TESTS", "VIEW_TESTS", "EDIT_ENTITY_TAGS"]);
+    const flipper = (
+      await gql(
+        CREATE,
+        {
+          input: {
+            id: "flipper",
+            name: "flipper",
+            category: "Quality",
+            definition: {
+              json: JSON.stringify({
+                on: { types: ["dataset"] },
+                rules: { property: "globalTags.tags.tag", operator: "contains_any", values: ["urn:li:tag:flip"] },
+                actions: {
+                  passing: [{ type: "REMOVE_TAGS", values: ["urn:li:tag:flip"] }],
+                  failing: [{ type: "ADD_TAGS", values: ["urn:li:tag:flip"] }],
+                },
+              }),
+            },
+          },
+        },
+        MANAGER,
+      )
+    ).createTest as string;
+    await settle();
+    await eventually("the new test's run ends", () => runsOf(flipper), {
+      until: (runs) => runs.length === 1 && runs[0]!.state === "completed",
+      timeoutMs: 30_000,
+    });
+    const flipped = dataset("flipped");
+    await describeAs(flipped, "a new dataset");
+    for (let pass = 0; pass < 6; pass++) await worker.onChange.pass();
+    // One push: failing, the tag added; the write of the tag evaluated nothing again.
+    expect(await resultOf(flipped, flipper)).toBe("failing");
+    expect((await entity(flipped)).stamps.globalTags?.version).toBe(1);
+    expect(await settle()).toMatchObject({ entities: 0 });
+  });
+
   it("suspends a test whose owner lost MANAGE_TESTS, and pushes nothing for it", async () => {
     const policy = (
       await gql(`mutation($i: PolicyUpdateInput!) { createPolicy(input: $i) }`, {

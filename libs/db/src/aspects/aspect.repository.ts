@@ -39,6 +39,8 @@ export class AspectRepository {
     writes: VersionedAspectWrite[],
     createdBy: string,
     createdVia: string | null = null,
+    /** where the writes come from, in their events' systemMetadata.properties.appSource (DataHub's field) */
+    appSource: string | null = null,
   ): Promise<void> {
     if (writes.length === 0) return;
     await this.lock(client, writes);
@@ -64,7 +66,7 @@ export class AspectRepository {
              SELECT max(a.version) AS version FROM aspect a WHERE a.urn = d.urn AND a.aspect_name = d.aspect_name
            ) m ON true
          RETURNING urn, aspect_name, entity_type, version, created_by, created_at)
-       ${metadataChangeLogInsert("written")}`,
+       ${metadataChangeLogInsert("written", "$8::text")}`,
       [
         writes.map((w) => w.urn),
         writes.map((w) => w.aspectName),
@@ -74,6 +76,7 @@ export class AspectRepository {
         writes.map((w) => w.createdBy ?? createdBy),
         // a write naming its own writer names its own token too, so a version never pairs one writer with another's
         writes.map((w) => (w.createdBy !== undefined ? (w.createdVia ?? null) : createdVia)),
+        appSource,
       ],
     );
   }

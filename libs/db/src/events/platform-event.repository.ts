@@ -35,7 +35,12 @@ export interface PlatformEventRow {
   aspectName: string | null;
   /** epoch ms */
   createdAt: number;
+  /** systemMetadata.properties.appSource: where the change came from, when its writer said (TEST_ACTIONS_APP_SOURCE) */
+  appSource: string | null;
 }
+
+/** The appSource of aspects written by metadata tests' actions: evaluation on change does not re-trigger on them. */
+export const TEST_ACTIONS_APP_SOURCE = "metadataTestActions";
 
 /**
  * The SQL that writes one MetadataChangeLog_v1 event per row of `source` (a relation with urn, entity_type,
@@ -43,13 +48,15 @@ export interface PlatformEventRow {
  * left out (bounded: a reader fetches what it needs). Used by AspectRepository.upsert in the same statement as its
  * insert.
  */
-export function metadataChangeLogInsert(source: string): string {
+export function metadataChangeLogInsert(source: string, appSource: string): string {
   return `INSERT INTO platform_event (event_type, entity_urn, entity_type, aspect_name, payload, created_at)
           SELECT '${METADATA_CHANGE_LOG}', s.urn, s.entity_type, s.aspect_name,
                  jsonb_build_object('entityUrn', s.urn, 'entityType', s.entity_type, 'aspectName', s.aspect_name,
                                     'changeType', 'UPSERT', 'version', s.version,
                                     'created', jsonb_build_object('time', (extract(epoch FROM s.created_at) * 1000)::int8,
-                                                                  'actor', s.created_by)),
+                                                                  'actor', s.created_by))
+                   || CASE WHEN ${appSource} IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('systemMetadata',
+                        jsonb_build_object('properties', jsonb_build_object('appSource', ${appSource}))) END,
                  s.created_at
             FROM ${source} s`;
 }
@@ -108,7 +115,8 @@ export async function lockEventCursor(client: Queryable, consumer: string): Prom
 export async function eventsAfter(db: Queryable, after: string, limit: number): Promise<PlatformEventRow[]> {
   const { rows } = await db.query<PlatformEventRow>(
     `SELECT seq::text AS seq, event_type AS "eventType", entity_urn AS "entityUrn", entity_type AS "entityType",
-            aspect_name AS "aspectName", (extract(epoch FROM created_at) * 1000)::float8 AS "createdAt"
+            aspect_name AS "aspectName", (extract(epoch FROM created_at) * 1000)::float8 AS "createdAt",
+            payload #>> '{systemMetadata,properties,appSource}' AS "appSource"
        FROM platform_event
       WHERE seq > $1::int8
       ORDER BY seq

@@ -45,14 +45,15 @@ export class DefinitionRunService {
 
   /**
    * runTestDefinition(urn, test, mode): the definition (parsed and limited as createTest parses it) evaluated against
-   * the entity as a test of its own urn, never stored. EVALUATE_ONLY writes nothing (VIEW_TESTS, as evaluate).
-   * DEFAULT (DataHub's default: "evaluate, store results, and apply actions") also applies the definition's actions
-   * to the entity for the caller, in one transaction with an audit row, as a push applies a saved test's: a definition
-   * with actions then needs MANAGE_TESTS and each action's privilege (as saving those actions would). No result is stored for a test that
-   * does not exist: nothing could read it.
+   * the entity as a test of its own urn, never stored. It needs MANAGE_TESTS, not VIEW_TESTS: a definition of the
+   * caller's own is a question about the entity's values (a PASS or FAIL per guess), which only who may save and
+   * evaluate tests could ask anyway. EVALUATE_ONLY writes nothing. DEFAULT (DataHub's default: "evaluate, store
+   * results, and apply actions") also applies the definition's actions to the entity for the caller, in one
+   * transaction with an audit row, as a push applies a saved test's: each action's privilege is needed too (as saving
+   * those actions would). No result is stored for a test that does not exist: nothing could read it.
    */
   async runDefinition(actor: Actor, args: unknown): Promise<{ status: RunTestDefinitionStatus }> {
-    await this.engine.require(actor, "VIEW_TESTS", "evaluate metadata tests");
+    await this.engine.require(actor, "MANAGE_TESTS", "try metadata test definitions");
     const {
       urn,
       test: { json: test },
@@ -61,7 +62,6 @@ export class DefinitionRunService {
     // Without actions, DEFAULT writes nothing either: it needs what EVALUATE_ONLY needs (the web app sends no mode).
     const applyActions = mode === "DEFAULT" && test.definition.actions !== undefined;
     if (applyActions) {
-      await this.engine.require(actor, "MANAGE_TESTS", "apply metadata test actions");
       await requireActionPrivileges(this.engine, actor, test.definition.actions, "apply these test actions");
     }
     // Its own urn for each try: two callers' definitions never meet, nor one a stored test's (not a namespace's id).
