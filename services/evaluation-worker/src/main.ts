@@ -109,7 +109,7 @@ const onChange = onChangeLoop(
     batchSize: config.ON_CHANGE_BATCH_SIZE,
     rootUserUrn: config.ROOT_USER_URN,
     storable: (type) => registry.entityTypes().includes(type) && registry.aspectsOf(type).has("testResults"),
-    startRun: onChangeRunStarter(handler.deps, producer),
+    startRun: onChangeRunStarter(handler.deps, producer, rateLimits),
     rateLimits,
   }),
   config.ON_CHANGE_POLL_MS,

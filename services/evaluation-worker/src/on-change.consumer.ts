@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { every, type Logger, type PeriodicLoop, type Privilege } from "@mdp/core";
+import { AppError, every, type Logger, type PeriodicLoop, type Privilege } from "@mdp/core";
 import {
   advanceEventCursor,
   eventsAfter,
@@ -179,21 +179,26 @@ export class OnChangeEvaluator {
       .map((e) => e.urn);
     if (urns.length === 0) return [];
     const testUrns = tests.map((t) => t.urn);
-    const { outcomes, threadMs } = await this.deps.pool.evaluateTimed({ actor: ownerUrn, at, tests, entities }, [
-      { urns, testUrns, withValues: true },
-    ]);
+    // One item per entity: an entity whose evaluation a limit stops is left out alone, and the pool evaluates the
+    // others again (evaluation-pool.ts), rather than one slow entity costing the whole batch its results.
+    const { outcomes, threadMs } = await this.deps.pool.evaluateTimed(
+      { actor: ownerUrn, at, tests, entities },
+      urns.map((urn) => ({ urns: [urn], testUrns, withValues: true })),
+    );
     await this.settings.rateLimits?.charge({ urn: ownerUrn }, "evaluationTime", threadMs);
-    const outcome = outcomes[0]!;
-    if (outcome instanceof EvaluationLimitError || outcome instanceof StoredDefinitionError) {
-      // Nothing a later pass could change: these results stay as they were, the other owners' are pushed.
+    const evaluations = outcomes.flatMap((outcome) =>
+      outcome instanceof EvaluationLimitError || outcome instanceof StoredDefinitionError ? [] : outcome,
+    );
+    const stopped = outcomes.flatMap((outcome, i) => (Array.isArray(outcome) ? [] : [{ urn: urns[i]!, outcome }]));
+    if (stopped.length > 0) {
+      // Nothing a later pass could change: these entities' results stay as they were, the others' are pushed.
       this.deps.logger.warn(
-        { owner: ownerUrn, tests: testUrns, entities: urns.length, reason: outcome.message },
-        "evaluation on change left out: a limit stopped it",
+        { owner: ownerUrn, tests: testUrns, entities: stopped.slice(0, 10).map((s) => s.urn), left: stopped.length },
+        `evaluation on change left out: ${stopped[0]!.outcome.message}`,
       );
-      return [];
     }
     const evaluated = new Set(testUrns);
-    return outcome.map((evaluation) => ({
+    return evaluations.map((evaluation) => ({
       entityType: entities.get(evaluation.urn)!.entityType,
       evaluation,
       evaluated,
@@ -263,10 +268,25 @@ function owner(test: StoredTest) {
  * only from its next batch on, so the entities it had evaluated would keep results of the old definition).
  */
 export function onChangeRunStarter(
-  deps: Pick<EvaluateDeps, "tasks">,
+  deps: Pick<EvaluateDeps, "tasks" | "db">,
   producer: Producer<"evaluate">,
+  rateLimits?: Pick<RateLimits, "consume">,
 ): (test: StoredTest) => Promise<void> {
   return async (test) => {
+    // Counted as the owner's runTest calls, as a scheduled firing is: edits would otherwise start any number of runs
+    // over everything a test selects. Past the limit no run starts (audited); a later edit or runTest catches up.
+    try {
+      await rateLimits?.consume({ urn: test.ownerUrn }, "testRuns");
+    } catch (error) {
+      if (!(error instanceof AppError) || error.code !== "TOO_MANY_REQUESTS") throw error;
+      await insertAuditEvent(deps.db.prisma, {
+        actorUrn: test.ownerUrn,
+        action: "test.run.rateLimited",
+        targetUrn: test.urn,
+        details: { trigger: "change", ...(error.details as Record<string, unknown>) },
+      });
+      return;
+    }
     const { request, dedupKey: runTestKey } = runTestRequest(test.urn);
     const dedupKey = createHash("sha256").update(`${runTestKey}\n${test.hash}`).digest("hex");
     await deps.tasks.create(
@@ -304,15 +324,17 @@ export const EVENT_PRUNE_EVERY_MS = 60_000;
 export async function prunePlatformEventsFully(
   deps: Pick<EvaluateDeps, "db">,
   retentionHours: number,
-  maxStatements = 20,
+  budgetMs = 20_000,
 ): Promise<number> {
+  // Until caught up, within a time budget rather than a count of statements: a fixed count (it was 20 × 10,000 a
+  // minute) let an outbox written faster than that grow for good, consumer caught up or not.
+  const until = Date.now() + budgetMs;
   let deleted = 0;
-  for (let i = 0; i < maxStatements; i++) {
+  for (;;) {
     const n = await prunePlatformEvents(deps.db.pool, retentionHours, 10_000);
     deleted += n;
-    if (n < 10_000) break;
+    if (n < 10_000 || Date.now() >= until) return deleted;
   }
-  return deleted;
 }
 
 /**

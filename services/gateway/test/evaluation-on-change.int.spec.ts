@@ -256,6 +256,31 @@ describe("evaluation on change", () => {
     expect(await settle()).toMatchObject({ entities: 0 });
   });
 
+  it("counts the runs a test's edits start against its owner's runTest limit: past it, an edit starts none (audited)", async () => {
+    const EDITOR = "urn:li:corpuser:onchange-editor";
+    await grant(h, EDITOR, ["MANAGE_TESTS", "VIEW_TESTS"]);
+    const edited = await createTest("edited-often", EDITOR);
+    // Each edit a definition of its own (its own run); the owner's limit is RATE_LIMIT_TEST_RUNS_PER_MINUTE (10).
+    for (let i = 0; i < 11; i++) {
+      const json = JSON.stringify({
+        on: { types: ["dataset"] },
+        rules: { property: "datasetProperties.description", operator: "contains_str", value: `edit-${i}` },
+      });
+      await gql(
+        UPDATE,
+        { urn: edited, input: { name: "edited-often", category: "Quality", definition: { json } } },
+        EDITOR,
+      );
+      await settle(); // each edit read in a pass of its own (edits read in one pass start one run)
+    }
+    const limited = await h.prisma.auditEvent.findMany({
+      where: { action: "test.run.rateLimited", targetUrn: edited },
+    });
+    expect(limited.length).toBeGreaterThanOrEqual(1);
+    expect(limited[0]).toMatchObject({ actorUrn: EDITOR, details: expect.objectContaining({ trigger: "change" }) });
+    expect((await runsOf(edited)).length).toBeLessThanOrEqual(h.config.RATE_LIMIT_TEST_RUNS_PER_MINUTE);
+  });
+
   it("suspends a test whose owner lost MANAGE_TESTS, and pushes nothing for it", async () => {
     const policy = (
       await gql(`mutation($i: PolicyUpdateInput!) { createPolicy(input: $i) }`, {

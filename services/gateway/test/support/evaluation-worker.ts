@@ -62,7 +62,8 @@ export async function startEvaluationWorker(
     batchSize: 1000,
     rootUserUrn: h.config.ROOT_USER_URN,
     storable: () => true,
-    startRun: onChangeRunStarter(handler.deps, producer),
+    // counted against the owners' runTest limit on the gateway's keys, as the worker process does
+    startRun: onChangeRunStarter(handler.deps, producer, h.services.rateLimits),
     ...onChangeSettings,
   });
   let loop: ReturnType<typeof onChangeLoop> | undefined;
