@@ -53,6 +53,8 @@ describe("TokenVerifier's chains", () => {
           expiresAt: (exp + 60) * 1000,
           scopes: ["MANAGE_ACCESS_TOKENS"],
           parentTokenId: null,
+          rotatedAt: null,
+          familyId: null,
         },
       ],
       [
@@ -65,6 +67,8 @@ describe("TokenVerifier's chains", () => {
           expiresAt: exp * 1000,
           scopes: undefined,
           parentTokenId: PARENT,
+          rotatedAt: null,
+          familyId: null,
         },
       ],
     ]);
