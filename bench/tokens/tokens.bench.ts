@@ -4,7 +4,9 @@
  * of them runs once, so each ratio is the median of ratios between runs made moments apart. Create and list are each
  * shown beside their floors: the same operation on bare Apollo doing only its core work (apollo-floor-server.ts), and
  * for the list also its SQL behind bare express (list-floor-server.ts). Targets (issue 21): create >= 0.9x its
- * bare-Apollo floor, list >= 0.9x the same SQL behind bare express, bearer >= 0.9x the system client.
+ * bare-Apollo floor, list >= 0.9x the same SQL behind bare express, bearer >= 0.9x the system client. Issue 31: the
+ * bearer path with usage recording (token-usage.recorder.ts) >= 0.95x the same path on a second gateway of the same
+ * database with ACCESS_TOKEN_USAGE_RECORDING=false, in rounds of their own.
  */
 import { createHmac, hash, timingSafeEqual } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -25,7 +27,8 @@ const BULK = "urn:li:corpuser:bulk";
 
 export async function benchTokens(): Promise<void> {
   const db = await createTestDatabase("bench_tokens");
-  const [gatewayPort, echoPort, floorPort, apolloFloorPort] = [
+  const [gatewayPort, echoPort, floorPort, apolloFloorPort, unrecordedPort] = [
+    await freePort(),
     await freePort(),
     await freePort(),
     await freePort(),
@@ -39,6 +42,16 @@ export async function benchTokens(): Promise<void> {
     QUEUE_PREFIX: uniqueName("bench-tokens"),
     PORT: String(gatewayPort),
     LOG_LEVEL: "warn",
+  });
+  // The same gateway on the same database, recording no usage: the bearer path's cost of recording it.
+  const unrecorded = startService("gateway", {
+    ...production.env,
+    DATABASE_URL: db.url,
+    REDIS_URL: process.env.REDIS_URL ?? "redis://127.0.0.1:6379",
+    QUEUE_PREFIX: uniqueName("bench-tokens-unrecorded"),
+    PORT: String(unrecordedPort),
+    LOG_LEVEL: "warn",
+    ACCESS_TOKEN_USAGE_RECORDING: "false",
   });
   const echo = spawnBenchProcess(path.join(__dirname, "../support/echo-server.ts"), { PORT: String(echoPort) });
   const listFloor = spawnBenchProcess(path.join(__dirname, "list-floor-server.ts"), {
@@ -55,6 +68,7 @@ export async function benchTokens(): Promise<void> {
   const asRoot = production.systemClient(ROOT);
   try {
     await waitUntilReady(`http://127.0.0.1:${gatewayPort}`, gateway);
+    await waitUntilReady(`http://127.0.0.1:${unrecordedPort}`, unrecorded);
     const schemaFile = path.join(schemaDir, "schema.graphql");
     writeFileSync(schemaFile, await gatewaySchema(base, asRoot));
     apolloFloor = spawnBenchProcess(path.join(__dirname, "apollo-floor-server.ts"), {
@@ -97,6 +111,16 @@ export async function benchTokens(): Promise<void> {
       create: { url: base, headers: asRoot, body: createMutation },
       createFloor: { url: apolloFloorUrl, body: createMutation },
     });
+    // Issue 31: the bearer path with and without usage recording, paired round by round.
+    const u = await measureInterleaved({
+      recorded: { url: base, headers: { authorization: `Bearer ${token}` }, body: me },
+      unrecorded: {
+        url: `http://127.0.0.1:${unrecordedPort}/api/graphql`,
+        headers: { authorization: `Bearer ${token}` },
+        body: me,
+      },
+    });
+    const usageRecording = ratio(u.recorded, u.unrecorded);
     const verifyMicros = verifyCost(token, production.secrets);
 
     const rps = (m: { requestsPerSecond: number; p50Ms: number }) =>
@@ -187,11 +211,20 @@ export async function benchTokens(): Promise<void> {
           target: ">= 0.9",
           met: bearer.median >= 0.9,
         },
+        {
+          name: "TARGET me, bearer, usage recorded ÷ not recorded",
+          value: `${rps(u.recorded)} vs ${rps(u.unrecorded)}`,
+          ratio: usageRecording.median,
+          spread: usageRecording,
+          target: ">= 0.95",
+          met: usageRecording.median >= 0.95,
+        },
       ],
     );
     process.stdout.write(
       `  ratios: median over rounds of each round's pair (lowest–highest round); bearer is against the system client:\n` +
         `  bearer authentication costs ${((1 - bearer.median) * 100).toFixed(1)}% of throughput;\n` +
+        `  recording the token's usage costs the bearer path ${((1 - usageRecording.median) * 100).toFixed(1)}%;\n` +
         `  its cryptography: ${verifyMicros.firstUse.toFixed(1)} µs on a token's first use (signature + salted hash), ` +
         `${verifyMicros.laterUse.toFixed(1)} µs on later uses (SHA-256)\n`,
     );
@@ -200,6 +233,7 @@ export async function benchTokens(): Promise<void> {
     listFloor.kill("SIGTERM");
     apolloFloor?.kill("SIGTERM");
     await gateway.stop();
+    await unrecorded.stop();
     await db.drop();
     rmSync(schemaDir, { recursive: true, force: true });
   }

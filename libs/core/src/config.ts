@@ -86,6 +86,11 @@ const schema = z.object({
    */
   ACCESS_TOKEN_IDLE_REVOKE_DAYS: int(1, 36_500).optional(),
   /**
+   * records what each access token is used for (its last clients, requests by operation: AccessTokenMetadata.usage);
+   * false leaves usage empty (lastUsedAt is kept either way). bench/tokens compares the two.
+   */
+  ACCESS_TOKEN_USAGE_RECORDING: bool.default(true),
+  /**
    * the lifetimes createAccessToken may mint, ISO-8601, comma-separated (P1M = 30 days, P1Y = 365 days), whether asked
    * for as durationIso or as the duration enum; tokens minted before a change can be listed and revoked
    * (listAccessTokens' outsideDurationPolicy filter, revokeAccessTokensOutsidePolicy). NO_EXPIRY is

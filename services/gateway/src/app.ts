@@ -98,7 +98,7 @@ export async function createGateway(deps: AppDeps): Promise<Gateway> {
   app.use(GRAPHQL_EXPLORER_ASSETS_PATH, basicChallenge("GraphQL explorer"), pageTokenAsBearer("The GraphQL explorer"));
   app.use(GRAPHQL_PATHS, basicTokenAsBearer);
   app.use(authenticate(deps.authenticator));
-  app.use(recordTokenUse(deps.services.tokenUsage.recorder, routeOf));
+  if (deps.services.tokenUsage.recording) app.use(recordTokenUse(deps.services.tokenUsage.recorder, routeOf));
   app.use(jsonBody(BODY_LIMIT_BYTES));
 
   const graphql = await createGraphQLMiddleware({ logger: deps.logger, httpServer: server, services: deps.services });

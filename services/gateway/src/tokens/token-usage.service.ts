@@ -28,15 +28,18 @@ export interface TokenUsage extends AccessTokenUsageRow {
  */
 export class TokenUsageService {
   readonly recorder: TokenUsageRecorder;
+  /** ACCESS_TOKEN_USAGE_RECORDING: whether requests made with tokens are recorded (app.ts mounts recordTokenUse) */
+  readonly recording: boolean;
 
   constructor(
     private readonly prisma: PrismaClient,
     private readonly store: Pick<TokenStore, "urnOf">,
     private readonly verifier: Pick<TokenVerifier, "revokedAllOf">,
-    private readonly config: Pick<Config, "ACCESS_TOKEN_IDLE_REVOKE_DAYS">,
+    private readonly config: Pick<Config, "ACCESS_TOKEN_IDLE_REVOKE_DAYS" | "ACCESS_TOKEN_USAGE_RECORDING">,
     private readonly logger: Logger,
   ) {
     this.recorder = new TokenUsageRecorder(prisma, logger);
+    this.recording = config.ACCESS_TOKEN_USAGE_RECORDING;
   }
 
   /**
