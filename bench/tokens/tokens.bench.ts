@@ -110,7 +110,7 @@ export async function benchTokens(): Promise<void> {
       const usagePair = { recorded: bearerOn(gatewayPort), unrecorded: bearerOn(unrecordedPort) };
       await measureInterleaved(usagePair, { rounds: 2, seconds: 5 });
       // More rounds than the others: the difference sought is a few per cent, the noise of a loaded machine more.
-    const u = await measureInterleaved(usagePair, { rounds: 9 });
+      const u = await measureInterleaved(usagePair, { rounds: 9 });
       return { u, usageRecording: ratio(u.recorded, u.unrecorded) };
     };
     const rpsOf = (m: { requestsPerSecond: number; p50Ms: number }) =>
