@@ -89,13 +89,17 @@ export class TokenUsageService {
 
   /** The gateways' chores (run by one gateway per firing, libs/queues/src/chores.ts). */
   chores(): Array<Chore<"gatewayChores">> {
-    const chores: Array<Chore<"gatewayChores">> = [
+    const idleRevoke = this.config.ACCESS_TOKEN_IDLE_REVOKE_DAYS !== undefined;
+    return [
       { name: "prune-token-usage", everyMs: TOKEN_CHORES_EVERY_MS, run: () => this.prune() },
+      // Scheduled only where the setting is; every gateway can run a firing (one without the setting does nothing),
+      // so replicas configured apart never fail each other's jobs.
+      {
+        name: "revoke-idle-tokens",
+        ...(idleRevoke && { everyMs: TOKEN_CHORES_EVERY_MS }),
+        run: () => this.revokeIdle(),
+      },
     ];
-    if (this.config.ACCESS_TOKEN_IDLE_REVOKE_DAYS !== undefined) {
-      chores.push({ name: "revoke-idle-tokens", everyMs: TOKEN_CHORES_EVERY_MS, run: () => this.revokeIdle() });
-    }
-    return chores;
   }
 
   async prune(): Promise<RunSummary> {
