@@ -4,7 +4,9 @@
  * of them runs once, so each ratio is the median of ratios between runs made moments apart. Create and list are each
  * shown beside their floors: the same operation on bare Apollo doing only its core work (apollo-floor-server.ts), and
  * for the list also its SQL behind bare express (list-floor-server.ts). Targets (issue 21): create >= 0.9x its
- * bare-Apollo floor, list >= 0.9x the same SQL behind bare express, bearer >= 0.9x the system client.
+ * bare-Apollo floor, list >= 0.9x the same SQL behind bare express, bearer >= 0.9x the system client. Issue 31: the
+ * bearer path with usage recording (token-usage.recorder.ts) >= 0.95x the same path on a second gateway of the same
+ * database with ACCESS_TOKEN_USAGE_RECORDING=false, in rounds of their own.
  */
 import { createHmac, hash, timingSafeEqual } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -25,7 +27,8 @@ const BULK = "urn:li:corpuser:bulk";
 
 export async function benchTokens(): Promise<void> {
   const db = await createTestDatabase("bench_tokens");
-  const [gatewayPort, echoPort, floorPort, apolloFloorPort] = [
+  const [gatewayPort, echoPort, floorPort, apolloFloorPort, unrecordedPort] = [
+    await freePort(),
     await freePort(),
     await freePort(),
     await freePort(),
@@ -39,6 +42,16 @@ export async function benchTokens(): Promise<void> {
     QUEUE_PREFIX: uniqueName("bench-tokens"),
     PORT: String(gatewayPort),
     LOG_LEVEL: "warn",
+  });
+  // The same gateway on the same database, recording no usage: the bearer path's cost of recording it.
+  const unrecorded = startService("gateway", {
+    ...production.env,
+    DATABASE_URL: db.url,
+    REDIS_URL: process.env.REDIS_URL ?? "redis://127.0.0.1:6379",
+    QUEUE_PREFIX: uniqueName("bench-tokens-unrecorded"),
+    PORT: String(unrecordedPort),
+    LOG_LEVEL: "warn",
+    ACCESS_TOKEN_USAGE_RECORDING: "false",
   });
   const echo = spawnBenchProcess(path.join(__dirname, "../support/echo-server.ts"), { PORT: String(echoPort) });
   const listFloor = spawnBenchProcess(path.join(__dirname, "list-floor-server.ts"), {
@@ -55,6 +68,7 @@ export async function benchTokens(): Promise<void> {
   const asRoot = production.systemClient(ROOT);
   try {
     await waitUntilReady(`http://127.0.0.1:${gatewayPort}`, gateway);
+    await waitUntilReady(`http://127.0.0.1:${unrecordedPort}`, unrecorded);
     const schemaFile = path.join(schemaDir, "schema.graphql");
     writeFileSync(schemaFile, await gatewaySchema(base, asRoot));
     apolloFloor = spawnBenchProcess(path.join(__dirname, "apollo-floor-server.ts"), {
@@ -84,6 +98,40 @@ export async function benchTokens(): Promise<void> {
     const createMutation = gql(
       `mutation { createAccessToken(input: {type: PERSONAL, actorUrn: "${ROOT}", duration: ONE_HOUR, name: "bench"}) { accessToken } }`,
     );
+    // Issue 31: the bearer path with and without usage recording, paired round by round. The gateway that records
+    // has served every round above; the other only its warm-up: a round of both first, unmeasured, so both run code
+    // the JIT has optimised (a first measurement paired a warm gateway with a cold one, 2x apart under load).
+    const measureUsagePair = async () => {
+      const bearerOn = (port: number) => ({
+        url: `http://127.0.0.1:${port}/api/graphql`,
+        headers: { authorization: `Bearer ${token}` },
+        body: me,
+      });
+      const usagePair = { recorded: bearerOn(gatewayPort), unrecorded: bearerOn(unrecordedPort) };
+      await measureInterleaved(usagePair, { rounds: 2, seconds: 5 });
+      // More rounds than the others: the difference sought is a few per cent, the noise of a loaded machine more.
+      const u = await measureInterleaved(usagePair, { rounds: 9 });
+      return { u, usageRecording: ratio(u.recorded, u.unrecorded) };
+    };
+    const rpsOf = (m: { requestsPerSecond: number; p50Ms: number }) =>
+      `${m.requestsPerSecond.toFixed(0)} req/s p50 ${m.p50Ms} ms`;
+    const usageRow = (u: Awaited<ReturnType<typeof measureUsagePair>>) => ({
+      name: "TARGET me, bearer, usage recorded ÷ not recorded",
+      value: `${rpsOf(u.u.recorded)} vs ${rpsOf(u.u.unrecorded)}`,
+      ratio: u.usageRecording.median,
+      spread: u.usageRecording,
+      target: ">= 0.95",
+      met: u.usageRecording.median >= 0.95,
+    });
+    // BENCH_TOKENS_USAGE_ONLY=1: only issue 31's pair (a minute instead of several), for a loaded machine.
+    if (process.env.BENCH_TOKENS_USAGE_ONLY === "1") {
+      const only = await measureUsagePair();
+      printReport("bench/tokens (usage recording only)", "the same gateway recording no usage", [usageRow(only)]);
+      process.stdout.write(
+        `  recording the token's usage costs the bearer path ${((1 - only.usageRecording.median) * 100).toFixed(1)}%\n`,
+      );
+      return;
+    }
     const r = await measureInterleaved({
       echo: echoTarget,
       list: { url: base, headers: asRoot, body: listQuery },
@@ -97,6 +145,7 @@ export async function benchTokens(): Promise<void> {
       create: { url: base, headers: asRoot, body: createMutation },
       createFloor: { url: apolloFloorUrl, body: createMutation },
     });
+    const { u, usageRecording } = await measureUsagePair();
     const verifyMicros = verifyCost(token, production.secrets);
 
     const rps = (m: { requestsPerSecond: number; p50Ms: number }) =>
@@ -187,11 +236,13 @@ export async function benchTokens(): Promise<void> {
           target: ">= 0.9",
           met: bearer.median >= 0.9,
         },
+        usageRow({ u, usageRecording }),
       ],
     );
     process.stdout.write(
       `  ratios: median over rounds of each round's pair (lowest–highest round); bearer is against the system client:\n` +
         `  bearer authentication costs ${((1 - bearer.median) * 100).toFixed(1)}% of throughput;\n` +
+        `  recording the token's usage costs the bearer path ${((1 - usageRecording.median) * 100).toFixed(1)}%;\n` +
         `  its cryptography: ${verifyMicros.firstUse.toFixed(1)} µs on a token's first use (signature + salted hash), ` +
         `${verifyMicros.laterUse.toFixed(1)} µs on later uses (SHA-256)\n`,
     );
@@ -200,6 +251,7 @@ export async function benchTokens(): Promise<void> {
     listFloor.kill("SIGTERM");
     apolloFloor?.kill("SIGTERM");
     await gateway.stop();
+    await unrecorded.stop();
     await db.drop();
     rmSync(schemaDir, { recursive: true, force: true });
   }

@@ -93,6 +93,49 @@ export const REVOKE_ACCESS_TOKENS = /* GraphQL */ `
   }
 `;
 
+export const ROTATE_ACCESS_TOKEN = withFragments(
+  /* GraphQL */ `
+    mutation RotateAccessToken($id: String!, $grace: Int) {
+      rotateAccessToken(tokenId: $id, graceSeconds: $grace) {
+        accessToken
+        metadata {
+          ...TokenFields
+          rotatedFromId
+        }
+      }
+    }
+  `,
+  TOKEN_FIELDS,
+);
+
+export const ACCESS_TOKEN_USAGE = /* GraphQL */ `
+  query AccessTokenUsage($input: ListAccessTokenInput!) {
+    listAccessTokens(input: $input) {
+      tokens {
+        id
+        name
+        actorUrn
+        lastUsedAt
+        rotatedFromId
+        rotatedToId
+        rotatedAt
+        usage {
+          total
+          clients {
+            ip
+            userAgent
+            lastSeenAt
+          }
+          operations {
+            operation
+            count
+          }
+        }
+      }
+    }
+  }
+`;
+
 export const CREATE_TEST = /* GraphQL */ `
   mutation CreateTest($input: CreateTestInput!) {
     createTest(input: $input)

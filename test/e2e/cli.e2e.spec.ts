@@ -268,6 +268,40 @@ describe("mdp, the admin CLI", () => {
       expect(unknown).toMatchObject({ code: 1, stderr: expect.stringContaining("'READ_ALL' is not a privilege") });
     });
 
+    it("a token rotates itself with a grace window; usage shows what the successor was used for", async () => {
+      const created = await mdp(["tokens", "create", "--name", "renewer", "--duration", "ONE_WEEK", "--json"]);
+      const { accessToken, metadata } = JSON.parse(created.stdout) as { accessToken: string; metadata: { id: string } };
+      const asOld = { MDP_URL: baseUrl, MDP_TOKEN: accessToken };
+      const rotated = await mdp(["tokens", "rotate", metadata.id, "--grace", "60", "--json"], { env: asOld });
+      expect(rotated.code).toBe(0);
+      const next = JSON.parse(rotated.stdout) as {
+        accessToken: string;
+        metadata: { id: string; name: string; rotatedFromId: string };
+      };
+      expect(next.metadata).toMatchObject({ name: "renewer", rotatedFromId: metadata.id });
+      const asNext = { MDP_URL: baseUrl, MDP_TOKEN: next.accessToken };
+      expect((await mdp(["whoami"], { env: asOld })).code).toBe(0); // within its grace window
+      expect((await mdp(["whoami"], { env: asNext })).code).toBe(0);
+      const again = await mdp(["tokens", "rotate", metadata.id]);
+      expect(again).toMatchObject({ code: 1, stderr: expect.stringContaining("was rotated already") });
+      const tooLong = await mdp(["tokens", "rotate", next.metadata.id, "--grace", "86401"]);
+      expect(tooLong.code).toBe(1);
+
+      // The successor's use (whoami: Query.me), written within a batch.
+      await waitFor("the successor's use recorded", async () => {
+        const usage = await mdp(["tokens", "usage", next.metadata.id, "--json"]);
+        return (JSON.parse(usage.stdout) as { usage: { total: number } }).usage.total > 0;
+      });
+      const table = await mdp(["tokens", "usage", next.metadata.id]);
+      expect(table.code).toBe(0);
+      expect(table.stdout).toMatch(/│ Query\.me +│ 1 +│/);
+      expect(table.stdout).toMatch(/│ (::ffff:)?127\.0\.0\.1 /);
+      const unused = await mdp(["tokens", "list", "--unused-days", "1", "--json"]);
+      expect((JSON.parse(unused.stdout) as { tokens: Array<{ id: string }> }).tokens.map((t) => t.id)).not.toContain(
+        next.metadata.id,
+      );
+    });
+
     it("revoke-all revokes every token of a user at once and says how many; the server refuses them after", async () => {
       const user = "urn:li:corpuser:leaver";
       const tokens = [await mintToken(user), await mintToken(user)];

@@ -11,8 +11,14 @@ import type {
   RevokeAccessTokenMutationVariables,
   RevokeAccessTokensMutation,
   RevokeAccessTokensMutationVariables,
+  RotateAccessTokenMutation,
+  RotateAccessTokenMutationVariables,
+  AccessTokenUsageQuery,
+  AccessTokenUsageQueryVariables,
 } from "../generated/graphql";
 import {
+  ACCESS_TOKEN_USAGE,
+  ROTATE_ACCESS_TOKEN,
   CREATE_ACCESS_TOKEN,
   LIST_ACCESS_TOKENS,
   REVOKE_ACCESS_TOKEN,
@@ -37,7 +43,9 @@ const scopesText = (scopes: string[] | null) => (scopes === null ? "all" : scope
 export function registerTokens(program: Command): void {
   const tokens = program
     .command("tokens")
-    .description("personal access tokens: create (optionally scoped), list, revoke one or all of a user's");
+    .description(
+      "personal access tokens: create (optionally scoped), list, rotate, show what one is used for, revoke one or all of a user's",
+    );
 
   tokens
     .command("create")
@@ -108,6 +116,11 @@ export function registerTokens(program: Command): void {
     .option("--actor <urn>", "only tokens acting for this user ('me' for yourself)")
     .option("--owner <urn>", "only tokens this user created ('me' for yourself)")
     .option("--name <name>", "only tokens of this name")
+    .option(
+      "--unused-days <n>",
+      "only tokens neither used nor created in the last n days (1-36500)",
+      wholeNumber(1, 36_500),
+    )
     .option("--start <n>", "skip this many", wholeNumber(0, 1_000_000_000), 0)
     .option("--count <n>", "list at most this many (1-1000)", wholeNumber(1, 1000), 20)
     .addHelpText(
@@ -116,7 +129,7 @@ export function registerTokens(program: Command): void {
     )
     .action(
       async (
-        options: { actor?: string; owner?: string; name?: string; start: number; count: number },
+        options: { actor?: string; owner?: string; name?: string; unusedDays?: number; start: number; count: number },
         command: Command,
       ) => {
         const client = apiClient();
@@ -125,6 +138,7 @@ export function registerTokens(program: Command): void {
             ["actorUrn", await resolveMe(client, options.actor)],
             ["ownerUrn", await resolveMe(client, options.owner)],
             ["name", options.name],
+            ["unusedForDays", options.unusedDays?.toString()],
           ] as const
         )
           .filter(([, value]) => value !== undefined)
@@ -161,6 +175,74 @@ export function registerTokens(program: Command): void {
       });
       if (globalsOf(command).json) printJson({ tokenId, revoked: true });
       else printLine(`revoked token ${tokenId}`);
+    });
+
+  tokens
+    .command("rotate")
+    .description("mint a successor of an access token (same name, scopes, lifetime); it is shown once, never again")
+    .argument("<tokenId>", "the token's id (mdp tokens list); a token may rotate itself")
+    .option(
+      "--grace <seconds>",
+      "how long the old token keeps working (0-86400); used after that, it revokes its successors too",
+      wholeNumber(0, 86_400),
+      0,
+    )
+    .addHelpText(
+      "after",
+      "\nRotating a token you are logged in with needs no privilege; another of yours needs " +
+        "GENERATE_PERSONAL_ACCESS_TOKENS, another user's MANAGE_ACCESS_TOKENS.\n" +
+        "Example (automation renewing its own token): mdp tokens rotate $TOKEN_ID --grace 300",
+    )
+    .action(async (tokenId: string, options: { grace: number }, command: Command) => {
+      const { rotateAccessToken: rotated } = await apiClient().graphql<
+        RotateAccessTokenMutation,
+        RotateAccessTokenMutationVariables
+      >(ROTATE_ACCESS_TOKEN, { id: tokenId, grace: options.grace });
+      if (globalsOf(command).json) return printJson(rotated);
+      const m = rotated.metadata;
+      printRecord([
+        ["id", m.id],
+        ["rotated from", m.rotatedFromId ?? tokenId],
+        ["name", m.name],
+        ["actor", m.actorUrn],
+        ["scopes", scopesText(m.scopes)],
+        ["expires", m.expiresAt === null ? "never" : formatTime(m.expiresAt)],
+        ["old token works", options.grace === 0 ? "no longer" : `for ${options.grace} more seconds`],
+      ]);
+      printLine("the token (shown once: store it now):");
+      printLine(rotated.accessToken);
+    });
+
+  tokens
+    .command("usage")
+    .description("what an access token is used for: its last clients, and requests by operation over 30 days")
+    .argument("<tokenId>", "the token's id (mdp tokens list)")
+    .action(async (tokenId: string, _options: unknown, command: Command) => {
+      const { listAccessTokens: page } = await apiClient().graphql<
+        AccessTokenUsageQuery,
+        AccessTokenUsageQueryVariables
+      >(ACCESS_TOKEN_USAGE, { input: { count: 1, filters: [{ field: "id", value: tokenId }] } });
+      const token = page.tokens[0];
+      if (!token) throw new CliError(`no live access token ${tokenId} (mdp tokens list)`, EXIT.NOT_FOUND);
+      if (globalsOf(command).json) return printJson(token);
+      printRecord([
+        ["id", token.id],
+        ["name", token.name],
+        ["actor", token.actorUrn],
+        ["last used", formatTime(token.lastUsedAt)],
+        ...(token.rotatedToId
+          ? [["rotated into", `${token.rotatedToId} at ${formatTime(token.rotatedAt)}`] as [string, string]]
+          : []),
+        ["requests (30 days)", String(token.usage.total)],
+      ]);
+      printTable(
+        ["client address", "user agent", "last seen"],
+        token.usage.clients.map((c) => [c.ip, c.userAgent, formatTime(c.lastSeenAt)]),
+      );
+      printTable(
+        ["operation", "requests (30 days)"],
+        token.usage.operations.map((o) => [o.operation, String(o.count)]),
+      );
     });
 
   tokens

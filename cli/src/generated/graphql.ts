@@ -55,7 +55,8 @@ export type CreateTestInput = {
  * A filter of listAccessTokens. EQUAL (the default) on actorUrn, ownerUrn, name or id matches any of the values, or
  * none of them with negated; outsideDurationPolicy, value 'true' ('false'), selects the tokens whose lifetime the
  * current ACCESS_TOKEN_ALLOWED_DURATIONS (ACCESS_TOKEN_ALLOW_NO_EXPIRY for a token that never expires) does not (does)
- * allow; LESS_THAN, LESS_THAN_OR_EQUAL_TO, GREATER_THAN or GREATER_THAN_OR_EQUAL_TO on expiresAt
+ * allow; unusedForDays, value N (1 to 36500), selects the tokens neither used nor created in the last N days;
+ * LESS_THAN, LESS_THAN_OR_EQUAL_TO, GREATER_THAN or GREATER_THAN_OR_EQUAL_TO on expiresAt
  * or createdAt compare with one value, epoch milliseconds as a string. Any other combination is BAD_USER_INPUT.
  */
 export type FacetFilterInput = {
@@ -206,6 +207,21 @@ export type RevokeAccessTokensMutationVariables = Exact<{
 
 
 export type RevokeAccessTokensMutation = { revokeAccessTokens: number };
+
+export type RotateAccessTokenMutationVariables = Exact<{
+  id: string;
+  grace?: number | null | undefined;
+}>;
+
+
+export type RotateAccessTokenMutation = { rotateAccessToken: { accessToken: string, metadata: { rotatedFromId: string | null, urn: string, id: string, name: string, description: string | null, actorUrn: string, ownerUrn: string, createdAt: number, expiresAt: number | null, lastUsedAt: number | null, scopes: Array<string> | null } } };
+
+export type AccessTokenUsageQueryVariables = Exact<{
+  input: ListAccessTokenInput;
+}>;
+
+
+export type AccessTokenUsageQuery = { listAccessTokens: { tokens: Array<{ id: string, name: string, actorUrn: string, lastUsedAt: number | null, rotatedFromId: string | null, rotatedToId: string | null, rotatedAt: number | null, usage: { total: number, clients: Array<{ ip: string, userAgent: string, lastSeenAt: number }>, operations: Array<{ operation: string, count: number }> } }> } };
 
 export type CreateTestMutationVariables = Exact<{
   input: CreateTestInput;

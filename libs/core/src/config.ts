@@ -81,6 +81,16 @@ const schema = z.object({
     .default("li"),
   ACCESS_TOKEN_ALLOW_NO_EXPIRY: bool.default(false),
   /**
+   * revokes every live access token neither used nor created for this many days (a cluster-wide chore of the gateways,
+   * hourly; each revocation audited, reason `idle`); unset: tokens are never revoked for idleness
+   */
+  ACCESS_TOKEN_IDLE_REVOKE_DAYS: int(1, 36_500).optional(),
+  /**
+   * records what each access token is used for (its last clients, requests by operation: AccessTokenMetadata.usage);
+   * false leaves usage empty (lastUsedAt is kept either way). bench/tokens compares the two.
+   */
+  ACCESS_TOKEN_USAGE_RECORDING: bool.default(true),
+  /**
    * the lifetimes createAccessToken may mint, ISO-8601, comma-separated (P1M = 30 days, P1Y = 365 days), whether asked
    * for as durationIso or as the duration enum; tokens minted before a change can be listed and revoked
    * (listAccessTokens' outsideDurationPolicy filter, revokeAccessTokensOutsidePolicy). NO_EXPIRY is

@@ -18,6 +18,8 @@ export * from "./policies/scheduled-work";
 // One repository module per table or aggregate: the statements services and processors run (README "Repositories").
 export * from "./tokens/access-token.repository";
 export * from "./tokens/service-account.repository";
+export * from "./tokens/access-token-rotation.repository";
+export * from "./tokens/access-token-usage.repository";
 export * from "./policies/policy.repository";
 export * from "./policies/group.repository";
 export * from "./policies/delegated-work.repository";

@@ -8,7 +8,7 @@ import { Producer } from "./producer";
 import { createWorker, type JobObserver } from "./worker";
 
 /** The queues whose jobs are chores: one job per firing, told apart by the job's name. */
-export type ChoreQueue = Extract<QueueKey, "scheduleSync" | "truncationChores" | "evaluationChores">;
+export type ChoreQueue = Extract<QueueKey, "scheduleSync" | "truncationChores" | "evaluationChores" | "gatewayChores">;
 
 /**
  * Something the cluster does once per firing, not once per replica: a BullMQ job scheduler on the chore's queue

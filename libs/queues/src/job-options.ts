@@ -37,6 +37,7 @@ export function jobOptions(queue: QueueKey, jobId: string, kind?: string): JobsO
     case "scheduleSync":
     case "truncationChores":
     case "evaluationChores":
+    case "gatewayChores":
       // Quick and idempotent: retried through a short outage, and the next firing converges anyway.
       return { jobId, ...scheduleJobOptions() };
   }
@@ -97,6 +98,7 @@ export function workerOptions(
     case "scheduleSync":
     case "truncationChores":
     case "evaluationChores":
+    case "gatewayChores":
       return { lockDuration: 15_000, stalledInterval: 5_000, maxStalledCount: 2 };
   }
 }

@@ -14,6 +14,8 @@ export const QUEUE_NAMES = {
   truncationChores: "truncation-chores",
   /** chores an evaluation worker runs once per cluster, fired by job schedulers (chores.ts) */
   evaluationChores: "evaluation-chores",
+  /** chores a gateway runs once per cluster (idle access tokens, token usage's retention), fired by job schedulers */
+  gatewayChores: "gateway-chores",
 } as const;
 
 export type QueueKey = keyof typeof QUEUE_NAMES;

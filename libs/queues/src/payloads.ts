@@ -146,6 +146,7 @@ export const PAYLOADS = {
   scheduleSync: scheduleSyncPayload,
   truncationChores: chorePayload,
   evaluationChores: chorePayload,
+  gatewayChores: chorePayload,
 } as const satisfies Record<QueueKey, z.ZodType>;
 
 export type Payload<Q extends QueueKey> = z.output<(typeof PAYLOADS)[Q]>;

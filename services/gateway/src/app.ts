@@ -12,7 +12,8 @@ import { addHealthRoutes } from "./http/health.routes";
 import { basicChallenge, basicTokenAsBearer, pageTokenAsBearer } from "./http/browser-auth";
 import { DASHBOARD_PATH, queueDashboard } from "./http/queue-dashboard";
 import { jsonBody } from "./http/json-body";
-import { httpMetrics } from "./http/metrics";
+import { httpMetrics, routeOf } from "./http/metrics";
+import { recordTokenUse } from "./tokens/token-usage.recorder";
 import { requestLogger } from "./http/request-logger";
 import { securityHeaders } from "./http/security-headers";
 import { addGmsRoutes, type GmsDeps } from "./gms.routes";
@@ -97,6 +98,7 @@ export async function createGateway(deps: AppDeps): Promise<Gateway> {
   app.use(GRAPHQL_EXPLORER_ASSETS_PATH, basicChallenge("GraphQL explorer"), pageTokenAsBearer("The GraphQL explorer"));
   app.use(GRAPHQL_PATHS, basicTokenAsBearer);
   app.use(authenticate(deps.authenticator));
+  if (deps.services.tokenUsage.recording) app.use(recordTokenUse(deps.services.tokenUsage.recorder, routeOf));
   app.use(jsonBody(BODY_LIMIT_BYTES));
 
   const graphql = await createGraphQLMiddleware({ logger: deps.logger, httpServer: server, services: deps.services });

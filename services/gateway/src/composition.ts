@@ -1,8 +1,11 @@
 import { EntityRegistry, type Config, type Logger } from "@mdp/core";
 import { AspectRepository, TimeseriesStore, type Database } from "@mdp/db";
 import {
+  closeRedis,
+  createRedis,
   Producer,
   QUEUE_NAMES,
+  startChores,
   ReplyInbox,
   RetentionSchedules,
   ScheduleSyncRequests,
@@ -34,6 +37,8 @@ import { ServiceAccountService } from "./tokens/service-account.service";
 import { TokenService } from "./tokens/token.service";
 import { TokenStore } from "./tokens/token.store";
 import { TokenVerifier } from "./tokens/token.verifier";
+import { TokenRotation } from "./tokens/token-rotation";
+import { TokenUsageService } from "./tokens/token-usage.service";
 import { RateLimits } from "./http/rate-limits";
 
 export interface Connections {
@@ -66,6 +71,9 @@ export async function composeServices(config: Config, connections: Connections, 
   // A connection of its own: a limit check must fail fast when Redis is away, which BullMQ's settings do not.
   const rateLimits = new RateLimits(RateLimits.connect(config, logger), config);
   const tokens = new TokenService(tokenStore, tokenVerifier, engine, config, rateLimits);
+  const tokenRotation = new TokenRotation(prisma, tokenStore, tokenVerifier, engine, config, logger, rateLimits);
+  tokenVerifier.onReuse((tokenId, familyId, actorUrn) => tokenRotation.reuseDetected(tokenId, familyId, actorUrn));
+  const tokenUsage = new TokenUsageService(prisma, tokenStore, tokenVerifier, config, logger);
   const registry = EntityRegistry.load(config.ENTITY_REGISTRY_PATH);
   const evaluateProducer = new Producer("evaluate", connections.redis, config.QUEUE_PREFIX);
   const truncateProducer = new Producer("truncate", connections.redis, config.QUEUE_PREFIX);
@@ -100,6 +108,16 @@ export async function composeServices(config: Config, connections: Connections, 
     new Producer("truncationChores", connections.redis, config.QUEUE_PREFIX),
     new Producer("evaluationChores", connections.redis, config.QUEUE_PREFIX),
   ];
+  // The gateways' own chores (token usage's retention, idle tokens): each firing runs on one gateway, which tells the
+  // others over the invalidation bus. A BullMQ worker blocks its connection: one of its own.
+  const choreConnection = createRedis(config.REDIS_URL, "worker");
+  const choreProducerConnection = createRedis(config.REDIS_URL, "worker");
+  const gatewayChores = startChores("gatewayChores", tokenUsage.chores(), {
+    connection: choreConnection,
+    producerConnection: choreProducerConnection,
+    prefix: config.QUEUE_PREFIX,
+    logger,
+  });
   const retentionProducer = new Producer("retention", connections.redis, config.QUEUE_PREFIX);
   const retention = new RetentionService(
     connections.db,
@@ -154,6 +172,8 @@ export async function composeServices(config: Config, connections: Connections, 
     prisma,
     engine,
     tokens,
+    tokenRotation,
+    tokenUsage,
     policies: new PolicyService(prisma, engine, bus, config),
     groups: new GroupService(prisma, engine, bus, config),
     audit: new AuditService(prisma, engine),
@@ -195,6 +215,13 @@ export async function composeServices(config: Config, connections: Connections, 
   const authenticator = new Authenticator(config, (token) => tokenVerifier.verify(token));
   const stop = async () => {
     await lastUsed.stop();
+    await tokenUsage.recorder.stop();
+    // Not waiting for a firing in flight (a chore is idempotent; its job, left active, is taken again once its lock
+    // lapses): BullMQ's graceful worker.close() waits on its main loop, which can wait forever on a Redis that went
+    // away and came back (seen with revocation-outage's private Redis).
+    await gatewayChores.worker.close(true);
+    await gatewayChores.stop();
+    await Promise.allSettled([closeRedis(choreConnection), closeRedis(choreProducerConnection)]);
     await bus.stop(); // says goodbye: peers would take the silence for a lost channel
     await services.rateLimits.close();
     await evaluationBatcher.close();
@@ -218,8 +245,10 @@ export async function composeServices(config: Config, connections: Connections, 
       testScheduleProducer.queue,
       scheduleSyncProducer.queue,
       ...choreQueues.map((q) => q.queue),
+      gatewayChores.producer.queue,
     ],
     authenticator,
+    gatewayChores,
     stop,
   };
 }

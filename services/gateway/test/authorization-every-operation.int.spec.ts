@@ -49,6 +49,7 @@ interface Fixtures {
   freshServiceAccount(): Promise<string>;
   truncationTask: string;
   ownTokenOf(caller: Caller): Promise<{ id: string; token: string }>;
+  harness: Harness;
 }
 interface Row {
   /** `Query.<field>`, `Mutation.<field>`, or `<METHOD> <path>[?action=<name>]` */
@@ -159,6 +160,25 @@ const ROWS: Row[] = [
     use: "of every user",
     needs: "MANAGE_ACCESS_TOKENS",
     call: gql(`mutation { revokeAccessTokensOutsidePolicy }`, () => ({})),
+  },
+  {
+    // A token rotating itself needs no privilege (token-rotation.int.spec.ts); another of yours needs what minting does.
+    // The token rotated is one the caller minted with its own credential (so within its scopes and chain), or, when it
+    // may not mint, one minted for it.
+    operation: "Mutation.rotateAccessToken",
+    use: "another token of yours",
+    needs: "GENERATE_PERSONAL_ACCESS_TOKENS",
+    call: gql(`mutation($t: String!) { rotateAccessToken(tokenId: $t) { metadata { id } } }`, async (c, f) => ({
+      t: (await createToken(f.harness, c.urn, c.headers, { duration: "ONE_HOUR" }).catch(() => f.ownTokenOf(c))).id,
+    })),
+  },
+  {
+    operation: "Mutation.rotateAccessToken",
+    use: "another user's",
+    needs: "MANAGE_ACCESS_TOKENS",
+    call: gql(`mutation($t: String!) { rotateAccessToken(tokenId: $t) { metadata { id } } }`, async (_c, f) => ({
+      t: (await f.ownTokenOf({ urn: OTHER_USER, headers: {} })).id,
+    })),
   },
   {
     operation: "Mutation.revokeActorAccess",
@@ -714,6 +734,7 @@ describe("authorization matrix: every operation, every kind of principal", () =>
       freshServiceAccount,
       truncationTask: task.id,
       ownTokenOf: (caller) => createToken(h, caller.urn),
+      harness: h,
     };
   });
   afterAll(async () => {

@@ -34,7 +34,9 @@ export interface AccessTokenInsert {
 export type AccessTokenFilter =
   | { field: "actorUrn" | "ownerUrn" | "name" | "id"; values: readonly string[]; negated: boolean }
   | { field: "expiresAt" | "createdAt"; op: "<" | "<=" | ">" | ">="; millis: number }
-  | ({ field: "durationPolicy"; outside: boolean } & DurationPolicy);
+  | ({ field: "durationPolicy"; outside: boolean } & DurationPolicy)
+  /** neither used nor created within the last `days` days */
+  | { field: "unusedForDays"; days: number };
 
 /** ACCESS_TOKEN_ALLOWED_DURATIONS and ACCESS_TOKEN_ALLOW_NO_EXPIRY: the lifetimes a token may have. */
 export interface DurationPolicy {
@@ -54,12 +56,24 @@ export interface AccessTokenPageRow {
   last_used_at: number | null;
   scopes: string[] | null;
   parent_token_id: string | null;
+  rotated_from_id: string | null;
+  rotated_to_id: string | null;
+  rotated_at: number | null;
 }
 
 /** What bearer authentication reads of a token's row. */
 export type AccessTokenCredentialRow = Pick<
   AccessToken,
-  "type" | "tokenHash" | "actorUrn" | "ownerUrn" | "revokedAt" | "expiresAt" | "scopes" | "parentTokenId"
+  | "type"
+  | "tokenHash"
+  | "actorUrn"
+  | "ownerUrn"
+  | "revokedAt"
+  | "expiresAt"
+  | "scopes"
+  | "parentTokenId"
+  | "rotatedAt"
+  | "familyId"
 >;
 
 /** filterable fields → their columns */
@@ -117,7 +131,9 @@ export async function accessTokenPage(
     ? Prisma.sql`
       SELECT c.total, p.id, p.name, p.description, p.actor_urn, p.owner_urn,
              ${epochMs("p.created_at")} AS created_at, ${epochMs("p.expires_at")} AS expires_at,
-             ${epochMs("p.last_used_at")} AS last_used_at, p.scopes, p.parent_token_id::text AS parent_token_id
+             ${epochMs("p.last_used_at")} AS last_used_at, p.scopes, p.parent_token_id::text AS parent_token_id,
+             p.rotated_from_id::text AS rotated_from_id, p.rotated_to_id::text AS rotated_to_id,
+             ${epochMs("p.rotated_at")} AS rotated_at
         FROM (SELECT count(*)::int AS total FROM access_token WHERE ${where}) AS c
         LEFT JOIN LATERAL (SELECT * FROM access_token WHERE ${where}
                             ORDER BY created_at DESC, id DESC
@@ -126,7 +142,9 @@ export async function accessTokenPage(
     : Prisma.sql`
       SELECT c.total, p.id, p.name, p.description, p.actor_urn, p.owner_urn,
              ${epochMs("p.created_at")} AS created_at, ${epochMs("p.expires_at")} AS expires_at,
-             ${epochMs("p.last_used_at")} AS last_used_at, p.scopes, p.parent_token_id::text AS parent_token_id
+             ${epochMs("p.last_used_at")} AS last_used_at, p.scopes, p.parent_token_id::text AS parent_token_id,
+             p.rotated_from_id::text AS rotated_from_id, p.rotated_to_id::text AS rotated_to_id,
+             ${epochMs("p.rotated_at")} AS rotated_at
         FROM (SELECT ((SELECT count(*) FROM access_token WHERE ${where} AND expires_at IS NULL)
                       + (SELECT count(*) FROM access_token WHERE ${where} AND expires_at > ${now}::timestamptz))::int
                      AS total) AS c
@@ -173,6 +191,8 @@ export async function findAccessTokenCredential(
       expiresAt: true,
       scopes: true,
       parentTokenId: true,
+      rotatedAt: true,
+      familyId: true,
     },
   });
 }
@@ -275,10 +295,11 @@ export async function revokeLiveAccessTokensOutside(
 
 /**
  * Whether a row's lifetime is one the policy allows: a token expires a whole number of seconds after the second it
- * was created in (createAccessToken), so its lifetime is exact; one that never expires only with allowNoExpiry.
+ * was created in (createAccessToken), so its lifetime is exact; one that never expires only with allowNoExpiry. A
+ * rotated-out token's expiry is the end of its grace window (at most a day): its successor is what the policy judges.
  */
 function withinPolicy(policy: DurationPolicy): Prisma.Sql {
-  return Prisma.sql`(CASE WHEN expires_at IS NULL THEN ${policy.allowNoExpiry}::boolean
+  return Prisma.sql`(CASE WHEN rotated_at IS NOT NULL THEN true WHEN expires_at IS NULL THEN ${policy.allowNoExpiry}::boolean
       ELSE round(date_part('epoch', expires_at - date_trunc('second', created_at)))::int8
            = ANY(${[...policy.allowedSeconds]}::int8[]) END)`;
 }
@@ -296,6 +317,10 @@ function epochMs(column: string): Prisma.Sql {
 function filterCondition(filter: AccessTokenFilter) {
   if (filter.field === "durationPolicy") {
     return filter.outside ? Prisma.sql`NOT ${withinPolicy(filter)}` : withinPolicy(filter);
+  }
+  if (filter.field === "unusedForDays") {
+    // last_used_at is at most a flush (seconds) behind: days are what this filter counts.
+    return Prisma.sql`COALESCE(last_used_at, created_at) < now() - make_interval(days => ${filter.days}::int)`;
   }
   const column = Prisma.raw(FILTER_COLUMNS[filter.field]);
   if (!("values" in filter)) {

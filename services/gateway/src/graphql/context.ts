@@ -15,11 +15,15 @@ import type { PolicyService } from "../policies/policy.service";
 import type { DelegatedWorkService } from "../tokens/delegated-work.service";
 import type { ServiceAccountService } from "../tokens/service-account.service";
 import type { TokenService } from "../tokens/token.service";
+import type { TokenRotation } from "../tokens/token-rotation";
+import type { TokenUsageService } from "../tokens/token-usage.service";
 
 /** The domain services resolvers call; built once per process. */
 export interface Services {
   prisma: PrismaClient;
   tokens: TokenService;
+  tokenRotation: TokenRotation;
+  tokenUsage: TokenUsageService;
   policies: PolicyService;
   groups: GroupService;
   engine: PolicyEngine;

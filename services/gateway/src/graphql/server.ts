@@ -4,6 +4,7 @@ import { ApolloServerPluginDrainHttpServer } from "@apollo/server/plugin/drainHt
 import { expressMiddleware } from "@as-integrations/express5";
 import type { RequestHandler, Response } from "express";
 import type { Server } from "node:http";
+import { Kind, type OperationDefinitionNode } from "graphql";
 import type { Logger } from "@mdp/core";
 import { actorOf } from "../auth/auth.middleware";
 import type { GraphQLContext, Services } from "./context";
@@ -45,11 +46,30 @@ const operationLabel: ApolloServerPlugin<GraphQLContext> = {
     return {
       async didResolveOperation({ operation, contextValue }) {
         const res = (contextValue as { [RESPONSE]?: Response })[RESPONSE];
-        if (res && operation) res.locals.action = operation.operation;
+        if (res && operation) {
+          res.locals.action = operation.operation;
+          res.locals.operations = rootFieldsOf(operation);
+        }
       },
     };
   },
 };
+
+/**
+ * The operation's root fields as `Query.me`, `Mutation.createAccessToken` (what a token's usage counts: names from
+ * the schema, the document having been validated), each once.
+ */
+function rootFieldsOf(operation: OperationDefinitionNode): string[] {
+  const type =
+    operation.operation === "query" ? "Query" : operation.operation === "mutation" ? "Mutation" : "Subscription";
+  const fields = new Set<string>();
+  for (const selection of operation.selectionSet.selections) {
+    if (selection.kind === Kind.FIELD && selection.name.value !== "__typename") {
+      fields.add(`${type}.${selection.name.value}`);
+    }
+  }
+  return fields.size > 0 ? [...fields] : [`${type}`];
+}
 
 /** Apollo Server 5 behind express 5. The caller is authenticated before Apollo sees the request. */
 export async function createGraphQLMiddleware(

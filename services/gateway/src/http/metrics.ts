@@ -66,7 +66,7 @@ const MAX_ROUTE_LABELS = 200;
  * The route's pattern under its mount point, e.g. `/api/gms/entities/:urn`. The mount point is what precedes the
  * route's own segments in the URL: req.baseUrl is no longer set once an error has left the router.
  */
-function routeOf(req: Request): string {
+export function routeOf(req: Request): string {
   const path = (req.route as { path?: string | string[] } | undefined)?.path;
   if (path === undefined) return "unmatched"; // answered before any route, e.g. a 401
   // Routes match whatever the letter case (and `//`, a trailing slash): the label is the lower-case, single-slash

@@ -72,6 +72,7 @@ const NOT_RETRIED: ReadonlyMap<string, string> = new Map<string, string>([
   ],
   [QUEUE_NAMES.truncationChores, "each is a firing of a chore's job scheduler, and its next firing is the retry"],
   [QUEUE_NAMES.evaluationChores, "each is a firing of a chore's job scheduler, and its next firing is the retry"],
+  [QUEUE_NAMES.gatewayChores, "each is a firing of a chore's job scheduler, and its next firing is the retry"],
   [
     QUEUE_NAMES.evaluate,
     "each runs a user's evaluation or test run, pushing results and running test actions as that user, who may " +

@@ -50,6 +50,10 @@ export type Comparison = (typeof COMPARISONS)[keyof typeof COMPARISONS];
  * ACCESS_TOKEN_ALLOW_NO_EXPIRY) does not allow now (`true`), or does (`false`): this service's extension.
  */
 export const POLICY_FIELD = "outsideDurationPolicy";
+/** Tokens neither used nor created in the last N days (lastUsedAt, or createdAt for one never used). */
+export const UNUSED_FIELD = "unusedForDays";
+/** The most days unusedForDays counts (a hundred years, as ACCESS_TOKEN_IDLE_REVOKE_DAYS). */
+export const MAX_UNUSED_DAYS = 36_500;
 
 /**
  * One filter of the list: any of `values` (none of them when negated), a time compared with `millis`, or whether the
@@ -58,7 +62,8 @@ export const POLICY_FIELD = "outsideDurationPolicy";
 export type TokenFilter =
   | { field: EqualityField; values: string[]; negated: boolean }
   | { field: TimeField; op: Comparison; millis: number }
-  | { field: typeof POLICY_FIELD; outside: boolean };
+  | { field: typeof POLICY_FIELD; outside: boolean }
+  | { field: typeof UNUSED_FIELD; days: number };
 
 const isOneOf = <T extends string>(list: readonly T[], value: string): value is T =>
   (list as readonly string[]).includes(value);
@@ -94,6 +99,17 @@ function tokenFilterOf(input: FacetFilterInput, at: string): TokenFilter {
     }
     return { field, outside: values[0] === "true" };
   }
+  if (field === UNUSED_FIELD) {
+    if (condition !== "EQUAL" || input.negated) {
+      throw badInput(`${at} on ${field} takes condition EQUAL (the default), not negated: a number of days`);
+    }
+    const text = values.length === 1 ? values[0]! : "";
+    const days = /^\d{1,6}$/.test(text) ? Number(text) : NaN;
+    if (!(days >= 1 && days <= MAX_UNUSED_DAYS)) {
+      throw badInput(`${valuePath(0)} on ${field} must be one whole number of days from 1 to ${MAX_UNUSED_DAYS}`);
+    }
+    return { field, days };
+  }
   if (isOneOf(TIME_FIELDS, field)) {
     if (!Object.hasOwn(COMPARISONS, condition)) {
       throw badInput(`${at}.condition on ${field} must be one of ${Object.keys(COMPARISONS).join(", ")}`);
@@ -108,6 +124,6 @@ function tokenFilterOf(input: FacetFilterInput, at: string): TokenFilter {
     return { field, op: COMPARISONS[condition as keyof typeof COMPARISONS], millis };
   }
   throw badInput(
-    `${at}.field '${abbreviated(field)}' is not filterable; use one of ${[...EQUALITY_FIELDS, ...TIME_FIELDS, POLICY_FIELD].join(", ")}`,
+    `${at}.field '${abbreviated(field)}' is not filterable; use one of ${[...EQUALITY_FIELDS, ...TIME_FIELDS, POLICY_FIELD, UNUSED_FIELD].join(", ")}`,
   );
 }

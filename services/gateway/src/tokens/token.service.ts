@@ -45,8 +45,8 @@ const DURATIONS = {
 } as const;
 export type AccessTokenDuration = keyof typeof DURATIONS;
 
-const TOKEN_ISSUER = "metadata-admin";
-const TOKEN_VERSION = 2;
+export const TOKEN_ISSUER = "metadata-admin";
+export const TOKEN_VERSION = 2;
 
 /** ACCESS_TOKEN_ALLOWED_DURATIONS, parsed by the config. */
 type AllowedDurations = Config["ACCESS_TOKEN_ALLOWED_DURATIONS"];

@@ -41,6 +41,10 @@ export interface TokenMetadata {
   scopes: Privilege[] | null;
   /** the access token its owner authenticated with when minting it (it never holds more); null: minted otherwise */
   parentTokenId: string | null;
+  /** rotation (token-rotation.ts): the token this one replaced, the one that replaced it, and when (epoch ms) */
+  rotatedFromId?: string | null;
+  rotatedToId?: string | null;
+  rotatedAt?: number | null;
 }
 
 /** A token's row as the service reads it to authorize and answer: its metadata, its salted hash, its revocation. */
@@ -49,6 +53,8 @@ export interface StoredToken {
   /** the stored salted hash, hex */
   tokenHash: string;
   revoked: boolean;
+  /** the row's token type (a rotation's successor keeps it) */
+  type: string;
 }
 
 /**
@@ -70,6 +76,10 @@ export interface TokenCredential {
   scopes: readonly Privilege[] | undefined;
   /** the token it was minted with, or null */
   parentTokenId: string | null;
+  /** when it was rotated out (epoch ms; its expiresAt then ends its grace window), or null */
+  rotatedAt: number | null;
+  /** its rotation family (token-rotation.ts), or null: never rotated */
+  familyId: string | null;
 }
 
 /** A token to insert: its metadata, its salted hash, and what its audit row records. */
@@ -156,7 +166,14 @@ export class TokenStore {
   /** The token of that id (in any letter case, as PostgreSQL matches a uuid), or null; not a uuid: null. */
   async find(id: string): Promise<StoredToken | null> {
     const row = await findAccessToken(this.prisma, id);
-    return row && { metadata: this.metadataOf(row), tokenHash: row.tokenHash, revoked: row.revokedAt !== null };
+    return (
+      row && {
+        metadata: this.metadataOf(row),
+        tokenHash: row.tokenHash,
+        revoked: row.revokedAt !== null,
+        type: row.type,
+      }
+    );
   }
 
   /** Whether the urn is, or was, a service account's (service-account.repository.ts). */
@@ -177,6 +194,8 @@ export class TokenStore {
       expiresAt: row.expiresAt?.getTime() ?? null,
       scopes: scopesOf(row.scopes) ?? undefined,
       parentTokenId: row.parentTokenId,
+      rotatedAt: row.rotatedAt?.getTime() ?? null,
+      familyId: row.familyId,
     };
   }
 
@@ -266,6 +285,9 @@ export class TokenStore {
       lastUsedAt: row.last_used_at,
       scopes: scopesOf(row.scopes),
       parentTokenId: row.parent_token_id,
+      rotatedFromId: row.rotated_from_id,
+      rotatedToId: row.rotated_to_id,
+      rotatedAt: row.rotated_at,
     };
   }
 
@@ -282,6 +304,9 @@ export class TokenStore {
       lastUsedAt: row.lastUsedAt?.getTime() ?? null,
       scopes: scopesOf(row.scopes),
       parentTokenId: row.parentTokenId,
+      rotatedFromId: row.rotatedFromId,
+      rotatedToId: row.rotatedToId,
+      rotatedAt: row.rotatedAt?.getTime() ?? null,
     };
   }
 }

@@ -54,6 +54,8 @@ describe("TokenVerifier's chains", () => {
           expiresAt: (exp + 60) * 1000,
           scopes: ["MANAGE_ACCESS_TOKENS"],
           parentTokenId: null,
+          rotatedAt: null,
+          familyId: null,
         },
       ],
       [
@@ -67,6 +69,8 @@ describe("TokenVerifier's chains", () => {
           expiresAt: exp * 1000,
           scopes: undefined,
           parentTokenId: PARENT,
+          rotatedAt: null,
+          familyId: null,
         },
       ],
     ]);

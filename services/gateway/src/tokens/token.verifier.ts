@@ -49,6 +49,8 @@ export class TokenVerifier {
   private readonly verified = new Map<string, AccessTokenClaims>();
   /** bumped by every invalidation, so a lookup that raced with a revocation does not cache what it read */
   private generation = 0;
+  /** what a rotated-out token used after its grace window sets off (token-rotation.ts: its family's revocation) */
+  private reuse?: (tokenId: string, familyId: string, actorUrn: string) => Promise<void>;
 
   constructor(
     private readonly store: Pick<TokenStore, "credentialOf">,
@@ -102,6 +104,15 @@ export class TokenVerifier {
       this.verified.set(fingerprint, claims);
     }
     if (known.revoked) throw refused("revoked", "Token has been revoked");
+    // Rotated out, and its grace window (its row's expiry) over, while its own exp claim has not come: reuse.
+    if (known.rotatedAt !== null && known.expiresAt !== null && known.expiresAt <= Date.now()) {
+      await this.reuse?.(claims.jti, known.familyId ?? claims.jti, known.actorUrn);
+      throw refused(
+        "revoked",
+        "Token has been revoked: it was rotated and used after its grace window ended, so every token of its " +
+          "rotation family has been revoked (suspected theft).",
+      );
+    }
     const actor: Actor = { urn: claims.sub, via: "token", tokenId: claims.jti };
     withLinks(actor, known);
     // Most tokens have no parent: no await, so their requests pay nothing for chains.
@@ -142,6 +153,19 @@ export class TokenVerifier {
   async revoked(tokenId: string): Promise<void> {
     this.known.delete(tokenId);
     await this.bus.publish({ kind: "token-revoked", tokenId });
+  }
+
+  /** What a rotated-out token used after its grace window sets off: composition wires TokenRotation.reuseDetected. */
+  onReuse(handler: (tokenId: string, familyId: string, actorUrn: string) => Promise<void>): void {
+    this.reuse = handler;
+  }
+
+  /**
+   * Called after a token's row changed otherwise than by revocation (a rotation shortened its expiry): every replica
+   * reads it anew, as for a revocation.
+   */
+  async forget(tokenId: string): Promise<void> {
+    await this.revoked(tokenId);
   }
 
   /** Called after this replica revoked every token of a user (committed): as `revoked`, for all of them at once. */

@@ -132,13 +132,54 @@ export const tokenTypeDefs = /* GraphQL */ `
     expires no later; it stops working when that token is revoked or expires.
     """
     parentTokenId: String
+    "The token this one was rotated from (rotateAccessToken), null when it was created otherwise."
+    rotatedFromId: String
+    """
+    The token this one was rotated into, null while it has not been rotated. A rotated-out token works until its
+    expiresAt (the end of the grace window); used after that, it revokes every token rotated from the same first one.
+    """
+    rotatedToId: String
+    "When it was rotated out, epoch ms; null while it has not been."
+    rotatedAt: Long
+    """
+    What the token is used for (recorded in batches, within a few seconds of each use): the last few clients, and
+    requests by operation over the last 30 days.
+    """
+    usage: AccessTokenUsage!
+  }
+
+  "A client that used an access token: its address as the gateway saw it, its User-Agent, and when it last did."
+  type AccessTokenClient {
+    ip: String!
+    "Empty when the client sent none; cut to 256 characters."
+    userAgent: String!
+    lastSeenAt: Long!
+  }
+
+  """
+  Requests made with an access token in the last 30 days for one operation: a GraphQL root field (Query.me,
+  Mutation.createAccessToken) or an HTTP route and action (POST /gms/operations?action=truncate).
+  """
+  type AccessTokenOperationCount {
+    operation: String!
+    count: Long!
+  }
+
+  type AccessTokenUsage {
+    "The last few (at most 5) distinct address and user agent pairs that used the token, most recent first."
+    clients: [AccessTokenClient!]!
+    "Requests in the last 30 days (UTC days, today included) by operation, most first."
+    operations: [AccessTokenOperationCount!]!
+    "Requests in the last 30 days, all operations."
+    total: Long!
   }
 
   """
   A filter of listAccessTokens. EQUAL (the default) on actorUrn, ownerUrn, name or id matches any of the values, or
   none of them with negated; outsideDurationPolicy, value 'true' ('false'), selects the tokens whose lifetime the
   current ACCESS_TOKEN_ALLOWED_DURATIONS (ACCESS_TOKEN_ALLOW_NO_EXPIRY for a token that never expires) does not (does)
-  allow; LESS_THAN, LESS_THAN_OR_EQUAL_TO, GREATER_THAN or GREATER_THAN_OR_EQUAL_TO on expiresAt
+  allow; unusedForDays, value N (1 to 36500), selects the tokens neither used nor created in the last N days;
+  LESS_THAN, LESS_THAN_OR_EQUAL_TO, GREATER_THAN or GREATER_THAN_OR_EQUAL_TO on expiresAt
   or createdAt compare with one value, epoch milliseconds as a string. Any other combination is BAD_USER_INPUT.
   """
   input FacetFilterInput {
@@ -206,6 +247,15 @@ export const tokenTypeDefs = /* GraphQL */ `
     lists; refused on every gateway replica within 1 s. Returns their ids. Needs MANAGE_ACCESS_TOKENS.
     """
     revokeAccessTokensOutsidePolicy: [String!]!
+    """
+    Mints a successor of the token with its name, description, scopes, actor, creator and lifetime (counted from now),
+    and returns it once; the token keeps working for graceSeconds (0, the default, to 86400), then is refused. A
+    rotated-out token used after its grace window revokes every token rotated from the same first one (suspected
+    theft, audited). A token may rotate itself (no privilege needed: its successor holds exactly what it held);
+    rotating another needs what minting it would (GENERATE_PERSONAL_ACCESS_TOKENS; another user's,
+    MANAGE_ACCESS_TOKENS). A token rotates once: rotate its successor next.
+    """
+    rotateAccessToken(tokenId: String!, graceSeconds: Int): AccessToken!
   }
 `;
 
@@ -227,6 +277,11 @@ export const tokenResolvers = {
   AccessTokenMetadata: {
     type: () => "ACCESS_TOKEN",
     owner: (token: { ownerUrn: string }) => corpUserOf(token.ownerUrn),
+    rotatedFromId: (token: { rotatedFromId?: string | null }) => token.rotatedFromId ?? null,
+    rotatedToId: (token: { rotatedToId?: string | null }) => token.rotatedToId ?? null,
+    rotatedAt: (token: { rotatedAt?: number | null }) => token.rotatedAt ?? null,
+    usage: (token: { id: string }, _args: unknown, ctx: GraphQLContext) =>
+      ctx.services.tokenUsage.loaderFor(ctx)(token.id),
   },
   // Each operation's service checks its privilege, then parses these arguments with the operation's contract.
   Query: {
@@ -244,5 +299,8 @@ export const tokenResolvers = {
       ctx.services.tokens.revokeAll(ctx.actor, args),
     revokeAccessTokensOutsidePolicy: (_: unknown, _args: unknown, ctx: GraphQLContext) =>
       ctx.services.tokens.revokeOutsidePolicy(ctx.actor),
+    // Rate-limited as createAccessToken, once the request has passed its checks.
+    rotateAccessToken: (_: unknown, args: unknown, ctx: GraphQLContext) =>
+      ctx.services.tokenRotation.rotate(ctx.actor, args),
   },
 };

@@ -1,0 +1,113 @@
+import type { Prisma } from "../generated/prisma/client";
+import { insertAuditEvent, insertAuditEventPerTarget } from "../audit";
+
+/**
+ * Rotation of access tokens (rotateAccessToken) and reuse detection: a successor that takes its predecessor's place,
+ * and the revocation of a whole family when a rotated-out token is used after its grace window.
+ */
+
+/** The successor a rotation inserts: its predecessor's name, type, actor, minter, scopes, parent; a new id and hash. */
+export interface RotationSuccessor {
+  id: string;
+  type: string;
+  name: string;
+  description: string | null;
+  actorUrn: string;
+  ownerUrn: string;
+  /** the salted hash, hex */
+  tokenHash: string;
+  /** epoch ms */
+  createdAt: number;
+  /** epoch seconds; null: never expires */
+  expiresAtSeconds: number | null;
+  scopes: readonly string[];
+  parentTokenId: string | null;
+}
+
+export interface Rotation {
+  predecessorId: string;
+  /** epoch ms: when the predecessor stops working (its expiry, when that is earlier, stays) */
+  graceEndsAt: number;
+  successor: RotationSuccessor;
+  /** the audit rows' actor and details: `accessToken.rotate` on the predecessor, `accessToken.create` on the successor */
+  audit: { actorUrn: string; predecessorUrn: string; successorUrn: string; details: Record<string, unknown> };
+}
+
+/**
+ * Rotates a live, not yet rotated token in the caller's transaction: marks it rotated (its expiry becomes the end of
+ * its grace window, so lists and the verifier see it end there), inserts the successor in its family, and writes both
+ * audit rows. Answers the family's id, or null when the token is no longer live or was rotated already (two rotations
+ * at once: one wins), which the caller reads again to say why.
+ */
+export async function rotateAccessToken(tx: Prisma.TransactionClient, rotation: Rotation): Promise<string | null> {
+  const { successor: s } = rotation;
+  const rotated = await tx.$queryRaw<Array<{ family_id: string }>>`
+      UPDATE access_token
+         SET rotated_at = now(), rotated_to_id = ${s.id}::uuid, family_id = COALESCE(family_id, id),
+             expires_at = LEAST(expires_at, to_timestamp(${rotation.graceEndsAt}::int8 / 1000.0))
+       WHERE id = ${rotation.predecessorId}::uuid AND revoked_at IS NULL AND rotated_at IS NULL
+         AND (expires_at IS NULL OR expires_at > now())
+      RETURNING family_id::text`;
+  const familyId = rotated[0]?.family_id;
+  if (familyId === undefined) return null;
+  await tx.$executeRaw`
+      INSERT INTO access_token (id, type, name, description, actor_urn, owner_urn, token_hash, created_at, expires_at,
+                                scopes, parent_token_id, family_id, rotated_from_id)
+      VALUES (${s.id}::uuid, ${s.type}::"AccessTokenType", ${s.name}, ${s.description}, ${s.actorUrn}, ${s.ownerUrn},
+              ${s.tokenHash}, to_timestamp(${s.createdAt}::int8 / 1000.0), to_timestamp(${s.expiresAtSeconds}::int8),
+              ${[...s.scopes]}::text[], ${s.parentTokenId}::uuid, ${familyId}::uuid, ${rotation.predecessorId}::uuid)`;
+  const { audit } = rotation;
+  await insertAuditEvent(tx, {
+    actorUrn: audit.actorUrn,
+    action: "accessToken.rotate",
+    targetUrn: audit.predecessorUrn,
+    details: { ...audit.details, successorId: s.id },
+  });
+  await insertAuditEvent(tx, {
+    actorUrn: audit.actorUrn,
+    action: "accessToken.create",
+    targetUrn: audit.successorUrn,
+    details: { ...audit.details, rotatedFromId: rotation.predecessorId },
+  });
+  return familyId;
+}
+
+/** A family's revocation after reuse: what was revoked, and the rows that record it. */
+export interface FamilyRevocation {
+  familyId: string;
+  /** the rotated-out token that was used after its grace window */
+  reusedTokenId: string;
+  revokedBy: string;
+  /** token id → its urn (the audit rows' targets) */
+  urnOf: (id: string) => string;
+  details: Record<string, unknown>;
+}
+
+/**
+ * Revokes every live token of a family, in the caller's transaction, with an `accessToken.revoke` row per token
+ * (reason `reuseDetected`) and one `accessToken.reuseDetected` row on the reused token. Answers the ids revoked and
+ * their actor; empty when another replica got there first (so the theft is audited once).
+ */
+export async function revokeAccessTokenFamily(
+  tx: Prisma.TransactionClient,
+  revocation: FamilyRevocation,
+): Promise<Array<{ id: string; actorUrn: string }>> {
+  const revoked = await tx.$queryRaw<Array<{ id: string; actorUrn: string }>>`
+      UPDATE access_token SET revoked_at = now(), revoked_by = ${revocation.revokedBy}
+       WHERE family_id = ${revocation.familyId}::uuid AND revoked_at IS NULL
+      RETURNING id::text, actor_urn AS "actorUrn"`;
+  if (!revoked.some((t) => t.id === revocation.reusedTokenId)) return revoked;
+  await insertAuditEventPerTarget(tx, {
+    actorUrn: revocation.revokedBy,
+    action: "accessToken.revoke",
+    targetUrns: revoked.map((t) => revocation.urnOf(t.id)),
+    details: { ...revocation.details, bulk: true, reason: "reuseDetected" },
+  });
+  await insertAuditEvent(tx, {
+    actorUrn: revocation.revokedBy,
+    action: "accessToken.reuseDetected",
+    targetUrn: revocation.urnOf(revocation.reusedTokenId),
+    details: { ...revocation.details, familyId: revocation.familyId, revokedTokenIds: revoked.map((t) => t.id) },
+  });
+  return revoked;
+}

@@ -1,0 +1,167 @@
+import type { RequestHandler } from "express";
+import { every, type Logger, type PeriodicLoop } from "@mdp/core";
+import {
+  inPrismaTransaction,
+  MAX_CLIENT_IP_CHARS,
+  MAX_CLIENTS_PER_TOKEN,
+  MAX_OPERATION_CHARS,
+  MAX_USER_AGENT_CHARS,
+  recordAccessTokenUsage,
+  type PrismaClient,
+  type UsageBatch,
+} from "@mdp/db";
+import type { Actor } from "../auth/actor";
+
+/** Distinct operations a token keeps per flush; past them its requests count as `other` (the labels are bounded). */
+const MAX_OPERATIONS_PER_FLUSH = 100;
+/** Tokens a flush holds at most; uses of more are dropped until the next flush (memory stays bounded). */
+const MAX_TOKENS_PER_FLUSH = 50_000;
+const DAY_MS = 86_400_000;
+
+/** One token's uses since the last flush. */
+interface PendingUsage {
+  /** `ip \0 user agent` → the pair and its latest time; at most MAX_CLIENTS_PER_TOKEN, the most recent */
+  clients: Map<string, { ip: string; userAgent: string; at: number }>;
+  /** `day \0 operation` → requests */
+  operations: Map<string, number>;
+}
+
+/**
+ * What each access token is used for (client pairs, requests by operation and UTC day), kept as lastUsedAt is
+ * (last-used.recorder.ts): in memory per replica, written in one transaction every few seconds and on shutdown, never
+ * a write per request. A request pays for a map update or two after its answer is sent.
+ */
+export class TokenUsageRecorder {
+  static readonly FLUSH_INTERVAL_MS = 5_000;
+  private pending = new Map<string, PendingUsage>();
+  private dropped = 0;
+  private dayEnds = 0;
+  private day = "";
+  private readonly loop: PeriodicLoop;
+
+  constructor(
+    private readonly prisma: PrismaClient,
+    private readonly logger: Logger,
+  ) {
+    this.loop = every("token-usage-flush", TokenUsageRecorder.FLUSH_INTERVAL_MS, () => this.flush(), { logger });
+  }
+
+  /** Records a request made with `tokenId`: its client pair and its operations (one count each). */
+  record(tokenId: string, ip: string, userAgent: string, operations: readonly string[], at = Date.now()): void {
+    let usage = this.pending.get(tokenId);
+    if (!usage) {
+      if (this.pending.size >= MAX_TOKENS_PER_FLUSH) {
+        this.dropped++;
+        return;
+      }
+      usage = { clients: new Map(), operations: new Map() };
+      this.pending.set(tokenId, usage);
+    }
+    const clientKey = `${ip}\0${userAgent}`;
+    const client = usage.clients.get(clientKey);
+    if (client) client.at = at;
+    else {
+      if (usage.clients.size >= MAX_CLIENTS_PER_TOKEN) evictOldest(usage.clients);
+      usage.clients.set(clientKey, {
+        ip: ip.slice(0, MAX_CLIENT_IP_CHARS),
+        userAgent: userAgent.slice(0, MAX_USER_AGENT_CHARS),
+        at,
+      });
+    }
+    const day = this.dayOf(at);
+    for (const operation of operations) {
+      let key = `${day}\0${operation}`;
+      if (!usage.operations.has(key) && usage.operations.size >= MAX_OPERATIONS_PER_FLUSH) key = `${day}\0other`;
+      usage.operations.set(key, (usage.operations.get(key) ?? 0) + 1);
+    }
+  }
+
+  async flush(): Promise<void> {
+    if (this.pending.size === 0) return;
+    const batch = this.pending;
+    this.pending = new Map();
+    if (this.dropped > 0) {
+      this.logger.warn({ dropped: this.dropped }, "token usage: more tokens used within a flush than are kept");
+      this.dropped = 0;
+    }
+    const rows: UsageBatch = {
+      clients: { tokenIds: [], ips: [], userAgents: [], times: [] },
+      operations: { tokenIds: [], days: [], operations: [], counts: [] },
+    };
+    for (const [tokenId, usage] of batch) {
+      for (const client of usage.clients.values()) {
+        rows.clients.tokenIds.push(tokenId);
+        rows.clients.ips.push(client.ip);
+        rows.clients.userAgents.push(client.userAgent);
+        rows.clients.times.push(new Date(client.at));
+      }
+      for (const [key, count] of usage.operations) {
+        const split = key.indexOf("\0");
+        rows.operations.tokenIds.push(tokenId);
+        rows.operations.days.push(key.slice(0, split));
+        rows.operations.operations.push(key.slice(split + 1, split + 1 + MAX_OPERATION_CHARS));
+        rows.operations.counts.push(count);
+      }
+    }
+    try {
+      await inPrismaTransaction(this.prisma, (tx) => recordAccessTokenUsage(tx, rows));
+    } catch (error) {
+      this.logger.warn({ err: error, tokens: batch.size }, "could not record the usage of access tokens");
+    }
+  }
+
+  async stop(): Promise<void> {
+    await this.loop.stop(); // a flush in flight ends first
+    await this.flush();
+  }
+
+  /** The UTC day of `at` as YYYY-MM-DD, computed once a day rather than per request. */
+  private dayOf(at: number): string {
+    if (at >= this.dayEnds || at < this.dayEnds - DAY_MS) {
+      this.day = new Date(at).toISOString().slice(0, 10);
+      this.dayEnds = (Math.floor(at / DAY_MS) + 1) * DAY_MS;
+    }
+    return this.day;
+  }
+}
+
+function evictOldest(clients: PendingUsage["clients"]): void {
+  let oldest: string | undefined;
+  let oldestAt = Infinity;
+  for (const [key, client] of clients) {
+    if (client.at < oldestAt) {
+      oldest = key;
+      oldestAt = client.at;
+    }
+  }
+  if (oldest !== undefined) clients.delete(oldest);
+}
+
+/**
+ * After authentication: a request made with an access token is recorded once its answer is sent, with the
+ * operations it ran (`res.locals.operations`, set by the GraphQL server once the document is resolved: its root
+ * fields, `Query.me`) or, for HTTP, its route and action (`POST /gms/operations?action=truncate`). Labels come from
+ * the schema and the routes only, never from what a caller writes.
+ */
+export function recordTokenUse(
+  recorder: Pick<TokenUsageRecorder, "record">,
+  routeOf: (req: Parameters<RequestHandler>[0]) => string,
+): RequestHandler {
+  return (req, res, next) => {
+    const actor = res.locals.actor as Actor | undefined;
+    const tokenId = actor?.via === "token" ? actor.tokenId : undefined;
+    if (tokenId !== undefined) {
+      res.once("finish", () => {
+        const locals = res.locals as { operations?: string[]; action?: unknown };
+        let operations = locals.operations;
+        if (!operations) {
+          const route = routeOf(req).replace(/^\/api(?=\/gms)/, "");
+          const action = typeof locals.action === "string" && req.query.action !== undefined ? locals.action : null;
+          operations = [`${req.method} ${route}${action === null ? "" : `?action=${action}`}`];
+        }
+        recorder.record(tokenId, req.ip ?? "", req.headers["user-agent"] ?? "", operations);
+      });
+    }
+    next();
+  };
+}

@@ -1,0 +1,126 @@
+import { SYSTEM_ACTOR_URN, type Config, type Logger, type RunSummary } from "@mdp/core";
+import {
+  accessTokenUsageOf,
+  inPrismaTransaction,
+  pruneAccessTokenUsage,
+  revokeIdleAccessTokens,
+  type AccessTokenUsageRow,
+  type PrismaClient,
+} from "@mdp/db";
+import type { Chore } from "@mdp/queues";
+import type { TokenStore } from "./token.store";
+import type { TokenVerifier } from "./token.verifier";
+import { TokenUsageRecorder } from "./token-usage.recorder";
+
+/** How often the gateways' chores run (each firing once in the cluster). */
+export const TOKEN_CHORES_EVERY_MS = 3_600_000;
+
+/** A token's usage as GraphQL's AccessTokenUsage answers it. */
+export interface TokenUsage extends AccessTokenUsageRow {
+  /** requests in the last USAGE_DAYS days, all operations */
+  total: number;
+}
+
+/**
+ * What each token is used for (docs/api.md "What a token is used for"): its recorder (fed after each request made with
+ * a token), reading it back for a page of tokens in one round trip, and the gateways' chores: dropping counts past
+ * their days, and, with ACCESS_TOKEN_IDLE_REVOKE_DAYS, revoking idle tokens.
+ */
+export class TokenUsageService {
+  readonly recorder: TokenUsageRecorder;
+  /** ACCESS_TOKEN_USAGE_RECORDING: whether requests made with tokens are recorded (app.ts mounts recordTokenUse) */
+  readonly recording: boolean;
+
+  constructor(
+    private readonly prisma: PrismaClient,
+    private readonly store: Pick<TokenStore, "urnOf">,
+    private readonly verifier: Pick<TokenVerifier, "revokedAllOf">,
+    private readonly config: Pick<Config, "ACCESS_TOKEN_IDLE_REVOKE_DAYS" | "ACCESS_TOKEN_USAGE_RECORDING">,
+    private readonly logger: Logger,
+  ) {
+    this.recorder = new TokenUsageRecorder(prisma, logger);
+    this.recording = config.ACCESS_TOKEN_USAGE_RECORDING;
+  }
+
+  /**
+   * A loader per request (keyed by its context): the usage of every token a list resolves is read in one batch, not
+   * a query per token.
+   */
+  loaderFor(context: object): (tokenId: string) => Promise<TokenUsage> {
+    let loader = loaders.get(context);
+    if (!loader) {
+      const pending: {
+        batch: Map<string, Array<{ resolve: (u: TokenUsage) => void; reject: (e: unknown) => void }>> | null;
+      } = { batch: null };
+      loader = (tokenId) =>
+        new Promise<TokenUsage>((resolve, reject) => {
+          let batch = pending.batch;
+          if (batch === null) {
+            const current = (batch = pending.batch = new Map());
+            // graphql-js resolves a list's items in one synchronous pass: they are all here by the next tick.
+            process.nextTick(() => {
+              pending.batch = null;
+              this.load(current);
+            });
+          }
+          const waiting = batch.get(tokenId) ?? [];
+          waiting.push({ resolve, reject });
+          batch.set(tokenId, waiting);
+        });
+      loaders.set(context, loader);
+    }
+    return loader;
+  }
+
+  private load(batch: Map<string, Array<{ resolve: (u: TokenUsage) => void; reject: (e: unknown) => void }>>): void {
+    accessTokenUsageOf(this.prisma, [...batch.keys()]).then(
+      (usage) => {
+        for (const [id, waiting] of batch) {
+          const row = usage.get(id) ?? { clients: [], operations: [] };
+          const answer = { ...row, total: row.operations.reduce((sum, o) => sum + o.count, 0) };
+          for (const w of waiting) w.resolve(answer);
+        }
+      },
+      (error: unknown) => {
+        for (const waiting of batch.values()) for (const w of waiting) w.reject(error);
+      },
+    );
+  }
+
+  /** The gateways' chores (run by one gateway per firing, libs/queues/src/chores.ts). */
+  chores(): Array<Chore<"gatewayChores">> {
+    const idleRevoke = this.config.ACCESS_TOKEN_IDLE_REVOKE_DAYS !== undefined;
+    return [
+      { name: "prune-token-usage", everyMs: TOKEN_CHORES_EVERY_MS, run: () => this.prune() },
+      // Scheduled only where the setting is; every gateway can run a firing (one without the setting does nothing),
+      // so replicas configured apart never fail each other's jobs.
+      {
+        name: "revoke-idle-tokens",
+        ...(idleRevoke && { everyMs: TOKEN_CHORES_EVERY_MS }),
+        run: () => this.revokeIdle(),
+      },
+    ];
+  }
+
+  async prune(): Promise<RunSummary> {
+    return { deleted: await pruneAccessTokenUsage(this.prisma) };
+  }
+
+  /**
+   * Revokes every live token idle for ACCESS_TOKEN_IDLE_REVOKE_DAYS (by the system actor, audited per token, reason
+   * `idle`), then tells every replica, one message per user whose tokens went. Uses not flushed yet (seconds) are
+   * not seen: a day is the unit here.
+   */
+  async revokeIdle(): Promise<RunSummary> {
+    const days = this.config.ACCESS_TOKEN_IDLE_REVOKE_DAYS;
+    if (days === undefined) return { revoked: 0 };
+    const revoked = await inPrismaTransaction(this.prisma, (tx) =>
+      revokeIdleAccessTokens(tx, days, SYSTEM_ACTOR_URN, (id) => this.store.urnOf(id), { via: "idle-revoke" }),
+    );
+    for (const actorUrn of new Set(revoked.map((t) => t.actorUrn))) await this.verifier.revokedAllOf(actorUrn);
+    if (revoked.length > 0) this.logger.info({ revoked: revoked.length, days }, "revoked idle access tokens");
+    return { revoked: revoked.length };
+  }
+}
+
+const loaders = new WeakMap<object, (tokenId: string) => Promise<TokenUsage>>();
