@@ -169,7 +169,13 @@ const ROWS: Row[] = [
     use: "another token of yours",
     needs: "GENERATE_PERSONAL_ACCESS_TOKENS",
     call: gql(`mutation($t: String!) { rotateAccessToken(tokenId: $t) { metadata { id } } }`, async (c, f) => ({
-      t: (await createToken(f.harness, c.urn, c.headers, { duration: "ONE_HOUR" }).catch(() => f.ownTokenOf(c))).id,
+      // The fallback is scoped as the caller's credential is: a child's own mint can fail on its lifetime alone (an
+      // hour from a credential with less than an hour left, in whole seconds), which must not decide the outcome.
+      t: (
+        await createToken(f.harness, c.urn, c.headers, { duration: "ONE_HOUR" }).catch(async () =>
+          createToken(f.harness, c.urn, systemClientHeaders(ROOT), { scopes: await credentialScopes(f.harness, c) }),
+        )
+      ).id,
     })),
   },
   {
@@ -604,6 +610,19 @@ const scopeWithout = (p: Privilege): Privilege =>
 const MINTER_HOLDS = withImplied(["MANAGE_ACCESS_TOKENS"]);
 /** What a child's parent token is scoped to: enough to mint the child, and P's scope-without. */
 const parentScopes = (p: Privilege): Privilege[] => ["GENERATE_PERSONAL_ACCESS_TOKENS", scopeWithout(p)];
+
+/** The scopes of the token a caller authenticates with (undefined: unscoped, or not a token). */
+async function credentialScopes(h: Harness, caller: Caller): Promise<string[] | undefined> {
+  const raw = /^bearer (.+)$/i.exec(caller.headers.authorization ?? "")?.[1];
+  if (!raw) return undefined;
+  const res = await h.graphql(
+    `query($t: String!) { getAccessTokenMetadata(token: $t) { scopes } }`,
+    { t: raw },
+    systemClientHeaders(ROOT),
+  );
+  const scopes = (res.body.data?.getAccessTokenMetadata as { scopes: string[] | null } | undefined)?.scopes;
+  return scopes ?? undefined;
+}
 
 /** Whether a caller of this kind may use `needs` (everyone may use what needs nothing). */
 function allowed(kind: Kind, needs: Privilege | null): boolean {
