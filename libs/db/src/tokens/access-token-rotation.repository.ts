@@ -1,5 +1,6 @@
 import type { Prisma } from "../generated/prisma/client";
 import { insertAuditEvent, insertAuditEventPerTarget } from "../audit";
+import type { AccessTokenInsert } from "./access-token.repository";
 
 /**
  * Rotation of access tokens (rotateAccessToken) and reuse detection: a successor that takes its predecessor's place,
@@ -7,22 +8,7 @@ import { insertAuditEvent, insertAuditEventPerTarget } from "../audit";
  */
 
 /** The successor a rotation inserts: its predecessor's name, type, actor, minter, scopes, parent; a new id and hash. */
-export interface RotationSuccessor {
-  id: string;
-  type: string;
-  name: string;
-  description: string | null;
-  actorUrn: string;
-  ownerUrn: string;
-  /** the salted hash, hex */
-  tokenHash: string;
-  /** epoch ms */
-  createdAt: number;
-  /** epoch seconds; null: never expires */
-  expiresAtSeconds: number | null;
-  scopes: readonly string[];
-  parentTokenId: string | null;
-}
+export type RotationSuccessor = Omit<AccessTokenInsert, "audit">;
 
 export interface Rotation {
   predecessorId: string;

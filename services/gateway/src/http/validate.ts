@@ -1,5 +1,14 @@
+import { randomUUID } from "node:crypto";
 import { z } from "zod";
-import { AppError, badInput, parseUrnField, refuseUnstorable, requireIdLength, requireLength } from "@mdp/core";
+import {
+  AppError,
+  badInput,
+  parseUrnField,
+  refuseUnstorable,
+  requireIdLength,
+  requireLength,
+  urnOfNewId,
+} from "@mdp/core";
 
 /**
  * Every operation's input is a zod schema declared beside the operation and parsed here, after the operation's
@@ -138,6 +147,17 @@ export const startField = () =>
     )
     .nullish()
     .transform((start) => start ?? 0);
+
+/** The urn of a new entity from the id its creator names (or a generated one), refused as urnOfNewId refuses it. */
+export const newUrnField = (namespace: string, entityType: string) =>
+  z
+    .string()
+    .nullish()
+    .transform(
+      parsedBy((at, id: string | null | undefined) =>
+        urnOfNewId(at, id, { namespace, entityType, generate: randomUUID }),
+      ),
+    );
 
 /** An id the caller names (a tokenId): no longer than MAX_ID_LENGTH (requireIdLength). */
 export const idField = () => z.string().refine(...rule(requireIdLength));

@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import { z } from "zod";
 import {
   badInput,
@@ -6,7 +5,6 @@ import {
   notFound,
   requireLength,
   SCHEDULE_PRIVILEGES,
-  urnOfNewId,
   type Config,
   type EntityRegistry,
   type Logger,
@@ -48,7 +46,17 @@ import { cronPatternProblem, MAX_CRON_LENGTH, type ScheduleSyncRequests, type Te
 import { ownedBy, type Actor } from "../auth/actor";
 import { recordAudit } from "../audit/audit.service";
 import { pageInput } from "../graphql/paging";
-import { parseArgs, parsedBy, rule, said, startField, textField, urnField, wholeNumberField } from "../http/validate";
+import {
+  newUrnField,
+  parseArgs,
+  parsedBy,
+  rule,
+  said,
+  startField,
+  textField,
+  urnField,
+  wholeNumberField,
+} from "../http/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
 import { requireActionPrivileges } from "./action-privileges";
 import { acceptDefinition } from "./test-definition";
@@ -155,14 +163,7 @@ const testContracts = (
     create: z.object({
       input: z.object({
         // Parsed into the test's urn.
-        id: z
-          .string()
-          .nullish()
-          .transform(
-            parsedBy((at, id: string | null | undefined) =>
-              urnOfNewId(at, id, { namespace: config.URN_NAMESPACE, entityType: "test", generate: randomUUID }),
-            ),
-          ),
+        id: newUrnField(config.URN_NAMESPACE, "test"),
         ...input,
       }),
     }),

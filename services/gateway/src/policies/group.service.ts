@@ -1,6 +1,5 @@
-import { randomUUID } from "node:crypto";
 import { z } from "zod";
-import { conflict, notFound, urnOfNewId, type Config } from "@mdp/core";
+import { conflict, notFound, type Config } from "@mdp/core";
 import {
   addGroupMembers,
   groupExists,
@@ -16,7 +15,7 @@ import type { Actor } from "../auth/actor";
 import { recordAudit } from "../audit/audit.service";
 import type { InvalidationBus } from "../events/invalidation-bus";
 import { pageInput } from "../graphql/paging";
-import { parseArgs, parsedBy, said, textField, urnField } from "../http/validate";
+import { newUrnField, parseArgs, said, textField, urnField } from "../http/validate";
 import type { PolicyEngine } from "./policy-engine";
 
 const URN_TYPE = "corpGroup";
@@ -26,14 +25,7 @@ const createGroupArgs = (namespace: string) =>
   z.object({
     input: z.object({
       // Parsed into the group's urn.
-      id: z
-        .string()
-        .nullish()
-        .transform(
-          parsedBy((at, id: string | null | undefined) =>
-            urnOfNewId(at, id, { namespace, entityType: URN_TYPE, generate: randomUUID }),
-          ),
-        ),
+      id: newUrnField(namespace, URN_TYPE),
       name: textField({ min: 1, max: 256, trim: true }),
       description: textField({ max: 2000 })
         .nullish()

@@ -54,7 +54,7 @@ export interface StoredToken {
   tokenHash: string;
   revoked: boolean;
   /** the row's token type (a rotation's successor keeps it) */
-  type: string;
+  type: "PERSONAL" | "SERVICE_ACCOUNT";
 }
 
 /**
