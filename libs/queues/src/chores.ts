@@ -110,7 +110,11 @@ export function startChores<Q extends ChoreQueue>(
       runAtStart: true,
     },
   );
-  void worker.run();
+  // A run that ends in an error (its connection closed under it, as when Redis goes away while the process stops) is
+  // logged, never an unhandled rejection: the gateway runs chores too, and must not die of one.
+  worker
+    .run()
+    .catch((error: unknown) => options.logger.warn({ err: error }, `chores of ${queue.name}: worker stopped`));
   return {
     worker,
     producer,
