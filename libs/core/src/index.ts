@@ -11,5 +11,6 @@ export * from "./registry/entity-registry";
 export * from "./registry/service-written-aspects";
 export * from "./storable";
 export * from "./privileges";
+export * from "./platform-events";
 export * from "./authority";
 export * from "./periodic";

@@ -4,6 +4,7 @@
  * lower id than events already read is read next rather than skipped (the sequencer's commit order); the cursor is
  * one consumer's at a time; pruning keeps what a consumer has yet to read.
  */
+import { METADATA_CHANGE_LOG } from "@mdp/core";
 import { createDatabase, type Database } from "@mdp/db";
 import { createTestDatabase, type TestDatabase } from "@mdp/db/testing";
 import {
@@ -13,7 +14,6 @@ import {
   eventsAfter,
   inTransaction,
   lockEventCursor,
-  METADATA_CHANGE_LOG,
   prunePlatformEvents,
   sequencePlatformEvents,
 } from "../src";

@@ -1,3 +1,4 @@
+import { METADATA_CHANGE_LOG } from "@mdp/core";
 import type { Prisma } from "../generated/prisma/client";
 import type { Queryable } from "../timeseries/timeseries.store";
 
@@ -14,9 +15,6 @@ import type { Queryable } from "../timeseries/timeseries.store";
  * and an event committed later is sequenced later. Rows of a transaction still running are invisible to it, so no
  * consumer ever reads an event (nor the entity it names) half written.
  */
-/** DataHub Actions' event type of an aspect written (its MetadataChangeLog). */
-export const METADATA_CHANGE_LOG = "MetadataChangeLog_v1";
-
 /** Bounds of what one event stores (docs/limits.md): urns are bounded by the URN limit, names by the registry. */
 export const PLATFORM_EVENT_LIMITS = {
   /** events one consumer reads per pass */
