@@ -5,7 +5,7 @@ import { scheduleJobOptions } from "./job-options";
 import type { QueueKey } from "./names";
 import type { Payload } from "./payloads";
 import { Producer } from "./producer";
-import { createWorker, type JobObserver } from "./worker";
+import { createWorker, forceCloseWorker, type JobObserver } from "./worker";
 
 /** The queues whose jobs are chores: one job per firing, told apart by the job's name. */
 export type ChoreQueue = Extract<QueueKey, "scheduleSync" | "truncationChores" | "evaluationChores" | "gatewayChores">;
@@ -46,7 +46,8 @@ export interface RunningChores {
   producer: Producer<ChoreQueue>;
   /** makes the schedulers match the chores now (what start-up and the check do) */
   ensureSchedulers: () => Promise<void>;
-  stop: () => Promise<void>;
+  /** force: without waiting for a firing in flight (a chore is idempotent: its job is taken again once its lock lapses) */
+  stop: (options?: { force?: boolean }) => Promise<void>;
 }
 
 /**
@@ -119,9 +120,9 @@ export function startChores<Q extends ChoreQueue>(
     worker,
     producer,
     ensureSchedulers,
-    stop: async () => {
+    stop: async ({ force = false } = {}) => {
       await check.stop();
-      await worker.close();
+      await (force ? forceCloseWorker(worker) : worker.close());
       await producer.close();
     },
   };

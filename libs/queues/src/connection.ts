@@ -73,8 +73,26 @@ export function whenReady(redis: RedisConnection, timeoutMs = 10_000): Promise<v
   });
 }
 
-/** QUIT when connected (pending replies arrive first); otherwise drop the socket: QUIT would wait for a reconnect. */
+/** How long closing waits for a connection that is reconnecting: ioredis retries within 2 s of its server's return. */
+export const RECONNECT_SETTLE_MS = 3_000;
+const RECONNECTING = new Set(["connecting", "connect", "reconnecting"]);
+
+/**
+ * Gives a connection that is reconnecting up to `ms` to be ready, for closing it cleanly. Closed mid-reconnect,
+ * ioredis leaves timers armed after close has returned: its 2 s wait for the dead socket's end, which never comes,
+ * and, for a blocking connection, BullMQ's watchdog of a wait ioredis never settles (redis/ioredis#2193, #2197); a
+ * process closing then cannot exit on its own until they lapse. A server still away after `ms` is given up on.
+ */
+export async function settleReconnect(redis: RedisConnection, ms = RECONNECT_SETTLE_MS): Promise<void> {
+  if (RECONNECTING.has(redis.status)) await whenReady(redis, ms).catch(() => undefined);
+}
+
+/**
+ * QUIT when connected (pending replies arrive first), after a reconnect in progress has had its chance
+ * (settleReconnect); otherwise drop the socket: QUIT would wait for a reconnect.
+ */
 export async function closeRedis(redis: RedisConnection): Promise<void> {
+  await settleReconnect(redis);
   if (redis.status === "ready") {
     await redis.quit().catch(() => redis.disconnect());
   } else {

@@ -1,7 +1,7 @@
 import { DelayedError, UnrecoverableError, Worker, type Job, type Processor } from "bullmq";
 import { performance } from "node:perf_hooks";
 import { withLogContext, type LogContext } from "@mdp/core";
-import type { RedisConnection } from "./connection";
+import { settleReconnect, type RedisConnection } from "./connection";
 import type { Logger } from "@mdp/core";
 import { workerOptions } from "./job-options";
 import { QUEUE_NAMES, type QueueKey } from "./names";
@@ -144,3 +144,14 @@ export function createWorker<Q extends QueueKey>(key: Q, handler: JobHandler<Q>,
 }
 
 const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
+/**
+ * Closes `worker` without waiting for its jobs in flight, leaving nothing armed behind: a blocking connection that is
+ * reconnecting is given its chance first (settleReconnect), so that closing it rejects the wait it had in flight and
+ * clears BullMQ's watchdog of that wait, which would otherwise keep the process alive for the block time plus a second.
+ */
+export async function forceCloseWorker(worker: Worker): Promise<void> {
+  const blocking = await Promise.race([worker.backend.blockingClient, Promise.resolve(undefined)]);
+  if (blocking) await settleReconnect(blocking as unknown as RedisConnection); // an ioredis client: BullMQ's Redis backend
+  await worker.close(true);
+}

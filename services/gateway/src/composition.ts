@@ -219,8 +219,7 @@ export async function composeServices(config: Config, connections: Connections, 
     // Not waiting for a firing in flight (a chore is idempotent; its job, left active, is taken again once its lock
     // lapses): BullMQ's graceful worker.close() waits on its main loop, which can wait forever on a Redis that went
     // away and came back (seen with revocation-outage's private Redis).
-    await gatewayChores.worker.close(true);
-    await gatewayChores.stop();
+    await gatewayChores.stop({ force: true });
     await Promise.allSettled([closeRedis(choreConnection), closeRedis(choreProducerConnection)]);
     await bus.stop(); // says goodbye: peers would take the silence for a lost channel
     await services.rateLimits.close();

@@ -17,7 +17,7 @@ import {
   type Harness,
 } from "./support/gateway-harness";
 import { Redis } from "ioredis";
-import { startPrivateRedis } from "./support/private-redis";
+import { startPrivateRedis } from "../../../test/support/private-redis";
 import { startEvaluationWorker, type RunningWorker } from "./support/evaluation-worker";
 import { RateLimits } from "../src/http/rate-limits";
 

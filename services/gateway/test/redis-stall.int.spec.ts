@@ -9,7 +9,7 @@ import { OUTAGE_RETRY_AFTER_SECONDS } from "@mdp/core";
 import { ENQUEUE_TIMEOUT_MS, Producer } from "@mdp/queues";
 import { waitFor } from "../../../test/support/services";
 import { ROOT, startGateway, systemClientHeaders, type Harness } from "./support/gateway-harness";
-import { startPrivateRedis, type PrivateRedis } from "./support/private-redis";
+import { startPrivateRedis, type PrivateRedis } from "../../../test/support/private-redis";
 
 const STALL_MS = 8_000;
 /** Past the producers' bound (ENQUEUE_TIMEOUT_MS) with room for a machine busy with other test files, and well short

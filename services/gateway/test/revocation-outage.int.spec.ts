@@ -6,8 +6,9 @@
  */
 import { Redis } from "ioredis";
 import { eventually } from "@mdp/core/testing";
+import { closeRedis } from "@mdp/queues";
 import { ROOT, createToken, startGateway, systemClientHeaders, bearer, type Harness } from "./support/gateway-harness";
-import { startPrivateRedis, type PrivateRedis } from "./support/private-redis";
+import { startPrivateRedis, type PrivateRedis } from "../../../test/support/private-redis";
 
 const ALICE = "urn:li:corpuser:alice";
 const BOB = "urn:li:corpuser:bob";
@@ -38,7 +39,7 @@ describe("revocation and policy changes while pub/sub is stalled or down", () =>
 
   afterAll(async () => {
     await redis?.restart().catch(() => undefined); // closing the gateways' queues wants a Redis
-    await admin?.quit().catch(() => admin.disconnect());
+    if (admin) await closeRedis(admin);
     await b?.close();
     await a?.close();
     await redis?.stop();

@@ -4,7 +4,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import net from "node:net";
-import { freePort, waitFor } from "../../../../test/support/services";
+import { freePort, waitFor } from "./services";
 
 export interface PrivateRedis {
   url: string;
