@@ -1,4 +1,8 @@
 /**
+ * Closing what talks to Redis right after Redis came back leaves nothing armed, so the process can exit on its own.
+ *
+ * A connection closed while it reconnects: ioredis waited 2 s for the dead socket's end, which never comes.
+ *
  * Stopping a process's chores right after its Redis came back: the chores' worker was blocked on Redis when it went
  * away, and ioredis never settles a command that was in flight on a connection closed while it reconnects (its
  * stash of commands to resend is only drained by a reconnect). Closed then, BullMQ's watchdog of that wait stayed
@@ -10,7 +14,7 @@ import { eventually } from "@mdp/core/testing";
 import { startPrivateRedis, type PrivateRedis } from "../../../test/support/private-redis";
 import { closeRedis, createRedis, startChores, type RedisConnection } from "../src";
 
-describe("chores stopped while their Redis reconnects", () => {
+describe("closing right after Redis came back", () => {
   let redis: PrivateRedis;
   const connections: RedisConnection[] = [];
 
@@ -22,7 +26,20 @@ describe("chores stopped while their Redis reconnects", () => {
     await redis.stop();
   });
 
-  it("leave no timer armed once stop() has returned", async () => {
+  it("a connection that is reconnecting: closeRedis leaves no timer armed", async () => {
+    const timersAtStart = timersKeepingAlive();
+    const connection = createRedis(redis.url, "worker");
+    await eventually("connected", () => connection.status === "ready");
+    await redis.stop();
+    await eventually("the connection lost Redis", () => connection.status !== "ready");
+    await redis.restart();
+    await closeRedis(connection);
+    await eventually("no timer keeps the process alive", () => timersKeepingAlive() === timersAtStart, {
+      timeoutMs: 1_000,
+    });
+  });
+
+  it("chores stopped with force: no timer armed once stop() has returned", async () => {
     const timersAtStart = timersKeepingAlive();
     const connection = createRedis(redis.url, "worker");
     const producerConnection = createRedis(redis.url, "worker");
