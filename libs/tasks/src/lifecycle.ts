@@ -91,6 +91,8 @@ export interface CreateTask extends NewTask {
   what: string;
   /** written in the same transaction as a new row (an audit record) */
   afterInsert?: (tx: Prisma.TransactionClient, taskId: string) => Promise<void>;
+  /** written in the same transaction as the request's joining of an identical task (the joiner's audit record) */
+  afterJoin?: (tx: Prisma.TransactionClient, taskId: string) => Promise<void>;
 }
 
 export interface Enqueuing {
@@ -148,7 +150,7 @@ export class TaskLifecycle {
    * reconciler queues it again).
    */
   async create(input: CreateTask, queue: Enqueuing): Promise<{ taskId: string; existing: boolean }> {
-    const { taskId, existing } = await this.rows.insertDeduped(input, randomUUID(), input.afterInsert);
+    const { taskId, existing } = await this.rows.insertDeduped(input, randomUUID(), input.afterInsert, input.afterJoin);
     // A row whose job never reached Redis (a crash between the two) gets its job now: the job id is the task id.
     if (existing && (await queue.jobExists(taskId))) return { taskId, existing };
     try {

@@ -44,8 +44,8 @@ describe("audit trail", () => {
   /** The rows of one action (optionally on one target) written since `since`. */
   const rowsOf = async (action: string, since: number, targetUrn?: string) =>
     (await audit({ action, since, count: 100, ...(targetUrn ? { targetUrn } : {}) })).events;
-  const truncate = (body: Record<string, unknown>) =>
-    h.post(TRUNCATE, { entityType: "dataset", aspect: "datasetProfile", ...body }, asOperator);
+  const truncate = (body: Record<string, unknown>, as: Record<string, string> = asOperator) =>
+    h.post(TRUNCATE, { entityType: "dataset", aspect: "datasetProfile", ...body }, as);
   const dashboard = (method: string, path: string, token = operatorToken) =>
     fetch(`${h.baseUrl}/admin/queues/api/queues/${path}`, { method, headers: basic(token) });
 
@@ -62,7 +62,7 @@ describe("audit trail", () => {
   afterAll(() => h.close());
 
   describe("truncations and cancellations", () => {
-    it("records a truncation task once when it is created, none for a dry run or a request joining it", async () => {
+    it("records a truncation task when it is created and each request joining it, none for a dry run", async () => {
       const since = Date.now();
       const dry = await truncate({ endTimeMillis: 1_000 });
       expect(dry.status).toBe(200);
@@ -71,11 +71,15 @@ describe("audit trail", () => {
       const started = await truncate({ endTimeMillis: 2_000, dryRun: false, batchSize: 500 });
       const taskId = started.body.value as string;
       const again = await truncate({ endTimeMillis: 2_000, dryRun: false, batchSize: 500 });
-      expect(again.body.value).toBe(taskId); // the same task: nothing new happened
+      expect(again.body.value).toBe(taskId); // the same task, which another caller's request joins too
+      const other = await truncate({ endTimeMillis: 2_000, dryRun: false, batchSize: 500 }, systemClientHeaders(ROOT));
+      expect(other.body.value).toBe(taskId);
       const rows = await rowsOf("timeseries.truncate", since);
-      expect(rows).toHaveLength(1);
-      expect(rows[0]).toMatchObject({ actorUrn: OPERATOR, targetUrn: `urn:li:task:${taskId}` });
-      expect(JSON.parse(rows[0]!.details)).toMatchObject({
+      const who = rows.map((r) => `${r.actorUrn} ${JSON.parse(r.details).joined ? "joined" : "created"}`);
+      expect(who.sort()).toEqual([`${OPERATOR} created`, `${OPERATOR} joined`, `${ROOT} joined`].sort());
+      const created = rows.filter((r) => !JSON.parse(r.details).joined);
+      expect(created[0]).toMatchObject({ actorUrn: OPERATOR, targetUrn: `urn:li:task:${taskId}` });
+      expect(JSON.parse(created[0]!.details)).toMatchObject({
         taskId,
         entityType: "dataset",
         aspect: "datasetProfile",
@@ -83,7 +87,7 @@ describe("audit trail", () => {
         batchSize: 500,
         via: "system",
       });
-      expect(rows[0]!.createdAt).toBeGreaterThanOrEqual(since - 1000);
+      expect(created[0]!.createdAt).toBeGreaterThanOrEqual(since - 1000);
     });
 
     it("records a cancellation once, and nothing for cancelling a finished task", async () => {

@@ -101,12 +101,13 @@ export class TaskRepository {
 
   /**
    * create: under a lock of the dedup key, an identical waiting or active task (not being cancelled), or a new waiting
-   * row; `afterInsert` (an audit record) commits with a new row.
+   * row; `afterInsert` (an audit record) commits with a new row, `afterJoin` with the joining of an existing one.
    */
   async insertDeduped(
     input: NewTask,
     id: string,
     afterInsert?: (tx: Prisma.TransactionClient, taskId: string) => Promise<void>,
+    afterJoin?: (tx: Prisma.TransactionClient, taskId: string) => Promise<void>,
   ): Promise<{ taskId: string; existing: boolean }> {
     return this.db.prisma.$transaction(async (tx) => {
       if (input.dedupKey !== undefined) {
@@ -114,7 +115,10 @@ export class TaskRepository {
         const found = await tx.$queryRaw<Array<{ id: string }>>`
           SELECT id FROM task WHERE dedup_key = ${input.dedupKey} AND state IN ('waiting', 'active')
              AND NOT cancel_requested ORDER BY created_at LIMIT 1`;
-        if (found[0]) return { taskId: found[0].id, existing: true };
+        if (found[0]) {
+          await afterJoin?.(tx, found[0].id);
+          return { taskId: found[0].id, existing: true };
+        }
       }
       await tx.$executeRaw`
         INSERT INTO task (id, type, state, request, dedup_key, progress, created_by, created_via, rows_per_second)

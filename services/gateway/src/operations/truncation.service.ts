@@ -103,6 +103,13 @@ export class TruncationService {
         await recordRetentionRun(tx, policyId, id);
         await recordAudit(tx, actor, "retentionPolicy.run", request.retentionPolicy, { taskId: id, trigger: "manual" });
       },
+      afterJoin: async (tx, id) => {
+        await recordAudit(tx, actor, "retentionPolicy.run", request.retentionPolicy, {
+          taskId: id,
+          trigger: "manual",
+          joined: true,
+        });
+      },
     });
   }
 
@@ -114,7 +121,11 @@ export class TruncationService {
   private async start(
     actor: Actor,
     request: TruncateRequest | RetentionRunRequest,
-    options: { dedupKey?: string; afterInsert?: (tx: Prisma.TransactionClient, taskId: string) => Promise<void> } = {},
+    options: {
+      dedupKey?: string;
+      afterInsert?: (tx: Prisma.TransactionClient, taskId: string) => Promise<void>;
+      afterJoin?: (tx: Prisma.TransactionClient, taskId: string) => Promise<void>;
+    } = {},
   ): Promise<string> {
     // The pace is the row's (rethrottleTask changes it), not the job's, and a request at another pace joins the task.
     const { dryRun: _, ...rest } = request;
@@ -129,6 +140,11 @@ export class TruncationService {
           }),
         )
         .digest("hex");
+    const audited = (taskId: string) => ({
+      taskId,
+      ...operation,
+      ...(pace != null && { rowsPerSecond: pace }),
+    });
     const { taskId } = await this.tasks.create(
       {
         type: "TRUNCATE_TIMESERIES",
@@ -139,15 +155,19 @@ export class TruncationService {
         createdVia: actor.tokenId ?? null,
         rowsPerSecond: pace ?? null,
         what: "a truncation task",
-        // The new task and its audit row commit together; a request that joins an identical running task adds none.
+        // The new task and its audit row commit together; a request that joins an identical running task is audited
+        // too (`joined`): each caller's deletion is on record, whoever's task carries it out.
         afterInsert: async (tx, id) => {
-          await recordAudit(tx, actor, "timeseries.truncate", taskUrn(this.urnNamespace, id), {
-            taskId: id,
-            ...operation,
-            ...(pace != null && { rowsPerSecond: pace }),
-          });
+          await recordAudit(tx, actor, "timeseries.truncate", taskUrn(this.urnNamespace, id), audited(id));
           await options.afterInsert?.(tx, id);
         },
+        afterJoin:
+          options.afterJoin ??
+          ((tx, id) =>
+            recordAudit(tx, actor, "timeseries.truncate", taskUrn(this.urnNamespace, id), {
+              ...audited(id),
+              joined: true,
+            })),
       },
       {
         enqueue: (id) => this.producer.enqueue(id, { taskId: id, ...operation }),
