@@ -9,6 +9,7 @@ import { Command, CommanderError } from "commander";
 import { registerLogin } from "./commands/login";
 import { registerOperations } from "./commands/operations";
 import { registerRetention } from "./commands/retention";
+import { registerServiceAccounts } from "./commands/service-accounts";
 import { registerTests } from "./commands/tests";
 import { registerTokens } from "./commands/tokens";
 import { CliError, EXIT, EXIT_CODES_HELP } from "./exit-codes";
@@ -38,6 +39,7 @@ ${EXIT_CODES_HELP}`,
     );
   registerLogin(program);
   registerTokens(program);
+  registerServiceAccounts(program);
   registerOperations(program);
   registerTests(program);
   registerRetention(program);

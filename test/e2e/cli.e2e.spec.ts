@@ -318,6 +318,40 @@ describe("mdp, the admin CLI", () => {
     });
   });
 
+  describe("service accounts", () => {
+    it("creates one, lists it, mints a token it acts through, deletes it, after which its token is refused", async () => {
+      const created = await mdp(["service-accounts", "create", "--display-name", "nightly ingestion", "--json"]);
+      expect(created.code).toBe(0);
+      const { urn } = JSON.parse(created.stdout) as { urn: string };
+      expect(urn).toMatch(/^urn:li:corpuser:service_/);
+      const table = await mdp(["service-accounts", "list", "--query", "nightly"]);
+      expect(table.stdout).toMatch(new RegExp(`│ ${urn.replace(/[()]/g, "\\$&")} +│ nightly ingestion +│ ${ADMIN}`));
+      expect(table.stdout).toMatch(/showing 1-1 of 1 service accounts/);
+
+      const minted = await mdp(["service-accounts", "token", urn, "--name", "ci", "--duration", "ONE_WEEK", "--json"]);
+      expect(minted.code).toBe(0);
+      const { accessToken, metadata } = JSON.parse(minted.stdout) as {
+        accessToken: string;
+        metadata: { actorUrn: string };
+      };
+      expect(metadata.actorUrn).toBe(urn);
+      const asAccount = { MDP_URL: baseUrl, MDP_TOKEN: accessToken };
+      const who = await mdp(["whoami", "--json"], { env: asAccount });
+      expect(JSON.parse(who.stdout)).toMatchObject({ urn });
+
+      const deleted = await mdp(["service-accounts", "delete", urn]);
+      expect(deleted).toMatchObject({
+        code: 0,
+        stdout: `deleted ${urn}: its tokens are revoked, its work suspended\n`,
+      });
+      expect((await mdp(["whoami"], { env: asAccount })).code).toBe(2);
+      const again = await mdp(["service-accounts", "delete", urn]);
+      expect(again.code).toBe(3);
+      const nobody = await mdp(["service-accounts", "list"], { env: { MDP_URL: baseUrl, MDP_TOKEN: nobodyToken } });
+      expect(nobody.code).toBe(2);
+    });
+  });
+
   describe("truncation", () => {
     it("shows index sizes as a table, and as JSON", async () => {
       const table = await mdp(["index-sizes"]);

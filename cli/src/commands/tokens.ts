@@ -26,7 +26,7 @@ import {
 } from "../graphql-operations";
 import { formatTime, printJson, printLine, printRecord, printTable } from "../output";
 
-const DURATIONS = [
+export const DURATIONS = [
   "ONE_HOUR",
   "ONE_DAY",
   "ONE_WEEK",
@@ -38,7 +38,7 @@ const DURATIONS = [
 ] as const satisfies readonly AccessTokenDuration[];
 
 /** A token's scopes for a table: `all` when unscoped. */
-const scopesText = (scopes: string[] | null) => (scopes === null ? "all" : scopes.join(", "));
+export const scopesText = (scopes: string[] | null) => (scopes === null ? "all" : scopes.join(", "));
 
 export function registerTokens(program: Command): void {
   const tokens = program

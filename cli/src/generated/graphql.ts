@@ -33,6 +33,13 @@ export type CreateRetentionPolicyInput = {
   retainDays: number;
 };
 
+export type CreateServiceAccountInput = {
+  /** At most 2000 characters. */
+  description?: string | null | undefined;
+  /** A name to show (trimmed, at most 256 characters); the account's urn and name are generated. */
+  displayName?: string | null | undefined;
+};
+
 export type CreateTestInput = {
   category: string;
   definition: TestDefinitionInput;
@@ -122,6 +129,14 @@ export type ListAccessTokenInput = {
 
 export type ListRetentionPoliciesInput = {
   count?: number | null | undefined;
+  start?: number | null | undefined;
+};
+
+export type ListServiceAccountsInput = {
+  /** At most 1000. */
+  count?: number | null | undefined;
+  /** Matches accounts whose display name, name or description contains it, in any case (at most 256 characters). */
+  query?: string | null | undefined;
   start?: number | null | undefined;
 };
 
@@ -302,3 +317,26 @@ export type RunRetentionPolicyMutationVariables = Exact<{
 
 
 export type RunRetentionPolicyMutation = { runRetentionPolicy: string };
+
+export type ServiceAccountFieldsFragment = { urn: string, name: string, displayName: string | null, description: string | null, createdBy: string, createdAt: number, lastUsedAt: number | null };
+
+export type ListServiceAccountsQueryVariables = Exact<{
+  input: ListServiceAccountsInput;
+}>;
+
+
+export type ListServiceAccountsQuery = { listServiceAccounts: { start: number, count: number, total: number, serviceAccounts: Array<{ urn: string, name: string, displayName: string | null, description: string | null, createdBy: string, createdAt: number, lastUsedAt: number | null }> } };
+
+export type CreateServiceAccountMutationVariables = Exact<{
+  input: CreateServiceAccountInput;
+}>;
+
+
+export type CreateServiceAccountMutation = { createServiceAccount: { urn: string, name: string, displayName: string | null, description: string | null, createdBy: string, createdAt: number, lastUsedAt: number | null } };
+
+export type DeleteServiceAccountMutationVariables = Exact<{
+  urn: string;
+}>;
+
+
+export type DeleteServiceAccountMutation = { deleteServiceAccount: boolean };

@@ -1,5 +1,5 @@
 /**
- * The platform events this service publishes (docs/events.md): what each kind is, and who may read it. One table for
+ * The platform events this service publishes (the events page of docs/): what each kind is, and who may read it. One table for
  * every reader of the stream — `listPlatformEvents` answers and webhook deliveries — so an event never tells anyone
  * more than they could read through the API, checked against the reader's current privileges when it is read.
  *
@@ -18,7 +18,7 @@ export type PlatformEventType = (typeof PLATFORM_EVENT_TYPES)[number];
 
 /**
  * The categories of `EntityChangeEvent_v1` and their operations. A subscription or a listing may name a category;
- * `parameters` of each is documented in docs/events.md.
+ * `parameters` of each is documented in the events page of docs/.
  */
 export const ENTITY_CHANGE_CATEGORIES = {
   /** an access token (entityType dataHubAccessToken): created, rotated, revoked, or expiring within 7 days / 1 day */

@@ -1236,9 +1236,10 @@ describe("metadata tests: evaluations past the worker's limits", () => {
 describe("metadata tests: an answer that never reaches the gateway", () => {
   /**
    * The gateway's wait: the job must end within it, less the second the worker allows for clocks (so that it writes
-   * no row), for the 504's row to be the gateway's to end.
+   * no row), for the 504's row to be the gateway's to end. 3 s left the job too little on a loaded machine (it ended
+   * after 2 s, so its worker kept the answer, and the task ended completed: the answer that never reached a gateway).
    */
-  const WAIT_MS = 3000;
+  const WAIT_MS = 6000;
   let h: Harness;
   let worker: RunningWorker;
   const DATASET = "urn:li:dataset:(urn:li:dataPlatform:hive,db.lost,PROD)";

@@ -1,0 +1,138 @@
+import type { Command } from "commander";
+import { CliError, EXIT } from "../exit-codes";
+import { apiClient, globalsOf, oneOf, wholeNumber } from "../options";
+import type {
+  AccessTokenDuration,
+  CreateAccessTokenMutation,
+  CreateAccessTokenMutationVariables,
+  CreateServiceAccountMutation,
+  CreateServiceAccountMutationVariables,
+  DeleteServiceAccountMutation,
+  DeleteServiceAccountMutationVariables,
+  ListServiceAccountsQuery,
+  ListServiceAccountsQueryVariables,
+} from "../generated/graphql";
+import {
+  CREATE_ACCESS_TOKEN,
+  CREATE_SERVICE_ACCOUNT,
+  DELETE_SERVICE_ACCOUNT,
+  LIST_SERVICE_ACCOUNTS,
+} from "../graphql-operations";
+import { formatTime, printJson, printLine, printRecord, printTable } from "../output";
+import { DURATIONS, pageLine, scopesText } from "./tokens";
+
+const NEEDS = "\nEvery service-account command needs MANAGE_SERVICE_ACCOUNTS.";
+
+/** `mdp service-accounts`: non-human users for automation, and the tokens they act through (docs/api.md). */
+export function registerServiceAccounts(program: Command): void {
+  const accounts = program
+    .command("service-accounts")
+    .description("service accounts (non-human users for automation): create, list, mint a token for one, delete");
+
+  accounts
+    .command("create")
+    .description("create a service account; grant it privileges by naming its urn in a policy")
+    .option("--display-name <name>", "a name to show (at most 256 characters)")
+    .option("--description <text>", "what it is for (at most 2000 characters)")
+    .addHelpText("after", `${NEEDS}\nExample: mdp service-accounts create --display-name "nightly ingestion"`)
+    .action(async (options: { displayName?: string; description?: string }, command: Command) => {
+      const { createServiceAccount: account } = await apiClient().graphql<
+        CreateServiceAccountMutation,
+        CreateServiceAccountMutationVariables
+      >(CREATE_SERVICE_ACCOUNT, { input: { displayName: options.displayName, description: options.description } });
+      if (globalsOf(command).json) return printJson(account);
+      printRecord([
+        ["urn", account.urn],
+        ["display name", account.displayName ?? ""],
+        ["created by", account.createdBy],
+      ]);
+      printLine(`next: grant it privileges in a policy, then: mdp service-accounts token ${account.urn} --name <name>`);
+    });
+
+  accounts
+    .command("list")
+    .description("list live service accounts, newest first")
+    .option("--query <text>", "only accounts whose display name, name or description contains it")
+    .option("--start <n>", "skip this many", wholeNumber(0, 1_000_000_000), 0)
+    .option("--count <n>", "list at most this many (1-1000)", wholeNumber(1, 1000), 20)
+    .addHelpText("after", NEEDS)
+    .action(async (options: { query?: string; start: number; count: number }, command: Command) => {
+      const { listServiceAccounts: page } = await apiClient().graphql<
+        ListServiceAccountsQuery,
+        ListServiceAccountsQueryVariables
+      >(LIST_SERVICE_ACCOUNTS, { input: { start: options.start, count: options.count, query: options.query } });
+      if (globalsOf(command).json) return printJson(page);
+      printTable(
+        ["urn", "display name", "created by", "created", "last used"],
+        page.serviceAccounts.map((a) => [
+          a.urn,
+          a.displayName ?? "",
+          a.createdBy,
+          formatTime(a.createdAt),
+          formatTime(a.lastUsedAt),
+        ]),
+      );
+      printLine(pageLine(page.start, page.serviceAccounts.length, page.total, "service accounts"));
+    });
+
+  accounts
+    .command("token")
+    .description("mint an access token a service account acts through; it is shown once, never again")
+    .argument("<urn>", "the service account's urn (mdp service-accounts list)")
+    .requiredOption("--name <name>", "what the token is for (1-256 characters)")
+    .option("--description <text>", "a longer description (at most 2000 characters)")
+    .option("--duration <duration>", `how long it lives: ${DURATIONS.join(", ")}`, oneOf(DURATIONS), "ONE_MONTH")
+    .option("--scope <privilege...>", "limit the token to these of the account's privileges (1-32 names)")
+    .addHelpText(
+      "after",
+      `${NEEDS} The token holds at most what both the account and you hold now, checked at every use.\n` +
+        "Example: mdp service-accounts token urn:li:corpuser:service_... --name ci --duration THREE_MONTHS",
+    )
+    .action(
+      async (
+        urn: string,
+        options: { name: string; description?: string; duration: AccessTokenDuration; scope?: string[] },
+        command: Command,
+      ) => {
+        const { createAccessToken: created } = await apiClient().graphql<
+          CreateAccessTokenMutation,
+          CreateAccessTokenMutationVariables
+        >(CREATE_ACCESS_TOKEN, {
+          input: {
+            type: "SERVICE_ACCOUNT",
+            actorUrn: urn,
+            duration: options.duration,
+            name: options.name,
+            description: options.description,
+            scopes: options.scope,
+          },
+        });
+        if (!created) throw new CliError("the server created no token", EXIT.SERVER);
+        if (globalsOf(command).json) return printJson(created);
+        const m = created.metadata;
+        printRecord([
+          ["id", m.id],
+          ["name", m.name],
+          ["actor", m.actorUrn],
+          ["scopes", scopesText(m.scopes)],
+          ["expires", m.expiresAt === null ? "never" : formatTime(m.expiresAt)],
+        ]);
+        printLine("the token (shown once: store it now):");
+        printLine(created.accessToken);
+      },
+    );
+
+  accounts
+    .command("delete")
+    .description("delete a service account: its tokens are revoked at once and the work it owns is suspended")
+    .argument("<urn>", "the service account's urn")
+    .addHelpText("after", NEEDS)
+    .action(async (urn: string, _options: unknown, command: Command) => {
+      await apiClient().graphql<DeleteServiceAccountMutation, DeleteServiceAccountMutationVariables>(
+        DELETE_SERVICE_ACCOUNT,
+        { urn },
+      );
+      if (globalsOf(command).json) printJson({ urn, deleted: true });
+      else printLine(`deleted ${urn}: its tokens are revoked, its work suspended`);
+    });
+}
