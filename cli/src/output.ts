@@ -14,11 +14,43 @@ export function printLine(line = ""): void {
   process.stdout.write(`${line}\n`);
 }
 
-/** A table for people: one row per item. Plain (no colours) when stdout is not a terminal. */
+/**
+ * A table for people: one row per item. Plain (no colours) when stdout is not a terminal; on a terminal no wider than
+ * it (the widest columns wrap first), as a list of urns and ids would otherwise run far past it.
+ */
 export function printTable(head: string[], rows: Array<Array<string | number>>): void {
-  const table = new Table({ head, style: { head: process.stdout.isTTY ? ["cyan"] : [], border: [] } });
-  table.push(...rows.map((row) => row.map((cell) => String(cell))));
-  printLine(table.toString());
+  const tty = process.stdout.isTTY;
+  printLine(formatTable(head, rows, tty ? process.stdout.columns : undefined, tty ? ["cyan"] : []));
+}
+
+/** The narrowest a wrapped column gets, padding included. */
+const MIN_COLUMN = 8;
+
+/** printTable's table, no wider than `columns` when given: the widest column gives a character up until it fits. */
+export function formatTable(
+  head: string[],
+  rows: Array<Array<string | number>>,
+  columns?: number,
+  headStyle: string[] = [],
+): string {
+  const cells = rows.map((row) => row.map((cell) => String(cell)));
+  const widths = head.map((h, i) => Math.max(h.length, ...cells.map((row) => row[i]?.length ?? 0)) + 2);
+  const borders = head.length + 1;
+  const fitted = columns !== undefined && widths.reduce((a, b) => a + b, borders) > columns;
+  if (fitted) {
+    while (widths.reduce((a, b) => a + b, borders) > columns) {
+      const widest = widths.indexOf(Math.max(...widths));
+      if (widths[widest]! <= MIN_COLUMN) break; // as narrow as it goes: wider than the terminal, but readable
+      widths[widest]!--;
+    }
+  }
+  const table = new Table({
+    head,
+    style: { head: headStyle, border: [] },
+    ...(fitted && { colWidths: widths, wordWrap: true, wrapOnWordBoundary: false }),
+  });
+  table.push(...cells);
+  return table.toString();
 }
 
 /** A table for one item: a field per row; on a terminal, a long value wraps at its width rather than run past it. */

@@ -452,6 +452,17 @@ describe("mdp, the admin CLI", () => {
       expect(page.tasks[0]).toMatchObject({ taskId, createdBy: ADMIN });
       const table = await mdp(["tasks", "list"]);
       expect(table.stdout).toMatch(new RegExp(`│ ${taskId} +│ TRUNCATE_TIMESERIES +│ completed +│`));
+      // On a terminal (120 columns) the table fits it: the widest columns wrap rather than run past the edge.
+      const terminal = mdpOnTerminal(["tasks", "list"]);
+      expect(await terminal.exited).toBe(0);
+      const lines = terminal
+        .output()
+        .split(/\r?\n/)
+        .filter((line) => line.includes("│"));
+      expect(lines.length).toBeGreaterThan(0);
+      const ESC = String.fromCharCode(27); // the head's colour codes take no column
+      const shown = (line: string) => line.replace(new RegExp(`${ESC}\\[[0-9;]*m`, "g"), "").length;
+      expect(Math.max(...lines.map(shown))).toBeLessThanOrEqual(120);
     });
 
     it("on a terminal shows a live progress bar; Ctrl-C asks whether to cancel: no stops watching (exit 130), the task goes on", async () => {
