@@ -1,4 +1,4 @@
-import { Queue, type Job } from "bullmq";
+import { Queue, type Job, type JobsOptions } from "bullmq";
 import type { RedisConnection } from "./connection";
 import { currentLogContext, serviceUnavailable } from "@mdp/core";
 import { PRODUCER_COMMAND_TIMEOUT_MS } from "./connection";
@@ -31,11 +31,18 @@ export class Producer<Q extends QueueKey> {
     this.queue.on("error", ignoreQueueError);
   }
 
-  async enqueue(jobId: string, payload: PayloadInput<Q>): Promise<Job> {
+  async enqueue(
+    jobId: string,
+    payload: PayloadInput<Q>,
+    overrides?: Pick<JobsOptions, "attempts" | "backoff">,
+  ): Promise<Job> {
     // The request being handled, if any, travels with its job (an evaluate batch's items carry their own).
     const data = PAYLOADS[this.key].parse({ requestId: currentLogContext()?.requestId, ...payload });
     const kind = "kind" in data ? data.kind : undefined;
-    const added = this.queue.add(jobName(this.key, kind), data, jobOptions(this.key, jobId, kind));
+    const added = this.queue.add(jobName(this.key, kind), data, {
+      ...jobOptions(this.key, jobId, kind),
+      ...overrides,
+    });
     let timer: NodeJS.Timeout | undefined;
     const stalled = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new EnqueueTimeout(jobId)), ENQUEUE_TIMEOUT_MS);

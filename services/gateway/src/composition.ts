@@ -40,6 +40,7 @@ import { TokenVerifier } from "./tokens/token.verifier";
 import { TokenRotation } from "./tokens/token-rotation";
 import { TokenUsageService } from "./tokens/token-usage.service";
 import { RateLimits } from "./http/rate-limits";
+import { WebhookService } from "./webhooks/webhook.service";
 
 export interface Connections {
   /** Prisma and pg on one pool */
@@ -130,6 +131,8 @@ export async function composeServices(config: Config, connections: Connections, 
     config,
   );
   const testScheduleProducer = new Producer("testSchedule", connections.redis, config.QUEUE_PREFIX);
+  // replayWebhookDeliveries queues its deliveries; the evaluation workers send them.
+  const webhookProducer = new Producer("webhookDelivery", connections.redis, config.QUEUE_PREFIX);
   const evaluationReplies = await ReplyInbox.open(
     connections.replySubscriber,
     config.QUEUE_PREFIX,
@@ -205,6 +208,7 @@ export async function composeServices(config: Config, connections: Connections, 
     rateLimits,
     delegatedWork,
     serviceAccounts: new ServiceAccountService(connections.db, engine, delegatedWork, config),
+    webhooks: new WebhookService(connections.db, engine, webhookProducer, config, logger),
   };
   const ingestion = new IngestionService(connections.db, registry, aspects, timeseries, engine);
   const http = {
@@ -231,6 +235,7 @@ export async function composeServices(config: Config, connections: Connections, 
       retentionProducer.close(),
       testScheduleProducer.close(),
       scheduleSyncProducer.close(),
+      webhookProducer.close(),
       ...choreQueues.map((q) => q.close()),
       evaluationReplies.close(),
     ]);
@@ -244,6 +249,7 @@ export async function composeServices(config: Config, connections: Connections, 
       retentionProducer.queue,
       testScheduleProducer.queue,
       scheduleSyncProducer.queue,
+      webhookProducer.queue,
       ...choreQueues.map((q) => q.queue),
       gatewayChores.producer.queue,
     ],
