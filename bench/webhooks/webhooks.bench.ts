@@ -1,15 +1,16 @@
 /**
  * bench/webhooks, through the real gateway and evaluation-worker processes (production settings, private targets
- * allowed for the local receiver):
+ * allowed for the local receiver), BENCH_WEBHOOK_ROUNDS rounds (default 3) of each, alternating, medians reported:
  * - delivery throughput: BENCH_WEBHOOK_EVENTS changes (default 3,000) ingested in batches of 100, one subscription;
- *   events per second from the first ingest to the last delivery received (signed, verified by nobody: the receiver
- *   only counts). Floor: the same number of signed POSTs of the same bodies to the same receiver made by a bare
- *   BullMQ worker in this process, with the same concurrency (WEBHOOK_DELIVERY_CONCURRENCY, 16), jobs queued in bulk,
- *   in the same run. Target: at least 0.3 of it (the fan-out's transaction, the delivery row's reads and writes and the
- *   owner's privileges read at each delivery are the price of at-least-once and authority at delivery).
- * - the outbox's cost on ingestion: ingest throughput (sequential batches of 100 new datasets) with BENCH_WEBHOOK_SUBS
- *   subscriptions (default 10) delivering every event, against the same ingest with none, same run. Target: at
- *   least 0.8.
+ *   events per second from the first ingest to the last delivery received (the receiver only counts). Floor: the same
+ *   signed bodies added one by one to a queue and POSTed to the same receiver by a bare BullMQ worker in this
+ *   process, same concurrency (16), from the first add to the last POST received. Target: at least 0.3 of it (the
+ *   ingest itself, the fan-out's transaction, the delivery row's read and write and the owner's check are the price
+ *   of at-least-once and of authority at delivery).
+ * - the outbox's cost on ingestion: ingest throughput (sequential batches of 100 new datasets, BENCH_WEBHOOK_INGEST,
+ *   default 1,500 a round) with BENCH_WEBHOOK_SUBS subscriptions (default 10) matching every event against none, the
+ *   deliveries' queue paused (the fan-out's rows and jobs are measured, not the POSTs, which on one machine compete
+ *   for the same cores as everything). Target: at least 0.8.
  */
 import { createHmac } from "node:crypto";
 import http from "node:http";
@@ -26,9 +27,10 @@ import { printReport, type Row } from "../support/report";
 
 const EVENTS = Number(process.env.BENCH_WEBHOOK_EVENTS ?? 3_000);
 const SUBS = Number(process.env.BENCH_WEBHOOK_SUBS ?? 10);
-const INGEST_ROUND = Number(process.env.BENCH_WEBHOOK_INGEST ?? 3_000);
+const INGEST_ROUND = Number(process.env.BENCH_WEBHOOK_INGEST ?? 1_500);
 const BATCH = 100;
 const CONCURRENCY = 16;
+const ROUNDS = Number(process.env.BENCH_WEBHOOK_ROUNDS ?? 3);
 const ADMIN = "urn:li:corpuser:admin";
 
 interface Receiver {
@@ -119,54 +121,73 @@ export async function benchWebhooks(): Promise<void> {
         i: { url: receiver.url, eventTypes: ["MetadataChangeLog_v1"] },
       });
 
-    // 1. The ingest cost: no subscription, then SUBS subscriptions delivering every event.
     await ingest(api, "warm", 500);
-    const alone = await ingest(api, "alone", INGEST_ROUND);
-    for (let i = 0; i < SUBS; i++) await subscribe();
-    receiver.count = 0;
-    const withSubs = await ingest(api, "subscribed", INGEST_ROUND);
-    await until("the subscribed deliveries", () => receiver.count >= INGEST_ROUND * SUBS, 600_000);
-    await database.pool.query("DELETE FROM webhook_subscription");
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
-    // 2. Delivery throughput, one subscription: from the first ingest to the last delivery.
+    // 1. Delivery throughput, one subscription, in rounds alternating with the floor: from the first ingest to the
+    //    last delivery, against a bare BullMQ worker adding and POSTing the same signed bodies.
     await subscribe();
-    receiver.count = 0;
-    const started = performance.now();
-    await ingest(api, "delivered", EVENTS);
-    await until("every delivery", () => receiver.count >= EVENTS, 600_000);
-    const deliveredMs = receiver.lastAt - started;
-    const { rows } = await database.pool.query<{ body: string }>(
-      "SELECT body FROM webhook_delivery ORDER BY event_seq DESC LIMIT $1",
-      [EVENTS],
-    );
+    const rates: number[] = [];
+    const floors: number[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      receiver.count = 0;
+      const started = performance.now();
+      await ingest(api, `delivered${round}`, EVENTS);
+      await until("every delivery", () => receiver.count >= EVENTS, 600_000);
+      rates.push((EVENTS / (receiver.lastAt - started)) * 1000);
+      const { rows } = await database.pool.query<{ body: string }>(
+        "SELECT body FROM webhook_delivery ORDER BY event_seq DESC LIMIT $1",
+        [EVENTS],
+      );
+      const floorMs = await bareWorkerFloor(redisUrl, `{${uniqueName("bench-webhooks-floor")}}`, receiver, rows);
+      floors.push((rows.length / floorMs) * 1000);
+    }
 
-    // Floor: a bare BullMQ worker POSTing the same signed bodies to the same receiver, same concurrency.
-    const floorMs = await bareWorkerFloor(redisUrl, `{${uniqueName("bench-webhooks-floor")}}`, receiver, rows);
+    // 2. The ingest cost: SUBS subscriptions matching every event (their deliveries' queue paused, so the POSTs do
+    //    not compete for the cores) against none, rounds alternating (subscriptions turned on and off).
+    await database.pool.query("DELETE FROM webhook_subscription");
+    for (let i = 0; i < SUBS; i++) await subscribe();
+    const queueConnection = createRedis(redisUrl, "producer");
+    const deliveries = new Queue("webhook-deliveries", { connection: queueConnection, prefix });
+    await deliveries.pause();
+    const alone: number[] = [];
+    const subscribed: number[] = [];
+    for (let round = 0; round < ROUNDS * 2; round++) {
+      const on = round % 2 === 1;
+      await database.pool.query("UPDATE webhook_subscription SET active = $1", [on]);
+      const ms = await ingest(api, `cost${round}`, INGEST_ROUND);
+      (on ? subscribed : alone).push((INGEST_ROUND / ms) * 1000);
+    }
+    await deliveries.obliterate({ force: true });
+    await deliveries.close();
+    await closeRedis(queueConnection);
 
-    const rate = (EVENTS / deliveredMs) * 1000;
-    const floorRate = (rows.length / floorMs) * 1000;
-    const ingestAlone = (INGEST_ROUND / alone) * 1000;
-    const ingestSubs = (INGEST_ROUND / withSubs) * 1000;
+    const ratios = rates.map((r, i) => r / floors[i]!);
+    const costs = subscribed.map((r, i) => r / alone[i]!);
+    const spread = (xs: number[]) => ({ min: Math.min(...xs), max: Math.max(...xs) });
     const report: Row[] = [
       {
         name: "delivery throughput (commit → receiver)",
-        value: `${rate.toFixed(0)} events/s`,
-        ratio: rate / floorRate,
+        value: `${median(rates).toFixed(0)} events/s`,
+        ratio: median(ratios),
+        spread: spread(ratios),
         target: ">= 0.3",
-        met: rate / floorRate >= 0.3,
+        met: median(ratios) >= 0.3,
       },
       {
-        name: `ingest with ${SUBS} subscriptions delivering`,
-        value: `${ingestSubs.toFixed(0)} aspects/s`,
-        ratio: ingestSubs / ingestAlone,
+        name: `ingest with ${SUBS} subscriptions (fan-out)`,
+        value: `${median(subscribed).toFixed(0)} aspects/s`,
+        ratio: median(costs),
+        spread: spread(costs),
         target: ">= 0.8",
-        met: ingestSubs / ingestAlone >= 0.8,
+        met: median(costs) >= 0.8,
       },
     ];
     printReport(
-      `bench/webhooks: ${EVENTS} events, ${SUBS} subscriptions for the ingest cost`,
-      `a bare BullMQ worker POSTing the same ${rows.length} signed bodies (${floorRate.toFixed(0)}/s, concurrency ${CONCURRENCY}); ` +
-        `ingest with no subscription ${ingestAlone.toFixed(0)} aspects/s (batches of ${BATCH})`,
+      `bench/webhooks: ${EVENTS} events a round, ${ROUNDS} rounds; ${SUBS} subscriptions for the ingest cost`,
+      `a bare BullMQ worker adding and POSTing the same signed bodies (median ${median(floors).toFixed(0)}/s, ` +
+        `concurrency ${CONCURRENCY}); ingest with no subscription (median ${median(alone).toFixed(0)} aspects/s, ` +
+        `batches of ${BATCH})`,
       report,
     );
   } finally {
@@ -216,10 +237,11 @@ async function bareWorkerFloor(
     { connection, prefix, concurrency: CONCURRENCY, autorun: false },
   );
   try {
-    await queue.addBulk(rows.map((r, i) => ({ name: "post", data: { body: r.body }, opts: { jobId: `f${i}` } })));
+    void worker.run();
+    await worker.waitUntilReady();
     receiver.count = 0;
     const started = performance.now();
-    void worker.run();
+    await Promise.all(rows.map((r, i) => queue.add("post", { body: r.body }, { jobId: `f${i}` })));
     await until("the floor's POSTs", () => receiver.count >= rows.length, 600_000);
     return receiver.lastAt - started;
   } finally {

@@ -6,6 +6,7 @@ import {
   conflict,
   ENTITY_CHANGE_CATEGORIES,
   makeUrn,
+  MAX_EPOCH_MS,
   newWebhookSecret,
   notFound,
   PLATFORM_EVENT_TYPES,
@@ -136,7 +137,18 @@ const replayArgs = z.object({
   input: z
     .object({
       subscriptionId: z.string().uuid(said((at) => `${at} must be a subscription id (a UUID)`)),
-      since: z.number().int().nonnegative().nullish(),
+      since: z
+        .number()
+        .int(said((at) => `${at} must be a time in epoch ms`))
+        .min(
+          0,
+          said((at) => `${at} must be a time in epoch ms`),
+        )
+        .max(
+          MAX_EPOCH_MS,
+          said((at) => `${at} must be at most ${MAX_EPOCH_MS}`),
+        )
+        .nullish(),
       deliveryIds: z
         .array(z.string().uuid(said((at) => `${at} must be a delivery id (a UUID)`)))
         .min(1)
