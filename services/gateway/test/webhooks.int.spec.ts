@@ -226,7 +226,7 @@ describe("webhooks", () => {
     expect((await deliveries(loser.subscription.id))[0]).toMatchObject({ status: "PENDING" });
     expect((await deliveries(blind.subscription.id))[0]).toMatchObject({ status: "SKIPPED", attempts: 0 });
     await h.prisma.policy.deleteMany({ where: { users: { has: LOSER } } });
-    w.webhooks.worker.resume();
+    await w.webhooks.worker.resume();
     await holds(async () =>
       expect((await deliveries(loser.subscription.id))[0]).toMatchObject({
         status: "SKIPPED",
