@@ -63,6 +63,36 @@ export class Producer<Q extends QueueKey> {
     }
   }
 
+  /**
+   * Queues many jobs in one round trip (BullMQ's addBulk: one MULTI), each validated as `enqueue` does: for a producer
+   * of hundreds of jobs at once (the webhooks' fan-out). Bounded by ENQUEUE_TIMEOUT_MS as a whole; on a timeout the
+   * jobs may or may not be queued, which the caller's reconcile settles (their ids are deterministic).
+   */
+  async enqueueMany(
+    jobs: ReadonlyArray<{ jobId: string; payload: PayloadInput<Q> }>,
+    overrides?: Pick<JobsOptions, "attempts" | "backoff">,
+  ): Promise<void> {
+    if (jobs.length === 0) return;
+    const requestId = currentLogContext()?.requestId;
+    const added = this.queue.addBulk(
+      jobs.map(({ jobId, payload }) => {
+        const data = PAYLOADS[this.key].parse({ requestId, ...payload });
+        const kind = "kind" in data ? data.kind : undefined;
+        return { name: jobName(this.key, kind), data, opts: { ...jobOptions(this.key, jobId, kind), ...overrides } };
+      }),
+    );
+    let timer: NodeJS.Timeout | undefined;
+    const stalled = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(serviceUnavailable("Redis")), ENQUEUE_TIMEOUT_MS);
+    });
+    try {
+      await Promise.race([added, stalled]);
+    } finally {
+      added.catch(() => undefined);
+      clearTimeout(timer);
+    }
+  }
+
   /** BullMQ's reason when the job failed for good (no attempt will come), else undefined (running, waiting, gone). */
   async failedReason(jobId: string): Promise<string | undefined> {
     const job = await this.queue.getJob(jobId);

@@ -132,14 +132,13 @@ export class WebhookFanOut {
       return { events: events.length, pending, skipped: rows.length - pending.length };
     });
     if (!written) return null;
-    // After the commit: a job never names a row that might roll back. One failing enqueue does not stop the others;
-    // the reconcile queues what is missing.
+    // After the commit: a job never names a row that might roll back. All in one round trip; if Redis refuses, the
+    // reconcile queues what is missing (the rows are committed, the cursor has moved on).
     const options = webhookDeliveryOptions(this.settings.maxAttempts, this.settings.retryBaseMs);
-    const results = await Promise.allSettled(
-      written.pending.map((id) => this.producer.enqueue(id, { deliveryId: id }, options)),
+    await this.producer.enqueueMany(
+      written.pending.map((id) => ({ jobId: id, payload: { deliveryId: id } })),
+      options,
     );
-    const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
-    if (failed) throw failed.reason;
     return { events: written.events, queued: written.pending.length, skipped: written.skipped };
   }
 }
