@@ -10,7 +10,7 @@ import { randomUUID } from "node:crypto";
 import { createLogger, verifyWebhookSignature, WEBHOOK_HEADERS, type Config } from "@mdp/core";
 import { eventually } from "@mdp/core/testing";
 import { Producer } from "@mdp/queues";
-import { postWebhook } from "evaluation-worker";
+import { postWebhook, reconcileWebhookDeliveries, webhookSettings } from "evaluation-worker";
 import { WebhookService } from "../src/webhooks/webhook.service";
 import { ROOT, grant, startGateway, systemClientHeaders, type Harness } from "./support/gateway-harness";
 import { startReceiver, type Receiver } from "./support/webhook-receiver";
@@ -236,6 +236,31 @@ describe("webhooks", () => {
     );
     expect(blindReceiver.received).toHaveLength(0);
     expect(loserReceiver.received).toHaveLength(0);
+  });
+
+  it("queues again a delivery whose job was lost after the fan-out committed (the reconcile chore)", async () => {
+    const r = await receiver();
+    const { subscription } = await subscribe(ROOT, r.url, { entityUrn: dataset("lost") });
+    await w.webhooks.worker.pause();
+    await ingest(dataset("lost"), "its job goes missing");
+    await w.fanOut();
+    const [pending] = await deliveries(subscription.id);
+    expect(pending).toMatchObject({ status: "PENDING" });
+    await w.webhooks.producer.queue.remove(pending!.id); // as if Redis lost it
+    const settings = webhookSettings({ ...h.config });
+    expect(await reconcileWebhookDeliveries(h.database.pool, w.webhooks.producer, settings, 0)).toEqual({
+      requeued: 1,
+      failed: 0,
+    });
+    // Once queued, a second reconcile leaves it be.
+    expect(await reconcileWebhookDeliveries(h.database.pool, w.webhooks.producer, settings, 0)).toEqual({
+      requeued: 0,
+      failed: 0,
+    });
+    await w.webhooks.worker.resume();
+    await holds(() => expect(r.received).toHaveLength(1));
+    expect(r.received[0]!.headers[WEBHOOK_HEADERS.deliveryId]).toBe(pending!.id);
+    await holds(async () => expect((await deliveries(subscription.id))[0]).toMatchObject({ status: "DELIVERED" }));
   });
 
   it("a subscriber that hangs does not delay another's deliveries", async () => {
