@@ -139,7 +139,7 @@ describe("webhooks across a worker killed mid-delivery", () => {
     await startWorker();
 
     const { rows } = await database.pool.query<{ id: string }>(
-      "SELECT id::text AS id FROM platform_event WHERE event_type = 'MetadataChangeLog_v1' AND entity_type = 'dataset'",
+      "SELECT seq::text AS id FROM platform_event WHERE event_type = 'MetadataChangeLog_v1' AND entity_type = 'dataset'",
     );
     expect(rows).toHaveLength(EVENTS);
     const expected = new Set(rows.map((r) => r.id));

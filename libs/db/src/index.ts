@@ -15,6 +15,7 @@ export * from "./audit-budget";
 export * from "./retention/retention-runs";
 export * from "./policies/grants";
 export * from "./policies/scheduled-work";
+export * from "./events/webhook.repository";
 // One repository module per table or aggregate: the statements services and processors run (README "Repositories").
 export * from "./tokens/access-token.repository";
 export * from "./tokens/service-account.repository";
@@ -34,7 +35,6 @@ export * from "./tasks/test-run-events";
 export * from "./tasks/evaluation-tasks.repository";
 export * from "./policies/schedule-rows";
 export * from "./events/platform-event.repository";
-export * from "./events/webhook.repository";
 // PrismaClient, the Prisma namespace (errors, input types, TransactionClient), every model type and enum.
 export * from "./generated/prisma/client";
 export {

@@ -95,12 +95,12 @@ const chores = startChores(
         deleted: await prunePlatformEventsFully(handler.deps, config.PLATFORM_EVENT_RETENTION_HOURS),
       }),
     },
-    ...webhooks.chores,
     {
       name: "prune-test-history",
       everyMs: HISTORY_PRUNE_EVERY_MS,
       run: async () => ({ deleted: await historyRetention.prune() }),
     },
+    ...webhooks.chores,
   ],
   { connection, producerConnection, prefix: config.QUEUE_PREFIX, logger, observer: metrics },
 );

@@ -14,6 +14,7 @@ import {
 import type { RedisConnection } from "@mdp/queues";
 import { EvaluationTasks } from "@mdp/tasks";
 import { AuditService } from "./audit/audit.service";
+import { WebhookService } from "./webhooks/webhook.service";
 import { Authenticator } from "./auth/authenticator";
 import { InvalidationBus } from "./events/invalidation-bus";
 import { IngestionService } from "./metadata/ingestion.service";
@@ -40,7 +41,6 @@ import { TokenVerifier } from "./tokens/token.verifier";
 import { TokenRotation } from "./tokens/token-rotation";
 import { TokenUsageService } from "./tokens/token-usage.service";
 import { RateLimits } from "./http/rate-limits";
-import { WebhookService } from "./webhooks/webhook.service";
 
 export interface Connections {
   /** Prisma and pg on one pool */

@@ -87,15 +87,6 @@ function http(method: "GET" | "POST", path: (f: Fixtures) => string, body: (f: F
   };
 }
 
-const testInput = (schedule?: string) => ({
-  name: "matrix",
-  category: "c",
-  definition: { json: DEFINITION },
-  ...(schedule && { schedule: { cron: schedule } }),
-});
-const tokenInput = (actorUrn: string) => ({ type: "PERSONAL", actorUrn, duration: "ONE_HOUR", name: "matrix" });
-const CREATE = `mutation($i: GetAccessTokenInput!) { createAccessToken(input: $i) { metadata { id } } }`;
-
 const WEBHOOK_INPUT = { url: "https://hooks.example/matrix", eventTypes: ["MetadataChangeLog_v1"] };
 /** A new webhook subscription of the caller `headers` authenticate (its id). */
 async function subscriptionOf(h: Harness, headers: Record<string, string>): Promise<string> {
@@ -108,6 +99,15 @@ async function subscriptionOf(h: Harness, headers: Record<string, string>): Prom
   if (!created) throw new Error(JSON.stringify(res.body.errors));
   return created.subscription.id;
 }
+
+const testInput = (schedule?: string) => ({
+  name: "matrix",
+  category: "c",
+  definition: { json: DEFINITION },
+  ...(schedule && { schedule: { cron: schedule } }),
+});
+const tokenInput = (actorUrn: string) => ({ type: "PERSONAL", actorUrn, duration: "ONE_HOUR", name: "matrix" });
+const CREATE = `mutation($i: GetAccessTokenInput!) { createAccessToken(input: $i) { metadata { id } } }`;
 
 const ROWS: Row[] = [
   { operation: "Query.me", needs: null, call: gql(`{ me { urn } }`) },

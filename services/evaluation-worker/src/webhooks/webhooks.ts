@@ -107,7 +107,9 @@ export class WebhookFanOut {
         if (!read) privileges.set(key, (read = this.ownerPrivileges(owner(s))));
         return read;
       };
-      for (const event of subscriptions.length > 0 ? events : []) {
+      for (const read of subscriptions.length > 0 ? events : []) {
+        // An event's id is its position in the stream: what listPlatformEvents calls it (seq), stable once given.
+        const event = { ...read, id: read.seq };
         const parsed = parsePayload(event.payload);
         for (const s of subscriptions) {
           // Events from before the subscription was made are not its (a pass may read them after).

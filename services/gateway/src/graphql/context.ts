@@ -1,4 +1,5 @@
 import type { PrismaClient } from "@mdp/db";
+import type { WebhookService } from "../webhooks/webhook.service";
 import type { AuditService } from "../audit/audit.service";
 import type { Actor } from "../auth/actor";
 import type { RateLimits } from "../http/rate-limits";
@@ -17,11 +18,12 @@ import type { ServiceAccountService } from "../tokens/service-account.service";
 import type { TokenService } from "../tokens/token.service";
 import type { TokenRotation } from "../tokens/token-rotation";
 import type { TokenUsageService } from "../tokens/token-usage.service";
-import type { WebhookService } from "../webhooks/webhook.service";
 
 /** The domain services resolvers call; built once per process. */
 export interface Services {
   prisma: PrismaClient;
+  /** webhook subscriptions, their delivery logs, replays */
+  webhooks: WebhookService;
   tokens: TokenService;
   tokenRotation: TokenRotation;
   tokenUsage: TokenUsageService;
@@ -40,7 +42,6 @@ export interface Services {
   rateLimits: RateLimits;
   delegatedWork: DelegatedWorkService;
   serviceAccounts: ServiceAccountService;
-  webhooks: WebhookService;
 }
 
 export interface GraphQLContext {

@@ -1,6 +1,7 @@
 import { refuseUnstorable } from "@mdp/core";
 import type { GraphQLContext } from "./context";
 import { Long } from "./scalars";
+import { webhookResolvers, webhookTypeDefs } from "../webhooks/webhooks.graphql";
 import { delegatedWorkResolvers, delegatedWorkTypeDefs } from "../tokens/delegated-work.graphql";
 import { policyResolvers, policyTypeDefs } from "../policies/policies.graphql";
 import { retentionResolvers, retentionTypeDefs } from "../operations/retention.graphql";
@@ -10,7 +11,6 @@ import { testRunDiffResolvers, testRunDiffTypeDefs } from "../metadata-tests/tes
 import { testImpactResolvers, testImpactTypeDefs } from "../metadata-tests/test-impact.graphql";
 import { serviceAccountResolvers, serviceAccountTypeDefs } from "../tokens/service-accounts.graphql";
 import { tokenResolvers, tokenTypeDefs } from "../tokens/tokens.graphql";
-import { webhookResolvers, webhookTypeDefs } from "../webhooks/webhooks.graphql";
 
 const rootTypeDefs = /* GraphQL */ `
   scalar Long
@@ -47,6 +47,7 @@ const rootResolvers = {
 export const typeDefs = [
   rootTypeDefs,
   tokenTypeDefs,
+  webhookTypeDefs,
   policyTypeDefs,
   testTypeDefs,
   testRunDiffTypeDefs,
@@ -55,7 +56,6 @@ export const typeDefs = [
   retentionTypeDefs,
   delegatedWorkTypeDefs,
   serviceAccountTypeDefs,
-  webhookTypeDefs,
 ];
 type Resolver = (parent: unknown, args: Record<string, unknown>, ...rest: unknown[]) => unknown;
 
@@ -81,6 +81,7 @@ function refusingUnstorable<Map extends object>(map: Map): Map {
 export const resolvers = [
   refusingUnstorable(rootResolvers),
   refusingUnstorable(tokenResolvers),
+  refusingUnstorable(webhookResolvers),
   refusingUnstorable(policyResolvers),
   refusingUnstorable(testResolvers),
   refusingUnstorable(testRunDiffResolvers),
@@ -89,5 +90,4 @@ export const resolvers = [
   refusingUnstorable(retentionResolvers),
   refusingUnstorable(delegatedWorkResolvers),
   refusingUnstorable(serviceAccountResolvers),
-  refusingUnstorable(webhookResolvers),
 ];
