@@ -138,14 +138,15 @@ describe("webhooks across a worker killed mid-delivery", () => {
     await ingest(EVENTS / 2, EVENTS); // while no worker runs: the outbox keeps them
     await startWorker();
 
+    // In-flight jobs of the dead worker come back with BullMQ's stall check; rows whose job was lost, with the
+    // reconcile chore (30 s idle, every 15 s).
+    await waitFor("every event delivered", async () => distinct().size >= EVENTS, 90_000);
+    // Every event the ingests wrote, by its id (its position in the stream, given once it is sequenced).
     const { rows } = await database.pool.query<{ id: string }>(
       "SELECT seq::text AS id FROM platform_event WHERE event_type = 'MetadataChangeLog_v1' AND entity_type = 'dataset'",
     );
     expect(rows).toHaveLength(EVENTS);
     const expected = new Set(rows.map((r) => r.id));
-    // In-flight jobs of the dead worker come back with BullMQ's stall check; rows whose job was lost, with the
-    // reconcile chore (30 s idle, every 15 s).
-    await waitFor("every event delivered", async () => distinct().size >= EVENTS, 90_000);
     expect(distinct()).toEqual(expected);
     expect(beforeRestart).toBeLessThan(EVENTS);
     // Duplicates: the same event id, the same body, each signed (a receiver dedups on the id).
