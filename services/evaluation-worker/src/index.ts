@@ -24,6 +24,7 @@ export {
 } from "./on-change.consumer";
 export { setUpWebhooks, webhookSettings, type RunningWebhooks, type WebhookConfig } from "./webhooks/start";
 export {
+  pruneWebhookDeliveriesFully,
   reconcileWebhookDeliveries,
   UNREADABLE,
   WebhookFanOut,

@@ -10,7 +10,12 @@ import { randomUUID } from "node:crypto";
 import { createLogger, verifyWebhookSignature, WEBHOOK_HEADERS, type Config } from "@mdp/core";
 import { eventually } from "@mdp/core/testing";
 import { Producer } from "@mdp/queues";
-import { postWebhook, reconcileWebhookDeliveries, webhookSettings } from "evaluation-worker";
+import {
+  postWebhook,
+  pruneWebhookDeliveriesFully,
+  reconcileWebhookDeliveries,
+  webhookSettings,
+} from "evaluation-worker";
 import { WebhookService } from "../src/webhooks/webhook.service";
 import { ROOT, grant, startGateway, systemClientHeaders, type Harness } from "./support/gateway-harness";
 import { startReceiver, type Receiver } from "./support/webhook-receiver";
@@ -406,5 +411,23 @@ describe("webhooks", () => {
     await w.fanOut();
     expect(await deliveries(subscription.id)).toEqual([]);
     expect(r.received).toHaveLength(0);
+  });
+
+  it("prunes delivery log rows past WEBHOOK_DELIVERY_RETENTION_DAYS once they are no longer pending", async () => {
+    const r = await receiver();
+    const { subscription } = await subscribe(ROOT, r.url, { entityUrn: dataset("pruned") });
+    await ingest(dataset("pruned"), "old news");
+    await ingest(dataset("pruned"), "older news");
+    await w.fanOut();
+    await holds(async () =>
+      expect((await deliveries(subscription.id)).map((d) => d.status)).toEqual(["DELIVERED", "DELIVERED"]),
+    );
+    const [kept, aged] = await deliveries(subscription.id);
+    await h.database.pool.query(
+      "UPDATE webhook_delivery SET created_at = now() - interval '8 days' WHERE id = $1::uuid",
+      [aged!.id],
+    );
+    expect(await pruneWebhookDeliveriesFully(h.database.pool, 7)).toBe(1);
+    expect((await deliveries(subscription.id)).map((d) => d.id)).toEqual([kept!.id]);
   });
 });
