@@ -11,6 +11,7 @@ import { benchIngest } from "./ingest/ingest.bench";
 import { benchOnChange } from "./on-change/on-change.bench";
 import { benchTokens } from "./tokens/tokens.bench";
 import { benchTruncate } from "./truncate/truncate.bench";
+import { benchWebhooks } from "./webhooks/webhooks.bench";
 
 const BENCHMARKS: Record<string, () => Promise<void>> = {
   cost: benchCost,
@@ -20,6 +21,7 @@ const BENCHMARKS: Record<string, () => Promise<void>> = {
   "on-change": benchOnChange,
   tokens: benchTokens,
   truncate: benchTruncate,
+  webhooks: benchWebhooks,
 };
 
 async function main(): Promise<void> {

@@ -175,6 +175,26 @@ const schema = z.object({
    * the count bounds what one user sets running without being there
    */
   MAX_SCHEDULES_PER_USER: int(1, 10_000).default(20),
+  /** webhook subscriptions one user may own (docs/webhooks.md) */
+  MAX_WEBHOOK_SUBSCRIPTIONS_PER_USER: int(1, 1_000).default(10),
+  /** in production, whether webhook urls may resolve to loopback, private, link-local or metadata addresses */
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: bool.default(false),
+  /** deliveries each evaluation worker makes at once, all subscriptions together */
+  WEBHOOK_DELIVERY_CONCURRENCY: int(1, 1_000).default(16),
+  /** deliveries to one subscription each worker makes at once: a hanging endpoint holds no more of the slots */
+  WEBHOOK_SUBSCRIPTION_CONCURRENCY: int(1, 100).default(2),
+  /** one POST's limit, connection to response (ms) */
+  WEBHOOK_TIMEOUT_MS: int(100, 60_000).default(10_000),
+  /** attempts of one delivery, the first included (exponential backoff between them) */
+  WEBHOOK_MAX_ATTEMPTS: int(1, 30).default(10),
+  /** the first retry's delay (ms); each next one doubles */
+  WEBHOOK_RETRY_BASE_MS: int(10, 3_600_000).default(5_000),
+  /** an event body larger than this is sent as a reference to the event (docs/webhooks.md "Bounds") */
+  WEBHOOK_MAX_PAYLOAD_BYTES: int(1_024, 1_048_576).default(65_536),
+  /** delivery log rows older than this are pruned */
+  WEBHOOK_DELIVERY_RETENTION_DAYS: int(1, 365).default(7),
+  /** how often each evaluation worker fans new platform events out to subscriptions (ms) */
+  WEBHOOK_POLL_MS: int(10, 60_000).default(200),
   /** live service accounts in the deployment (createServiceAccount refuses past it; deleted ones do not count) */
   MAX_SERVICE_ACCOUNTS: int(1, 100_000).default(1_000),
   /**

@@ -15,6 +15,7 @@ export * from "./audit-budget";
 export * from "./retention/retention-runs";
 export * from "./policies/grants";
 export * from "./policies/scheduled-work";
+export * from "./events/webhook.repository";
 // One repository module per table or aggregate: the statements services and processors run (README "Repositories").
 export * from "./tokens/access-token.repository";
 export * from "./tokens/service-account.repository";

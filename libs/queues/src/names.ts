@@ -16,6 +16,8 @@ export const QUEUE_NAMES = {
   evaluationChores: "evaluation-chores",
   /** chores a gateway runs once per cluster (idle access tokens, token usage's retention), fired by job schedulers */
   gatewayChores: "gateway-chores",
+  /** one job per webhook delivery row (its id): the evaluation workers POST the event to the subscription's url */
+  webhookDelivery: "webhook-deliveries",
 } as const;
 
 export type QueueKey = keyof typeof QUEUE_NAMES;

@@ -137,6 +137,12 @@ export const scheduleSyncPayload = z.object({
 /** A chore's firing (chores.ts): the job's name says which chore; nothing travels. */
 export const chorePayload = z.object({});
 
+/**
+ * One webhook delivery (docs/webhooks.md): only the delivery row's id travels (also the job's id); the row holds the
+ * body and names the subscription, read when the job runs.
+ */
+export const webhookDeliveryPayload = z.object({ deliveryId: z.string().uuid() });
+
 /** The one map from queue to payload schema: producers and workers both check against it. */
 export const PAYLOADS = {
   truncate: truncatePayload,
@@ -147,6 +153,7 @@ export const PAYLOADS = {
   truncationChores: chorePayload,
   evaluationChores: chorePayload,
   gatewayChores: chorePayload,
+  webhookDelivery: webhookDeliveryPayload,
 } as const satisfies Record<QueueKey, z.ZodType>;
 
 export type Payload<Q extends QueueKey> = z.output<(typeof PAYLOADS)[Q]>;

@@ -1,4 +1,4 @@
-import { Queue, type Job } from "bullmq";
+import { Queue, type Job, type JobsOptions } from "bullmq";
 import type { RedisConnection } from "./connection";
 import { currentLogContext, serviceUnavailable } from "@mdp/core";
 import { PRODUCER_COMMAND_TIMEOUT_MS } from "./connection";
@@ -31,11 +31,18 @@ export class Producer<Q extends QueueKey> {
     this.queue.on("error", ignoreQueueError);
   }
 
-  async enqueue(jobId: string, payload: PayloadInput<Q>): Promise<Job> {
+  async enqueue(
+    jobId: string,
+    payload: PayloadInput<Q>,
+    overrides?: Pick<JobsOptions, "attempts" | "backoff">,
+  ): Promise<Job> {
     // The request being handled, if any, travels with its job (an evaluate batch's items carry their own).
     const data = PAYLOADS[this.key].parse({ requestId: currentLogContext()?.requestId, ...payload });
     const kind = "kind" in data ? data.kind : undefined;
-    const added = this.queue.add(jobName(this.key, kind), data, jobOptions(this.key, jobId, kind));
+    const added = this.queue.add(jobName(this.key, kind), data, {
+      ...jobOptions(this.key, jobId, kind),
+      ...overrides,
+    });
     let timer: NodeJS.Timeout | undefined;
     const stalled = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new EnqueueTimeout(jobId)), ENQUEUE_TIMEOUT_MS);
@@ -52,6 +59,36 @@ export class Producer<Q extends QueueKey> {
       }
       throw error;
     } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * Queues many jobs in one round trip (BullMQ's addBulk: one MULTI), each validated as `enqueue` does: for a producer
+   * of hundreds of jobs at once (the webhooks' fan-out). Bounded by ENQUEUE_TIMEOUT_MS as a whole; on a timeout the
+   * jobs may or may not be queued, which the caller's reconcile settles (their ids are deterministic).
+   */
+  async enqueueMany(
+    jobs: ReadonlyArray<{ jobId: string; payload: PayloadInput<Q> }>,
+    overrides?: Pick<JobsOptions, "attempts" | "backoff">,
+  ): Promise<void> {
+    if (jobs.length === 0) return;
+    const requestId = currentLogContext()?.requestId;
+    const added = this.queue.addBulk(
+      jobs.map(({ jobId, payload }) => {
+        const data = PAYLOADS[this.key].parse({ requestId, ...payload });
+        const kind = "kind" in data ? data.kind : undefined;
+        return { name: jobName(this.key, kind), data, opts: { ...jobOptions(this.key, jobId, kind), ...overrides } };
+      }),
+    );
+    let timer: NodeJS.Timeout | undefined;
+    const stalled = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(serviceUnavailable("Redis")), ENQUEUE_TIMEOUT_MS);
+    });
+    try {
+      await Promise.race([added, stalled]);
+    } finally {
+      added.catch(() => undefined);
       clearTimeout(timer);
     }
   }

@@ -22,3 +22,13 @@ export {
   type OnChangePass,
   type OnChangeSettings,
 } from "./on-change.consumer";
+export { setUpWebhooks, webhookSettings, type RunningWebhooks, type WebhookConfig } from "./webhooks/start";
+export {
+  pruneWebhookDeliveriesFully,
+  reconcileWebhookDeliveries,
+  UNREADABLE,
+  WebhookFanOut,
+  webhookDeliveryHandler,
+  type WebhookSettings,
+} from "./webhooks/webhooks";
+export { postWebhook } from "./webhooks/webhook-post";

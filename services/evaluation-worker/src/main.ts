@@ -25,12 +25,14 @@ import {
   onChangeRunStarter,
   prunePlatformEventsFully,
 } from "./on-change.consumer";
+import { setUpWebhooks } from "./webhooks/start";
 
 const config = loadConfigOrExit();
 const logger = createLogger("evaluation-worker", config.LOG_LEVEL);
 // A job uses one connection at a time; one more for pruning, one spare, two for evaluation on change (its pass, and
 // a suspension or a test run it starts meanwhile).
-const db = createDatabase(config.DATABASE_URL, { poolMax: config.EVALUATION_CONCURRENCY + 4 });
+// Webhook deliveries take one connection each for their reads and writes (none held across a POST): two more.
+const db = createDatabase(config.DATABASE_URL, { poolMax: config.EVALUATION_CONCURRENCY + 6 });
 const connection = createRedis(config.REDIS_URL, "worker");
 const shutdown = new AbortController();
 const tasks = new TaskLifecycle(db, logger);
@@ -73,6 +75,8 @@ const historyRetention = new TestHistoryRetention(db.pool, config.TEST_HISTORY_R
 const producerConnection = createRedis(config.REDIS_URL, "worker");
 const producer = new Producer("evaluate", producerConnection, config.QUEUE_PREFIX);
 const reconciler = new TaskReconciler(tasks, evaluationsReconciled(producer), logger);
+// Webhooks (docs/webhooks.md): the outbox's `webhooks` consumer fans events out to delivery jobs, run here too.
+const webhooks = setUpWebhooks(db, { worker: connection, producer: producerConnection }, config, logger, metrics);
 void reconciler.reconcileCounted().catch((error: unknown) => logger.warn({ err: error }, "reconcile at start failed"));
 // The cluster's chores: each firing of their job schedulers runs on one evaluation worker, not on every replica.
 const chores = startChores(
@@ -96,6 +100,7 @@ const chores = startChores(
       everyMs: HISTORY_PRUNE_EVERY_MS,
       run: async () => ({ deleted: await historyRetention.prune() }),
     },
+    ...webhooks.chores,
   ],
   { connection, producerConnection, prefix: config.QUEUE_PREFIX, logger, observer: metrics },
 );
@@ -129,6 +134,7 @@ const schedules = startSchedules({
   prefix: config.QUEUE_PREFIX,
   observer: metrics,
 });
+webhooks.start();
 runUntilSignalled({
   worker,
   logger,
@@ -141,6 +147,7 @@ runUntilSignalled({
   },
   resources: [
     () => onChange.stop(),
+    () => webhooks.stop(),
     () => schedules.stop(),
     () => chores.stop(),
     () => rateLimits.close(),

@@ -14,6 +14,7 @@ import {
 import type { RedisConnection } from "@mdp/queues";
 import { EvaluationTasks } from "@mdp/tasks";
 import { AuditService } from "./audit/audit.service";
+import { WebhookService } from "./webhooks/webhook.service";
 import { Authenticator } from "./auth/authenticator";
 import { InvalidationBus } from "./events/invalidation-bus";
 import { IngestionService } from "./metadata/ingestion.service";
@@ -130,6 +131,8 @@ export async function composeServices(config: Config, connections: Connections, 
     config,
   );
   const testScheduleProducer = new Producer("testSchedule", connections.redis, config.QUEUE_PREFIX);
+  // replayWebhookDeliveries queues its deliveries; the evaluation workers send them.
+  const webhookProducer = new Producer("webhookDelivery", connections.redis, config.QUEUE_PREFIX);
   const evaluationReplies = await ReplyInbox.open(
     connections.replySubscriber,
     config.QUEUE_PREFIX,
@@ -205,6 +208,7 @@ export async function composeServices(config: Config, connections: Connections, 
     rateLimits,
     delegatedWork,
     serviceAccounts: new ServiceAccountService(connections.db, engine, delegatedWork, config),
+    webhooks: new WebhookService(connections.db, engine, webhookProducer, config, logger),
   };
   const ingestion = new IngestionService(connections.db, registry, aspects, timeseries, engine);
   const http = {
@@ -230,6 +234,7 @@ export async function composeServices(config: Config, connections: Connections, 
       retentionProducer.close(),
       testScheduleProducer.close(),
       scheduleSyncProducer.close(),
+      webhookProducer.close(),
       ...choreQueues.map((q) => q.close()),
       evaluationReplies.close(),
     ]);
@@ -243,6 +248,7 @@ export async function composeServices(config: Config, connections: Connections, 
       retentionProducer.queue,
       testScheduleProducer.queue,
       scheduleSyncProducer.queue,
+      webhookProducer.queue,
       ...choreQueues.map((q) => q.queue),
       gatewayChores.producer.queue,
     ],

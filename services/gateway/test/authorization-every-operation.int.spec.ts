@@ -87,6 +87,19 @@ function http(method: "GET" | "POST", path: (f: Fixtures) => string, body: (f: F
   };
 }
 
+const WEBHOOK_INPUT = { url: "https://hooks.example/matrix", eventTypes: ["MetadataChangeLog_v1"] };
+/** A new webhook subscription of the caller `headers` authenticate (its id). */
+async function subscriptionOf(h: Harness, headers: Record<string, string>): Promise<string> {
+  const res = await h.graphql(
+    `mutation($i: CreateWebhookSubscriptionInput!) { createWebhookSubscription(input: $i) { subscription { id } } }`,
+    { i: WEBHOOK_INPUT },
+    headers,
+  );
+  const created = res.body.data?.createWebhookSubscription as { subscription: { id: string } } | undefined;
+  if (!created) throw new Error(JSON.stringify(res.body.errors));
+  return created.subscription.id;
+}
+
 const testInput = (schedule?: string) => ({
   name: "matrix",
   category: "c",
@@ -578,6 +591,111 @@ const ROWS: Row[] = [
     needs: "MANAGE_SYSTEM_OPERATIONS",
     call: http("GET", () => "/admin/queues/api/queues"),
   },
+  // Webhooks: any authenticated user subscribes for itself; another user's need MANAGE_SYSTEM_OPERATIONS.
+  {
+    operation: "Mutation.createWebhookSubscription",
+    needs: null,
+    call: gql(
+      `mutation($i: CreateWebhookSubscriptionInput!) { createWebhookSubscription(input: $i) { secret } }`,
+      () => ({
+        i: WEBHOOK_INPUT,
+      }),
+    ),
+  },
+  {
+    operation: "Query.listWebhookSubscriptions",
+    use: "your own",
+    needs: null,
+    call: gql(`{ listWebhookSubscriptions { total } }`),
+  },
+  {
+    operation: "Query.listWebhookSubscriptions",
+    use: "everyone's",
+    needs: "MANAGE_SYSTEM_OPERATIONS",
+    call: gql(`{ listWebhookSubscriptions(input: {all: true}) { total } }`),
+  },
+  {
+    operation: "Mutation.updateWebhookSubscription",
+    use: "your own",
+    needs: null,
+    call: gql(
+      `mutation($id: String!) { updateWebhookSubscription(input: {id: $id, active: false}) { id } }`,
+      async (c, f) => ({
+        id: await subscriptionOf(f.harness, c.headers),
+      }),
+    ),
+  },
+  {
+    operation: "Mutation.updateWebhookSubscription",
+    use: "another user's",
+    needs: "MANAGE_SYSTEM_OPERATIONS",
+    call: gql(
+      `mutation($id: String!) { updateWebhookSubscription(input: {id: $id, description: "x"}) { id } }`,
+      async (_c, f) => ({
+        id: await subscriptionOf(f.harness, systemClientHeaders(ROOT)),
+      }),
+    ),
+  },
+  {
+    operation: "Mutation.deleteWebhookSubscription",
+    use: "your own",
+    needs: null,
+    call: gql(`mutation($id: String!) { deleteWebhookSubscription(id: $id) }`, async (c, f) => ({
+      id: await subscriptionOf(f.harness, c.headers),
+    })),
+  },
+  {
+    operation: "Mutation.deleteWebhookSubscription",
+    use: "another user's",
+    needs: "MANAGE_SYSTEM_OPERATIONS",
+    call: gql(`mutation($id: String!) { deleteWebhookSubscription(id: $id) }`, async (_c, f) => ({
+      id: await subscriptionOf(f.harness, systemClientHeaders(ROOT)),
+    })),
+  },
+  {
+    operation: "Query.listWebhookDeliveries",
+    use: "your own",
+    needs: null,
+    call: gql(
+      `query($id: String!) { listWebhookDeliveries(input: {subscriptionId: $id}) { total } }`,
+      async (c, f) => ({
+        id: await subscriptionOf(f.harness, c.headers),
+      }),
+    ),
+  },
+  {
+    operation: "Query.listWebhookDeliveries",
+    use: "another user's",
+    needs: "MANAGE_SYSTEM_OPERATIONS",
+    call: gql(
+      `query($id: String!) { listWebhookDeliveries(input: {subscriptionId: $id}) { total } }`,
+      async (_c, f) => ({
+        id: await subscriptionOf(f.harness, systemClientHeaders(ROOT)),
+      }),
+    ),
+  },
+  {
+    operation: "Mutation.replayWebhookDeliveries",
+    use: "your own",
+    needs: null,
+    call: gql(
+      `mutation($id: String!) { replayWebhookDeliveries(input: {subscriptionId: $id, since: 0}) { replayed } }`,
+      async (c, f) => ({
+        id: await subscriptionOf(f.harness, c.headers),
+      }),
+    ),
+  },
+  {
+    operation: "Mutation.replayWebhookDeliveries",
+    use: "another user's",
+    needs: "MANAGE_SYSTEM_OPERATIONS",
+    call: gql(
+      `mutation($id: String!) { replayWebhookDeliveries(input: {subscriptionId: $id, since: 0}) { replayed } }`,
+      async (_c, f) => ({
+        id: await subscriptionOf(f.harness, systemClientHeaders(ROOT)),
+      }),
+    ),
+  },
 ];
 
 /** Every operation the gateway serves: the schema's query and mutation fields, the /gms routes, the dashboard's API. */
@@ -704,7 +822,11 @@ describe("authorization matrix: every operation, every kind of principal", () =>
   }
 
   beforeAll(async () => {
-    h = await startGateway({ RATE_LIMIT_TOKEN_MINTS_PER_MINUTE: "1000", RATE_LIMIT_TEST_RUNS_PER_MINUTE: "1000" });
+    h = await startGateway({
+      RATE_LIMIT_TOKEN_MINTS_PER_MINUTE: "1000",
+      RATE_LIMIT_TEST_RUNS_PER_MINUTE: "1000",
+      MAX_WEBHOOK_SUBSCRIPTIONS_PER_USER: "1000",
+    });
     worker = await startEvaluationWorker(h, 2, { threads: 1 });
     await grantPolicy(MINTER, ["MANAGE_ACCESS_TOKENS"]);
     const ingested = await h.post("/gms/aspects?action=ingestProposal", {

@@ -1,4 +1,5 @@
 import type { PrismaClient } from "@mdp/db";
+import type { WebhookService } from "../webhooks/webhook.service";
 import type { AuditService } from "../audit/audit.service";
 import type { Actor } from "../auth/actor";
 import type { RateLimits } from "../http/rate-limits";
@@ -21,6 +22,8 @@ import type { TokenUsageService } from "../tokens/token-usage.service";
 /** The domain services resolvers call; built once per process. */
 export interface Services {
   prisma: PrismaClient;
+  /** webhook subscriptions, their delivery logs, replays */
+  webhooks: WebhookService;
   tokens: TokenService;
   tokenRotation: TokenRotation;
   tokenUsage: TokenUsageService;

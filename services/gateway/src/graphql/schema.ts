@@ -1,6 +1,7 @@
 import { refuseUnstorable } from "@mdp/core";
 import type { GraphQLContext } from "./context";
 import { Long } from "./scalars";
+import { webhookResolvers, webhookTypeDefs } from "../webhooks/webhooks.graphql";
 import { delegatedWorkResolvers, delegatedWorkTypeDefs } from "../tokens/delegated-work.graphql";
 import { policyResolvers, policyTypeDefs } from "../policies/policies.graphql";
 import { retentionResolvers, retentionTypeDefs } from "../operations/retention.graphql";
@@ -46,6 +47,7 @@ const rootResolvers = {
 export const typeDefs = [
   rootTypeDefs,
   tokenTypeDefs,
+  webhookTypeDefs,
   policyTypeDefs,
   testTypeDefs,
   testRunDiffTypeDefs,
@@ -79,6 +81,7 @@ function refusingUnstorable<Map extends object>(map: Map): Map {
 export const resolvers = [
   refusingUnstorable(rootResolvers),
   refusingUnstorable(tokenResolvers),
+  refusingUnstorable(webhookResolvers),
   refusingUnstorable(policyResolvers),
   refusingUnstorable(testResolvers),
   refusingUnstorable(testRunDiffResolvers),

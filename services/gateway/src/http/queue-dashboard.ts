@@ -74,6 +74,11 @@ const NOT_RETRIED: ReadonlyMap<string, string> = new Map<string, string>([
   [QUEUE_NAMES.evaluationChores, "each is a firing of a chore's job scheduler, and its next firing is the retry"],
   [QUEUE_NAMES.gatewayChores, "each is a firing of a chore's job scheduler, and its next firing is the retry"],
   [
+    QUEUE_NAMES.webhookDelivery,
+    "each is a webhook delivery whose attempts are spent or refused; send it again with replayWebhookDeliveries, " +
+      "which checks again that its owner may read the event",
+  ],
+  [
     QUEUE_NAMES.evaluate,
     "each runs a user's evaluation or test run, pushing results and running test actions as that user, who may " +
       "no longer hold what it needs; ask for the evaluation or run again instead",

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { forbidden, makeUrn, type Config, type Logger } from "@mdp/core";
 import {
   accessTokensMintedBy,
+  disableWebhookSubscriptionsOf,
   inPrismaTransaction,
   MAX_SUSPENDED_REASON,
   retentionPoliciesOwnedBy,
@@ -146,12 +147,28 @@ export class DelegatedWorkService {
           ? await this.suspendSchedulesOf(tx, actor, userUrn, reason)
           : { tests: [], policies: [] };
         const cancelled = suspendWork ? await this.tasks.cancelAllCreatedBy(tx, actor, userUrn) : [];
+        // Its webhook subscriptions stop delivering (docs/webhooks.md): turned off, each audited; its owner or an
+        // admin turns one on again.
+        const webhooks = suspendWork ? await disableWebhookSubscriptionsOf(tx, userUrn, reason) : [];
+        for (const id of webhooks) {
+          await recordAudit(
+            tx,
+            actor,
+            "webhook.disabled",
+            makeUrn(this.config.URN_NAMESPACE, "webhookSubscription", id),
+            {
+              reason,
+              trigger: "revokeActorAccess",
+            },
+          );
+        }
         await recordAudit(tx, actor, "actor.revokeAccess", userUrn, {
           tokens: revoked.length,
           suspendWork,
           scheduledTests: suspended.tests.length,
           retentionPolicies: suspended.policies.length,
           tasks: cancelled.length,
+          webhookSubscriptions: webhooks.length,
           ...(given && { reason: given }),
         });
         return { revokedTokenIds: revoked, minted, ...suspended, tasks: cancelled };

@@ -1,0 +1,138 @@
+import {
+  newWebhookSecret,
+  privateAddressKind,
+  resolveWebhookTarget,
+  sealWebhookSecret,
+  signWebhookBody,
+  unsealWebhookSecret,
+  verifyWebhookSignature,
+  webhookBody,
+  webhookMatches,
+  type WebhookEvent,
+} from "./webhooks";
+
+const event = (over: Partial<WebhookEvent> = {}): WebhookEvent => ({
+  id: "42",
+  seq: "7",
+  eventType: "MetadataChangeLog_v1",
+  entityUrn: "urn:li:dataset:(urn:li:dataPlatform:hive,db.t,PROD)",
+  entityType: "dataset",
+  category: null,
+  subjectActor: null,
+  payload: JSON.stringify({
+    entityUrn: "urn:li:dataset:(urn:li:dataPlatform:hive,db.t,PROD)",
+    created: { actor: "urn:li:corpuser:a" },
+  }),
+  createdAt: 1_700_000_000_000,
+  ...over,
+});
+
+describe("webhook signing secrets", () => {
+  it("are sealed at rest, opened only with the same server secret", () => {
+    const secret = newWebhookSecret();
+    const sealed = sealWebhookSecret(secret, "server-secret-one");
+    expect(sealed).not.toContain(secret.slice(6));
+    expect(sealWebhookSecret(secret, "server-secret-one")).not.toBe(sealed); // a fresh iv each time
+    expect(unsealWebhookSecret(sealed, "server-secret-one")).toBe(secret);
+    expect(() => unsealWebhookSecret(sealed, "server-secret-two")).toThrow();
+  });
+});
+
+describe("webhook signatures", () => {
+  it("verify over the timestamp and the exact body, within the tolerance", () => {
+    const body = webhookBody(event(), 65_536);
+    const header = signWebhookBody("whsec_x", 1_000, body);
+    expect(header).toMatch(/^t=1000,v1=[0-9a-f]{64}$/);
+    expect(verifyWebhookSignature("whsec_x", header, body, 300, 1_100)).toBe(true);
+    expect(verifyWebhookSignature("whsec_x", header, `${body} `, 300, 1_100)).toBe(false);
+    expect(verifyWebhookSignature("whsec_y", header, body, 300, 1_100)).toBe(false);
+    expect(verifyWebhookSignature("whsec_x", header, body, 300, 2_000)).toBe(false); // too old: a replayed capture
+    expect(verifyWebhookSignature("whsec_x", header.replace("t=1000", "t=1001"), body, 300, 1_100)).toBe(false);
+    expect(verifyWebhookSignature("whsec_x", "garbage", body)).toBe(false);
+  });
+});
+
+describe("webhook bodies", () => {
+  it("carry the event whole, or a reference when it passes the limit", () => {
+    const whole = JSON.parse(webhookBody(event(), 65_536)) as Record<string, unknown>;
+    expect(whole).toMatchObject({ id: "42", seq: "7", eventType: "MetadataChangeLog_v1", event: { created: {} } });
+    const big = event({ payload: JSON.stringify({ blob: "x".repeat(5_000) }) });
+    const cut = webhookBody(big, 1_024);
+    expect(Buffer.byteLength(cut)).toBeLessThanOrEqual(1_024 + 2_100);
+    expect(JSON.parse(cut)).toMatchObject({ id: "42", event: null, truncated: true, entityType: "dataset" });
+  });
+});
+
+describe("webhook filters", () => {
+  const filter = {
+    eventTypes: ["MetadataChangeLog_v1"],
+    categories: [],
+    entityUrn: null,
+    actorUrn: null,
+    testUrn: null,
+  };
+  const parsed = (e: WebhookEvent) => JSON.parse(e.payload) as Record<string, unknown>;
+  it("match by type, category, entity, actor and test", () => {
+    const e = event();
+    expect(webhookMatches(filter, e, parsed(e))).toBe(true);
+    expect(webhookMatches({ ...filter, eventTypes: ["EntityChangeEvent_v1"] }, e, parsed(e))).toBe(false);
+    expect(webhookMatches({ ...filter, categories: ["TASK"] }, e, parsed(e))).toBe(false);
+    expect(webhookMatches({ ...filter, entityUrn: "urn:li:dataset:other" }, e, parsed(e))).toBe(false);
+    expect(webhookMatches({ ...filter, actorUrn: "urn:li:corpuser:a" }, e, parsed(e))).toBe(true);
+    expect(webhookMatches({ ...filter, actorUrn: "urn:li:corpuser:b" }, e, parsed(e))).toBe(false);
+    const result = event({
+      eventType: "EntityChangeEvent_v1",
+      category: "TEST_RESULT",
+      payload: JSON.stringify({ modifier: "urn:li:test:t" }),
+    });
+    const ece = { ...filter, eventTypes: ["EntityChangeEvent_v1"] };
+    expect(
+      webhookMatches({ ...ece, categories: ["TEST_RESULT"], testUrn: "urn:li:test:t" }, result, parsed(result)),
+    ).toBe(true);
+    expect(webhookMatches({ ...ece, testUrn: "urn:li:test:u" }, result, parsed(result))).toBe(false);
+  });
+});
+
+describe("private webhook targets", () => {
+  it.each([
+    ["127.0.0.1", "loopback"],
+    ["10.2.3.4", "private"],
+    ["172.16.0.1", "private"],
+    ["192.168.1.1", "private"],
+    ["169.254.169.254", "link-local (cloud metadata among them)"],
+    ["100.64.0.1", "CGNAT"],
+    ["0.0.0.0", "unspecified"],
+    ["::1", "loopback"],
+    ["::", "unspecified"],
+    ["fd00::1", "unique-local"],
+    ["fe80::1", "link-local"],
+    ["::ffff:127.0.0.1", "loopback"],
+    ["::ffff:7f00:1", "loopback"],
+    ["64:ff9b::a00:1", "private"],
+  ])("%s is %s", (address, kind) => expect(privateAddressKind(address)).toBe(kind));
+
+  it.each(["93.184.216.34", "8.8.8.8", "2606:4700::1111", "172.32.0.1"])("%s is public", (address) =>
+    expect(privateAddressKind(address)).toBeNull(),
+  );
+
+  it("refuses a name with any private address, and answers the address checked", async () => {
+    const lookup = async (host: string) =>
+      host === "mixed.example"
+        ? [
+            { address: "93.184.216.34", family: 4 },
+            { address: "10.0.0.1", family: 4 },
+          ]
+        : [{ address: "93.184.216.34", family: 4 }];
+    await expect(resolveWebhookTarget("mixed.example", { allowPrivate: false }, lookup)).rejects.toThrow(
+      /10\.0\.0\.1, a private address: refused in production unless WEBHOOK_ALLOW_PRIVATE_TARGETS=true/,
+    );
+    await expect(resolveWebhookTarget("ok.example", { allowPrivate: false }, lookup)).resolves.toEqual({
+      address: "93.184.216.34",
+      family: 4,
+    });
+    await expect(resolveWebhookTarget("[::1]", { allowPrivate: false }, lookup)).rejects.toThrow(/loopback/);
+    await expect(resolveWebhookTarget("mixed.example", { allowPrivate: true }, lookup)).resolves.toMatchObject({
+      address: "93.184.216.34",
+    });
+  });
+});

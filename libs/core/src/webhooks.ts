@@ -1,0 +1,239 @@
+/**
+ * Webhooks' pure parts (docs/webhooks.md): the signing secret and how it is sealed at rest, the signature a receiver
+ * checks, the body sent for an event, which subscriptions an event matches, and which target addresses are private.
+ * The I/O (DNS, HTTP, PostgreSQL) is the callers': the gateway at subscription time, the evaluation workers at
+ * delivery.
+ */
+import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes, timingSafeEqual } from "node:crypto";
+import { isIP } from "node:net";
+
+/** The headers of a delivery. */
+export const WEBHOOK_HEADERS = {
+  /** the event's id: the same for every delivery of one event (retries, replays): a receiver's dedup key */
+  eventId: "mdp-event-id",
+  /** this delivery's id (a replay is a new delivery): what listWebhookDeliveries shows */
+  deliveryId: "mdp-delivery-id",
+  /** unix seconds when this attempt was signed */
+  timestamp: "mdp-timestamp",
+  /** `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">` */
+  signature: "mdp-signature",
+  eventType: "mdp-event-type",
+} as const;
+
+/** A new signing secret: shown once to its creator, kept sealed. */
+export function newWebhookSecret(): string {
+  return `whsec_${randomBytes(32).toString("base64url")}`;
+}
+
+/** The sealing key: derived from TOKEN_SIGNING_KEY (HKDF-SHA256), so no new secret is needed to run the service. */
+function sealingKey(serverSecret: string): Buffer {
+  return Buffer.from(hkdfSync("sha256", serverSecret, "mdp-webhooks", "webhook signing secrets v1", 32));
+}
+
+/** AES-256-GCM: base64 of iv (12) · tag (16) · ciphertext. */
+export function sealWebhookSecret(secret: string, serverSecret: string): string {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv("aes-256-gcm", sealingKey(serverSecret), iv);
+  const sealed = Buffer.concat([cipher.update(secret, "utf8"), cipher.final()]);
+  return Buffer.concat([iv, cipher.getAuthTag(), sealed]).toString("base64");
+}
+
+/** The secret sealed by sealWebhookSecret; throws when the key differs (TOKEN_SIGNING_KEY changed) or it was altered. */
+export function unsealWebhookSecret(sealed: string, serverSecret: string): string {
+  const raw = Buffer.from(sealed, "base64");
+  const decipher = createDecipheriv("aes-256-gcm", sealingKey(serverSecret), raw.subarray(0, 12));
+  decipher.setAuthTag(raw.subarray(12, 28));
+  return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString("utf8");
+}
+
+/** The `mdp-signature` header's value for `body` signed at `timestampSeconds`. */
+export function signWebhookBody(secret: string, timestampSeconds: number, body: string): string {
+  const mac = createHmac("sha256", secret).update(`${timestampSeconds}.${body}`).digest("hex");
+  return `t=${timestampSeconds},v1=${mac}`;
+}
+
+/**
+ * What a receiver does (docs/webhooks.md "Verify a signature"): recompute the HMAC over `<t>.<raw body>`, compare in
+ * constant time with each v1, and refuse a timestamp older than `toleranceSeconds` (replayed captures).
+ */
+export function verifyWebhookSignature(
+  secret: string,
+  header: string,
+  body: string,
+  toleranceSeconds = 300,
+  nowSeconds = Math.floor(Date.now() / 1000),
+): boolean {
+  const parts = header.split(",").map((p) => p.trim().split("=", 2) as [string, string | undefined]);
+  const t = Number(parts.find(([k]) => k === "t")?.[1]);
+  if (!Number.isInteger(t) || Math.abs(nowSeconds - t) > toleranceSeconds) return false;
+  const expected = Buffer.from(createHmac("sha256", secret).update(`${t}.${body}`).digest("hex"));
+  return parts
+    .filter(([k, v]) => k === "v1" && v !== undefined)
+    .some(([, v]) => {
+      const given = Buffer.from(v!);
+      return given.length === expected.length && timingSafeEqual(given, expected);
+    });
+}
+
+/** An event as a webhook's body is made of (the outbox's row). */
+export interface WebhookEvent {
+  id: string;
+  seq: string;
+  eventType: string;
+  entityUrn: string;
+  entityType: string;
+  category: string | null;
+  subjectActor: string | null;
+  /** the payload as stored (JSON text) */
+  payload: string;
+  createdAt: number;
+}
+
+/**
+ * The body POSTed for an event: `{id, seq, eventType, createdAt, event}` with `event` the payload as
+ * listPlatformEvents gives it. An event whose body would pass `maxBytes` is sent without it: `event` null,
+ * `truncated: true`, with the fields that say what it is (the receiver reads it whole through listPlatformEvents).
+ */
+export function webhookBody(event: WebhookEvent, maxBytes: number): string {
+  const head = { id: event.id, seq: event.seq, eventType: event.eventType, createdAt: Math.round(event.createdAt) };
+  const whole = `{"id":${JSON.stringify(head.id)},"seq":${JSON.stringify(head.seq)},"eventType":${JSON.stringify(
+    head.eventType,
+  )},"createdAt":${head.createdAt},"event":${event.payload}}`;
+  if (Buffer.byteLength(whole) <= maxBytes) return whole;
+  return JSON.stringify({
+    ...head,
+    event: null,
+    truncated: true,
+    entityUrn: event.entityUrn.slice(0, 2048),
+    entityType: event.entityType,
+    category: event.category,
+  });
+}
+
+/** What a subscription selects. */
+export interface WebhookFilter {
+  eventTypes: readonly string[];
+  categories: readonly string[];
+  entityUrn: string | null;
+  actorUrn: string | null;
+  testUrn: string | null;
+}
+
+/**
+ * Whether `event` is one the subscription asked for: its type, its category (when the subscription names any: an
+ * event without one, a MetadataChangeLog_v1, is not of any), the entity, the actor (the user it is about, or who made
+ * the change), the test (the entity, or an EntityChangeEvent_v1's modifier: a test result's test).
+ */
+export function webhookMatches(filter: WebhookFilter, event: WebhookEvent, parsed: Record<string, unknown>): boolean {
+  if (!filter.eventTypes.includes(event.eventType)) return false;
+  if (filter.categories.length > 0 && (event.category === null || !filter.categories.includes(event.category))) {
+    return false;
+  }
+  if (filter.entityUrn !== null && event.entityUrn !== filter.entityUrn) return false;
+  if (filter.actorUrn !== null) {
+    const stamp = (parsed.created ?? parsed.auditStamp) as { actor?: unknown } | undefined;
+    if (event.subjectActor !== filter.actorUrn && stamp?.actor !== filter.actorUrn) return false;
+  }
+  if (filter.testUrn !== null && event.entityUrn !== filter.testUrn && parsed.modifier !== filter.testUrn) {
+    return false;
+  }
+  return true;
+}
+
+/**
+ * Why an address may not be a webhook's target in production: loopback, private (RFC 1918), link-local (cloud
+ * metadata, 169.254.169.254, among them), unique-local, CGNAT, unspecified, multicast or reserved; IPv4-mapped and
+ * NAT64 IPv6 forms are judged as the IPv4 they carry. Null: a public address.
+ */
+export function privateAddressKind(address: string): string | null {
+  const family = isIP(address);
+  if (family === 4) return ipv4Kind(address);
+  if (family !== 6) return "not an IP address";
+  const a = address.toLowerCase().split("%")[0]!;
+  const mapped = /^(?:::ffff:|64:ff9b::)(\d+\.\d+\.\d+\.\d+)$/.exec(a);
+  if (mapped) return ipv4Kind(mapped[1]!);
+  const words = expandIpv6(a);
+  if (!words) return "not an IP address";
+  if (words.every((w) => w === 0)) return "unspecified";
+  if (words.slice(0, 7).every((w) => w === 0) && words[7] === 1) return "loopback";
+  if (words.slice(0, 5).every((w) => w === 0) && (words[5] === 0xffff || words[5] === 0)) {
+    return ipv4Kind(`${words[6]! >> 8}.${words[6]! & 255}.${words[7]! >> 8}.${words[7]! & 255}`);
+  }
+  const first = words[0]!;
+  if ((first & 0xfe00) === 0xfc00) return "unique-local";
+  if ((first & 0xffc0) === 0xfe80) return "link-local";
+  if ((first & 0xffc0) === 0xfec0) return "site-local";
+  if ((first & 0xff00) === 0xff00) return "multicast";
+  if (first === 0x64 && words[1] === 0xff9b) {
+    return ipv4Kind(`${words[6]! >> 8}.${words[6]! & 255}.${words[7]! >> 8}.${words[7]! & 255}`);
+  }
+  if (first === 0x2001 && words[1] === 0x0db8) return "documentation";
+  return null;
+}
+
+function ipv4Kind(address: string): string | null {
+  const [a, b] = address.split(".").map(Number) as [number, number, number, number];
+  if (a === 127) return "loopback";
+  if (a === 10 || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168)) return "private";
+  if (a === 169 && b === 254) return "link-local (cloud metadata among them)";
+  if (a === 100 && b >= 64 && b <= 127) return "CGNAT";
+  if (a === 0) return "unspecified";
+  if (a >= 224) return a >= 240 ? "reserved" : "multicast";
+  if (a === 192 && b === 0 && address.startsWith("192.0.0.")) return "reserved (IETF)";
+  if (a === 198 && (b === 18 || b === 19)) return "benchmarking";
+  return null;
+}
+
+function expandIpv6(address: string): number[] | null {
+  const [head, tail, more] = address.split("::");
+  if (more !== undefined) return null;
+  const parse = (part: string | undefined) => (part ? part.split(":").map((w) => parseInt(w, 16)) : []);
+  const h = parse(head);
+  const t = parse(tail);
+  const words = tail === undefined ? h : [...h, ...new Array<number>(8 - h.length - t.length).fill(0), ...t];
+  return words.length === 8 && words.every((w) => Number.isInteger(w) && w >= 0 && w <= 0xffff) ? words : null;
+}
+
+/** How a webhook's url is checked: in production, private targets are refused unless WEBHOOK_ALLOW_PRIVATE_TARGETS. */
+export interface WebhookTargetPolicy {
+  allowPrivate: boolean;
+}
+
+export function webhookTargetPolicy(config: {
+  NODE_ENV: string;
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: boolean;
+}): WebhookTargetPolicy {
+  return { allowPrivate: config.NODE_ENV !== "production" || config.WEBHOOK_ALLOW_PRIVATE_TARGETS };
+}
+
+export type AddressLookup = (host: string) => Promise<Array<{ address: string; family: number }>>;
+
+/**
+ * The address to connect to for `host`: every address it resolves to is checked (a name with one private address
+ * among public ones is refused whole), and the first is answered, so the connection goes to the address checked (no
+ * second lookup a DNS rebinding could answer differently). Throws a WebhookTargetError saying why.
+ */
+export async function resolveWebhookTarget(
+  host: string,
+  policy: WebhookTargetPolicy,
+  lookup: AddressLookup,
+): Promise<{ address: string; family: number }> {
+  const bare = host.startsWith("[") && host.endsWith("]") ? host.slice(1, -1) : host;
+  const addresses = isIP(bare) ? [{ address: bare, family: isIP(bare) }] : await lookup(bare);
+  if (addresses.length === 0) throw new WebhookTargetError(`${host} resolves to no address`);
+  if (!policy.allowPrivate) {
+    for (const { address } of addresses) {
+      const kind = privateAddressKind(address);
+      if (kind) {
+        throw new WebhookTargetError(
+          `${host} resolves to ${address}, a ${kind} address: refused in production unless WEBHOOK_ALLOW_PRIVATE_TARGETS=true`,
+        );
+      }
+    }
+  }
+  return addresses[0]!;
+}
+
+export class WebhookTargetError extends Error {
+  override name = "WebhookTargetError";
+}

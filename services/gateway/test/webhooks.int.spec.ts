@@ -1,0 +1,433 @@
+/**
+ * Webhooks (issue 31, item 3) against the real gateway over GraphQL and HTTP, the evaluation worker's fan-out and
+ * delivery worker in process (real PostgreSQL, Redis, BullMQ) and real HTTP receivers: a delivery is signed so that
+ * a receiver verifies it; a failing receiver is retried until it recovers, every attempt carrying the same event id;
+ * a 4xx stops early; a replay re-sends with the same event id; an event its subscriber may not read, or may no longer
+ * read at the delivery, is skipped and never sent; private targets are refused in production; a hanging subscriber
+ * does not delay another's deliveries; revokeActorAccess turns the user's subscriptions off; the per-user bound.
+ */
+import { randomUUID } from "node:crypto";
+import { createLogger, verifyWebhookSignature, WEBHOOK_HEADERS, type Config } from "@mdp/core";
+import { eventually } from "@mdp/core/testing";
+import { Producer } from "@mdp/queues";
+import {
+  postWebhook,
+  pruneWebhookDeliveriesFully,
+  reconcileWebhookDeliveries,
+  webhookSettings,
+} from "evaluation-worker";
+import { WebhookService } from "../src/webhooks/webhook.service";
+import { ROOT, grant, startGateway, systemClientHeaders, type Harness } from "./support/gateway-harness";
+import { startReceiver, type Receiver } from "./support/webhook-receiver";
+import { startWebhookWorker, type WebhookWorker } from "./support/webhook-worker";
+
+const READER = "urn:li:corpuser:hooks-reader"; // GET_ENTITY
+const BLIND = "urn:li:corpuser:hooks-blind"; // nothing
+const LOSER = "urn:li:corpuser:hooks-loser"; // GET_ENTITY, taken away before the delivery
+const ADMIN = "urn:li:corpuser:hooks-admin"; // MANAGE_SYSTEM_OPERATIONS
+const dataset = (name: string) => `urn:li:dataset:(urn:li:dataPlatform:hive,db.hooks_${name},PROD)`;
+
+const CREATE = `mutation($i: CreateWebhookSubscriptionInput!) {
+  createWebhookSubscription(input: $i) { secret subscription { id ownerUrn url eventTypes active } }
+}`;
+const DELIVERIES = `query($i: ListWebhookDeliveriesInput!) {
+  listWebhookDeliveries(input: $i) { total deliveries { id eventId eventSeq status attempts responseStatus error generation durationMs } }
+}`;
+
+interface Delivery {
+  id: string;
+  eventId: string;
+  eventSeq: string;
+  status: string;
+  attempts: number;
+  responseStatus: number | null;
+  error: string | null;
+  generation: number;
+}
+
+/** Waits until the expectations in `check` pass (eventually wants a value: true once they do). */
+const holds = (check: () => unknown, options?: { timeoutMs?: number }) =>
+  eventually(
+    "the expectations",
+    async () => {
+      await check();
+      return true;
+    },
+    options,
+  );
+
+describe("webhooks", () => {
+  let h: Harness;
+  let w: WebhookWorker;
+  const receivers: Receiver[] = [];
+
+  const gql = async <T = Record<string, unknown>>(query: string, variables: Record<string, unknown>, actor = ROOT) => {
+    const body = (await h.graphql(query, variables, systemClientHeaders(actor))).body;
+    if (body.errors) throw new Error(JSON.stringify(body.errors));
+    return body.data as T;
+  };
+  const gqlError = async (query: string, variables: Record<string, unknown>, actor = ROOT) => {
+    const body = (await h.graphql(query, variables, systemClientHeaders(actor))).body;
+    return body.errors?.[0];
+  };
+  const receiver = async () => {
+    const r = await startReceiver();
+    receivers.push(r);
+    return r;
+  };
+  const subscribe = async (actor: string, url: string, more: Record<string, unknown> = {}) =>
+    (
+      await gql<{ createWebhookSubscription: { secret: string; subscription: { id: string } } }>(
+        CREATE,
+        { i: { url, eventTypes: ["MetadataChangeLog_v1"], ...more } },
+        actor,
+      )
+    ).createWebhookSubscription;
+  const ingest = async (urn: string, description: string) => {
+    const proposal = {
+      entityType: "dataset",
+      entityUrn: urn,
+      aspectName: "datasetProperties",
+      changeType: "UPSERT",
+      aspect: { contentType: "application/json", value: JSON.stringify({ description }) },
+    };
+    const res = await h.post("/gms/aspects?action=ingestProposalBatch", { proposals: [proposal] });
+    if (res.status !== 200) throw new Error(JSON.stringify(res.body));
+  };
+  const deliveries = async (subscriptionId: string, actor = ROOT) =>
+    (await gql<{ listWebhookDeliveries: { deliveries: Delivery[] } }>(DELIVERIES, { i: { subscriptionId } }, actor))
+      .listWebhookDeliveries.deliveries;
+
+  beforeAll(async () => {
+    h = await startGateway({
+      WEBHOOK_RETRY_BASE_MS: "100",
+      WEBHOOK_MAX_ATTEMPTS: "5",
+      WEBHOOK_TIMEOUT_MS: "30000",
+      WEBHOOK_DELIVERY_CONCURRENCY: "4",
+      WEBHOOK_SUBSCRIPTION_CONCURRENCY: "1",
+      MAX_WEBHOOK_SUBSCRIPTIONS_PER_USER: "4",
+    });
+    await grant(h, READER, ["GET_ENTITY"]);
+    await grant(h, LOSER, ["GET_ENTITY"]);
+    await grant(h, ADMIN, ["MANAGE_SYSTEM_OPERATIONS"]);
+    w = await startWebhookWorker(h);
+  });
+  afterAll(async () => {
+    for (const r of receivers) r.release();
+    await w?.close();
+    await Promise.all(receivers.map((r) => r.close()));
+    await h?.close();
+  });
+
+  it("signs each delivery so that the receiver verifies it, with the event's id, type and a timestamp", async () => {
+    const r = await receiver();
+    const { secret, subscription } = await subscribe(READER, r.url, { entityUrn: dataset("signed") });
+    expect(secret).toMatch(/^whsec_/);
+    await ingest(dataset("signed"), "first");
+    await ingest(dataset("other"), "not this one");
+    await w.fanOut();
+    await holds(() => expect(r.received).toHaveLength(1));
+    const [got] = r.received;
+    const signature = got!.headers[WEBHOOK_HEADERS.signature] as string;
+    expect(verifyWebhookSignature(secret, signature, got!.body)).toBe(true);
+    expect(verifyWebhookSignature(secret, signature, got!.body.replace('"eventType"', '"eventtype"'))).toBe(false);
+    expect(verifyWebhookSignature(`${secret}x`, signature, got!.body)).toBe(false);
+    expect(signature).toBe(`t=${got!.headers[WEBHOOK_HEADERS.timestamp]},${signature.split(",")[1]}`);
+    const body = JSON.parse(got!.body) as { id: string; eventType: string; event: { entityUrn: string } };
+    expect(body.eventType).toBe("MetadataChangeLog_v1");
+    expect(body.event.entityUrn).toBe(dataset("signed"));
+    expect(got!.headers[WEBHOOK_HEADERS.eventId]).toBe(body.id);
+    // The secret is stored sealed, never as given.
+    const stored = await h.prisma.webhookSubscription.findUniqueOrThrow({ where: { id: subscription.id } });
+    expect(stored.secretSealed).not.toContain(secret.slice(6));
+    await holds(async () =>
+      expect(await deliveries(subscription.id, READER)).toEqual([
+        expect.objectContaining({ status: "DELIVERED", attempts: 1, responseStatus: 200, eventId: body.id }),
+      ]),
+    );
+  });
+
+  it("retries a failing receiver with backoff until it recovers, every attempt carrying the same event id", async () => {
+    const r = await receiver();
+    r.respond = (_req, i) => (i < 2 ? 503 : i === 2 ? 429 : 200);
+    const { subscription } = await subscribe(READER, r.url, { entityUrn: dataset("flaky") });
+    await ingest(dataset("flaky"), "retry me");
+    await w.fanOut();
+    await holds(() => expect(r.received).toHaveLength(4), { timeoutMs: 20_000 });
+    const ids = new Set(r.received.map((q) => q.headers[WEBHOOK_HEADERS.eventId]));
+    const deliveryIds = new Set(r.received.map((q) => q.headers[WEBHOOK_HEADERS.deliveryId]));
+    expect(ids.size).toBe(1);
+    expect(deliveryIds.size).toBe(1);
+    // Exponential: 100, 200, 400 ms at least between the attempts.
+    const gaps = r.received.slice(1).map((q, i) => q.at - r.received[i]!.at);
+    expect(gaps[0]).toBeGreaterThanOrEqual(90);
+    expect(gaps[2]).toBeGreaterThanOrEqual(gaps[0]!);
+    await holds(async () =>
+      expect(await deliveries(subscription.id)).toEqual([
+        expect.objectContaining({ status: "DELIVERED", attempts: 4, responseStatus: 200, error: null }),
+      ]),
+    );
+  });
+
+  it("stops at a 4xx (the same body would be refused again), logged with the receiver's answer, bounded", async () => {
+    const r = await receiver();
+    r.respond = () => 400;
+    const { subscription } = await subscribe(READER, r.url, { entityUrn: dataset("refusing") });
+    await ingest(dataset("refusing"), "refused");
+    await w.fanOut();
+    await holds(async () =>
+      expect(await deliveries(subscription.id)).toEqual([
+        expect.objectContaining({ status: "FAILED", attempts: 1, responseStatus: 400, error: "HTTP 400: refused 0" }),
+      ]),
+    );
+    expect(r.received).toHaveLength(1);
+  });
+
+  it("replays deliveries with the same event ids, as new deliveries signed afresh", async () => {
+    const r = await receiver();
+    const { secret, subscription } = await subscribe(READER, r.url, { entityUrn: dataset("replayed") });
+    await ingest(dataset("replayed"), "one");
+    await ingest(dataset("replayed"), "two");
+    await w.fanOut();
+    await holds(() => expect(r.received).toHaveLength(2));
+    const first = await deliveries(subscription.id);
+    const since = Date.now() - 60_000;
+    const replayed = await gql<{ replayWebhookDeliveries: { replayed: number; deliveryIds: string[] } }>(
+      `mutation($i: ReplayWebhookDeliveriesInput!) { replayWebhookDeliveries(input: $i) { replayed deliveryIds } }`,
+      { i: { subscriptionId: subscription.id, since } },
+      READER,
+    );
+    expect(replayed.replayWebhookDeliveries.replayed).toBe(2);
+    await holds(() => expect(r.received).toHaveLength(4));
+    const eventIds = (from: number) => r.received.slice(from).map((q) => q.headers[WEBHOOK_HEADERS.eventId]);
+    expect(new Set(eventIds(2))).toEqual(new Set(eventIds(0)));
+    expect(new Set(eventIds(2))).toEqual(new Set(first.map((d) => d.eventId)));
+    for (const q of r.received.slice(2)) {
+      expect(verifyWebhookSignature(secret, q.headers[WEBHOOK_HEADERS.signature] as string, q.body)).toBe(true);
+      expect(replayed.replayWebhookDeliveries.deliveryIds).toContain(q.headers[WEBHOOK_HEADERS.deliveryId]);
+    }
+    const after = await deliveries(subscription.id);
+    expect(after.filter((d) => d.generation === 1)).toHaveLength(2);
+    // A replay by someone else's hand needs MANAGE_SYSTEM_OPERATIONS, and is audited.
+    const refused = await gqlError(
+      `mutation($i: ReplayWebhookDeliveriesInput!) { replayWebhookDeliveries(input: $i) { replayed } }`,
+      { i: { subscriptionId: subscription.id, deliveryIds: [first[0]!.id] } },
+      BLIND,
+    );
+    expect(refused?.extensions?.code).toBe("FORBIDDEN");
+    const audit = await h.prisma.auditEvent.findMany({ where: { action: "webhook.replay" } });
+    expect(audit).toEqual([expect.objectContaining({ actorUrn: READER })]);
+  });
+
+  it("skips an event its subscriber may not read, and one whose privilege was lost before the delivery: never sent", async () => {
+    const blindReceiver = await receiver();
+    const loserReceiver = await receiver();
+    const blind = await subscribe(BLIND, blindReceiver.url, { entityUrn: dataset("secret") });
+    const loser = await subscribe(LOSER, loserReceiver.url, { entityUrn: dataset("secret") });
+    await w.webhooks.worker.pause();
+    await ingest(dataset("secret"), "not for everyone");
+    await w.fanOut();
+    // Fanned out while LOSER could read it: a delivery waits. Then its privilege goes before the job runs.
+    expect((await deliveries(loser.subscription.id))[0]).toMatchObject({ status: "PENDING" });
+    expect((await deliveries(blind.subscription.id))[0]).toMatchObject({ status: "SKIPPED", attempts: 0 });
+    await h.prisma.policy.deleteMany({ where: { users: { has: LOSER } } });
+    await w.webhooks.worker.resume();
+    await holds(async () =>
+      expect((await deliveries(loser.subscription.id))[0]).toMatchObject({
+        status: "SKIPPED",
+        attempts: 0,
+        error: expect.stringContaining("may not read"),
+      }),
+    );
+    expect(blindReceiver.received).toHaveLength(0);
+    expect(loserReceiver.received).toHaveLength(0);
+  });
+
+  it("queues again a delivery whose job was lost after the fan-out committed (the reconcile chore)", async () => {
+    const r = await receiver();
+    const { subscription } = await subscribe(ROOT, r.url, { entityUrn: dataset("lost") });
+    await w.webhooks.worker.pause();
+    await ingest(dataset("lost"), "its job goes missing");
+    await w.fanOut();
+    const [pending] = await deliveries(subscription.id);
+    expect(pending).toMatchObject({ status: "PENDING" });
+    await w.webhooks.producer.queue.remove(pending!.id); // as if Redis lost it
+    const settings = webhookSettings({ ...h.config });
+    expect(await reconcileWebhookDeliveries(h.database.pool, w.webhooks.producer, settings, 0)).toEqual({
+      requeued: 1,
+      failed: 0,
+    });
+    // Once queued, a second reconcile leaves it be.
+    expect(await reconcileWebhookDeliveries(h.database.pool, w.webhooks.producer, settings, 0)).toEqual({
+      requeued: 0,
+      failed: 0,
+    });
+    await w.webhooks.worker.resume();
+    await holds(() => expect(r.received).toHaveLength(1));
+    expect(r.received[0]!.headers[WEBHOOK_HEADERS.deliveryId]).toBe(pending!.id);
+    await holds(async () => expect((await deliveries(subscription.id))[0]).toMatchObject({ status: "DELIVERED" }));
+  });
+
+  it("a subscriber that hangs does not delay another's deliveries", async () => {
+    const hanging = await receiver();
+    hanging.respond = () => "hang";
+    const quick = await receiver();
+    await subscribe(ROOT, hanging.url, { entityUrn: dataset("busy"), description: "hangs" });
+    await subscribe(ROOT, quick.url, { entityUrn: dataset("busy"), description: "answers" });
+    for (let i = 0; i < 8; i++) await ingest(dataset("busy"), `change ${i}`);
+    const started = Date.now();
+    await w.fanOut();
+    // 8 deliveries each, 4 slots in the worker; the hanging endpoint holds one (WEBHOOK_SUBSCRIPTION_CONCURRENCY),
+    // the other's arrive meanwhile, well within one of the hanging requests' 30 s timeout.
+    await holds(() => expect(quick.received).toHaveLength(8), { timeoutMs: 10_000 });
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(hanging.received).toHaveLength(1);
+    hanging.respond = () => 200;
+    hanging.release();
+    await holds(() => expect(hanging.received).toHaveLength(8), { timeoutMs: 15_000 });
+  });
+
+  it("refuses private targets in production at subscription time (naming the field) and again at delivery", async () => {
+    const production: Pick<Config, "NODE_ENV" | "WEBHOOK_ALLOW_PRIVATE_TARGETS"> = {
+      NODE_ENV: "production",
+      WEBHOOK_ALLOW_PRIVATE_TARGETS: false,
+    };
+    const producer = new Producer("webhookDelivery", h.connections.redis, h.config.QUEUE_PREFIX);
+    const lookup = (async (host: string) =>
+      host === "rebind.example"
+        ? [{ address: "10.1.2.3", family: 4 }]
+        : [{ address: "93.184.216.34", family: 4 }]) as never;
+    const logger = createLogger("webhooks-test", "silent");
+    const service = new WebhookService(
+      h.database,
+      h.services.engine,
+      producer,
+      { ...h.config, ...production },
+      logger,
+      lookup,
+    );
+    const actor = { urn: `urn:li:corpuser:hooks-production-${randomUUID()}`, via: "system" as const };
+    for (const url of [
+      "http://127.0.0.1:8080/hook",
+      "http://[::1]/hook",
+      "http://169.254.169.254/latest/meta-data",
+      "http://10.0.0.5/hook",
+      "http://100.64.1.1/hook",
+      "http://[fd00::1]/hook",
+      "http://rebind.example/hook",
+    ]) {
+      await expect(
+        service.create(actor, { input: { url, eventTypes: ["MetadataChangeLog_v1"] } }),
+      ).rejects.toMatchObject({
+        code: "BAD_USER_INPUT",
+        message: expect.stringMatching(/^input\.url: .*WEBHOOK_ALLOW_PRIVATE_TARGETS/),
+      });
+    }
+    await expect(
+      service.create(actor, { input: { url: "https://hooks.example/ok", eventTypes: ["MetadataChangeLog_v1"] } }),
+    ).resolves.toMatchObject({ secret: expect.any(String) });
+    const allowed = new WebhookService(
+      h.database,
+      h.services.engine,
+      producer,
+      {
+        ...h.config,
+        ...production,
+        WEBHOOK_ALLOW_PRIVATE_TARGETS: true,
+      },
+      logger,
+      lookup,
+    );
+    await expect(
+      allowed.create(actor, { input: { url: "http://127.0.0.1:9/hook", eventTypes: ["MetadataChangeLog_v1"] } }),
+    ).resolves.toMatchObject({ secret: expect.any(String) });
+    await producer.close();
+    // At delivery: nothing is sent to a private address, however it was subscribed.
+    const r = await receiver();
+    const outcome = await postWebhook(r.url, {}, "{}", { timeoutMs: 1000, policy: { allowPrivate: false } });
+    expect(outcome).toMatchObject({ status: null, refused: true, error: expect.stringContaining("loopback") });
+    expect(r.received).toHaveLength(0);
+    const sent = await postWebhook(r.url, {}, "{}", { timeoutMs: 1000, policy: { allowPrivate: true } });
+    expect(sent).toMatchObject({ status: 200, error: null });
+  });
+
+  it("answers 4xx naming the field for a bad url or event type, and bounds the subscriptions per user", async () => {
+    const bad = async (i: Record<string, unknown>) => gqlError(CREATE, { i }, BLIND);
+    expect(await bad({ url: "ftp://x.example/", eventTypes: ["MetadataChangeLog_v1"] })).toMatchObject({
+      extensions: { code: "BAD_USER_INPUT" },
+      message: expect.stringContaining("input.url"),
+    });
+    expect(await bad({ url: "https://u:p@x.example/", eventTypes: ["MetadataChangeLog_v1"] })).toMatchObject({
+      message: expect.stringContaining("credentials"),
+    });
+    expect(
+      await bad({ url: `https://x.example/${"a".repeat(2100)}`, eventTypes: ["MetadataChangeLog_v1"] }),
+    ).toMatchObject({
+      extensions: { code: "BAD_USER_INPUT" },
+      message: expect.stringContaining("input.url"),
+    });
+    expect(await bad({ url: "https://x.example/", eventTypes: ["Nope"] })).toMatchObject({
+      extensions: { code: "BAD_USER_INPUT" },
+      message: expect.stringContaining("input.eventTypes"),
+    });
+    expect(await bad({ url: "https://x.example/", eventTypes: [] })).toMatchObject({
+      message: expect.stringContaining("input.eventTypes"),
+    });
+    const user = `urn:li:corpuser:hooks-many-${randomUUID()}`;
+    for (let i = 0; i < 4; i++) await subscribe(user, `https://x.example/${i}`);
+    expect(
+      await gqlError(CREATE, { i: { url: "https://x.example/4", eventTypes: ["MetadataChangeLog_v1"] } }, user),
+    ).toMatchObject({
+      extensions: { code: "CONFLICT" },
+      message: expect.stringContaining("MAX_WEBHOOK_SUBSCRIPTIONS_PER_USER"),
+    });
+    // Another's subscriptions: listed, changed and deleted by an admin only.
+    const LIST = `query($i: ListWebhookSubscriptionsInput) { listWebhookSubscriptions(input: $i) { total subscriptions { id ownerUrn } } }`;
+    expect((await gqlError(LIST, { i: { ownerUrn: user } }, BLIND))?.extensions?.code).toBe("FORBIDDEN");
+    const listed = await gql<{ listWebhookSubscriptions: { total: number; subscriptions: Array<{ id: string }> } }>(
+      LIST,
+      { i: { ownerUrn: user } },
+      ADMIN,
+    );
+    expect(listed.listWebhookSubscriptions.total).toBe(4);
+    const own = await gql<{ listWebhookSubscriptions: { total: number } }>(LIST, {}, user);
+    expect(own.listWebhookSubscriptions.total).toBe(4);
+    const victim = listed.listWebhookSubscriptions.subscriptions[0]!.id;
+    const DELETE = `mutation($id: String!) { deleteWebhookSubscription(id: $id) }`;
+    expect((await gqlError(DELETE, { id: victim }, BLIND))?.extensions?.code).toBe("FORBIDDEN");
+    expect(await gql(DELETE, { id: victim }, ADMIN)).toEqual({ deleteWebhookSubscription: true });
+    expect(await h.prisma.auditEvent.count({ where: { action: "webhook.delete", actorUrn: ADMIN } })).toBe(1);
+  });
+
+  it("revokeActorAccess turns the user's subscriptions off: nothing more is delivered", async () => {
+    const r = await receiver();
+    const user = `urn:li:corpuser:hooks-revoked-${randomUUID()}`;
+    await grant(h, user, ["GET_ENTITY"]);
+    const { subscription } = await subscribe(user, r.url, { entityUrn: dataset("revoked") });
+    await gql(`mutation($u: String!) { revokeActorAccess(input: {actorUrn: $u}) { revokedTokenIds } }`, { u: user });
+    const row = await h.prisma.webhookSubscription.findUniqueOrThrow({ where: { id: subscription.id } });
+    expect(row).toMatchObject({ active: false, disabledReason: expect.stringContaining("revokeActorAccess") });
+    await ingest(dataset("revoked"), "after the revocation");
+    await w.fanOut();
+    expect(await deliveries(subscription.id)).toEqual([]);
+    expect(r.received).toHaveLength(0);
+  });
+
+  it("prunes delivery log rows past WEBHOOK_DELIVERY_RETENTION_DAYS once they are no longer pending", async () => {
+    const r = await receiver();
+    const { subscription } = await subscribe(ROOT, r.url, { entityUrn: dataset("pruned") });
+    await ingest(dataset("pruned"), "old news");
+    await ingest(dataset("pruned"), "older news");
+    await w.fanOut();
+    await holds(async () =>
+      expect((await deliveries(subscription.id)).map((d) => d.status)).toEqual(["DELIVERED", "DELIVERED"]),
+    );
+    const [kept, aged] = await deliveries(subscription.id);
+    await h.database.pool.query(
+      "UPDATE webhook_delivery SET created_at = now() - interval '8 days' WHERE id = $1::uuid",
+      [aged!.id],
+    );
+    expect(await pruneWebhookDeliveriesFully(h.database.pool, 7)).toBe(1);
+    expect((await deliveries(subscription.id)).map((d) => d.id)).toEqual([kept!.id]);
+  });
+});
