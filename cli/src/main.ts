@@ -12,6 +12,7 @@ import { registerRetention } from "./commands/retention";
 import { registerServiceAccounts } from "./commands/service-accounts";
 import { registerTests } from "./commands/tests";
 import { registerTokens } from "./commands/tokens";
+import { registerWebhooks } from "./commands/webhooks";
 import { CliError, EXIT, EXIT_CODES_HELP } from "./exit-codes";
 
 function version(): string {
@@ -43,6 +44,7 @@ ${EXIT_CODES_HELP}`,
   registerOperations(program);
   registerTests(program);
   registerRetention(program);
+  registerWebhooks(program);
   // every command, however deep, says what it does on --help and shows the global options
   const configure = (command: Command) => {
     command.configureHelp({ showGlobalOptions: true });

@@ -19,6 +19,7 @@ import {
   waitUntilReady,
   type RunningService,
 } from "../support/services";
+import { startReceiver } from "../../services/gateway/test/support/webhook-receiver";
 
 const ROOT = path.resolve(__dirname, "..", "..");
 const MDP = path.join(ROOT, "cli", "bin", "mdp.cjs");
@@ -573,6 +574,64 @@ describe("mdp, the admin CLI", () => {
         expect(status).toMatchObject({ state: "cancelled" });
       } finally {
         terminal.kill();
+      }
+    });
+  });
+
+  describe("webhooks", () => {
+    it("subscribes a receiver (secret shown once), shows its delivery log, replays with the same event id, turns it off and deletes it", async () => {
+      const receiver = await startReceiver();
+      try {
+        const created = await mdp([
+          "webhooks",
+          "create",
+          receiver.url,
+          "--event-type",
+          "MetadataChangeLog_v1",
+          "--json",
+        ]);
+        expect(created.code).toBe(0);
+        const { secret, subscription } = JSON.parse(created.stdout) as { secret: string; subscription: { id: string } };
+        expect(secret).toMatch(/^whsec_/);
+        const listed = await mdp(["webhooks", "list"]);
+        expect(listed.stdout).toContain(subscription.id);
+
+        const entity = "urn:li:dataset:(urn:li:dataPlatform:hive,db.hooked,PROD)";
+        const ingested = await fetch(`${baseUrl}/gms/aspects?action=ingestProposal`, {
+          method: "POST",
+          headers: systemClient(ADMIN),
+          body: JSON.stringify({
+            proposal: {
+              entityType: "dataset",
+              entityUrn: entity,
+              aspectName: "datasetProperties",
+              changeType: "UPSERT",
+              aspect: { contentType: "application/json", value: JSON.stringify({ description: "hooked" }) },
+            },
+          }),
+        });
+        expect(ingested.status).toBe(200);
+        await waitFor("the receiver got the event", async () => receiver.received.length >= 1, 30_000);
+        const eventId = receiver.received[0]!.headers["mdp-event-id"];
+
+        const log = await mdp(["webhooks", "deliveries", subscription.id, "--json"]);
+        const { deliveries } = JSON.parse(log.stdout) as { deliveries: Array<{ eventId: string; status: string }> };
+        expect(deliveries).toEqual([expect.objectContaining({ eventId, status: "DELIVERED" })]);
+        const table = await mdp(["webhooks", "deliveries", subscription.id]);
+        expect(table.stdout).toMatch(/DELIVERED/);
+
+        const replayed = await mdp(["webhooks", "replay", subscription.id, "--since", "1h"]);
+        expect(replayed).toMatchObject({ code: 0, stdout: "replaying 1 delivery\n" });
+        await waitFor("the replay arrived", async () => receiver.received.length >= 2, 30_000);
+        expect(receiver.received[1]!.headers["mdp-event-id"]).toBe(eventId);
+
+        expect((await mdp(["webhooks", "disable", subscription.id])).stdout).toBe(
+          `subscription ${subscription.id} is off\n`,
+        );
+        expect((await mdp(["webhooks", "delete", subscription.id])).code).toBe(0);
+        expect((await mdp(["webhooks", "deliveries", subscription.id])).code).toBe(3);
+      } finally {
+        await receiver.close();
       }
     });
   });

@@ -58,6 +58,18 @@ export type CreateTestInput = {
   state?: TestState | null | undefined;
 };
 
+export type CreateWebhookSubscriptionInput = {
+  actorUrn?: string | null | undefined;
+  categories?: Array<string> | null | undefined;
+  /** At most 512 characters */
+  description?: string | null | undefined;
+  entityUrn?: string | null | undefined;
+  eventTypes: Array<string>;
+  testUrn?: string | null | undefined;
+  /** http or https, at most 2,048 characters, no user:password@; in production not resolving to a private address */
+  url: string;
+};
+
 /**
  * A filter of listAccessTokens. EQUAL (the default) on actorUrn, ownerUrn, name or id matches any of the values, or
  * none of them with negated; outsideDurationPolicy, value 'true' ('false'), selects the tokens whose lifetime the
@@ -147,6 +159,34 @@ export type ListTestsInput = {
   start?: number | null | undefined;
 };
 
+export type ListWebhookDeliveriesInput = {
+  /** At most 500 */
+  count?: number | null | undefined;
+  start?: number | null | undefined;
+  /** PENDING, DELIVERED, FAILED or SKIPPED */
+  status?: string | null | undefined;
+  subscriptionId: string;
+};
+
+export type ListWebhookSubscriptionsInput = {
+  /** Everyone's (MANAGE_SYSTEM_OPERATIONS) */
+  all?: boolean | null | undefined;
+  count?: number | null | undefined;
+  /** Another user's (MANAGE_SYSTEM_OPERATIONS); absent: your own */
+  ownerUrn?: string | null | undefined;
+  start?: number | null | undefined;
+};
+
+export type ReplayWebhookDeliveriesInput = {
+  /** These deliveries (at most 1,000) */
+  deliveryIds?: Array<string> | null | undefined;
+  /** At most this many events (default 100, at most 1,000), oldest first */
+  limit?: number | null | undefined;
+  /** Every delivery created at or after this time (epoch ms); or: */
+  since?: number | null | undefined;
+  subscriptionId: string;
+};
+
 /** As getTaskStatus shows it: an active task whose worker stopped responding is waiting. */
 export type TaskState =
   | 'active'
@@ -184,6 +224,19 @@ export type UpdateRetentionPolicyInput = {
   cron?: string | null | undefined;
   entityType?: string | null | undefined;
   retainDays?: number | null | undefined;
+};
+
+export type UpdateWebhookSubscriptionInput = {
+  active?: boolean | null | undefined;
+  actorUrn?: string | null | undefined;
+  /** null clears a filter; absent leaves it */
+  categories?: Array<string> | null | undefined;
+  description?: string | null | undefined;
+  entityUrn?: string | null | undefined;
+  eventTypes?: Array<string> | null | undefined;
+  id: string;
+  testUrn?: string | null | undefined;
+  url?: string | null | undefined;
 };
 
 export type TokenFieldsFragment = { urn: string, id: string, name: string, description: string | null, actorUrn: string, ownerUrn: string, createdAt: number, expiresAt: number | null, lastUsedAt: number | null, scopes: Array<string> | null };
@@ -340,3 +393,47 @@ export type DeleteServiceAccountMutationVariables = Exact<{
 
 
 export type DeleteServiceAccountMutation = { deleteServiceAccount: boolean };
+
+export type WebhookFieldsFragment = { id: string, ownerUrn: string, url: string, eventTypes: Array<string>, categories: Array<string>, entityUrn: string | null, actorUrn: string | null, testUrn: string | null, description: string | null, active: boolean, disabledReason: string | null, createdAt: number };
+
+export type CreateWebhookMutationVariables = Exact<{
+  input: CreateWebhookSubscriptionInput;
+}>;
+
+
+export type CreateWebhookMutation = { createWebhookSubscription: { secret: string, subscription: { id: string, ownerUrn: string, url: string, eventTypes: Array<string>, categories: Array<string>, entityUrn: string | null, actorUrn: string | null, testUrn: string | null, description: string | null, active: boolean, disabledReason: string | null, createdAt: number } } };
+
+export type ListWebhooksQueryVariables = Exact<{
+  input?: ListWebhookSubscriptionsInput | null | undefined;
+}>;
+
+
+export type ListWebhooksQuery = { listWebhookSubscriptions: { total: number, subscriptions: Array<{ id: string, ownerUrn: string, url: string, eventTypes: Array<string>, categories: Array<string>, entityUrn: string | null, actorUrn: string | null, testUrn: string | null, description: string | null, active: boolean, disabledReason: string | null, createdAt: number }> } };
+
+export type UpdateWebhookMutationVariables = Exact<{
+  input: UpdateWebhookSubscriptionInput;
+}>;
+
+
+export type UpdateWebhookMutation = { updateWebhookSubscription: { id: string, ownerUrn: string, url: string, eventTypes: Array<string>, categories: Array<string>, entityUrn: string | null, actorUrn: string | null, testUrn: string | null, description: string | null, active: boolean, disabledReason: string | null, createdAt: number } };
+
+export type DeleteWebhookMutationVariables = Exact<{
+  id: string;
+}>;
+
+
+export type DeleteWebhookMutation = { deleteWebhookSubscription: boolean };
+
+export type ListWebhookDeliveriesQueryVariables = Exact<{
+  input: ListWebhookDeliveriesInput;
+}>;
+
+
+export type ListWebhookDeliveriesQuery = { listWebhookDeliveries: { total: number, deliveries: Array<{ id: string, eventId: string, eventType: string, generation: number, status: string, attempts: number, responseStatus: number | null, durationMs: number | null, error: string | null, createdAt: number, deliveredAt: number | null }> } };
+
+export type ReplayWebhookDeliveriesMutationVariables = Exact<{
+  input: ReplayWebhookDeliveriesInput;
+}>;
+
+
+export type ReplayWebhookDeliveriesMutation = { replayWebhookDeliveries: { replayed: number, deliveryIds: Array<string> } };
