@@ -318,12 +318,12 @@ export function onChangeRunStarter(
   };
 }
 
-/** The outbox's retention: events older than PLATFORM_EVENT_RETENTION_HOURS that every consumer has read. */
+/** The outbox's retention: events older than PLATFORM_EVENT_RETENTION_DAYS that every consumer has read. */
 export const EVENT_PRUNE_EVERY_MS = 60_000;
 
 export async function prunePlatformEventsFully(
   deps: Pick<EvaluateDeps, "db">,
-  retentionHours: number,
+  retentionDays: number,
   budgetMs = 20_000,
 ): Promise<number> {
   // Until caught up, within a time budget rather than a count of statements: a fixed count (it was 20 × 10,000 a
@@ -331,7 +331,7 @@ export async function prunePlatformEventsFully(
   const until = Date.now() + budgetMs;
   let deleted = 0;
   for (;;) {
-    const n = await prunePlatformEvents(deps.db.pool, retentionHours, 10_000);
+    const n = await prunePlatformEvents(deps.db.pool, retentionDays, 10_000);
     deleted += n;
     if (n < 10_000 || Date.now() >= until) return deleted;
   }

@@ -145,18 +145,18 @@ export async function eventLag(db: Queryable, consumer: string): Promise<{ event
 }
 
 /**
- * Deletes up to `limit` events older than `retentionHours` that every consumer has read (at or behind the slowest
+ * Deletes up to `limit` events older than `retentionDays` that every consumer has read (at or behind the slowest
  * cursor): an event a consumer has yet to read, or not yet sequenced, is kept however old. Answers how many went.
  */
-export async function prunePlatformEvents(db: Queryable, retentionHours: number, limit: number): Promise<number> {
+export async function prunePlatformEvents(db: Queryable, retentionDays: number, limit: number): Promise<number> {
   const { rowCount } = await db.query(
     `DELETE FROM platform_event WHERE id IN (
        SELECT e.id FROM platform_event e
-        WHERE e.created_at < now() - make_interval(hours => $1)
+        WHERE e.created_at < now() - make_interval(days => $1)
           AND e.seq <= COALESCE((SELECT min(seq) FROM platform_event_cursor), 0)
         LIMIT $2
         FOR UPDATE SKIP LOCKED)`,
-    [retentionHours, Math.min(limit, PLATFORM_EVENT_LIMITS.pruneBatch)],
+    [retentionDays, Math.min(limit, PLATFORM_EVENT_LIMITS.pruneBatch)],
   );
   return rowCount ?? 0;
 }

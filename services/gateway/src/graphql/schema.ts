@@ -10,6 +10,7 @@ import { testRunDiffResolvers, testRunDiffTypeDefs } from "../metadata-tests/tes
 import { testImpactResolvers, testImpactTypeDefs } from "../metadata-tests/test-impact.graphql";
 import { serviceAccountResolvers, serviceAccountTypeDefs } from "../tokens/service-accounts.graphql";
 import { tokenResolvers, tokenTypeDefs } from "../tokens/tokens.graphql";
+import { platformEventsResolvers, platformEventsTypeDefs } from "../events/platform-events.graphql";
 
 const rootTypeDefs = /* GraphQL */ `
   scalar Long
@@ -54,6 +55,7 @@ export const typeDefs = [
   retentionTypeDefs,
   delegatedWorkTypeDefs,
   serviceAccountTypeDefs,
+  platformEventsTypeDefs,
 ];
 type Resolver = (parent: unknown, args: Record<string, unknown>, ...rest: unknown[]) => unknown;
 
@@ -87,4 +89,5 @@ export const resolvers = [
   refusingUnstorable(retentionResolvers),
   refusingUnstorable(delegatedWorkResolvers),
   refusingUnstorable(serviceAccountResolvers),
+  refusingUnstorable(platformEventsResolvers),
 ];
