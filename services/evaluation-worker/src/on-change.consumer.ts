@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { AppError, every, type Logger, type PeriodicLoop, type Privilege } from "@mdp/core";
+import { AppError, every, METADATA_CHANGE_LOG, type Logger, type PeriodicLoop, type Privilege } from "@mdp/core";
 import {
   advanceEventCursor,
   eventsAfter,
@@ -127,6 +127,9 @@ export class OnChangeEvaluator {
     const changed = new Map<string, string>();
     const edited = new Set<string>();
     for (const event of events) {
+      // Only aspect writes change what tests read: an EntityChangeEvent_v1 (a token, a task, a result flipping, a
+      // suspension) is the service telling of its own work, and a flip evaluated again would find the same results.
+      if (event.eventType !== METADATA_CHANGE_LOG) continue;
       if (event.entityType === "test" && event.aspectName === "testInfo") edited.add(event.entityUrn);
       else if (
         event.aspectName !== TEST_RESULTS_ASPECT &&
