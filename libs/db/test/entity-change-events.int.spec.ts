@@ -91,6 +91,9 @@ describe("EntityChangeEvent_v1 writers", () => {
       }),
     ).rejects.toThrow("rolled back");
 
+    // Revoked again (two revocations racing): left as it was, no second event.
+    await inPrismaTransaction(db.prisma, (tx) => revokeAccessToken(tx, kept, "urn:li:corpuser:other"));
+    expect(await eventsOf(`urn:li:dataHubAccessToken:${kept}`)).toHaveLength(1);
     const [revoked] = await eventsOf(`urn:li:dataHubAccessToken:${kept}`);
     expect(revoked).toMatchObject({
       category: "ACCESS_TOKEN",

@@ -214,7 +214,7 @@ export async function findAccessTokenCredential(
 
 /**
  * Marks one token revoked by `revokedBy`, with its ACCESS_TOKEN REVOKE event, in the caller's transaction (its audit
- * row goes with it).
+ * row goes with it); one already revoked is left as it was.
  */
 export async function revokeAccessToken(
   tx: Prisma.TransactionClient,
@@ -222,8 +222,12 @@ export async function revokeAccessToken(
   revokedBy: string,
   reason: TokenRevokeReason = "revoked",
 ): Promise<void> {
-  const row = await tx.accessToken.update({ where: { id }, data: { revokedAt: new Date(), revokedBy } });
-  await insertEntityChangeEvents(tx, tokenRevokeEvents([{ id, actorUrn: row.actorUrn }], revokedBy, reason));
+  // Only a token not revoked yet: two revocations at once write one event (the second waits for the first's row lock).
+  const revoked = await tx.$queryRaw<Array<{ id: string; actorUrn: string }>>`
+      UPDATE access_token SET revoked_at = now(), revoked_by = ${revokedBy}
+       WHERE id = ${id}::uuid AND revoked_at IS NULL
+      RETURNING id::text, actor_urn AS "actorUrn"`;
+  await insertEntityChangeEvents(tx, tokenRevokeEvents(revoked, revokedBy, reason));
 }
 
 /**
