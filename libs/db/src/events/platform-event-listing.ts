@@ -66,7 +66,8 @@ export async function listPlatformEventRows(
     }
   >(
     `WITH w AS (
-       SELECT seq, event_type, category, entity_type, entity_urn, subject_actor, created_at, payload
+       -- the window, without payloads: only the events answered are read whole (below)
+       SELECT seq, event_type, category, entity_type, entity_urn, subject_actor, created_at
          FROM platform_event WHERE seq > $1::int8 ORDER BY seq LIMIT $2
      ), m AS (
        SELECT * FROM w
@@ -82,11 +83,11 @@ export async function listPlatformEventRows(
      )
      SELECT (SELECT max(seq)::text FROM w) AS "scannedTo",
             (SELECT min(seq)::text FROM platform_event WHERE seq IS NOT NULL) AS oldest,
-            m.seq::text AS seq, m.event_type AS "eventType", m.category, m.payload ->> 'operation' AS operation,
+            m.seq::text AS seq, m.event_type AS "eventType", m.category, e.payload ->> 'operation' AS operation,
             m.entity_type AS "entityType", m.entity_urn AS "entityUrn", m.subject_actor AS "subjectActor",
-            (extract(epoch FROM m.created_at) * 1000)::float8 AS "createdAt", m.payload,
-            octet_length(m.payload::text) AS "payloadBytes"
-       FROM (SELECT 1) one LEFT JOIN m ON true
+            (extract(epoch FROM m.created_at) * 1000)::float8 AS "createdAt", e.payload,
+            octet_length(e.payload::text) AS "payloadBytes"
+       FROM (SELECT 1) one LEFT JOIN m ON true LEFT JOIN platform_event e ON e.seq = m.seq
       ORDER BY m.seq`,
     [
       query.since,
