@@ -6,10 +6,18 @@
  * The evaluation workers' sequencer gives committed events their positions; here the test runs it as they would.
  */
 import { eventually } from "@mdp/core/testing";
-import { inTransaction, prunePlatformEvents, sequencePlatformEvents } from "@mdp/db";
+import { inTransaction, prunePlatformEvents, sequencePlatformEvents, TimeseriesStore } from "@mdp/db";
 import { Producer } from "@mdp/queues";
 import { hashToken } from "../src/tokens/token-hash";
-import { bearer, createToken, ROOT, startGateway, systemClientHeaders, type Harness } from "./support/gateway-harness";
+import {
+  bearer,
+  createToken,
+  ROOT,
+  startGateway,
+  startTruncationWorker,
+  systemClientHeaders,
+  type Harness,
+} from "./support/gateway-harness";
 
 const LIST = `query($since: String, $count: Int, $eventTypes: [String!], $categories: [String!], $entityUrn: String) {
   listPlatformEvents(since: $since, count: $count, eventTypes: $eventTypes, categories: $categories, entityUrn: $entityUrn) {
@@ -158,6 +166,48 @@ describe("listPlatformEvents", () => {
       expect(JSON.parse(events[0]!.payload)).toMatchObject({ parameters: { daysLeft: 7, actorUrn: ALICE } });
     } finally {
       await chores.close();
+    }
+  });
+
+  it("a truncation run by the task runner writes its TASK COMPLETE with the rows it deleted", async () => {
+    const since = await head();
+    const store = new TimeseriesStore(h.database.pool);
+    const ref = { entityType: "dataset", aspectName: "datasetProfile" };
+    const T0 = Date.UTC(2026, 0, 1);
+    const rows = Array.from({ length: 30 }, (_, i) => ({
+      urn: `urn:li:dataset:(urn:li:dataPlatform:x,events${i % 3},PROD)`,
+      timestampMillis: T0 + i * 3_600_000,
+      valueJson: "{}",
+    }));
+    await store.prepare([{ ...ref, rows }]);
+    await inTransaction(h.database.pool, (client) => store.append(client, ref, rows));
+    const worker = await startTruncationWorker(h);
+    try {
+      const res = await h.post("/gms/operations?action=truncateTimeseriesAspect", {
+        entityType: "dataset",
+        aspect: "datasetProfile",
+        endTimeMillis: T0 + 10 * 3_600_000,
+        dryRun: false,
+      });
+      const taskId = res.body.value as string;
+      const events = await eventually(
+        "the task's event",
+        async () => (await list(asRoot, { since, categories: ["TASK"] })).events,
+        { until: (found: Event[]) => found.length > 0 },
+      );
+      expect(events.map((e) => [e.operation, e.entityUrn])).toEqual([["COMPLETE", `urn:li:dataHubTask:${taskId}`]]);
+      expect(JSON.parse(events[0]!.payload)).toMatchObject({
+        entityType: "dataHubTask",
+        parameters: {
+          taskType: "truncation",
+          aspect: "datasetProfile",
+          rowsDeleted: 10,
+          bytesFreed: expect.any(Number),
+        },
+        auditStamp: { actor: ROOT },
+      });
+    } finally {
+      await worker.close();
     }
   });
 
