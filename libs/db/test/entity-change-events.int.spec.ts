@@ -12,6 +12,7 @@ import { createTestDatabase, type TestDatabase } from "@mdp/db/testing";
 import {
   entityChangePayload,
   inPrismaTransaction,
+  insertAccessTokenWithAudit,
   insertEntityChangeEvents,
   insertTransitions,
   inTransaction,
@@ -19,6 +20,7 @@ import {
   PLATFORM_EVENT_PAYLOAD,
   prunePlatformEvents,
   revokeAccessToken,
+  rotateAccessToken,
   sequencePlatformEvents,
   suspendIn,
   TaskRepository,
@@ -109,6 +111,49 @@ describe("EntityChangeEvent_v1 writers", () => {
     expect(await eventsOf(`urn:li:dataHubAccessToken:${rolledBack}`)).toEqual([]);
   });
 
+  it("writes a token's CREATE in its insert's statement and ROTATE with its rotation: none when they fail or roll back", async () => {
+    const id = randomUUID();
+    const token = {
+      id,
+      type: "PERSONAL" as const,
+      name: "ci",
+      description: null,
+      actorUrn: "urn:li:corpuser:ev-mint",
+      ownerUrn: "urn:li:corpuser:admin",
+      tokenHash: randomUUID().replaceAll("-", ""),
+      createdAt: Date.now(),
+      expiresAtSeconds: Math.floor(Date.now() / 1000) + 3600,
+      scopes: [],
+      parentTokenId: null,
+      audit: { actorUrn: "urn:li:corpuser:admin", targetUrn: `urn:li:accessToken:${id}`, details: {} },
+    };
+    await insertAccessTokenWithAudit(db.pool, token);
+    await expect(insertAccessTokenWithAudit(db.pool, token)).rejects.toThrow(); // the same id: refused whole
+    const created = await eventsOf(`urn:li:dataHubAccessToken:${id}`);
+    expect(created.map((e) => e.payload.operation)).toEqual(["CREATE"]);
+    expect(created[0]!.payload.parameters).toMatchObject({
+      tokenType: "PERSONAL",
+      name: "ci",
+      ownerUrn: token.ownerUrn,
+    });
+    expect(JSON.stringify(created)).not.toContain(token.tokenHash);
+
+    const successor = randomUUID();
+    await expect(
+      inPrismaTransaction(db.prisma, async (tx) => {
+        await rotateAccessToken(tx, {
+          predecessorId: id,
+          graceEndsAt: Date.now(),
+          successor: { ...token, id: successor, tokenHash: randomUUID().replaceAll("-", "") },
+          audit: { actorUrn: token.actorUrn, predecessorUrn: "p", successorUrn: "s", details: {} },
+        });
+        throw new Error("rolled back");
+      }),
+    ).rejects.toThrow("rolled back");
+    expect(await eventsOf(`urn:li:dataHubAccessToken:${id}`)).toHaveLength(1);
+    expect(await eventsOf(`urn:li:dataHubAccessToken:${successor}`)).toEqual([]);
+  });
+
   it("tells EXPIRING_SOON once per token and threshold, with two chores racing and again after", async () => {
     const weekAway = await insertToken("urn:li:corpuser:ev-exp", 20 * DAY, 6 * DAY); // 26-day token, 6 days left
     const dayAway = await insertToken("urn:li:corpuser:ev-exp", 20 * DAY, 12 * 3_600_000); // 12 h left
@@ -148,6 +193,18 @@ describe("EntityChangeEvent_v1 writers", () => {
     expect(day.map((e) => e.payload.parameters!.daysLeft)).toEqual([1]); // not a stale 7-day notice beside it
     expect(await eventsOf(`urn:li:dataHubAccessToken:${shortLived}`)).toEqual([]);
     expect(await eventsOf(`urn:li:dataHubAccessToken:${far}`)).toEqual([]);
+
+    // A firing that rolls back leaves neither marker nor event: the next one tells the token.
+    const later = await insertToken("urn:li:corpuser:ev-exp", 20 * DAY, 3 * DAY);
+    await expect(
+      inTransaction(db.pool, async (client) => {
+        expect(await writeTokenExpiryNotices(client, SYSTEM, 1000)).toBe(1);
+        throw new Error("rolled back");
+      }),
+    ).rejects.toThrow("rolled back");
+    expect(await eventsOf(`urn:li:dataHubAccessToken:${later}`)).toEqual([]);
+    expect(await writeTokenExpiryNotices(db.pool, SYSTEM, 1000)).toBe(1);
+    expect(await eventsOf(`urn:li:dataHubAccessToken:${later}`)).toHaveLength(1);
 
     // Six days on, the 7-day token reaches its 1-day threshold: told once more, at 1.
     await db.pool.query("UPDATE access_token SET expires_at = now() + interval '20 hours' WHERE id = $1", [weekAway]);
