@@ -300,3 +300,34 @@ export const RUN_RETENTION_POLICY = /* GraphQL */ `
     runRetentionPolicy(urn: $urn, dryRun: $dryRun)
   }
 `;
+
+export const LIST_PLATFORM_EVENTS = /* GraphQL */ `
+  query ListPlatformEvents(
+    $since: String
+    $count: Int
+    $eventTypes: [String!]
+    $categories: [String!]
+    $entityUrn: String
+  ) {
+    listPlatformEvents(
+      since: $since
+      count: $count
+      eventTypes: $eventTypes
+      categories: $categories
+      entityUrn: $entityUrn
+    ) {
+      events {
+        seq
+        eventType
+        category
+        operation
+        entityType
+        entityUrn
+        createdAt
+        payload
+      }
+      next
+      oldest
+    }
+  }
+`;

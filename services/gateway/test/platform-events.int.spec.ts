@@ -5,6 +5,11 @@
  * hidden again at the next call once that privilege is gone), and reports the oldest position kept after pruning.
  * The evaluation workers' sequencer gives committed events their positions; here the test runs it as they would.
  */
+import { execFile } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { promisify } from "node:util";
 import { eventually } from "@mdp/core/testing";
 import { inTransaction, prunePlatformEvents, sequencePlatformEvents, TimeseriesStore } from "@mdp/db";
 import { Producer } from "@mdp/queues";
@@ -43,6 +48,8 @@ interface Page {
   oldest: string | null;
 }
 
+const execFileAsync = promisify(execFile);
+const MDP = path.resolve(__dirname, "..", "..", "..", "cli", "bin", "mdp.cjs");
 const ALICE = "urn:li:corpuser:events-alice";
 const BOB = "urn:li:corpuser:events-bob";
 const CAROL = "urn:li:corpuser:events-carol";
@@ -289,6 +296,30 @@ describe("listPlatformEvents", () => {
     const after = await list(asRoot, { since: before.oldest });
     expect(BigInt(after.oldest!)).toBeGreaterThan(BigInt(last)); // everything up to `last` was pruned
     expect(after.events.map((e) => e.entityUrn)).toEqual([tokenUrn(id)]);
+  });
+
+  it("mdp events list reads the caller's stream from the position it was given", async () => {
+    const since = await head();
+    const alice = await createToken(h, ALICE);
+    await createToken(h, BOB);
+    await sequence();
+    const config = await mkdtemp(path.join(tmpdir(), "mdp-events-"));
+    try {
+      const { stdout } = await execFileAsync(
+        process.execPath,
+        [MDP, "--json", "events", "list", "--since", since, "--category", "ACCESS_TOKEN"],
+        { env: { ...process.env, MDP_URL: h.baseUrl, MDP_TOKEN: alice.token, XDG_CONFIG_HOME: config } },
+      );
+      const page = JSON.parse(stdout) as { events: Array<{ entityUrn: string; payload: { operation: string } }> };
+      expect(page.events.map((e) => [e.entityUrn, e.payload.operation])).toEqual([[tokenUrn(alice.id), "CREATE"]]);
+      const table = await execFileAsync(process.execPath, [MDP, "events", "list", "--since", since], {
+        env: { ...process.env, MDP_URL: h.baseUrl, MDP_TOKEN: alice.token, XDG_CONFIG_HOME: config },
+      });
+      expect(table.stdout).toContain("ACCESS_TOKEN CREATE");
+      expect(table.stdout).toMatch(/next: \d+/);
+    } finally {
+      await rm(config, { recursive: true, force: true });
+    }
   });
 
   it("refuses bad arguments as BAD_USER_INPUT naming the argument and the limit", async () => {
