@@ -5,9 +5,10 @@ import type { Queryable } from "../timeseries/timeseries.store";
 /**
  * The platform-event outbox (platform_event, platform_event_cursor; docs/evaluation-on-change.md): every change worth
  * telling others about is an event row written in the change's own transaction, so an event exists exactly when its
- * change committed, and each consumer keeps its own durable cursor. Events are DataHub's PlatformEvent kinds;
- * `MetadataChangeLog_v1` (DataHub Actions' event of an aspect written) is the only one written so far: by
- * AspectRepository.upsert for each aspect version, and for a test's definition created, changed or deleted.
+ * change committed, and each consumer keeps its own durable cursor. Events are DataHub's PlatformEvent kinds:
+ * `MetadataChangeLog_v1` (DataHub Actions' event of an aspect written), written here for AspectRepository.upsert's
+ * aspect versions and a test's definition created, changed or deleted; and `EntityChangeEvent_v1` (tokens, tasks,
+ * test results, schedules), whose writers are entity-change-events.ts (docs/events.md).
  *
  * Ordering: ids come from a sequence at insertion, so a transaction may commit an id lower than one another has
  * committed already, and a cursor on ids would skip it. Consumers read in `seq` order instead: the sequencer
