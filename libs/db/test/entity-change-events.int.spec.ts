@@ -20,6 +20,10 @@ import {
   PLATFORM_EVENT_PAYLOAD,
   prunePlatformEvents,
   revokeAccessToken,
+  revokeAccessTokenFamily,
+  revokeIdleAccessTokens,
+  revokeLiveAccessTokensOutside,
+  revokeLiveServiceAccountTokensMintedBy,
   rotateAccessToken,
   sequencePlatformEvents,
   suspendIn,
@@ -152,6 +156,80 @@ describe("EntityChangeEvent_v1 writers", () => {
     ).rejects.toThrow("rolled back");
     expect(await eventsOf(`urn:li:dataHubAccessToken:${id}`)).toHaveLength(1);
     expect(await eventsOf(`urn:li:dataHubAccessToken:${successor}`)).toEqual([]);
+  });
+
+  it("says why in every bulk revocation's REVOKE: reuse of a rotated-out token, idle, outside the policy, a minter's access", async () => {
+    const reasonsOf = async (id: string) =>
+      (await eventsOf(`urn:li:dataHubAccessToken:${id}`)).map((e) => e.payload.parameters!.reason);
+    // A family: a token rotated into a successor, then the rotated-out one reused.
+    const first = await insertToken("urn:li:corpuser:ev-family", 0, DAY);
+    const second = randomUUID();
+    const familyId = await inPrismaTransaction(db.prisma, (tx) =>
+      rotateAccessToken(tx, {
+        predecessorId: first,
+        graceEndsAt: Date.now() + 60_000,
+        successor: {
+          id: second,
+          type: "PERSONAL",
+          name: "t",
+          description: null,
+          actorUrn: "urn:li:corpuser:ev-family",
+          ownerUrn: "urn:li:corpuser:ev-family",
+          tokenHash: second.replaceAll("-", ""),
+          createdAt: Date.now(),
+          expiresAtSeconds: Math.floor(Date.now() / 1000) + 3600,
+          scopes: [],
+          parentTokenId: null,
+        },
+        audit: { actorUrn: "urn:li:corpuser:ev-family", predecessorUrn: "p", successorUrn: "s", details: {} },
+      }),
+    );
+    await inPrismaTransaction(db.prisma, (tx) =>
+      revokeAccessTokenFamily(tx, {
+        familyId: familyId!,
+        reusedTokenId: first,
+        revokedBy: SYSTEM,
+        urnOf: (id) => `urn:li:accessToken:${id}`,
+        details: {},
+      }),
+    );
+    expect(await reasonsOf(first)).toEqual([undefined, "reuseDetected"]); // ROTATE, REVOKE
+    expect((await eventsOf(`urn:li:dataHubAccessToken:${first}`)).map((e) => e.payload.operation)).toEqual([
+      "ROTATE",
+      "REVOKE",
+    ]);
+    expect(await reasonsOf(second)).toEqual([undefined, "reuseDetected"]); // CREATE (rotatedFrom), REVOKE
+
+    const idle = await insertToken("urn:li:corpuser:ev-idle", 40 * DAY, DAY);
+    await inPrismaTransaction(db.prisma, (tx) => revokeIdleAccessTokens(tx, 30, SYSTEM, (id) => id, {}));
+    expect(await reasonsOf(idle)).toEqual(["idle"]);
+
+    const odd = await insertToken("urn:li:corpuser:ev-policy", 0, 12_345_000);
+    await inPrismaTransaction(db.prisma, (tx) =>
+      revokeLiveAccessTokensOutside(tx, { allowedSeconds: [3600, 86_400], allowNoExpiry: false }, SYSTEM),
+    );
+    expect(await reasonsOf(odd)).toEqual(["durationPolicy"]);
+
+    const minted = randomUUID();
+    await db.prisma.accessToken.create({
+      data: {
+        id: minted,
+        type: "SERVICE_ACCOUNT",
+        name: "svc",
+        actorUrn: "urn:li:corpuser:service_ev",
+        ownerUrn: "urn:li:corpuser:ev-minter",
+        tokenHash: minted.replaceAll("-", ""),
+        expiresAt: new Date(Date.now() + DAY),
+      },
+    });
+    await inPrismaTransaction(db.prisma, (tx) =>
+      revokeLiveServiceAccountTokensMintedBy(tx, "urn:li:corpuser:ev-minter", SYSTEM),
+    );
+    const [event] = await eventsOf(`urn:li:dataHubAccessToken:${minted}`);
+    expect(event).toMatchObject({
+      subject_actor: "urn:li:corpuser:service_ev",
+      payload: { parameters: { reason: "minterAccessRevoked" } },
+    });
   });
 
   it("tells EXPIRING_SOON once per token and threshold, with two chores racing and again after", async () => {
