@@ -6,7 +6,7 @@
  */
 import type pg from "pg";
 
-/** The token and its audit row in one statement, prepared once per connection. */
+/** The token, its audit row and its platform event in one statement, prepared once per connection. */
 export function createToken(
   pool: pg.Pool,
   token: {
@@ -28,13 +28,27 @@ export function createToken(
         INSERT INTO access_token (id, type, name, description, actor_urn, owner_urn, token_hash, created_at, expires_at)
         VALUES ($1::uuid, $2::"AccessTokenType", $3, $4, $5, $6, $7, to_timestamp($8::int8 / 1000.0), to_timestamp($9::int8))
         RETURNING id
+      ), event AS (
+        INSERT INTO platform_event (event_type, entity_urn, entity_type, category, subject_actor, payload)
+        SELECT 'EntityChangeEvent_v1', $13, 'dataHubAccessToken', 'ACCESS_TOKEN', $5, $14::jsonb
+          FROM token
       )
       INSERT INTO audit_event (actor_urn, action, target_urn, details)
       SELECT $10, 'accessToken.create', $11, $12::jsonb
         FROM token`,
     values: [
       ...[token.id, "PERSONAL", token.name, null, token.actorUrn, token.actorUrn, token.tokenHash, token.createdAt],
-      ...[token.exp, token.actorUrn, token.urn, "{}"],
+      ...[token.exp, token.actorUrn, token.urn, "{}", `urn:li:dataHubAccessToken:${token.id}`],
+      // its ACCESS_TOKEN CREATE event (libs/db/src/events/entity-change-events.ts), about as large as the gateway's
+      JSON.stringify({
+        entityType: "dataHubAccessToken",
+        entityUrn: `urn:li:dataHubAccessToken:${token.id}`,
+        category: "ACCESS_TOKEN",
+        operation: "CREATE",
+        parameters: { tokenType: "PERSONAL", name: token.name, actorUrn: token.actorUrn, ownerUrn: token.actorUrn },
+        auditStamp: { time: token.createdAt, actor: token.actorUrn },
+        version: 0,
+      }),
     ],
   });
 }

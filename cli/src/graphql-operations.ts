@@ -437,3 +437,34 @@ export const REPLAY_WEBHOOK_DELIVERIES = /* GraphQL */ `
     }
   }
 `;
+
+export const LIST_PLATFORM_EVENTS = /* GraphQL */ `
+  query ListPlatformEvents(
+    $since: String
+    $count: Int
+    $eventTypes: [String!]
+    $categories: [String!]
+    $entityUrn: String
+  ) {
+    listPlatformEvents(
+      since: $since
+      count: $count
+      eventTypes: $eventTypes
+      categories: $categories
+      entityUrn: $entityUrn
+    ) {
+      events {
+        seq
+        eventType
+        category
+        operation
+        entityType
+        entityUrn
+        createdAt
+        payload
+      }
+      next
+      oldest
+    }
+  }
+`;

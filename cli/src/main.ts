@@ -6,6 +6,7 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { Command, CommanderError } from "commander";
+import { registerEvents } from "./commands/events";
 import { registerLogin } from "./commands/login";
 import { registerOperations } from "./commands/operations";
 import { registerRetention } from "./commands/retention";
@@ -45,6 +46,7 @@ ${EXIT_CODES_HELP}`,
   registerTests(program);
   registerRetention(program);
   registerWebhooks(program);
+  registerEvents(program);
   // every command, however deep, says what it does on --help and shows the global options
   const configure = (command: Command) => {
     command.configureHelp({ showGlobalOptions: true });

@@ -437,3 +437,14 @@ export type ReplayWebhookDeliveriesMutationVariables = Exact<{
 
 
 export type ReplayWebhookDeliveriesMutation = { replayWebhookDeliveries: { replayed: number, deliveryIds: Array<string> } };
+
+export type ListPlatformEventsQueryVariables = Exact<{
+  since?: string | null | undefined;
+  count?: number | null | undefined;
+  eventTypes?: Array<string> | string | null | undefined;
+  categories?: Array<string> | string | null | undefined;
+  entityUrn?: string | null | undefined;
+}>;
+
+
+export type ListPlatformEventsQuery = { listPlatformEvents: { next: string, oldest: string | null, events: Array<{ seq: string, eventType: string, category: string | null, operation: string | null, entityType: string, entityUrn: string, createdAt: number, payload: string }> } };

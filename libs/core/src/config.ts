@@ -219,8 +219,11 @@ const schema = z.object({
   ON_CHANGE_POLL_MS: int(10, 60_000).default(200),
   /** platform events one pass of evaluation on change reads (their entities are evaluated together, each once) */
   ON_CHANGE_BATCH_SIZE: int(1, 10_000).default(1_000),
-  /** platform events older than this are pruned once every consumer has read them */
-  PLATFORM_EVENT_RETENTION_HOURS: int(1, 8_784).default(24),
+  /**
+   * platform events older than this (days) are pruned once every consumer has read them; listPlatformEvents' readers
+   * catch up within it (docs/events.md "Retention")
+   */
+  PLATFORM_EVENT_RETENTION_DAYS: int(1, 366).default(7),
 });
 
 export type Config = Omit<z.output<typeof schema>, "GRAPHQL_EXPLORER"> & { GRAPHQL_EXPLORER: boolean };

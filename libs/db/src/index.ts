@@ -35,6 +35,8 @@ export * from "./tasks/test-run-events";
 export * from "./tasks/evaluation-tasks.repository";
 export * from "./policies/schedule-rows";
 export * from "./events/platform-event.repository";
+export * from "./events/entity-change-events";
+export * from "./events/platform-event-listing";
 // PrismaClient, the Prisma namespace (errors, input types, TransactionClient), every model type and enum.
 export * from "./generated/prisma/client";
 export {

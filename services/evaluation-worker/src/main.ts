@@ -92,7 +92,7 @@ const chores = startChores(
       name: "prune-platform-events",
       everyMs: EVENT_PRUNE_EVERY_MS,
       run: async () => ({
-        deleted: await prunePlatformEventsFully(handler.deps, config.PLATFORM_EVENT_RETENTION_HOURS),
+        deleted: await prunePlatformEventsFully(handler.deps, config.PLATFORM_EVENT_RETENTION_DAYS),
       }),
     },
     {

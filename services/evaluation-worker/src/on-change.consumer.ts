@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { AppError, every, type Logger, type PeriodicLoop, type Privilege } from "@mdp/core";
+import { AppError, every, METADATA_CHANGE_LOG, type Logger, type PeriodicLoop, type Privilege } from "@mdp/core";
 import {
   advanceEventCursor,
   eventsAfter,
@@ -127,6 +127,9 @@ export class OnChangeEvaluator {
     const changed = new Map<string, string>();
     const edited = new Set<string>();
     for (const event of events) {
+      // Only aspect writes change what tests read: an EntityChangeEvent_v1 (a token, a task, a result flipping, a
+      // suspension) is the service telling of its own work, and a flip evaluated again would find the same results.
+      if (event.eventType !== METADATA_CHANGE_LOG) continue;
       if (event.entityType === "test" && event.aspectName === "testInfo") edited.add(event.entityUrn);
       else if (
         event.aspectName !== TEST_RESULTS_ASPECT &&
@@ -318,12 +321,12 @@ export function onChangeRunStarter(
   };
 }
 
-/** The outbox's retention: events older than PLATFORM_EVENT_RETENTION_HOURS that every consumer has read. */
+/** The outbox's retention: events older than PLATFORM_EVENT_RETENTION_DAYS that every consumer has read. */
 export const EVENT_PRUNE_EVERY_MS = 60_000;
 
 export async function prunePlatformEventsFully(
   deps: Pick<EvaluateDeps, "db">,
-  retentionHours: number,
+  retentionDays: number,
   budgetMs = 20_000,
 ): Promise<number> {
   // Until caught up, within a time budget rather than a count of statements: a fixed count (it was 20 × 10,000 a
@@ -331,7 +334,7 @@ export async function prunePlatformEventsFully(
   const until = Date.now() + budgetMs;
   let deleted = 0;
   for (;;) {
-    const n = await prunePlatformEvents(deps.db.pool, retentionHours, 10_000);
+    const n = await prunePlatformEvents(deps.db.pool, retentionDays, 10_000);
     deleted += n;
     if (n < 10_000 || Date.now() >= until) return deleted;
   }

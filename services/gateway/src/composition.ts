@@ -24,6 +24,7 @@ import { EvaluationService } from "./metadata-tests/evaluation.service";
 import { MetadataTestService } from "./metadata-tests/metadata-test.service";
 import { TestRunService } from "./metadata-tests/test-run.service";
 import { TestRunDiffService } from "./metadata-tests/test-run-diff.service";
+import { PlatformEventsService } from "./events/platform-events.service";
 import { TestImpactService } from "./metadata-tests/test-impact.service";
 import { RetentionService } from "./operations/retention.service";
 import { TaskService } from "./operations/task.service";
@@ -40,6 +41,7 @@ import { TokenStore } from "./tokens/token.store";
 import { TokenVerifier } from "./tokens/token.verifier";
 import { TokenRotation } from "./tokens/token-rotation";
 import { TokenUsageService } from "./tokens/token-usage.service";
+import { tokenExpiryNoticeChore } from "./tokens/token-expiry-notices";
 import { RateLimits } from "./http/rate-limits";
 
 export interface Connections {
@@ -109,16 +111,20 @@ export async function composeServices(config: Config, connections: Connections, 
     new Producer("truncationChores", connections.redis, config.QUEUE_PREFIX),
     new Producer("evaluationChores", connections.redis, config.QUEUE_PREFIX),
   ];
-  // The gateways' own chores (token usage's retention, idle tokens): each firing runs on one gateway, which tells the
+  // The gateways' own chores (token usage's retention, idle tokens, tokens nearing expiry): each firing runs on one gateway, which tells the
   // others over the invalidation bus. A BullMQ worker blocks its connection: one of its own.
   const choreConnection = createRedis(config.REDIS_URL, "worker");
   const choreProducerConnection = createRedis(config.REDIS_URL, "worker");
-  const gatewayChores = startChores("gatewayChores", tokenUsage.chores(), {
-    connection: choreConnection,
-    producerConnection: choreProducerConnection,
-    prefix: config.QUEUE_PREFIX,
-    logger,
-  });
+  const gatewayChores = startChores(
+    "gatewayChores",
+    [...tokenUsage.chores(), tokenExpiryNoticeChore(connections.db, logger)],
+    {
+      connection: choreConnection,
+      producerConnection: choreProducerConnection,
+      prefix: config.QUEUE_PREFIX,
+      logger,
+    },
+  );
   const retentionProducer = new Producer("retention", connections.redis, config.QUEUE_PREFIX);
   const retention = new RetentionService(
     connections.db,
@@ -193,6 +199,7 @@ export async function composeServices(config: Config, connections: Connections, 
     testRuns: new TestRunService(connections.db, registry, engine, evaluateProducer, logger, rateLimits),
     definitionRuns: new DefinitionRunService(engine, registry, evaluation, config),
     testRunDiffs: new TestRunDiffService(connections.db, engine),
+    platformEvents: new PlatformEventsService(connections.db, engine),
     testImpact: new TestImpactService(
       prisma,
       registry,

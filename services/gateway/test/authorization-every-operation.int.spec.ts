@@ -111,6 +111,12 @@ const CREATE = `mutation($i: GetAccessTokenInput!) { createAccessToken(input: $i
 
 const ROWS: Row[] = [
   { operation: "Query.me", needs: null, call: gql(`{ me { urn } }`) },
+  // Any caller reads the stream; each event is filtered by what it may read (platform-events.int.spec.ts).
+  {
+    operation: "Query.listPlatformEvents",
+    needs: null,
+    call: gql(`{ listPlatformEvents(count: 5) { events { seq } next oldest } }`),
+  },
   // Tokens
   {
     operation: "Mutation.createAccessToken",

@@ -5,9 +5,10 @@ import type { Queryable } from "../timeseries/timeseries.store";
 /**
  * The platform-event outbox (platform_event, platform_event_cursor; docs/evaluation-on-change.md): every change worth
  * telling others about is an event row written in the change's own transaction, so an event exists exactly when its
- * change committed, and each consumer keeps its own durable cursor. Events are DataHub's PlatformEvent kinds;
- * `MetadataChangeLog_v1` (DataHub Actions' event of an aspect written) is the only one written so far: by
- * AspectRepository.upsert for each aspect version, and for a test's definition created, changed or deleted.
+ * change committed, and each consumer keeps its own durable cursor. Events are DataHub's PlatformEvent kinds:
+ * `MetadataChangeLog_v1` (DataHub Actions' event of an aspect written), written here for AspectRepository.upsert's
+ * aspect versions and a test's definition created, changed or deleted; and `EntityChangeEvent_v1` (tokens, tasks,
+ * test results, schedules), whose writers are entity-change-events.ts (docs/events.md).
  *
  * Ordering: ids come from a sequence at insertion, so a transaction may commit an id lower than one another has
  * committed already, and a cursor on ids would skip it. Consumers read in `seq` order instead: the sequencer
@@ -145,18 +146,18 @@ export async function eventLag(db: Queryable, consumer: string): Promise<{ event
 }
 
 /**
- * Deletes up to `limit` events older than `retentionHours` that every consumer has read (at or behind the slowest
+ * Deletes up to `limit` events older than `retentionDays` that every consumer has read (at or behind the slowest
  * cursor): an event a consumer has yet to read, or not yet sequenced, is kept however old. Answers how many went.
  */
-export async function prunePlatformEvents(db: Queryable, retentionHours: number, limit: number): Promise<number> {
+export async function prunePlatformEvents(db: Queryable, retentionDays: number, limit: number): Promise<number> {
   const { rowCount } = await db.query(
     `DELETE FROM platform_event WHERE id IN (
        SELECT e.id FROM platform_event e
-        WHERE e.created_at < now() - make_interval(hours => $1)
+        WHERE e.created_at < now() - make_interval(days => $1)
           AND e.seq <= COALESCE((SELECT min(seq) FROM platform_event_cursor), 0)
         LIMIT $2
         FOR UPDATE SKIP LOCKED)`,
-    [retentionHours, Math.min(limit, PLATFORM_EVENT_LIMITS.pruneBatch)],
+    [retentionDays, Math.min(limit, PLATFORM_EVENT_LIMITS.pruneBatch)],
   );
   return rowCount ?? 0;
 }

@@ -1,4 +1,6 @@
 import type pg from "pg";
+import { SYSTEM_ACTOR_URN } from "@mdp/core";
+import { testResultFlipEventInsert } from "../events/entity-change-events";
 import type { PrismaClient, TestResultTransition } from "../generated/prisma/client";
 import type { Queryable } from "../timeseries/timeseries.store";
 
@@ -19,7 +21,8 @@ export interface PushedResult {
 
 /**
  * Inserts a transition for each result that differs from its pair's last recorded one (or is its first), at the
- * later of its time and that row's (times never go backwards within a pair); answers the pairs that got a row.
+ * later of its time and that row's (times never go backwards within a pair), and a TEST_RESULT platform event for
+ * each that flips between pass and fail (not a first result), in the same statement; answers the pairs that got a row.
  */
 export async function insertTransitions(
   client: Pick<pg.ClientBase, "query">,
@@ -36,11 +39,13 @@ export async function insertTransitions(
               WHERE t.urn = i.urn AND t.test_urn = i.test_urn
               ORDER BY t.at DESC, t.id DESC LIMIT 1
            ) last ON true
-       )
-       INSERT INTO test_result_transition (urn, test_urn, passing, previous, at)
-       SELECT urn, test_urn, passing, previous, GREATEST(at, previous_at) FROM compared
-        WHERE previous IS DISTINCT FROM passing
-       RETURNING urn, test_urn`,
+       ), inserted AS (
+         INSERT INTO test_result_transition (urn, test_urn, passing, previous, at)
+         SELECT urn, test_urn, passing, previous, GREATEST(at, previous_at) FROM compared
+          WHERE previous IS DISTINCT FROM passing
+         RETURNING urn, test_urn, passing, previous, at
+       ), flipped AS (${testResultFlipEventInsert("inserted", SYSTEM_ACTOR_URN)})
+       SELECT urn, test_urn FROM inserted`,
     [
       results.map((r) => r.urn),
       results.map((r) => r.test),

@@ -1,4 +1,5 @@
 import type { MetadataTest, Prisma, PrismaClient, RetentionPolicy } from "../generated/prisma/client";
+import { insertEntityChangeEvents, scheduleSuspendEvent } from "../events/entity-change-events";
 
 /**
  * What a user, or one of its tokens, set in motion (the gateway's delegatedWork and revokeActorAccess): its scheduled
@@ -63,13 +64,14 @@ export async function taskIdsCreatedBy(prisma: PrismaClient, by: WorkOwnerFilter
 /**
  * Suspends, in the caller's transaction, the user's deferred work not suspended yet: its tests that have a schedule,
  * actions (which run for their owner at every push) or evaluate on change (for their owner at every change), and its
- * retention policies. Answers the rows it suspended.
+ * retention policies, each with its SCHEDULE SUSPEND platform event. Answers the rows it suspended.
  */
 export async function suspendDeferredWorkOf(
   tx: Prisma.TransactionClient,
   ownerUrn: string,
   reason: string,
   now: Date,
+  events: { suspendedBy: string; policyUrnOf: (id: string) => string },
 ): Promise<{ tests: MetadataTest[]; policies: RetentionPolicy[] }> {
   const acting = await tx.$queryRaw<Array<{ urn: string }>>`
       SELECT urn FROM metadata_test
@@ -83,5 +85,19 @@ export async function suspendDeferredWorkOf(
     where: { ownerUrn, suspendedAt: null },
     data: { suspendedAt: now, suspendedReason: reason },
   });
+  await insertEntityChangeEvents(tx, [
+    ...tests.map((t) =>
+      scheduleSuspendEvent({ kind: "SCHEDULED_TEST", urn: t.urn, ownerUrn, reason, suspendedBy: events.suspendedBy }),
+    ),
+    ...policies.map((p) =>
+      scheduleSuspendEvent({
+        kind: "RETENTION_POLICY",
+        urn: events.policyUrnOf(p.id),
+        ownerUrn,
+        reason,
+        suspendedBy: events.suspendedBy,
+      }),
+    ),
+  ]);
   return { tests, policies };
 }

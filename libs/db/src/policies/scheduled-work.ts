@@ -1,4 +1,5 @@
-import { conflict, type Privilege } from "@mdp/core";
+import { conflict, SYSTEM_ACTOR_URN, type Privilege } from "@mdp/core";
+import { insertEntityChangeEvents, scheduleSuspendEvent } from "../events/entity-change-events";
 import type { Prisma, PrismaClient } from "../generated/prisma/client";
 import { insertAuditEvent } from "../audit";
 import { ownerPrivilegesReader } from "./grants";
@@ -80,7 +81,10 @@ export async function suspendUnlessOwnerMay(
   if (missing.length === 0) return { mayRun: true };
   const reason = `Its owner ${check.ownerUrn} no longer holds ${missing.join(", ")}.`.slice(0, MAX_SUSPENDED_REASON);
   const suspended = await prisma.$transaction(async (tx) => {
-    const changed = await suspendIn(tx, check.work, reason, check.ownerUrn);
+    const changed = await suspendIn(tx, check.work, reason, check.ownerUrn, {
+      missingPrivileges: missing,
+      actorUrn: check.ownerUrn,
+    });
     if (!changed) return false;
     await insertAuditEvent(tx, {
       actorUrn: check.ownerUrn,
@@ -94,27 +98,44 @@ export async function suspendUnlessOwnerMay(
 }
 
 /**
- * Marks the work suspended in the caller's transaction, unless it already is (or, with `ownerUrn`, its owner has
- * changed); answers whether it changed it.
+ * Marks the work suspended in the caller's transaction, with its SCHEDULE SUSPEND platform event (docs/events.md),
+ * unless it already is (or, with `ownerUrn`, its owner has changed); answers whether it changed it. `event`: what the
+ * event says beyond the reason (the privileges the owner lacks) and who suspended it (default the system).
  */
 export async function suspendIn(
   tx: Prisma.TransactionClient,
   work: ScheduledWork,
   reason: string,
   ownerUrn?: string,
+  event: { missingPrivileges?: readonly string[]; actorUrn?: string } = {},
 ): Promise<boolean> {
   const cut = reason.slice(0, MAX_SUSPENDED_REASON);
   const now = new Date();
   const where = { suspendedAt: null, ...(ownerUrn !== undefined && { ownerUrn }) };
-  const { count } =
+  const changed =
     work.kind === "SCHEDULED_TEST"
-      ? await tx.metadataTest.updateMany({
+      ? await tx.metadataTest.updateManyAndReturn({
           where: { urn: work.urn, ...where },
           data: { suspendedAt: now, suspendedReason: cut },
+          select: { ownerUrn: true },
         })
-      : await tx.retentionPolicy.updateMany({
+      : await tx.retentionPolicy.updateManyAndReturn({
           where: { id: work.id, ...where },
           data: { suspendedAt: now, suspendedReason: cut },
+          select: { ownerUrn: true },
         });
-  return count > 0;
+  await insertEntityChangeEvents(
+    tx,
+    changed.map((row) =>
+      scheduleSuspendEvent({
+        kind: work.kind,
+        urn: work.urn,
+        ownerUrn: row.ownerUrn,
+        reason: cut,
+        missingPrivileges: event.missingPrivileges,
+        suspendedBy: event.actorUrn ?? SYSTEM_ACTOR_URN,
+      }),
+    ),
+  );
+  return changed.length > 0;
 }

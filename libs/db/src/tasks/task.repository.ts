@@ -3,6 +3,7 @@ import type { Prisma, TaskState, TaskType } from "../generated/prisma/client";
 import type { Database } from "../client";
 import { inTransaction } from "../transaction";
 import { COLUMNS, LAPSED } from "./task-sql";
+import { taskEndedEventInsert } from "../events/entity-change-events";
 
 /** The task row as the lifecycle reads it, with whether an active task's lease has lapsed (by PostgreSQL's clock). */
 export interface TaskRow {
@@ -60,6 +61,18 @@ const CLEAR_LEASE = "lease_owner = NULL, lease_token = NULL, lease_expires_at = 
 const END_LEASE = "lease_token = NULL, lease_expires_at = NULL";
 const LEASE_FROM_NOW = "clock_timestamp() + make_interval(secs => $LEASE / 1000.0)";
 const leaseFromNow = (param: string) => LEASE_FROM_NOW.replace("$LEASE", param);
+
+/**
+ * A final transition (completed, failed, cancelled) with its platform event: the UPDATE's ended rows feed the TASK
+ * event of a truncation or retention task (entity-change-events.ts taskEndedEventInsert) in the same statement, so
+ * every way a task ends tells of it exactly when it commits. Answers the ended rows' ids (rowCount as the UPDATE's).
+ */
+function ending(update: string): string {
+  return `WITH ended AS (${update}
+            RETURNING id, type, state, request, progress, result, failed_reason, created_by),
+          event AS (${taskEndedEventInsert("ended")})
+          SELECT id FROM ended`;
+}
 
 /** What a claim does with the row it locked (TaskLifecycle decides). */
 export interface ClaimOps {
@@ -133,7 +146,9 @@ export class TaskRepository {
   /** failUnqueued: a new row whose job could not be queued ends failed, saying why. */
   async failUnqueued(taskId: string, reason: string): Promise<void> {
     await this.pool.query(
-      `UPDATE task SET state = 'failed', failed_reason = $2, finished_at = now() WHERE id = $1 AND state = 'waiting'`,
+      ending(
+        `UPDATE task SET state = 'failed', failed_reason = $2, finished_at = now() WHERE id = $1 AND state = 'waiting'`,
+      ),
       [taskId, reason],
     );
   }
@@ -188,8 +203,8 @@ export class TaskRepository {
   /** Ends cancelled a task no attempt runs: waiting, or active with a lapsed lease. */
   async cancelUnheld(taskId: string, reason: string): Promise<void> {
     await this.pool.query(
-      `UPDATE task SET state = 'cancelled', finished_at = now(), failed_reason = $2, ${CLEAR_LEASE}
-        WHERE id = $1 AND (state = 'waiting' OR (state = 'active' AND ${LAPSED}))`,
+      ending(`UPDATE task SET state = 'cancelled', finished_at = now(), failed_reason = $2, ${CLEAR_LEASE}
+        WHERE id = $1 AND (state = 'waiting' OR (state = 'active' AND ${LAPSED}))`),
       [taskId, reason],
     );
   }
@@ -210,7 +225,9 @@ export class TaskRepository {
       return decide(rows[0], {
         cancel: async (reason) => {
           await client.query(
-            `UPDATE task SET state = 'cancelled', failed_reason = $2, finished_at = now(), ${CLEAR_LEASE} WHERE id = $1`,
+            ending(
+              `UPDATE task SET state = 'cancelled', failed_reason = $2, finished_at = now(), ${CLEAR_LEASE} WHERE id = $1`,
+            ),
             [taskId, reason],
           );
         },
@@ -288,12 +305,16 @@ export class TaskRepository {
       if (!task) return; // taken over, or ended by a cancel: the stale attempt's ending changes nothing
       if (task.cancelRequested) {
         await client.query(
-          `UPDATE task SET state = 'cancelled', failed_reason = $2, finished_at = now(), ${END_LEASE} WHERE id = $1`,
+          ending(
+            `UPDATE task SET state = 'cancelled', failed_reason = $2, finished_at = now(), ${END_LEASE} WHERE id = $1`,
+          ),
           [held.taskId, cancelReason(task)],
         );
       } else if (final) {
         await client.query(
-          `UPDATE task SET state = 'failed', failed_reason = $2, finished_at = now(), ${END_LEASE} WHERE id = $1`,
+          ending(
+            `UPDATE task SET state = 'failed', failed_reason = $2, finished_at = now(), ${END_LEASE} WHERE id = $1`,
+          ),
           [held.taskId, reason],
         );
       } else {
@@ -314,9 +335,9 @@ export class TaskRepository {
     result?: unknown,
   ): Promise<boolean> {
     const { rowCount } = await this.pool.query(
-      `UPDATE task SET state = $3::"TaskState", progress = COALESCE($4::jsonb, progress), failed_reason = $5,
+      ending(`UPDATE task SET state = $3::"TaskState", progress = COALESCE($4::jsonb, progress), failed_reason = $5,
               result = $6::jsonb, finished_at = now(), ${END_LEASE}
-        WHERE id = $1 AND lease_token = $2 AND state = 'active'`,
+        WHERE id = $1 AND lease_token = $2 AND state = 'active'`),
       [
         held.taskId,
         held.token,
@@ -332,8 +353,8 @@ export class TaskRepository {
   /** giveUp: BullMQ failed the task's job without running it; progress stays as committed. */
   async giveUp(taskId: string, reason: string): Promise<void> {
     await this.pool.query(
-      `UPDATE task SET state = 'failed', failed_reason = $2, finished_at = now(), ${CLEAR_LEASE}
-        WHERE id = $1 AND state IN ('waiting', 'active')`,
+      ending(`UPDATE task SET state = 'failed', failed_reason = $2, finished_at = now(), ${CLEAR_LEASE}
+        WHERE id = $1 AND state IN ('waiting', 'active')`),
       [taskId, reason],
     );
   }
@@ -367,7 +388,9 @@ export class TaskRepository {
       );
       if (!rows[0]) return;
       await client.query(
-        `UPDATE task SET state = 'cancelled', failed_reason = $2, finished_at = now(), ${END_LEASE} WHERE id = $1`,
+        ending(
+          `UPDATE task SET state = 'cancelled', failed_reason = $2, finished_at = now(), ${END_LEASE} WHERE id = $1`,
+        ),
         [held.taskId, cancelReason(rows[0])],
       );
     });
@@ -386,7 +409,9 @@ export class TaskRepository {
   /** Ends cancelled a waiting task (one asked to stop whose lease lapsed), saying how far it got. */
   async cancelWaiting(taskId: string, reason: string): Promise<void> {
     await this.pool.query(
-      `UPDATE task SET state = 'cancelled', failed_reason = $2, finished_at = now() WHERE id = $1 AND state = 'waiting'`,
+      ending(
+        `UPDATE task SET state = 'cancelled', failed_reason = $2, finished_at = now() WHERE id = $1 AND state = 'waiting'`,
+      ),
       [taskId, reason],
     );
   }
@@ -405,7 +430,9 @@ export class TaskRepository {
   /** Ends failed a waiting task whose job vanished and cannot be queued again. */
   async failWaiting(taskId: string, reason: string): Promise<void> {
     await this.pool.query(
-      `UPDATE task SET state = 'failed', failed_reason = $2, finished_at = now() WHERE id = $1 AND state = 'waiting'`,
+      ending(
+        `UPDATE task SET state = 'failed', failed_reason = $2, finished_at = now() WHERE id = $1 AND state = 'waiting'`,
+      ),
       [taskId, reason],
     );
   }

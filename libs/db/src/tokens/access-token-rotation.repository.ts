@@ -1,5 +1,11 @@
 import type { Prisma } from "../generated/prisma/client";
 import { insertAuditEvent, insertAuditEventPerTarget } from "../audit";
+import {
+  insertEntityChangeEvents,
+  tokenCreateEvent,
+  tokenRevokeEvents,
+  tokenRotateEvent,
+} from "../events/entity-change-events";
 import type { AccessTokenInsert } from "./access-token.repository";
 
 /**
@@ -43,6 +49,18 @@ export async function rotateAccessToken(tx: Prisma.TransactionClient, rotation: 
               ${s.tokenHash}, to_timestamp(${s.createdAt}::int8 / 1000.0), to_timestamp(${s.expiresAtSeconds}::int8),
               ${[...s.scopes]}::text[], ${s.parentTokenId}::uuid, ${familyId}::uuid, ${rotation.predecessorId}::uuid)`;
   const { audit } = rotation;
+  await insertEntityChangeEvents(tx, [
+    tokenRotateEvent(
+      {
+        predecessorId: rotation.predecessorId,
+        successorId: s.id,
+        actorUrn: s.actorUrn,
+        graceEndsAt: rotation.graceEndsAt,
+      },
+      audit.actorUrn,
+    ),
+    tokenCreateEvent({ ...s, rotatedFromId: rotation.predecessorId }, audit.actorUrn),
+  ]);
   await insertAuditEvent(tx, {
     actorUrn: audit.actorUrn,
     action: "accessToken.rotate",
@@ -82,6 +100,7 @@ export async function revokeAccessTokenFamily(
       UPDATE access_token SET revoked_at = now(), revoked_by = ${revocation.revokedBy}
        WHERE family_id = ${revocation.familyId}::uuid AND revoked_at IS NULL
       RETURNING id::text, actor_urn AS "actorUrn"`;
+  await insertEntityChangeEvents(tx, tokenRevokeEvents(revoked, revocation.revokedBy, "reuseDetected"));
   if (!revoked.some((t) => t.id === revocation.reusedTokenId)) return revoked;
   await insertAuditEventPerTarget(tx, {
     actorUrn: revocation.revokedBy,

@@ -1,3 +1,4 @@
+import { insertEntityChangeEvents, tokenRevokeEvents } from "../events/entity-change-events";
 import type { Prisma } from "../generated/prisma/client";
 import { insertAuditEventPerTarget } from "../audit";
 
@@ -126,6 +127,7 @@ export async function revokeIdleAccessTokens(
        WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())
          AND COALESCE(last_used_at, created_at) < now() - make_interval(days => ${days}::int)
       RETURNING id::text, actor_urn AS "actorUrn"`;
+  await insertEntityChangeEvents(tx, tokenRevokeEvents(revoked, revokedBy, "idle"));
   const byActor = new Map<string, string[]>();
   for (const t of revoked) byActor.set(t.actorUrn, [...(byActor.get(t.actorUrn) ?? []), urnOf(t.id)]);
   for (const [actorUrn, targetUrns] of byActor) {

@@ -1,8 +1,16 @@
 import { hash } from "node:crypto";
+import { ENTITY_CHANGE_EVENT } from "@mdp/core";
 import type pg from "pg";
 import { boundAuditDetails } from "../audit";
 import { Prisma, type AccessToken } from "../generated/prisma/client";
 import type { Queryable } from "../timeseries/timeseries.store";
+import {
+  entityChangePayload,
+  insertEntityChangeEvents,
+  tokenCreateEvent,
+  tokenRevokeEvents,
+  type TokenRevokeReason,
+} from "../events/entity-change-events";
 
 /**
  * The access_token table: every statement the gateway's token store, verifier, last-use recorder and incident response
@@ -88,12 +96,14 @@ const FILTER_COLUMNS = {
 const MAX_PREPARED_FILTERS = 4;
 
 /**
- * The token and its audit row in one statement, so they commit together or not at all (the audit row is inserted
+ * The token, its audit row and its platform event in one statement, so they commit together or not at all (the audit row is inserted
  * from the token's RETURNING), in one round trip. The interactive transaction this replaced took four round trips
  * plus Prisma's transaction bookkeeping, most of the mutation's cost. Always the same text: prepared once per
  * connection, so PostgreSQL parses and plans it once, not per token.
  */
 export async function insertAccessTokenWithAudit(pool: Queryable, token: AccessTokenInsert): Promise<void> {
+  // Its ACCESS_TOKEN CREATE event (docs/events.md) in the same statement: it commits with the token or not at all.
+  const event = tokenCreateEvent(token, token.audit.actorUrn);
   const statement = Prisma.sql`
       WITH token AS (
         INSERT INTO access_token (id, type, name, description, actor_urn, owner_urn, token_hash, created_at, expires_at,
@@ -103,6 +113,11 @@ export async function insertAccessTokenWithAudit(pool: Queryable, token: AccessT
                 to_timestamp(${token.createdAt}::int8 / 1000.0), to_timestamp(${token.expiresAtSeconds}::int8),
                 ${token.scopes}::text[], ${token.parentTokenId}::uuid)
         RETURNING id
+      ), event AS (
+        INSERT INTO platform_event (event_type, entity_urn, entity_type, category, subject_actor, payload)
+        SELECT ${ENTITY_CHANGE_EVENT}, ${event.entityUrn}, ${event.entityType}, ${event.category}, ${event.subjectActor},
+               ${JSON.stringify(entityChangePayload(event))}::jsonb
+          FROM token
       )
       INSERT INTO audit_event (actor_urn, action, target_urn, details)
       SELECT ${token.audit.actorUrn}, 'accessToken.create', ${token.audit.targetUrn}, ${JSON.stringify(boundAuditDetails(token.audit.details))}::jsonb
@@ -197,9 +212,22 @@ export async function findAccessTokenCredential(
   });
 }
 
-/** Marks one token revoked by `revokedBy`, in the caller's transaction (its audit row goes with it). */
-export async function revokeAccessToken(tx: Prisma.TransactionClient, id: string, revokedBy: string): Promise<void> {
-  await tx.accessToken.update({ where: { id }, data: { revokedAt: new Date(), revokedBy } });
+/**
+ * Marks one token revoked by `revokedBy`, with its ACCESS_TOKEN REVOKE event, in the caller's transaction (its audit
+ * row goes with it); one already revoked is left as it was.
+ */
+export async function revokeAccessToken(
+  tx: Prisma.TransactionClient,
+  id: string,
+  revokedBy: string,
+  reason: TokenRevokeReason = "revoked",
+): Promise<void> {
+  // Only a token not revoked yet: two revocations at once write one event (the second waits for the first's row lock).
+  const revoked = await tx.$queryRaw<Array<{ id: string; actorUrn: string }>>`
+      UPDATE access_token SET revoked_at = now(), revoked_by = ${revokedBy}
+       WHERE id = ${id}::uuid AND revoked_at IS NULL
+      RETURNING id::text, actor_urn AS "actorUrn"`;
+  await insertEntityChangeEvents(tx, tokenRevokeEvents(revoked, revokedBy, reason));
 }
 
 /**
@@ -210,11 +238,20 @@ export async function revokeLiveAccessTokensOf(
   tx: Prisma.TransactionClient,
   actorUrn: string,
   revokedBy: string,
+  reason: TokenRevokeReason = "revoked",
 ): Promise<string[]> {
   const revoked = await tx.$queryRaw<Array<{ id: string }>>`
       UPDATE access_token SET revoked_at = now(), revoked_by = ${revokedBy}
        WHERE actor_urn = ${actorUrn} AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())
       RETURNING id::text`;
+  await insertEntityChangeEvents(
+    tx,
+    tokenRevokeEvents(
+      revoked.map((row) => ({ id: row.id, actorUrn })),
+      revokedBy,
+      reason,
+    ),
+  );
   return revoked.map((row) => row.id);
 }
 
@@ -227,11 +264,12 @@ export async function revokeLiveServiceAccountTokensMintedBy(
   ownerUrn: string,
   revokedBy: string,
 ): Promise<string[]> {
-  const revoked = await tx.$queryRaw<Array<{ id: string }>>`
+  const revoked = await tx.$queryRaw<Array<{ id: string; actorUrn: string }>>`
       UPDATE access_token SET revoked_at = now(), revoked_by = ${revokedBy}
        WHERE owner_urn = ${ownerUrn} AND type = 'SERVICE_ACCOUNT' AND actor_urn <> ${ownerUrn}
          AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())
-      RETURNING id::text`;
+      RETURNING id::text, actor_urn AS "actorUrn"`;
+  await insertEntityChangeEvents(tx, tokenRevokeEvents(revoked, revokedBy, "minterAccessRevoked"));
   return revoked.map((row) => row.id);
 }
 
@@ -279,18 +317,20 @@ async function run<Row extends pg.QueryResultRow>(pool: Queryable, statement: Pr
 }
 
 /**
- * Marks every live token whose lifetime the policy does not allow revoked by `revokedBy`, in the caller's transaction;
- * answers their ids and actors.
+ * Marks every live token whose lifetime the policy does not allow revoked by `revokedBy`, with their REVOKE events, in
+ * the caller's transaction; answers their ids and actors.
  */
 export async function revokeLiveAccessTokensOutside(
   tx: Prisma.TransactionClient,
   policy: DurationPolicy,
   revokedBy: string,
 ): Promise<Array<{ id: string; actorUrn: string }>> {
-  return tx.$queryRaw<Array<{ id: string; actorUrn: string }>>`
+  const revoked = await tx.$queryRaw<Array<{ id: string; actorUrn: string }>>`
       UPDATE access_token SET revoked_at = now(), revoked_by = ${revokedBy}
        WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now()) AND NOT ${withinPolicy(policy)}
       RETURNING id::text, actor_urn AS "actorUrn"`;
+  await insertEntityChangeEvents(tx, tokenRevokeEvents(revoked, revokedBy, "durationPolicy"));
+  return revoked;
 }
 
 /**

@@ -18,6 +18,7 @@ import type { ServiceAccountService } from "../tokens/service-account.service";
 import type { TokenService } from "../tokens/token.service";
 import type { TokenRotation } from "../tokens/token-rotation";
 import type { TokenUsageService } from "../tokens/token-usage.service";
+import type { PlatformEventsService } from "../events/platform-events.service";
 
 /** The domain services resolvers call; built once per process. */
 export interface Services {
@@ -42,6 +43,8 @@ export interface Services {
   rateLimits: RateLimits;
   delegatedWork: DelegatedWorkService;
   serviceAccounts: ServiceAccountService;
+  /** listPlatformEvents */
+  platformEvents: PlatformEventsService;
 }
 
 export interface GraphQLContext {

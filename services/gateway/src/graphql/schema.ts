@@ -11,6 +11,7 @@ import { testRunDiffResolvers, testRunDiffTypeDefs } from "../metadata-tests/tes
 import { testImpactResolvers, testImpactTypeDefs } from "../metadata-tests/test-impact.graphql";
 import { serviceAccountResolvers, serviceAccountTypeDefs } from "../tokens/service-accounts.graphql";
 import { tokenResolvers, tokenTypeDefs } from "../tokens/tokens.graphql";
+import { platformEventsResolvers, platformEventsTypeDefs } from "../events/platform-events.graphql";
 
 const rootTypeDefs = /* GraphQL */ `
   scalar Long
@@ -56,6 +57,7 @@ export const typeDefs = [
   retentionTypeDefs,
   delegatedWorkTypeDefs,
   serviceAccountTypeDefs,
+  platformEventsTypeDefs,
 ];
 type Resolver = (parent: unknown, args: Record<string, unknown>, ...rest: unknown[]) => unknown;
 
@@ -90,4 +92,5 @@ export const resolvers = [
   refusingUnstorable(retentionResolvers),
   refusingUnstorable(delegatedWorkResolvers),
   refusingUnstorable(serviceAccountResolvers),
+  refusingUnstorable(platformEventsResolvers),
 ];

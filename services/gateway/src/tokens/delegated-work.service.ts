@@ -139,7 +139,12 @@ export class DelegatedWorkService {
       this.db.prisma,
       async (tx) => {
         await first?.(tx);
-        const own = await this.store.revokeAllOfIn(tx, userUrn, actor);
+        const own = await this.store.revokeAllOfIn(
+          tx,
+          userUrn,
+          actor,
+          first ? "serviceAccountDeleted" : "actorAccessRevoked",
+        );
         // The service-account tokens the user minted: their secrets were handed to it (not so a deleted account's own).
         const minted = first ? [] : await this.store.revokeServiceAccountTokensMintedByIn(tx, userUrn, actor);
         const revoked = [...own, ...minted];
@@ -193,7 +198,10 @@ export class DelegatedWorkService {
    * or actions (which run for their owner at every push) — each with its audit row, in the caller's transaction.
    */
   private async suspendSchedulesOf(tx: Prisma.TransactionClient, actor: Actor, userUrn: string, reason: string) {
-    const { tests, policies } = await suspendDeferredWorkOf(tx, userUrn, reason, new Date());
+    const { tests, policies } = await suspendDeferredWorkOf(tx, userUrn, reason, new Date(), {
+      suspendedBy: actor.urn,
+      policyUrnOf: (id) => makeUrn(this.config.URN_NAMESPACE, "retentionPolicy", id),
+    });
     const testWork = tests.map((t) => this.ofTest(t));
     const policyWork = policies.map((p) => this.ofPolicy(p));
     for (const work of testWork) {

@@ -20,6 +20,7 @@ import {
   type Database,
   type Prisma,
   type PrismaClient,
+  type TokenRevokeReason,
 } from "@mdp/db";
 import type pg from "pg";
 import type { Actor } from "../auth/actor";
@@ -217,9 +218,17 @@ export class TokenStore {
     return inPrismaTransaction(this.prisma, (tx) => this.revokeAllOfIn(tx, actorUrn, actor));
   }
 
-  /** revokeAllOf in the caller's transaction (revokeActorAccess: with the suspension of the user's work). */
-  async revokeAllOfIn(tx: Prisma.TransactionClient, actorUrn: string, actor: Actor): Promise<string[]> {
-    const ids = await revokeLiveAccessTokensOf(tx, actorUrn, actor.urn);
+  /**
+   * revokeAllOf in the caller's transaction (revokeActorAccess: with the suspension of the user's work); `reason` is
+   * what the tokens' REVOKE events say (docs/events.md).
+   */
+  async revokeAllOfIn(
+    tx: Prisma.TransactionClient,
+    actorUrn: string,
+    actor: Actor,
+    reason: TokenRevokeReason = "revoked",
+  ): Promise<string[]> {
+    const ids = await revokeLiveAccessTokensOf(tx, actorUrn, actor.urn, reason);
     await insertAuditEventPerTarget(tx, {
       actorUrn: actor.urn,
       action: "accessToken.revoke",
