@@ -67,17 +67,18 @@ export function runTestTask(deps: EvaluateDeps) {
       // Lock before read: the batch's testResults locks are taken before its entities are read, and held until its
       // push commits, so an evaluate push of one of these entities (fresher than what this batch read) either
       // commits before the read, or waits and merges onto this batch's write; it is never overwritten by it.
-      const entities = await deps.store.nextEntities(test.onTypes, progress.lastUrn, input.batchSize, {
+      // One statement without push; the entities travel to the thread as one JSON text (EntityBatch of @mdp/db).
+      const batch = await deps.store.nextBatch(test.onTypes, progress.lastUrn, input.batchSize, {
         lockFor: input.push ? deps.pusher : undefined,
         client,
       });
-      if (entities.length === 0) return { again: false };
+      if (batch.urns.length === 0) return { again: false };
       // The batch is one request to the pool: EVALUATION_TIME_LIMIT_MS bounds the batch's evaluation.
       const [outcome] = await deps.pool.evaluate(
-        { at: Date.now(), tests: [test], entities: new Map(entities.map((e) => [e.urn, e])) },
+        { at: Date.now(), tests: [test], entities: { json: batch.json } },
         // Values only to store: a run answers counts, nobody reads its failed rules but from testResults.
-        [{ urns: entities.map((e) => e.urn), testUrns: [test.urn], withValues: input.push }],
-        `${deps.pool.settings.timeLimitMs} ms (EVALUATION_TIME_LIMIT_MS) for its batch of ${entities.length} entities`,
+        [{ urns: batch.urns, testUrns: [test.urn], withValues: input.push }],
+        `${deps.pool.settings.timeLimitMs} ms (EVALUATION_TIME_LIMIT_MS) for its batch of ${batch.urns.length} entities`,
       );
       if (outcome instanceof EvaluationLimitError) {
         return fail(
@@ -87,13 +88,13 @@ export function runTestTask(deps: EvaluateDeps) {
       // A stored definition past a limit (written before the limit existed) fails the run at once: no attempt can
       // change it.
       if (outcome instanceof StoredDefinitionError) return fail(outcome.message);
-      const evaluations = entities.map((entity, i) => ({ entity, evaluation: outcome![i]! }));
-      countEvaluations(evaluations.map((e) => e.evaluation));
+      const results = outcome!;
+      countEvaluations(results);
       let pushed = 0;
       if (input.push) {
         const evaluated = new Set([input.testUrn]);
-        const items = evaluations.map(({ entity, evaluation }) => ({
-          entityType: entity.entityType,
+        const items = results.map((evaluation, i) => ({
+          entityType: batch.entityTypes[i]!,
           evaluation,
           evaluated,
           actorUrn: input.actorUrn,
@@ -101,14 +102,9 @@ export function runTestTask(deps: EvaluateDeps) {
         }));
         pushed = await deps.pusher.push(client, items);
         // What this batch changed since the test's last run, from the history the push just wrote (test-run-diff.ts).
-        await deps.runDiffs?.record(
-          client,
-          { runId: input.taskId, testUrn: input.testUrn },
-          evaluations.map((e) => e.evaluation),
-        );
+        await deps.runDiffs?.record(client, { runId: input.taskId, testUrn: input.testUrn }, results);
       }
-      const lastUrn = entities.at(-1)!.urn;
-      const results = evaluations.map((e) => e.evaluation);
+      const lastUrn = batch.urns.at(-1)!;
       return { progress: (stored) => advance(stored, results, pushed, lastUrn), again: true };
     },
     finish: (p) => ({ ...p, total: Math.max(p.total, p.evaluated), percent: 100 }),
