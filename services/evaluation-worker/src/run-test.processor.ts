@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { runTestPayload } from "@mdp/queues";
 import { defineTask, percentOf, TaskRunner, type TaskRow } from "@mdp/tasks";
+import type { EntityBatch } from "@mdp/db";
 import type { EntityEvaluation } from "@mdp/metadata-tests";
 import { EvaluationLimitError, StoredDefinitionError } from "./evaluation-pool";
 import type { EvaluateDeps } from "./evaluation-deps";
@@ -32,6 +33,19 @@ export interface RunTestResult {
   pushed: number;
 }
 
+/** A batch read ahead (push false): the walk's position it follows, the types it read, the read itself. */
+interface ReadAhead {
+  afterUrn: string;
+  types: string;
+  batch: Promise<EntityBatch | null>;
+}
+
+/**
+ * Each attempt's read-ahead, by its task context (one per attempt: it goes with the attempt however it ends, a
+ * cancellation, a hand-back or an error included).
+ */
+const readAheads = new WeakMap<object, ReadAhead>();
+
 /** What the reconciler needs of the kind: a vanished job is queued again from the row (its creator is the actor). */
 export const runTestKind = {
   kind: "runTest",
@@ -60,7 +74,8 @@ export function runTestTask(deps: EvaluateDeps) {
       const total = await deps.store.countEntities(test.onTypes);
       return { steps: ["batch"], progress: (stored) => ({ ...stored, total, percent: total === 0 ? 100 : 0 }) };
     },
-    async step({ input, progress, fail }, _step: "batch", client) {
+    async step(ctx, _step: "batch", client) {
+      const { input, progress, fail } = ctx;
       const test = await deps.store.test(input.testUrn);
       if (!test)
         return fail(`Test ${input.testUrn} was deleted while it ran; ${progress.evaluated} entities were evaluated`);
@@ -68,11 +83,28 @@ export function runTestTask(deps: EvaluateDeps) {
       // push commits, so an evaluate push of one of these entities (fresher than what this batch read) either
       // commits before the read, or waits and merges onto this batch's write; it is never overwritten by it.
       // One statement without push; the entities travel to the thread as one JSON text (EntityBatch of @mdp/db).
-      const batch = await deps.store.nextBatch(test.onTypes, progress.lastUrn, input.batchSize, {
-        lockFor: input.push ? deps.pusher : undefined,
-        client,
-      });
+      const types = JSON.stringify(test.onTypes);
+      const ahead = readAheads.get(ctx);
+      readAheads.delete(ctx);
+      const batch =
+        (ahead && ahead.afterUrn === progress.lastUrn && ahead.types === types ? await ahead.batch : null) ??
+        (await deps.store.nextBatch(test.onTypes, progress.lastUrn, input.batchSize, {
+          lockFor: input.push ? deps.pusher : undefined,
+          client,
+        }));
       if (batch.urns.length === 0) return { again: false };
+      if (!input.push && batch.urns.length === input.batchSize) {
+        // Without push nothing is locked or written by the run, so the next batch is read (on a connection of its own)
+        // while this one is evaluated: the read and the evaluation overlap instead of taking turns. A batch read ahead
+        // is used only where the walk goes on from (same position, same types), and it is as fresh as a read made at
+        // the start of this batch's evaluation; a failed read is done again by the next step.
+        const afterUrn = batch.urns.at(-1)!;
+        readAheads.set(ctx, {
+          afterUrn,
+          types,
+          batch: deps.store.nextBatch(test.onTypes, afterUrn, input.batchSize).catch(() => null),
+        });
+      }
       // The batch is one request to the pool: EVALUATION_TIME_LIMIT_MS bounds the batch's evaluation.
       const [outcome] = await deps.pool.evaluate(
         { at: Date.now(), tests: [test], entities: { json: batch.json } },
