@@ -57,8 +57,12 @@ export function rateLimitKeyPrefix(queuePrefix: string, name: string): string {
 export class RateLimits {
   private readonly limiters = new Map<
     RateLimitName,
-    { limiter: RateLimiterRedis; points: number; perMinute: number }
+    { limiter: RateLimiterRedis; points: number; insurancePoints: number; perMinute: number }
   >();
+
+  /** the checks of this turn of the event loop not sent yet, by limit and actor (see `coalesced`) */
+  private readonly turn = new Map<string, TurnBatch>();
+  private flushScheduled = false;
 
   constructor(
     private readonly redis: RedisConnection,
@@ -71,6 +75,7 @@ export class RateLimits {
       if (perMinute === 0) continue;
       const points = perMinute * RATE_LIMITS[name].scale;
       const keyPrefix = rateLimitKeyPrefix(config.QUEUE_PREFIX, name);
+      const insurancePoints = Math.max(1, Math.floor(points / config.RATE_LIMIT_REPLICAS));
       const limiter = new RateLimiterRedis({
         storeClient: redis,
         rejectIfRedisNotReady: true,
@@ -79,13 +84,9 @@ export class RateLimits {
         keyPrefix,
         // Once an actor is over, its further requests are refused here until the window ends, without Redis.
         inMemoryBlockOnConsumed: points + 1,
-        insuranceLimiter: new RateLimiterMemory({
-          points: Math.max(1, Math.floor(points / config.RATE_LIMIT_REPLICAS)),
-          duration: 60,
-          keyPrefix,
-        }),
+        insuranceLimiter: new InsuranceLimiter({ points: insurancePoints, duration: 60, keyPrefix }),
       });
-      this.limiters.set(name, { limiter, points, perMinute });
+      this.limiters.set(name, { limiter, points, insurancePoints, perMinute });
     }
   }
 
@@ -110,13 +111,23 @@ export class RateLimits {
     if (exempt(actor)) return;
     const entry = this.limiters.get(name);
     if (!entry) return;
-    try {
-      await entry.limiter.consume(actor.urn, Math.min(Math.max(1, cost), entry.points));
-    } catch (rejection) {
-      // An Error would mean both the store and the insurance failed: nothing to hold the caller to.
-      if (!(rejection instanceof RateLimiterRes)) return;
-      throw this.exceeded(name, rejection.msBeforeNext);
-    }
+    const points = Math.min(Math.max(1, cost), entry.points);
+    // Consumed one after another, the n-th of this turn's checks would see the count before the turn plus the points
+    // of the first n, and be refused past the limit (the limiter counts refused points too): one consume of their
+    // sum tells each exactly that.
+    const { res, sum, before } = await this.coalesced("consume", name, actor.urn, points, (total) =>
+      entry.limiter.consume(actor.urn, total).then(
+        (ok) => ({ ...answer(ok), refused: false }),
+        (rejection: unknown) =>
+          // An Error: both the store and the insurance failed, nothing to hold the caller to.
+          rejection instanceof RateLimiterRes ? { ...answer(rejection), refused: true } : null,
+      ),
+    );
+    if (!res?.refused) return;
+    const limit = res.insured ? entry.insurancePoints : entry.points;
+    const count = res.consumedPoints - sum + before + points;
+    // A count within the limit on a refusal: the actor is blocked in memory until its window ends (nothing counted).
+    if (count > limit || res.consumedPoints <= limit) throw this.exceeded(name, res.msBeforeNext);
   }
 
   /**
@@ -128,8 +139,19 @@ export class RateLimits {
     if (exempt(actor)) return;
     const entry = this.limiters.get(name);
     if (!entry) return;
-    const spent = await entry.limiter.get(actor.urn).catch(() => null); // both stores failed: nothing to hold to
-    if (spent && spent.consumedPoints >= entry.points) throw this.exceeded(name, spent.msBeforeNext);
+    // The checks of one turn read the count once: they are concurrent, and nothing is charged in between.
+    const { res } = await this.coalesced(
+      "get",
+      name,
+      actor.urn,
+      0,
+      () =>
+        entry.limiter.get(actor.urn).then(
+          (spent) => spent && { ...answer(spent), refused: false },
+          () => null,
+        ), // both stores failed: nothing to hold to
+    );
+    if (res && res.consumedPoints >= entry.points) throw this.exceeded(name, res.msBeforeNext);
   }
 
   /** Adds `cost` (in the limit's points: ms for evaluationTime) to the actor's count; never refuses, never throws. */
@@ -137,7 +159,52 @@ export class RateLimits {
     if (exempt(actor) || !(cost > 0)) return;
     const entry = this.limiters.get(name);
     if (!entry) return;
-    await entry.limiter.penalty(actor.urn, Math.ceil(cost)).catch(() => undefined);
+    await this.coalesced("charge", name, actor.urn, Math.ceil(cost), (total) =>
+      entry.limiter.penalty(actor.urn, total).then(
+        () => null,
+        () => null,
+      ),
+    );
+  }
+
+  /**
+   * One Redis round trip for every check of the same kind, limit and actor made in one turn of the event loop (sent
+   * at setImmediate, as the gateway batches evaluate requests): under load an actor's concurrent requests cost one
+   * script call between them instead of one each, and a lone request waits for nothing but the end of its turn. Each
+   * decision is still Redis's, atomic and shared by every replica: nothing is counted locally, so batching adds no
+   * error across replicas. Each caller gets the answer for the whole batch (`sum` of its points), and the points
+   * of the callers queued before it (`before`).
+   */
+  private coalesced(
+    kind: TurnBatch["kind"],
+    name: RateLimitName,
+    urn: string,
+    points: number,
+    send: (sum: number) => Promise<BatchAnswer | null>,
+  ): Promise<{ res: BatchAnswer | null; sum: number; before: number }> {
+    return new Promise((resolve, reject) => {
+      const key = `${kind}\u0000${name}\u0000${urn}`;
+      let batch = this.turn.get(key);
+      if (!batch) {
+        batch = { kind, send, waiting: [], sum: 0 };
+        this.turn.set(key, batch);
+      }
+      batch.waiting.push({ before: batch.sum, resolve, reject });
+      batch.sum += points;
+      if (this.flushScheduled) return;
+      this.flushScheduled = true;
+      setImmediate(() => {
+        this.flushScheduled = false;
+        const batches = [...this.turn.values()];
+        this.turn.clear();
+        for (const { send: sendBatch, sum, waiting } of batches) {
+          sendBatch(sum).then(
+            (res) => waiting.forEach((w) => w.resolve({ res, sum, before: w.before })),
+            (error: unknown) => waiting.forEach((w) => w.reject(error)),
+          );
+        }
+      });
+    });
   }
 
   private exceeded(name: RateLimitName, msBeforeNext: number): AppError {
@@ -154,6 +221,49 @@ export class RateLimits {
   async close(): Promise<void> {
     if (this.redis.status === "ready") await this.redis.quit().catch(() => this.redis.disconnect());
     else this.redis.disconnect();
+  }
+}
+
+/** What a limiter answered a batch: whether it refused, the count after it, and whether the insurance answered. */
+interface BatchAnswer {
+  consumedPoints: number;
+  msBeforeNext: number;
+  refused: boolean;
+  insured: boolean;
+}
+
+/** The checks of one kind, limit and actor waiting for the end of the turn (RateLimits.coalesced). */
+interface TurnBatch {
+  kind: "consume" | "get" | "charge";
+  send: (sum: number) => Promise<BatchAnswer | null>;
+  waiting: Array<{
+    before: number;
+    resolve: (result: { res: BatchAnswer | null; sum: number; before: number }) => void;
+    reject: (error: unknown) => void;
+  }>;
+  sum: number;
+}
+
+/** The answers the in-memory insurance limiter gave (rate-limiter-flexible passes them through unchanged). */
+const insured = new WeakSet<RateLimiterRes>();
+
+function answer(res: RateLimiterRes): Omit<BatchAnswer, "refused"> {
+  return { consumedPoints: res.consumedPoints, msBeforeNext: res.msBeforeNext, insured: insured.has(res) };
+}
+
+/** RateLimiterMemory whose answers are marked as the insurance's: its limit is the replica's share, not the whole. */
+class InsuranceLimiter extends RateLimiterMemory {
+  override consume(key: string | number, points?: number, options?: { [key: string]: unknown }) {
+    const mark = (res: unknown) => {
+      if (res instanceof RateLimiterRes) insured.add(res);
+      return res;
+    };
+    return super.consume(key, points, options).then(
+      (res) => mark(res) as RateLimiterRes,
+      (rejection: unknown) => {
+        throw mark(rejection);
+      },
+    );
   }
 }
 

@@ -99,7 +99,11 @@ export interface PoolInput {
   actor?: string;
   at: number;
   tests: StoredTest[];
-  entities: ReadonlyMap<string, EntitySnapshot>;
+  /**
+   * the entities by urn, or (runTest's batches) as one JSON text of EntitySnapshots that the thread parses: a string
+   * crosses to the thread as one copy, not as a structured clone of every object (see EntityBatch of @mdp/db)
+   */
+  entities: ReadonlyMap<string, EntitySnapshot> | { json: string };
 }
 
 /**
@@ -222,11 +226,13 @@ export class EvaluationPool {
     const limitMs = this.settings.timeLimitMs;
     const whereBuffer = new SharedArrayBuffer(WHERE.size * Int32Array.BYTES_PER_ELEMENT);
     const where = new Int32Array(whereBuffer).fill(-1);
-    const urns = new Set(items.flatMap((i) => i.urns));
+    const entities = input.entities;
     const task: EvaluationTask = {
       at: input.at,
       tests: input.tests,
-      entities: [...urns].map((urn) => input.entities.get(urn)!),
+      ...("json" in entities
+        ? { entitiesJson: entities.json }
+        : { entities: [...new Set(items.flatMap((i) => i.urns))].map((urn) => entities.get(urn)!) }),
       items,
       where: whereBuffer,
       base: Date.now(),

@@ -30,7 +30,10 @@ export interface EvaluationTask {
   /** the results' evaluatedAt */
   at: number;
   tests: StoredTest[];
-  entities: EntitySnapshot[];
+  /** the items' entities: objects (structured-cloned), or */
+  entities?: EntitySnapshot[];
+  /** one JSON text of them, parsed here (runTest's batches: one string copy instead of a clone of every object) */
+  entitiesJson?: string;
   items: ThreadItem[];
   /** Int32Array slots (see WHERE): where the thread is, read by the main thread's watchdog and after a crash */
   where: SharedArrayBuffer;
@@ -63,7 +66,9 @@ export type ThreadItemResult = EntityEvaluation[] | InvalidDefinition;
 export default function evaluateTask(task: EvaluationTask): ThreadItemResult[] {
   const where = new Int32Array(task.where);
   Atomics.store(where, WHERE.began, Date.now() - task.base);
-  const entities = new Map(task.entities.map((e) => [e.urn, e]));
+  const snapshots =
+    task.entitiesJson !== undefined ? (JSON.parse(task.entitiesJson) as EntitySnapshot[]) : task.entities!;
+  const entities = new Map(snapshots.map((e) => [e.urn, e]));
   const testIndex = new Map(task.tests.map((t, i) => [t.urn, i]));
   const activeIndexes = task.tests.flatMap((t, i) => (t.active ? [i] : []));
   const ownerLacks = new Map(task.tests.flatMap((t) => (t.ownerLacks ? [[t.urn, new Set(t.ownerLacks)]] : [])));

@@ -1,10 +1,13 @@
 import type { Privilege } from "@mdp/core";
 import {
   countEntitiesOfTypes,
+  entityBatchAfter,
+  entityBatchOf,
   entityUrnsAfter,
   EvaluationInputRepository,
   findEvaluatedTest,
   latestAspectsOfEntities,
+  type EntityBatch,
   type EvaluatedTestRow,
   type Queryable,
 } from "@mdp/db";
@@ -91,6 +94,23 @@ export class EvaluationStore {
     const entities = new Map<string, EntitySnapshot>();
     for (const a of aspects) addAspect(entities, a.urn, a.entityType, a.aspect, a.value);
     return [...entities.values()];
+  }
+
+  /**
+   * runTest's batch: as nextEntities, the entities as one JSON text for the evaluation thread to parse (EntityBatch).
+   * Without a lock, one statement; with one, the urns, their locks, then the read (lock before read, as nextEntities).
+   */
+  async nextBatch(
+    entityTypes: readonly string[],
+    afterUrn: string,
+    limit: number,
+    options: { client?: Queryable; lockFor?: { lock(client: Queryable, urns: readonly string[]): Promise<void> } } = {},
+  ): Promise<EntityBatch> {
+    const db = options.client ?? this.db;
+    if (!options.lockFor) return entityBatchAfter(db, entityTypes, afterUrn, limit);
+    const urns = await entityUrnsAfter(db, entityTypes, afterUrn, limit);
+    if (urns.length > 0) await options.lockFor.lock(db, urns);
+    return entityBatchOf(db, urns);
   }
 }
 

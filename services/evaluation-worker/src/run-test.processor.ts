@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { runTestPayload } from "@mdp/queues";
 import { defineTask, percentOf, TaskRunner, type TaskRow } from "@mdp/tasks";
+import type { EntityBatch } from "@mdp/db";
 import type { EntityEvaluation } from "@mdp/metadata-tests";
 import { EvaluationLimitError, StoredDefinitionError } from "./evaluation-pool";
 import type { EvaluateDeps } from "./evaluation-deps";
@@ -32,6 +33,19 @@ export interface RunTestResult {
   pushed: number;
 }
 
+/** A batch read ahead (push false): the walk's position it follows, the types it read, the read itself. */
+interface ReadAhead {
+  afterUrn: string;
+  types: string;
+  batch: Promise<EntityBatch | null>;
+}
+
+/**
+ * Each attempt's read-ahead, by its task context (one per attempt: it goes with the attempt however it ends, a
+ * cancellation, a hand-back or an error included).
+ */
+const readAheads = new WeakMap<object, ReadAhead>();
+
 /** What the reconciler needs of the kind: a vanished job is queued again from the row (its creator is the actor). */
 export const runTestKind = {
   kind: "runTest",
@@ -60,24 +74,43 @@ export function runTestTask(deps: EvaluateDeps) {
       const total = await deps.store.countEntities(test.onTypes);
       return { steps: ["batch"], progress: (stored) => ({ ...stored, total, percent: total === 0 ? 100 : 0 }) };
     },
-    async step({ input, progress, fail }, _step: "batch", client) {
+    async step(ctx, _step: "batch", client) {
+      const { input, progress, fail } = ctx;
       const test = await deps.store.test(input.testUrn);
       if (!test)
         return fail(`Test ${input.testUrn} was deleted while it ran; ${progress.evaluated} entities were evaluated`);
       // Lock before read: the batch's testResults locks are taken before its entities are read, and held until its
       // push commits, so an evaluate push of one of these entities (fresher than what this batch read) either
       // commits before the read, or waits and merges onto this batch's write; it is never overwritten by it.
-      const entities = await deps.store.nextEntities(test.onTypes, progress.lastUrn, input.batchSize, {
-        lockFor: input.push ? deps.pusher : undefined,
-        client,
-      });
-      if (entities.length === 0) return { again: false };
+      // One statement without push; the entities travel to the thread as one JSON text (EntityBatch of @mdp/db).
+      const types = JSON.stringify(test.onTypes);
+      const ahead = readAheads.get(ctx);
+      readAheads.delete(ctx);
+      const batch =
+        (ahead && ahead.afterUrn === progress.lastUrn && ahead.types === types ? await ahead.batch : null) ??
+        (await deps.store.nextBatch(test.onTypes, progress.lastUrn, input.batchSize, {
+          lockFor: input.push ? deps.pusher : undefined,
+          client,
+        }));
+      if (batch.urns.length === 0) return { again: false };
+      if (!input.push && batch.urns.length === input.batchSize) {
+        // Without push nothing is locked or written by the run, so the next batch is read (on a connection of its own)
+        // while this one is evaluated: the read and the evaluation overlap instead of taking turns. A batch read ahead
+        // is used only where the walk goes on from (same position, same types), and it is as fresh as a read made at
+        // the start of this batch's evaluation; a failed read is done again by the next step.
+        const afterUrn = batch.urns.at(-1)!;
+        readAheads.set(ctx, {
+          afterUrn,
+          types,
+          batch: deps.store.nextBatch(test.onTypes, afterUrn, input.batchSize).catch(() => null),
+        });
+      }
       // The batch is one request to the pool: EVALUATION_TIME_LIMIT_MS bounds the batch's evaluation.
       const [outcome] = await deps.pool.evaluate(
-        { at: Date.now(), tests: [test], entities: new Map(entities.map((e) => [e.urn, e])) },
+        { at: Date.now(), tests: [test], entities: { json: batch.json } },
         // Values only to store: a run answers counts, nobody reads its failed rules but from testResults.
-        [{ urns: entities.map((e) => e.urn), testUrns: [test.urn], withValues: input.push }],
-        `${deps.pool.settings.timeLimitMs} ms (EVALUATION_TIME_LIMIT_MS) for its batch of ${entities.length} entities`,
+        [{ urns: batch.urns, testUrns: [test.urn], withValues: input.push }],
+        `${deps.pool.settings.timeLimitMs} ms (EVALUATION_TIME_LIMIT_MS) for its batch of ${batch.urns.length} entities`,
       );
       if (outcome instanceof EvaluationLimitError) {
         return fail(
@@ -87,13 +120,13 @@ export function runTestTask(deps: EvaluateDeps) {
       // A stored definition past a limit (written before the limit existed) fails the run at once: no attempt can
       // change it.
       if (outcome instanceof StoredDefinitionError) return fail(outcome.message);
-      const evaluations = entities.map((entity, i) => ({ entity, evaluation: outcome![i]! }));
-      countEvaluations(evaluations.map((e) => e.evaluation));
+      const results = outcome!;
+      countEvaluations(results);
       let pushed = 0;
       if (input.push) {
         const evaluated = new Set([input.testUrn]);
-        const items = evaluations.map(({ entity, evaluation }) => ({
-          entityType: entity.entityType,
+        const items = results.map((evaluation, i) => ({
+          entityType: batch.entityTypes[i]!,
           evaluation,
           evaluated,
           actorUrn: input.actorUrn,
@@ -101,14 +134,9 @@ export function runTestTask(deps: EvaluateDeps) {
         }));
         pushed = await deps.pusher.push(client, items);
         // What this batch changed since the test's last run, from the history the push just wrote (test-run-diff.ts).
-        await deps.runDiffs?.record(
-          client,
-          { runId: input.taskId, testUrn: input.testUrn },
-          evaluations.map((e) => e.evaluation),
-        );
+        await deps.runDiffs?.record(client, { runId: input.taskId, testUrn: input.testUrn }, results);
       }
-      const lastUrn = entities.at(-1)!.urn;
-      const results = evaluations.map((e) => e.evaluation);
+      const lastUrn = batch.urns.at(-1)!;
       return { progress: (stored) => advance(stored, results, pushed, lastUrn), again: true };
     },
     finish: (p) => ({ ...p, total: Math.max(p.total, p.evaluated), percent: 100 }),

@@ -801,6 +801,34 @@ describe("metadata tests", () => {
       expect(audit).toMatchObject({ actorUrn: ROOT, targetUrn: "urn:li:test:described", details: { taskId } });
     });
 
+    it("without push, walks every entity once in batches read ahead of their evaluation, with exact counts", async () => {
+      const counted = await h.prisma.$queryRaw<Array<{ total: bigint; passing: bigint }>>`
+        SELECT count(DISTINCT urn) AS total,
+               count(DISTINCT urn) FILTER (WHERE aspect_name = 'datasetProperties' AND value ? 'description') AS passing
+          FROM aspect WHERE entity_type = 'dataset'`;
+      const total = Number(counted[0]!.total);
+      const passing = Number(counted[0]!.passing);
+      const before = await storedResults(datasetUrn(0));
+      // Batches of 3: each batch after the first is read while the one before it is evaluated.
+      const taskId = (await gql(RUN, { urn: "urn:li:test:described", push: false, batchSize: 3 })).data
+        ?.runTest as string;
+      const done = await waitForState(taskId, ["completed", "failed"]);
+      expect(done).toMatchObject({
+        state: "completed",
+        progress: {
+          evaluated: total,
+          total,
+          passing,
+          failing: total - passing,
+          notApplicable: 0,
+          percent: 100,
+          batches: Math.ceil(total / 3),
+          pushed: 0,
+        },
+      });
+      expect(await storedResults(datasetUrn(0))).toEqual(before); // nothing written without push
+    });
+
     it("counts entities whose conditions do not hold as not applicable, and writes nothing without push", async () => {
       const urn = await createTest("run-hive", HIVE_TAGGED.replace("urn:li:tag:pii", "urn:li:tag:none"));
       const taskId = (await gql(RUN, { urn, push: false })).data?.runTest as string;

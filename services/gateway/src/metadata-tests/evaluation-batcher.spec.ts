@@ -87,6 +87,53 @@ describe("EvaluationBatcher", () => {
     expect(queue.jobs).toHaveLength(2);
   });
 
+  it("puts an actor's requests that come while its job is being queued into its next job, sent once that one is queued", async () => {
+    const queue = await fakeQueue();
+    // A queue whose adds take a while, as Redis under load does; the second actor's job does not wait for the first's.
+    let finishAdd!: () => void;
+    const added = new Promise<void>((resolve) => (finishAdd = resolve));
+    const enqueue = queue.producer.enqueue.bind(queue.producer);
+    let adds = 0;
+    const slow = {
+      enqueue: async (...args: Parameters<typeof enqueue>) => {
+        if (adds++ === 0) await added;
+        return enqueue(...args);
+      },
+    } as unknown as Producer<"evaluate">;
+    const batcher = new EvaluationBatcher(slow, queue.inbox, 1000);
+    const first = batcher.submit(item("a"));
+    await new Promise((resolve) => setImmediate(resolve)); // a's job is on its way
+    const later = ["b", "c", "d"].map((id) => batcher.submit(item(id)));
+    const bob = batcher.submit({ ...item("e"), actorUrn: "urn:li:corpuser:bob" });
+    await bob; // queued at once: another actor's requests never wait for ann's
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(queue.jobs.map((j) => j.items.map((i) => i.taskId))).toEqual([["e"]]);
+    finishAdd();
+    await Promise.all([first, ...later]);
+    expect(queue.jobs.map((j) => j.items.map((i) => i.taskId))).toEqual([["e"], ["a"], ["b", "c", "d"]]);
+  });
+
+  it("fails the requests that waited for a job that could not be queued with its error, without trying again", async () => {
+    const queue = await fakeQueue();
+    let rejectAdd!: (error: Error) => void;
+    const failing = new Promise<never>((_resolve, reject) => (rejectAdd = reject));
+    let adds = 0;
+    const producer = {
+      enqueue: async () => {
+        adds++;
+        return failing;
+      },
+    } as unknown as Producer<"evaluate">;
+    const batcher = new EvaluationBatcher(producer, queue.inbox, 1000);
+    const first = batcher.submit(item("a"));
+    await new Promise((resolve) => setImmediate(resolve));
+    const later = batcher.submit(item("b"));
+    rejectAdd(new Error("Command timed out"));
+    await expect(first).rejects.toThrow("Command timed out");
+    await expect(later).rejects.toThrow("Command timed out");
+    expect(adds).toBe(1);
+  });
+
   it("reads the answers of workers that send results as objects, as workers did before (a rolling upgrade)", async () => {
     const queue = await fakeQueue(echoObjects);
     const batcher = new EvaluationBatcher(queue.producer, queue.inbox, 1000);

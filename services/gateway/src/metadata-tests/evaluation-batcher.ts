@@ -99,6 +99,8 @@ export class EvaluationBatcher {
   /** each actor's requests waiting for the next flush */
   private readonly pending = new Map<string, { waiting: Waiting[]; urns: number }>();
   private scheduled = false;
+  /** the actors one of whose jobs is being added to the queue: their next requests wait for it (see submit) */
+  private readonly enqueuing = new Set<string>();
   /** the jobs being waited for */
   private readonly inFlight = new Map<string, InFlight>();
   private readonly loop?: PeriodicLoop;
@@ -149,11 +151,17 @@ export class EvaluationBatcher {
       group.urns += item.urns.length;
       if (group.waiting.length >= this.limits.items) {
         this.flush(actor);
+      } else if (this.enqueuing.has(actor)) {
+        // Its previous job is still on its way to Redis: this request goes into the next job, sent as soon as that
+        // one is queued. Under load an actor's requests then share fewer, larger jobs (each job costs the gateway,
+        // Redis and the worker the same whatever its size); a lone request never finds one in flight.
       } else if (!this.scheduled) {
         this.scheduled = true;
         setImmediate(() => {
           this.scheduled = false;
-          for (const pendingActor of [...this.pending.keys()]) this.flush(pendingActor);
+          for (const pendingActor of [...this.pending.keys()]) {
+            if (!this.enqueuing.has(pendingActor)) this.flush(pendingActor);
+          }
         });
       }
     });
@@ -175,18 +183,40 @@ export class EvaluationBatcher {
       endedRowsSeen: new Map(),
     };
     if (this.recovery) this.inFlight.set(jobId, job);
+    // Once the job is queued, the actor's requests that came meanwhile go as the next job. If it could not be queued,
+    // they fail with it: they waited on the same Redis, and another attempt would hold them for its timeout again.
+    this.enqueuing.add(actor);
+    let released = false;
+    const release = (error?: unknown) => {
+      if (released) return;
+      released = true;
+      this.enqueuing.delete(actor);
+      if (error === undefined) {
+        if (this.pending.has(actor)) this.flush(actor);
+        return;
+      }
+      const waiting = this.pending.get(actor)?.waiting ?? [];
+      this.pending.delete(actor);
+      for (const w of waiting) w.reject(error);
+    };
     this.inbox
       .enqueueAndCollect(
         jobId,
         this.timeoutMs,
         async () => {
-          await this.producer.enqueue(jobId, {
-            kind: "evaluate",
-            items,
-            replyTo: this.inbox.channel,
-            waitMs: this.timeoutMs,
-          });
-          job.queued = true;
+          try {
+            await this.producer.enqueue(jobId, {
+              kind: "evaluate",
+              items,
+              replyTo: this.inbox.channel,
+              waitMs: this.timeoutMs,
+            });
+            job.queued = true;
+          } catch (error) {
+            release(error);
+            throw error;
+          }
+          release();
         },
         // The worker answers each request as soon as it is done (a slow one never holds the others' answers): each
         // reply answers the requests in it at once, and the last one (not partial) the job's remaining requests.
@@ -213,7 +243,10 @@ export class EvaluationBatcher {
       .catch((error: unknown) => {
         for (const waiting of unanswered.values()) waiting.reject(error);
       })
-      .finally(() => this.inFlight.delete(jobId));
+      .finally(() => {
+        release(); // refused before its enqueue ran (no reply channel): nothing is in flight
+        this.inFlight.delete(jobId);
+      });
   }
 
   /** Looks up the waits that are due (see "Lost replies"); one look-up at a time, a request made meanwhile runs after. */

@@ -1,0 +1,73 @@
+/**
+ * runTest's batch reads (entityBatchAfter, entityBatchOf): each entity once, in urn order, with the latest version of
+ * each aspect, as one JSON text in the shape the evaluation threads read (EntitySnapshot), the urns and types beside
+ * it; the walk by `afterUrn` visits every entity of the types asked for exactly once, in one statement per batch.
+ */
+import pg from "pg";
+import { entityBatchAfter, entityBatchOf } from "@mdp/db";
+import { createTestDatabase, type TestDatabase } from "@mdp/db/testing";
+
+const dataset = (i: number) => `urn:li:dataset:(urn:li:dataPlatform:hive,t${String(i).padStart(2, "0")},PROD)`;
+
+describe("runTest's entity batches", () => {
+  let db: TestDatabase;
+  let pool: pg.Pool;
+  beforeAll(async () => {
+    db = await createTestDatabase("entity_batches");
+    pool = new pg.Pool({ connectionString: db.url, max: 2 });
+    const insert = (urn: string, aspect: string, version: number, entityType: string, value: unknown) =>
+      pool.query(
+        `INSERT INTO aspect (urn, aspect_name, version, entity_type, value, created_by) VALUES ($1, $2, $3, $4, $5, 'test')`,
+        [urn, aspect, version, entityType, JSON.stringify(value)],
+      );
+    for (let i = 9; i >= 0; i--) {
+      await insert(dataset(i), "status", 1, "dataset", { removed: true });
+      await insert(dataset(i), "status", 2, "dataset", { removed: false }); // the latest version is the one read
+      await insert(dataset(i), "globalTags", 1, "dataset", { tags: [{ tag: `urn:li:tag:t${i}` }] });
+    }
+    await insert("urn:li:corpuser:ann", "corpUserInfo", 1, "corpuser", { active: true }); // another type: never read
+  });
+  afterAll(async () => {
+    await pool.end();
+    await db.drop();
+  });
+
+  it("walks every entity of the types once, in urn order, each with the latest version of each aspect", async () => {
+    const seen: string[] = [];
+    let after = "";
+    let statements = 0;
+    const counting = { query: (...args: Parameters<pg.Pool["query"]>) => (statements++, pool.query(...args)) };
+    for (;;) {
+      const batch = await entityBatchAfter(counting as unknown as pg.Pool, ["dataset"], after, 4);
+      if (batch.urns.length === 0) break;
+      const entities = JSON.parse(batch.json) as Array<{ urn: string; entityType: string; aspects: object }>;
+      expect(entities.map((e) => e.urn)).toEqual(batch.urns);
+      expect(batch.entityTypes).toEqual(batch.urns.map(() => "dataset"));
+      for (const [k, e] of entities.entries()) {
+        const i = Number(/t(\d+),/.exec(e.urn)![1]);
+        expect(e).toEqual({
+          urn: batch.urns[k],
+          entityType: "dataset",
+          aspects: { status: { removed: false }, globalTags: { tags: [{ tag: `urn:li:tag:t${i}` }] } },
+        });
+      }
+      seen.push(...batch.urns);
+      after = batch.urns.at(-1)!;
+    }
+    expect(seen).toEqual(Array.from({ length: 10 }, (_, i) => dataset(i)));
+    expect(statements).toBe(4); // batches of 4, 4 and 2, then the empty one: one statement each
+  });
+
+  it("reads named entities the same way, leaving out those with nothing stored", async () => {
+    const batch = await entityBatchOf(pool, [dataset(3), "urn:li:dataset:(urn:li:dataPlatform:hive,gone,PROD)"]);
+    expect(batch.urns).toEqual([dataset(3)]);
+    expect(JSON.parse(batch.json)).toEqual([
+      {
+        urn: dataset(3),
+        entityType: "dataset",
+        aspects: { status: { removed: false }, globalTags: { tags: [{ tag: "urn:li:tag:t3" }] } },
+      },
+    ]);
+    expect(await entityBatchOf(pool, [])).toEqual({ urns: [], entityTypes: [], json: "[]" });
+  });
+});
