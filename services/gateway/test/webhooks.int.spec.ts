@@ -17,7 +17,7 @@ import {
   webhookSettings,
 } from "evaluation-worker";
 import { WebhookService } from "../src/webhooks/webhook.service";
-import { ROOT, grant, startGateway, systemClientHeaders, type Harness } from "./support/gateway-harness";
+import { ROOT, createToken, grant, startGateway, systemClientHeaders, type Harness } from "./support/gateway-harness";
 import { startReceiver, type Receiver } from "./support/webhook-receiver";
 import { startWebhookWorker, type WebhookWorker } from "./support/webhook-worker";
 
@@ -145,6 +145,41 @@ describe("webhooks", () => {
         expect.objectContaining({ status: "DELIVERED", attempts: 1, responseStatus: 200, eventId: body.id }),
       ]),
     );
+  });
+
+  it("delivers a token's EntityChangeEvent_v1 to its actor and to MANAGE_ACCESS_TOKENS holders only", async () => {
+    const holder = "urn:li:corpuser:hooks-token-holder";
+    const tokenAdmin = "urn:li:corpuser:hooks-token-admin";
+    await grant(h, tokenAdmin, ["MANAGE_ACCESS_TOKENS"]);
+    const tokenEvents = { eventTypes: ["EntityChangeEvent_v1"], categories: ["ACCESS_TOKEN"], actorUrn: holder };
+    const [own, admin, other] = [await receiver(), await receiver(), await receiver()];
+    await subscribe(holder, own.url, tokenEvents);
+    await subscribe(tokenAdmin, admin.url, tokenEvents);
+    const entityReader = "urn:li:corpuser:hooks-entity-reader";
+    await grant(h, entityReader, ["GET_ENTITY"]);
+    const blind = await subscribe(entityReader, other.url, tokenEvents); // GET_ENTITY reads no token's events
+    const { id } = await createToken(h, holder);
+    await w.fanOut();
+    for (const r of [own, admin]) {
+      await holds(() => expect(r.received).toHaveLength(1));
+      const body = JSON.parse(r.received[0]!.body) as { eventType: string; event: Record<string, unknown> };
+      expect(body).toMatchObject({
+        eventType: "EntityChangeEvent_v1",
+        event: {
+          entityType: "dataHubAccessToken",
+          entityUrn: `urn:li:dataHubAccessToken:${id}`,
+          category: "ACCESS_TOKEN",
+          operation: "CREATE",
+        },
+      });
+      expect(r.received[0]!.body).not.toMatch(/eyJ/); // never the token itself
+    }
+    await holds(async () =>
+      expect(await deliveries(blind.subscription.id, entityReader)).toEqual([
+        expect.objectContaining({ status: "SKIPPED" }),
+      ]),
+    );
+    expect(other.received).toHaveLength(0);
   });
 
   it("retries a failing receiver with backoff until it recovers, every attempt carrying the same event id", async () => {
