@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { AppError, every, METADATA_CHANGE_LOG, type Logger, type PeriodicLoop, type Privilege } from "@mdp/core";
+import { AppError, METADATA_CHANGE_LOG, type Logger, type PeriodicLoop, type Privilege } from "@mdp/core";
 import {
   advanceEventCursor,
   eventsAfter,
@@ -25,6 +25,7 @@ import { EvaluationLimitError, StoredDefinitionError } from "./evaluation-pool";
 import type { StoredTest } from "./evaluation.store";
 import { countOnChange } from "./evaluation-metrics";
 import { TEST_RESULTS_ASPECT, type PushItem } from "./results.pusher";
+import { outboxConsumerLoop, pruneUntilCaughtUp } from "./outbox-consumer";
 
 /** The consumer's name in platform_event_cursor. */
 export const ON_CHANGE_CONSUMER = "evaluate-on-change";
@@ -329,41 +330,10 @@ export async function prunePlatformEventsFully(
   retentionDays: number,
   budgetMs = 20_000,
 ): Promise<number> {
-  // Until caught up, within a time budget rather than a count of statements: a fixed count (it was 20 × 10,000 a
-  // minute) let an outbox written faster than that grow for good, consumer caught up or not.
-  const until = Date.now() + budgetMs;
-  let deleted = 0;
-  for (;;) {
-    const n = await prunePlatformEvents(deps.db.pool, retentionDays, 10_000);
-    deleted += n;
-    if (n < 10_000 || Date.now() >= until) return deleted;
-  }
+  return pruneUntilCaughtUp((batch) => prunePlatformEvents(deps.db.pool, retentionDays, batch), budgetMs);
 }
 
-/**
- * Each worker process's share of evaluation on change: a pass (drained until caught up) every `pollMs`; whichever
- * worker holds the cursor does the work, the others find it locked and wait for their next tick. A failing pass (the
- * database or, for a test run, Redis away) is redone from the same cursor, after a wait that doubles up to 30 s, so an
- * outage costs retries, not a storm of them.
- */
+/** Each worker process's share of evaluation on change (outboxConsumerLoop). */
 export function onChangeLoop(evaluator: OnChangeEvaluator, pollMs: number, logger: Logger): PeriodicLoop {
-  let failures = 0;
-  let retryAt = 0;
-  return every(
-    "evaluate-on-change",
-    pollMs,
-    async () => {
-      if (Date.now() < retryAt) return;
-      try {
-        const done = await evaluator.drain();
-        failures = 0;
-        return done && done.events > 0 ? { ...done } : undefined;
-      } catch (error) {
-        failures++;
-        retryAt = Date.now() + Math.min(30_000, pollMs * 2 ** Math.min(failures, 10));
-        throw error;
-      }
-    },
-    { logger },
-  );
+  return outboxConsumerLoop("evaluate-on-change", () => evaluator.drain(), pollMs, logger);
 }

@@ -1,6 +1,5 @@
 import {
   canReadPlatformEvent,
-  every,
   signWebhookBody,
   unsealWebhookSecret,
   WEBHOOK_HEADERS,
@@ -35,6 +34,7 @@ import { webhookDeliveryOptions, type JobHandler, type Producer } from "@mdp/que
 import { DelayedError, UnrecoverableError } from "bullmq";
 import type pg from "pg";
 import { postWebhook } from "./webhook-post";
+import { outboxConsumerLoop, pruneUntilCaughtUp } from "../outbox-consumer";
 
 export interface WebhookSettings {
   /** WEBHOOK_MAX_PAYLOAD_BYTES */
@@ -317,34 +317,10 @@ export async function reconcileWebhookDeliveries(
 
 /** The delivery log's retention: rows older than WEBHOOK_DELIVERY_RETENTION_DAYS, once no longer pending. */
 export async function pruneWebhookDeliveriesFully(pool: pg.Pool, days: number, budgetMs = 20_000): Promise<number> {
-  const until = Date.now() + budgetMs;
-  let deleted = 0;
-  for (;;) {
-    const n = await pruneWebhookDeliveries(pool, days, 10_000);
-    deleted += n;
-    if (n < 10_000 || Date.now() >= until) return deleted;
-  }
+  return pruneUntilCaughtUp((batch) => pruneWebhookDeliveries(pool, days, batch), budgetMs);
 }
 
-/** Each worker's share of the fan-out: a pass every `pollMs`; a failing one is retried after a doubling wait. */
+/** Each worker's share of the fan-out (outboxConsumerLoop). */
 export function webhookFanOutLoop(fanOut: WebhookFanOut, pollMs: number, logger: Logger): PeriodicLoop {
-  let failures = 0;
-  let retryAt = 0;
-  return every(
-    "webhook-fan-out",
-    pollMs,
-    async () => {
-      if (Date.now() < retryAt) return;
-      try {
-        const done = await fanOut.drain();
-        failures = 0;
-        return done && done.events > 0 ? { ...done } : undefined;
-      } catch (error) {
-        failures++;
-        retryAt = Date.now() + Math.min(30_000, pollMs * 2 ** Math.min(failures, 10));
-        throw error;
-      }
-    },
-    { logger },
-  );
+  return outboxConsumerLoop("webhook-fan-out", () => fanOut.drain(), pollMs, logger);
 }
