@@ -1110,9 +1110,9 @@ describe("metadata tests: evaluations past the worker's limits", () => {
       for (const { res } of answers) {
         expect(res).toMatchObject({ status: 200, body: { value: { passing: [{ test: "urn:li:test:described" }] } } });
       }
-      // A few ms unloaded: bounded well below the hog's limit, so a shared machine cannot fail it, nor hide a wait
-      // for the hog (which answered them only after TIME_LIMIT_MS before).
-      expect(Math.max(...answers.map((a) => a.ms))).toBeLessThan(TIME_LIMIT_MS / 3);
+      // A few ms unloaded: bounded at half the hog's limit, which a wait for the hog (which answered them only after
+      // TIME_LIMIT_MS before) cannot meet; a third was met with 1 ms to spare on a loaded machine.
+      expect(Math.max(...answers.map((a) => a.ms))).toBeLessThan(TIME_LIMIT_MS / 2);
       const { res, ms } = await hog;
       expect(ms).toBeGreaterThanOrEqual(TIME_LIMIT_MS);
       expect(res).toMatchObject({
