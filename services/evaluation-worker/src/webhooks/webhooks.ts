@@ -65,7 +65,7 @@ export const UNREADABLE = "its owner may not read this event (canReadPlatformEve
 /**
  * The outbox's `webhooks` consumer (docs/webhooks.md "How delivery works"): each pass, in one transaction, locks the
  * cursor (another worker holding it: nothing to do), reads the next events, writes one delivery row per event and
- * matching subscription — PENDING, or SKIPPED when the owner may not read it now — and moves the cursor; then, after
+ * matching subscription whose owner may read it now (PENDING; none at all when it may not) — and moves the cursor; then, after
  * the commit, queues a job per PENDING row under the row's id. A job lost between the commit and Redis is queued
  * again by the reconcile chore; a pass done again writes no second row (one per subscription, event and generation).
  */
@@ -100,6 +100,7 @@ export class WebhookFanOut {
       if (events.length === 0) return { events: 0, pending: [] as string[], skipped: 0 };
       const subscriptions = await activeWebhookSubscriptions(client);
       const rows: WebhookDeliveryInsert[] = [];
+      let unreadable = 0;
       const privileges = new Map<string, Promise<ReadonlySet<Privilege>>>();
       const privilegesOf = (s: WebhookSubscriptionRow) => {
         const key = ownerKey(owner(s));
@@ -114,7 +115,12 @@ export class WebhookFanOut {
         for (const s of subscriptions) {
           // Events from before the subscription was made are not its (a pass may read them after).
           if (event.createdAt < s.createdAt.getTime() || !webhookMatches(s, event, parsed)) continue;
-          const readable = canReadPlatformEvent(event, { urn: s.ownerUrn, privileges: await privilegesOf(s) });
+          // An event the owner may not read leaves no trace in its log: a SKIPPED row would tell a subscriber with
+          // an entityUrn/actorUrn/testUrn filter that (and when) something happened to what it may not read.
+          if (!canReadPlatformEvent(event, { urn: s.ownerUrn, privileges: await privilegesOf(s) })) {
+            unreadable++;
+            continue;
+          }
           rows.push({
             subscriptionId: s.id,
             eventSeq: event.seq,
@@ -123,15 +129,15 @@ export class WebhookFanOut {
             entityType: event.entityType,
             category: event.category,
             subjectActor: event.subjectActor,
-            status: readable ? "PENDING" : "SKIPPED",
-            error: readable ? null : UNREADABLE,
+            status: "PENDING",
+            error: null,
             body: webhookBody(event, this.settings.maxPayloadBytes),
           });
         }
       }
       const pending = await insertWebhookDeliveries(client, rows);
       await advanceEventCursor(client, WEBHOOK_CONSUMER, events.at(-1)!.seq);
-      return { events: events.length, pending, skipped: rows.length - pending.length };
+      return { events: events.length, pending, skipped: unreadable };
     });
     if (!written) return null;
     // After the commit: a job never names a row that might roll back. All in one round trip; if Redis refuses, the
