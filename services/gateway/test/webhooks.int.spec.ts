@@ -25,6 +25,7 @@ const READER = "urn:li:corpuser:hooks-reader"; // GET_ENTITY
 const BLIND = "urn:li:corpuser:hooks-blind"; // nothing
 const LOSER = "urn:li:corpuser:hooks-loser"; // GET_ENTITY, taken away before the delivery
 const ADMIN = "urn:li:corpuser:hooks-admin"; // MANAGE_SYSTEM_OPERATIONS
+const REPLAYER = "urn:li:corpuser:hooks-replayer"; // GET_ENTITY
 const dataset = (name: string) => `urn:li:dataset:(urn:li:dataPlatform:hive,db.hooks_${name},PROD)`;
 
 const CREATE = `mutation($i: CreateWebhookSubscriptionInput!) {
@@ -110,6 +111,7 @@ describe("webhooks", () => {
     await grant(h, READER, ["GET_ENTITY"]);
     await grant(h, LOSER, ["GET_ENTITY"]);
     await grant(h, ADMIN, ["MANAGE_SYSTEM_OPERATIONS"]);
+    await grant(h, REPLAYER, ["GET_ENTITY"]);
     w = await startWebhookWorker(h);
   });
   afterAll(async () => {
@@ -217,6 +219,48 @@ describe("webhooks", () => {
     expect(refused?.extensions?.code).toBe("FORBIDDEN");
     const audit = await h.prisma.auditEvent.findMany({ where: { action: "webhook.replay" } });
     expect(audit).toEqual([expect.objectContaining({ actorUrn: READER })]);
+  });
+
+  it("refuses a replay while a thousand replayed deliveries of the subscription still wait: replays do not pile up", async () => {
+    const r = await receiver();
+    const { subscription } = await subscribe(REPLAYER, r.url, { entityUrn: dataset("replay-flood") });
+    await ingest(dataset("replay-flood"), "once");
+    await w.fanOut();
+    await holds(() => expect(r.received).toHaveLength(1));
+    const REPLAY = `mutation($i: ReplayWebhookDeliveriesInput!) { replayWebhookDeliveries(input: $i) { replayed } }`;
+    const since = Date.now() - 60_000;
+    // As if replay had been called in a loop faster than the receiver takes them: 1,000 replays waiting (no jobs).
+    await h.database.pool.query(
+      `INSERT INTO webhook_delivery (id, subscription_id, event_seq, event_id, event_type, generation, status, body,
+                                     entity_type, category, subject_actor)
+       SELECT gen_random_uuid(), subscription_id, event_seq, event_id, event_type, 1000 + g, 'PENDING', body,
+              entity_type, category, subject_actor
+         FROM webhook_delivery, generate_series(1, 1000) g WHERE subscription_id = $1::uuid AND generation = 0`,
+      [subscription.id],
+    );
+    const refused = await gqlError(REPLAY, { i: { subscriptionId: subscription.id, since } }, REPLAYER);
+    expect(refused?.extensions?.code).toBe("CONFLICT");
+    expect(refused?.message).toContain("1000 replayed deliveries waiting");
+    const waiting = () =>
+      h.database.pool.query(`SELECT count(*)::int AS n FROM webhook_delivery WHERE subscription_id = $1::uuid`, [
+        subscription.id,
+      ]);
+    expect((await waiting()).rows[0].n).toBe(1001);
+    // Once they are sent, replaying works again.
+    await h.database.pool.query(
+      `UPDATE webhook_delivery SET status = 'DELIVERED' WHERE subscription_id = $1::uuid AND generation > 0`,
+      [subscription.id],
+    );
+    expect(
+      (
+        await gql<{ replayWebhookDeliveries: { replayed: number } }>(
+          REPLAY,
+          { i: { subscriptionId: subscription.id, since } },
+          REPLAYER,
+        )
+      ).replayWebhookDeliveries.replayed,
+    ).toBe(1);
+    await holds(() => expect(r.received).toHaveLength(2));
   });
 
   it("skips an event its subscriber may not read (not even logged), and one whose privilege was lost before the delivery: never sent", async () => {

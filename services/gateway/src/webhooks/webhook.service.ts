@@ -332,11 +332,17 @@ export class WebhookService {
       if (!found.active) {
         throw conflict(`Webhook subscription ${input.subscriptionId} is turned off: turn it on (active: true) first`);
       }
-      const ids = await replayWebhookDeliveries(tx, input.subscriptionId, {
+      const { ids, pendingReplays } = await replayWebhookDeliveries(tx, input.subscriptionId, {
         deliveryIds: input.deliveryIds ?? null,
         since: input.since == null ? null : new Date(input.since),
         limit: input.limit,
       });
+      if (pendingReplays >= WEBHOOK_LIMITS.maxPendingReplays) {
+        throw conflict(
+          `Webhook subscription ${input.subscriptionId} already has ${WEBHOOK_LIMITS.maxPendingReplays} replayed ` +
+            `deliveries waiting to be sent (the most at once): replay again once they are sent`,
+        );
+      }
       await recordAudit(tx, actor, "webhook.replay", webhookUrnOf(this.config.URN_NAMESPACE, input.subscriptionId), {
         ownerUrn: found.ownerUrn,
         replayed: ids.length,
