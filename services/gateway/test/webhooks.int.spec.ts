@@ -396,6 +396,38 @@ describe("webhooks", () => {
     expect(sent).toMatchObject({ status: 200, error: null });
   });
 
+  it("bounds a url whose host's DNS never answers by WEBHOOK_TIMEOUT_MS, at subscription time and at delivery", async () => {
+    const never = (() => new Promise(() => undefined)) as never;
+    const started = Date.now();
+    const outcome = await postWebhook("http://never-answers.example/hook", {}, "{}", {
+      timeoutMs: 300,
+      policy: { allowPrivate: true },
+      lookup: never,
+    });
+    // Not refused: a DNS that did not answer this time may answer the next, so the attempt is retried.
+    expect(outcome).toMatchObject({ status: null, refused: false, error: expect.stringContaining("300 ms") });
+    const producer = new Producer("webhookDelivery", h.connections.redis, h.config.QUEUE_PREFIX);
+    try {
+      const service = new WebhookService(
+        h.database,
+        h.services.engine,
+        producer,
+        { ...h.config, NODE_ENV: "production", WEBHOOK_ALLOW_PRIVATE_TARGETS: false, WEBHOOK_TIMEOUT_MS: 300 },
+        createLogger("webhooks-test", "silent"),
+        never,
+      );
+      const actor = { urn: `urn:li:corpuser:hooks-dns-${randomUUID()}`, via: "system" as const };
+      await expect(
+        service.create(actor, {
+          input: { url: "https://never-answers.example/", eventTypes: ["MetadataChangeLog_v1"] },
+        }),
+      ).rejects.toMatchObject({ code: "BAD_USER_INPUT", message: expect.stringMatching(/^input\.url: .*300 ms/) });
+    } finally {
+      await producer.close();
+    }
+    expect(Date.now() - started).toBeLessThan(5_000);
+  }, 15_000);
+
   it("answers 4xx naming the field for a bad url or event type, and bounds the subscriptions per user", async () => {
     const bad = async (i: Record<string, unknown>) => gqlError(CREATE, { i }, BLIND);
     expect(await bad({ url: "ftp://x.example/", eventTypes: ["MetadataChangeLog_v1"] })).toMatchObject({

@@ -219,6 +219,7 @@ export class WebhookService {
       | "TOKEN_SIGNING_KEY"
       | "WEBHOOK_MAX_ATTEMPTS"
       | "WEBHOOK_RETRY_BASE_MS"
+      | "WEBHOOK_TIMEOUT_MS"
       | "URN_NAMESPACE"
     >,
     private readonly logger: Logger,
@@ -372,10 +373,16 @@ export class WebhookService {
   private async requireTarget(url: string, at: string): Promise<void> {
     if (this.policy.allowPrivate) return;
     try {
-      await resolveWebhookTarget(new URL(url).hostname, this.policy, (host) => this.lookup(host, { all: true }));
+      // Bounded: a host whose DNS never answers must not hold the request (nor the caller's connection) open.
+      await resolveWebhookTarget(
+        new URL(url).hostname,
+        this.policy,
+        (host) => this.lookup(host, { all: true }),
+        this.config.WEBHOOK_TIMEOUT_MS,
+      );
     } catch (error) {
       if (error instanceof WebhookTargetError) throw badInput(`${at}: ${error.message}`);
-      throw badInput(`${at}: its host does not resolve`);
+      throw badInput(`${at}: its host does not resolve (within ${this.config.WEBHOOK_TIMEOUT_MS} ms)`);
     }
   }
 }
