@@ -17,7 +17,7 @@ import {
   webhookSettings,
 } from "evaluation-worker";
 import { WebhookService } from "../src/webhooks/webhook.service";
-import { ROOT, grant, startGateway, systemClientHeaders, type Harness } from "./support/gateway-harness";
+import { ROOT, bearer, grant, startGateway, systemClientHeaders, type Harness } from "./support/gateway-harness";
 import { startReceiver, type Receiver } from "./support/webhook-receiver";
 import { startWebhookWorker, type WebhookWorker } from "./support/webhook-worker";
 
@@ -485,6 +485,44 @@ describe("webhooks", () => {
     const row = await h.prisma.webhookSubscription.findUniqueOrThrow({ where: { id: subscription.id } });
     expect(row).toMatchObject({ active: false, disabledReason: expect.stringContaining("revokeActorAccess") });
     await ingest(dataset("revoked"), "after the revocation");
+    await w.fanOut();
+    expect(await deliveries(subscription.id)).toEqual([]);
+    expect(r.received).toHaveLength(0);
+  });
+
+  it("revokeActorAccess of a minter turns off what a service-account token it minted subscribed", async () => {
+    const r = await receiver();
+    const minter = `urn:li:corpuser:hooks-minter-${randomUUID()}`;
+    await grant(h, minter, ["MANAGE_SERVICE_ACCOUNTS", "GET_ENTITY"]);
+    const account = (
+      await gql<{ createServiceAccount: { urn: string } }>(
+        `mutation { createServiceAccount(input: {displayName: "hooks robot"}) { urn } }`,
+        {},
+        minter,
+      )
+    ).createServiceAccount.urn;
+    await grant(h, account, ["GET_ENTITY"]);
+    const token = (
+      await gql<{ createAccessToken: { accessToken: string } }>(
+        `mutation($i: GetAccessTokenInput!) { createAccessToken(input: $i) { accessToken } }`,
+        { i: { type: "SERVICE_ACCOUNT", actorUrn: account, duration: "ONE_DAY", name: "hooks robot" } },
+        minter,
+      )
+    ).createAccessToken.accessToken;
+    // Whoever holds the minted token subscribes the account, to a url of its choosing.
+    const created = await h.graphql(
+      CREATE,
+      { i: { url: r.url, eventTypes: ["MetadataChangeLog_v1"], entityUrn: dataset("minted") } },
+      bearer(token),
+    );
+    const { subscription } = (
+      created.body.data as { createWebhookSubscription: { subscription: { id: string; ownerUrn: string } } }
+    ).createWebhookSubscription;
+    expect(subscription.ownerUrn).toBe(account);
+    await gql(`mutation($u: String!) { revokeActorAccess(input: {actorUrn: $u}) { revokedTokenIds } }`, { u: minter });
+    const row = await h.prisma.webhookSubscription.findUniqueOrThrow({ where: { id: subscription.id } });
+    expect(row).toMatchObject({ active: false, disabledReason: expect.stringContaining("revokeActorAccess") });
+    await ingest(dataset("minted"), "after the minter's revocation");
     await w.fanOut();
     expect(await deliveries(subscription.id)).toEqual([]);
     expect(r.received).toHaveLength(0);

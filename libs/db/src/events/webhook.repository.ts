@@ -128,6 +128,27 @@ export async function disableWebhookSubscriptionsOf(
   reason: string,
 ): Promise<string[]> {
   const rows = await tx.webhookSubscription.findMany({ where: { ownerUrn, active: true }, select: { id: true } });
+  return disable(tx, rows, reason);
+}
+
+/**
+ * revokeActorAccess of a minter: the active subscriptions another user (a service account) set through a token this
+ * user minted stop delivering too, whether that token is still live or not. Whoever held the token chose their urls
+ * and filters, and revokeActorAccess treats what the minter handed out as no longer trusted. Their ids.
+ */
+export async function disableWebhookSubscriptionsSetThroughTokensMintedBy(
+  tx: Prisma.TransactionClient,
+  minterUrn: string,
+  reason: string,
+): Promise<string[]> {
+  const rows = await tx.$queryRaw<Array<{ id: string }>>`
+    SELECT s.id::text AS id
+      FROM webhook_subscription s JOIN access_token t ON t.id::text = s.owner_token_id
+     WHERE s.active AND t.owner_urn = ${minterUrn} AND s.owner_urn <> ${minterUrn}`;
+  return disable(tx, rows, reason);
+}
+
+async function disable(tx: Prisma.TransactionClient, rows: Array<{ id: string }>, reason: string): Promise<string[]> {
   if (rows.length === 0) return [];
   await tx.webhookSubscription.updateMany({
     where: { id: { in: rows.map((r) => r.id) } },
