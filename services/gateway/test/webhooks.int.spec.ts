@@ -288,6 +288,23 @@ describe("webhooks", () => {
     expect(loserReceiver.received).toHaveLength(0);
   });
 
+  it("lets only a subscription's owner change its url: an admin would receive what the owner may read", async () => {
+    const r = await receiver();
+    const { subscription } = await subscribe(READER, r.url, { entityUrn: dataset("redirected") });
+    const UPDATE = `mutation($i: UpdateWebhookSubscriptionInput!) { updateWebhookSubscription(input: $i) { url active } }`;
+    const refused = await gqlError(UPDATE, { i: { id: subscription.id, url: "https://admin.example/mine" } }, ADMIN);
+    expect(refused).toMatchObject({ extensions: { code: "FORBIDDEN" }, message: expect.stringContaining("url") });
+    const row = await h.prisma.webhookSubscription.findUniqueOrThrow({ where: { id: subscription.id } });
+    expect(row.url).toBe(r.url);
+    // The admin still turns it off (and on), and its owner still moves it.
+    expect(await gql(UPDATE, { i: { id: subscription.id, active: false } }, ADMIN)).toEqual({
+      updateWebhookSubscription: { url: r.url, active: false },
+    });
+    expect(await gql(UPDATE, { i: { id: subscription.id, url: `${r.url}/moved`, active: true } }, READER)).toEqual({
+      updateWebhookSubscription: { url: `${r.url}/moved`, active: true },
+    });
+  });
+
   it("queues again a delivery whose job was lost after the fan-out committed (the reconcile chore)", async () => {
     const r = await receiver();
     const { subscription } = await subscribe(ROOT, r.url, { entityUrn: dataset("lost") });

@@ -5,6 +5,7 @@ import {
   badInput,
   conflict,
   ENTITY_CHANGE_CATEGORIES,
+  forbidden,
   makeUrn,
   MAX_EPOCH_MS,
   newWebhookSecret,
@@ -275,6 +276,14 @@ export class WebhookService {
     const row = await inPrismaTransaction(this.db.prisma, async (tx) => {
       const found = await this.mayChange(actor, await findWebhookSubscription(tx, id), "change");
       const own = found.ownerUrn === actor.urn;
+      // Its events are read with its owner's privileges: whoever chose another url would receive what the owner may
+      // read, not what it may. An admin turns it off, changes its filters, or deletes it.
+      if (!own && input.url != null && input.url !== found.url) {
+        throw forbidden(
+          `${actor.urn} is unauthorized to change the url of ${found.ownerUrn}'s webhook subscription: its events are ` +
+            `read with its owner's privileges, so only its owner chooses where they go (turn it off or delete it instead).`,
+        );
+      }
       const data = {
         ...(input.url != null && { url: input.url }),
         ...(input.eventTypes != null && { eventTypes: input.eventTypes }),
