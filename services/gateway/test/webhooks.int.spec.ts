@@ -349,6 +349,30 @@ describe("webhooks", () => {
     await holds(() => expect(hanging.received).toHaveLength(8), { timeoutMs: 15_000 });
   });
 
+  it("one user's hanging subscriptions never hold every delivery slot: another user's deliveries go on", async () => {
+    const hog = `urn:li:corpuser:hooks-hog-${randomUUID()}`;
+    const other = `urn:li:corpuser:hooks-other-${randomUUID()}`;
+    await grant(h, hog, ["GET_ENTITY"]);
+    await grant(h, other, ["GET_ENTITY"]);
+    const hanging = await receiver();
+    hanging.respond = () => "hang";
+    const quick = await receiver();
+    // As many subscriptions as the worker has slots (4), one POST each in flight (WEBHOOK_SUBSCRIPTION_CONCURRENCY).
+    for (let i = 0; i < 4; i++) {
+      await subscribe(hog, hanging.url, { entityUrn: dataset("hogged"), description: `hangs ${i}` });
+    }
+    await subscribe(other, quick.url, { entityUrn: dataset("not-hogged") });
+    await ingest(dataset("hogged"), "four deliveries that hang");
+    await ingest(dataset("not-hogged"), "one that is answered");
+    await w.fanOut();
+    // The hanging ones time out after 30 s; the other user's arrives well before.
+    await holds(() => expect(quick.received).toHaveLength(1), { timeoutMs: 10_000 });
+    expect(hanging.received.length).toBeLessThanOrEqual(2); // half the worker's slots at most
+    hanging.respond = () => 200;
+    hanging.release();
+    await holds(() => expect(hanging.received.length).toBeGreaterThanOrEqual(4), { timeoutMs: 15_000 });
+  });
+
   it("refuses private targets in production at subscription time (naming the field) and again at delivery", async () => {
     const production: Pick<Config, "NODE_ENV" | "WEBHOOK_ALLOW_PRIVATE_TARGETS"> = {
       NODE_ENV: "production",

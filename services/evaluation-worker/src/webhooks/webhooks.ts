@@ -48,6 +48,8 @@ export interface WebhookSettings {
   timeoutMs: number;
   /** WEBHOOK_SUBSCRIPTION_CONCURRENCY */
   perSubscription: number;
+  /** POSTs one owner's subscriptions may have in flight per process (webhookOwnerConcurrency) */
+  perOwner: number;
   /** TOKEN_SIGNING_KEY: the secrets' sealing key is derived from it */
   serverSecret: string;
   policy: WebhookTargetPolicy;
@@ -197,10 +199,17 @@ const HAND_BACK_MS = 250;
 export function webhookDeliveryHandler(
   pool: pg.Pool,
   ownerPrivileges: OwnerPrivileges,
-  settings: Pick<WebhookSettings, "timeoutMs" | "perSubscription" | "serverSecret" | "policy">,
+  settings: Pick<WebhookSettings, "timeoutMs" | "perSubscription" | "perOwner" | "serverSecret" | "policy">,
   logger: Logger,
 ): JobHandler<"webhookDelivery"> {
   const inFlight = new Map<string, number>();
+  // By owner too: a user's ten subscriptions at two each would otherwise hold every slot of a worker.
+  const ownerInFlight = new Map<string, number>();
+  const release = (map: Map<string, number>, key: string) => {
+    const left = (map.get(key) ?? 1) - 1;
+    if (left <= 0) map.delete(key);
+    else map.set(key, left);
+  };
   const privilegesOf = briefly(ownerPrivileges);
   return async ({ deliveryId }, job, token) => {
     const delivery = await deliveryToSend(pool, deliveryId);
@@ -217,11 +226,13 @@ export function webhookDeliveryHandler(
       return { done: "SKIPPED" };
     }
     const running = inFlight.get(s.id) ?? 0;
-    if (running >= settings.perSubscription) {
+    const owners = ownerInFlight.get(s.ownerUrn) ?? 0;
+    if (running >= settings.perSubscription || owners >= settings.perOwner) {
       await job.moveToDelayed(Date.now() + HAND_BACK_MS + Math.floor(Math.random() * HAND_BACK_MS), token);
       throw new DelayedError();
     }
     inFlight.set(s.id, running + 1);
+    ownerInFlight.set(s.ownerUrn, owners + 1);
     try {
       const privileges = await privilegesOf(owner(s));
       if (!canReadPlatformEvent(delivery, { urn: s.ownerUrn, privileges })) {
@@ -267,9 +278,8 @@ export function webhookDeliveryHandler(
       if (permanent) throw new UnrecoverableError(outcome.error ?? "refused");
       throw new Error(outcome.error ?? "failed");
     } finally {
-      const left = (inFlight.get(s.id) ?? 1) - 1;
-      if (left <= 0) inFlight.delete(s.id);
-      else inFlight.set(s.id, left);
+      release(inFlight, s.id);
+      release(ownerInFlight, s.ownerUrn);
     }
   };
 }
