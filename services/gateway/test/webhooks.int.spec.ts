@@ -569,6 +569,41 @@ describe("webhooks", () => {
     expect(r.received).toHaveLength(0);
   });
 
+  it("delivers nothing for a deleted service account, even if an admin turns its subscription on again", async () => {
+    const r = await receiver();
+    const account = (
+      await gql<{ createServiceAccount: { urn: string } }>(
+        `mutation { createServiceAccount(input: {displayName: "hooks deleted robot"}) { urn } }`,
+        {},
+      )
+    ).createServiceAccount.urn;
+    await grant(h, account, ["GET_ENTITY"]);
+    const token = (
+      await gql<{ createAccessToken: { accessToken: string } }>(
+        `mutation($i: GetAccessTokenInput!) { createAccessToken(input: $i) { accessToken } }`,
+        { i: { type: "SERVICE_ACCOUNT", actorUrn: account, duration: "ONE_DAY", name: "hooks deleted robot" } },
+      )
+    ).createAccessToken.accessToken;
+    const created = await h.graphql(
+      CREATE,
+      { i: { url: r.url, eventTypes: ["MetadataChangeLog_v1"], entityUrn: dataset("deleted-account") } },
+      bearer(token),
+    );
+    const { subscription } = (created.body.data as { createWebhookSubscription: { subscription: { id: string } } })
+      .createWebhookSubscription;
+    await gql(`mutation($u: String!) { deleteServiceAccount(urn: $u) }`, { u: account });
+    // Its policy still names it; an admin turns the subscription on again.
+    await gql(
+      `mutation($i: UpdateWebhookSubscriptionInput!) { updateWebhookSubscription(input: $i) { active } }`,
+      { i: { id: subscription.id, active: true } },
+      ADMIN,
+    );
+    await ingest(dataset("deleted-account"), "after the account was deleted");
+    await w.fanOut();
+    expect(await deliveries(subscription.id)).toEqual([]);
+    expect(r.received).toHaveLength(0);
+  });
+
   it("prunes delivery log rows past WEBHOOK_DELIVERY_RETENTION_DAYS once they are no longer pending", async () => {
     const r = await receiver();
     const { subscription } = await subscribe(ROOT, r.url, { entityUrn: dataset("pruned") });
