@@ -21,8 +21,8 @@ export interface PostOutcome {
 /**
  * One POST of a webhook (docs/webhooks.md): to the address checked against the private-target policy (the lookup the
  * connection uses answers that address only, so a DNS answer that changes between the check and the connect, a
- * rebinding, is never followed), bounded by `timeoutMs` from the lookup's start to the response's headers, redirects not
- * followed (a 3xx is a failure), at most MAX_RESPONSE_READ bytes of the response read.
+ * rebinding, is never followed), bounded by `timeoutMs` from the lookup's start to the response's headers,
+ * redirects not followed (a 3xx is a failure), at most MAX_RESPONSE_READ bytes of the response read.
  */
 export async function postWebhook(
   url: string,

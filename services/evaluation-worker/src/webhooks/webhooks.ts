@@ -67,8 +67,8 @@ export const UNREADABLE = "its owner may not read this event (canReadPlatformEve
 /**
  * The outbox's `webhooks` consumer (docs/webhooks.md "How delivery works"): each pass, in one transaction, locks the
  * cursor (another worker holding it: nothing to do), reads the next events, writes one delivery row per event and
- * matching subscription whose owner may read it now (PENDING; none at all when it may not) — and moves the cursor; then, after
- * the commit, queues a job per PENDING row under the row's id. A job lost between the commit and Redis is queued
+ * matching subscription whose owner may read it now (PENDING; none at all when it may not) — and moves the cursor;
+ * then, after the commit, queues a job per PENDING row under the row's id. A job lost between the commit and Redis is queued
  * again by the reconcile chore; a pass done again writes no second row (one per subscription, event and generation).
  */
 export class WebhookFanOut {

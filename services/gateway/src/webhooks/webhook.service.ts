@@ -280,8 +280,9 @@ export class WebhookService {
       // read, not what it may. An admin turns it off, changes its filters, or deletes it.
       if (!own && input.url != null && input.url !== found.url) {
         throw forbidden(
-          `${actor.urn} is unauthorized to change the url of ${found.ownerUrn}'s webhook subscription: its events are ` +
-            `read with its owner's privileges, so only its owner chooses where they go (turn it off or delete it instead).`,
+          `${actor.urn} is unauthorized to change the url of ${found.ownerUrn}'s webhook subscription: its events ` +
+            `are read with its owner's privileges, so only its owner chooses where they go (turn it off or ` +
+            `delete it instead).`,
         );
       }
       const data = {
