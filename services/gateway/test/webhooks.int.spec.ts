@@ -25,7 +25,7 @@ const READER = "urn:li:corpuser:hooks-reader"; // GET_ENTITY
 const BLIND = "urn:li:corpuser:hooks-blind"; // nothing
 const LOSER = "urn:li:corpuser:hooks-loser"; // GET_ENTITY, taken away before the delivery
 const ADMIN = "urn:li:corpuser:hooks-admin"; // MANAGE_SYSTEM_OPERATIONS
-const REPLAYER = "urn:li:corpuser:hooks-replayer"; // GET_ENTITY
+const REPLAYER = "urn:li:corpuser:hooks-replayer"; // GET_ENTITY (READER has its four subscriptions by then)
 const dataset = (name: string) => `urn:li:dataset:(urn:li:dataPlatform:hive,db.hooks_${name},PROD)`;
 
 const CREATE = `mutation($i: CreateWebhookSubscriptionInput!) {
@@ -290,7 +290,7 @@ describe("webhooks", () => {
 
   it("lets only a subscription's owner change its url: an admin would receive what the owner may read", async () => {
     const r = await receiver();
-    const { subscription } = await subscribe(READER, r.url, { entityUrn: dataset("redirected") });
+    const { subscription } = await subscribe(REPLAYER, r.url, { entityUrn: dataset("redirected") });
     const UPDATE = `mutation($i: UpdateWebhookSubscriptionInput!) { updateWebhookSubscription(input: $i) { url active } }`;
     const refused = await gqlError(UPDATE, { i: { id: subscription.id, url: "https://admin.example/mine" } }, ADMIN);
     expect(refused).toMatchObject({ extensions: { code: "FORBIDDEN" }, message: expect.stringContaining("url") });
@@ -300,7 +300,7 @@ describe("webhooks", () => {
     expect(await gql(UPDATE, { i: { id: subscription.id, active: false } }, ADMIN)).toEqual({
       updateWebhookSubscription: { url: r.url, active: false },
     });
-    expect(await gql(UPDATE, { i: { id: subscription.id, url: `${r.url}/moved`, active: true } }, READER)).toEqual({
+    expect(await gql(UPDATE, { i: { id: subscription.id, url: `${r.url}/moved`, active: true } }, REPLAYER)).toEqual({
       updateWebhookSubscription: { url: `${r.url}/moved`, active: true },
     });
   });
