@@ -230,8 +230,11 @@ export async function resolveWebhookTarget(
     for (const { address } of addresses) {
       const kind = privateAddressKind(address);
       if (kind) {
+        // A name's private address is not told: anyone may subscribe, and the answer would map internal names to the
+        // addresses of the network behind the service. An address given in the url is the caller's own.
+        const what = isIP(bare) ? `${host} is` : `${host} resolves to`;
         throw new WebhookTargetError(
-          `${host} resolves to ${address}, a ${kind} address: refused in production unless WEBHOOK_ALLOW_PRIVATE_TARGETS=true`,
+          `${what} a ${kind} address: refused in production unless WEBHOOK_ALLOW_PRIVATE_TARGETS=true`,
         );
       }
     }

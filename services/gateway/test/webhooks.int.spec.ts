@@ -409,6 +409,12 @@ describe("webhooks", () => {
         message: expect.stringMatching(/^input\.url: .*WEBHOOK_ALLOW_PRIVATE_TARGETS/),
       });
     }
+    // A name's private address is not told to whoever asks: the answer would map the network behind the service.
+    await expect(
+      service.create(actor, { input: { url: "http://rebind.example/hook", eventTypes: ["MetadataChangeLog_v1"] } }),
+    ).rejects.toMatchObject({
+      message: expect.not.stringContaining("10.1.2.3"),
+    });
     await expect(
       service.create(actor, { input: { url: "https://hooks.example/ok", eventTypes: ["MetadataChangeLog_v1"] } }),
     ).resolves.toMatchObject({ secret: expect.any(String) });
