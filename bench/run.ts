@@ -9,6 +9,7 @@ import { benchEvaluate } from "./evaluate/evaluate.bench";
 import { benchGraphqlMemory } from "./graphql-memory/graphql-memory.bench";
 import { benchIngest } from "./ingest/ingest.bench";
 import { benchOnChange } from "./on-change/on-change.bench";
+import { benchOutbox } from "./outbox/outbox.bench";
 import { benchTokens } from "./tokens/tokens.bench";
 import { benchTruncate } from "./truncate/truncate.bench";
 import { benchWebhooks } from "./webhooks/webhooks.bench";
@@ -19,6 +20,7 @@ const BENCHMARKS: Record<string, () => Promise<void>> = {
   "graphql-memory": benchGraphqlMemory,
   ingest: benchIngest,
   "on-change": benchOnChange,
+  outbox: benchOutbox,
   tokens: benchTokens,
   truncate: benchTruncate,
   webhooks: benchWebhooks,

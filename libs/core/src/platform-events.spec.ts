@@ -11,9 +11,28 @@ const tokenRevoked: PlatformEventAudience = {
 
 describe("canReadPlatformEvent", () => {
   it("lets an event's subject read it without the category's privilege, and nobody else", () => {
-    expect(canReadPlatformEvent(tokenRevoked, reader("urn:li:corpuser:alice"))).toBe(true);
-    expect(canReadPlatformEvent(tokenRevoked, reader("urn:li:corpuser:bob"))).toBe(false);
+    const own = "GENERATE_PERSONAL_ACCESS_TOKENS"; // what listing its own tokens needs
+    expect(canReadPlatformEvent(tokenRevoked, reader("urn:li:corpuser:alice", own))).toBe(true);
+    expect(canReadPlatformEvent(tokenRevoked, reader("urn:li:corpuser:bob", own))).toBe(false);
     expect(canReadPlatformEvent(tokenRevoked, reader("urn:li:corpuser:bob", "MANAGE_ACCESS_TOKENS"))).toBe(true);
+  });
+
+  it("tells its subject nothing the API would not: its own tokens, tasks and schedules need what reading them needs", () => {
+    expect(canReadPlatformEvent(tokenRevoked, reader("urn:li:corpuser:alice"))).toBe(false);
+    expect(canReadPlatformEvent(tokenRevoked, reader("urn:li:corpuser:alice", "GET_ENTITY"))).toBe(false);
+    const task = {
+      eventType: "EntityChangeEvent_v1",
+      entityType: "dataHubTask",
+      category: "TASK",
+      subjectActor: "urn:li:corpuser:alice",
+    };
+    expect(canReadPlatformEvent(task, reader("urn:li:corpuser:alice"))).toBe(false);
+    expect(canReadPlatformEvent(task, reader("urn:li:corpuser:alice", "GET_TASK_STATUS"))).toBe(true);
+    const suspended = { ...task, entityType: "test", category: "SCHEDULE" };
+    expect(canReadPlatformEvent(suspended, reader("urn:li:corpuser:alice"))).toBe(false);
+    expect(canReadPlatformEvent(suspended, reader("urn:li:corpuser:alice", "VIEW_TESTS"))).toBe(true);
+    const policy = { ...suspended, entityType: "dataHubRetentionPolicy" };
+    expect(canReadPlatformEvent(policy, reader("urn:li:corpuser:alice", "VIEW_TESTS"))).toBe(false);
   });
 
   it("needs every set of a test result's privileges: VIEW_TESTS and GET_ENTITY", () => {

@@ -76,12 +76,35 @@ function readPrivileges(event: PlatformEventAudience): Privilege[][] | undefined
 }
 
 /**
- * Whether `reader` may read `event` now: it is the event's subject, or holds its category's privileges. An event of a
- * kind this table does not know is read by nobody (a new kind must say who reads it before anyone does).
+ * What an event's subject needs to read it: what the API asks of it to read that object of its own (its tokens:
+ * listAccessTokens; its tasks: getTaskStatus; its tests: getTest; its retention policies: their reads), so an event
+ * never tells its subject what the API would not (a token scoped elsewhere, a user who lost the privilege).
+ */
+function subjectPrivilege(event: PlatformEventAudience): Privilege | undefined {
+  switch (event.category as EntityChangeCategory) {
+    case "ACCESS_TOKEN":
+      return "GENERATE_PERSONAL_ACCESS_TOKENS";
+    case "TASK":
+      return "GET_TASK_STATUS";
+    case "SCHEDULE":
+      return event.entityType === "test" ? "VIEW_TESTS" : "MANAGE_SYSTEM_OPERATIONS";
+    case "TEST_RESULT": // about no user
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * Whether `reader` may read `event` now: it is the event's subject and holds what reading that object of its own
+ * needs, or it holds the category's privileges. An event of a kind this table does not know is read by nobody (a new
+ * kind must say who reads it before anyone does).
  */
 export function canReadPlatformEvent(event: PlatformEventAudience, reader: PlatformEventReader): boolean {
   const required = readPrivileges(event);
   if (!required) return false;
-  if (event.subjectActor !== null && event.subjectActor === reader.urn) return true;
+  if (event.subjectActor !== null && event.subjectActor === reader.urn) {
+    const own = subjectPrivilege(event);
+    if (own !== undefined && reader.privileges.has(own)) return true;
+  }
   return required.every((anyOf) => anyOf.some((privilege) => reader.privileges.has(privilege)));
 }

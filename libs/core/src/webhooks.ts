@@ -211,27 +211,47 @@ export type AddressLookup = (host: string) => Promise<Array<{ address: string; f
 /**
  * The address to connect to for `host`: every address it resolves to is checked (a name with one private address
  * among public ones is refused whole), and the first is answered, so the connection goes to the address checked (no
- * second lookup a DNS rebinding could answer differently). Throws a WebhookTargetError saying why.
+ * second lookup a DNS rebinding could answer differently). Throws a WebhookTargetError saying why; a plain Error when
+ * the lookup fails or takes longer than `timeoutMs` (a name whose DNS servers never answer, a subscriber's own doing,
+ * must not hold a delivery slot or a request past the bound every other step keeps).
  */
 export async function resolveWebhookTarget(
   host: string,
   policy: WebhookTargetPolicy,
   lookup: AddressLookup,
+  timeoutMs?: number,
 ): Promise<{ address: string; family: number }> {
   const bare = host.startsWith("[") && host.endsWith("]") ? host.slice(1, -1) : host;
-  const addresses = isIP(bare) ? [{ address: bare, family: isIP(bare) }] : await lookup(bare);
+  const addresses = isIP(bare)
+    ? [{ address: bare, family: isIP(bare) }]
+    : await withinTime(lookup(bare), timeoutMs, bare);
   if (addresses.length === 0) throw new WebhookTargetError(`${host} resolves to no address`);
   if (!policy.allowPrivate) {
     for (const { address } of addresses) {
       const kind = privateAddressKind(address);
       if (kind) {
+        // A name's private address is not told: anyone may subscribe, and the answer would map internal names to the
+        // addresses of the network behind the service. An address given in the url is the caller's own.
+        const what = isIP(bare) ? `${host} is` : `${host} resolves to`;
         throw new WebhookTargetError(
-          `${host} resolves to ${address}, a ${kind} address: refused in production unless WEBHOOK_ALLOW_PRIVATE_TARGETS=true`,
+          `${what} a ${kind} address: refused in production unless WEBHOOK_ALLOW_PRIVATE_TARGETS=true`,
         );
       }
     }
   }
   return addresses[0]!;
+}
+
+function withinTime<T>(work: Promise<T>, timeoutMs: number | undefined, host: string): Promise<T> {
+  if (timeoutMs === undefined) return work;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`looking up ${host} took longer than ${timeoutMs} ms`)),
+      Math.max(1, timeoutMs),
+    );
+  });
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
 }
 
 export class WebhookTargetError extends Error {

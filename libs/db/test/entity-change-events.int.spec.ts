@@ -471,6 +471,7 @@ describe("EntityChangeEvent_v1 writers", () => {
       categories: [],
       scheduleTests: false,
       scheduleOther: false,
+      subjectCategories: ["ACCESS_TOKEN"], // its own token events: it may list its own tokens
     };
     const page = await listPlatformEventRows(db.pool, { since, count: 10, scan: 10, scope: nothing, filter: {} });
     expect(page.events.map((e) => e.entityUrn)).toEqual(["urn:li:dataHubAccessToken:list-1"]);

@@ -17,6 +17,7 @@ import { hashToken } from "../src/tokens/token-hash";
 import {
   bearer,
   createToken,
+  grant,
   ROOT,
   startGateway,
   startTruncationWorker,
@@ -61,6 +62,8 @@ describe("listPlatformEvents", () => {
 
   beforeAll(async () => {
     h = await startGateway();
+    // What reading one's own tokens needs (listAccessTokens): their events need it too.
+    for (const user of [ALICE, BOB, CAROL]) await grant(h, user, ["GENERATE_PERSONAL_ACCESS_TOKENS"]);
   });
   afterAll(async () => {
     await h?.close();
@@ -274,6 +277,26 @@ describe("listPlatformEvents", () => {
     expect(
       (await list(asRoot, { since, entityUrn: tokenUrn(bob.id), eventTypes: ["EntityChangeEvent_v1"] })).events,
     ).toHaveLength(1);
+  });
+
+  it("tells a token's user of it only as the API would: not without the privilege, not through a token scoped elsewhere", async () => {
+    const ERIN = "urn:li:corpuser:events-erin"; // nothing: listAccessTokens refuses her
+    const FRANK = "urn:li:corpuser:events-frank";
+    await grant(h, FRANK, ["GENERATE_PERSONAL_ACCESS_TOKENS", "GET_ENTITY"]);
+    const since = await head();
+    const erin = await createToken(h, ERIN);
+    const frank = await createToken(h, FRANK);
+    const frankScoped = await createToken(h, FRANK, systemClientHeaders(ROOT), { scopes: ["GET_ENTITY"] });
+    const LIST_TOKENS = `query($u: String!) { listAccessTokens(input: {start: 0, count: 10, filters: [{field: "actorUrn", values: [$u]}]}) { total } }`;
+    expect((await h.graphql(LIST_TOKENS, { u: ERIN }, bearer(erin.token))).body.errors?.[0]?.extensions?.code).toBe(
+      "FORBIDDEN",
+    );
+    const categories = ["ACCESS_TOKEN"];
+    expect((await list(bearer(erin.token), { since, categories })).events).toEqual([]);
+    expect((await list(bearer(frankScoped.token), { since, categories })).events).toEqual([]);
+    expect((await list(bearer(frank.token), { since, categories })).events.map((e) => e.entityUrn)).toEqual(
+      [frank, frankScoped].map((t) => tokenUrn(t.id)),
+    );
   });
 
   it("reports the oldest position kept, so a reader can tell it missed pruned events", async () => {

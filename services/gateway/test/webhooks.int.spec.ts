@@ -17,7 +17,15 @@ import {
   webhookSettings,
 } from "evaluation-worker";
 import { WebhookService } from "../src/webhooks/webhook.service";
-import { ROOT, createToken, grant, startGateway, systemClientHeaders, type Harness } from "./support/gateway-harness";
+import {
+  ROOT,
+  bearer,
+  createToken,
+  grant,
+  startGateway,
+  systemClientHeaders,
+  type Harness,
+} from "./support/gateway-harness";
 import { startReceiver, type Receiver } from "./support/webhook-receiver";
 import { startWebhookWorker, type WebhookWorker } from "./support/webhook-worker";
 
@@ -25,6 +33,7 @@ const READER = "urn:li:corpuser:hooks-reader"; // GET_ENTITY
 const BLIND = "urn:li:corpuser:hooks-blind"; // nothing
 const LOSER = "urn:li:corpuser:hooks-loser"; // GET_ENTITY, taken away before the delivery
 const ADMIN = "urn:li:corpuser:hooks-admin"; // MANAGE_SYSTEM_OPERATIONS
+const REPLAYER = "urn:li:corpuser:hooks-replayer"; // GET_ENTITY (READER has its four subscriptions by then)
 const dataset = (name: string) => `urn:li:dataset:(urn:li:dataPlatform:hive,db.hooks_${name},PROD)`;
 
 const CREATE = `mutation($i: CreateWebhookSubscriptionInput!) {
@@ -110,6 +119,7 @@ describe("webhooks", () => {
     await grant(h, READER, ["GET_ENTITY"]);
     await grant(h, LOSER, ["GET_ENTITY"]);
     await grant(h, ADMIN, ["MANAGE_SYSTEM_OPERATIONS"]);
+    await grant(h, REPLAYER, ["GET_ENTITY"]);
     w = await startWebhookWorker(h);
   });
   afterAll(async () => {
@@ -254,7 +264,49 @@ describe("webhooks", () => {
     expect(audit).toEqual([expect.objectContaining({ actorUrn: READER })]);
   });
 
-  it("skips an event its subscriber may not read, and one whose privilege was lost before the delivery: never sent", async () => {
+  it("refuses a replay while a thousand replayed deliveries of the subscription still wait: replays do not pile up", async () => {
+    const r = await receiver();
+    const { subscription } = await subscribe(REPLAYER, r.url, { entityUrn: dataset("replay-flood") });
+    await ingest(dataset("replay-flood"), "once");
+    await w.fanOut();
+    await holds(() => expect(r.received).toHaveLength(1));
+    const REPLAY = `mutation($i: ReplayWebhookDeliveriesInput!) { replayWebhookDeliveries(input: $i) { replayed } }`;
+    const since = Date.now() - 60_000;
+    // As if replay had been called in a loop faster than the receiver takes them: 1,000 replays waiting (no jobs).
+    await h.database.pool.query(
+      `INSERT INTO webhook_delivery (id, subscription_id, event_seq, event_id, event_type, generation, status, body,
+                                     entity_type, category, subject_actor)
+       SELECT gen_random_uuid(), subscription_id, event_seq, event_id, event_type, 1000 + g, 'PENDING', body,
+              entity_type, category, subject_actor
+         FROM webhook_delivery, generate_series(1, 1000) g WHERE subscription_id = $1::uuid AND generation = 0`,
+      [subscription.id],
+    );
+    const refused = await gqlError(REPLAY, { i: { subscriptionId: subscription.id, since } }, REPLAYER);
+    expect(refused?.extensions?.code).toBe("CONFLICT");
+    expect(refused?.message).toContain("1000 replayed deliveries waiting");
+    const waiting = () =>
+      h.database.pool.query(`SELECT count(*)::int AS n FROM webhook_delivery WHERE subscription_id = $1::uuid`, [
+        subscription.id,
+      ]);
+    expect((await waiting()).rows[0].n).toBe(1001);
+    // Once they are sent, replaying works again.
+    await h.database.pool.query(
+      `UPDATE webhook_delivery SET status = 'DELIVERED' WHERE subscription_id = $1::uuid AND generation > 0`,
+      [subscription.id],
+    );
+    expect(
+      (
+        await gql<{ replayWebhookDeliveries: { replayed: number } }>(
+          REPLAY,
+          { i: { subscriptionId: subscription.id, since } },
+          REPLAYER,
+        )
+      ).replayWebhookDeliveries.replayed,
+    ).toBe(1);
+    await holds(() => expect(r.received).toHaveLength(2));
+  });
+
+  it("skips an event its subscriber may not read (not even logged), and one whose privilege was lost before the delivery: never sent", async () => {
     const blindReceiver = await receiver();
     const loserReceiver = await receiver();
     const blind = await subscribe(BLIND, blindReceiver.url, { entityUrn: dataset("secret") });
@@ -264,7 +316,8 @@ describe("webhooks", () => {
     await w.fanOut();
     // Fanned out while LOSER could read it: a delivery waits. Then its privilege goes before the job runs.
     expect((await deliveries(loser.subscription.id))[0]).toMatchObject({ status: "PENDING" });
-    expect((await deliveries(blind.subscription.id))[0]).toMatchObject({ status: "SKIPPED", attempts: 0 });
+    // Nothing in BLIND's log either: a SKIPPED row would tell it that (and when) the entity its filter names changed.
+    expect(await deliveries(blind.subscription.id, BLIND)).toEqual([]);
     await h.prisma.policy.deleteMany({ where: { users: { has: LOSER } } });
     await w.webhooks.worker.resume();
     await holds(async () =>
@@ -276,6 +329,23 @@ describe("webhooks", () => {
     );
     expect(blindReceiver.received).toHaveLength(0);
     expect(loserReceiver.received).toHaveLength(0);
+  });
+
+  it("lets only a subscription's owner change its url: an admin would receive what the owner may read", async () => {
+    const r = await receiver();
+    const { subscription } = await subscribe(REPLAYER, r.url, { entityUrn: dataset("redirected") });
+    const UPDATE = `mutation($i: UpdateWebhookSubscriptionInput!) { updateWebhookSubscription(input: $i) { url active } }`;
+    const refused = await gqlError(UPDATE, { i: { id: subscription.id, url: "https://admin.example/mine" } }, ADMIN);
+    expect(refused).toMatchObject({ extensions: { code: "FORBIDDEN" }, message: expect.stringContaining("url") });
+    const row = await h.prisma.webhookSubscription.findUniqueOrThrow({ where: { id: subscription.id } });
+    expect(row.url).toBe(r.url);
+    // The admin still turns it off (and on), and its owner still moves it.
+    expect(await gql(UPDATE, { i: { id: subscription.id, active: false } }, ADMIN)).toEqual({
+      updateWebhookSubscription: { url: r.url, active: false },
+    });
+    expect(await gql(UPDATE, { i: { id: subscription.id, url: `${r.url}/moved`, active: true } }, REPLAYER)).toEqual({
+      updateWebhookSubscription: { url: `${r.url}/moved`, active: true },
+    });
   });
 
   it("queues again a delivery whose job was lost after the fan-out committed (the reconcile chore)", async () => {
@@ -322,6 +392,30 @@ describe("webhooks", () => {
     await holds(() => expect(hanging.received).toHaveLength(8), { timeoutMs: 15_000 });
   });
 
+  it("one user's hanging subscriptions never hold every delivery slot: another user's deliveries go on", async () => {
+    const hog = `urn:li:corpuser:hooks-hog-${randomUUID()}`;
+    const other = `urn:li:corpuser:hooks-other-${randomUUID()}`;
+    await grant(h, hog, ["GET_ENTITY"]);
+    await grant(h, other, ["GET_ENTITY"]);
+    const hanging = await receiver();
+    hanging.respond = () => "hang";
+    const quick = await receiver();
+    // As many subscriptions as the worker has slots (4), one POST each in flight (WEBHOOK_SUBSCRIPTION_CONCURRENCY).
+    for (let i = 0; i < 4; i++) {
+      await subscribe(hog, hanging.url, { entityUrn: dataset("hogged"), description: `hangs ${i}` });
+    }
+    await subscribe(other, quick.url, { entityUrn: dataset("not-hogged") });
+    await ingest(dataset("hogged"), "four deliveries that hang");
+    await ingest(dataset("not-hogged"), "one that is answered");
+    await w.fanOut();
+    // The hanging ones time out after 30 s; the other user's arrives well before.
+    await holds(() => expect(quick.received).toHaveLength(1), { timeoutMs: 10_000 });
+    expect(hanging.received.length).toBeLessThanOrEqual(2); // half the worker's slots at most
+    hanging.respond = () => 200;
+    hanging.release();
+    await holds(() => expect(hanging.received.length).toBeGreaterThanOrEqual(4), { timeoutMs: 15_000 });
+  });
+
   it("refuses private targets in production at subscription time (naming the field) and again at delivery", async () => {
     const production: Pick<Config, "NODE_ENV" | "WEBHOOK_ALLOW_PRIVATE_TARGETS"> = {
       NODE_ENV: "production",
@@ -358,6 +452,12 @@ describe("webhooks", () => {
         message: expect.stringMatching(/^input\.url: .*WEBHOOK_ALLOW_PRIVATE_TARGETS/),
       });
     }
+    // A name's private address is not told to whoever asks: the answer would map the network behind the service.
+    await expect(
+      service.create(actor, { input: { url: "http://rebind.example/hook", eventTypes: ["MetadataChangeLog_v1"] } }),
+    ).rejects.toMatchObject({
+      message: expect.not.stringContaining("10.1.2.3"),
+    });
     await expect(
       service.create(actor, { input: { url: "https://hooks.example/ok", eventTypes: ["MetadataChangeLog_v1"] } }),
     ).resolves.toMatchObject({ secret: expect.any(String) });
@@ -385,6 +485,38 @@ describe("webhooks", () => {
     const sent = await postWebhook(r.url, {}, "{}", { timeoutMs: 1000, policy: { allowPrivate: true } });
     expect(sent).toMatchObject({ status: 200, error: null });
   });
+
+  it("bounds a url whose host's DNS never answers by WEBHOOK_TIMEOUT_MS, at subscription time and at delivery", async () => {
+    const never = (() => new Promise(() => undefined)) as never;
+    const started = Date.now();
+    const outcome = await postWebhook("http://never-answers.example/hook", {}, "{}", {
+      timeoutMs: 300,
+      policy: { allowPrivate: true },
+      lookup: never,
+    });
+    // Not refused: a DNS that did not answer this time may answer the next, so the attempt is retried.
+    expect(outcome).toMatchObject({ status: null, refused: false, error: expect.stringContaining("300 ms") });
+    const producer = new Producer("webhookDelivery", h.connections.redis, h.config.QUEUE_PREFIX);
+    try {
+      const service = new WebhookService(
+        h.database,
+        h.services.engine,
+        producer,
+        { ...h.config, NODE_ENV: "production", WEBHOOK_ALLOW_PRIVATE_TARGETS: false, WEBHOOK_TIMEOUT_MS: 300 },
+        createLogger("webhooks-test", "silent"),
+        never,
+      );
+      const actor = { urn: `urn:li:corpuser:hooks-dns-${randomUUID()}`, via: "system" as const };
+      await expect(
+        service.create(actor, {
+          input: { url: "https://never-answers.example/", eventTypes: ["MetadataChangeLog_v1"] },
+        }),
+      ).rejects.toMatchObject({ code: "BAD_USER_INPUT", message: expect.stringMatching(/^input\.url: .*300 ms/) });
+    } finally {
+      await producer.close();
+    }
+    expect(Date.now() - started).toBeLessThan(5_000);
+  }, 15_000);
 
   it("answers 4xx naming the field for a bad url or event type, and bounds the subscriptions per user", async () => {
     const bad = async (i: Record<string, unknown>) => gqlError(CREATE, { i }, BLIND);
@@ -443,6 +575,79 @@ describe("webhooks", () => {
     const row = await h.prisma.webhookSubscription.findUniqueOrThrow({ where: { id: subscription.id } });
     expect(row).toMatchObject({ active: false, disabledReason: expect.stringContaining("revokeActorAccess") });
     await ingest(dataset("revoked"), "after the revocation");
+    await w.fanOut();
+    expect(await deliveries(subscription.id)).toEqual([]);
+    expect(r.received).toHaveLength(0);
+  });
+
+  it("revokeActorAccess of a minter turns off what a service-account token it minted subscribed", async () => {
+    const r = await receiver();
+    const minter = `urn:li:corpuser:hooks-minter-${randomUUID()}`;
+    await grant(h, minter, ["MANAGE_SERVICE_ACCOUNTS", "GET_ENTITY"]);
+    const account = (
+      await gql<{ createServiceAccount: { urn: string } }>(
+        `mutation { createServiceAccount(input: {displayName: "hooks robot"}) { urn } }`,
+        {},
+        minter,
+      )
+    ).createServiceAccount.urn;
+    await grant(h, account, ["GET_ENTITY"]);
+    const token = (
+      await gql<{ createAccessToken: { accessToken: string } }>(
+        `mutation($i: GetAccessTokenInput!) { createAccessToken(input: $i) { accessToken } }`,
+        { i: { type: "SERVICE_ACCOUNT", actorUrn: account, duration: "ONE_DAY", name: "hooks robot" } },
+        minter,
+      )
+    ).createAccessToken.accessToken;
+    // Whoever holds the minted token subscribes the account, to a url of its choosing.
+    const created = await h.graphql(
+      CREATE,
+      { i: { url: r.url, eventTypes: ["MetadataChangeLog_v1"], entityUrn: dataset("minted") } },
+      bearer(token),
+    );
+    const { subscription } = (
+      created.body.data as { createWebhookSubscription: { subscription: { id: string; ownerUrn: string } } }
+    ).createWebhookSubscription;
+    expect(subscription.ownerUrn).toBe(account);
+    await gql(`mutation($u: String!) { revokeActorAccess(input: {actorUrn: $u}) { revokedTokenIds } }`, { u: minter });
+    const row = await h.prisma.webhookSubscription.findUniqueOrThrow({ where: { id: subscription.id } });
+    expect(row).toMatchObject({ active: false, disabledReason: expect.stringContaining("revokeActorAccess") });
+    await ingest(dataset("minted"), "after the minter's revocation");
+    await w.fanOut();
+    expect(await deliveries(subscription.id)).toEqual([]);
+    expect(r.received).toHaveLength(0);
+  });
+
+  it("delivers nothing for a deleted service account, even if an admin turns its subscription on again", async () => {
+    const r = await receiver();
+    const account = (
+      await gql<{ createServiceAccount: { urn: string } }>(
+        `mutation { createServiceAccount(input: {displayName: "hooks deleted robot"}) { urn } }`,
+        {},
+      )
+    ).createServiceAccount.urn;
+    await grant(h, account, ["GET_ENTITY"]);
+    const token = (
+      await gql<{ createAccessToken: { accessToken: string } }>(
+        `mutation($i: GetAccessTokenInput!) { createAccessToken(input: $i) { accessToken } }`,
+        { i: { type: "SERVICE_ACCOUNT", actorUrn: account, duration: "ONE_DAY", name: "hooks deleted robot" } },
+      )
+    ).createAccessToken.accessToken;
+    const created = await h.graphql(
+      CREATE,
+      { i: { url: r.url, eventTypes: ["MetadataChangeLog_v1"], entityUrn: dataset("deleted-account") } },
+      bearer(token),
+    );
+    const { subscription } = (created.body.data as { createWebhookSubscription: { subscription: { id: string } } })
+      .createWebhookSubscription;
+    await gql(`mutation($u: String!) { deleteServiceAccount(urn: $u) }`, { u: account });
+    // Its policy still names it; an admin turns the subscription on again.
+    await gql(
+      `mutation($i: UpdateWebhookSubscriptionInput!) { updateWebhookSubscription(input: $i) { active } }`,
+      { i: { id: subscription.id, active: true } },
+      ADMIN,
+    );
+    await ingest(dataset("deleted-account"), "after the account was deleted");
     await w.fanOut();
     expect(await deliveries(subscription.id)).toEqual([]);
     expect(r.received).toHaveLength(0);

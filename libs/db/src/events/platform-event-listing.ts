@@ -20,6 +20,8 @@ export interface ReaderScope {
   /** SCHEDULE events of tests / of other work (retention policies) */
   scheduleTests: boolean;
   scheduleOther: boolean;
+  /** EntityChangeEvent_v1 categories whose events about the reader itself it may read (its own tokens, tasks, …) */
+  subjectCategories: readonly string[];
 }
 
 export interface PlatformEventFilter {
@@ -74,7 +76,7 @@ export async function listPlatformEventRows(
         WHERE ((event_type = '${METADATA_CHANGE_LOG}'
                 AND CASE WHEN entity_type = 'test' THEN $4::boolean ELSE $5::boolean END)
             OR (event_type = '${ENTITY_CHANGE_EVENT}'
-                AND (subject_actor = $3 OR category = ANY($6::text[])
+                AND ((subject_actor = $3 AND category = ANY($13::text[])) OR category = ANY($6::text[])
                      OR (category = 'SCHEDULE' AND CASE WHEN entity_type = 'test' THEN $7::boolean ELSE $8::boolean END))))
           AND ($9::text[] IS NULL OR event_type = ANY($9::text[]))
           AND ($10::text[] IS NULL OR category = ANY($10::text[]))
@@ -102,6 +104,7 @@ export async function listPlatformEventRows(
       filter.categories ? [...filter.categories] : null,
       filter.entityUrn ?? null,
       query.count,
+      [...scope.subjectCategories],
     ],
   );
   const first = rows[0];

@@ -20,6 +20,11 @@ export const WEBHOOK_LIMITS = {
   maxError: 512,
   /** rows one replay re-sends */
   maxReplay: 1000,
+  /**
+   * replayed deliveries one subscription may have PENDING at once: replays past it are refused until they are sent,
+   * so calling replay in a loop cannot pile up rows and jobs without end (each carries its body) in everyone's queue
+   */
+  maxPendingReplays: 1000,
   /** rows one listing answers */
   maxPage: 500,
   /** rows one prune statement deletes */
@@ -123,6 +128,27 @@ export async function disableWebhookSubscriptionsOf(
   reason: string,
 ): Promise<string[]> {
   const rows = await tx.webhookSubscription.findMany({ where: { ownerUrn, active: true }, select: { id: true } });
+  return disable(tx, rows, reason);
+}
+
+/**
+ * revokeActorAccess of a minter: the active subscriptions another user (a service account) set through a token this
+ * user minted stop delivering too, whether that token is still live or not. Whoever held the token chose their urls
+ * and filters, and revokeActorAccess treats what the minter handed out as no longer trusted. Their ids.
+ */
+export async function disableWebhookSubscriptionsSetThroughTokensMintedBy(
+  tx: Prisma.TransactionClient,
+  minterUrn: string,
+  reason: string,
+): Promise<string[]> {
+  const rows = await tx.$queryRaw<Array<{ id: string }>>`
+    SELECT s.id::text AS id
+      FROM webhook_subscription s JOIN access_token t ON t.id::text = s.owner_token_id
+     WHERE s.active AND t.owner_urn = ${minterUrn} AND s.owner_urn <> ${minterUrn}`;
+  return disable(tx, rows, reason);
+}
+
+async function disable(tx: Prisma.TransactionClient, rows: Array<{ id: string }>, reason: string): Promise<string[]> {
   if (rows.length === 0) return [];
   await tx.webhookSubscription.updateMany({
     where: { id: { in: rows.map((r) => r.id) } },
@@ -327,16 +353,24 @@ export async function listWebhookDeliveries(
 /**
  * A replay: each chosen delivery of the subscription (by id, or every one created at or after `since`; at most
  * `limit`, oldest first; one per event, its latest generation) is written again as a new PENDING row of the next
- * generation with the same event id and body. Answers the new rows' ids (their jobs' ids). In the caller's
- * transaction, with the subscription's row locked so two replays number their generations in turn.
+ * generation with the same event id and body, within WEBHOOK_LIMITS.maxPendingReplays replayed rows pending at once.
+ * Answers the new rows' ids (their jobs' ids) and how many replays were pending before. In the caller's transaction,
+ * with the subscription's row locked so two replays number their generations (and count what is pending) in turn.
  */
 export async function replayWebhookDeliveries(
   tx: Prisma.TransactionClient,
   subscriptionId: string,
   choose: { deliveryIds: string[] | null; since: Date | null; limit: number },
-): Promise<string[]> {
+): Promise<{ ids: string[]; pendingReplays: number }> {
   await tx.$queryRaw`SELECT id FROM webhook_subscription WHERE id = ${subscriptionId}::uuid FOR UPDATE`;
-  const limit = Math.min(choose.limit, WEBHOOK_LIMITS.maxReplay);
+  // Under the lock: the replays of this subscription still waiting to be sent (bounded count).
+  const [{ pending }] = (await tx.$queryRaw<Array<{ pending: number }>>`
+    SELECT count(*)::int AS pending FROM (
+      SELECT 1 FROM webhook_delivery
+       WHERE subscription_id = ${subscriptionId}::uuid AND status = 'PENDING' AND generation > 0
+       LIMIT ${WEBHOOK_LIMITS.maxPendingReplays}) p`) as [{ pending: number }];
+  const limit = Math.min(choose.limit, WEBHOOK_LIMITS.maxReplay, WEBHOOK_LIMITS.maxPendingReplays - pending);
+  if (limit <= 0) return { ids: [], pendingReplays: pending };
   const rows = await tx.$queryRaw<Array<{ id: string }>>`
     WITH chosen AS (
       SELECT DISTINCT ON (event_seq) event_seq, event_id, event_type, body, entity_type, category, subject_actor
@@ -355,7 +389,7 @@ export async function replayWebhookDeliveries(
            'PENDING', c.body, c.entity_type, c.category, c.subject_actor
       FROM chosen c
     RETURNING id::text AS id`;
-  return rows.map((r) => r.id);
+  return { ids: rows.map((r) => r.id), pendingReplays: pending };
 }
 
 /** Deliveries still PENDING whose row has not changed for `idleMs`: the reconcile checks each has a job. */

@@ -13,6 +13,9 @@ import type { Policy, PrismaClient } from "../generated/prisma/client";
 
 export const ROOT_POLICY_URN = "urn:li:dataHubPolicy:root-user";
 
+/** Service accounts' urns (the gateway's service-account-urn.ts): only such an owner can be a deleted account. */
+const SERVICE_ACCOUNT_URN_PREFIX = "urn:li:corpuser:service_";
+
 /** The root user's and the system actor's built-in policy: not stored, not editable, derived from ROOT_USER_URN. */
 export function rootPolicy(rootUserUrn: string): Policy {
   const epoch = new Date(0);
@@ -97,14 +100,22 @@ export type OwnerPrivileges = (owner: WorkOwner) => Promise<ReadonlySet<Privileg
  * grants, its parents' — as a request through that token would be (effectivePrivileges). Whether that token is still
  * live does not matter: revoking or outliving it does not stop the work it set (revokeActorAccess does), but the work
  * never does more than the token could. Suspended work may use nothing. A token row that is gone, or a chain past
- * MAX_TOKEN_CHAIN_DEPTH, leaves nothing either (fails closed).
+ * MAX_TOKEN_CHAIN_DEPTH, leaves nothing either (fails closed); so does a deleted service account (its policies may
+ * still name it, but nobody acts for it any more: work of it an admin turned on again does nothing).
  */
 export function ownerPrivilegesReader(
-  prisma: Pick<PrismaClient, "policy" | "groupMember" | "accessToken">,
+  prisma: Pick<PrismaClient, "policy" | "groupMember" | "accessToken" | "serviceAccount">,
   rootUserUrn: string,
 ): OwnerPrivileges {
   return async (owner) => {
     if (owner.suspended) return new Set();
+    if (owner.urn.startsWith(SERVICE_ACCOUNT_URN_PREFIX)) {
+      const deleted = await prisma.serviceAccount.findFirst({
+        where: { urn: owner.urn, deletedAt: { not: null } },
+        select: { urn: true },
+      });
+      if (deleted) return new Set();
+    }
     const grants = new Map<string, Promise<Set<Privilege>>>();
     const grantsOf = (urn: string) => {
       let read = grants.get(urn);

@@ -30,6 +30,16 @@ export type WebhookConfig = Pick<
   | "QUEUE_PREFIX"
 >;
 
+/**
+ * POSTs one owner's subscriptions may have in flight at once per worker: half its slots (at least one subscription's
+ * share), so one user's subscriptions, all hanging, never hold every slot while other users' deliveries wait.
+ */
+export function webhookOwnerConcurrency(
+  config: Pick<Config, "WEBHOOK_DELIVERY_CONCURRENCY" | "WEBHOOK_SUBSCRIPTION_CONCURRENCY">,
+): number {
+  return Math.max(config.WEBHOOK_SUBSCRIPTION_CONCURRENCY, Math.floor(config.WEBHOOK_DELIVERY_CONCURRENCY / 2));
+}
+
 export function webhookSettings(config: WebhookConfig): WebhookSettings {
   return {
     maxPayloadBytes: config.WEBHOOK_MAX_PAYLOAD_BYTES,
@@ -38,6 +48,7 @@ export function webhookSettings(config: WebhookConfig): WebhookSettings {
     retryBaseMs: config.WEBHOOK_RETRY_BASE_MS,
     timeoutMs: config.WEBHOOK_TIMEOUT_MS,
     perSubscription: config.WEBHOOK_SUBSCRIPTION_CONCURRENCY,
+    perOwner: webhookOwnerConcurrency(config),
     serverSecret: config.TOKEN_SIGNING_KEY,
     policy: webhookTargetPolicy(config),
   };

@@ -21,8 +21,8 @@ export interface PostOutcome {
 /**
  * One POST of a webhook (docs/webhooks.md): to the address checked against the private-target policy (the lookup the
  * connection uses answers that address only, so a DNS answer that changes between the check and the connect, a
- * rebinding, is never followed), bounded by `timeoutMs` from start to the response's headers, redirects not
- * followed (a 3xx is a failure), at most MAX_RESPONSE_READ bytes of the response read.
+ * rebinding, is never followed), bounded by `timeoutMs` from the lookup's start to the response's headers,
+ * redirects not followed (a 3xx is a failure), at most MAX_RESPONSE_READ bytes of the response read.
  */
 export async function postWebhook(
   url: string,
@@ -36,7 +36,13 @@ export async function postWebhook(
   let address: { address: string; family: number };
   try {
     const lookup = options.lookup ?? dnsLookup;
-    address = await resolveWebhookTarget(target.hostname, options.policy, (host) => lookup(host, { all: true }));
+    // The lookup counts against the attempt's timeout too: a name whose DNS never answers ends the attempt in time.
+    address = await resolveWebhookTarget(
+      target.hostname,
+      options.policy,
+      (host) => lookup(host, { all: true }),
+      options.timeoutMs,
+    );
   } catch (error) {
     const refused = error instanceof WebhookTargetError;
     return { status: null, durationMs: took(), error: messageOf(error), refused };
@@ -88,10 +94,13 @@ export async function postWebhook(
         response.on("error", finish);
       },
     );
-    const timer = setTimeout(() => {
-      request.destroy();
-      done({ status: null, error: `no response within ${options.timeoutMs} ms (WEBHOOK_TIMEOUT_MS)` });
-    }, options.timeoutMs);
+    const timer = setTimeout(
+      () => {
+        request.destroy();
+        done({ status: null, error: `no response within ${options.timeoutMs} ms (WEBHOOK_TIMEOUT_MS)` });
+      },
+      Math.max(1, options.timeoutMs - took()),
+    );
     request.on("error", (error) => done({ status: null, error: messageOf(error).slice(0, 512) }));
     request.end(body);
   });

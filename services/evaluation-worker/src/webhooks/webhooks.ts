@@ -48,6 +48,8 @@ export interface WebhookSettings {
   timeoutMs: number;
   /** WEBHOOK_SUBSCRIPTION_CONCURRENCY */
   perSubscription: number;
+  /** POSTs one owner's subscriptions may have in flight per process (webhookOwnerConcurrency) */
+  perOwner: number;
   /** TOKEN_SIGNING_KEY: the secrets' sealing key is derived from it */
   serverSecret: string;
   policy: WebhookTargetPolicy;
@@ -65,8 +67,8 @@ export const UNREADABLE = "its owner may not read this event (canReadPlatformEve
 /**
  * The outbox's `webhooks` consumer (docs/webhooks.md "How delivery works"): each pass, in one transaction, locks the
  * cursor (another worker holding it: nothing to do), reads the next events, writes one delivery row per event and
- * matching subscription — PENDING, or SKIPPED when the owner may not read it now — and moves the cursor; then, after
- * the commit, queues a job per PENDING row under the row's id. A job lost between the commit and Redis is queued
+ * matching subscription whose owner may read it now (PENDING; none at all when it may not) — and moves the cursor;
+ * then, after the commit, queues a job per PENDING row under the row's id. A job lost between the commit and Redis is queued
  * again by the reconcile chore; a pass done again writes no second row (one per subscription, event and generation).
  */
 export class WebhookFanOut {
@@ -100,6 +102,7 @@ export class WebhookFanOut {
       if (events.length === 0) return { events: 0, pending: [] as string[], skipped: 0 };
       const subscriptions = await activeWebhookSubscriptions(client);
       const rows: WebhookDeliveryInsert[] = [];
+      let unreadable = 0;
       const privileges = new Map<string, Promise<ReadonlySet<Privilege>>>();
       const privilegesOf = (s: WebhookSubscriptionRow) => {
         const key = ownerKey(owner(s));
@@ -114,7 +117,12 @@ export class WebhookFanOut {
         for (const s of subscriptions) {
           // Events from before the subscription was made are not its (a pass may read them after).
           if (event.createdAt < s.createdAt.getTime() || !webhookMatches(s, event, parsed)) continue;
-          const readable = canReadPlatformEvent(event, { urn: s.ownerUrn, privileges: await privilegesOf(s) });
+          // An event the owner may not read leaves no trace in its log: a SKIPPED row would tell a subscriber with
+          // an entityUrn/actorUrn/testUrn filter that (and when) something happened to what it may not read.
+          if (!canReadPlatformEvent(event, { urn: s.ownerUrn, privileges: await privilegesOf(s) })) {
+            unreadable++;
+            continue;
+          }
           rows.push({
             subscriptionId: s.id,
             eventSeq: event.seq,
@@ -123,15 +131,15 @@ export class WebhookFanOut {
             entityType: event.entityType,
             category: event.category,
             subjectActor: event.subjectActor,
-            status: readable ? "PENDING" : "SKIPPED",
-            error: readable ? null : UNREADABLE,
+            status: "PENDING",
+            error: null,
             body: webhookBody(event, this.settings.maxPayloadBytes),
           });
         }
       }
       const pending = await insertWebhookDeliveries(client, rows);
       await advanceEventCursor(client, WEBHOOK_CONSUMER, events.at(-1)!.seq);
-      return { events: events.length, pending, skipped: rows.length - pending.length };
+      return { events: events.length, pending, skipped: unreadable };
     });
     if (!written) return null;
     // After the commit: a job never names a row that might roll back. All in one round trip; if Redis refuses, the
@@ -191,10 +199,17 @@ const HAND_BACK_MS = 250;
 export function webhookDeliveryHandler(
   pool: pg.Pool,
   ownerPrivileges: OwnerPrivileges,
-  settings: Pick<WebhookSettings, "timeoutMs" | "perSubscription" | "serverSecret" | "policy">,
+  settings: Pick<WebhookSettings, "timeoutMs" | "perSubscription" | "perOwner" | "serverSecret" | "policy">,
   logger: Logger,
 ): JobHandler<"webhookDelivery"> {
   const inFlight = new Map<string, number>();
+  // By owner too: a user's ten subscriptions at two each would otherwise hold every slot of a worker.
+  const ownerInFlight = new Map<string, number>();
+  const release = (map: Map<string, number>, key: string) => {
+    const left = (map.get(key) ?? 1) - 1;
+    if (left <= 0) map.delete(key);
+    else map.set(key, left);
+  };
   const privilegesOf = briefly(ownerPrivileges);
   return async ({ deliveryId }, job, token) => {
     const delivery = await deliveryToSend(pool, deliveryId);
@@ -211,11 +226,13 @@ export function webhookDeliveryHandler(
       return { done: "SKIPPED" };
     }
     const running = inFlight.get(s.id) ?? 0;
-    if (running >= settings.perSubscription) {
+    const owners = ownerInFlight.get(s.ownerUrn) ?? 0;
+    if (running >= settings.perSubscription || owners >= settings.perOwner) {
       await job.moveToDelayed(Date.now() + HAND_BACK_MS + Math.floor(Math.random() * HAND_BACK_MS), token);
       throw new DelayedError();
     }
     inFlight.set(s.id, running + 1);
+    ownerInFlight.set(s.ownerUrn, owners + 1);
     try {
       const privileges = await privilegesOf(owner(s));
       if (!canReadPlatformEvent(delivery, { urn: s.ownerUrn, privileges })) {
@@ -261,9 +278,8 @@ export function webhookDeliveryHandler(
       if (permanent) throw new UnrecoverableError(outcome.error ?? "refused");
       throw new Error(outcome.error ?? "failed");
     } finally {
-      const left = (inFlight.get(s.id) ?? 1) - 1;
-      if (left <= 0) inFlight.delete(s.id);
-      else inFlight.set(s.id, left);
+      release(inFlight, s.id);
+      release(ownerInFlight, s.ownerUrn);
     }
   };
 }

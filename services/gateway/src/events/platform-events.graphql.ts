@@ -33,7 +33,8 @@ export const platformEventsTypeDefs = /* GraphQL */ `
     """
     The platform-event stream with a cursor, so a consumer that was down catches up: the events after since (absent:
     from the oldest kept), at most count (default 100, at most 1000) and 4 MiB of payloads, each one the caller may
-    read now (its own token, task and schedule events; others by privilege: docs/events.md "Who reads what"). Each
+    read now (its own token, task and schedule events with what reading them needs; others by privilege: docs/events.md
+    "Who reads what"). Each
     call reads at most 10,000 events of the stream; next moves past them all.
     """
     listPlatformEvents(

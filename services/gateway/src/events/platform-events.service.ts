@@ -143,5 +143,14 @@ export function scopeOf(reader: PlatformEventReader): ReaderScope {
     ),
     scheduleTests: may({ eventType: ENTITY_CHANGE_EVENT, entityType: "test", category: "SCHEDULE" }),
     scheduleOther: may({ eventType: ENTITY_CHANGE_EVENT, entityType: "dataHubRetentionPolicy", category: "SCHEDULE" }),
+    // A prefilter (SCHEDULE's entity types told apart by the check): the reader's own events of these categories.
+    subjectCategories: CATEGORY_NAMES.filter((category) =>
+      (category === "SCHEDULE" ? ["test", "dataHubRetentionPolicy"] : ["dataHubTask"]).some((entityType) =>
+        canReadPlatformEvent(
+          { eventType: ENTITY_CHANGE_EVENT, entityType, category, subjectActor: reader.urn },
+          { urn: reader.urn, privileges: reader.privileges },
+        ),
+      ),
+    ),
   };
 }

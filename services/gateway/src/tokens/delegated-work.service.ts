@@ -3,6 +3,7 @@ import { forbidden, makeUrn, type Config, type Logger } from "@mdp/core";
 import {
   accessTokensMintedBy,
   disableWebhookSubscriptionsOf,
+  disableWebhookSubscriptionsSetThroughTokensMintedBy,
   inPrismaTransaction,
   MAX_SUSPENDED_REASON,
   retentionPoliciesOwnedBy,
@@ -153,8 +154,14 @@ export class DelegatedWorkService {
           : { tests: [], policies: [] };
         const cancelled = suspendWork ? await this.tasks.cancelAllCreatedBy(tx, actor, userUrn) : [];
         // Its webhook subscriptions stop delivering (docs/webhooks.md): turned off, each audited; its owner or an
-        // admin turns one on again.
-        const webhooks = suspendWork ? await disableWebhookSubscriptionsOf(tx, userUrn, reason) : [];
+        // admin turns one on again. So do those set through the service-account tokens it minted (revoked above as
+        // handed out by it): whoever held one chose where they deliver.
+        const webhooks = suspendWork
+          ? [
+              ...(await disableWebhookSubscriptionsOf(tx, userUrn, reason)),
+              ...(first ? [] : await disableWebhookSubscriptionsSetThroughTokensMintedBy(tx, userUrn, reason)),
+            ]
+          : [];
         for (const id of webhooks) {
           await recordAudit(
             tx,

@@ -5,6 +5,7 @@ import {
   badInput,
   conflict,
   ENTITY_CHANGE_CATEGORIES,
+  forbidden,
   makeUrn,
   MAX_EPOCH_MS,
   newWebhookSecret,
@@ -219,6 +220,7 @@ export class WebhookService {
       | "TOKEN_SIGNING_KEY"
       | "WEBHOOK_MAX_ATTEMPTS"
       | "WEBHOOK_RETRY_BASE_MS"
+      | "WEBHOOK_TIMEOUT_MS"
       | "URN_NAMESPACE"
     >,
     private readonly logger: Logger,
@@ -274,6 +276,15 @@ export class WebhookService {
     const row = await inPrismaTransaction(this.db.prisma, async (tx) => {
       const found = await this.mayChange(actor, await findWebhookSubscription(tx, id), "change");
       const own = found.ownerUrn === actor.urn;
+      // Its events are read with its owner's privileges: whoever chose another url would receive what the owner may
+      // read, not what it may. An admin turns it off, changes its filters, or deletes it.
+      if (!own && input.url != null && input.url !== found.url) {
+        throw forbidden(
+          `${actor.urn} is unauthorized to change the url of ${found.ownerUrn}'s webhook subscription: its events ` +
+            `are read with its owner's privileges, so only its owner chooses where they go (turn it off or ` +
+            `delete it instead).`,
+        );
+      }
       const data = {
         ...(input.url != null && { url: input.url }),
         ...(input.eventTypes != null && { eventTypes: input.eventTypes }),
@@ -332,11 +343,17 @@ export class WebhookService {
       if (!found.active) {
         throw conflict(`Webhook subscription ${input.subscriptionId} is turned off: turn it on (active: true) first`);
       }
-      const ids = await replayWebhookDeliveries(tx, input.subscriptionId, {
+      const { ids, pendingReplays } = await replayWebhookDeliveries(tx, input.subscriptionId, {
         deliveryIds: input.deliveryIds ?? null,
         since: input.since == null ? null : new Date(input.since),
         limit: input.limit,
       });
+      if (pendingReplays >= WEBHOOK_LIMITS.maxPendingReplays) {
+        throw conflict(
+          `Webhook subscription ${input.subscriptionId} already has ${WEBHOOK_LIMITS.maxPendingReplays} replayed ` +
+            `deliveries waiting to be sent (the most at once): replay again once they are sent`,
+        );
+      }
       await recordAudit(tx, actor, "webhook.replay", webhookUrnOf(this.config.URN_NAMESPACE, input.subscriptionId), {
         ownerUrn: found.ownerUrn,
         replayed: ids.length,
@@ -366,10 +383,16 @@ export class WebhookService {
   private async requireTarget(url: string, at: string): Promise<void> {
     if (this.policy.allowPrivate) return;
     try {
-      await resolveWebhookTarget(new URL(url).hostname, this.policy, (host) => this.lookup(host, { all: true }));
+      // Bounded: a host whose DNS never answers must not hold the request (nor the caller's connection) open.
+      await resolveWebhookTarget(
+        new URL(url).hostname,
+        this.policy,
+        (host) => this.lookup(host, { all: true }),
+        this.config.WEBHOOK_TIMEOUT_MS,
+      );
     } catch (error) {
       if (error instanceof WebhookTargetError) throw badInput(`${at}: ${error.message}`);
-      throw badInput(`${at}: its host does not resolve`);
+      throw badInput(`${at}: its host does not resolve (within ${this.config.WEBHOOK_TIMEOUT_MS} ms)`);
     }
   }
 }
