@@ -103,19 +103,42 @@ describe("service accounts", () => {
     await deletePolicy(accountPolicy);
   });
 
-  it("revokeActorAccess of a minter revokes the service-account tokens it minted (it was handed their secrets)", async () => {
+  it("revokeActorAccess of a minter revokes the service-account tokens it minted (it was handed their secrets), and suspends the work set through them", async () => {
     const manager = "urn:li:corpuser:sa-suspected-manager";
-    await grantPolicy(manager, ["MANAGE_SERVICE_ACCOUNTS", "VIEW_TESTS"]);
+    await grantPolicy(manager, ["MANAGE_SERVICE_ACCOUNTS", "MANAGE_TESTS"]);
     const account = await createAccount("minted by a suspect", systemClientHeaders(manager));
-    await grantPolicy(account, ["VIEW_TESTS"]);
+    await grantPolicy(account, ["MANAGE_TESTS"]);
     const token = await minted(account, systemClientHeaders(manager));
-    expect(await privileges(b, token.accessToken)).toEqual(["VIEW_TESTS"]);
-    const revoked = await ok<{ revokeActorAccess: { revokedTokenIds: string[] } }>(
+    expect(await privileges(b, token.accessToken)).toEqual(["MANAGE_TESTS", "VIEW_TESTS"]);
+    // Whoever holds the minted token schedules work as the account (its owner), which the minter's grants bound.
+    const scheduled = await a.graphql(
+      `mutation($i: CreateTestInput!) { createTest(input: $i) }`,
+      {
+        i: {
+          name: "scheduled through a minted token",
+          category: "c",
+          definition: {
+            json: JSON.stringify({ on: { types: ["dataset"] }, rules: { property: "urn", operator: "exists" } }),
+          },
+          schedule: { cron: "0 4 * * *" },
+        },
+      },
+      bearer(token.accessToken),
+    );
+    expect(scheduled.body.errors).toBeUndefined();
+    const testUrn = scheduled.body.data!.createTest as string;
+    const revoked = await ok<{
+      revokeActorAccess: { revokedTokenIds: string[]; suspendedWork: Array<{ urn: string }> };
+    }>(
       a,
-      `mutation($u: String!) { revokeActorAccess(input: {actorUrn: $u, suspendWork: true}) { revokedTokenIds } }`,
+      `mutation($u: String!) { revokeActorAccess(input: {actorUrn: $u, suspendWork: true}) { revokedTokenIds suspendedWork { urn } } }`,
       { u: manager },
     );
     expect(revoked.revokeActorAccess.revokedTokenIds).toContain(token.metadata.id);
+    // Not the minter's own work, but what it handed out chose it: suspended with the minter's, as its webhooks are.
+    expect(revoked.revokeActorAccess.suspendedWork.map((w) => w.urn)).toContain(testUrn);
+    const test = await a.prisma.metadataTest.findUniqueOrThrow({ where: { urn: testUrn } });
+    expect(test).toMatchObject({ ownerUrn: account, suspendedAt: expect.any(Date) });
     await eventually("refused on B", async () => (await privileges(b, token.accessToken)) === 401, {
       timeoutMs: 5_000,
     });

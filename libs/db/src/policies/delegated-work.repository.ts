@@ -1,4 +1,4 @@
-import type { MetadataTest, Prisma, PrismaClient, RetentionPolicy } from "../generated/prisma/client";
+import { Prisma, type MetadataTest, type PrismaClient, type RetentionPolicy } from "../generated/prisma/client";
 import { insertEntityChangeEvents, scheduleSuspendEvent } from "../events/entity-change-events";
 
 /**
@@ -62,38 +62,53 @@ export async function taskIdsCreatedBy(prisma: PrismaClient, by: WorkOwnerFilter
 }
 
 /**
- * Suspends, in the caller's transaction, the user's deferred work not suspended yet: its tests that have a schedule,
- * actions (which run for their owner at every push) or evaluate on change (for their owner at every change), and its
- * retention policies, each with its SCHEDULE SUSPEND platform event. Answers the rows it suspended.
+ * Suspends, in the caller's transaction, deferred work not suspended yet: its tests that have a schedule, actions
+ * (which run for their owner at every push) or evaluate on change (for their owner at every change), and its retention
+ * policies, each with its SCHEDULE SUSPEND platform event. Whose: `{ownerUrn}`, a user's own; `{mintedBy}`, another
+ * user's (a service account's) set through a token this user minted — revokeActorAccess of a minter no longer trusts
+ * what it handed out, and whoever held the token chose what that work does. Answers the rows it suspended.
  */
 export async function suspendDeferredWorkOf(
   tx: Prisma.TransactionClient,
-  ownerUrn: string,
+  whose: { ownerUrn: string } | { mintedBy: string },
   reason: string,
   now: Date,
   events: { suspendedBy: string; policyUrnOf: (id: string) => string },
 ): Promise<{ tests: MetadataTest[]; policies: RetentionPolicy[] }> {
+  const owned =
+    "ownerUrn" in whose
+      ? Prisma.sql`owner_urn = ${whose.ownerUrn}`
+      : Prisma.sql`owner_urn <> ${whose.mintedBy}
+          AND owner_token_id IN (SELECT id::text FROM access_token WHERE owner_urn = ${whose.mintedBy})`;
   const acting = await tx.$queryRaw<Array<{ urn: string }>>`
       SELECT urn FROM metadata_test
-       WHERE owner_urn = ${ownerUrn} AND suspended_at IS NULL
+       WHERE ${owned} AND suspended_at IS NULL
          AND (schedule_cron IS NOT NULL OR definition ? 'actions' OR (evaluate_on_change AND state = 'ACTIVE'))`;
+  const policyIds = await tx.$queryRaw<Array<{ id: string }>>`
+      SELECT id::text AS id FROM retention_policy WHERE ${owned} AND suspended_at IS NULL`;
   const tests = await tx.metadataTest.updateManyAndReturn({
     where: { urn: { in: acting.map((t) => t.urn) }, suspendedAt: null },
     data: { suspendedAt: now, suspendedReason: reason },
   });
   const policies = await tx.retentionPolicy.updateManyAndReturn({
-    where: { ownerUrn, suspendedAt: null },
+    where: { id: { in: policyIds.map((p) => p.id) }, suspendedAt: null },
     data: { suspendedAt: now, suspendedReason: reason },
   });
   await insertEntityChangeEvents(tx, [
     ...tests.map((t) =>
-      scheduleSuspendEvent({ kind: "SCHEDULED_TEST", urn: t.urn, ownerUrn, reason, suspendedBy: events.suspendedBy }),
+      scheduleSuspendEvent({
+        kind: "SCHEDULED_TEST",
+        urn: t.urn,
+        ownerUrn: t.ownerUrn,
+        reason,
+        suspendedBy: events.suspendedBy,
+      }),
     ),
     ...policies.map((p) =>
       scheduleSuspendEvent({
         kind: "RETENTION_POLICY",
         urn: events.policyUrnOf(p.id),
-        ownerUrn,
+        ownerUrn: p.ownerUrn,
         reason,
         suspendedBy: events.suspendedBy,
       }),

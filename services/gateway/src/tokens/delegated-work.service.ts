@@ -149,9 +149,16 @@ export class DelegatedWorkService {
         // The service-account tokens the user minted: their secrets were handed to it (not so a deleted account's own).
         const minted = first ? [] : await this.store.revokeServiceAccountTokensMintedByIn(tx, userUrn, actor);
         const revoked = [...own, ...minted];
+        // Its own deferred work, and (as for its webhooks below) what another user's work was set through a
+        // service-account token it minted: whoever held the token chose what that work does.
         const suspended = suspendWork
-          ? await this.suspendSchedulesOf(tx, actor, userUrn, reason)
+          ? await this.suspendSchedulesOf(tx, actor, { ownerUrn: userUrn }, reason)
           : { tests: [], policies: [] };
+        if (suspendWork && !first) {
+          const viaMinted = await this.suspendSchedulesOf(tx, actor, { mintedBy: userUrn }, reason);
+          suspended.tests.push(...viaMinted.tests);
+          suspended.policies.push(...viaMinted.policies);
+        }
         const cancelled = suspendWork ? await this.tasks.cancelAllCreatedBy(tx, actor, userUrn) : [];
         // Its webhook subscriptions stop delivering (docs/webhooks.md): turned off, each audited; its owner or an
         // admin turns one on again. So do those set through the service-account tokens it minted (revoked above as
@@ -204,8 +211,13 @@ export class DelegatedWorkService {
    * Suspends the user's deferred work not suspended yet — its retention policies, and its tests that have a schedule
    * or actions (which run for their owner at every push) — each with its audit row, in the caller's transaction.
    */
-  private async suspendSchedulesOf(tx: Prisma.TransactionClient, actor: Actor, userUrn: string, reason: string) {
-    const { tests, policies } = await suspendDeferredWorkOf(tx, userUrn, reason, new Date(), {
+  private async suspendSchedulesOf(
+    tx: Prisma.TransactionClient,
+    actor: Actor,
+    whose: Parameters<typeof suspendDeferredWorkOf>[1],
+    reason: string,
+  ) {
+    const { tests, policies } = await suspendDeferredWorkOf(tx, whose, reason, new Date(), {
       suspendedBy: actor.urn,
       policyUrnOf: (id) => makeUrn(this.config.URN_NAMESPACE, "retentionPolicy", id),
     });
