@@ -157,10 +157,12 @@ describe("webhooks", () => {
     );
   });
 
-  it("delivers a token's EntityChangeEvent_v1 to its actor and to MANAGE_ACCESS_TOKENS holders only", async () => {
+  it("delivers a token's EntityChangeEvent_v1 to its actor and to MANAGE_ACCESS_TOKENS holders only, nothing to others", async () => {
     const holder = "urn:li:corpuser:hooks-token-holder";
     const tokenAdmin = "urn:li:corpuser:hooks-token-admin";
     await grant(h, tokenAdmin, ["MANAGE_ACCESS_TOKENS"]);
+    // its own tokens' events need what the API asks to see its own tokens
+    await grant(h, holder, ["GENERATE_PERSONAL_ACCESS_TOKENS"]);
     const tokenEvents = { eventTypes: ["EntityChangeEvent_v1"], categories: ["ACCESS_TOKEN"], actorUrn: holder };
     const [own, admin, other] = [await receiver(), await receiver(), await receiver()];
     await subscribe(holder, own.url, tokenEvents);
@@ -184,11 +186,8 @@ describe("webhooks", () => {
       });
       expect(r.received[0]!.body).not.toMatch(/eyJ/); // never the token itself
     }
-    await holds(async () =>
-      expect(await deliveries(blind.subscription.id, entityReader)).toEqual([
-        expect.objectContaining({ status: "SKIPPED" }),
-      ]),
-    );
+    // The same pass fanned the event out to the others: for this subscriber it left nothing, not even a row.
+    expect(await deliveries(blind.subscription.id, entityReader)).toEqual([]);
     expect(other.received).toHaveLength(0);
   });
 
