@@ -83,9 +83,28 @@ export async function createTestDatabase(label = "test", options: TestDatabaseOp
   );
   return {
     url: withDatabase(serverUrl(), name),
-    drop: () =>
-      withAdmin((admin) => admin.query(`DROP DATABASE IF EXISTS ${quoteIdent(name)} WITH (FORCE)`)).then(
-        () => undefined,
-      ),
+    drop: () => withAdmin((admin) => dropDatabase(admin, name)),
   };
+}
+
+/** How long drop() lets the database's connections close by themselves before it ends them. */
+const DROP_GRACE_MS = 1_000;
+
+/**
+ * Drops a test database, letting connections that are closing close first: pool.end() resolves before its sockets
+ * close, so a DROP ... WITH (FORCE) right after it ended a closing connection, which the pool reported as an 'error'
+ * nobody listened to, failing whichever test was running (seen in CI). Connections still open after DROP_GRACE_MS
+ * (a test that forgot one) are ended.
+ */
+async function dropDatabase(admin: pg.Client, name: string): Promise<void> {
+  const until = Date.now() + DROP_GRACE_MS;
+  while (Date.now() < until) {
+    const { rows } = await admin.query<{ n: number }>(
+      "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1",
+      [name],
+    );
+    if (rows[0]!.n === 0) break;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  await admin.query(`DROP DATABASE IF EXISTS ${quoteIdent(name)} WITH (FORCE)`);
 }
