@@ -5,7 +5,7 @@
  * stopped and removed afterwards. Never touches another Redis.
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdirSync, openSync, rmSync } from "node:fs";
+import { mkdirSync, openSync, readFileSync, rmSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { isListening } from "./local-services";
@@ -30,11 +30,27 @@ export interface ClusterOptions {
   name?: string;
 }
 
-export async function startRedisCluster(
-  dataDir: string,
-  { replicas = 0, nodeTimeoutMs = 5_000, name = "redis-cluster" }: ClusterOptions = {},
-): Promise<RedisCluster> {
+/** Attempts at starting the nodes: a free port found can be taken by another process before its node binds it. */
+const START_ATTEMPTS = 3;
+
+export async function startRedisCluster(dataDir: string, options: ClusterOptions = {}): Promise<RedisCluster> {
   ensureRedisInstalled();
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(dataDir, options);
+    } catch (error) {
+      if (!(error instanceof PortTakenError) || attempt >= START_ATTEMPTS) throw error;
+      process.stdout.write(`${error.message}; starting the Redis Cluster again on other ports\n`);
+    }
+  }
+}
+
+class PortTakenError extends Error {}
+
+async function startOnce(
+  dataDir: string,
+  { replicas = 0, nodeTimeoutMs = 5_000, name = "redis-cluster" }: ClusterOptions,
+): Promise<RedisCluster> {
   const root = path.join(dataDir, name);
   const ports = await freeClusterPorts(MASTERS * (1 + replicas));
   const nodes: ChildProcess[] = [];
@@ -58,7 +74,18 @@ export async function startRedisCluster(
       // detached: out of reach of the terminal's Ctrl-C, stopped explicitly (as local-services.ts does).
       nodes.push(spawn("redis-server", args, { stdio: ["ignore", log, log], detached: true }));
     }
-    await Promise.all(ports.map((port) => waitFor(`Redis node on 127.0.0.1:${port}`, () => isListening(port))));
+    await Promise.all(
+      ports.map((port, i) =>
+        waitFor(`Redis node on 127.0.0.1:${port}`, () => {
+          // a node that exited before listening could not bind its port or its bus port (port + 10000)
+          if (nodes[i]!.exitCode !== null)
+            throw new PortTakenError(
+              `the Redis node for port ${port} exited at start (${lastLine(path.join(root, String(port), "server.log"))})`,
+            );
+          return isListening(port);
+        }),
+      ),
+    );
     run("redis-cli", [
       "--cluster",
       "create",
@@ -104,20 +131,32 @@ async function freeClusterPorts(count: number): Promise<number[]> {
   const ports: number[] = [];
   while (ports.length < count) {
     const port = await anyFreePort();
-    if (port + 10_000 > 65_535 || ports.includes(port) || (await isListening(port + 10_000))) continue;
+    // a node also binds its cluster bus on port + 10000, which must be free and no other node's port or bus
+    const clash = (p: number) => ports.some((q) => q === p || q + 10_000 === p || q === p + 10_000);
+    // (bound, not only not listened on: an outgoing connection's local port in the ephemeral range refuses the bind)
+    if (port + 10_000 > 65_535 || clash(port) || !(await canBind(port + 10_000))) continue;
     ports.push(port);
   }
   return ports;
 }
 
-function anyFreePort(): Promise<number> {
+async function anyFreePort(): Promise<number> {
   // The kernel's ephemeral range may reach 65535: pick within 20000-45000, where port + 10000 still fits.
   const port = 20_000 + Math.floor(Math.random() * 25_000);
+  return (await canBind(port)) ? port : anyFreePort();
+}
+
+function canBind(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const server = net.createServer();
-    server.once("error", () => resolve(anyFreePort()));
-    server.listen(port, "127.0.0.1", () => server.close(() => resolve(port)));
+    server.once("error", () => resolve(false));
+    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
   });
+}
+
+/** The last line a node wrote to its log: why it stopped. */
+function lastLine(file: string): string {
+  return readFileSync(file, "utf8").trim().split("\n").at(-1)?.slice(0, 300) ?? "";
 }
 
 function stopNode(node: ChildProcess): Promise<void> {
