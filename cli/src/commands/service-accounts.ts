@@ -1,5 +1,4 @@
 import type { Command } from "commander";
-import { CliError, EXIT } from "../exit-codes";
 import { apiClient, globalsOf, oneOf, wholeNumber } from "../options";
 import type {
   AccessTokenDuration,
@@ -19,7 +18,7 @@ import {
   LIST_SERVICE_ACCOUNTS,
 } from "../graphql-operations";
 import { formatTime, printJson, printLine, printRecord, printTable } from "../output";
-import { DURATIONS, pageLine, scopesText } from "./tokens";
+import { DURATIONS, pageLine, printCreatedToken } from "./tokens";
 
 const NEEDS = "\nEvery service-account command needs MANAGE_SERVICE_ACCOUNTS.";
 
@@ -107,18 +106,7 @@ export function registerServiceAccounts(program: Command): void {
             scopes: options.scope,
           },
         });
-        if (!created) throw new CliError("the server created no token", EXIT.SERVER);
-        if (globalsOf(command).json) return printJson(created);
-        const m = created.metadata;
-        printRecord([
-          ["id", m.id],
-          ["name", m.name],
-          ["actor", m.actorUrn],
-          ["scopes", scopesText(m.scopes)],
-          ["expires", m.expiresAt === null ? "never" : formatTime(m.expiresAt)],
-        ]);
-        printLine("the token (shown once: store it now):");
-        printLine(created.accessToken);
+        printCreatedToken(created, globalsOf(command).json);
       },
     );
 

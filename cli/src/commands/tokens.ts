@@ -94,19 +94,7 @@ export function registerTokens(program: Command): void {
             scopes: options.scope,
           },
         });
-        // null only beside an error, which client.graphql has thrown
-        if (!created) throw new CliError("the server created no token", EXIT.SERVER);
-        if (globalsOf(command).json) return printJson(created);
-        const m = created.metadata;
-        printRecord([
-          ["id", m.id],
-          ["name", m.name],
-          ["actor", m.actorUrn],
-          ["scopes", scopesText(m.scopes)],
-          ["expires", m.expiresAt === null ? "never" : formatTime(m.expiresAt)],
-        ]);
-        printLine("the token (shown once: store it now):");
-        printLine(created.accessToken);
+        printCreatedToken(created, globalsOf(command).json);
       },
     );
 
@@ -260,6 +248,26 @@ export function registerTokens(program: Command): void {
       if (globalsOf(command).json) printJson({ actorUrn, revoked });
       else printLine(`revoked ${revoked} ${revoked === 1 ? "token" : "tokens"} of ${actorUrn}`);
     });
+}
+
+/** A token just created: its metadata, then the token itself, shown this once (or the answer as JSON). */
+export function printCreatedToken(
+  created: CreateAccessTokenMutation["createAccessToken"] | null,
+  json?: boolean,
+): void {
+  // null only beside an error, which client.graphql has thrown
+  if (!created) throw new CliError("the server created no token", EXIT.SERVER);
+  if (json) return printJson(created);
+  const m = created.metadata;
+  printRecord([
+    ["id", m.id],
+    ["name", m.name],
+    ["actor", m.actorUrn],
+    ["scopes", scopesText(m.scopes)],
+    ["expires", m.expiresAt === null ? "never" : formatTime(m.expiresAt)],
+  ]);
+  printLine("the token (shown once: store it now):");
+  printLine(created.accessToken);
 }
 
 /** `showing 1-20 of 45 tokens`. */

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { conflict } from "@mdp/core";
+import { conflict, type WebhookEvent } from "@mdp/core";
 import type { Prisma, PrismaClient } from "../generated/prisma/client";
 import type { Queryable } from "../timeseries/timeseries.store";
 
@@ -157,20 +157,8 @@ async function disable(tx: Prisma.TransactionClient, rows: Array<{ id: string }>
   return rows.map((r) => r.id);
 }
 
-/** An event as the fan-out reads it: what matching, the reader's check and the body need. */
-export interface WebhookEventRow {
-  id: string;
-  seq: string;
-  eventType: string;
-  entityUrn: string;
-  entityType: string;
-  category: string | null;
-  subjectActor: string | null;
-  /** the payload as stored (JSON text) */
-  payload: string;
-  /** epoch ms */
-  createdAt: number;
-}
+/** An event as the fan-out reads it: what matching, the reader's check and the body need (the body's own shape). */
+export type WebhookEventRow = WebhookEvent;
 
 /** Up to `limit` sequenced events after `after`, in order, with their payloads. */
 export async function webhookEventsAfter(db: Queryable, after: string, limit: number): Promise<WebhookEventRow[]> {
