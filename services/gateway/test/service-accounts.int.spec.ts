@@ -146,7 +146,8 @@ describe("service accounts", () => {
 
   it("a token minted with a token is bounded by that token (its chain), as every token is", async () => {
     const account = await createAccount("chained");
-    const managerToken = await createToken(a, MANAGER);
+    // A week: the child (a day) must not outlive it, which a same-length parent made a whole-second race
+    const managerToken = await createToken(a, MANAGER, root, { duration: "ONE_WEEK" });
     const child = await mint(a, account, bearer(managerToken.token));
     expect(child.body.errors).toBeUndefined();
     const { accessToken } = child.body.data!.createAccessToken as { accessToken: string };
