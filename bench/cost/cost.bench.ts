@@ -31,6 +31,8 @@ const SECONDS = Number(process.env.BENCH_COST_SECONDS ?? 4);
 const WARM_UP_SECONDS = 2;
 const TRUNCATE_ROWS = Number(process.env.BENCH_COST_TRUNCATE_ROWS ?? 1_000_000);
 const ENTITIES = Number(process.env.BENCH_COST_ENTITIES ?? 20_000);
+/** `runTest`: only the runTest windows (each with its statements by PostgreSQL time), skipping the rest */
+const ONLY_RUN_TEST = process.env.BENCH_COST_ONLY === "runTest";
 const CONNECTIONS = 10;
 const EVALUATE_CONNECTIONS = 50; // as bench/evaluate: the gateway batches what arrives together
 const INGEST_CONCURRENCY = 4; // as bench/ingest
@@ -165,7 +167,7 @@ export async function benchCost(): Promise<void> {
       },
     };
     // Warm-up of every path before anything is measured: a fresh gateway's first seconds are mostly V8 compiling.
-    for (const t of Object.values(requests)) await cannon([t], CONNECTIONS, WARM_UP_SECONDS);
+    if (!ONLY_RUN_TEST) for (const t of Object.values(requests)) await cannon([t], CONNECTIONS, WARM_UP_SECONDS);
     // What the warm-up's creations left for autovacuum is done now, not inside the next windows.
     await database.pool.query("VACUUM ANALYZE access_token");
     const meter = new Meter([...processes, echoMeasured], stack);
@@ -174,31 +176,35 @@ export async function benchCost(): Promise<void> {
     const http1 = (operation: string, t: LoadTarget, connections = CONNECTIONS) =>
       meter.window(operation, "request", async () => ({ units: await cannon([t], connections, SECONDS) }));
 
-    const floor = await http1("floor: bare Apollo echo mutation", requests.echo);
-    costs.push(await http1("bearer request (GraphQL me)", requests.me));
-    costs.push(await http1("listAccessTokens (100 of 10,000)", requests.list));
-    costs.push(await http1("createAccessToken", requests.create));
-    costs.push({
-      ...(await http1("evaluate (10 tests, one entity)", requests.evaluate, EVALUATE_CONNECTIONS)),
-      note: `${EVALUATE_CONNECTIONS} connections: the gateway puts what arrives together into one job`,
-    });
-    costs.push({
-      ...(await http1("evaluate, system client", requests.evaluateSystem, EVALUATE_CONNECTIONS)),
-      note: "the same as the system client, which is never rate-limited: the difference is the per-actor rate limits",
-    });
-    costs.push(await ingest(meter, base, bearer));
-    costs.push(...(await truncation(meter, api, database.pool)));
-    costs.push(...(await runTests(meter, api, system, database.pool)));
+    const floor = ONLY_RUN_TEST ? undefined : await http1("floor: bare Apollo echo mutation", requests.echo);
+    if (!ONLY_RUN_TEST) {
+      costs.push(await http1("bearer request (GraphQL me)", requests.me));
+      costs.push(await http1("listAccessTokens (100 of 10,000)", requests.list));
+      costs.push(await http1("createAccessToken", requests.create));
+      costs.push({
+        ...(await http1("evaluate (10 tests, one entity)", requests.evaluate, EVALUATE_CONNECTIONS)),
+        note: `${EVALUATE_CONNECTIONS} connections: the gateway puts what arrives together into one job`,
+      });
+      costs.push({
+        ...(await http1("evaluate, system client", requests.evaluateSystem, EVALUATE_CONNECTIONS)),
+        note: "the same as the system client, which is never rate-limited: the difference is the per-actor rate limits",
+      });
+      costs.push(await ingest(meter, base, bearer));
+      costs.push(...(await truncation(meter, api, database.pool)));
+    }
+    costs.push(...(await runTests(meter, api, system, database.pool, stack)));
 
     printRest(meter.rest);
-    const floorCpu = floor.cpu["bare Apollo echo"]!;
-    process.stdout.write(
-      `\nfloor: a bare Apollo echo mutation (express 5 + Apollo Server 5, nothing else) costs ${us(floorCpu)} µs of CPU ` +
-        `per request in its process (${(floor.units / floor.seconds).toFixed(0)}/s wall, load average ${floor.load});\n` +
-        `each request's gateway CPU is printed as a ratio to it\n`,
-    );
+    const floorCpu = floor?.cpu["bare Apollo echo"] ?? Number.NaN;
+    if (floor)
+      process.stdout.write(
+        `\nfloor: a bare Apollo echo mutation (express 5 + Apollo Server 5, nothing else) costs ${us(floorCpu)} µs of CPU ` +
+          `per request in its process (${(floor.units / floor.seconds).toFixed(0)}/s wall, load average ${floor.load});\n` +
+          `each request's gateway CPU is printed as a ratio to it\n`,
+      );
     for (const cost of costs) printCost(cost, floorCpu);
     printModel(costs);
+    if (ONLY_RUN_TEST) return;
 
     // The model's check: bearer requests to one gateway, then spread over two.
     gateway2 = startService("gateway", { ...env, PORT: String(port2) });
@@ -446,7 +452,13 @@ async function truncation(meter: Meter, api: ApiClient, pool: import("pg").Pool)
 }
 
 /** runTest over ENTITIES datasets, without and with push, per thousand entities (polls in the gateway's share). */
-async function runTests(meter: Meter, api: ApiClient, system: ApiClient, pool: import("pg").Pool): Promise<Cost[]> {
+async function runTests(
+  meter: Meter,
+  api: ApiClient,
+  system: ApiClient,
+  pool: import("pg").Pool,
+  stack: PrivateStack,
+): Promise<Cost[]> {
   process.stdout.write(`bench/cost: loading ${ENTITIES} datasets...\n`);
   await loadDatasets(pool, ENTITIES);
   const urn = await createRunTestTest(system);
@@ -454,6 +466,7 @@ async function runTests(meter: Meter, api: ApiClient, system: ApiClient, pool: i
   for (const push of [false, true]) {
     let polls = 0;
     let evaluated = 0;
+    const before = await stack.statementTimes();
     const cost = await meter.window(`runTest, push ${push}`, "thousand entities", async () => {
       const taskId = (
         (await api.graphql(`mutation($urn: String!, $push: Boolean) { runTest(urn: $urn, push: $push) }`, {
@@ -475,9 +488,35 @@ async function runTests(meter: Meter, api: ApiClient, system: ApiClient, pool: i
         await new Promise((r) => setTimeout(r, 250));
       }
     });
-    costs.push({ ...cost, note: `${evaluated} entities (3 aspects each), ${polls} status polls` });
+    costs.push({
+      ...cost,
+      note:
+        `${evaluated} entities (3 aspects each), ${polls} status polls; PostgreSQL's statements by execution time ` +
+        `per thousand entities:\n${statementsByTime(before, await stack.statementTimes(), cost.units)}`,
+    });
   }
   return costs;
+}
+
+/** The window's statements, most execution time first (calls and ms per unit), each as its first 110 characters. */
+function statementsByTime(
+  before: Map<string, { calls: number; ms: number }>,
+  after: Map<string, { calls: number; ms: number }>,
+  units: number,
+): string {
+  const rows = [...after].map(([query, a]) => {
+    const b = before.get(query) ?? { calls: 0, ms: 0 };
+    return { query: query.replace(/\s+/g, " ").slice(0, 110), calls: a.calls - b.calls, ms: a.ms - b.ms };
+  });
+  return rows
+    .filter((r) => r.calls > 0)
+    .sort((x, y) => y.ms - x.ms)
+    .slice(0, 15)
+    .map(
+      (r) =>
+        `    ${(r.ms / units).toFixed(2).padStart(8)} ms ${(r.calls / units).toFixed(2).padStart(7)} calls  ${r.query}`,
+    )
+    .join("\n");
 }
 
 const us = (seconds: number) => (seconds * 1e6 >= 100 ? (seconds * 1e6).toFixed(0) : (seconds * 1e6).toFixed(1));

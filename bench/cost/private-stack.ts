@@ -50,6 +50,8 @@ export interface PrivateStack {
   postmasterPid: number;
   redisPid: number;
   statements(): Promise<StatementCount>;
+  /** each statement's calls and execution time so far (ms), by its normalized text */
+  statementTimes(): Promise<Map<string, { calls: number; ms: number }>>;
   commands(): Promise<CommandCount>;
   stop(): Promise<void>;
 }
@@ -130,6 +132,18 @@ export async function startPrivateStack(): Promise<PrivateStack> {
         if (CONTROL.test(row.query)) control += Number(row.calls);
       }
       return { total, control };
+    },
+    statementTimes: async () => {
+      const { rows } = await admin.query<{ query: string; calls: string; ms: number }>(
+        `SELECT query, calls, total_exec_time AS ms FROM pg_stat_statements
+          WHERE dbid = (SELECT oid FROM pg_database WHERE datname = 'metadata_admin')`,
+      );
+      const times = new Map<string, { calls: number; ms: number }>();
+      for (const row of rows) {
+        const seen = times.get(row.query) ?? { calls: 0, ms: 0 };
+        times.set(row.query, { calls: seen.calls + Number(row.calls), ms: seen.ms + row.ms });
+      }
+      return times;
     },
     commands: async () => {
       const info = await stats.info("commandstats");
