@@ -70,4 +70,20 @@ describe("runTest's entity batches", () => {
     ]);
     expect(await entityBatchOf(pool, [])).toEqual({ urns: [], entityTypes: [], json: "[]" });
   });
+
+  it("brings one aspect's latest values beside the batch when asked (runTest's stored results, for its push)", async () => {
+    const gone = "urn:li:dataset:(urn:li:dataPlatform:hive,gone,PROD)";
+    const batch = await entityBatchOf(pool, [dataset(4), dataset(5), gone], "globalTags");
+    expect(batch.urns).toEqual([dataset(4), dataset(5)]);
+    expect(JSON.parse(batch.aspect!)).toEqual({
+      [dataset(4)]: { tags: [{ tag: "urn:li:tag:t4" }] },
+      [dataset(5)]: { tags: [{ tag: "urn:li:tag:t5" }] },
+    });
+    // The status aspect's latest version, and nothing for an aspect no entity has.
+    expect(JSON.parse((await entityBatchOf(pool, [dataset(4)], "status")).aspect!)).toEqual({
+      [dataset(4)]: { removed: false },
+    });
+    expect((await entityBatchOf(pool, [dataset(4)], "testResults")).aspect).toBe("{}");
+    expect((await entityBatchOf(pool, [], "testResults")).aspect).toBe("{}");
+  });
 });

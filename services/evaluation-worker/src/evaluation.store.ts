@@ -98,19 +98,23 @@ export class EvaluationStore {
 
   /**
    * runTest's batch: as nextEntities, the entities as one JSON text for the evaluation thread to parse (EntityBatch).
-   * Without a lock, one statement; with one, the urns, their locks, then the read (lock before read, as nextEntities).
+   * Without a lock, one statement; with one, the urns, their locks, then the read (lock before read, as nextEntities),
+   * which also brings the locked aspect's stored values (`aspect`) for the push to merge onto.
    */
   async nextBatch(
     entityTypes: readonly string[],
     afterUrn: string,
     limit: number,
-    options: { client?: Queryable; lockFor?: { lock(client: Queryable, urns: readonly string[]): Promise<void> } } = {},
+    options: {
+      client?: Queryable;
+      lockFor?: { lockedAspect: string; lock(client: Queryable, urns: readonly string[]): Promise<void> };
+    } = {},
   ): Promise<EntityBatch> {
     const db = options.client ?? this.db;
     if (!options.lockFor) return entityBatchAfter(db, entityTypes, afterUrn, limit);
     const urns = await entityUrnsAfter(db, entityTypes, afterUrn, limit);
     if (urns.length > 0) await options.lockFor.lock(db, urns);
-    return entityBatchOf(db, urns);
+    return entityBatchOf(db, urns, options.lockFor.lockedAspect);
   }
 }
 

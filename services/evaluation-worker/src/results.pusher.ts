@@ -32,6 +32,9 @@ export interface PushItem {
  * in one job) are merged in order, each onto the one before. Results equal to what is stored write no new version.
  */
 export class ResultsPusher {
+  /** the aspect `lock` locks (a batch read under its locks reads it for the push: EvaluationStore.nextBatch) */
+  readonly lockedAspect = TEST_RESULTS_ASPECT;
+
   constructor(
     private readonly aspects: AspectRepository,
     /** what a test's owner may have its actions write, read afresh at each push that runs actions */
@@ -51,15 +54,26 @@ export class ResultsPusher {
     );
   }
 
-  /** Returns how many new testResults versions were written. */
-  async push(client: pg.ClientBase, items: readonly PushItem[]): Promise<number> {
+  /**
+   * Returns how many new testResults versions were written. `locked`: the caller already holds these entities' locks
+   * (`lock`, in this transaction) and read their stored testResults after taking them (runTest's batch read brings
+   * them: see nextBatch), so the push neither locks nor reads them again: they cannot have changed since.
+   */
+  async push(
+    client: pg.ClientBase,
+    items: readonly PushItem[],
+    locked?: { stored: ReadonlyMap<string, unknown> },
+  ): Promise<number> {
     if (items.length === 0) return 0;
     const urns = [...new Set(items.map((i) => i.evaluation.urn))];
-    await this.aspects.lock(
-      client,
-      urns.map((urn) => ({ urn, aspectName: TEST_RESULTS_ASPECT })),
-    );
-    const stored = await this.aspects.latestOfEach(client, TEST_RESULTS_ASPECT, urns);
+    let stored = locked?.stored;
+    if (!stored) {
+      await this.aspects.lock(
+        client,
+        urns.map((urn) => ({ urn, aspectName: TEST_RESULTS_ASPECT })),
+      );
+      stored = await this.aspects.latestOfEach(client, TEST_RESULTS_ASPECT, urns);
+    }
     const current = new Map([...stored].map(([urn, value]) => [urn, readTestResults(value)]));
     const selects = await this.testsSelecting(client, current, items);
     const writes: VersionedAspectWrite[] = [];

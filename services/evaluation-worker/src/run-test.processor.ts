@@ -132,7 +132,9 @@ export function runTestTask(deps: EvaluateDeps) {
           actorUrn: input.actorUrn,
           ...(input.actorTokenId !== undefined && { actorTokenId: input.actorTokenId }),
         }));
-        pushed = await deps.pusher.push(client, items);
+        // The batch was read under these entities' locks, stored results included: the push reads them no more.
+        const stored = batch.aspect === undefined ? undefined : new Map(Object.entries(JSON.parse(batch.aspect)));
+        pushed = await deps.pusher.push(client, items, stored && { stored });
         // What this batch changed since the test's last run, from the history the push just wrote (test-run-diff.ts).
         await deps.runDiffs?.record(client, { runId: input.taskId, testUrn: input.testUrn }, results);
       }

@@ -58,6 +58,46 @@ describe("ResultsPusher", () => {
     });
   });
 
+  it("merges onto results its caller read under the locks without locking or reading them again", async () => {
+    const urn = "urn:li:dataset:(urn:li:dataPlatform:hive,db.locked,PROD)";
+    const item = (test: string, passing: boolean) => ({
+      entityType: "dataset",
+      actorUrn: ACTOR,
+      evaluated: new Set([test]),
+      evaluation: {
+        urn,
+        passing: passing ? [{ test, type: "SUCCESS" as const }] : [],
+        failing: passing ? [] : [{ test, type: "FAILURE" as const, failedRules: [] }],
+        notApplicable: [],
+        evaluatedAt: 1,
+      },
+    });
+    const aspects = new AspectRepository();
+    const pusher = new ResultsPusher(aspects, () => Promise.reject(new Error("no actions here")));
+    await inTransaction(database.pool, (client) => pusher.push(client, [item("urn:li:test:a", true)]));
+    // As runTest does: lock, read the batch (stored results included), evaluate, then push what it read.
+    const sent: string[] = [];
+    const pushed = await inTransaction(database.pool, async (client) => {
+      await pusher.lock(client, [urn]);
+      const stored = await aspects.latestOfEach(client, TEST_RESULTS_ASPECT, [urn]);
+      const counting = Object.create(client) as typeof client;
+      counting.query = ((text: string, ...rest: unknown[]) => {
+        sent.push(text);
+        return (client.query as (...a: unknown[]) => unknown)(text, ...rest);
+      }) as typeof client.query;
+      return pusher.push(counting, [item("urn:li:test:b", false)], { stored });
+    });
+    expect(pushed).toBe(1);
+    // No lock of its own, no read of what is stored: the tests' on.types, the write, the history.
+    expect(sent.filter((q) => /pg_advisory_xact_lock|SELECT DISTINCT ON \(urn\) urn, value/.test(q))).toEqual([
+      expect.stringContaining("pg_advisory_xact_lock"), // the upsert's own (re-entrant) lock
+    ]);
+    expect((await aspects.latestOfEach(database.pool, TEST_RESULTS_ASPECT, [urn])).get(urn)).toEqual({
+      passing: [{ test: "urn:li:test:a", type: "SUCCESS" }],
+      failing: [{ test: "urn:li:test:b", type: "FAILURE", failedRules: [] }],
+    });
+  });
+
   it("runs each test's actions as far as its owner may, reading each owner's grants once per push", async () => {
     const tagOwn = {
       failing: [

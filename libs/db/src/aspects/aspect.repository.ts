@@ -222,12 +222,25 @@ export interface EntityBatch {
   urns: string[];
   entityTypes: string[];
   json: string;
+  /**
+   * Asked for by entityBatchOf's `aspectName`: that aspect's latest value of each entity that has it, as one JSON
+   * text `{urn: value}` for the main thread (read in the same statement as the batch, so under the same locks).
+   */
+  aspect?: string;
 }
 
 const EMPTY_BATCH: EntityBatch = { urns: [], entityTypes: [], json: "[]" };
 
-/** The latest aspects of the urns `batch` selects (its text: a CTE yielding `urn`), as one EntityBatch row. */
-const entityBatchSql = (batch: string) => `
+/**
+ * The latest aspects of the urns `batch` selects (its text: a CTE yielding `urn`), as one EntityBatch row; with
+ * `aspectParam` (the placeholder of an aspect name), that aspect's values as `aspect` too.
+ */
+const entityBatchSql = (batch: string, aspectParam?: string) => {
+  const kept = aspectParam ? `, (array_agg(value) FILTER (WHERE aspect_name = ${aspectParam}::text))[1] AS kept` : "";
+  const aspect = aspectParam
+    ? `, COALESCE(json_object_agg(urn, kept) FILTER (WHERE kept IS NOT NULL), '{}')::text AS aspect`
+    : "";
+  return `
   WITH batch AS (${batch}),
   latest AS (
     SELECT l.* FROM batch b
@@ -235,12 +248,13 @@ const entityBatchSql = (batch: string) => `
        SELECT DISTINCT ON (a.aspect_name) a.urn, a.entity_type, a.aspect_name, a.value
          FROM aspect a WHERE a.urn = b.urn ORDER BY a.aspect_name, a.version DESC) l),
   entities AS (
-    SELECT urn, min(entity_type) AS entity_type, json_object_agg(aspect_name, value) AS aspects
+    SELECT urn, min(entity_type) AS entity_type, json_object_agg(aspect_name, value) AS aspects${kept}
       FROM latest GROUP BY urn)
   SELECT array_agg(urn ORDER BY urn) AS urns, array_agg(entity_type ORDER BY urn) AS "entityTypes",
          json_agg(json_build_object('urn', urn, 'entityType', entity_type, 'aspects', aspects) ORDER BY urn)::text
-           AS json
+           AS json${aspect}
     FROM entities`;
+};
 
 /**
  * The next `limit` entities of these types after `afterUrn` (as entityUrnsAfter) with their latest aspects, in one
@@ -261,11 +275,19 @@ export async function entityBatchAfter(
   return rows[0]?.urns ? rows[0] : EMPTY_BATCH;
 }
 
-/** The latest aspects of these entities as an EntityBatch (those with no aspect left are absent). */
-export async function entityBatchOf(db: Queryable, urns: readonly string[]): Promise<EntityBatch> {
-  if (urns.length === 0) return EMPTY_BATCH;
-  const { rows } = await db.query<EntityBatch>(entityBatchSql("SELECT urn FROM unnest($1::text[]) AS u(urn)"), [urns]);
-  return rows[0]?.urns ? rows[0] : EMPTY_BATCH;
+/**
+ * The latest aspects of these entities as an EntityBatch (those with no aspect left are absent); with `aspectName`,
+ * that aspect's values also as `aspect` (runTest with push: the stored testResults its push merges onto).
+ */
+export async function entityBatchOf(db: Queryable, urns: readonly string[], aspectName?: string): Promise<EntityBatch> {
+  const empty = aspectName === undefined ? EMPTY_BATCH : { ...EMPTY_BATCH, aspect: "{}" };
+  if (urns.length === 0) return empty;
+  const from = "SELECT urn FROM unnest($1::text[]) AS u(urn)";
+  const { rows } =
+    aspectName === undefined
+      ? await db.query<EntityBatch>(entityBatchSql(from), [urns])
+      : await db.query<EntityBatch>(entityBatchSql(from, "$2"), [urns, aspectName]);
+  return rows[0]?.urns ? rows[0] : empty;
 }
 
 /** An aspect's current value, with its entity. */
