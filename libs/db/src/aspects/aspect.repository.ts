@@ -250,11 +250,32 @@ const entityBatchSql = (batch: string, aspectParam?: string) => {
   entities AS (
     SELECT urn, min(entity_type) AS entity_type, json_object_agg(aspect_name, value) AS aspects${kept}
       FROM latest GROUP BY urn)
-  SELECT array_agg(urn ORDER BY urn) AS urns, array_agg(entity_type ORDER BY urn) AS "entityTypes",
+  SELECT json_build_object('urns', array_agg(urn ORDER BY urn), 'entityTypes', array_agg(entity_type ORDER BY urn))::text
+           AS keys,
          json_agg(json_build_object('urn', urn, 'entityType', entity_type, 'aspects', aspects) ORDER BY urn)::text
            AS json${aspect}
     FROM entities`;
 };
+
+/** entityBatchSql's row: `keys` is `{urns, entityTypes}` (null arrays when no entity was read). */
+interface BatchRow {
+  keys: string | null;
+  json: string;
+  aspect?: string;
+}
+
+/**
+ * The batch's row as an EntityBatch: the urns and types come as one JSON text (JSON.parse is native, where pg parses
+ * a text[] of a thousand urns character by character in JavaScript); no row, or no entity: `empty`.
+ */
+function batchOf(row: BatchRow | undefined, empty: EntityBatch): EntityBatch {
+  if (!row?.keys) return empty;
+  const keys = JSON.parse(row.keys) as { urns: string[] | null; entityTypes: string[] };
+  if (!keys.urns) return empty;
+  const batch: EntityBatch = { urns: keys.urns, entityTypes: keys.entityTypes, json: row.json };
+  if (row.aspect !== undefined) batch.aspect = row.aspect;
+  return batch;
+}
 
 /**
  * The next `limit` entities of these types after `afterUrn` (as entityUrnsAfter) with their latest aspects, in one
@@ -266,13 +287,13 @@ export async function entityBatchAfter(
   afterUrn: string,
   limit: number,
 ): Promise<EntityBatch> {
-  const { rows } = await db.query<EntityBatch>(
+  const { rows } = await db.query<BatchRow>(
     entityBatchSql(
       "SELECT urn FROM aspect WHERE urn > $2 AND entity_type = ANY($1::text[]) GROUP BY urn ORDER BY urn LIMIT $3",
     ),
     [entityTypes, afterUrn, limit],
   );
-  return rows[0]?.urns ? rows[0] : EMPTY_BATCH;
+  return batchOf(rows[0], EMPTY_BATCH);
 }
 
 /**
@@ -285,9 +306,9 @@ export async function entityBatchOf(db: Queryable, urns: readonly string[], aspe
   const from = "SELECT urn FROM unnest($1::text[]) AS u(urn)";
   const { rows } =
     aspectName === undefined
-      ? await db.query<EntityBatch>(entityBatchSql(from), [urns])
-      : await db.query<EntityBatch>(entityBatchSql(from, "$2"), [urns, aspectName]);
-  return rows[0]?.urns ? rows[0] : empty;
+      ? await db.query<BatchRow>(entityBatchSql(from), [urns])
+      : await db.query<BatchRow>(entityBatchSql(from, "$2"), [urns, aspectName]);
+  return batchOf(rows[0], empty);
 }
 
 /** An aspect's current value, with its entity. */
