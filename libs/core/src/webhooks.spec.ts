@@ -109,10 +109,22 @@ describe("private webhook targets", () => {
     ["::ffff:127.0.0.1", "loopback"],
     ["::ffff:7f00:1", "loopback"],
     ["64:ff9b::a00:1", "private"],
+    // The forms a hand-kept table missed: translated (RFC 6145), local-use NAT64 (RFC 8215), the tunnels that carry
+    // any IPv4 (6to4, Teredo), and the registries' other special ranges.
+    ["::ffff:0:7f00:1", "loopback"],
+    ["64:ff9b:1::a00:1", "private"],
+    ["2002:7f00:1::", "6to4"],
+    ["2001:0:4136:e378:8000:63bf:3fff:fdd2", "teredo"],
+    ["100::1", "discard"],
+    ["2001:db8::1", "reserved"],
+    ["198.18.0.1", "reserved"],
+    ["255.255.255.255", "broadcast"],
+    ["fe80::1%eth0", "link-local"],
   ])("%s is %s", (address, kind) => expect(privateAddressKind(address)).toBe(kind));
 
-  it.each(["93.184.216.34", "8.8.8.8", "2606:4700::1111", "172.32.0.1"])("%s is public", (address) =>
-    expect(privateAddressKind(address)).toBeNull(),
+  it.each(["93.184.216.34", "8.8.8.8", "2606:4700::1111", "172.32.0.1", "::ffff:8.8.8.8", "64:ff9b::808:808"])(
+    "%s is public",
+    (address) => expect(privateAddressKind(address)).toBeNull(),
   );
 
   it("refuses a name with any private address, and answers the address checked", async () => {
