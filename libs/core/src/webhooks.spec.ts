@@ -1,5 +1,6 @@
 import {
   newWebhookSecret,
+  boundedLookup,
   privateAddressKind,
   resolveWebhookTarget,
   sealWebhookSecret,
@@ -147,5 +148,49 @@ describe("private webhook targets", () => {
     await expect(resolveWebhookTarget("mixed.example", { allowPrivate: true }, lookup)).resolves.toMatchObject({
       address: "93.184.216.34",
     });
+  });
+});
+
+describe("bounded lookups", () => {
+  /** A lookup whose calls hang until answered by hand, recording the names asked. */
+  function heldLookup() {
+    const asked: string[] = [];
+    const pending: Array<() => void> = [];
+    const lookup = (host: string) =>
+      new Promise<Array<{ address: string; family: number }>>((resolve) => {
+        asked.push(host);
+        pending.push(() => resolve([{ address: "93.184.216.34", family: 4 }]));
+      });
+    return { asked, answerOne: () => pending.shift()!(), lookup };
+  }
+
+  it("runs at most maxInFlight system lookups at once; a finished one lets the next caller in", async () => {
+    const held = heldLookup();
+    const bounded = boundedLookup(held.lookup, 2);
+    const calls = ["a.example", "b.example", "c.example"].map((host) => bounded(host));
+    await Promise.resolve();
+    expect(held.asked).toEqual(["a.example", "b.example"]);
+    held.answerOne();
+    await calls[0];
+    await new Promise(setImmediate);
+    expect(held.asked).toEqual(["a.example", "b.example", "c.example"]);
+  });
+
+  it("drops a caller that stops waiting before its turn: its name is never looked up", async () => {
+    const held = heldLookup();
+    const bounded = boundedLookup(held.lookup, 1);
+    void bounded("hanging.example");
+    await expect(resolveWebhookTarget("late.example", { allowPrivate: false }, bounded, 20)).rejects.toThrow(
+      "looking up late.example took longer than 20 ms",
+    );
+    held.answerOne();
+    await new Promise(setImmediate);
+    expect(held.asked).toEqual(["hanging.example"]);
+    // The slot freed by the hanging call serves the next caller at once.
+    const next = resolveWebhookTarget("next.example", { allowPrivate: false }, bounded, 1000);
+    await Promise.resolve();
+    expect(held.asked).toEqual(["hanging.example", "next.example"]);
+    held.answerOne();
+    await expect(next).resolves.toMatchObject({ address: "93.184.216.34" });
   });
 });

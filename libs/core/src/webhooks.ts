@@ -5,6 +5,7 @@
  * delivery.
  */
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes, timingSafeEqual } from "node:crypto";
+import { lookup as dnsLookup } from "node:dns/promises";
 import { isIP } from "node:net";
 import ipaddr from "ipaddr.js";
 
@@ -192,7 +193,54 @@ export function webhookTargetPolicy(config: {
   return { allowPrivate: config.NODE_ENV !== "production" || config.WEBHOOK_ALLOW_PRIVATE_TARGETS };
 }
 
-export type AddressLookup = (host: string) => Promise<Array<{ address: string; family: number }>>;
+/** The addresses of a name; `signal` aborts when its caller stops waiting. */
+export type AddressLookup = (host: string, signal?: AbortSignal) => Promise<Array<{ address: string; family: number }>>;
+
+/**
+ * `lookup` with at most `maxInFlight` calls running at once, and callers over that waiting in turn (or until their
+ * signal aborts). A getaddrinfo call holds one of libuv's threads (four by default, shared with fs, crypto, zlib and
+ * every other lookup) until the system's resolver gives up, tens of seconds for a name whose DNS never answers: a
+ * timeout only stops waiting for it. Unbounded, one subscriber's such names would take every thread of the process.
+ */
+export function boundedLookup(
+  lookup: (host: string) => Promise<Array<{ address: string; family: number }>>,
+  maxInFlight: number,
+): AddressLookup {
+  let running = 0;
+  const waiting: Array<() => void> = [];
+  // A finished call hands its slot to the next caller waiting, if any.
+  const release = () => {
+    const next = waiting.shift();
+    if (next) next();
+    else running--;
+  };
+  return async (host, signal) => {
+    if (running < maxInFlight) running++;
+    else {
+      signal?.throwIfAborted();
+      await new Promise<void>((resolve, reject) => {
+        const go = () => {
+          signal?.removeEventListener("abort", drop);
+          resolve();
+        };
+        const drop = () => {
+          waiting.splice(waiting.indexOf(go), 1);
+          reject(signal!.reason as Error);
+        };
+        waiting.push(go);
+        signal?.addEventListener("abort", drop, { once: true });
+      });
+    }
+    try {
+      return await lookup(host);
+    } finally {
+      release();
+    }
+  };
+}
+
+/** The system's resolver, as webhooks look names up: at most half of libuv's default four threads at once. */
+export const webhookLookup: AddressLookup = boundedLookup((host) => dnsLookup(host, { all: true }), 2);
 
 /**
  * The address to connect to for `host`: every address it resolves to is checked (a name with one private address
@@ -210,7 +258,7 @@ export async function resolveWebhookTarget(
   const bare = host.startsWith("[") && host.endsWith("]") ? host.slice(1, -1) : host;
   const addresses = isIP(bare)
     ? [{ address: bare, family: isIP(bare) }]
-    : await withinTime(lookup(bare), timeoutMs, bare);
+    : await withinTime((signal) => lookup(bare, signal), timeoutMs, bare);
   if (addresses.length === 0) throw new WebhookTargetError(`${host} resolves to no address`);
   if (!policy.allowPrivate) {
     for (const { address } of addresses) {
@@ -228,16 +276,21 @@ export async function resolveWebhookTarget(
   return addresses[0]!;
 }
 
-function withinTime<T>(work: Promise<T>, timeoutMs: number | undefined, host: string): Promise<T> {
-  if (timeoutMs === undefined) return work;
+function withinTime<T>(work: (signal?: AbortSignal) => Promise<T>, timeoutMs: number | undefined, host: string) {
+  if (timeoutMs === undefined) return work();
+  const stop = new AbortController();
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
     timer = setTimeout(
-      () => reject(new Error(`looking up ${host} took longer than ${timeoutMs} ms`)),
+      () => {
+        const error = new Error(`looking up ${host} took longer than ${timeoutMs} ms`);
+        stop.abort(error);
+        reject(error);
+      },
       Math.max(1, timeoutMs),
     );
   });
-  return Promise.race([work, late]).finally(() => clearTimeout(timer));
+  return Promise.race([work(stop.signal), late]).finally(() => clearTimeout(timer));
 }
 
 export class WebhookTargetError extends Error {
