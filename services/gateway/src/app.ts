@@ -52,6 +52,8 @@ export interface AppDeps {
   queues: Queue[];
   /** GRAPHQL_EXPLORER: GraphiQL on a browser's GET of the GraphQL path */
   graphqlExplorer: boolean;
+  /** HTTP_KEEP_ALIVE_TIMEOUT_MS */
+  keepAliveTimeoutMs: number;
 }
 
 export interface Gateway {
@@ -74,6 +76,8 @@ const refuseNonJson: RequestHandler = (req, _res, next) => {
 export async function createGateway(deps: AppDeps): Promise<Gateway> {
   const app = express();
   const server = createServer(app);
+  // Node's default (5 s) is below every load balancer's idle timeout, and closes connections clients are reusing.
+  server.keepAliveTimeout = deps.keepAliveTimeoutMs;
   app.disable("x-powered-by");
   // express hashes every response body for an ETag, POST answers included; no client of this API revalidates.
   app.set("etag", false);
