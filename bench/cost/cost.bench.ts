@@ -31,6 +31,12 @@ const SECONDS = Number(process.env.BENCH_COST_SECONDS ?? 4);
 const WARM_UP_SECONDS = 2;
 const TRUNCATE_ROWS = Number(process.env.BENCH_COST_TRUNCATE_ROWS ?? 1_000_000);
 const ENTITIES = Number(process.env.BENCH_COST_ENTITIES ?? 20_000);
+/**
+ * BENCH_COST_ONLY: a comma-separated list of the HTTP operations to measure (me, list, create, evaluate,
+ * evaluateSystem), each after the echo floor, and nothing else (no ingest, truncation, runTest or model check): a
+ * quick per-request CPU figure for A/B runs and for a profile of one operation.
+ */
+const ONLY = process.env.BENCH_COST_ONLY?.split(",").map((name) => name.trim());
 const CONNECTIONS = 10;
 const EVALUATE_CONNECTIONS = 50; // as bench/evaluate: the gateway batches what arrives together
 const INGEST_CONCURRENCY = 4; // as bench/ingest
@@ -165,7 +171,12 @@ export async function benchCost(): Promise<void> {
       },
     };
     // Warm-up of every path before anything is measured: a fresh gateway's first seconds are mostly V8 compiling.
-    for (const t of Object.values(requests)) await cannon([t], CONNECTIONS, WARM_UP_SECONDS);
+    const only = ONLY?.map((name) => {
+      if (!(name in requests) || name === "echo") throw new Error(`BENCH_COST_ONLY: unknown operation ${name}`);
+      return name as keyof typeof requests;
+    });
+    const warm = only ? (["echo", ...only] as const) : (Object.keys(requests) as (keyof typeof requests)[]);
+    for (const name of warm) await cannon([requests[name]], CONNECTIONS, WARM_UP_SECONDS);
     // What the warm-up's creations left for autovacuum is done now, not inside the next windows.
     await database.pool.query("VACUUM ANALYZE access_token");
     const meter = new Meter([...processes, echoMeasured], stack);
@@ -175,6 +186,16 @@ export async function benchCost(): Promise<void> {
       meter.window(operation, "request", async () => ({ units: await cannon([t], connections, SECONDS) }));
 
     const floor = await http1("floor: bare Apollo echo mutation", requests.echo);
+    if (only) {
+      for (const name of only) {
+        const connections = name.startsWith("evaluate") ? EVALUATE_CONNECTIONS : CONNECTIONS;
+        costs.push(await http1(name, requests[name], connections));
+      }
+      const floorCpu = floor.cpu["bare Apollo echo"]!;
+      process.stdout.write(`\nfloor: bare Apollo echo ${us(floorCpu)} µs per request (load average ${floor.load})\n`);
+      for (const cost of costs) printCost(cost, floorCpu);
+      return;
+    }
     costs.push(await http1("bearer request (GraphQL me)", requests.me));
     costs.push(await http1("listAccessTokens (100 of 10,000)", requests.list));
     costs.push(await http1("createAccessToken", requests.create));

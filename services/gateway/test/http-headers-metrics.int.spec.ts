@@ -33,7 +33,7 @@ describe("headers and metrics", () => {
     const keepAlive = await new Promise<string | undefined>((resolve, reject) =>
       get(`${h.baseUrl}/health`, (res) => {
         res.resume();
-        resolve(res.headers["keep-alive"]);
+        resolve(res.headers["keep-alive"]?.toString());
       }).on("error", reject),
     );
     expect(keepAlive).toBe("timeout=65");
