@@ -31,8 +31,14 @@ const SECONDS = Number(process.env.BENCH_COST_SECONDS ?? 4);
 const WARM_UP_SECONDS = 2;
 const TRUNCATE_ROWS = Number(process.env.BENCH_COST_TRUNCATE_ROWS ?? 1_000_000);
 const ENTITIES = Number(process.env.BENCH_COST_ENTITIES ?? 20_000);
-/** `runTest`: only the runTest windows (each with its statements by PostgreSQL time), skipping the rest */
-const ONLY_RUN_TEST = process.env.BENCH_COST_ONLY === "runTest";
+/**
+ * BENCH_COST_ONLY: a comma-separated list of the HTTP operations to measure (me, list, create, evaluate,
+ * evaluateSystem), each after the echo floor, and nothing else (no ingest, truncation or model check): a
+ * quick per-request CPU figure for A/B runs and for a profile of one operation. `runTest` in the list adds the runTest
+ * windows (push false and true), each with PostgreSQL's statements by execution time.
+ */
+const ONLY = process.env.BENCH_COST_ONLY?.split(",").map((name) => name.trim());
+const RUN_TEST = "runTest";
 const CONNECTIONS = 10;
 const EVALUATE_CONNECTIONS = 50; // as bench/evaluate: the gateway batches what arrives together
 const INGEST_CONCURRENCY = 4; // as bench/ingest
@@ -166,9 +172,13 @@ export async function benchCost(): Promise<void> {
         headers: production.systemClient(ROOT),
       },
     };
-    // Warm-up of every path before anything is measured: a fresh gateway's first seconds are mostly V8 compiling (and
-    // the CPU at rest, subtracted from every window, is measured after it, for BENCH_COST_ONLY too).
-    for (const t of Object.values(requests)) await cannon([t], CONNECTIONS, WARM_UP_SECONDS);
+    // Warm-up of every path before anything is measured: a fresh gateway's first seconds are mostly V8 compiling.
+    const only = ONLY?.filter((name) => name !== RUN_TEST).map((name) => {
+      if (!(name in requests) || name === "echo") throw new Error(`BENCH_COST_ONLY: unknown operation ${name}`);
+      return name as keyof typeof requests;
+    });
+    const warm = only ? (["echo", ...only] as const) : (Object.keys(requests) as (keyof typeof requests)[]);
+    for (const name of warm) await cannon([requests[name]], CONNECTIONS, WARM_UP_SECONDS);
     // What the warm-up's creations left for autovacuum is done now, not inside the next windows.
     await database.pool.query("VACUUM ANALYZE access_token");
     const meter = new Meter([...processes, echoMeasured], stack);
@@ -177,35 +187,42 @@ export async function benchCost(): Promise<void> {
     const http1 = (operation: string, t: LoadTarget, connections = CONNECTIONS) =>
       meter.window(operation, "request", async () => ({ units: await cannon([t], connections, SECONDS) }));
 
-    const floor = ONLY_RUN_TEST ? undefined : await http1("floor: bare Apollo echo mutation", requests.echo);
-    if (!ONLY_RUN_TEST) {
-      costs.push(await http1("bearer request (GraphQL me)", requests.me));
-      costs.push(await http1("listAccessTokens (100 of 10,000)", requests.list));
-      costs.push(await http1("createAccessToken", requests.create));
-      costs.push({
-        ...(await http1("evaluate (10 tests, one entity)", requests.evaluate, EVALUATE_CONNECTIONS)),
-        note: `${EVALUATE_CONNECTIONS} connections: the gateway puts what arrives together into one job`,
-      });
-      costs.push({
-        ...(await http1("evaluate, system client", requests.evaluateSystem, EVALUATE_CONNECTIONS)),
-        note: "the same as the system client, which is never rate-limited: the difference is the per-actor rate limits",
-      });
-      costs.push(await ingest(meter, base, bearer));
-      costs.push(...(await truncation(meter, api, database.pool)));
+    const floor = await http1("floor: bare Apollo echo mutation", requests.echo);
+    if (only) {
+      for (const name of only) {
+        const connections = name.startsWith("evaluate") ? EVALUATE_CONNECTIONS : CONNECTIONS;
+        costs.push(await http1(name, requests[name], connections));
+      }
+      if (ONLY!.includes(RUN_TEST)) costs.push(...(await runTests(meter, api, system, database.pool, stack)));
+      const floorCpu = floor.cpu["bare Apollo echo"]!;
+      process.stdout.write(`\nfloor: bare Apollo echo ${us(floorCpu)} µs per request (load average ${floor.load})\n`);
+      for (const cost of costs) printCost(cost, floorCpu);
+      return;
     }
+    costs.push(await http1("bearer request (GraphQL me)", requests.me));
+    costs.push(await http1("listAccessTokens (100 of 10,000)", requests.list));
+    costs.push(await http1("createAccessToken", requests.create));
+    costs.push({
+      ...(await http1("evaluate (10 tests, one entity)", requests.evaluate, EVALUATE_CONNECTIONS)),
+      note: `${EVALUATE_CONNECTIONS} connections: the gateway puts what arrives together into one job`,
+    });
+    costs.push({
+      ...(await http1("evaluate, system client", requests.evaluateSystem, EVALUATE_CONNECTIONS)),
+      note: "the same as the system client, which is never rate-limited: the difference is the per-actor rate limits",
+    });
+    costs.push(await ingest(meter, base, bearer));
+    costs.push(...(await truncation(meter, api, database.pool)));
     costs.push(...(await runTests(meter, api, system, database.pool, stack)));
 
     printRest(meter.rest);
-    const floorCpu = floor?.cpu["bare Apollo echo"] ?? Number.NaN;
-    if (floor)
-      process.stdout.write(
-        `\nfloor: a bare Apollo echo mutation (express 5 + Apollo Server 5, nothing else) costs ${us(floorCpu)} µs of CPU ` +
-          `per request in its process (${(floor.units / floor.seconds).toFixed(0)}/s wall, load average ${floor.load});\n` +
-          `each request's gateway CPU is printed as a ratio to it\n`,
-      );
+    const floorCpu = floor.cpu["bare Apollo echo"]!;
+    process.stdout.write(
+      `\nfloor: a bare Apollo echo mutation (express 5 + Apollo Server 5, nothing else) costs ${us(floorCpu)} µs of CPU ` +
+        `per request in its process (${(floor.units / floor.seconds).toFixed(0)}/s wall, load average ${floor.load});\n` +
+        `each request's gateway CPU is printed as a ratio to it\n`,
+    );
     for (const cost of costs) printCost(cost, floorCpu);
     printModel(costs);
-    if (ONLY_RUN_TEST) return;
 
     // The model's check: bearer requests to one gateway, then spread over two.
     gateway2 = startService("gateway", { ...env, PORT: String(port2) });

@@ -2,7 +2,7 @@
 import { cellOf } from "./commands/operations";
 import { formatRecord } from "./output";
 import type { TaskStatus } from "./task-status";
-import { etaOf } from "./watch";
+import { etaOf, rateOf } from "./watch";
 
 describe("a task's request and result in the status table", () => {
   it("shows short JSON whole", () => {
@@ -74,5 +74,18 @@ describe("the progress bar's ETA", () => {
     expect(etaOf(status("active", true), 100, 1000)).toBe("-");
     expect(etaOf(status("cancelled", true), 100, 1000)).toBe("-");
     expect(etaOf(status("completed"), 100, 0)).toBe("-");
+  });
+});
+
+describe("the progress bar's rate", () => {
+  const status = (state: string) => ({ state, cancelRequested: false }) as TaskStatus;
+  it("shows the rate measured while the task ran, an ended task's included", () => {
+    expect(rateOf(status("active"), 1234.4, "rows")).toBe("1,234 rows/s");
+    expect(rateOf(status("active"), 0, "rows")).toBe("0 rows/s");
+    expect(rateOf(status("completed"), 500, "rows")).toBe("500 rows/s");
+  });
+  it("shows none for a task that had ended before the watch saw it move", () => {
+    expect(rateOf(status("completed"), 0, "rows")).toBe("-");
+    expect(rateOf(status("active"), undefined, "rows")).toBe("-");
   });
 });

@@ -222,6 +222,15 @@ export function etaOf(status: TaskStatus, rate: number | undefined, remaining: n
   return rate && rate > 0 ? formatDuration(remaining / rate) : "-";
 }
 
+/**
+ * The bar's rate over its window: none before half a second of samples, nor for a task that had already ended when the
+ * watch began (nothing moved while it was watched: "0 rows/s" would read as a stall).
+ */
+export function rateOf(status: TaskStatus, rate: number | undefined, unit: string): string {
+  if (rate === undefined || (rate === 0 && isFinished(status.state))) return "-";
+  return `${Math.round(rate).toLocaleString("en-US")} ${unit}/s`;
+}
+
 /** cli-progress's bar on stderr, with the rate over the last seconds and the ETA it gives. */
 class ProgressBarView implements View {
   private bar: SingleBar | undefined;
@@ -243,7 +252,7 @@ class ProgressBarView implements View {
       done: done.toLocaleString("en-US"),
       all: total.toLocaleString("en-US"),
       unit,
-      rate: rate === undefined ? "-" : `${Math.round(rate).toLocaleString("en-US")} ${unit}/s`,
+      rate: rateOf(status, rate, unit),
       etaText: etaOf(status, rate, remaining),
     };
     // The bar's own value/total drive its fill and percentage: 0 of 0 is shown empty, a finished task full.

@@ -105,7 +105,7 @@ Examples:
 
   const tasks = program
     .command("tasks")
-    .description("asynchronous tasks (truncations, test runs): list, status, cancel, watch");
+    .description("asynchronous tasks (truncations, test runs): list, status, cancel, watch, rethrottle");
 
   tasks
     .command("list")

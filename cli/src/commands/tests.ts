@@ -52,7 +52,9 @@ interface TestOptions {
 export function registerTests(program: Command): void {
   const tests = program
     .command("tests")
-    .description("metadata tests: create from a file, list, evaluate an entity, a result's history, a run's changes");
+    .description(
+      "metadata tests: create from a file, list, evaluate an entity, a result's history, a run's changes, preview an edit",
+    );
 
   tests
     .command("create")

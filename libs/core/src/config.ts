@@ -118,6 +118,12 @@ const schema = z.object({
       }
       return allowed as Array<{ iso: string; seconds: number }>;
     }),
+  /**
+   * how long the gateway keeps an idle keep-alive connection open; above a load balancer's idle timeout (AWS ALB's and
+   * GCP's are 60 s), so the balancer, never the gateway, closes an idle connection (a gateway closing it under a request
+   * the balancer is sending answers that request with a reset, which the balancer turns into a 502)
+   */
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: int(1_000, 600_000).default(65_000),
   /** how long POST /gms/test?action=evaluate waits for the worker before answering 504 */
   EVALUATE_TIMEOUT_MS: int(1, 3_600_000).default(30_000),
   /** a replacement entity registry (YAML); unset = the built-in default */

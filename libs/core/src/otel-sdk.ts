@@ -1,3 +1,5 @@
+import { leanContextManager } from "./otel-context";
+
 /**
  * Registers the OpenTelemetry SDK. It must run before express, pg or ioredis are loaded for their instrumentation to
  * apply, so each service imports its `instrument.ts` first; the SDK is required lazily, here only.
@@ -8,6 +10,9 @@
  *   `span_id` (logger.ts) and a request's id reaches the jobs it queues (BullMQ's integration, @mdp/queues): a sampler
  *   that records nothing still hands out ids (non-recording spans), and only the http instrumentation is loaded, the
  *   one that opens a span per request. The cost is that of a context per request, not of spans kept or sent.
+ *
+ * Both run with leanContextManager (otel-context.ts): OpenTelemetry's AsyncLocalStorage context manager, binding the
+ * request and response emitters to the request's context by wrapping their `emit` once instead of every listener.
  *
  * Metrics are not exported over OTLP (each service serves Prometheus `/metrics`), and pino's instrumentation is off:
  * logger.ts adds the ids itself, with or without an endpoint.
@@ -32,6 +37,7 @@ export function startTelemetry(serviceName: string, env: NodeJS.ProcessEnv = pro
     /* eslint-enable @typescript-eslint/no-require-imports */
     return new NodeSDK({
       serviceName,
+      contextManager: leanContextManager(),
       traceExporter: new OTLPTraceExporter({ url: `${url.replace(/\/$/, "")}/v1/traces` }),
       metricReaders: [],
       logRecordProcessors: [],
@@ -52,6 +58,7 @@ export function startTelemetry(serviceName: string, env: NodeJS.ProcessEnv = pro
     return new NodeSDK({
       serviceName,
       sampler: new tracing.AlwaysOffSampler(),
+      contextManager: leanContextManager(),
       // The tracer provider is registered only when it has a span processor; this one drops what it is given.
       spanProcessors: [new tracing.NoopSpanProcessor()],
       metricReaders: [],

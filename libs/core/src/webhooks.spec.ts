@@ -1,5 +1,6 @@
 import {
   newWebhookSecret,
+  boundedLookup,
   privateAddressKind,
   resolveWebhookTarget,
   sealWebhookSecret,
@@ -109,10 +110,22 @@ describe("private webhook targets", () => {
     ["::ffff:127.0.0.1", "loopback"],
     ["::ffff:7f00:1", "loopback"],
     ["64:ff9b::a00:1", "private"],
+    // The forms a hand-kept table missed: translated (RFC 6145), local-use NAT64 (RFC 8215), the tunnels that carry
+    // any IPv4 (6to4, Teredo), and the registries' other special ranges.
+    ["::ffff:0:7f00:1", "loopback"],
+    ["64:ff9b:1::a00:1", "private"],
+    ["2002:7f00:1::", "6to4"],
+    ["2001:0:4136:e378:8000:63bf:3fff:fdd2", "teredo"],
+    ["100::1", "discard"],
+    ["2001:db8::1", "reserved"],
+    ["198.18.0.1", "reserved"],
+    ["255.255.255.255", "broadcast"],
+    ["fe80::1%eth0", "link-local"],
   ])("%s is %s", (address, kind) => expect(privateAddressKind(address)).toBe(kind));
 
-  it.each(["93.184.216.34", "8.8.8.8", "2606:4700::1111", "172.32.0.1"])("%s is public", (address) =>
-    expect(privateAddressKind(address)).toBeNull(),
+  it.each(["93.184.216.34", "8.8.8.8", "2606:4700::1111", "172.32.0.1", "::ffff:8.8.8.8", "64:ff9b::808:808"])(
+    "%s is public",
+    (address) => expect(privateAddressKind(address)).toBeNull(),
   );
 
   it("refuses a name with any private address, and answers the address checked", async () => {
@@ -135,5 +148,49 @@ describe("private webhook targets", () => {
     await expect(resolveWebhookTarget("mixed.example", { allowPrivate: true }, lookup)).resolves.toMatchObject({
       address: "93.184.216.34",
     });
+  });
+});
+
+describe("bounded lookups", () => {
+  /** A lookup whose calls hang until answered by hand, recording the names asked. */
+  function heldLookup() {
+    const asked: string[] = [];
+    const pending: Array<() => void> = [];
+    const lookup = (host: string) =>
+      new Promise<Array<{ address: string; family: number }>>((resolve) => {
+        asked.push(host);
+        pending.push(() => resolve([{ address: "93.184.216.34", family: 4 }]));
+      });
+    return { asked, answerOne: () => pending.shift()!(), lookup };
+  }
+
+  it("runs at most maxInFlight system lookups at once; a finished one lets the next caller in", async () => {
+    const held = heldLookup();
+    const bounded = boundedLookup(held.lookup, 2);
+    const calls = ["a.example", "b.example", "c.example"].map((host) => bounded(host));
+    await Promise.resolve();
+    expect(held.asked).toEqual(["a.example", "b.example"]);
+    held.answerOne();
+    await calls[0];
+    await new Promise(setImmediate);
+    expect(held.asked).toEqual(["a.example", "b.example", "c.example"]);
+  });
+
+  it("drops a caller that stops waiting before its turn: its name is never looked up", async () => {
+    const held = heldLookup();
+    const bounded = boundedLookup(held.lookup, 1);
+    void bounded("hanging.example");
+    await expect(resolveWebhookTarget("late.example", { allowPrivate: false }, bounded, 20)).rejects.toThrow(
+      "looking up late.example took longer than 20 ms",
+    );
+    held.answerOne();
+    await new Promise(setImmediate);
+    expect(held.asked).toEqual(["hanging.example"]);
+    // The slot freed by the hanging call serves the next caller at once.
+    const next = resolveWebhookTarget("next.example", { allowPrivate: false }, bounded, 1000);
+    await Promise.resolve();
+    expect(held.asked).toEqual(["hanging.example", "next.example"]);
+    held.answerOne();
+    await expect(next).resolves.toMatchObject({ address: "93.184.216.34" });
   });
 });

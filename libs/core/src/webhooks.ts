@@ -5,7 +5,9 @@
  * delivery.
  */
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes, timingSafeEqual } from "node:crypto";
+import { lookup as dnsLookup } from "node:dns/promises";
 import { isIP } from "node:net";
+import ipaddr from "ipaddr.js";
 
 /** The headers of a delivery. */
 export const WEBHOOK_HEADERS = {
@@ -140,58 +142,43 @@ export function webhookMatches(filter: WebhookFilter, event: WebhookEvent, parse
   return true;
 }
 
+/** The names our messages give ipaddr.js's ranges; a range not here is named as ipaddr.js names it. */
+const RANGE_KINDS: Record<string, string> = {
+  private: "private",
+  loopback: "loopback",
+  linkLocal: "link-local",
+  carrierGradeNat: "CGNAT",
+  unspecified: "unspecified",
+  broadcast: "broadcast",
+  multicast: "multicast",
+  uniqueLocal: "unique-local",
+  deprecatedSiteLocal: "site-local",
+};
+
+/** IPv6 forms that carry an IPv4 address (mapped, translated, NAT64): judged as the IPv4 they carry. */
+const CARRIES_IPV4 = new Set(["ipv4Mapped", "rfc6145", "rfc6052"]);
+
 /**
- * Why an address may not be a webhook's target in production: loopback, private (RFC 1918), link-local (cloud
- * metadata, 169.254.169.254, among them), unique-local, CGNAT, unspecified, multicast or reserved; IPv4-mapped and
- * NAT64 IPv6 forms are judged as the IPv4 they carry. Null: a public address.
+ * Why an address may not be a webhook's target in production: anything but a public unicast address, as ipaddr.js
+ * classes the IANA special-purpose registries (loopback, RFC 1918, link-local with the cloud metadata address,
+ * unique-local, CGNAT, multicast, reserved, documentation, benchmarking, 6to4 and Teredo tunnels, which can carry any
+ * IPv4 ...). IPv4-mapped, translated and NAT64 IPv6 forms are judged as the IPv4 they carry, so a DNS64 network's
+ * public names still pass. Null: a public address. ipaddr.js rather than our own table: it follows the registries,
+ * and a hand-kept table missed `::ffff:0:a.b.c.d` and `64:ff9b:1::/48`.
  */
 export function privateAddressKind(address: string): string | null {
-  const family = isIP(address);
-  if (family === 4) return ipv4Kind(address);
-  if (family !== 6) return "not an IP address";
-  const a = address.toLowerCase().split("%")[0]!;
-  const mapped = /^(?:::ffff:|64:ff9b::)(\d+\.\d+\.\d+\.\d+)$/.exec(a);
-  if (mapped) return ipv4Kind(mapped[1]!);
-  const words = expandIpv6(a);
-  if (!words) return "not an IP address";
-  if (words.every((w) => w === 0)) return "unspecified";
-  if (words.slice(0, 7).every((w) => w === 0) && words[7] === 1) return "loopback";
-  if (words.slice(0, 5).every((w) => w === 0) && (words[5] === 0xffff || words[5] === 0)) {
-    return ipv4Kind(`${words[6]! >> 8}.${words[6]! & 255}.${words[7]! >> 8}.${words[7]! & 255}`);
+  const bare = address.split("%")[0]!; // a scope id (fe80::1%eth0) does not change the address's kind
+  if (!isIP(bare)) return "not an IP address";
+  let parsed = ipaddr.parse(bare);
+  let range = parsed.range();
+  if (parsed.kind() === "ipv6" && CARRIES_IPV4.has(range)) {
+    const words = (parsed as ipaddr.IPv6).parts;
+    parsed = new ipaddr.IPv4([words[6]! >> 8, words[6]! & 255, words[7]! >> 8, words[7]! & 255]);
+    range = parsed.range();
   }
-  const first = words[0]!;
-  if ((first & 0xfe00) === 0xfc00) return "unique-local";
-  if ((first & 0xffc0) === 0xfe80) return "link-local";
-  if ((first & 0xffc0) === 0xfec0) return "site-local";
-  if ((first & 0xff00) === 0xff00) return "multicast";
-  if (first === 0x64 && words[1] === 0xff9b) {
-    return ipv4Kind(`${words[6]! >> 8}.${words[6]! & 255}.${words[7]! >> 8}.${words[7]! & 255}`);
-  }
-  if (first === 0x2001 && words[1] === 0x0db8) return "documentation";
-  return null;
-}
-
-function ipv4Kind(address: string): string | null {
-  const [a, b] = address.split(".").map(Number) as [number, number, number, number];
-  if (a === 127) return "loopback";
-  if (a === 10 || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168)) return "private";
-  if (a === 169 && b === 254) return "link-local (cloud metadata among them)";
-  if (a === 100 && b >= 64 && b <= 127) return "CGNAT";
-  if (a === 0) return "unspecified";
-  if (a >= 224) return a >= 240 ? "reserved" : "multicast";
-  if (a === 192 && b === 0 && address.startsWith("192.0.0.")) return "reserved (IETF)";
-  if (a === 198 && (b === 18 || b === 19)) return "benchmarking";
-  return null;
-}
-
-function expandIpv6(address: string): number[] | null {
-  const [head, tail, more] = address.split("::");
-  if (more !== undefined) return null;
-  const parse = (part: string | undefined) => (part ? part.split(":").map((w) => parseInt(w, 16)) : []);
-  const h = parse(head);
-  const t = parse(tail);
-  const words = tail === undefined ? h : [...h, ...new Array<number>(8 - h.length - t.length).fill(0), ...t];
-  return words.length === 8 && words.every((w) => Number.isInteger(w) && w >= 0 && w <= 0xffff) ? words : null;
+  if (range === "unicast") return null;
+  if (range === "linkLocal" && parsed.kind() === "ipv4") return "link-local (cloud metadata among them)";
+  return RANGE_KINDS[range] ?? range;
 }
 
 /** How a webhook's url is checked: in production, private targets are refused unless WEBHOOK_ALLOW_PRIVATE_TARGETS. */
@@ -206,7 +193,54 @@ export function webhookTargetPolicy(config: {
   return { allowPrivate: config.NODE_ENV !== "production" || config.WEBHOOK_ALLOW_PRIVATE_TARGETS };
 }
 
-export type AddressLookup = (host: string) => Promise<Array<{ address: string; family: number }>>;
+/** The addresses of a name; `signal` aborts when its caller stops waiting. */
+export type AddressLookup = (host: string, signal?: AbortSignal) => Promise<Array<{ address: string; family: number }>>;
+
+/**
+ * `lookup` with at most `maxInFlight` calls running at once, and callers over that waiting in turn (or until their
+ * signal aborts). A getaddrinfo call holds one of libuv's threads (four by default, shared with fs, crypto, zlib and
+ * every other lookup) until the system's resolver gives up, tens of seconds for a name whose DNS never answers: a
+ * timeout only stops waiting for it. Unbounded, one subscriber's such names would take every thread of the process.
+ */
+export function boundedLookup(
+  lookup: (host: string) => Promise<Array<{ address: string; family: number }>>,
+  maxInFlight: number,
+): AddressLookup {
+  let running = 0;
+  const waiting: Array<() => void> = [];
+  // A finished call hands its slot to the next caller waiting, if any.
+  const release = () => {
+    const next = waiting.shift();
+    if (next) next();
+    else running--;
+  };
+  return async (host, signal) => {
+    if (running < maxInFlight) running++;
+    else {
+      signal?.throwIfAborted();
+      await new Promise<void>((resolve, reject) => {
+        const go = () => {
+          signal?.removeEventListener("abort", drop);
+          resolve();
+        };
+        const drop = () => {
+          waiting.splice(waiting.indexOf(go), 1);
+          reject(signal!.reason as Error);
+        };
+        waiting.push(go);
+        signal?.addEventListener("abort", drop, { once: true });
+      });
+    }
+    try {
+      return await lookup(host);
+    } finally {
+      release();
+    }
+  };
+}
+
+/** The system's resolver, as webhooks look names up: at most half of libuv's default four threads at once. */
+export const webhookLookup: AddressLookup = boundedLookup((host) => dnsLookup(host, { all: true }), 2);
 
 /**
  * The address to connect to for `host`: every address it resolves to is checked (a name with one private address
@@ -224,7 +258,7 @@ export async function resolveWebhookTarget(
   const bare = host.startsWith("[") && host.endsWith("]") ? host.slice(1, -1) : host;
   const addresses = isIP(bare)
     ? [{ address: bare, family: isIP(bare) }]
-    : await withinTime(lookup(bare), timeoutMs, bare);
+    : await withinTime((signal) => lookup(bare, signal), timeoutMs, bare);
   if (addresses.length === 0) throw new WebhookTargetError(`${host} resolves to no address`);
   if (!policy.allowPrivate) {
     for (const { address } of addresses) {
@@ -242,16 +276,21 @@ export async function resolveWebhookTarget(
   return addresses[0]!;
 }
 
-function withinTime<T>(work: Promise<T>, timeoutMs: number | undefined, host: string): Promise<T> {
-  if (timeoutMs === undefined) return work;
+function withinTime<T>(work: (signal?: AbortSignal) => Promise<T>, timeoutMs: number | undefined, host: string) {
+  if (timeoutMs === undefined) return work();
+  const stop = new AbortController();
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
     timer = setTimeout(
-      () => reject(new Error(`looking up ${host} took longer than ${timeoutMs} ms`)),
+      () => {
+        const error = new Error(`looking up ${host} took longer than ${timeoutMs} ms`);
+        stop.abort(error);
+        reject(error);
+      },
       Math.max(1, timeoutMs),
     );
   });
-  return Promise.race([work, late]).finally(() => clearTimeout(timer));
+  return Promise.race([work(stop.signal), late]).finally(() => clearTimeout(timer));
 }
 
 export class WebhookTargetError extends Error {

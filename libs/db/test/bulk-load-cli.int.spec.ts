@@ -1,4 +1,7 @@
-/** `pnpm db:bulk-load` as a newcomer runs it: help without a database, and --end as an exclusive upper bound. */
+/**
+ * `pnpm db:bulk-load` as a newcomer runs it: help without a database, only the registry's time-series aspects, and --end
+ * as an exclusive upper bound.
+ */
 import { execFile } from "node:child_process";
 import path from "node:path";
 import pg from "pg";
@@ -51,6 +54,26 @@ describe("db:bulk-load", () => {
       testDb = await createTestDatabase("bulk_load_cli");
     });
     afterAll(() => testDb.drop());
+
+    it(
+      "refuses an aspect the entity registry does not hold, naming the known ones, and writes nothing",
+      async () => {
+        const run = await cli(["--entity", "dataset", "--aspect", "nope", "--rows", "10"], testDb.url);
+        expect(run).toMatchObject({
+          code: 2,
+          stderr: expect.stringContaining("No time-series aspect 'nope' for entity type 'dataset'; known: "),
+        });
+        expect(run.stderr).toContain("dataset/datasetProfile");
+        const pool = new pg.Pool({ connectionString: testDb.url, max: 1 });
+        try {
+          const { rows } = await pool.query("SELECT 1 FROM timeseries.aspect_table WHERE aspect_name = 'nope'");
+          expect(rows).toEqual([]);
+        } finally {
+          await pool.end();
+        }
+      },
+      CLI_CASE_MS,
+    );
 
     it(
       "loads every row before --end, over --days UTC days ending with the day of --end",

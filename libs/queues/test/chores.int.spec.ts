@@ -127,7 +127,14 @@ describe("chores", () => {
     });
     replicas.push(replica);
     const ran = () => lines.filter((l) => l.msg === "tidy: ran");
-    await eventually("two firings that moved something", () => ran().length >= 2, { timeoutMs: 20_000 });
+    await eventually("two firings that moved something", () => ran().length >= 2, { timeoutMs: 20_000 }).catch(
+      (error: Error) => {
+        // A rare cluster-stage timeout here left no clue: say what the chores logged at warn and above, and how far
+        // the firings got.
+        const warned = lines.filter((l) => l.level >= 40).map((l) => l.msg);
+        throw new Error(`${error.message} (${firings} firings; logged at warn and above: ${JSON.stringify(warned)})`);
+      },
+    );
     await replica.worker.pause();
     // each firing that moved something says so at info; the others (as many), and every job started/ended, at debug
     expect(firings).toBeGreaterThanOrEqual(3);

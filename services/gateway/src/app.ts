@@ -30,13 +30,14 @@ export const GRAPHQL_PATHS = ["/api/graphql", "/graphql", "/gms/api/graphql", "/
 /** Whether a request path is GraphQL's: routes match whatever the case, and Apollo's with a trailing slash too. */
 export const isGraphQLPath = (path: string) => GRAPHQL_PATHS.includes(path.replace(/\/$/, "").toLowerCase());
 /**
- * The dashboard's own traffic, logged at debug: its static assets and the API it polls every few seconds while open
- * (`/admin/queues/static/…`, `/admin/queues/api/…`). Its pages and its write actions (retry, clean, remove) stay at info.
+ * The dashboard's own traffic, logged at debug: its static assets, the fonts the gateway serves it
+ * (`dashboard-fonts.ts`) and the API it polls every few seconds while open (`/admin/queues/static/…`,
+ * `/admin/queues/fonts/…`, `/admin/queues/api/…`). Its pages and its write actions (clean, remove) stay at info.
  */
 export const isDashboardBackground = (method: string, url: string) => {
   if (method !== "GET" && method !== "HEAD") return false;
   const path = url.split("?", 1)[0]!.toLowerCase();
-  return path.startsWith(`${DASHBOARD_PATH}/static/`) || path.startsWith(`${DASHBOARD_PATH}/api/`);
+  return ["static", "fonts", "api"].some((dir) => path.startsWith(`${DASHBOARD_PATH}/${dir}/`));
 };
 /** The HTTP operations answer under both; the prefix before /gms depends on the deployment. */
 export const GMS_PATHS = ["/gms", "/api/gms"];
@@ -51,6 +52,8 @@ export interface AppDeps {
   queues: Queue[];
   /** GRAPHQL_EXPLORER: GraphiQL on a browser's GET of the GraphQL path */
   graphqlExplorer: boolean;
+  /** HTTP_KEEP_ALIVE_TIMEOUT_MS */
+  keepAliveTimeoutMs: number;
 }
 
 export interface Gateway {
@@ -73,6 +76,8 @@ const refuseNonJson: RequestHandler = (req, _res, next) => {
 export async function createGateway(deps: AppDeps): Promise<Gateway> {
   const app = express();
   const server = createServer(app);
+  // Node's default (5 s) is below every load balancer's idle timeout, and closes connections clients are reusing.
+  server.keepAliveTimeout = deps.keepAliveTimeoutMs;
   app.disable("x-powered-by");
   // express hashes every response body for an ETag, POST answers included; no client of this API revalidates.
   app.set("etag", false);

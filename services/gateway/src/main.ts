@@ -53,6 +53,7 @@ async function main(): Promise<void> {
     queues,
     readiness,
     graphqlExplorer: config.GRAPHQL_EXPLORER,
+    keepAliveTimeoutMs: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
   });
 
   await listen(gateway.server, config.PORT, config.HOST);

@@ -3,6 +3,7 @@
  * queue dashboard included and still working under its Content-Security-Policy, no X-Powered-By anywhere, and route
  * labels a client cannot multiply.
  */
+import { get } from "node:http";
 import { createToken, ROOT, startGateway, systemClientHeaders, type Harness } from "./support/gateway-harness";
 
 describe("headers and metrics", () => {
@@ -26,6 +27,17 @@ describe("headers and metrics", () => {
       },
     });
   };
+
+  it("keeps an idle connection open past a load balancer's idle timeout (HTTP_KEEP_ALIVE_TIMEOUT_MS, 65 s)", async () => {
+    // Node's own 5 s would close connections a balancer (60 s idle) is about to reuse: a reset, a 502 to its client.
+    const keepAlive = await new Promise<string | undefined>((resolve, reject) =>
+      get(`${h.baseUrl}/health`, (res) => {
+        res.resume();
+        resolve(res.headers["keep-alive"]?.toString());
+      }).on("error", reject),
+    );
+    expect(keepAlive).toBe("timeout=65");
+  });
 
   it("every route: API, GraphQL, health, errors, the dashboard's page, its assets and its API", async () => {
     const auth = systemClientHeaders(ROOT);

@@ -3,6 +3,7 @@
  * truncation long enough to watch). `--help` says how.
  */
 import pg from "pg";
+import { EntityRegistry } from "@mdp/core";
 import { bulkLoad } from "./bulk-load";
 
 const HELP = `pnpm db:bulk-load --entity <type> --aspect <name> --rows <n> [--days <n>] [--urns <n>] [--end <epoch ms>]
@@ -10,7 +11,8 @@ const HELP = `pnpm db:bulk-load --entity <type> --aspect <name> --rows <n> [--da
 Loads <n> synthetic rows of one time-series aspect into the database at DATABASE_URL, with COPY.
 
   --entity   the entity type, e.g. dataset
-  --aspect   the time-series aspect, e.g. datasetProfile
+  --aspect   one of its time-series aspects in the entity registry (ENTITY_REGISTRY_PATH, else the built-in one),
+             e.g. datasetProfile
   --rows     how many rows to load
   --days     over how many UTC days the rows are spread evenly, the last one the day of --end (default 100);
              each day is one partition, so a truncation drops the days wholly before its cutoff and deletes in
@@ -39,14 +41,25 @@ function positive(name: string, fallback?: string): number {
   return n;
 }
 
+/**
+ * The registered time-series aspect named (its lower-case spelling too, as the API takes it): rows of any other would
+ * sit in a table no API lists or truncates.
+ */
+function timeseriesAspect(entityType: string, aspect: string): { entityType: string; aspectName: string } {
+  try {
+    return EntityRegistry.load(process.env.ENTITY_REGISTRY_PATH || undefined).timeseriesIndex(entityType, aspect);
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+}
+
 async function main(): Promise<void> {
   if (process.argv.includes("--help") || process.argv.includes("-h")) {
     console.log(HELP);
     return;
   }
   const options = {
-    entityType: option("entity"),
-    aspectName: option("aspect"),
+    ...timeseriesAspect(option("entity"), option("aspect")),
     rows: positive("rows"),
     days: positive("days", "100"),
     urns: positive("urns", "1000"),

@@ -1,9 +1,14 @@
-import { lookup as dnsLookup } from "node:dns/promises";
 import http from "node:http";
 import https from "node:https";
 import type { LookupFunction } from "node:net";
 import { performance } from "node:perf_hooks";
-import { resolveWebhookTarget, WebhookTargetError, type WebhookTargetPolicy } from "@mdp/core";
+import {
+  resolveWebhookTarget,
+  webhookLookup,
+  WebhookTargetError,
+  type AddressLookup,
+  type WebhookTargetPolicy,
+} from "@mdp/core";
 
 /** The most of a response body read (for the delivery log's error text); the rest is not read. */
 export const MAX_RESPONSE_READ = 1024;
@@ -28,19 +33,18 @@ export async function postWebhook(
   url: string,
   headers: Record<string, string>,
   body: string,
-  options: { timeoutMs: number; policy: WebhookTargetPolicy; lookup?: typeof dnsLookup },
+  options: { timeoutMs: number; policy: WebhookTargetPolicy; lookup?: AddressLookup },
 ): Promise<PostOutcome> {
   const started = performance.now();
   const took = () => Math.round(performance.now() - started);
   const target = new URL(url);
   let address: { address: string; family: number };
   try {
-    const lookup = options.lookup ?? dnsLookup;
     // The lookup counts against the attempt's timeout too: a name whose DNS never answers ends the attempt in time.
     address = await resolveWebhookTarget(
       target.hostname,
       options.policy,
-      (host) => lookup(host, { all: true }),
+      options.lookup ?? webhookLookup,
       options.timeoutMs,
     );
   } catch (error) {

@@ -1,5 +1,4 @@
 import { randomUUID } from "node:crypto";
-import { lookup as dnsLookup } from "node:dns/promises";
 import { z } from "zod";
 import {
   badInput,
@@ -12,6 +11,8 @@ import {
   notFound,
   PLATFORM_EVENT_TYPES,
   resolveWebhookTarget,
+  webhookLookup,
+  type AddressLookup,
   sealWebhookSecret,
   WebhookTargetError,
   webhookTargetPolicy,
@@ -224,7 +225,7 @@ export class WebhookService {
       | "URN_NAMESPACE"
     >,
     private readonly logger: Logger,
-    private readonly lookup: typeof dnsLookup = dnsLookup,
+    private readonly lookup: AddressLookup = webhookLookup,
   ) {
     this.policy = webhookTargetPolicy(config);
   }
@@ -384,12 +385,7 @@ export class WebhookService {
     if (this.policy.allowPrivate) return;
     try {
       // Bounded: a host whose DNS never answers must not hold the request (nor the caller's connection) open.
-      await resolveWebhookTarget(
-        new URL(url).hostname,
-        this.policy,
-        (host) => this.lookup(host, { all: true }),
-        this.config.WEBHOOK_TIMEOUT_MS,
-      );
+      await resolveWebhookTarget(new URL(url).hostname, this.policy, this.lookup, this.config.WEBHOOK_TIMEOUT_MS);
     } catch (error) {
       if (error instanceof WebhookTargetError) throw badInput(`${at}: ${error.message}`);
       throw badInput(`${at}: its host does not resolve (within ${this.config.WEBHOOK_TIMEOUT_MS} ms)`);

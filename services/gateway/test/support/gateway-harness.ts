@@ -83,6 +83,7 @@ export async function startGateway(env: Record<string, string> = {}): Promise<Ha
     queues: composed.queues,
     readiness: new Readiness(prisma, redis, config.DATABASE_URL),
     graphqlExplorer: config.GRAPHQL_EXPLORER,
+    keepAliveTimeoutMs: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
   });
   await new Promise<void>((resolve) => gateway.server.listen(0, "127.0.0.1", resolve));
   const baseUrl = `http://127.0.0.1:${(gateway.server.address() as AddressInfo).port}`;
