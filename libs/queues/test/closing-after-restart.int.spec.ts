@@ -90,7 +90,8 @@ describe("closing right after Redis came back", () => {
 
   it("a worker closed right after Redis came back: no timer of its closing armed once close has returned", async () => {
     // BullMQ gives a worker a blocking connection of its own, a duplicate of the one passed (its options too); a
-    // fixed reconnect delay holds it reconnecting for a while after Redis is back.
+    // fixed reconnect delay holds it reconnecting for a while after Redis is back. Not createRedis's: without its
+    // connector, this holds closeWorker's own part (letting the reconnect finish before closing).
     const connection = new Redis(redis.url, { maxRetriesPerRequest: null, retryStrategy: () => 1_000 });
     connections.push(connection);
     const worker = createWorker("truncate", async () => ({}), {
