@@ -5,7 +5,7 @@ import { scheduleJobOptions } from "./job-options";
 import type { QueueKey } from "./names";
 import type { Payload } from "./payloads";
 import { Producer } from "./producer";
-import { createWorker, forceCloseWorker, type JobObserver } from "./worker";
+import { closeWorker, createWorker, type JobObserver } from "./worker";
 
 /** The queues whose jobs are chores: one job per firing, told apart by the job's name. */
 export type ChoreQueue = Extract<QueueKey, "scheduleSync" | "truncationChores" | "evaluationChores" | "gatewayChores">;
@@ -122,7 +122,7 @@ export function startChores<Q extends ChoreQueue>(
     ensureSchedulers,
     stop: async ({ force = false } = {}) => {
       await check.stop();
-      await (force ? forceCloseWorker(worker) : worker.close());
+      await closeWorker(worker, { force });
       await producer.close();
     },
   };

@@ -1,4 +1,6 @@
 import { Cluster, Redis, type RedisOptions } from "ioredis";
+// Not re-exported by ioredis's index; its `Connector` option (public) takes a subclass of it.
+import StandaloneConnector, { type StandaloneConnectionOptions } from "ioredis/built/connectors/StandaloneConnector";
 import { parseRedisUrl } from "@mdp/core";
 
 /**
@@ -14,6 +16,27 @@ export type RedisConnection = Redis | Cluster;
  * state, a rate limit, an invalidation published) then end too while a stalled Redis holds them, not when it resumes.
  */
 export const PRODUCER_COMMAND_TIMEOUT_MS = 2_000;
+
+/**
+ * ioredis's connector, but disconnecting a connection whose socket has already closed arms nothing. ioredis ends the
+ * socket and arms a timer (2 s, disconnectTimeout) to destroy it should its close not come; a connection that is
+ * reconnecting keeps its closed socket, whose close never comes again, so the timer ran its 2 s after close had
+ * returned and the process could not exit on its own until then (jest force-exited its worker). Options carry it to
+ * the connections copied from one (duplicate(): BullMQ's blocking and worker connections) and to a cluster's nodes.
+ */
+export class ClosedSocketAwareConnector extends StandaloneConnector {
+  constructor(options: unknown) {
+    super(options as StandaloneConnectionOptions); // ioredis's ConnectorConstructor takes `unknown`
+  }
+
+  override disconnect(): void {
+    if (this.stream?.destroyed) {
+      this.connecting = false;
+      return;
+    }
+    super.disconnect();
+  }
+}
 
 /**
  * Workers block on Redis and must never give up a command (BullMQ requires maxRetriesPerRequest: null);
@@ -36,6 +59,7 @@ export function createRedis(
         }
       : { maxRetriesPerRequest: null, connectTimeout: 5_000 }),
     connectionName: `mdp-${role}`,
+    Connector: ClosedSocketAwareConnector,
     ...overrides,
   };
   const target = parseRedisUrl(url);

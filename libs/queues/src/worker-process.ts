@@ -1,5 +1,6 @@
 import type { Worker } from "bullmq";
 import type { Logger } from "@mdp/core";
+import { closeWorker } from "./worker";
 import { serveMonitor, type Monitor, type MonitorOptions } from "./worker-monitor";
 
 export interface WorkerProcess {
@@ -32,7 +33,7 @@ export function runUntilSignalled(proc: WorkerProcess): void {
       process.exit(1);
     }, 25_000).unref();
     // /ready answers 503 ("worker": "stopped") while the worker drains; the port closes last.
-    await proc.worker.close();
+    await closeWorker(proc.worker);
     await monitor?.close().catch(() => undefined);
     for (const close of proc.resources) await close().catch(() => undefined);
     clearTimeout(force);

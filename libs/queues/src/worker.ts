@@ -146,12 +146,15 @@ export function createWorker<Q extends QueueKey>(key: Q, handler: JobHandler<Q>,
 const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 /**
- * Closes `worker` without waiting for its jobs in flight, leaving nothing armed behind: a blocking connection that is
- * reconnecting is given its chance first (settleReconnect), so that closing it rejects the wait it had in flight and
- * clears BullMQ's watchdog of that wait, which would otherwise keep the process alive for the block time plus a second.
+ * Closes `worker` (`force`: without waiting for its jobs in flight) leaving nothing armed behind. BullMQ closes the
+ * connections it made for the worker (its blocking one, a duplicate of the one passed); one that is reconnecting is
+ * given its chance first (settleReconnect): closed mid-reconnect, ioredis arms a 2 s wait for the end of a socket
+ * that has already closed, and, for a wait in flight on it, BullMQ's watchdog of that wait stays armed for the block
+ * time plus a second; either keeps the process alive after close has returned.
  */
-export async function forceCloseWorker(worker: Worker): Promise<void> {
+export async function closeWorker(worker: Worker, { force = false } = {}): Promise<void> {
+  // an ioredis client (BullMQ's Redis backend); not yet there if it never connected
   const blocking = await Promise.race([worker.backend.blockingClient, Promise.resolve(undefined)]);
-  if (blocking) await settleReconnect(blocking as unknown as RedisConnection); // an ioredis client: BullMQ's Redis backend
-  await worker.close(true);
+  if (blocking) await settleReconnect(blocking as unknown as RedisConnection);
+  await worker.close(force);
 }

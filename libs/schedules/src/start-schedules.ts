@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Worker } from "bullmq";
 import type { Logger } from "@mdp/core";
 import {
+  closeWorker,
   createWorker,
   Producer,
   ScheduleSyncRequests,
@@ -73,7 +74,7 @@ export function startSchedules(deps: ScheduleProcessDeps): RunningSchedules {
     syncChores,
     requests,
     stop: async () => {
-      await Promise.all(workers.map((w) => w.close()));
+      await Promise.all(workers.map((w) => closeWorker(w)));
       await syncChores.stop();
       await sync.close();
       await requests.producer.close();

@@ -5,7 +5,7 @@
  */
 import { Queue } from "bullmq";
 import { OUTAGE_RETRY_AFTER_SECONDS } from "@mdp/core";
-import { QUEUE_NAMES } from "@mdp/queues";
+import { closeRedis, createRedis, QUEUE_NAMES, type RedisConnection } from "@mdp/queues";
 import { waitFor } from "../../../test/support/services";
 import { startEvaluationWorker, type RunningWorker } from "./support/evaluation-worker";
 import { CREATE_TOKEN, ROOT, startGateway, systemClientHeaders, type Harness } from "./support/gateway-harness";
@@ -21,6 +21,7 @@ describe("outages", () => {
   let h: Harness;
   let worker: RunningWorker;
   let queue: Queue;
+  let queueConnection: RedisConnection;
 
   /** POST with the response's Retry-After */
   const post = async (path: string, body: unknown) => {
@@ -102,12 +103,17 @@ describe("outages", () => {
       },
     );
     expect(created.body.errors).toBeUndefined();
-    queue = new Queue(QUEUE_NAMES.evaluate, { connection: { url: redis.url }, prefix: h.config.QUEUE_PREFIX });
+    // A connection of ours rather than options: a queue's own connection has BullMQ's reconnect delay (up to 20 s),
+    // and closed while it waits, ioredis left a 2 s timer on its dead socket after close had returned (closeRedis waits
+    // for the reconnect, which ioredis's delay, at most 2 s, lets come).
+    queueConnection = createRedis(redis.url, "worker");
+    queue = new Queue(QUEUE_NAMES.evaluate, { connection: queueConnection, prefix: h.config.QUEUE_PREFIX });
     expect((await ingest()).status).toBe(200);
   }, 50_000);
   afterAll(async () => {
     await Promise.all([pg?.start(), redis?.start()].map((p) => p?.catch(() => undefined)));
-    await queue?.close();
+    await queue?.close(); // leaves the connection it was given open
+    if (queueConnection) await closeRedis(queueConnection);
     await worker?.close();
     await h?.close();
     await Promise.all([pg?.destroy(), redis?.destroy()]);

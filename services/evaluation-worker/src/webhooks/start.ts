@@ -1,6 +1,6 @@
 import { webhookTargetPolicy, type Config, type Logger, type PeriodicLoop } from "@mdp/core";
 import { ownerPrivilegesReader, type Database } from "@mdp/db";
-import { createWorker, Producer, type JobObserver, type RedisConnection } from "@mdp/queues";
+import { closeWorker, createWorker, Producer, type JobObserver, type RedisConnection } from "@mdp/queues";
 import type { Worker } from "bullmq";
 import {
   pruneWebhookDeliveriesFully,
@@ -114,7 +114,7 @@ export function setUpWebhooks(
     },
     async stop() {
       await loop?.stop();
-      await worker.close();
+      await closeWorker(worker);
       await producer.close();
     },
   };

@@ -2,7 +2,7 @@
 import { createLogger, type PeriodicLoop } from "@mdp/core";
 import { createDatabase } from "@mdp/db";
 import type { Redis } from "ioredis";
-import { closeRedis, createRedis, createWorker, Producer } from "@mdp/queues";
+import { closeRedis, closeWorker, createRedis, createWorker, Producer } from "@mdp/queues";
 import {
   evaluationGivenUp,
   evaluationHandler,
@@ -73,7 +73,7 @@ export async function startEvaluationWorker(
     startOnChange: (pollMs = 50) => (loop ??= onChangeLoop(onChange, pollMs, logger)),
     close: async () => {
       await loop?.stop();
-      await worker.close();
+      await closeWorker(worker);
       await producer.close();
       await handler.close(); // the evaluation threads
       await closeRedis(connection);

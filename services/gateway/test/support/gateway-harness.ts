@@ -7,7 +7,7 @@ import { randomUUID } from "node:crypto";
 import { createLogger, DEVELOPMENT_SECRETS, loadConfig, type Config } from "@mdp/core";
 import { createDatabase, TimeseriesStore, type Database, type PrismaClient } from "@mdp/db";
 import { createTestDatabase, type TestDatabase } from "@mdp/db/testing";
-import { closeRedis, createRedis, createWorker, whenReady } from "@mdp/queues";
+import { closeRedis, closeWorker, createRedis, createWorker, whenReady } from "@mdp/queues";
 import { TaskLifecycle } from "@mdp/tasks";
 import { createTruncateHandler, recordGivenUp } from "truncation-worker";
 import { createGateway, type Gateway } from "../../src/app";
@@ -227,7 +227,7 @@ export async function startTruncationWorker(
   await worker.waitUntilReady();
   return {
     close: async () => {
-      await worker.close();
+      await closeWorker(worker);
       leases.stop();
       await closeRedis(connection);
     },
