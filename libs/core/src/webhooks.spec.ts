@@ -9,6 +9,7 @@ import {
   verifyWebhookSignature,
   webhookBody,
   webhookMatches,
+  WebhookTargetError,
   type WebhookEvent,
 } from "./webhooks";
 
@@ -121,12 +122,29 @@ describe("private webhook targets", () => {
     ["198.18.0.1", "reserved"],
     ["255.255.255.255", "broadcast"],
     ["fe80::1%eth0", "link-local"],
+    // IPv4-compatible (deprecated), in both spellings: a url gives the hex one (`http://[::127.0.0.1]/` has host
+    // `[::7f00:1]`), which ipaddr.js alone judged public; the dotted one it read as IPv4-mapped.
+    ["::7f00:1", "IPv4-compatible (deprecated)"],
+    ["::127.0.0.1", "IPv4-compatible (deprecated)"],
+    ["::a9fe:a9fe", "IPv4-compatible (deprecated)"],
+    ["::808:808", "IPv4-compatible (deprecated)"],
+    ["::0.0.0.2", "IPv4-compatible (deprecated)"],
+    ["::0.0.0.1", "loopback"],
   ])("%s is %s", (address, kind) => expect(privateAddressKind(address)).toBe(kind));
 
   it.each(["93.184.216.34", "8.8.8.8", "2606:4700::1111", "172.32.0.1", "::ffff:8.8.8.8", "64:ff9b::808:808"])(
     "%s is public",
     (address) => expect(privateAddressKind(address)).toBeNull(),
   );
+
+  it("refuses an IPv4-compatible literal as a url gives its host", async () => {
+    const noLookup = () => Promise.reject(new Error("an address is not looked up"));
+    for (const url of ["http://[::127.0.0.1]/", "http://[::169.254.169.254]/", "http://[::10.0.0.1]:8080/"]) {
+      await expect(
+        resolveWebhookTarget(new URL(url).hostname, { allowPrivate: false }, noLookup),
+      ).rejects.toBeInstanceOf(WebhookTargetError);
+    }
+  });
 
   it("refuses a name with any private address, and answers the address checked", async () => {
     const lookup = async (host: string) =>

@@ -168,8 +168,17 @@ const CARRIES_IPV4 = new Set(["ipv4Mapped", "rfc6145", "rfc6052"]);
  */
 export function privateAddressKind(address: string): string | null {
   const bare = address.split("%")[0]!; // a scope id (fe80::1%eth0) does not change the address's kind
-  if (!isIP(bare)) return "not an IP address";
-  let parsed = ipaddr.parse(bare);
+  const family = isIP(bare);
+  if (!family) return "not an IP address";
+  // IPv6 in WHATWG's hex form first: ipaddr.js reads `::a.b.c.d` (IPv4-compatible) as `::ffff:a.b.c.d`, so the two
+  // spellings of one address were judged apart (`::127.0.0.1` loopback, `::7f00:1`, a url's form of it, public).
+  let parsed = ipaddr.parse(family === 6 ? new URL(`http://[${bare}]/`).hostname.slice(1, -1) : bare);
+  if (parsed.kind() === "ipv6") {
+    const words = (parsed as ipaddr.IPv6).parts;
+    // ::/96 but :: and ::1: IPv4-compatible, deprecated (RFC 4291 2.5.5.1), tunnelled to the IPv4 by some stacks.
+    if (words.slice(0, 6).every((w) => w === 0) && (words[6] !== 0 || words[7]! > 1))
+      return "IPv4-compatible (deprecated)";
+  }
   let range = parsed.range();
   if (parsed.kind() === "ipv6" && CARRIES_IPV4.has(range)) {
     const words = (parsed as ipaddr.IPv6).parts;
