@@ -153,8 +153,11 @@ const messageOf = (error: unknown) => (error instanceof Error ? error.message : 
  * time plus a second; either keeps the process alive after close has returned.
  */
 export async function closeWorker(worker: Worker, { force = false } = {}): Promise<void> {
-  // an ioredis client (BullMQ's Redis backend); not yet there if it never connected
-  const blocking = await Promise.race([worker.backend.blockingClient, Promise.resolve(undefined)]);
+  // an ioredis client (BullMQ's Redis backend); not yet there if it never connected, and none if its setting-up failed
+  // (its Redis given up on, or refused by BullMQ's version check): the worker is closed all the same.
+  const blocking = await Promise.race([worker.backend.blockingClient, Promise.resolve(undefined)]).catch(
+    () => undefined,
+  );
   if (blocking) await settleReconnect(blocking as unknown as RedisConnection);
   await worker.close(force);
 }
