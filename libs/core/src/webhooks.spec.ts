@@ -1,6 +1,9 @@
+import { createSocket } from "node:dgram";
+import { readFile } from "node:fs/promises";
 import {
   newWebhookSecret,
   boundedLookup,
+  dnsServerLookup,
   privateAddressKind,
   resolveWebhookTarget,
   sealWebhookSecret,
@@ -114,7 +117,9 @@ describe("private webhook targets", () => {
     // The forms a hand-kept table missed: translated (RFC 6145), local-use NAT64 (RFC 8215), the tunnels that carry
     // any IPv4 (6to4, Teredo), and the registries' other special ranges.
     ["::ffff:0:7f00:1", "loopback"],
-    ["64:ff9b:1::a00:1", "private"],
+    // Local-use NAT64 may embed the IPv4 after a /48: its last 32 bits (here 8.8.8.8) are not the target.
+    ["64:ff9b:1:7f00:0:100:808:808", "local-use NAT64"],
+    ["64:ff9b:1::a00:1", "local-use NAT64"],
     ["2002:7f00:1::", "6to4"],
     ["2001:0:4136:e378:8000:63bf:3fff:fdd2", "teredo"],
     ["100::1", "discard"],
@@ -210,5 +215,75 @@ describe("bounded lookups", () => {
     expect(held.asked).toEqual(["hanging.example", "next.example"]);
     held.answerOne();
     await expect(next).resolves.toMatchObject({ address: "93.184.216.34" });
+  });
+});
+
+describe("the production lookup: DNS servers, no thread held", () => {
+  /**
+   * A DNS server on 127.0.0.1: answers A queries for answers.example, an empty answer for its AAAA, and nothing at all
+   * for anything else (a name whose DNS never answers).
+   */
+  async function dnsServer() {
+    const socket = createSocket("udp4");
+    let queries = 0;
+    socket.on("message", (query, peer) => {
+      queries++;
+      let end = 12;
+      const labels: string[] = [];
+      while (query[end]! > 0) {
+        labels.push(query.subarray(end + 1, end + 1 + query[end]!).toString());
+        end += query[end]! + 1;
+      }
+      const type = query.readUInt16BE(end + 1);
+      if (labels.join(".") !== "answers.example") return;
+      const question = query.subarray(12, end + 5);
+      const header = Buffer.alloc(12);
+      query.copy(header, 0, 0, 2); // the query's id
+      header.writeUInt16BE(0x8180, 2); // a response, recursion available, no error
+      header.writeUInt16BE(1, 4);
+      header.writeUInt16BE(type === 1 ? 1 : 0, 6);
+      const answer = Buffer.from([0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 93, 184, 216, 34]);
+      socket.send(Buffer.concat([header, question, ...(type === 1 ? [answer] : [])]), peer.port, peer.address);
+    });
+    await new Promise<void>((resolve) => socket.bind(0, "127.0.0.1", resolve));
+    return {
+      server: `127.0.0.1:${socket.address().port}`,
+      queries: () => queries,
+      close: () => new Promise<void>((resolve) => socket.close(() => resolve())),
+    };
+  }
+
+  it("answers a name's addresses from the DNS servers", async () => {
+    const dns = await dnsServer();
+    try {
+      await expect(dnsServerLookup([dns.server])("answers.example")).resolves.toEqual([
+        { address: "93.184.216.34", family: 4 },
+      ]);
+    } finally {
+      await dns.close();
+    }
+  });
+
+  it("stops asking for a name whose DNS never answers once its caller stops waiting, however many there are", async () => {
+    const dns = await dnsServer();
+    try {
+      const lookup = dnsServerLookup([dns.server]);
+      const names = Array.from({ length: 8 }, (_, i) => `never-${i}.example`);
+      const lookups = names.map((name) => resolveWebhookTarget(name, { allowPrivate: false }, lookup, 100));
+      for (const attempt of lookups) await expect(attempt).rejects.toThrow(/took longer than 100 ms/);
+      // Eight hanging names hold none of libuv's four threads: work that needs one is not held up behind them.
+      await readFile(__filename);
+      expect(dns.queries()).toBeGreaterThanOrEqual(names.length);
+      // The query itself ends when its caller stops waiting (c-ares would otherwise retry it for tens of seconds).
+      const stop = new AbortController();
+      const query = lookup("never.example", stop.signal);
+      stop.abort();
+      let bound: NodeJS.Timeout | undefined;
+      const stillAsking = new Promise<string>((resolve) => (bound = setTimeout(resolve, 1000, "still asking")));
+      await expect(Promise.race([query, stillAsking])).rejects.toMatchObject({ code: "ECANCELLED" });
+      clearTimeout(bound);
+    } finally {
+      await dns.close();
+    }
   });
 });

@@ -5,7 +5,7 @@
  * delivery.
  */
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes, timingSafeEqual } from "node:crypto";
-import { lookup as dnsLookup } from "node:dns/promises";
+import { lookup as dnsLookup, Resolver } from "node:dns/promises";
 import { isIP } from "node:net";
 import ipaddr from "ipaddr.js";
 
@@ -163,8 +163,8 @@ const CARRIES_IPV4 = new Set(["ipv4Mapped", "rfc6145", "rfc6052"]);
  * classes the IANA special-purpose registries (loopback, RFC 1918, link-local with the cloud metadata address,
  * unique-local, CGNAT, multicast, reserved, documentation, benchmarking, 6to4 and Teredo tunnels, which can carry any
  * IPv4 ...). IPv4-mapped, translated and NAT64 IPv6 forms are judged as the IPv4 they carry, so a DNS64 network's
- * public names still pass. Null: a public address. ipaddr.js rather than our own table: it follows the registries,
- * and a hand-kept table missed `::ffff:0:a.b.c.d` and `64:ff9b:1::/48`.
+ * public names still pass (the well-known 64:ff9b::/96; local-use NAT64 prefixes are refused). Null: a public address.
+ * ipaddr.js rather than our own table: it follows the registries, and a hand-kept table missed `::ffff:0:a.b.c.d`.
  */
 export function privateAddressKind(address: string): string | null {
   const bare = address.split("%")[0]!; // a scope id (fe80::1%eth0) does not change the address's kind
@@ -182,6 +182,9 @@ export function privateAddressKind(address: string): string | null {
   let range = parsed.range();
   if (parsed.kind() === "ipv6" && CARRIES_IPV4.has(range)) {
     const words = (parsed as ipaddr.IPv6).parts;
+    // Local-use NAT64 (64:ff9b:1::/48, RFC 8215) may put the IPv4 after a prefix of any length: where it sits in the
+    // address is the network's choice, so its last 32 bits prove nothing.
+    if (words[0] === 0x64 && words[1] === 0xff9b && words[2] === 1) return "local-use NAT64";
     parsed = new ipaddr.IPv4([words[6]! >> 8, words[6]! & 255, words[7]! >> 8, words[7]! & 255]);
     range = parsed.range();
   }
@@ -248,8 +251,44 @@ export function boundedLookup(
   };
 }
 
-/** The system's resolver, as webhooks look names up: at most half of libuv's default four threads at once. */
-export const webhookLookup: AddressLookup = boundedLookup((host) => dnsLookup(host, { all: true }), 2);
+/** The system's resolver (getaddrinfo: /etc/hosts, search domains): at most half of libuv's four threads at once. */
+export const systemLookup: AddressLookup = boundedLookup((host) => dnsLookup(host, { all: true }), 2);
+
+/**
+ * A name's A and AAAA records from DNS servers (c-ares: `servers`, or /etc/resolv.conf's), asked without a libuv
+ * thread and cancelled when the caller stops waiting, so no subscriber's names, however many never answer, hold
+ * anything another subscriber needs. It reads no /etc/hosts and no search domains: a public target needs neither.
+ */
+export function dnsServerLookup(servers?: string[]): AddressLookup {
+  return async (host, signal) => {
+    const resolver = new Resolver({ tries: 2 });
+    if (servers) resolver.setServers(servers);
+    const cancel = () => resolver.cancel();
+    signal?.addEventListener("abort", cancel, { once: true });
+    try {
+      const [v4, v6] = await Promise.allSettled([resolver.resolve4(host), resolver.resolve6(host)]);
+      const addresses = [
+        ...(v4.status === "fulfilled" ? v4.value.map((address) => ({ address, family: 4 })) : []),
+        ...(v6.status === "fulfilled" ? v6.value.map((address) => ({ address, family: 6 })) : []),
+      ];
+      if (addresses.length === 0 && v4.status === "rejected") throw v4.reason as Error;
+      return addresses;
+    } finally {
+      signal?.removeEventListener("abort", cancel);
+    }
+  };
+}
+
+const publicDnsLookup = dnsServerLookup();
+
+/**
+ * How webhooks look names up under `policy`: where private targets are refused (production), from DNS servers
+ * (dnsServerLookup), since a public target's name is in public DNS; where they are allowed, with the system's
+ * resolver, so a receiver inside the network found through /etc/hosts or a search domain still is (systemLookup).
+ */
+export function webhookLookup(policy: WebhookTargetPolicy): AddressLookup {
+  return policy.allowPrivate ? systemLookup : publicDnsLookup;
+}
 
 /**
  * The address to connect to for `host`: every address it resolves to is checked (a name with one private address

@@ -44,7 +44,7 @@ export async function postWebhook(
     address = await resolveWebhookTarget(
       target.hostname,
       options.policy,
-      options.lookup ?? webhookLookup,
+      options.lookup ?? webhookLookup(options.policy),
       options.timeoutMs,
     );
   } catch (error) {

@@ -208,6 +208,7 @@ const view = (namespace: string, row: WebhookSubscriptionRow): WebhookSubscripti
  */
 export class WebhookService {
   private readonly policy: WebhookTargetPolicy;
+  private readonly lookup: AddressLookup;
 
   constructor(
     private readonly db: Database,
@@ -225,9 +226,10 @@ export class WebhookService {
       | "URN_NAMESPACE"
     >,
     private readonly logger: Logger,
-    private readonly lookup: AddressLookup = webhookLookup,
+    lookup?: AddressLookup,
   ) {
     this.policy = webhookTargetPolicy(config);
+    this.lookup = lookup ?? webhookLookup(this.policy);
   }
 
   async create(actor: Actor, args: unknown): Promise<{ subscription: WebhookSubscriptionView; secret: string }> {
