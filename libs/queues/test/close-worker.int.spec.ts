@@ -2,25 +2,17 @@
  * closeWorker closes a worker whatever became of its blocking connection: one whose setting-up failed (its Redis given
  * up on, a version BullMQ refuses) made closeWorker throw before the worker was closed, leaving its connections open.
  */
-import { createServer } from "node:net";
 import { createLogger } from "@mdp/core";
 import { Redis } from "ioredis";
 import { ClosedSocketAwareConnector, closeWorker, createWorker } from "../src";
-
-/** A port nothing listens on: taken, then given back. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
+// A free port is one nothing listens on: bound, then closed.
+import { freePort } from "../../../test/support/services";
 
 describe("closeWorker", () => {
   it("closes a worker whose blocking connection failed to set up", async () => {
     // Giving up at the first failure, the blocking connection (BullMQ's copy of this one, its options too) ends, and
     // its setting-up rejects. createRedis's connector, as every connection of ours has.
-    const connection = new Redis(await closedPort(), "127.0.0.1", {
+    const connection = new Redis(await freePort(), "127.0.0.1", {
       maxRetriesPerRequest: null,
       retryStrategy: () => null,
       lazyConnect: true,

@@ -3,23 +3,15 @@
  * errors with console.error, one block per reconnect attempt, which filled `pnpm test`'s output from passing outage
  * tests (and would fill a service's stderr past its log lines).
  */
-import { createServer } from "node:net";
 import { eventually } from "@mdp/core/testing";
 import { closeRedis, createRedis, Producer } from "../src";
-
-/** A port nothing listens on (bound, then closed). */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
+// A free port is one nothing listens on: bound, then closed.
+import { freePort } from "../../../test/support/services";
 
 describe("a producer whose Redis is away", () => {
   it("rejects the enqueue, and prints nothing of its own", async () => {
     const printed = jest.spyOn(console, "error").mockImplementation(() => undefined);
-    const connection = createRedis(`redis://127.0.0.1:${await closedPort()}`, "producer");
+    const connection = createRedis(`redis://127.0.0.1:${await freePort()}`, "producer");
     const producer = new Producer("truncate", connection, "{quiet}");
     let refusals = 0;
     connection.on("error", () => refusals++);
