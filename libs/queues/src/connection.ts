@@ -1,3 +1,4 @@
+import type { EventEmitter } from "node:events";
 import { Cluster, Redis, type RedisOptions } from "ioredis";
 // Not re-exported by ioredis's index; its `Connector` option (public) takes a subclass of it.
 import StandaloneConnector, { type StandaloneConnectionOptions } from "ioredis/built/connectors/StandaloneConnector";
@@ -65,7 +66,7 @@ export function createRedis(
   const target = parseRedisUrl(url);
   if (!target.cluster) return new Redis(url, { ...options, lazyConnect: false });
   const { enableOfflineQueue, ...nodeOptions } = options;
-  return new Cluster(target.nodes, {
+  const cluster = new Cluster(target.nodes, {
     // Per node: each node's connection carries the role's bounds (BullMQ reads maxRetriesPerRequest here).
     redisOptions: {
       ...nodeOptions,
@@ -79,6 +80,33 @@ export function createRedis(
     shardedSubscribers: role === "subscriber",
     lazyConnect: false,
   });
+  return closingOnce(cluster);
+}
+
+/** A Cluster's states in which its nodes are wanted: the pool running empty then means the cluster has closed. */
+const CLUSTER_OPEN = new Set(["connecting", "connect", "ready", "disconnecting"]);
+
+/**
+ * A Cluster whose nodes' late ends cannot reopen it once closed. ioredis sets a Cluster to `close` each time its node
+ * pool reports `drain` (empty), and the pool reports it at every node's end that finds it empty. Disconnecting empties
+ * the pool at once, so the first node to end closes the cluster (then `end`) and each later one sets it back to
+ * `close`, where nothing ever leaves it. BullMQ interrupts a worker's blocking wait by disconnecting that connection
+ * and, once it has ended, connecting it again: a cluster found in `close` is waited on for a `ready` that never comes,
+ * and the worker takes no more jobs and cannot pause or close (a chore's worker in the cluster test stage, 1 run in 8).
+ * Here a drain closes the cluster only while its nodes are wanted. The copies BullMQ makes (duplicate()) are the same.
+ */
+function closingOnce(cluster: Cluster): Cluster {
+  const internals = cluster as unknown as { connectionPool?: EventEmitter; setStatus?: (status: string) => void };
+  const { connectionPool: pool, setStatus } = internals;
+  if (!pool || typeof setStatus !== "function" || pool.listenerCount("drain") !== 1)
+    throw new Error("ioredis's Cluster changed: its node pool's drain is no longer what closingOnce expects");
+  pool.removeAllListeners("drain");
+  pool.on("drain", () => {
+    if (CLUSTER_OPEN.has(cluster.status)) setStatus.call(cluster, "close");
+  });
+  const duplicate = cluster.duplicate.bind(cluster);
+  cluster.duplicate = (...args: Parameters<Cluster["duplicate"]>) => closingOnce(duplicate(...args));
+  return cluster;
 }
 
 /** Resolves once the connection is ready; producers fail fast while it is not, so start-up waits for it. */
