@@ -92,8 +92,9 @@ const CLUSTER_OPEN = new Set(["connecting", "connect", "ready", "disconnecting"]
  * the pool at once, so the first node to end closes the cluster (then `end`) and each later one sets it back to
  * `close`, where nothing ever leaves it. BullMQ interrupts a worker's blocking wait by disconnecting that connection
  * and, once it has ended, connecting it again: a cluster found in `close` is waited on for a `ready` that never comes,
- * and the worker takes no more jobs and cannot pause or close (a chore's worker in the cluster test stage, 1 run in 8).
- * Here a drain closes the cluster only while its nodes are wanted. The copies BullMQ makes (duplicate()) are the same.
+ * and the worker takes no more jobs and cannot pause or close (a chore's worker in the cluster test stage: 3 runs in
+ * 52). Here a drain closes the cluster only while its nodes are wanted. The copies BullMQ makes (duplicate()) are the
+ * same.
  */
 function closingOnce(cluster: Cluster): Cluster {
   const internals = cluster as unknown as { connectionPool?: EventEmitter; setStatus?: (status: string) => void };
