@@ -2,22 +2,12 @@
  * No comment cites a file that is not in the repository (issue 27: nine comments cited a design note clients never
  * see): every TypeScript or markdown file name a comment in our TypeScript gives must exist somewhere in the tree.
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import path from "node:path";
-
-const ROOT = path.join(__dirname, "..");
-const SKIP = new Set(["node_modules", "dist", ".data", ".git"]);
-
-function files(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    if (SKIP.has(entry.name)) return [];
-    const full = path.join(dir, entry.name);
-    return entry.isDirectory() ? files(full) : [path.relative(ROOT, full).split(path.sep).join("/")];
-  });
-}
+import { REPOSITORY_ROOT as ROOT, repositoryFiles } from "./repository-files";
 
 it("every file a comment cites is in the repository", () => {
-  const tree = files(ROOT);
+  const tree = repositoryFiles();
   const exists = (cited: string) => tree.some((file) => file === cited || file.endsWith(`/${cited}`));
   const missing = tree
     .filter((file) => file.endsWith(".ts") && !file.includes("/generated/"))

@@ -4,20 +4,9 @@
  * from its pipe split its row, and the renderer dropped what stood past the header's cells (cli/README.md's
  * `tokens revoke-all` row lost its description; README.md's `pnpm --filter` and `pnpm bench` rows theirs).
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import path from "node:path";
-
-const ROOT = path.join(__dirname, "..");
-const SKIP = new Set(["node_modules", "dist", ".data", ".git"]);
-
-function markdownFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    if (SKIP.has(entry.name)) return [];
-    const full = path.join(dir, entry.name);
-    if (entry.isDirectory()) return markdownFiles(full);
-    return entry.name.endsWith(".md") ? [path.relative(ROOT, full).split(path.sep).join("/")] : [];
-  });
-}
+import { REPOSITORY_ROOT as ROOT, repositoryFiles } from "./repository-files";
 
 /** GitHub's cells of a table line: split at each unescaped `|`, the outer ones optional. */
 export function cells(line: string): string[] {
@@ -56,7 +45,7 @@ describe("markdown tables", () => {
   });
 
   it("every row of every table in the docs has its header's cells", () => {
-    const files = markdownFiles(ROOT);
+    const files = repositoryFiles().filter((file) => file.endsWith(".md"));
     expect(files).toEqual(expect.arrayContaining(["README.md", "cli/README.md", "docs/api.md", "docs/limits.md"]));
     expect(files.flatMap((file) => tableProblems(file, readFileSync(path.join(ROOT, file), "utf8")))).toEqual([]);
   });
