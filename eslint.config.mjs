@@ -1,6 +1,8 @@
 // One lint setup for the workspace: type-aware rules (floating promises, exhaustive switches), Prettier for format.
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
+import { importX } from "eslint-plugin-import-x";
+import { createTypeScriptImportResolver } from "eslint-import-resolver-typescript";
 
 export default tseslint.config(
   { ignores: ["**/node_modules/**", "**/dist/**", "**/generated/**", ".data/**", "coverage/**", "*.config.js"] },
@@ -16,6 +18,33 @@ export default tseslint.config(
       "@typescript-eslint/await-thenable": "error",
       "@typescript-eslint/no-explicit-any": "error",
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
+    },
+  },
+  {
+    files: ["**/*.ts"],
+    plugins: { "import-x": importX },
+    settings: {
+      // the parsers and extensions import-x reads our other files with (without them a cycle goes unseen)
+      ...importX.flatConfigs.typescript.settings,
+      "import-x/resolver-next": [createTypeScriptImportResolver({ project: "tsconfig.json" })],
+    },
+    rules: { "import-x/no-cycle": ["error", { ignoreExternal: true }] },
+  },
+  {
+    // Imports go one way (ARCHITECTURE.md): libs never import a service.
+    files: ["libs/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            {
+              regex: "^(gateway|truncation-worker|evaluation-worker|webhook-worker)(/|$)|/services/",
+              message: "libs never import services (ARCHITECTURE.md)",
+            },
+          ],
+        },
+      ],
     },
   },
   {

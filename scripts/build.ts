@@ -24,9 +24,11 @@ const PACKAGES = [
   "libs/queues",
   "libs/tasks",
   "libs/schedules",
+  "libs/webhooks",
   "services/gateway",
   "services/truncation-worker",
   "services/evaluation-worker",
+  "services/webhook-worker",
   "cli",
 ];
 

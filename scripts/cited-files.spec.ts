@@ -1,5 +1,5 @@
 /**
- * No comment cites a file that is not in the repository (issue 27: nine comments cited a design note clients never
+ * No comment cites a file that is not in the repository (nine comments once cited a design note clients never
  * see): every TypeScript or markdown file name a comment in our TypeScript gives must exist somewhere in the tree.
  */
 import { readFileSync } from "node:fs";

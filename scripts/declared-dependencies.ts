@@ -42,6 +42,7 @@ const NOT_IMPORTED: Record<string, Record<string, string>> = {
     tsx: "runs the root scripts",
     typescript: "`pnpm typecheck`",
     "@mdp/core": "root tests and scripts import it",
+    "@mdp/cli": "its bin: `pnpm mdp` runs node_modules/.bin/mdp directly, printing nothing of its own",
   },
   "libs/db": {
     "@prisma/client": "the generated client (src/generated, not scanned) imports it",

@@ -1,6 +1,6 @@
 import path from "node:path";
 
-export type ServiceName = "gateway" | "truncation-worker" | "evaluation-worker";
+export type ServiceName = "gateway" | "truncation-worker" | "evaluation-worker" | "webhook-worker";
 
 /**
  * Node flags every service runs with, here and in each service's `start` script. The services allocate a lot of

@@ -1,17 +1,17 @@
 /**
- * `pnpm start`: the whole system on one machine. Applies migrations, then runs the gateway and both workers, with
+ * `pnpm start`: the whole system on one machine. Applies migrations, then runs the gateway and the three workers, with
  * their output prefixed. With DATABASE_URL/REDIS_URL unset it runs private PostgreSQL and Redis under .data/.
  * A service that dies is restarted with backoff while the others keep running (scripts/supervisor.ts says how).
  * Ctrl-C (or SIGTERM) stops the services gracefully, restarting none, then the private servers.
  */
 import path from "node:path";
-import { DEVELOPMENT_SECRETS, loadConfigOrExit, type Config } from "@mdp/core";
+import { DEVELOPMENT_SECRETS, loadConfigOrExit, logFormat, type Config } from "@mdp/core";
 import { applyMigrations, ensureDatabase } from "@mdp/db";
 import { ensureLocalServices, isListening } from "./local-services";
 import { serviceNodeArgs } from "./service-command";
 import { START_SUPERVISION, Supervisor } from "./supervisor";
 
-const SERVICES = ["gateway", "truncation-worker", "evaluation-worker"] as const;
+const SERVICES = ["gateway", "truncation-worker", "evaluation-worker", "webhook-worker"] as const;
 
 async function main(): Promise<void> {
   const root = path.resolve(__dirname, "..");
@@ -28,10 +28,19 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   const local = await ensureLocalServices(root, { reuseDefaults: false });
-  const env = { ...process.env, DATABASE_URL: local.databaseUrl, REDIS_URL: local.redisUrl };
+  // The services write to a pipe here: the format is what this process's own stdout calls for (readable lines on a
+  // developer's terminal, JSON when pnpm start's output is itself piped or collected).
+  const env = {
+    ...process.env,
+    DATABASE_URL: local.databaseUrl,
+    REDIS_URL: local.redisUrl,
+    LOG_FORMAT: logFormat(config),
+  };
   try {
-    await ensureDatabase(local.databaseUrl);
-    const { applied } = await applyMigrations(local.databaseUrl);
+    // Migrations need a session of their own: PostgreSQL itself when DATABASE_URL names a pooler (docs/pooling.md).
+    const migrationUrl = process.env.DATABASE_DIRECT_URL || local.databaseUrl;
+    await ensureDatabase(migrationUrl);
+    const { applied } = await applyMigrations(migrationUrl);
     process.stdout.write(applied.length ? `Applied migrations: ${applied.join(", ")}\n` : "Migrations up to date\n");
   } catch (error) {
     await local.stop(); // leave no private server running behind a failed start

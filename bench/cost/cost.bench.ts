@@ -12,8 +12,17 @@ import http from "node:http";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import autocannon from "autocannon";
+import { Redis } from "ioredis";
 import { bulkLoad, createDatabase, DAY_MILLIS } from "@mdp/db";
-import { freePort, startService, uniqueName, waitForOutput, waitUntilReady } from "../../test/support/services";
+import { startRedisCluster } from "../../scripts/redis-cluster";
+import {
+  freePort,
+  startService,
+  uniqueName,
+  waitFor,
+  waitForOutput,
+  waitUntilReady,
+} from "../../test/support/services";
 import {
   apiClient,
   createRunTestTest,
@@ -35,10 +44,14 @@ const ENTITIES = Number(process.env.BENCH_COST_ENTITIES ?? 20_000);
  * BENCH_COST_ONLY: a comma-separated list of the HTTP operations to measure (me, list, create, evaluate,
  * evaluateSystem), each after the echo floor, and nothing else (no ingest, truncation or model check): a
  * quick per-request CPU figure for A/B runs and for a profile of one operation. `runTest` in the list adds the runTest
- * windows (push false and true), each with PostgreSQL's statements by execution time.
+ * windows (push false and true), each with PostgreSQL's statements by execution time; `cluster` the queue commands'
+ * spread over a 3-master Redis Cluster (clusterSpread).
  */
 const ONLY = process.env.BENCH_COST_ONLY?.split(",").map((name) => name.trim());
 const RUN_TEST = "runTest";
+const CLUSTER = "cluster";
+/** the cluster section's warm-up, rest and load windows: a fresh gateway and worker need a few seconds to warm */
+const CLUSTER_SECONDS = Math.max(SECONDS, 8);
 const CONNECTIONS = 10;
 const EVALUATE_CONNECTIONS = 50; // as bench/evaluate: the gateway batches what arrives together
 const INGEST_CONCURRENCY = 4; // as bench/ingest
@@ -101,6 +114,7 @@ export async function benchCost(): Promise<void> {
   const truncationWorker = startService("truncation-worker", { ...env, LOG_LEVEL: "info" });
   const evaluationWorker = startService("evaluation-worker", { ...env, LOG_LEVEL: "info" });
   let gateway2: ReturnType<typeof startService> | undefined;
+  let gateway3: ReturnType<typeof startService> | undefined;
   // The floor of a request's CPU on this stack: bench/tokens' bare Apollo echo (express 5, Apollo Server 5, nothing else).
   const echo = spawnBenchProcess(path.join(__dirname, "../support/echo-server.ts"), { PORT: String(echoPort) });
   const agent = new http.Agent({ keepAlive: true, maxSockets: EVALUATE_CONNECTIONS });
@@ -173,7 +187,7 @@ export async function benchCost(): Promise<void> {
       },
     };
     // Warm-up of every path before anything is measured: a fresh gateway's first seconds are mostly V8 compiling.
-    const only = ONLY?.filter((name) => name !== RUN_TEST).map((name) => {
+    const only = ONLY?.filter((name) => name !== RUN_TEST && name !== CLUSTER).map((name) => {
       if (!(name in requests) || name === "echo") throw new Error(`BENCH_COST_ONLY: unknown operation ${name}`);
       return name as keyof typeof requests;
     });
@@ -197,6 +211,7 @@ export async function benchCost(): Promise<void> {
       const floorCpu = floor.cpu["bare Apollo echo"]!;
       process.stdout.write(`\nfloor: bare Apollo echo ${us(floorCpu)} µs per request (load average ${floor.load})\n`);
       for (const cost of costs) printCost(cost, floorCpu);
+      if (ONLY!.includes(CLUSTER)) await clusterSpread(env, production.systemClient(ROOT));
       return;
     }
     costs.push(await http1("bearer request (GraphQL me)", requests.me));
@@ -243,10 +258,59 @@ export async function benchCost(): Promise<void> {
       [one, two],
       [["gateway"], ["gateway", "gateway 2"]],
     );
+
+    // With a read replica: listAccessTokens through a gateway whose listings read a streaming hot standby.
+    const standby = await stack.startStandby();
+    const port3 = await freePort();
+    gateway3 = startService("gateway", {
+      ...env,
+      PORT: String(port3),
+      DATABASE_REPLICA_URLS: standby.databaseUrl,
+    });
+    const base3 = `http://127.0.0.1:${port3}`;
+    await waitUntilReady(base3, gateway3);
+    await waitFor("the replica in use", async () => {
+      const ready = (await (await fetch(`${base3}/ready`)).json()) as { replicas?: { state: string }[] };
+      return ready.replicas?.[0]?.state === "in-use";
+    });
+    const list3 = { ...requests.list, url: `${base3}/api/graphql` };
+    await cannon([list3], CONNECTIONS, WARM_UP_SECONDS);
+    const withReplica = new Meter(
+      [
+        { name: "gateway", pid: gateway3.process.pid! },
+        { name: "PostgreSQL", pid: stack.postmasterPid, tree: true },
+        { name: "PostgreSQL standby", pid: standby.postmasterPid, tree: true },
+        { name: "load generator", pid: process.pid },
+      ],
+      stack,
+    );
+    await withReplica.measureRest(3);
+    const replicaCost = await withReplica.window(
+      "listAccessTokens (100 of 10,000), a replica",
+      "request",
+      async () => ({
+        units: await cannon([list3], CONNECTIONS, SECONDS),
+      }),
+    );
+    printCost(replicaCost, floorCpu);
+    const primaryAlone = costs.find((c) => c.operation.startsWith("listAccessTokens"))!.cpu.PostgreSQL!;
+    const primaryWith = replicaCost.cpu.PostgreSQL!;
+    process.stdout.write(
+      `\nlistAccessTokens with a read replica: the primary's CPU ${us(primaryWith)} µs per request ` +
+        `(${((100 * primaryWith) / primaryAlone).toFixed(1)}% of ${us(primaryAlone)} µs without), ` +
+        `the standby's ${us(replicaCost.cpu["PostgreSQL standby"]!)} µs\n`,
+    );
+    await clusterSpread(env, production.systemClient(ROOT));
   } finally {
     agent.destroy();
     echo.kill("SIGTERM");
-    await Promise.all([gateway.stop(), truncationWorker.stop(), evaluationWorker.stop(), gateway2?.stop()]);
+    await Promise.all([
+      gateway.stop(),
+      truncationWorker.stop(),
+      evaluationWorker.stop(),
+      gateway2?.stop(),
+      gateway3?.stop(),
+    ]);
     await database.close();
     await stack.stop();
   }
@@ -325,6 +389,86 @@ class Meter {
       othersCores: Math.max(0, (b.machine - a.machine - ours) / dt),
     };
   }
+}
+
+/**
+ * The queues' commands over a Redis Cluster's masters: a private 3-master cluster (scripts/redis-cluster.ts), a
+ * gateway and an evaluation worker on it (the same database), system-client evaluates (no rate-limit counters: only
+ * the queue's and its replies' commands, and the processes' own polling) for SECONDS, with QUEUE_SHARDS 1 and then
+ * 3; each master's commands from its INFO commandstats, before and after, less what it serves at rest. The busiest master's share is what bounds
+ * the evaluations a cluster serves (docs/capacity.md).
+ */
+async function clusterSpread(env: Record<string, string>, headers: Record<string, string>): Promise<void> {
+  const cluster = await startRedisCluster(path.resolve(__dirname, "..", "..", ".data"), {
+    name: `bench-cost-cluster-${process.pid}`,
+  });
+  const commandsOn = async (port: number) => {
+    const node = new Redis({ host: "127.0.0.1", port, lazyConnect: true });
+    await node.connect();
+    try {
+      let calls = 0;
+      for (const [, command, n] of (await node.info("commandstats")).matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+        if (command !== "info" && !command!.startsWith("cluster")) calls += Number(n);
+      }
+      return calls;
+    } finally {
+      node.disconnect();
+    }
+  };
+  const rows: string[] = [];
+  try {
+    for (const shards of [1, 3]) {
+      const port = await freePort();
+      const shardEnv = {
+        ...env,
+        REDIS_URL: cluster.url,
+        QUEUE_PREFIX: `{${uniqueName("bench-cost")}}`,
+        QUEUE_SHARDS: String(shards),
+        PORT: String(port),
+        EVALUATION_WORKER_PORT: "0",
+      };
+      const gateway = startService("gateway", shardEnv);
+      const worker = startService("evaluation-worker", { ...shardEnv, LOG_LEVEL: "info" });
+      try {
+        await Promise.all([
+          waitUntilReady(`http://127.0.0.1:${port}`, gateway),
+          waitForOutput(worker, "worker running"),
+        ]);
+        const load = {
+          url: `http://127.0.0.1:${port}/gms/test?action=evaluate`,
+          headers,
+          body: JSON.stringify({ urn: ENTITY }),
+        };
+        await cannon([load], EVALUATE_CONNECTIONS, CLUSTER_SECONDS);
+        // what the processes send at rest (workers' polling, chores, heartbeats), per second, is taken off
+        const snapshot = () => Promise.all(cluster.ports.map(commandsOn));
+        const idleFrom = await snapshot();
+        await new Promise((resolve) => setTimeout(resolve, CLUSTER_SECONDS * 1000));
+        const idle = (await snapshot()).map((n, i) => (n - idleFrom[i]!) / CLUSTER_SECONDS);
+        const before = await snapshot();
+        const evaluations = await cannon([load], EVALUATE_CONNECTIONS, CLUSTER_SECONDS);
+        const served = (await snapshot()).map((n, i) =>
+          Math.max(0, Math.round(n - before[i]! - idle[i]! * CLUSTER_SECONDS)),
+        );
+        const total = served.reduce((a, b) => a + b, 0);
+        const busiest = Math.max(...served) / total;
+        rows.push(
+          `| ${shards} | ${evaluations} | ${(total / evaluations).toFixed(1)} | ${served.join(" / ")} | ${(busiest * 100).toFixed(1)}% |`,
+        );
+      } finally {
+        await Promise.all([gateway.stop(), worker.stop()]);
+      }
+    }
+  } finally {
+    await cluster.stop();
+  }
+  process.stdout.write(
+    `\nqueue commands over a 3-master Redis Cluster (evaluate, system client, ${EVALUATE_CONNECTIONS} connections, ${CLUSTER_SECONDS} s, less the commands at rest; goal: the busiest master under 50%)\n\n` +
+      `| QUEUE_SHARDS | evaluations | commands per evaluation | commands per master | busiest master's share |\n` +
+      `| -----------: | ----------: | ----------------------: | ------------------- | ---------------------: |\n` +
+      rows.join("\n") +
+      "\n",
+  );
 }
 
 interface LoadTarget {
@@ -545,7 +689,7 @@ const us = (seconds: number) => (seconds * 1e6 >= 100 ? (seconds * 1e6).toFixed(
 const perUnit = (cost: Cost, seconds: number) =>
   cost.unit === "request" ? `${us(seconds)} µs` : `${(seconds * 1e3).toFixed(1)} ms`;
 
-/** One operation as a markdown table (as bench/README.md records it). */
+/** One operation as a markdown table (as bench/results/2026-11-24-cost.md records it). */
 function printCost(cost: Cost, floorCpu: number): void {
   const rate = cost.units / cost.seconds;
   process.stdout.write(

@@ -53,6 +53,8 @@ export interface PrivateStack {
   /** each statement's calls and execution time so far (ms), by its normalized text */
   statementTimes(): Promise<Map<string, { calls: number; ms: number }>>;
   commands(): Promise<CommandCount>;
+  /** a streaming hot standby of the PostgreSQL (pg_basebackup -R), stopped with the stack */
+  startStandby(): Promise<{ databaseUrl: string; postmasterPid: number }>;
   stop(): Promise<void>;
 }
 
@@ -90,7 +92,9 @@ export async function startPrivateStack(): Promise<PrivateStack> {
   const stats = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
   stats.on("error", () => undefined); // refused until the server listens: waitFor below retries
   const admin = new Client({ connectionString: adminUrl });
+  const standbyData = path.join(dir, "standby");
   const stop = async () => {
+    spawnSync(...asServerUser(pgCtl, ["-D", standbyData, "-m", "immediate", "-w", "stop"])); // none: no matter
     await admin.end().catch(() => undefined);
     stats.disconnect();
     if (redis.exitCode === null && redis.signalCode === null) {
@@ -156,6 +160,17 @@ export async function startPrivateStack(): Promise<PrivateStack> {
         if (["evalsha", "eval", "fcall", "evalsha_ro", "eval_ro", "fcall_ro"].includes(name)) scripts += Number(calls);
       }
       return { total, scripts };
+    },
+    startStandby: async () => {
+      const port = await freePort();
+      run(postgresBin("pg_basebackup"), [
+        ...["-h", "127.0.0.1", "-p", String(pgPort), "-U", "postgres", "-D", standbyData, "-R", "-X", "stream"],
+        ...["-c", "fast"],
+      ]);
+      const standbyOptions = `-p ${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c fsync=off`;
+      run(pgCtl, ["-D", standbyData, "-o", standbyOptions, "-l", path.join(dir, "standby.log"), "-w", "start"]);
+      const pid = Number(readFileSync(path.join(standbyData, "postmaster.pid"), "utf8").split("\n")[0]);
+      return { databaseUrl: `postgresql://postgres@127.0.0.1:${port}/metadata_admin`, postmasterPid: pid };
     },
     stop,
   };

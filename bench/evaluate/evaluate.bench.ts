@@ -2,7 +2,7 @@
  * bench/evaluate, through the real gateway and evaluation-worker processes:
  * - POST /gms/test?action=evaluate running 10 tests on one entity, 50 concurrent callers: p50, p99 and throughput,
  *   against a bare BullMQ round trip (Queue.add + Job.waitUntilFinished of a no-op job, worker in its own process with
- *   the same concurrency) measured in the same run, rounds interleaved. Targets (issue 29's goals, GOALS below): p50 <=
+ *   the same concurrency) measured in the same run, rounds interleaved. Targets (GOALS below): p50 <=
  *   bare + 4 ms and throughput >= 0.6x at 50 callers, p50 <= bare + 0.8 ms for one caller at a time.
  *   Also reported, not targets: the same round trip behind a bare express route (http-floor-server.ts), the part of
  *   that distance any HTTP service has to travel; and behind a bare express route that batches requests as the gateway
@@ -33,7 +33,7 @@ const ROUNDS = Number(process.env.BENCH_EVALUATE_ROUNDS ?? 5);
 const SECONDS = Number(process.env.BENCH_EVALUATE_SECONDS ?? 4);
 const ENTITIES = Number(process.env.BENCH_EVALUATE_ENTITIES ?? 100_000);
 const ADMIN = "urn:li:corpuser:admin";
-/** Issue 29's goals, each against its floor of the same run (bench/README.md). */
+/** The hot paths' goals, each against its floor of the same run (bench/README.md "evaluate: evaluate and runTest"). */
 const GOALS = {
   p50OverBareMs: 4,
   throughput: 0.6,

@@ -1,6 +1,6 @@
 /**
  * bench/graphql-memory: the gateway's resident memory while callers put their values into the query text, so that
- * every request is a document it has never seen (issue 17, finding 13: 250 MB to ~950 MB RSS in 3 minutes when the
+ * every request is a document it has never seen (once 250 MB to ~950 MB RSS in 3 minutes, when the
  * parsed-document cache was bounded by count). Budget: the gateway stays under 400 MB RSS through 3 minutes of it.
  *
  * Two phases, each on a fresh gateway process started as the other benchmarks start it (production mode, secrets of

@@ -3,7 +3,8 @@
  * MetadataChangeLog_v1 event in one statement (@mdp/db's AspectRepository.upsert); the floor is the same transaction
  * with the same lock and the same INSERT of the versions, without the event (floor-statement.ts, a copy of the
  * repository's statement less its event). Batches of 1 and of 100 versions, 4 writers at once, rounds alternating.
- * Reported, not judged: what an event costs is the price of a change no consumer can miss (bench/README.md).
+ * Reported, not judged: what an event costs is the price of a change no consumer can miss
+ * (docs/decisions/0007-outbox-event-in-the-writing-statement.md).
  */
 import { performance } from "node:perf_hooks";
 import { AspectRepository, inTransaction, type VersionedAspectWrite } from "@mdp/db";

@@ -1,5 +1,5 @@
 /**
- * The floors of listAccessTokens and createAccessToken on the stack the issue prescribes: Apollo Server 5 behind
+ * The floors of listAccessTokens and createAccessToken on the gateway's own stack: Apollo Server 5 behind
  * express 5, set up like the echo baseline, serving the gateway's own schema (as the running gateway describes it by
  * introspection, read by tokens.bench.ts into SCHEMA_FILE) with resolvers that do only the bare minimum. No authentication, policy check, logging or metrics. Not targets: they show how far Apollo alone
  * lets each operation go.
@@ -33,7 +33,14 @@ async function main(): Promise<void> {
   const page: TokenMetadata[] = Array.from({ length: 100 }, (_, i) => {
     const id = randomUUID();
     return {
-      ...{ urn: `urn:li:accessToken:${id}`, id, name: `seeded ${i}`, description: null, actorUrn, ownerUrn: actorUrn },
+      ...{
+        urn: `urn:li:dataHubAccessToken:${id}`,
+        id,
+        name: `seeded ${i}`,
+        description: null,
+        actorUrn,
+        ownerUrn: actorUrn,
+      },
       ...{ createdAt: createdAt - i * 1000, expiresAt: createdAt + 86_400_000, lastUsedAt: null },
     };
   });
@@ -47,7 +54,7 @@ async function main(): Promise<void> {
           const id = randomUUID();
           const createdAt = Date.now();
           const metadata = {
-            ...{ urn: `urn:li:accessToken:${id}`, id, name: input.name, description: null },
+            ...{ urn: `urn:li:dataHubAccessToken:${id}`, id, name: input.name, description: null },
             ...{ actorUrn: input.actorUrn, ownerUrn: input.actorUrn },
           };
           await createToken(pool, {

@@ -1,8 +1,8 @@
 /**
- * The SQL of the gateway's create and list statements (libs/db/src/tokens/access-token.repository.ts), copied for the
- * floors: a floor measures what this SQL costs behind a bare server, so it runs the same text with the same parameters
- * and prepared the same way, without reaching into the gateway's code. Keep it in step with access-token.repository.ts
- * when that changes.
+ * The SQL of the gateway's create and list statements (libs/db/src/tokens/access-token.repository.ts and
+ * access-token-list.repository.ts), copied for the floors: a floor measures what this SQL costs behind a bare server,
+ * so it runs the same text with the same parameters and prepared the same way, without reaching into the gateway's
+ * code. Keep it in step with those two files when they change.
  */
 import type pg from "pg";
 

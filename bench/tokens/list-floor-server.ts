@@ -18,7 +18,7 @@ async function main(): Promise<void> {
       .then((rows) => {
         const tokens = rows
           .filter((row) => row.id !== null)
-          .map((row) => ({ urn: `urn:li:accessToken:${row.id}`, id: row.id, actorUrn: row.actor_urn }));
+          .map((row) => ({ urn: `urn:li:dataHubAccessToken:${row.id}`, id: row.id, actorUrn: row.actor_urn }));
         res.json({ data: { listAccessTokens: { total: rows[0]!.total, tokens } } });
       })
       .catch(next);

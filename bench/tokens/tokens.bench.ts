@@ -3,10 +3,10 @@
  * request, each against a bare Apollo echo mutation on the same stack, measured in the same run: rounds in which each
  * of them runs once, so each ratio is the median of ratios between runs made moments apart. Create and list are each
  * shown beside their floors: the same operation on bare Apollo doing only its core work (apollo-floor-server.ts), and
- * for the list also its SQL behind bare express (list-floor-server.ts). Targets (issue 21): create >= 0.9x its
- * bare-Apollo floor, list >= 0.9x the same SQL behind bare express, bearer >= 0.9x the system client. Issue 31: the
- * bearer path with usage recording (token-usage.recorder.ts) >= 0.95x the same path on a second gateway of the same
- * database with ACCESS_TOKEN_USAGE_RECORDING=false, in rounds of their own.
+ * for the list also its SQL behind bare express (list-floor-server.ts). Targets: create >= 0.9x its bare-Apollo
+ * floor, list >= 0.9x the same SQL behind bare express, bearer >= 0.9x the system client; the bearer path with usage
+ * recording (token-usage.recorder.ts) >= 0.95x the same path on a second gateway of the same database with
+ * ACCESS_TOKEN_USAGE_RECORDING=false, in rounds of their own.
  */
 import { createHmac, hash, timingSafeEqual } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -98,7 +98,7 @@ export async function benchTokens(): Promise<void> {
     const createMutation = gql(
       `mutation { createAccessToken(input: {type: PERSONAL, actorUrn: "${ROOT}", duration: ONE_HOUR, name: "bench"}) { accessToken } }`,
     );
-    // Issue 31: the bearer path with and without usage recording, paired round by round. The gateway that records
+    // Usage recording: the bearer path with and without it, paired round by round. The gateway that records
     // has served every round above; the other only its warm-up: a round of both first, unmeasured, so both run code
     // the JIT has optimised (a first measurement paired a warm gateway with a cold one, 2x apart under load).
     const measureUsagePair = async () => {
@@ -123,7 +123,7 @@ export async function benchTokens(): Promise<void> {
       target: ">= 0.95",
       met: u.usageRecording.median >= 0.95,
     });
-    // BENCH_TOKENS_USAGE_ONLY=1: only issue 31's pair (a minute instead of several), for a loaded machine.
+    // BENCH_TOKENS_USAGE_ONLY=1: only the usage-recording pair (a minute instead of several), for a loaded machine.
     if (process.env.BENCH_TOKENS_USAGE_ONLY === "1") {
       const only = await measureUsagePair();
       printReport("bench/tokens (usage recording only)", "the same gateway recording no usage", [usageRow(only)]);
@@ -157,7 +157,7 @@ export async function benchTokens(): Promise<void> {
     const listFloorRatio = ratio(r.listFloor, r.echo);
     const systemClient = ratio(r.systemClient, r.echo);
     const bearer = ratio(r.bearer, r.systemClient);
-    // Issue 21's targets: each operation against the floor of its own work, paired round by round.
+    // The targets: each operation against the floor of its own work, paired round by round.
     const createVsFloor = ratio(c.create, c.createFloor);
     const listVsFloor = ratio(r.list, r.listFloor);
     printReport(

@@ -1,5 +1,5 @@
 /**
- * bench/webhooks, through the real gateway and evaluation-worker processes (production settings, private targets
+ * bench/webhooks, through the real gateway and webhook-worker processes (production settings, private targets
  * allowed for the local receiver), BENCH_WEBHOOK_ROUNDS rounds (default 3) of each, alternating, medians reported:
  * - delivery throughput: BENCH_WEBHOOK_EVENTS changes (default 3,000) ingested in batches of 100, one subscription;
  *   events per second from the first ingest to the last delivery received (the receiver only counts). Floor: the same
@@ -11,6 +11,10 @@
  *   default 1,500 a round) with BENCH_WEBHOOK_SUBS subscriptions (default 10) matching every event against none, the
  *   deliveries' queue paused (the fan-out's rows and jobs are measured, not the POSTs, which on one machine compete
  *   for the same cores as everything). Target: at least 0.8.
+ * - a calm subscription's latency: BENCH_WEBHOOK_CALM_SECONDS (default 10) of 100 events/s (batches of 10 every
+ *   100 ms) to one subscription whose receiver answers at once; from each event's creation (its `createdAt`) to its
+ *   POST received, p50 and p99. Floor: the same bodies at the same pace added to a bare BullMQ worker's queue, from
+ *   the add to the POST received. Target: p99 under 1 s (reported with its ratio to the floor's p99).
  */
 import { createHmac } from "node:crypto";
 import http from "node:http";
@@ -31,19 +35,28 @@ const INGEST_ROUND = Number(process.env.BENCH_WEBHOOK_INGEST ?? 1_500);
 const BATCH = 100;
 const CONCURRENCY = 16;
 const ROUNDS = Number(process.env.BENCH_WEBHOOK_ROUNDS ?? 3);
+const CALM_SECONDS = Number(process.env.BENCH_WEBHOOK_CALM_SECONDS ?? 10);
+const CALM_RATE = 100;
 const ADMIN = "urn:li:corpuser:admin";
 
 interface Receiver {
   url: string;
   count: number;
   lastAt: number;
+  /** when set, each body's `createdAt` (epoch ms) is read and the time since it recorded here */
+  latencies?: number[];
   close(): Promise<void>;
 }
 
 async function startReceiver(): Promise<Receiver> {
   const server = http.createServer((req, res) => {
-    req.resume();
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => receiver.latencies && chunks.push(chunk));
     req.on("end", () => {
+      if (receiver.latencies) {
+        const { createdAt } = JSON.parse(Buffer.concat(chunks).toString()) as { createdAt: number };
+        receiver.latencies.push(Date.now() - createdAt);
+      }
       receiver.count++;
       receiver.lastAt = performance.now();
       res.writeHead(204).end();
@@ -109,7 +122,7 @@ export async function benchWebhooks(): Promise<void> {
     RATE_LIMIT_EVALUATION_SECONDS_PER_MINUTE: "0",
   };
   const gateway = startService("gateway", { ...env, LOG_LEVEL: "warn" });
-  const worker = startService("evaluation-worker", { ...env, LOG_LEVEL: "warn" });
+  const worker = startService("webhook-worker", { ...env, LOG_LEVEL: "warn" });
   const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
   const receiver = await startReceiver();
   try {
@@ -143,13 +156,14 @@ export async function benchWebhooks(): Promise<void> {
       floors.push((rows.length / floorMs) * 1000);
     }
 
-    // 2. The ingest cost: SUBS subscriptions matching every event (their deliveries' queue paused, so the POSTs do
+    // 2. The ingest cost: SUBS subscriptions matching every event (their deliveries paused, so the POSTs do
     //    not compete for the cores) against none, rounds alternating (subscriptions turned on and off).
     await database.pool.query("DELETE FROM webhook_subscription");
     for (let i = 0; i < SUBS; i++) await subscribe();
-    const queueConnection = createRedis(redisUrl, "producer");
-    const deliveries = new Queue("webhook-deliveries", { connection: queueConnection, prefix });
-    await deliveries.pause();
+    // Paused as an open circuit whose probe is a day away: the dispatchers claim none of their deliveries.
+    await database.pool.query(
+      "UPDATE webhook_subscription SET circuit_state = 'OPEN', circuit_next_probe_at = now() + interval '1 day'",
+    );
     const alone: number[] = [];
     const subscribed: number[] = [];
     for (let round = 0; round < ROUNDS * 2; round++) {
@@ -158,9 +172,26 @@ export async function benchWebhooks(): Promise<void> {
       const ms = await ingest(api, `cost${round}`, INGEST_ROUND);
       (on ? subscribed : alone).push((INGEST_ROUND / ms) * 1000);
     }
-    await deliveries.obliterate({ force: true });
-    await deliveries.close();
-    await closeRedis(queueConnection);
+
+    // 3. A calm subscription's latency: 100 events/s to one subscription (the others of part 2 removed).
+    await database.pool.query("DELETE FROM webhook_subscription");
+    await subscribe();
+    const calmEvents = CALM_SECONDS * CALM_RATE;
+    receiver.count = 0;
+    receiver.latencies = [];
+    await paced(calmEvents, (i, n) =>
+      api.post("/gms/aspects?action=ingestProposalBatch", { proposals: proposals("calm", i, n) }),
+    );
+    await until("every calm delivery", () => receiver.count >= calmEvents, 120_000);
+    const calm = receiver.latencies;
+    const { rows: calmRows } = await database.pool.query<{ body: string }>(
+      "SELECT body FROM webhook_delivery ORDER BY event_seq DESC LIMIT $1",
+      [calmEvents],
+    );
+    receiver.latencies = [];
+    await pacedFloor(redisUrl, `{${uniqueName("bench-webhooks-calm")}}`, receiver, calmRows);
+    const calmFloor = receiver.latencies;
+    receiver.latencies = undefined;
 
     const ratios = rates.map((r, i) => r / floors[i]!);
     const costs = subscribed.map((r, i) => r / alone[i]!);
@@ -182,12 +213,20 @@ export async function benchWebhooks(): Promise<void> {
         target: ">= 0.8",
         met: median(costs) >= 0.8,
       },
+      {
+        name: `a calm subscription at ${CALM_RATE} events/s (p99)`,
+        value: `p99 ${percentile(calm, 0.99)} ms (p50 ${percentile(calm, 0.5)})`,
+        ratio: percentile(calm, 0.99) / Math.max(1, percentile(calmFloor, 0.99)),
+        target: "< 1 s",
+        met: percentile(calm, 0.99) < 1_000,
+      },
     ];
     printReport(
       `bench/webhooks: ${EVENTS} events a round, ${ROUNDS} rounds; ${SUBS} subscriptions for the ingest cost`,
       `a bare BullMQ worker adding and POSTing the same signed bodies (median ${median(floors).toFixed(0)}/s, ` +
         `concurrency ${CONCURRENCY}); ingest with no subscription (median ${median(alone).toFixed(0)} aspects/s, ` +
-        `batches of ${BATCH})`,
+        `batches of ${BATCH}); the calm stream through a bare BullMQ worker (p99 ${percentile(calmFloor, 0.99)} ms, ` +
+        `p50 ${percentile(calmFloor, 0.5)})`,
       report,
     );
   } finally {
@@ -199,12 +238,16 @@ export async function benchWebhooks(): Promise<void> {
   }
 }
 
-async function bareWorkerFloor(
+/**
+ * The floors' bare BullMQ worker: signs each job's body and POSTs it to the receiver (no keep-alive, as the webhook
+ * worker's POSTs), CONCURRENCY at once, for as long as `run` (given the queue) takes; then everything is removed.
+ */
+async function withBareWorker<T>(
   redisUrl: string,
   prefix: string,
   receiver: Receiver,
-  rows: Array<{ body: string }>,
-): Promise<number> {
+  run: (queue: Queue) => Promise<T>,
+): Promise<T> {
   const connection = createRedis(redisUrl, "worker");
   const queue = new Queue("floor", { connection, prefix });
   const postAgent = new http.Agent({ keepAlive: false });
@@ -234,16 +277,12 @@ async function bareWorkerFloor(
         req.end(body);
       });
     },
-    { connection, prefix, concurrency: CONCURRENCY, autorun: false },
+    { connection, prefix, concurrency: CONCURRENCY },
   );
   try {
-    void worker.run();
     await worker.waitUntilReady();
     receiver.count = 0;
-    const started = performance.now();
-    await Promise.all(rows.map((r, i) => queue.add("post", { body: r.body }, { jobId: `f${i}` })));
-    await until("the floor's POSTs", () => receiver.count >= rows.length, 600_000);
-    return receiver.lastAt - started;
+    return await run(queue);
   } finally {
     await worker.close();
     await queue.obliterate({ force: true });
@@ -251,4 +290,46 @@ async function bareWorkerFloor(
     postAgent.destroy();
     await closeRedis(connection);
   }
+}
+
+/** The throughput floor: every body added at once, from the first add to the last POST received (ms). */
+function bareWorkerFloor(redisUrl: string, prefix: string, receiver: Receiver, rows: Array<{ body: string }>) {
+  return withBareWorker(redisUrl, prefix, receiver, async (queue) => {
+    const started = performance.now();
+    await Promise.all(rows.map((r, i) => queue.add("post", { body: r.body }, { jobId: `f${i}` })));
+    await until("the floor's POSTs", () => receiver.count >= rows.length, 600_000);
+    return receiver.lastAt - started;
+  });
+}
+
+const percentile = (xs: number[], q: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * q))] ?? NaN;
+
+/** `send(first, n)` for `total` items at CALM_RATE a second, in tenths of a second; the sends overlap if they lag. */
+async function paced(total: number, send: (first: number, n: number) => Promise<unknown>): Promise<void> {
+  const perTick = CALM_RATE / 10;
+  const started = performance.now();
+  const sent: Array<Promise<unknown>> = [];
+  for (let i = 0; i < total; i += perTick) {
+    const due = started + (i / perTick) * 100;
+    const wait = due - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    sent.push(send(i, Math.min(perTick, total - i)));
+  }
+  await Promise.all(sent);
+}
+
+/** The calm stream's floor: the same bodies at the same pace through the bare worker (createdAt: the add). */
+function pacedFloor(redisUrl: string, prefix: string, receiver: Receiver, rows: Array<{ body: string }>) {
+  return withBareWorker(redisUrl, prefix, receiver, async (queue) => {
+    await paced(rows.length, (first, n) =>
+      Promise.all(
+        rows.slice(first, first + n).map((r, k) => {
+          const body = JSON.stringify({ ...(JSON.parse(r.body) as object), createdAt: Date.now() });
+          return queue.add("post", { body }, { jobId: `c${first + k}` });
+        }),
+      ),
+    );
+    await until("the calm floor's POSTs", () => receiver.count >= rows.length, 120_000);
+  });
 }

@@ -5,7 +5,10 @@
 export const EXIT = {
   /** the command did what was asked */
   OK: 0,
-  /** the request was refused as given: a usage error, or the server's 400/409/413/415 */
+  /**
+   * the request was refused as given: a usage error, a destructive command not confirmed (declined, or without a
+   * terminal to ask and without --yes), or the server's 400/409/413/415
+   */
   USAGE: 1,
   /** not logged in, or the server refused the credentials or the privilege (401, 403) */
   AUTH: 2,
@@ -17,7 +20,7 @@ export const EXIT = {
   TASK_FAILED: 5,
   /** `tests evaluate --exit-code`: at least one test failed */
   TEST_FAILED: 6,
-  /** interrupted (Ctrl-C) while watching a task; the task goes on */
+  /** interrupted (Ctrl-C) while watching a task (the task goes on), or at a confirmation (nothing was done) */
   INTERRUPTED: 130,
 } as const;
 
@@ -26,13 +29,14 @@ export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 /** The exit codes as `mdp --help` prints them. */
 export const EXIT_CODES_HELP = `Exit codes:
   0    ok
-  1    usage error, or the server refused the request as given (400, 409, 413, 415)
+  1    usage error, a destructive command not confirmed (declined, or no terminal and no --yes),
+       or the server refused the request as given (400, 409, 413, 415)
   2    not logged in, or the server refused the credentials or the privilege (401, 403)
   3    not found (404)
   4    server or network error (5xx, 429, unreachable, timeout)
   5    the task watched ended failed or cancelled
   6    tests evaluate --exit-code: at least one test failed
-  130  interrupted while watching a task (the task goes on)`;
+  130  interrupted while watching a task (the task goes on), or at a confirmation (nothing done)`;
 
 /** An error the CLI reports as one line (never a stack trace) and exits with `exitCode`. */
 export class CliError extends Error {

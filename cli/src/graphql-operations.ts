@@ -424,6 +424,19 @@ export const LIST_WEBHOOK_DELIVERIES = /* GraphQL */ `
         error
         createdAt
         deliveredAt
+        nextAttemptAt
+      }
+    }
+  }
+`;
+
+export const ROTATE_WEBHOOK_SECRET = /* GraphQL */ `
+  mutation RotateWebhookSecret($id: String!, $overlapSeconds: Int!) {
+    rotateWebhookSecret(id: $id, overlapSeconds: $overlapSeconds) {
+      secret
+      subscription {
+        id
+        previousSecretExpiresAt
       }
     }
   }
@@ -466,5 +479,67 @@ export const LIST_PLATFORM_EVENTS = /* GraphQL */ `
       next
       oldest
     }
+  }
+`;
+
+const ACCESS_POLICY_FIELDS = /* GraphQL */ `
+  fragment PolicyFields on Policy {
+    urn
+    type
+    name
+    description
+    state
+    privileges
+    actors {
+      users
+      groups
+      allUsers
+    }
+    editable
+  }
+`;
+
+export const LIST_POLICIES = withFragments(
+  /* GraphQL */ `
+    query ListPolicies($input: ListPoliciesInput!) {
+      listPolicies(input: $input) {
+        start
+        count
+        total
+        policies {
+          ...PolicyFields
+        }
+      }
+    }
+  `,
+  ACCESS_POLICY_FIELDS,
+);
+
+export const CREATE_POLICY = /* GraphQL */ `
+  mutation CreatePolicy($input: PolicyUpdateInput!) {
+    createPolicy(input: $input)
+  }
+`;
+
+export const DELETE_POLICY = /* GraphQL */ `
+  mutation DeletePolicy($urn: String!) {
+    deletePolicy(urn: $urn)
+  }
+`;
+
+export const TEST = /* GraphQL */ `
+  query Test($urn: String!) {
+    test(urn: $urn) {
+      urn
+      name
+      category
+      description
+    }
+  }
+`;
+
+export const UPDATE_TEST = /* GraphQL */ `
+  mutation UpdateTest($urn: String!, $input: UpdateTestInput!) {
+    updateTest(urn: $urn, input: $input)
   }
 `;

@@ -6,15 +6,19 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { Command, CommanderError } from "commander";
+import { registerCompletion } from "./commands/completion";
 import { registerEvents } from "./commands/events";
 import { registerLogin } from "./commands/login";
 import { registerOperations } from "./commands/operations";
+import { registerPolicies } from "./commands/policies";
 import { registerRetention } from "./commands/retention";
 import { registerServiceAccounts } from "./commands/service-accounts";
 import { registerTests } from "./commands/tests";
 import { registerTokens } from "./commands/tokens";
 import { registerWebhooks } from "./commands/webhooks";
 import { CliError, EXIT, EXIT_CODES_HELP } from "./exit-codes";
+import { configureOutput, type GlobalOptions } from "./output";
+import { unknownCommand } from "./unknown-command";
 
 function version(): string {
   // src/ in development, dist/ once built: package.json is beside either
@@ -29,6 +33,7 @@ export function buildProgram(): Command {
     )
     .version(version(), "-V, --version")
     .option("--json", "print the answer as JSON on stdout, for scripts (errors: one JSON line on stderr)")
+    .option("--wide", "on a terminal, show every column of a table and every value whole, however wide")
     .configureHelp({ showGlobalOptions: true, sortSubcommands: false })
     .showHelpAfterError("(add --help for usage)")
     .addHelpText(
@@ -42,11 +47,14 @@ ${EXIT_CODES_HELP}`,
   registerLogin(program);
   registerTokens(program);
   registerServiceAccounts(program);
+  registerPolicies(program);
   registerOperations(program);
   registerTests(program);
   registerRetention(program);
   registerWebhooks(program);
   registerEvents(program);
+  registerCompletion(program);
+  program.hook("preAction", (_program, action) => configureOutput(action.optsWithGlobals<GlobalOptions>()));
   // every command, however deep, says what it does on --help and shows the global options
   const configure = (command: Command) => {
     command.configureHelp({ showGlobalOptions: true });
@@ -59,6 +67,11 @@ ${EXIT_CODES_HELP}`,
 
 export async function main(argv: string[] = process.argv): Promise<void> {
   const program = buildProgram();
+  const unknown = unknownCommand(program, argv.slice(2));
+  if (unknown) {
+    process.exitCode = report(unknown, argv.includes("--json"));
+    return;
+  }
   try {
     await program.parseAsync(argv);
   } catch (error) {

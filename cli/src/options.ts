@@ -25,13 +25,18 @@ export function wholeNumber(min: number, max: number) {
   };
 }
 
+/** The choices of each oneOf parser, for the shell completion (completion.ts) to offer. */
+export const PARSER_CHOICES = new WeakMap<object, readonly string[]>();
+
 /** A commander parser for one of `choices`, compared ignoring case. */
 export function oneOf<T extends string>(choices: readonly T[]) {
-  return (value: string): T => {
+  const parse = (value: string): T => {
     const found = choices.find((c) => c.toLowerCase() === value.toLowerCase());
     if (!found) throw new InvalidArgumentError(`must be one of ${choices.join(", ")}.`);
     return found;
   };
+  PARSER_CHOICES.set(parse, choices);
+  return parse;
 }
 
 /** `me` as a user urn: the caller's own. */

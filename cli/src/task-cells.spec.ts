@@ -42,20 +42,31 @@ describe("a task's request and result in the status table", () => {
     );
   });
 
-  it("fits an 80-column terminal, wrapping a long value without losing any of it", () => {
-    const urn = `urn:li:dataset:(urn:li:dataPlatform:hive,${"a".repeat(90)},PROD)`;
+  it("fits an 80-column terminal by wrapping text, at its spaces where it has some, never inside an id", () => {
+    const reason = "the worker stopped it: " + "every batch took too long ".repeat(4).trim();
+    const request = JSON.stringify({ entityType: "dataset", aspect: "datasetProfile", endTimeMillis: 1700000000000 });
     const table = formatRecord(
       [
         ["task", "0345bee3-6bd8-46ff-8070-c05c2dbd3e33"],
-        ["created by", urn],
+        ["failed because", reason],
+        ["request", request],
       ],
       80,
     );
     const lines = table.split("\n");
-    expect(Math.max(...lines.map((line) => line.length))).toBe(80);
-    expect(lines.map((line) => line.split("│")[2]?.trim() ?? "").join("")).toContain(urn);
+    expect(Math.max(...lines.map((line) => line.length))).toBeLessThanOrEqual(80);
+    const values = lines.map((line) => line.split("│")[2]?.trim() ?? "");
+    expect(values.join(" ")).toContain(reason);
+    expect(values.join("")).toContain(request);
+    expect(values).toContain("0345bee3-6bd8-46ff-8070-c05c2dbd3e33");
     // without a terminal (a pipe, a file), nothing wraps
-    expect(formatRecord([["created by", urn]]).split("\n")[1]).toContain(urn);
+    expect(formatRecord([["failed because", reason]]).split("\n")[1]).toContain(reason);
+  });
+
+  it("keeps a urn longer than the terminal whole on one line", () => {
+    const urn = `urn:li:dataset:(urn:li:dataPlatform:hive,${"a".repeat(90)},PROD)`;
+    const lines = formatRecord([["created by", urn]], 80).split("\n");
+    expect(lines.filter((line) => line.includes(urn))).toHaveLength(1);
   });
 
   it("cuts anything else long, saying how to see it all", () => {

@@ -1,4 +1,5 @@
 import type { ActionAnswer, ActionRequest } from "./api-types";
+import { counted, formatCount } from "./output";
 
 /** getTaskStatus's answer (and each of listTasks' tasks). */
 export type TaskStatus = ActionAnswer<"/operations?action=getTaskStatus">;
@@ -23,6 +24,8 @@ export interface TaskMeasure {
   total: number;
   /** "rows" or "entities" */
   unit: string;
+  /** "row" or "entity" */
+  one: string;
   /** "deleted" or "evaluated" */
   verb: string;
 }
@@ -30,22 +33,27 @@ export interface TaskMeasure {
 export function measure(status: TaskStatus): TaskMeasure {
   const p = status.progress ?? {};
   const num = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : 0);
-  if ("evaluated" in p) return { done: num(p.evaluated), total: num(p.total), unit: "entities", verb: "evaluated" };
-  return { done: num(p.deleted), total: num(p.toDelete), unit: "rows", verb: "deleted" };
+  if ("evaluated" in p) {
+    return { done: num(p.evaluated), total: num(p.total), unit: "entities", one: "entity", verb: "evaluated" };
+  }
+  return { done: num(p.deleted), total: num(p.toDelete), unit: "rows", one: "row", verb: "deleted" };
 }
 
 /** `1,200 of 5,000 rows deleted (24%)`, or `no rows to delete` once a task found nothing. */
 export function describeProgress(status: TaskStatus): string {
-  const { done, total, unit, verb } = measure(status);
+  const { done, total, unit, one, verb } = measure(status);
   if (total === 0 && done === 0) return status.state === "waiting" ? "not started" : `0 ${unit} ${verb}`;
   const percent = total > 0 ? ` (${Math.floor((Math.min(done, total) / total) * 100)}%)` : "";
-  return `${done.toLocaleString("en-US")} of ${total.toLocaleString("en-US")} ${unit} ${verb}${percent}`;
+  return `${formatCount(done)} of ${counted(total, one, unit)} ${verb}${percent}`;
 }
 
 /** A completed truncation's result in words: rows, partitions and the bytes freed; undefined for anything else. */
 export function describeResult(status: TaskStatus): string | undefined {
   const r = status.result as { deleted?: unknown; partitionsDropped?: unknown; bytesFreed?: unknown } | null;
   if (status.type !== "TRUNCATE_TIMESERIES" || !r || typeof r.bytesFreed !== "number") return undefined;
-  const n = (v: unknown) => (typeof v === "number" ? v.toLocaleString("en-US") : "0");
-  return `${n(r.deleted)} rows deleted, ${n(r.partitionsDropped)} partitions dropped, ${n(r.bytesFreed)} bytes freed`;
+  const n = (v: unknown) => (typeof v === "number" ? v : 0);
+  return (
+    `${counted(n(r.deleted), "row")} deleted, ${counted(n(r.partitionsDropped), "partition")} dropped, ` +
+    `${counted(n(r.bytesFreed), "byte")} freed`
+  );
 }

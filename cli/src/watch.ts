@@ -1,9 +1,9 @@
-import readline from "node:readline";
 import { InvalidArgumentError } from "commander";
 import { Presets, SingleBar } from "cli-progress";
 import type { ApiClient } from "./client";
 import { CliError, EXIT, type ExitCode } from "./exit-codes";
-import { formatDuration, printJson } from "./output";
+import { counted, formatCount, formatDuration, printJson } from "./output";
+import { ask, InterruptKey, isYes, onTerminal } from "./terminal";
 import { describeProgress, describeResult, isFinished, measure, type TaskStatus } from "./task-status";
 
 /** A truncation's pace as the CLI takes it: rethrottleTask's bounds, or `none` to remove the throttle. */
@@ -53,19 +53,23 @@ const RATE_WINDOW_MS = 10_000;
  * with --json, whose stdout holds only the final status), and Ctrl-C stops watching at once.
  */
 export async function watchTask(client: ApiClient, taskId: string, options: WatchOptions = {}): Promise<ExitCode> {
-  const interactive = Boolean(process.stdin.isTTY && process.stderr.isTTY && !options.json);
+  const interactive = onTerminal() && !options.json;
   const intervalMs = options.intervalMs ?? 500;
   const view = interactive ? new ProgressBarView() : new StatusLineView(taskId, options.json ? "stderr" : "stdout");
 
   let interrupted = false;
   let wake: (() => void) | undefined;
-  const onSigint = () => {
+  const onInterrupt = () => {
     interrupted = true;
     wake?.();
   };
-  process.on("SIGINT", onSigint);
+  // On a terminal Ctrl-C is a key (InterruptKey: no SIGINT reaches pnpm when run as `pnpm mdp`); a SIGINT sent
+  // otherwise (kill -INT, a terminal-less run) still stops the watch.
+  const key = interactive ? new InterruptKey(onInterrupt) : undefined;
+  process.on("SIGINT", onInterrupt);
   if (interactive) process.stderr.write(`watching task ${taskId} (Ctrl-C: cancel it or stop watching)\n`);
   try {
+    key?.resume();
     let status = await poll(client, taskId);
     for (;;) {
       view.update(status);
@@ -78,6 +82,7 @@ export async function watchTask(client: ApiClient, taskId: string, options: Watc
       if (interrupted) {
         interrupted = false;
         view.pause();
+        key?.pause();
         const choice = interactive ? await askWhatToDo(taskId, status.type === "TRUNCATE_TIMESERIES") : "stop";
         if (choice === "stop") {
           process.stderr.write(`stopped watching; task ${taskId} goes on (mdp tasks watch ${taskId})\n`);
@@ -85,6 +90,8 @@ export async function watchTask(client: ApiClient, taskId: string, options: Watc
         }
         if (choice === "cancel") await requestCancel(client, taskId);
         else await rethrottleWhileWatching(client, taskId, choice.pace);
+        // watching again: the next Ctrl-C asks again
+        key?.resume();
         view.resume();
       }
       status = await poll(client, taskId);
@@ -95,7 +102,8 @@ export async function watchTask(client: ApiClient, taskId: string, options: Watc
     return status.state === "completed" ? EXIT.OK : EXIT.TASK_FAILED;
   } finally {
     view.pause();
-    process.off("SIGINT", onSigint);
+    key?.pause();
+    process.off("SIGINT", onInterrupt);
   }
 }
 
@@ -114,31 +122,20 @@ async function poll(client: ApiClient, taskId: string): Promise<TaskStatus> {
 
 type Choice = "cancel" | "stop" | { pace: number | null };
 
-/** What the user wants after Ctrl-C: cancel, stop watching, or (a truncation) a new pace typed as a number or `none`. */
-function askWhatToDo(taskId: string, paceable: boolean): Promise<Choice> {
-  const rl = readline.createInterface({ input: process.stdin, output: process.stderr });
-  return new Promise((resolve) => {
-    let answered = false;
-    const done = (choice: Choice) => {
-      if (answered) return;
-      answered = true;
-      rl.close();
-      resolve(choice);
-    };
-    rl.on("SIGINT", () => {
-      process.stderr.write("\n");
-      done("stop"); // a second Ctrl-C: stop watching, cancel nothing
-    });
-    rl.on("close", () => done("stop"));
-    const prompt = paceable
+/**
+ * What the user wants after Ctrl-C: cancel, stop watching, or (a truncation) a new pace typed as a number or `none`.
+ * Ctrl-C (or Ctrl-D) at the question stops watching, cancelling nothing.
+ */
+async function askWhatToDo(taskId: string, paceable: boolean): Promise<Choice> {
+  const answer = await ask(
+    paceable
       ? `\ncancel task ${taskId}? [y/N, or a pace in rows/s, or 'none' to unthrottle] `
-      : `\ncancel task ${taskId}? [y/N] `;
-    rl.question(prompt, (answer) => {
-      if (/^y(es)?$/i.test(answer.trim())) return done("cancel");
-      const pace = paceable ? paceOf(answer) : undefined;
-      done(pace === undefined ? "stop" : { pace });
-    });
-  });
+      : `\ncancel task ${taskId}? [y/N] `,
+  );
+  if (answer === undefined) return "stop";
+  if (isYes(answer)) return "cancel";
+  const pace = paceable ? paceOf(answer) : undefined;
+  return pace === undefined ? "stop" : { pace };
 }
 
 async function rethrottleWhileWatching(client: ApiClient, taskId: string, pace: number | null): Promise<void> {
@@ -147,7 +144,7 @@ async function rethrottleWhileWatching(client: ApiClient, taskId: string, pace: 
     process.stderr.write(
       after.rowsPerSecond === null
         ? `task ${taskId} unthrottled\n`
-        : `task ${taskId} paced at ${after.rowsPerSecond} rows/s\n`,
+        : `task ${taskId} paced at ${formatCount(after.rowsPerSecond)} rows/s\n`,
     );
   } catch (error) {
     if (!(error instanceof CliError)) throw error;
@@ -176,10 +173,10 @@ export function summary(status: TaskStatus): string {
     status.startedAt !== null && status.finishedAt !== null
       ? ` in ${formatDuration((status.finishedAt - status.startedAt) / 1000)}`
       : "";
-  const { done, unit, verb } = measure(status);
+  const { done, unit, one, verb } = measure(status);
   switch (status.state) {
     case "completed":
-      return `task ${status.taskId} completed${took}: ${describeResult(status) ?? `${done.toLocaleString("en-US")} ${unit} ${verb}`}`;
+      return `task ${status.taskId} completed${took}: ${describeResult(status) ?? `${counted(done, one, unit)} ${verb}`}`;
     case "failed":
       return `task ${status.taskId} failed${took}: ${status.failedReason ?? "no reason given"}`;
     case "cancelled":
@@ -206,7 +203,7 @@ class StatusLineView implements View {
   ) {}
 
   update(status: TaskStatus): void {
-    const pace = status.rowsPerSecond === null ? "" : ` (paced at ${status.rowsPerSecond} rows/s)`;
+    const pace = status.rowsPerSecond === null ? "" : ` (paced at ${formatCount(status.rowsPerSecond)} rows/s)`;
     const line = `task ${this.taskId} ${status.state}${status.cancelRequested ? " (cancel requested)" : ""}: ${describeProgress(status)}${pace}`;
     if (line !== this.last) process[this.stream].write(`${line}\n`);
     this.last = line;
@@ -228,7 +225,7 @@ export function etaOf(status: TaskStatus, rate: number | undefined, remaining: n
  */
 export function rateOf(status: TaskStatus, rate: number | undefined, unit: string): string {
   if (rate === undefined || (rate === 0 && isFinished(status.state))) return "-";
-  return `${Math.round(rate).toLocaleString("en-US")} ${unit}/s`;
+  return `${formatCount(Math.round(rate))} ${unit}/s`;
 }
 
 /** cli-progress's bar on stderr, with the rate over the last seconds and the ETA it gives. */
@@ -249,8 +246,8 @@ class ProgressBarView implements View {
     const remaining = Math.max(total - done, 0);
     const payload = {
       state: status.cancelRequested && !isFinished(status.state) ? "cancelling" : status.state,
-      done: done.toLocaleString("en-US"),
-      all: total.toLocaleString("en-US"),
+      done: formatCount(done),
+      all: formatCount(total),
       unit,
       rate: rateOf(status, rate, unit),
       etaText: etaOf(status, rate, remaining),

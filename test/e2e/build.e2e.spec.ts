@@ -1,5 +1,5 @@
 /**
- * The production build (issue 18, part 3): `pnpm build` once, then the gateway and both workers started from their
+ * The production build: `pnpm build` once, then the gateway and the workers started from their
  * dist/ (compiled JavaScript, no TypeScript loader) on a database and queue prefix of this test's own, and one call of
  * each capability: an access token over GraphQL, a truncation (dry run, then a task that completes), an evaluation.
  * Also holds the deployment files to what the build needs: the same node flags everywhere a built service starts,
@@ -26,7 +26,7 @@ import {
 
 const ROOT = path.resolve(__dirname, "..", "..");
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
-const SERVICES = ["gateway", "truncation-worker", "evaluation-worker"] as const;
+const SERVICES = ["gateway", "truncation-worker", "evaluation-worker", "webhook-worker"] as const;
 /** the workers' and the gateway's forced exit after SIGTERM (runUntilSignalled, gateway main.ts) */
 const DRAIN_SECONDS = 25;
 const headers = systemClient();
@@ -46,7 +46,7 @@ describe("the build", () => {
 
   it("compiles every lib and service, with the files the compiled code reads beside it", () => {
     if (!built.ok) throw new Error(`pnpm build failed after ${built.seconds} s:\n${built.output}`);
-    for (const pkg of ["libs/core", "libs/db", "libs/metadata-tests", "libs/queues"]) {
+    for (const pkg of ["libs/core", "libs/db", "libs/metadata-tests", "libs/queues", "libs/webhooks"]) {
       expect(existsSync(path.join(ROOT, pkg, "dist", "index.js"))).toBe(true);
     }
     for (const name of SERVICES) expect(existsSync(path.join(ROOT, "services", name, "dist", "main.js"))).toBe(true);
@@ -87,7 +87,7 @@ describe("the build", () => {
         expect([name, Number(grace) > DRAIN_SECONDS]).toEqual([name, true]);
       }
       // Workers are checked on their monitoring port's /ready, as the gateway on its own.
-      for (const name of ["truncation-worker", "evaluation-worker"]) {
+      for (const name of ["truncation-worker", "evaluation-worker", "webhook-worker"]) {
         const test = (compose.services[name]?.healthcheck as { test?: string[] } | undefined)?.test ?? [];
         expect(test.slice(0, 3)).toEqual(["CMD", "node", "-e"]);
         expect(test[3]).toContain("/ready");
@@ -121,8 +121,7 @@ describe("the build", () => {
       services = SERVICES.map((name) => startService(name, env, { built: true }));
       await Promise.all([
         waitUntilReady(baseUrl, services[0]),
-        waitForOutput(services[1]!, "worker running"),
-        waitForOutput(services[2]!, "worker running"),
+        ...services.slice(1).map((worker) => waitForOutput(worker, "worker running")),
       ]);
     }, 60_000);
 

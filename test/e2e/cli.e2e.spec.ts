@@ -1,10 +1,10 @@
 /**
- * mdp, the admin CLI (issue 20, item 3), as an operator runs it: the real CLI process (node cli/bin/mdp.cjs) against
+ * mdp, the admin CLI (cli/README.md), as an operator runs it: the real CLI process (node cli/bin/mdp.cjs) against
  * the real gateway and both workers as processes, on a database, queue prefix and config dir of this test's own.
  * Terminal behaviour (progress bar, Ctrl-C asking whether to cancel) runs under a pseudo-terminal (util-linux script).
  */
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { createDatabase, inTransaction, TimeseriesStore, type Database, type TimeseriesRow } from "@mdp/db";
@@ -68,10 +68,26 @@ describe("mdp, the admin CLI", () => {
     return new Promise<Run>((resolve) => child.on("close", (code) => resolve({ code, stdout, stderr })));
   }
 
-  /** the CLI on a terminal (a pseudo-terminal of `script`, 120 columns): what it printed, keys to type, its exit */
-  function mdpOnTerminal(args: string[]) {
-    const quoted = [MDP, ...args].map((a) => `'${a.replace(/'/g, "'\\''")}'`).join(" ");
-    const child = spawn("script", ["-qfec", `stty cols 120; exec '${process.execPath}' ${quoted}`, "/dev/null"], {
+  /** `pnpm mdp …` from the workspace's root, as the README runs it, without a terminal */
+  function pnpmMdp(args: string[], env: Record<string, string> = {}) {
+    const { MDP_URL: _u, MDP_TOKEN: _t, ...inherited } = process.env;
+    return spawnSync("pnpm", ["mdp", ...args], {
+      cwd: ROOT,
+      encoding: "utf8",
+      env: { ...inherited, HOME: home, XDG_CONFIG_HOME: path.join(home, "config"), ...env },
+    });
+  }
+
+  /**
+   * the CLI on a terminal (a pseudo-terminal of `script`, `columns` wide, 120 by default): what it printed, keys to
+   * type, its exit; `viaPnpm` runs it as `pnpm mdp …` does
+   */
+  function mdpOnTerminal(args: string[], { columns = 120, viaPnpm = false } = {}) {
+    const quote = (a: string) => `'${a.replace(/'/g, "'\\''")}'`;
+    const command = viaPnpm
+      ? `exec pnpm mdp ${args.map(quote).join(" ")}`
+      : `exec '${process.execPath}' ${[MDP, ...args].map(quote).join(" ")}`;
+    const child = spawn("script", ["-qfec", `stty cols ${columns}; ${command}`, "/dev/null"], {
       cwd: ROOT,
       env: { ...process.env, HOME: home, XDG_CONFIG_HOME: path.join(home, "config"), MDP_URL: "", MDP_TOKEN: "" },
       stdio: ["pipe", "pipe", "pipe"],
@@ -84,8 +100,13 @@ describe("mdp, the admin CLI", () => {
       output: () => output,
       type: (keys: string) => child.stdin.write(keys),
       exited,
-      waitFor: (what: RegExp) =>
-        waitFor(`the terminal to show ${what}`, async () => what.test(output), 30_000).catch((error: Error) => {
+      /** until the terminal has shown `what` (`times` times) */
+      waitFor: (what: RegExp, times = 1) =>
+        waitFor(
+          `the terminal to show ${what}${times > 1 ? ` ${times} times` : ""}`,
+          async () => (output.match(new RegExp(what.source, "g")) ?? []).length >= times,
+          30_000,
+        ).catch((error: Error) => {
           throw new Error(`${error.message}; it shows:\n${output}`);
         }),
       kill: () => child.kill("SIGKILL"),
@@ -135,11 +156,15 @@ describe("mdp, the admin CLI", () => {
     baseUrl = `http://127.0.0.1:${port}`;
     const env = { DATABASE_URL: db.url, REDIS_URL, QUEUE_PREFIX: prefix, PORT: String(port) };
     const gateway = startService("gateway", env);
-    services = [gateway, startService("truncation-worker", env), startService("evaluation-worker", env)];
+    services = [
+      gateway,
+      startService("truncation-worker", env),
+      startService("evaluation-worker", env),
+      startService("webhook-worker", env),
+    ];
     await Promise.all([
       waitUntilReady(baseUrl, gateway),
-      waitForOutput(services[1]!, "worker running"),
-      waitForOutput(services[2]!, "worker running"),
+      ...services.slice(1).map((worker) => waitForOutput(worker, "worker running")),
     ]);
     [adminToken, nobodyToken] = await Promise.all([mintToken(ADMIN), mintToken(NOBODY)]);
     // 1,000 rows on day 0, 1,000 on day 1 (500 before the cutoff), 500 on day 2
@@ -226,12 +251,44 @@ describe("mdp, the admin CLI", () => {
       expect(table.stdout).toMatch(new RegExp(`│ ${metadata.id} +│ ci-pipeline +│ ${ADMIN}`));
       expect(table.stdout).toMatch(/showing 1-\d+ of \d+ tokens/);
 
-      const revoked = await mdp(["tokens", "revoke", metadata.id]);
+      // no terminal to ask: refused without --yes, and the token still works
+      const unconfirmed = await mdp(["tokens", "revoke", metadata.id]);
+      expect(unconfirmed).toMatchObject({
+        code: 1,
+        stdout: "",
+        stderr: `mdp: revoke access token ${metadata.id}: needs --yes when not on a terminal (nothing was done)\n`,
+      });
+      expect((await mdp(["whoami"], { env: { MDP_URL: baseUrl, MDP_TOKEN: accessToken } })).code).toBe(0);
+      const revoked = await mdp(["tokens", "revoke", metadata.id, "--yes"]);
       expect(revoked).toMatchObject({ code: 0, stdout: `revoked token ${metadata.id}\n` });
       const refused = await mdp(["whoami"], { env: { MDP_URL: baseUrl, MDP_TOKEN: accessToken } });
       expect(refused).toMatchObject({ code: 2, stderr: "mdp: Token has been revoked\n" });
-      const unknown = await mdp(["tokens", "revoke", "no-such-token"]);
+      const unknown = await mdp(["tokens", "revoke", "no-such-token", "-y"]);
       expect(unknown).toMatchObject({ code: 3, stderr: "mdp: Access token no-such-token does not exist\n" });
+    });
+
+    it("creates tokens without --duration when logged in with the README's month-long token, saying which lifetime", async () => {
+      const { data } = await graphql(
+        ADMIN,
+        "mutation($input: GetAccessTokenInput!) { createAccessToken(input: $input) { accessToken } }",
+        { input: { type: "PERSONAL", actorUrn: ADMIN, duration: "ONE_MONTH", name: "cli" } },
+      );
+      const asReadme = { MDP_URL: baseUrl, MDP_TOKEN: data.createAccessToken!.accessToken as string };
+      // A month from now would outlive the token in use by the seconds since it was made: the default is a week.
+      const created = await mdp(["tokens", "create", "--name", "readme-default"], { env: asReadme });
+      expect(created).toMatchObject({
+        code: 0,
+        stdout: expect.stringContaining(
+          "lifetime: ONE_WEEK (the longest that ends before the token you are logged in with, which expires at",
+        ),
+      });
+      const account = (JSON.parse((await mdp(["service-accounts", "create", "--json"])).stdout) as { urn: string }).urn;
+      const minted = await mdp(["service-accounts", "token", account, "--name", "ci", "--json"], { env: asReadme });
+      expect(minted).toMatchObject({ code: 0, stderr: expect.stringContaining("lifetime: ONE_WEEK") });
+      expect((JSON.parse(minted.stdout) as { metadata: { actorUrn: string } }).metadata.actorUrn).toBe(account);
+      // Logged in with a token that outlives a month, the default stays a month.
+      const longer = await mdp(["tokens", "create", "--name", "year-default", "--json"]);
+      expect(longer).toMatchObject({ code: 0, stderr: "lifetime: ONE_MONTH (the default; --duration sets another)\n" });
     });
 
     it("creates a scoped token (--scope), which the server holds to its scopes, and lists its scopes", async () => {
@@ -306,16 +363,48 @@ describe("mdp, the admin CLI", () => {
     it("revoke-all revokes every token of a user at once and says how many; the server refuses them after", async () => {
       const user = "urn:li:corpuser:leaver";
       const tokens = [await mintToken(user), await mintToken(user)];
-      const run = await mdp(["tokens", "revoke-all", user]);
+      expect((await mdp(["tokens", "revoke-all", user])).code).toBe(1); // no terminal, no --yes
+      const run = await mdp(["tokens", "revoke-all", user, "--yes"]);
       expect(run).toMatchObject({ code: 0, stdout: `revoked 2 tokens of ${user}\n` });
       for (const token of tokens) {
         const refused = await mdp(["whoami"], { env: { MDP_URL: baseUrl, MDP_TOKEN: token } });
         expect(refused).toMatchObject({ code: 2, stderr: "mdp: Token has been revoked\n" });
       }
-      const again = await mdp(["tokens", "revoke-all", user, "--json"]);
+      const again = await mdp(["tokens", "revoke-all", user, "--json", "--yes"]);
       expect(JSON.parse(again.stdout)).toEqual({ actorUrn: user, revoked: 0 });
-      const nobody = await mdp(["tokens", "revoke-all", ADMIN], { env: { MDP_URL: baseUrl, MDP_TOKEN: nobodyToken } });
+      const nobody = await mdp(["tokens", "revoke-all", ADMIN, "--yes"], {
+        env: { MDP_URL: baseUrl, MDP_TOKEN: nobodyToken },
+      });
       expect(nobody.code).toBe(2);
+    });
+  });
+
+  describe("destructive commands on a terminal", () => {
+    it("ask first: no (the default) changes nothing, exit 1; yes goes ahead", async () => {
+      const created = await mdp(["tokens", "create", "--name", "asked", "--duration", "ONE_DAY", "--json"]);
+      const { accessToken, metadata } = JSON.parse(created.stdout) as { accessToken: string; metadata: { id: string } };
+      const asIt = { env: { MDP_URL: baseUrl, MDP_TOKEN: accessToken } };
+      const question = new RegExp(`revoke access token ${metadata.id}\\? \\[y/N\\] `);
+
+      const declined = mdpOnTerminal(["tokens", "revoke", metadata.id]);
+      await declined.waitFor(question);
+      declined.type("\r");
+      expect(await declined.exited).toBe(1);
+      expect(declined.output()).toContain("not confirmed: nothing was done");
+      expect((await mdp(["whoami"], asIt)).code).toBe(0);
+
+      const interrupted = mdpOnTerminal(["tokens", "revoke", metadata.id]);
+      await interrupted.waitFor(question);
+      interrupted.type("\x03");
+      expect(await interrupted.exited).toBe(130);
+      expect((await mdp(["whoami"], asIt)).code).toBe(0);
+
+      const confirmed = mdpOnTerminal(["tokens", "revoke", metadata.id]);
+      await confirmed.waitFor(question);
+      confirmed.type("y\r");
+      expect(await confirmed.exited).toBe(0);
+      expect(confirmed.output()).toContain(`revoked token ${metadata.id}`);
+      expect((await mdp(["whoami"], asIt)).code).toBe(2);
     });
   });
 
@@ -327,7 +416,7 @@ describe("mdp, the admin CLI", () => {
       expect(urn).toMatch(/^urn:li:corpuser:service_/);
       const table = await mdp(["service-accounts", "list", "--query", "nightly"]);
       expect(table.stdout).toMatch(new RegExp(`│ ${urn.replace(/[()]/g, "\\$&")} +│ nightly ingestion +│ ${ADMIN}`));
-      expect(table.stdout).toMatch(/showing 1-1 of 1 service accounts/);
+      expect(table.stdout).toMatch(/showing 1-1 of 1 service account$/m);
 
       const minted = await mdp(["service-accounts", "token", urn, "--name", "ci", "--duration", "ONE_WEEK", "--json"]);
       expect(minted.code).toBe(0);
@@ -340,16 +429,107 @@ describe("mdp, the admin CLI", () => {
       const who = await mdp(["whoami", "--json"], { env: asAccount });
       expect(JSON.parse(who.stdout)).toMatchObject({ urn });
 
-      const deleted = await mdp(["service-accounts", "delete", urn]);
+      expect((await mdp(["service-accounts", "delete", urn])).code).toBe(1); // no terminal, no --yes
+      expect((await mdp(["whoami"], { env: asAccount })).code).toBe(0);
+      const deleted = await mdp(["service-accounts", "delete", urn, "--yes"]);
       expect(deleted).toMatchObject({
         code: 0,
         stdout: `deleted ${urn}: its tokens are revoked, its work suspended\n`,
       });
       expect((await mdp(["whoami"], { env: asAccount })).code).toBe(2);
-      const again = await mdp(["service-accounts", "delete", urn]);
+      const again = await mdp(["service-accounts", "delete", urn, "--yes"]);
       expect(again.code).toBe(3);
       const nobody = await mdp(["service-accounts", "list"], { env: { MDP_URL: baseUrl, MDP_TOKEN: nobodyToken } });
       expect(nobody.code).toBe(2);
+    });
+  });
+
+  describe("policies", () => {
+    it("grants a service account privileges as service-accounts create says to, lists the policy, deletes it", async () => {
+      const created = await mdp(["service-accounts", "create", "--display-name", "granted"]);
+      const urn = /│ urn +│ (\S+) +│/.exec(created.stdout)![1]!;
+      const next = /^next: grant it privileges \((mdp policies create [^)]*)\)/m.exec(created.stdout);
+      expect(next?.[1]).toBe(`mdp policies create --name <name> --privilege <PRIVILEGE...> --user ${urn}`);
+
+      const granted = await mdp([
+        "policies",
+        "create",
+        "--name",
+        "granted",
+        "--privilege",
+        "GET_ENTITY",
+        "VIEW_TESTS",
+        "--user",
+        urn,
+        "--json",
+      ]);
+      expect(granted.code).toBe(0);
+      const policy = JSON.parse(granted.stdout) as { urn: string; state: string };
+      expect(policy).toMatchObject({ urn: expect.stringMatching(/^urn:li:dataHubPolicy:/), state: "ACTIVE" });
+      const token = JSON.parse(
+        (await mdp(["service-accounts", "token", urn, "--name", "ci", "--duration", "ONE_DAY", "--json"])).stdout,
+      ) as { accessToken: string };
+      const asAccount = { env: { MDP_URL: baseUrl, MDP_TOKEN: token.accessToken } };
+      const privileges = async () =>
+        (JSON.parse((await mdp(["whoami", "--json"], asAccount)).stdout) as { privileges: string[] }).privileges;
+      expect(await privileges()).toEqual(expect.arrayContaining(["GET_ENTITY", "VIEW_TESTS"]));
+
+      const listed = await mdp(["policies", "list", "--query", "granted", "--wide"]);
+      expect(listed.stdout).toMatch(
+        new RegExp(`│ ${policy.urn} +│ granted +│ ACTIVE +│ GET_ENTITY, VIEW_TESTS +│ ${urn} +│`),
+      );
+      expect(listed.stdout).toMatch(/showing 1-1 of 1 policy$/m);
+      const nobodyList = await mdp(["policies", "list"], { env: { MDP_URL: baseUrl, MDP_TOKEN: nobodyToken } });
+      expect(nobodyList.code).toBe(2);
+      expect((await mdp(["policies", "grant", "--name", "x", "--privilege", "GET_ENTITY"])).code).toBe(1); // whom?
+
+      expect((await mdp(["policies", "delete", policy.urn])).code).toBe(1); // no terminal, no --yes
+      expect(await privileges()).toEqual(expect.arrayContaining(["GET_ENTITY"]));
+      const deleted = await mdp(["policies", "delete", policy.urn, "--yes", "--json"]);
+      expect(deleted.code).toBe(0);
+      expect(JSON.parse(deleted.stdout)).toEqual({ urn: policy.urn, deleted: true });
+      await waitFor("the grant withdrawn", async () => !(await privileges()).includes("GET_ENTITY"), 10_000);
+      expect((await mdp(["policies", "delete", policy.urn, "--yes"])).code).toBe(3);
+      const root = (
+        JSON.parse((await mdp(["policies", "list", "--json"])).stdout) as {
+          policies: Array<{ urn: string; editable: boolean }>;
+        }
+      ).policies.find((p) => !p.editable)!;
+      expect((await mdp(["policies", "delete", root.urn, "--yes"])).code).toBe(2);
+    });
+  });
+
+  describe("tables on a narrow terminal", () => {
+    it("keep every id whole on its line, leave out what does not fit (saying so), and --wide shows all", async () => {
+      for (const name of ["a-token-with-a-rather-long-name-to-cut", "another"]) {
+        expect((await mdp(["tokens", "create", "--name", name, "--duration", "ONE_DAY"])).code).toBe(0);
+      }
+      const ids = (
+        JSON.parse((await mdp(["tokens", "list", "--owner", "me", "--count", "5", "--json"])).stdout) as {
+          tokens: Array<{ id: string; name: string }>;
+        }
+      ).tokens.map((t) => t.id);
+      expect(ids.length).toBeGreaterThanOrEqual(2);
+      const ESC = String.fromCharCode(27);
+      const plain = (text: string) => text.replace(new RegExp(`${ESC}\\[[0-9;?]*[a-zA-Z]`, "g"), "");
+
+      const narrow = mdpOnTerminal(["tokens", "list", "--owner", "me", "--count", "5"], { columns: 80 });
+      expect(await narrow.exited).toBe(0);
+      const lines = plain(narrow.output()).split(/\r?\n/);
+      const rows = lines.filter((line) => line.includes("│"));
+      expect(Math.max(...rows.map((line) => line.length))).toBeLessThanOrEqual(80);
+      for (const id of ids) expect(rows.filter((line) => line.includes(id))).toHaveLength(1);
+      expect(rows[0]).toMatch(/│ id +│ name +│/);
+      expect(rows[0]).not.toContain("last used");
+      expect(lines.join("\n")).toMatch(/\(.*last used.* left out to fit the terminal: --wide shows them\)/);
+
+      const wide = mdpOnTerminal(["tokens", "list", "--owner", "me", "--count", "5", "--wide"], { columns: 80 });
+      expect(await wide.exited).toBe(0);
+      const head = plain(wide.output())
+        .split(/\r?\n/)
+        .find((line) => line.includes("│ id "))!;
+      expect(head).toMatch(/│ id +│ name +│ actor +│ owner +│ scopes +│ created +│ expires +│ last used +│/);
+      expect(plain(wide.output())).toContain("a-token-with-a-rather-long-name-to-cut");
     });
   });
 
@@ -370,11 +550,14 @@ describe("mdp, the admin CLI", () => {
       const run = await mdp(["truncate", "dataset", "datasetProfile", "--older-than", String(CUTOFF)]);
       expect(run.code).toBe(0);
       expect(run.stdout).toContain(`dry run: dataset/datasetProfile rows older than 2023-11-02 12:00:00Z`);
-      expect(run.stdout).toContain("Delete 1500 out of 2500 rows (60.00%).");
+      // the server's sentence, its counts written as every count of the output is; --json keeps it as sent
+      expect(run.stdout).toContain("Delete 1,500 out of 2,500 rows (60.00%).");
+
       expect(run.stdout).toContain("This was a dry run.");
       // the plan under the sentence: the day dropped, the boundary's batches, the estimate
       expect(run.stdout).toMatch(/│ ts_dataset_datasetProfile_p20231101 +│ 2023-11-01 00:00:00Z +│ 1,000 +│ [\d,]+ +│/);
-      expect(run.stdout).toMatch(/: 500 of 1,000 rows in 1 batches of 10000$/m);
+      expect(run.stdout).toMatch(/: 500 of 1,000 rows in 1 batch of 10,000$/m);
+      expect(run.stdout).toMatch(/^1 partition: 1,000 rows, [\d,]+ bytes$/m);
       expect(run.stdout).toMatch(/^estimated [\d.]+ s\. /m);
       const iso = await mdp([
         "truncate",
@@ -418,7 +601,7 @@ describe("mdp, the admin CLI", () => {
       taskId = started![1]!;
       expect(run.stdout).toMatch(
         new RegExp(
-          `^task ${taskId} completed in \\S+: 1,500 rows deleted, 1 partitions dropped, [\\d,]+ bytes freed$`,
+          `^task ${taskId} completed in \\S+: 1,500 rows deleted, 1 partition dropped, [\\d,]+ bytes freed$`,
           "m",
         ),
       );
@@ -492,7 +675,7 @@ describe("mdp, the admin CLI", () => {
 
         const status = JSON.parse((await mdp(["tasks", "status", taskId, "--json"])).stdout) as { state: string };
         expect(["waiting", "active"]).toContain(status.state);
-        const cancelled = await mdp(["tasks", "cancel", taskId]);
+        const cancelled = await mdp(["tasks", "cancel", taskId, "--yes"]);
         expect(cancelled.code).toBe(0);
         expect(cancelled.stdout).toMatch(
           new RegExp(`^(task ${taskId} cancelled|cancellation requested: task ${taskId})`),
@@ -542,7 +725,7 @@ describe("mdp, the admin CLI", () => {
         const bad = await mdp(["tasks", "rethrottle", taskId, "0"]);
         expect(bad.code).toBe(1);
         expect(bad.stderr).toContain("it must be rows per second, 1-100000000, or 'none'");
-        expect((await mdp(["tasks", "cancel", taskId])).code).toBe(0);
+        expect((await mdp(["tasks", "cancel", taskId, "--yes"])).code).toBe(0);
         expect(await terminal.exited).toBe(5);
       } finally {
         terminal.kill();
@@ -574,6 +757,74 @@ describe("mdp, the admin CLI", () => {
         expect(status).toMatchObject({ state: "cancelled" });
       } finally {
         terminal.kill();
+      }
+    });
+  });
+
+  describe("under pnpm mdp", () => {
+    it("prints only mdp's own output and errors, and exits with mdp's code", () => {
+      const version = pnpmMdp(["--version"]);
+      expect([version.status, version.stdout, version.stderr]).toEqual([0, "0.1.0\n", ""]);
+      const missing = pnpmMdp(["tasks", "status", "no-such-task"], asAdmin());
+      expect(missing.status).toBe(3);
+      expect(missing.stdout).toBe("");
+      expect(missing.stderr).toMatch(/^mdp: [^\n]*no-such-task[^\n]*\n$/);
+      const json = pnpmMdp(["tasks", "status", "no-such-task", "--json"], asAdmin());
+      expect(json.status).toBe(3);
+      expect(JSON.parse(json.stderr)).toMatchObject({ error: { exitCode: 3, status: 404 } });
+    });
+
+    it("on a terminal, each Ctrl-C while watching asks again; no stops watching with exit 130 and leaves no process behind", async () => {
+      const started = await mdp(
+        [
+          "truncate",
+          "dataset",
+          "datasetUsageStatistics",
+          "--older-than",
+          String(SLOW_CUTOFF),
+          "--execute",
+          "--no-watch",
+          "--batch-size",
+          "1",
+          "--rows-per-second",
+          "100",
+          "--json",
+        ],
+        { env: asAdmin() },
+      );
+      expect(started.code).toBe(0);
+      const { taskId } = JSON.parse(started.stdout) as { taskId: string };
+      const terminal = mdpOnTerminal(["tasks", "watch", taskId, "--interval", "200"], { viaPnpm: true });
+      const question = new RegExp(`cancel task ${taskId}\\? \\[y/N, or a pace`);
+      try {
+        await terminal.waitFor(/active \|[█░]+\| \d+%/);
+        terminal.type("\x03");
+        await terminal.waitFor(question);
+        terminal.type("200\r");
+        await terminal.waitFor(new RegExp(`task ${taskId} paced at 200 rows/s`));
+        // watching again: a second Ctrl-C reaches mdp alone (pnpm ends its command on a second interrupt: exit 143)
+        await terminal.waitFor(/active \|[█░]+\| \d+%/, 2);
+        terminal.type("\x03");
+        await terminal.waitFor(question, 2);
+        terminal.type("n\r");
+        expect(await terminal.exited).toBe(130);
+        expect(terminal.output()).toContain(`stopped watching; task ${taskId} goes on`);
+        expect(terminal.output()).not.toMatch(/^\$ |ELIFECYCLE/m);
+        // nothing of the watch is left to write on the terminal later
+        const watching = readdirSync("/proc")
+          .filter((entry) => /^\d+$/.test(entry))
+          .filter((pid) => {
+            try {
+              return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(taskId);
+            } catch {
+              return false; // ended meanwhile
+            }
+          });
+        expect(watching).toEqual([]);
+      } finally {
+        terminal.kill();
+        await mdp(["tasks", "cancel", taskId, "--yes"], { env: asAdmin() });
+        await mdp(["tasks", "watch", taskId, "--interval", "200"], { env: asAdmin() });
       }
     });
   });
@@ -628,7 +879,8 @@ describe("mdp, the admin CLI", () => {
         expect((await mdp(["webhooks", "disable", subscription.id])).stdout).toBe(
           `subscription ${subscription.id} is off\n`,
         );
-        expect((await mdp(["webhooks", "delete", subscription.id])).code).toBe(0);
+        expect((await mdp(["webhooks", "delete", subscription.id])).code).toBe(1); // no terminal, no --yes
+        expect((await mdp(["webhooks", "delete", subscription.id, "--yes"])).code).toBe(0);
         expect((await mdp(["webhooks", "deliveries", subscription.id])).code).toBe(3);
       } finally {
         await receiver.close();
@@ -813,7 +1065,9 @@ describe("mdp, the admin CLI", () => {
         /│ urn:li:dataset:\(urn:li:dataPlatform:hive,db\.orders,PROD\) +│ was without a result +│/,
       );
       expect(diff.stdout).toMatch(/│ newly passing +│/);
-      expect(diff.stdout).toMatch(/^flapping: 0$/m);
+      // one line per list; flapping's says what counts as flapping
+      expect(diff.stdout.match(/^flapping:/gm)).toHaveLength(1);
+      expect(diff.stdout).toMatch(/^flapping: 0 \(more than \d+ changes? in the last \d+ runs?, since .+\)$/m);
       const json = JSON.parse((await mdp(["tests", "diff", "urn:li:test:run-diffed", "--json"])).stdout) as Record<
         string,
         unknown
@@ -836,6 +1090,32 @@ describe("mdp, the admin CLI", () => {
         (await mdp(["tests", "preview", "urn:li:test:run-diffed", edited, "--sample", "1", "--json"])).stdout,
       ) as Record<string, unknown>;
       expect(impact).toMatchObject({ sampled: 1, sampleSize: 1 });
+
+      // Saving what was previewed: the same file; a bare definition keeps the test's name and category.
+      const saved = await mdp(["tests", "update", "urn:li:test:run-diffed", edited]);
+      expect(saved).toMatchObject({ code: 0, stdout: "updated test urn:li:test:run-diffed\n" });
+      const stored = await graphql(
+        ADMIN,
+        `
+          {
+            test(urn: "urn:li:test:run-diffed") {
+              name
+              category
+              definition {
+                json
+              }
+            }
+          }
+        `,
+      );
+      expect(stored.data.test).toMatchObject({
+        name: "Run diffed",
+        category: "Docs",
+        definition: { json: readFileSync(edited, "utf8") },
+      });
+      const renamed = await mdp(["tests", "update", "urn:li:test:run-diffed", edited, "--name", "Renamed", "--json"]);
+      expect(JSON.parse(renamed.stdout)).toEqual({ urn: "urn:li:test:run-diffed", updated: true });
+      expect((await mdp(["tests", "update", "urn:li:test:absent", edited])).code).toBe(3);
     });
   });
 
@@ -887,6 +1167,36 @@ describe("mdp, the admin CLI", () => {
       });
       expect(run.code).toBe(4);
       expect(run.stderr).toMatch(/^mdp: cannot reach http:\/\/127\.0\.0\.1:\d+: connection refused/);
+    });
+
+    it("an unknown command is a usage error with a suggestion (exit 1), never a group's help with exit 0", async () => {
+      const typo = await mdp(["tokens", "revok", "x"]);
+      expect(typo).toMatchObject({
+        code: 1,
+        stdout: "",
+        stderr: "mdp: unknown command 'revok' for mdp tokens: did you mean mdp tokens revoke?\n",
+      });
+      expect((await mdp(["tokns", "list"])).stderr).toBe(
+        "mdp: unknown command 'tokns' for mdp: did you mean mdp tokens?\n",
+      );
+      for (const args of [
+        ["tokens", "foo"],
+        ["tokens", "foo", "--help"],
+        ["help", "tokens", "foo"],
+        ["tokens", "help", "foo"],
+      ]) {
+        const run = await mdp(args);
+        expect([args.join(" "), run.code, run.stdout, run.stderr]).toEqual([
+          args.join(" "),
+          1,
+          "",
+          "mdp: unknown command 'foo' for mdp tokens: mdp tokens --help lists them\n",
+        ]);
+      }
+      const json = await mdp(["tests", "evaluat", "--json"]);
+      expect(JSON.parse(json.stderr)).toMatchObject({
+        error: { exitCode: 1, message: expect.stringContaining("did you mean mdp tests evaluate?") },
+      });
     });
 
     it("--help works on every command and lists the exit codes", async () => {

@@ -1,6 +1,6 @@
 /**
- * Workers you can watch and logs joined to traces, against the real processes (issue 20, items 6 and 7): each worker's
- * /health, /ready and /metrics on its own port, job and queue metrics after a truncation and an evaluation, the
+ * Workers you can watch and logs joined to traces, against the real processes: each worker's (the webhook worker's
+ * with its delivery metrics) /health, /ready and /metrics on its own port, job and queue metrics after a truncation and an evaluation, the
  * gateway's metrics labelled by action with bounded values, token refusals counted, and one trace and request id on
  * the gateway's and the worker's log lines for the same truncation.
  */
@@ -40,9 +40,11 @@ describe("watching the services", () => {
   let gateway: RunningService;
   let truncation: RunningService;
   let evaluation: RunningService;
+  let webhooks: RunningService;
   let baseUrl: string;
   let truncationUrl: string;
   let evaluationUrl: string;
+  let webhookUrl: string;
 
   const post = async (path: string, body: unknown, headers: Record<string, string> = {}) => {
     const res = await fetch(`${baseUrl}${path}`, {
@@ -68,23 +70,30 @@ describe("watching the services", () => {
     gateway = startService("gateway", env);
     truncation = startService("truncation-worker", env);
     evaluation = startService("evaluation-worker", env);
-    [truncationUrl, evaluationUrl] = await Promise.all([monitorUrl(truncation), monitorUrl(evaluation)]);
+    webhooks = startService("webhook-worker", env);
+    [truncationUrl, evaluationUrl, webhookUrl] = await Promise.all([
+      monitorUrl(truncation),
+      monitorUrl(evaluation),
+      monitorUrl(webhooks),
+    ]);
     await Promise.all([
       waitUntilReady(baseUrl, gateway),
       waitUntilReady(truncationUrl, truncation),
       waitUntilReady(evaluationUrl, evaluation),
+      waitUntilReady(webhookUrl, webhooks),
     ]);
   }, 60_000);
 
   afterAll(async () => {
-    await Promise.all([gateway, truncation, evaluation].filter(Boolean).map((s) => s.stop()));
+    await Promise.all([gateway, truncation, evaluation, webhooks].filter(Boolean).map((s) => s.stop()));
     await database?.close();
     await db?.drop();
   });
 
   it("serves /health, /ready and /metrics on each worker's own port, without credentials", async () => {
-    expect(new Set([new URL(truncationUrl).port, new URL(evaluationUrl).port, new URL(baseUrl).port]).size).toBe(3);
-    for (const url of [truncationUrl, evaluationUrl]) {
+    const urls = [truncationUrl, evaluationUrl, webhookUrl];
+    expect(new Set([...urls, baseUrl].map((url) => new URL(url).port)).size).toBe(4);
+    for (const url of urls) {
       const health = await fetch(`${url}/health`);
       expect([health.status, await health.json()]).toEqual([200, { status: "ok" }]);
       const ready = await fetch(`${url}/ready`);
@@ -100,6 +109,12 @@ describe("watching the services", () => {
     const evaluationMetrics = await scrape(evaluationUrl);
     expect(sample(evaluationMetrics, 'mdp_queue_jobs{queue="evaluate-tests",state="waiting"}')).toBe(0);
     expect(sample(evaluationMetrics, 'mdp_evaluation_requests_total{outcome="evaluated"}')).toBe(0);
+    // Webhooks are the webhook worker's alone: its delivery metrics are there, none on the evaluation worker.
+    const webhookMetrics = await scrape(webhookUrl);
+    expect(sample(webhookMetrics, 'webhook_deliveries_total{outcome="delivered"}')).toBe(0);
+    expect(sample(webhookMetrics, "webhook_circuits_open")).toBe(0);
+    expect(sample(webhookMetrics, 'mdp_queue_jobs{queue="webhook-chores",state="failed"}')).toBe(0);
+    expect(evaluationMetrics).not.toContain("webhook_deliveries_total");
   });
 
   it("joins a truncation's gateway and worker log lines by trace and request id, and counts the job", async () => {

@@ -557,10 +557,14 @@ describe("retention policies (two gateways, two truncation workers)", () => {
     ]);
     expect(badDays.code).toBe(1);
 
-    const deleted = await mdp(["retention", "delete", policy.urn]);
+    // without a terminal to ask, a deletion needs --yes: refused, the policy still there
+    const unconfirmed = await mdp(["retention", "delete", policy.urn]);
+    expect(unconfirmed).toMatchObject({ code: 1, stderr: expect.stringContaining("needs --yes") });
+    expect(await get(policy.urn)).not.toBeNull();
+    const deleted = await mdp(["retention", "delete", policy.urn, "--yes"]);
     expect(deleted.code).toBe(0);
     expect(await get(policy.urn)).toBeNull();
-    expect((await mdp(["retention", "delete", policy.urn])).code).toBe(3);
+    expect((await mdp(["retention", "delete", policy.urn, "--yes"])).code).toBe(3);
   }, 60_000);
 
   it("converges: a worker starting re-creates a schedule Redis lost and removes one whose policy is gone", async () => {

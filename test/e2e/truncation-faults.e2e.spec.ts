@@ -154,7 +154,7 @@ describe("truncation under faults", () => {
     expect(await remaining(cutoff)).toEqual({ older: toGo - deleted, newer: ROWS - toGo });
   }, 60_000);
 
-  it("fails the attempt, not the process, when PostgreSQL connections drop mid-task, and completes on retry", async () => {
+  it("neither the process nor the attempt fails when PostgreSQL connections drop mid-task: the task completes", async () => {
     const cutoff = DAY + Math.floor(DAY_MILLIS / 2);
     const toGo = await loadDay(cutoff);
     const worker = await startWorker();
@@ -188,7 +188,8 @@ describe("truncation under faults", () => {
     expect(worker.process.exitCode).toBeNull(); // still running
     const end = await status(taskId);
     expect(end.state).toBe("completed");
-    expect(end.attemptsMade).toBeGreaterThanOrEqual(2);
+    // A dropped connection is an outage, not the work failing: the step waits and goes on in the same attempt.
+    expect(end.attemptsMade).toBe(1);
     expect(end.progress.deleted).toBe(toGo);
     expect(await remaining(cutoff)).toEqual({ older: 0, newer: ROWS - toGo });
   }, 90_000);

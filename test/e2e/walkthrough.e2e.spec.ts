@@ -1,5 +1,5 @@
 /**
- * The documented walk, run as written (issue 30): the shell commands of docs/api.md's walkthrough, then of README.md's
+ * The documented walk, run as written: the shell commands of docs/api.md's walkthrough, then of README.md's
  * "Using it" (curl, then `mdp`), read from the markdown and run in document order with bash against the real gateway
  * and both workers, so that the docs and the system cannot drift apart. Each command must succeed (curl: HTTP 2xx;
  * mdp: exit 0), and where the docs show an answer the real one must match it (ids, tokens and times aside). A failure
@@ -13,21 +13,11 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { DEVELOPMENT_SECRETS } from "@mdp/core";
 import { eventually } from "@mdp/core/testing";
-import { createTestDatabase } from "@mdp/db/testing";
 import { documentedCommands, fenceAfter, mismatches, parsePattern, type DocCommand } from "../support/doc-commands";
-import {
-  freePort,
-  queuePrefix,
-  startService,
-  waitForOutput,
-  waitUntilReady,
-  type RunningService,
-} from "../support/services";
+import { startSystem, type StartedSystem } from "../support/services";
 
 const ROOT = path.resolve(__dirname, "..", "..");
-const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
 
 const COMMANDS: DocCommand[] = [
   ...documentedCommands(ROOT, "docs/api.md", "## Walkthrough: from nothing to an evaluated test"),
@@ -55,7 +45,7 @@ const PLACEHOLDERS: Array<{ pattern: RegExp; fill: (previous: unknown) => string
   { pattern: UUID, fill: (previous) => at(previous, "data.runTest") },
 ];
 
-/** What the docs say in words of a command's output, where a doc once said it wrongly (issue 30). */
+/** What the docs say in words of a command's output, where a doc once said it wrongly. */
 const CLAIMS: Array<{ pattern: RegExp; says: string; holds: (stdout: string) => boolean }> = [
   {
     pattern: /^pnpm mdp truncate (?!.*--execute)/,
@@ -115,8 +105,7 @@ describe("the documented walk (docs/api.md's walkthrough, then README.md's 'Usin
   });
 
   describe("run in order against the real system", () => {
-    let db: Awaited<ReturnType<typeof createTestDatabase>>;
-    let services: RunningService[] = [];
+    let system: StartedSystem | undefined;
     let work: string;
     let baseHost: string;
     /** variables the commands set (TOKEN), kept for the next ones */
@@ -129,28 +118,12 @@ describe("the documented walk (docs/api.md's walkthrough, then README.md's 'Usin
     beforeAll(async () => {
       work = mkdtempSync(path.join(os.tmpdir(), "mdp-walk-"));
       writeFileSync(path.join(work, "owned.yaml"), OWNED_YAML);
-      db = await createTestDatabase("e2e_walkthrough");
-      const port = await freePort();
-      baseHost = `127.0.0.1:${port}`;
-      const env = {
-        ...DEVELOPMENT_SECRETS,
-        DATABASE_URL: db.url,
-        REDIS_URL,
-        QUEUE_PREFIX: queuePrefix("e2e-walk"),
-        PORT: String(port),
-      };
-      const gateway = startService("gateway", env);
-      services = [gateway, startService("truncation-worker", env), startService("evaluation-worker", env)];
-      await Promise.all([
-        waitUntilReady(`http://${baseHost}`, gateway),
-        waitForOutput(services[1]!, "worker running"),
-        waitForOutput(services[2]!, "worker running"),
-      ]);
+      system = await startSystem("e2e_walkthrough");
+      baseHost = system.host;
     }, 120_000);
 
     afterAll(async () => {
-      await Promise.all(services.map((s) => s.stop()));
-      await db?.drop();
+      await system?.stop();
       if (work) rmSync(work, { recursive: true, force: true });
     });
 
@@ -206,7 +179,7 @@ describe("the documented walk (docs/api.md's walkthrough, then README.md's 'Usin
       async (_title, command) => {
         if (broken) throw new Error(`not run: ${broken} broke first`);
         broken = command.where;
-        let script = rewrite(command.code, baseHost, db.url);
+        let script = rewrite(command.code, baseHost, system!.databaseUrl);
         // one placeholder at most: a filled-in task id must not be taken for the docs' example one
         const placeholder = PLACEHOLDERS.find(({ pattern }) => script.search(pattern) >= 0);
         if (placeholder) script = script.replace(placeholder.pattern, placeholder.fill(previous));

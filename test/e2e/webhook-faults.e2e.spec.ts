@@ -1,12 +1,12 @@
 /**
- * Webhooks under a worker's death (issue 31, item 3), with the real gateway and evaluation-worker processes and a real
+ * Webhooks under a worker's death (docs/webhooks.md), with the real gateway and webhook-worker processes and a real
  * HTTP receiver: a stream of ingested changes is delivered while the worker is killed with SIGKILL mid-delivery and
  * started again; every event arrives, none is lost, and a duplicate (at-least-once) carries the same event id and
  * the same body, correctly signed.
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { verifyWebhookSignature, WEBHOOK_HEADERS } from "@mdp/core";
+import { verifyWebhookSignature, WEBHOOK_HEADERS } from "@mdp/webhooks";
 import { createDatabase, type Database } from "@mdp/db";
 import { createTestDatabase } from "@mdp/db/testing";
 import {
@@ -45,7 +45,7 @@ describe("webhooks across a worker killed mid-delivery", () => {
   const got: Got[] = [];
 
   const startWorker = async () => {
-    const worker = startService("evaluation-worker", env);
+    const worker = startService("webhook-worker", env);
     workers.push(worker);
     await waitForOutput(worker, "worker running");
     return worker;
@@ -96,7 +96,7 @@ describe("webhooks across a worker killed mid-delivery", () => {
       QUEUE_PREFIX: `{${uniqueName("e2e-webhooks")}}`,
       PORT: String(port),
       WEBHOOK_POLL_MS: "50",
-      WEBHOOK_RETRY_BASE_MS: "200",
+      WEBHOOK_RETRY_SCHEDULE: "0,200ms,400ms,800ms,1600ms,3200ms,6400ms",
       WEBHOOK_DELIVERY_CONCURRENCY: "8",
       WEBHOOK_SUBSCRIPTION_CONCURRENCY: "8",
     };
@@ -138,8 +138,8 @@ describe("webhooks across a worker killed mid-delivery", () => {
     await ingest(EVENTS / 2, EVENTS); // while no worker runs: the outbox keeps them
     await startWorker();
 
-    // In-flight jobs of the dead worker come back with BullMQ's stall check; rows whose job was lost, with the
-    // reconcile chore (30 s idle, every 15 s).
+    // Deliveries the dead worker held come back when their lease ends (WEBHOOK_TIMEOUT_MS + 15 s) and the settle
+    // chore (every 15 s) lets them go; the others were never held and are claimed by the new worker at once.
     await waitFor("every event delivered", async () => distinct().size >= EVENTS, 90_000);
     // Every event the ingests wrote, by its id (its position in the stream, given once it is sequenced).
     const { rows } = await database.pool.query<{ id: string }>(

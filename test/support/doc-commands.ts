@@ -274,3 +274,77 @@ export function mismatches(pattern: Pattern, actual: unknown, path = "$", key = 
   if (!pattern.open && extra.length) problems.push(`${path}: members the docs do not show: ${extra.join(", ")}`);
   return problems;
 }
+
+/** The info strings of the blocks a reader runs: shell commands and JavaScript. */
+export const RUNNABLE_LANGS = new Set(["sh", "bash", "shell", "js", "javascript"]);
+
+/**
+ * The last line before a fence (blank lines aside) that keeps its block from being run (docs/api.md, "Examples that
+ * run"): `<!-- example: not run: <why> -->`.
+ */
+const NOT_RUN = /^<!--\s*example:\s*not run:\s*(.*?)\s*-->\s*$/;
+
+export interface DocExample extends Fence {
+  file: string;
+  /** "docs/api.md:132 curl -s localhost:8080/…": where the block starts and its first line, as a failure names it */
+  title: string;
+  /** why it is not run, when the marker before its fence says so */
+  notRun?: string;
+  /** a `sh`/`bash`/`shell` block's commands, with the answers shown for them */
+  commands: DocCommand[];
+}
+
+/**
+ * Every fenced block of `file` in document order, each runnable one (RUNNABLE_LANGS) with its commands and the reason
+ * it is not run, if any. A ```json block right after a shell block (only blank lines between) is the answer of that
+ * block's last command. A not-run marker before any other block is an error: it would say nothing.
+ */
+export function fileExamples(root: string, file: string): { examples: DocExample[]; fences: Fence[] } {
+  const lines = readFileSync(`${root}/${file}`, "utf8").split("\n");
+  const fences: Array<Fence & { notRun?: string }> = [];
+  let open: (Fence & { notRun?: string }) | undefined;
+  for (const [index, line] of lines.entries()) {
+    if (open) {
+      if (/^\s*```\s*$/.test(line)) {
+        fences.push(open);
+        open = undefined;
+      } else open.lines.push(line);
+      continue;
+    }
+    const fenceMatch = /^\s*```(\S*)/.exec(line);
+    if (!fenceMatch) continue;
+    open = { lang: fenceMatch[1]!, line: index + 2, lines: [] };
+    let before = index - 1;
+    while (before >= 0 && lines[before]!.trim() === "") before--;
+    const marker = NOT_RUN.exec(lines[before] ?? "");
+    if (marker) {
+      if (!RUNNABLE_LANGS.has(open.lang))
+        throw new Error(`${file}:${index}: a not-run marker before a ${open.lang || "plain"} block`);
+      if (!marker[1]) throw new Error(`${file}:${index}: a not-run marker must say why`);
+      open.notRun = marker[1];
+    }
+  }
+  if (open) throw new Error(`${file}:${open.line - 1}: a fence never closed`);
+  const examples: DocExample[] = [];
+  fences.forEach((fence, index) => {
+    const isShell = ["sh", "bash", "shell"].includes(fence.lang);
+    if (RUNNABLE_LANGS.has(fence.lang)) {
+      const first = fence.lines.find((l) => l.trim() !== "" && !l.trim().startsWith("#") && !l.trim().startsWith("//"));
+      examples.push({
+        ...fence,
+        file,
+        title: `${file}:${fence.line - 1} ${(first ?? fence.lines[0] ?? "").trim().slice(0, 90)}`,
+        commands: isShell ? shellCommands(fence, file) : [],
+      });
+    }
+    const previous = fences[index - 1];
+    const lastExample = examples.at(-1);
+    if (fence.lang === "json" && previous && ["sh", "bash", "shell"].includes(previous.lang) && lastExample) {
+      const between = lines.slice(previous.line + previous.lines.length, fence.line - 2);
+      const lastCommand = lastExample.commands.at(-1);
+      if (between.every((l) => l.trim() === "") && lastCommand && lastCommand.answer === undefined)
+        lastCommand.answer = fence.lines.join("\n");
+    }
+  });
+  return { examples, fences };
+}

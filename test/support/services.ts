@@ -7,6 +7,7 @@ import net from "node:net";
 import path from "node:path";
 import { DEVELOPMENT_SECRETS } from "@mdp/core";
 import { eventually } from "@mdp/core/testing";
+import { createTestDatabase } from "@mdp/db/testing";
 import { builtServiceNodeArgs, serviceNodeArgs, type ServiceName } from "../../scripts/service-command";
 
 const ROOT = path.resolve(__dirname, "..", "..");
@@ -42,6 +43,7 @@ export function startService(
         LOG_LEVEL: "info",
         TRUNCATION_WORKER_PORT: "0",
         EVALUATION_WORKER_PORT: "0",
+        WEBHOOK_WORKER_PORT: "0",
         ...env,
       },
       stdio: ["ignore", "pipe", "pipe"],
@@ -75,12 +77,14 @@ export async function freePort(): Promise<number> {
 }
 
 /** Polls until `check` returns true (a check that throws is asked again) or the timeout passes. */
-export async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
+// A service started under tsx compiles its sources first: 5–10 s on a quiet machine, 20–30 s with both cores busy
+// (measured); the bound is what a start may take before it counts as failed, and each wait ends as soon as it holds.
+export async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
   await eventually(what, check, { timeoutMs });
 }
 
 export async function waitUntilReady(baseUrl: string, service?: RunningService): Promise<void> {
-  await waitFor(`${baseUrl}/ready`, async () => (await fetch(`${baseUrl}/ready`)).status === 200, 30_000).catch(
+  await waitFor(`${baseUrl}/ready`, async () => (await fetch(`${baseUrl}/ready`)).status === 200, 60_000).catch(
     (error: Error) => {
       throw new Error(`${error.message}\n${service?.output() ?? ""}`);
     },
@@ -101,16 +105,32 @@ export async function waitForOutput(service: RunningService, text: string): Prom
 }
 
 /** The base URL of a worker's monitoring port (/health, /ready, /metrics), from its "monitoring listening" log line. */
-export async function monitorUrl(service: RunningService): Promise<string> {
+export function monitorUrl(service: RunningService): Promise<string> {
+  return listeningUrl(service, "monitoring listening", `${service.name}'s monitoring port`);
+}
+
+/**
+ * The base URL of a gateway started with PORT=0, from its "gateway listening" log line: the port it bound, which no
+ * other process started meanwhile can hold (a port freePort found free may be taken before the gateway binds it).
+ */
+export function gatewayUrl(service: RunningService, timeoutMs?: number): Promise<string> {
+  return listeningUrl(service, "gateway listening", "the gateway's port", timeoutMs);
+}
+
+async function listeningUrl(service: RunningService, message: string, what: string, timeoutMs?: number) {
   let port: number | undefined;
-  await waitFor(`${service.name}'s monitoring port`, async () => {
-    for (const line of service.output().split("\n")) {
-      if (!line.includes('"monitoring listening"')) continue;
-      port = (JSON.parse(line) as { port: number }).port;
-      return true;
-    }
-    return false;
-  }).catch((error: Error) => {
+  await waitFor(
+    what,
+    async () => {
+      for (const line of service.output().split("\n")) {
+        if (!line.includes(`"${message}"`)) continue;
+        port = (JSON.parse(line) as { port: number }).port;
+        return true;
+      }
+      return false;
+    },
+    timeoutMs,
+  ).catch((error: Error) => {
     throw new Error(`${error.message}\n${service.output()}`);
   });
   return `http://127.0.0.1:${port}`;
@@ -129,4 +149,53 @@ export function systemClient(
     authorization: `Basic ${Buffer.from(`${SYSTEM_CLIENT_ID}:${SYSTEM_CLIENT_SECRET}`).toString("base64")}`,
     "x-platform-actor": actorUrn,
   };
+}
+
+/** The whole system as the README's first command starts it, on a database of its own. */
+export interface StartedSystem {
+  /** `127.0.0.1:<port>` of its gateway */
+  host: string;
+  databaseUrl: string;
+  /** the gateway, the truncation worker and the evaluation worker */
+  services: RunningService[];
+  stop(): Promise<void>;
+}
+
+/**
+ * A database of its own (`name`), the gateway (development secrets) and both workers, resolved once all three are
+ * ready: what a reader of the README and docs/ runs their examples against.
+ */
+export async function startSystem(name: string): Promise<StartedSystem> {
+  const db = await createTestDatabase(name);
+  const port = await freePort();
+  const env = {
+    ...DEVELOPMENT_SECRETS,
+    DATABASE_URL: db.url,
+    REDIS_URL: process.env.REDIS_URL ?? "redis://127.0.0.1:6379",
+    QUEUE_PREFIX: queuePrefix(name),
+    PORT: String(port),
+  };
+  const gateway = startService("gateway", env);
+  const services = [
+    gateway,
+    startService("truncation-worker", env),
+    startService("evaluation-worker", env),
+    startService("webhook-worker", env),
+  ];
+  const stop = async () => {
+    await Promise.all(services.map((s) => s.stop()));
+    await db.drop();
+  };
+  try {
+    await Promise.all([
+      waitUntilReady(`http://127.0.0.1:${port}`, gateway),
+      waitForOutput(services[1]!, "worker running"),
+      waitForOutput(services[2]!, "worker running"),
+      waitForOutput(services[3]!, "worker running"),
+    ]);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { host: `127.0.0.1:${port}`, databaseUrl: db.url, services, stop };
 }

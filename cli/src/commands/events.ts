@@ -74,6 +74,7 @@ Examples:
             e.entityUrn,
             summary(e.payload),
           ]),
+          { shorten: ["event", "about"] },
         );
         const missed =
           options.since !== undefined && page.oldest !== null && BigInt(options.since) + 1n < BigInt(page.oldest);

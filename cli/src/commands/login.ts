@@ -5,7 +5,7 @@ import { CliError, EXIT, usageError } from "../exit-codes";
 import type { MeQuery } from "../generated/graphql";
 import { ME } from "../graphql-operations";
 import { apiClient, globalsOf } from "../options";
-import { printJson, printLine } from "../output";
+import { counted, printJson, printLine } from "../output";
 
 const DEFAULT_URL = "http://127.0.0.1:8080";
 
@@ -42,7 +42,9 @@ Examples:
       if (url.startsWith("http:") && !["127.0.0.1", "localhost", "::1", "[::1]"].includes(host)) {
         process.stderr.write(`warning: ${url} is plain http: the token travels unencrypted\n`);
       }
-      printLine(`logged in to ${url} as ${me.urn} (${me.privileges.length} privileges); token stored in ${file}`);
+      printLine(
+        `logged in to ${url} as ${me.urn} (${counted(me.privileges.length, "privilege")}); token stored in ${file}`,
+      );
     });
 
   program

@@ -2,8 +2,9 @@ import type { Command } from "commander";
 import type { ActionEnvelope } from "../api-types";
 import { INSTANT_HELP, parseInstant } from "../instants";
 import { apiClient, globalsOf, oneOf, resolveMe, wholeNumber } from "../options";
-import { formatCount, formatTime, printJson, printLine, printRecord, printTable } from "../output";
+import { counted, formatCount, formatTime, printJson, printLine, printRecord, printTable, reportText } from "../output";
 import { describeProgress, describeResult, TASK_STATES, TASK_TYPES, type TaskStatus } from "../task-status";
+import { confirmDestructive, YES_HELP } from "../terminal";
 import { parsePace, PACE_HELP, requestRethrottle, watchTask } from "../watch";
 import { pageLine } from "./tokens";
 
@@ -88,7 +89,7 @@ Examples:
         if (!options.execute) {
           if (json) return printJson({ entityType, aspect, endTimeMillis, dryRun: true, report: value, plan });
           printLine(`dry run: ${cutoff}`);
-          printLine(value);
+          printLine(reportText(value));
           if (plan) printPlan(plan);
           printLine("Run again with --execute to delete them.");
           return;
@@ -154,6 +155,7 @@ Examples:
             formatTime(t.createdAt),
             formatTime(t.finishedAt),
           ]),
+          { shorten: ["progress"] },
         );
         printLine(pageLine(page.start, page.tasks.length, page.total, "tasks"));
       },
@@ -173,8 +175,11 @@ Examples:
     .command("cancel")
     .description("cancel a waiting or active task (an active truncation stops after its current batch)")
     .argument("<taskId>")
-    .action(async (taskId: string, _options: unknown, command: Command) => {
-      const status = await apiClient().action("/operations?action=cancelTask", { taskId });
+    .option("-y, --yes", YES_HELP)
+    .action(async (taskId: string, options: { yes?: boolean }, command: Command) => {
+      const client = apiClient();
+      await confirmDestructive(`cancel task ${taskId}`, options);
+      const status = await client.action("/operations?action=cancelTask", { taskId });
       if (globalsOf(command).json) return printJson(status);
       printLine(
         status.state === "cancelled"
@@ -254,7 +259,7 @@ export function cellOf(value: unknown): string {
       return `${entries.length} entities: ${describeCounts(sum)} results (--json for each entity's rules)`;
     }
   }
-  return `${json.slice(0, CELL_CHARS)}… (${json.length.toLocaleString("en-US")} characters; --json shows all of it)`;
+  return `${json.slice(0, CELL_CHARS)}… (${formatCount(json.length)} characters; --json shows all of it)`;
 }
 
 function printStatus(s: TaskStatus): void {
@@ -305,13 +310,18 @@ function printPlan(plan: DryRunPlan): void {
       drop.listed.map((p) => [p.partition, formatTime(p.fromMillis), formatCount(p.rows), formatCount(p.bytes)]),
     );
     const more =
-      drop.omitted > 0 ? ` (${drop.omitted} more not listed; --json lists the first ${drop.listed.length})` : "";
-    printLine(`${drop.count} partitions: ${formatCount(drop.rows)} rows, ${formatCount(drop.bytes)} bytes${more}`);
+      drop.omitted > 0
+        ? ` (${formatCount(drop.omitted)} more not listed; --json lists the first ${formatCount(drop.listed.length)})`
+        : "";
+    printLine(
+      `${counted(drop.count, "partition")}: ${counted(drop.rows, "row")}, ${counted(drop.bytes, "byte")}${more}`,
+    );
   }
   if (plan.boundary) {
     const b = plan.boundary;
     printLine(
-      `${b.partition}: ${formatCount(b.rowsToDelete)} of ${formatCount(b.rowsInPartition)} rows in ${b.batches} batches of ${b.batchSize}`,
+      `${b.partition}: ${formatCount(b.rowsToDelete)} of ${counted(b.rowsInPartition, "row")} in ` +
+        `${counted(b.batches, "batch", "batches")} of ${formatCount(b.batchSize)}`,
     );
   }
   printLine(`estimated ${plan.estimate.seconds} s. ${plan.estimate.note}`);

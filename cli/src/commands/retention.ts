@@ -21,7 +21,8 @@ import {
   UPDATE_RETENTION_POLICY,
 } from "../graphql-operations";
 import { apiClient, globalsOf, wholeNumber } from "../options";
-import { formatTime, printJson, printLine, printRecord, printTable } from "../output";
+import { counted, formatTime, printJson, printLine, printRecord, printTable, reportText } from "../output";
+import { confirmDestructive, YES_HELP } from "../terminal";
 import { watchTask } from "../watch";
 import { pageLine } from "./tokens";
 
@@ -43,7 +44,7 @@ function printPolicy(policy: Policy, json: boolean | undefined): void {
   printRecord([
     ["policy", policy.urn],
     ["aspect", `${policy.entityType}/${policy.aspect}`],
-    ["keeps", `${policy.retainDays} day(s)`],
+    ["keeps", counted(policy.retainDays, "day")],
     ["cron (UTC)", policy.cron],
     ["next run", nextRun(policy)],
     ...(policy.suspendedReason ? [["suspended", policy.suspendedReason] as [string, string]] : []),
@@ -113,7 +114,9 @@ Examples:
           p.ownerUrn,
         ]),
       );
-      printLine(pageLine(page.start, page.retentionPolicies.length, page.total, "retention policies"));
+      printLine(
+        pageLine(page.start, page.retentionPolicies.length, page.total, "retention policies", "retention policy"),
+      );
     });
 
   retention
@@ -146,8 +149,11 @@ Examples:
     .command("delete")
     .description("delete a retention policy and its schedule (a task of it that is running finishes)")
     .argument("<urn>", "urn:li:retentionPolicy:<id>")
-    .action(async (urn: string, _options: unknown, command: Command) => {
-      await apiClient().graphql<DeleteRetentionPolicyMutation, DeleteRetentionPolicyMutationVariables>(
+    .option("-y, --yes", YES_HELP)
+    .action(async (urn: string, options: { yes?: boolean }, command: Command) => {
+      const client = apiClient();
+      await confirmDestructive(`delete retention policy ${urn} and its schedule`, options);
+      await client.graphql<DeleteRetentionPolicyMutation, DeleteRetentionPolicyMutationVariables>(
         DELETE_RETENTION_POLICY,
         { urn },
       );
@@ -171,7 +177,7 @@ Examples:
       if (!options.execute) {
         if (json) return printJson({ urn, dryRun: true, report: value });
         printLine(`dry run of ${urn}:`);
-        printLine(value);
+        printLine(reportText(value));
         printLine("Run again with --execute to delete them.");
         return;
       }

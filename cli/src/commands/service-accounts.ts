@@ -18,7 +18,8 @@ import {
   LIST_SERVICE_ACCOUNTS,
 } from "../graphql-operations";
 import { formatTime, printJson, printLine, printRecord, printTable } from "../output";
-import { DURATIONS, pageLine, printCreatedToken } from "./tokens";
+import { confirmDestructive, YES_HELP } from "../terminal";
+import { chosenLifetime, DURATIONS, pageLine, printCreatedToken } from "./tokens";
 
 const NEEDS = "\nEvery service-account command needs MANAGE_SERVICE_ACCOUNTS.";
 
@@ -30,7 +31,7 @@ export function registerServiceAccounts(program: Command): void {
 
   accounts
     .command("create")
-    .description("create a service account; grant it privileges by naming its urn in a policy")
+    .description("create a service account; grant it privileges with mdp policies create --user <its urn>")
     .option("--display-name <name>", "a name to show (at most 256 characters)")
     .option("--description <text>", "what it is for (at most 2000 characters)")
     .addHelpText("after", `${NEEDS}\nExample: mdp service-accounts create --display-name "nightly ingestion"`)
@@ -45,7 +46,10 @@ export function registerServiceAccounts(program: Command): void {
         ["display name", account.displayName ?? ""],
         ["created by", account.createdBy],
       ]);
-      printLine(`next: grant it privileges in a policy, then: mdp service-accounts token ${account.urn} --name <name>`);
+      printLine(
+        `next: grant it privileges (mdp policies create --name <name> --privilege <PRIVILEGE...> --user ${account.urn}), ` +
+          `then mint its token (mdp service-accounts token ${account.urn} --name <name>)`,
+      );
     });
 
   accounts
@@ -70,6 +74,7 @@ export function registerServiceAccounts(program: Command): void {
           formatTime(a.createdAt),
           formatTime(a.lastUsedAt),
         ]),
+        { shorten: ["display name"] },
       );
       printLine(pageLine(page.start, page.serviceAccounts.length, page.total, "service accounts"));
     });
@@ -80,7 +85,12 @@ export function registerServiceAccounts(program: Command): void {
     .argument("<urn>", "the service account's urn (mdp service-accounts list)")
     .requiredOption("--name <name>", "what the token is for (1-256 characters)")
     .option("--description <text>", "a longer description (at most 2000 characters)")
-    .option("--duration <duration>", `how long it lives: ${DURATIONS.join(", ")}`, oneOf(DURATIONS), "ONE_MONTH")
+    .option(
+      "--duration <duration>",
+      `how long it lives: ${DURATIONS.join(", ")}; without it, a month, or the longest that ends before the token ` +
+        "you are logged in with",
+      oneOf(DURATIONS),
+    )
     .option("--scope <privilege...>", "limit the token to these of the account's privileges (1-32 names)")
     .addHelpText(
       "after",
@@ -90,17 +100,19 @@ export function registerServiceAccounts(program: Command): void {
     .action(
       async (
         urn: string,
-        options: { name: string; description?: string; duration: AccessTokenDuration; scope?: string[] },
+        options: { name: string; description?: string; duration?: AccessTokenDuration; scope?: string[] },
         command: Command,
       ) => {
-        const { createAccessToken: created } = await apiClient().graphql<
+        const client = apiClient();
+        const lifetime = chosenLifetime(options.duration, command);
+        const { createAccessToken: created } = await client.graphql<
           CreateAccessTokenMutation,
           CreateAccessTokenMutationVariables
         >(CREATE_ACCESS_TOKEN, {
           input: {
             type: "SERVICE_ACCOUNT",
             actorUrn: urn,
-            duration: options.duration,
+            duration: lifetime,
             name: options.name,
             description: options.description,
             scopes: options.scope,
@@ -114,9 +126,12 @@ export function registerServiceAccounts(program: Command): void {
     .command("delete")
     .description("delete a service account: its tokens are revoked at once and the work it owns is suspended")
     .argument("<urn>", "the service account's urn")
+    .option("-y, --yes", YES_HELP)
     .addHelpText("after", NEEDS)
-    .action(async (urn: string, _options: unknown, command: Command) => {
-      await apiClient().graphql<DeleteServiceAccountMutation, DeleteServiceAccountMutationVariables>(
+    .action(async (urn: string, options: { yes?: boolean }, command: Command) => {
+      const client = apiClient();
+      await confirmDestructive(`delete service account ${urn} (its tokens revoked, its work suspended)`, options);
+      await client.graphql<DeleteServiceAccountMutation, DeleteServiceAccountMutationVariables>(
         DELETE_SERVICE_ACCOUNT,
         { urn },
       );

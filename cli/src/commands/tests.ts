@@ -1,10 +1,6 @@
-import { readFileSync, statSync } from "node:fs";
 import type { Command } from "commander";
-import { parse as parseYaml } from "yaml";
-import type { ActionAnswer } from "../api-types";
-import { EXIT, usageError } from "../exit-codes";
+import { CliError, EXIT, usageError } from "../exit-codes";
 import type {
-  CreateTestInput,
   CreateTestMutation,
   CreateTestMutationVariables,
   ListTestsQuery,
@@ -15,45 +11,37 @@ import type {
   PreviewTestImpactQuery,
   PreviewTestImpactQueryVariables,
   TestRunDiffQueryVariables,
+  TestQuery,
+  TestQueryVariables,
   TestState,
+  UpdateTestInput,
+  UpdateTestMutation,
+  UpdateTestMutationVariables,
 } from "../generated/graphql";
 import {
   CREATE_TEST,
   LIST_TESTS,
   PREVIEW_TEST_IMPACT,
   TEST_RESULT_HISTORY,
+  TEST,
   TEST_RUN_DIFF,
+  UPDATE_TEST,
 } from "../graphql-operations";
 import { apiClient, globalsOf, oneOf, wholeNumber } from "../options";
-import { formatTime, printJson, printLine, printTable } from "../output";
+import { counted, formatCount, formatTime, printJson, printLine, printTable } from "../output";
+import { readTestDocument, readTestFile, runningFields, type TestOptions } from "./test-file";
+import { listRows, printEvaluation, printImpact } from "./test-output";
 import { pageLine } from "./tokens";
 
-/** Request bodies over 1 MiB are refused by the gateway (docs/limits.md): no point reading a bigger file. */
-const MAX_FILE_BYTES = 1024 * 1024;
 const STATES = ["ACTIVE", "INACTIVE"] as const satisfies readonly TestState[];
 
-type Evaluation = ActionAnswer<"/test?action=evaluate">;
-type FailedRule = Evaluation["failing"][number]["failedRules"][number];
-/** An action a test's outcome takes (docs/api.md "Test actions"): what a push would do, or what it did. */
-type TestAction = NonNullable<Evaluation["passing"][number]["actions"]>[number];
 type Transition = TestResultHistoryQuery["testResultHistory"]["transitions"][number];
-type RunDiffEntities = TestRunDiffQuery["testRunDiff"]["newlyFailing"];
-
-/** The options that override a test file's fields. */
-interface TestOptions {
-  id?: string;
-  name?: string;
-  category?: string;
-  description?: string;
-  state?: TestState;
-  schedule?: string;
-}
 
 export function registerTests(program: Command): void {
   const tests = program
     .command("tests")
     .description(
-      "metadata tests: create from a file, list, evaluate an entity, a result's history, a run's changes, preview an edit",
+      "metadata tests: create from a file, list, evaluate an entity, a result's history, a run's changes, preview and save an edit",
     );
 
   tests
@@ -120,6 +108,7 @@ created; a whole test with evaluateOnChange: false runs only when asked or sched
           t.schedule ? t.ownerUrn : "",
           formatTime(t.updatedAt),
         ]),
+        { shorten: ["name", "category", "on", "schedule (UTC)"] },
       );
       printLine(pageLine(page.start, page.tests.length, page.total, "tests"));
     });
@@ -183,15 +172,66 @@ created; a whole test with evaluateOnChange: false runs only when asked or sched
       1_000,
     )
     .action(async (testUrn: string, file: string, options: { sample: number }, command: Command) => {
-      // Name and category do not matter here: only the definition is previewed.
-      const input = readTestFile(file, { name: "preview", category: "preview" });
+      // Only the definition is previewed, and tests update saves this same definition.
+      const { definition } = readTestDocument(file);
       const { previewTestImpact: impact } = await apiClient().graphql<
         PreviewTestImpactQuery,
         PreviewTestImpactQueryVariables
-      >(PREVIEW_TEST_IMPACT, { urn: testUrn, json: input.definition.json, sampleSize: options.sample });
+      >(PREVIEW_TEST_IMPACT, { urn: testUrn, json: definition, sampleSize: options.sample });
       if (globalsOf(command).json) return printJson(impact);
       printImpact(impact);
     });
+
+  tests
+    .command("update")
+    .description("save an edited test: the file tests preview showed, as it previewed it")
+    .argument("<testUrn>", "the existing test, e.g. urn:li:test:owned")
+    .argument("<file>", "the edited test or bare definition (YAML or JSON), as tests create and tests preview read it")
+    .option("--name <name>", "overrides the file's name (default: the file's, else the test's)")
+    .option("--category <category>", "overrides the file's category (default: the file's, else the test's)")
+    .option("--description <text>", "overrides the file's description (default: the file's, else the test's)")
+    .option("--state <state>", "ACTIVE or INACTIVE (default: the file's, else unchanged)", oneOf(STATES))
+    .option("--schedule <cron>", "run the test by itself on this cron (UTC) (default: the file's, else unchanged)")
+    .option("--no-schedule", "remove the test's schedule")
+    .addHelpText(
+      "after",
+      `
+Needs MANAGE_TESTS. A bare definition (on, rules, actions) keeps the test's name, category and description; a
+whole test's fields replace them. A changed definition re-evaluates every entity the test selects and makes you its
+owner. Check the edit first: mdp tests preview <testUrn> <file>`,
+    )
+    .action(
+      async (
+        testUrn: string,
+        file: string,
+        options: Omit<TestOptions, "schedule"> & { schedule?: string | false },
+        command: Command,
+      ) => {
+        const test = readTestDocument(file);
+        const id = test.text("id");
+        if (id !== undefined && `urn:li:test:${id}` !== testUrn) {
+          throw usageError(`${file} is test urn:li:test:${id}, not ${testUrn}`);
+        }
+        const client = apiClient();
+        const { test: current } = await client.graphql<TestQuery, TestQueryVariables>(TEST, { urn: testUrn });
+        if (!current) throw new CliError(`Test ${testUrn} does not exist`, EXIT.NOT_FOUND);
+        const { schedule, ...rest } = options;
+        const input: UpdateTestInput = {
+          name: options.name ?? test.text("name") ?? current.name,
+          category: options.category ?? test.text("category") ?? current.category,
+          description: options.description ?? test.text("description") ?? current.description,
+          definition: { json: test.definition },
+          ...runningFields(test, { ...rest, schedule: schedule === false ? undefined : schedule }),
+        };
+        if (schedule === false || (schedule === undefined && test.fields.schedule === null)) input.schedule = null;
+        const { updateTest: urn } = await client.graphql<UpdateTestMutation, UpdateTestMutationVariables>(UPDATE_TEST, {
+          urn: testUrn,
+          input,
+        });
+        if (globalsOf(command).json) printJson({ urn, updated: true });
+        else printLine(`updated test ${urn}`);
+      },
+    );
 
   tests
     .command("diff")
@@ -205,155 +245,28 @@ created; a whole test with evaluateOnChange: false runs only when asked or sched
       );
       if (globalsOf(command).json) return printJson(diff);
       const since = diff.previousRunId ? `run ${diff.previousRunId}` : "the results before it (its first run)";
-      printLine(`run ${diff.runId} of ${diff.testUrn}: ${diff.evaluated} entities evaluated, compared with ${since}`);
+      printLine(
+        `run ${diff.runId} of ${diff.testUrn}: ${counted(diff.evaluated, "entity", "entities")} evaluated, compared with ${since}`,
+      );
       const word = (type: string | null | undefined) => (type ? (type === "SUCCESS" ? "PASS" : "FAIL") : "");
       const rows = [
         ...listRows("newly failing", diff.newlyFailing, (e) => `was ${word(e.previousType) || "without a result"}`),
         ...listRows("newly passing", diff.newlyPassing, (e) => `was ${word(e.previousType) || "without a result"}`),
         ...listRows("flapping", diff.flapping, (e) => `${word(e.type)} now, ${e.changes} changes`),
       ];
-      if (rows.length > 0) printTable(["change", "entity", ""], rows);
+      if (rows.length > 0) printTable(["change", "entity", ""], rows, { keep: ["entity"], shorten: [""] });
       for (const [name, list] of [
         ["newly failing", diff.newlyFailing],
         ["newly passing", diff.newlyPassing],
         ["flapping", diff.flapping],
       ] as const) {
-        const cut = list.truncated ? ` (${list.entities.length} shown)` : "";
-        printLine(`${name}: ${list.total}${cut}`);
+        const cut = list.truncated ? ` (${formatCount(list.entities.length)} shown)` : "";
+        // what counts as flapping, on flapping's own line: one line per list
+        const flapping =
+          name === "flapping"
+            ? ` (more than ${counted(diff.flapChanges, "change")} in the last ${counted(diff.flapRuns, "run")}, since ${formatTime(diff.flapSince)})`
+            : "";
+        printLine(`${name}: ${formatCount(list.total)}${cut}${flapping}`);
       }
-      printLine(
-        `flapping: more than ${diff.flapChanges} changes in the last ${diff.flapRuns} runs (since ${formatTime(diff.flapSince)})`,
-      );
     });
-}
-
-/** What `mdp tests preview` prints after its counts. */
-function printImpact(impact: PreviewTestImpactQuery["previewTestImpact"]): void {
-  const of = impact.whole
-    ? `all ${impact.sampled} entities`
-    : `a sample of ${impact.sampled} of ${impact.total} entities (the first in urn order)`;
-  printLine(`${impact.testUrn}, edited: evaluated on ${of} at ${formatTime(impact.evaluatedAt)}; nothing was saved`);
-  printTable(
-    ["change", "entities", "e.g."],
-    [
-      ["pass → fail", String(impact.passToFail.count), impact.passToFail.examples.slice(0, 3).join(", ")],
-      ["fail → pass", String(impact.failToPass.count), impact.failToPass.examples.slice(0, 3).join(", ")],
-      ["starts applying", String(impact.startsApplying), ""],
-      ["stops applying", String(impact.stopsApplying), ""],
-      ["still passing", String(impact.unchangedPassing), ""],
-      ["still failing", String(impact.unchangedFailing), ""],
-    ],
-  );
-  if (impact.actions.length > 0) {
-    printTable(
-      ["on", "action", "params", "would run on", "newly"],
-      impact.actions.map((a) => [
-        a.on === "SUCCESS" ? "PASS" : "FAIL",
-        a.type,
-        paramsText(JSON.parse(a.params) as Record<string, unknown>),
-        String(a.entities),
-        String(a.newly),
-      ]),
-    );
-  }
-}
-
-function listRows(
-  name: string,
-  list: RunDiffEntities,
-  note: (entity: RunDiffEntities["entities"][number]) => string,
-): string[][] {
-  return list.entities.map((e, i) => [i === 0 ? name : "", e.urn, note(e)]);
-}
-
-function readTestFile(file: string, options: TestOptions): CreateTestInput {
-  let text: string;
-  try {
-    if (statSync(file).size > MAX_FILE_BYTES) throw usageError(`${file} is larger than the 1 MiB a request may carry`);
-    text = readFileSync(file, "utf8");
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === undefined) throw error;
-    throw usageError(`cannot read ${file}: ${(error as Error).message}`);
-  }
-  let parsed: unknown;
-  try {
-    parsed = parseYaml(text);
-  } catch (error) {
-    throw usageError(`${file} is not YAML or JSON: ${(error as Error).message.split("\n")[0]}`);
-  }
-  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
-    throw usageError(`${file} must hold a test (name, category, definition) or a definition (on, rules)`);
-  }
-  const fields = parsed as Record<string, unknown>;
-  const fromFile = (key: string) => (typeof fields[key] === "string" ? (fields[key] as string) : undefined);
-  // A whole test has a definition (an object, or its text); a bare definition goes to the server as written.
-  const definition =
-    "definition" in fields
-      ? typeof fields.definition === "string"
-        ? fields.definition
-        : JSON.stringify(fields.definition)
-      : text;
-  const name = options.name ?? fromFile("name");
-  const category = options.category ?? fromFile("category");
-  if (!name) throw usageError(`the test needs a name: put it in ${file} or give --name`);
-  if (!category) throw usageError(`the test needs a category: put it in ${file} or give --category`);
-  const input: CreateTestInput = {
-    id: options.id ?? fromFile("id"),
-    name,
-    category,
-    description: options.description ?? fromFile("description"),
-    // a file's state goes as written: the server refuses anything but ACTIVE or INACTIVE
-    state: options.state ?? (fromFile("state")?.toUpperCase() as TestState | undefined),
-    definition: { json: definition },
-  };
-  const fileCron = (fields.schedule as { cron?: unknown } | undefined)?.cron;
-  const cron = options.schedule ?? (typeof fileCron === "string" ? fileCron : undefined);
-  if (cron !== undefined) input.schedule = { cron };
-  // as written: the server refuses anything but a boolean, naming the field
-  if (fields.evaluateOnChange !== undefined) input.evaluateOnChange = fields.evaluateOnChange as boolean;
-  return input;
-}
-
-function printEvaluation(result: Evaluation, pushed: boolean): void {
-  const when = result.evaluatedAt === undefined ? "" : ` at ${formatTime(result.evaluatedAt)}`;
-  printLine(`${result.urn}, evaluated${when}${pushed ? " (results stored as its testResults)" : ""}`);
-  const rows: string[][] = [
-    ...result.passing.map((r) => ["PASS", r.test, "", ""]),
-    ...result.failing.flatMap((r) => {
-      const rules = r.failedRules ?? [];
-      if (rules.length === 0) return [["FAIL", r.test, "", ""]];
-      return rules.map((rule, i) => [i === 0 ? "FAIL" : "", i === 0 ? r.test : "", ruleText(rule), rule.message]);
-    }),
-    ...(result.notApplicable ?? []).map((test) => ["N/A", test, "", "the test does not select this entity"]),
-  ];
-  if (rows.length === 0) printLine("no test applies to this entity");
-  else printTable(["result", "test", "failed rule", "why"], rows);
-  printLine(
-    `${result.passing.length} passing, ${result.failing.length} failing` +
-      (result.notApplicable?.length ? `, ${result.notApplicable.length} not applicable` : ""),
-  );
-  const actions = [...result.passing, ...result.failing].flatMap((r) =>
-    (r.actions ?? []).map((a) => [r.test, a.type, paramsText(a.params), actionOutcome(a, pushed)]),
-  );
-  if (actions.length > 0) printTable(["test", "action", "params", pushed ? "push" : "if pushed"], actions);
-}
-
-/** What a push did, or would do, with one action. */
-function actionOutcome(action: TestAction, pushed: boolean): string {
-  if (action.missingPrivilege) return `left out: the test's owner lacks ${action.missingPrivilege}`;
-  if (!action.wouldChange) return "no change";
-  return pushed ? "changed" : "would change";
-}
-
-/** `values: urn:li:tag:pii, urn:li:tag:gdpr; note: …` */
-function paramsText(params: Record<string, unknown>): string {
-  return Object.entries(params)
-    .map(([name, value]) => `${name}: ${Array.isArray(value) ? value.join(", ") : String(value)}`)
-    .join("; ");
-}
-
-/** `rules.and[1]: not ownership.owners.type equals [TECHNICAL_OWNER]` */
-function ruleText(rule: FailedRule): string {
-  const expected = rule.expected?.length ? ` ${rule.expected.join(", ")}` : "";
-  return `${rule.path}: ${rule.negated ? "not " : ""}${rule.property} ${rule.operator}${expected}`;
 }

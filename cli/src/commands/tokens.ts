@@ -24,7 +24,10 @@ import {
   REVOKE_ACCESS_TOKEN,
   REVOKE_ACCESS_TOKENS,
 } from "../graphql-operations";
-import { formatTime, printJson, printLine, printRecord, printTable } from "../output";
+import { credentials } from "../config";
+import { counted, formatCount, formatTime, printJson, printLine, printRecord, printTable } from "../output";
+import { confirmDestructive, YES_HELP } from "../terminal";
+import { defaultLifetime } from "../token-lifetime";
 
 export const DURATIONS = [
   "ONE_HOUR",
@@ -54,9 +57,9 @@ export function registerTokens(program: Command): void {
     .option("--description <text>", "a longer description (at most 2000 characters)")
     .option(
       "--duration <duration>",
-      `how long it lives: ${DURATIONS.join(", ")} (NO_EXPIRY only where the server allows it)`,
+      `how long it lives: ${DURATIONS.join(", ")} (NO_EXPIRY only where the server allows it); without it, ` +
+        "a month, or the longest that ends before the token you are logged in with",
       oneOf(DURATIONS),
-      "ONE_MONTH",
     )
     .option("--actor <urn>", "the user the token acts for (needs MANAGE_ACCESS_TOKENS unless it is you)", "me")
     .option(
@@ -73,13 +76,14 @@ export function registerTokens(program: Command): void {
         options: {
           name: string;
           description?: string;
-          duration: AccessTokenDuration;
+          duration?: AccessTokenDuration;
           actor: string;
           scope?: string[];
         },
         command: Command,
       ) => {
         const client = apiClient();
+        const lifetime = chosenLifetime(options.duration, command);
         const actorUrn = await resolveMe(client, options.actor);
         const { createAccessToken: created } = await client.graphql<
           CreateAccessTokenMutation,
@@ -88,7 +92,7 @@ export function registerTokens(program: Command): void {
           input: {
             type: "PERSONAL",
             actorUrn: actorUrn!,
-            duration: options.duration,
+            duration: lifetime,
             name: options.name,
             description: options.description,
             scopes: options.scope,
@@ -148,6 +152,7 @@ export function registerTokens(program: Command): void {
             t.expiresAt === null ? "never" : formatTime(t.expiresAt),
             formatTime(t.lastUsedAt),
           ]),
+          { shorten: ["name", "scopes"] },
         );
         printLine(pageLine(page.start, page.tokens.length, page.total, "tokens"));
       },
@@ -157,8 +162,11 @@ export function registerTokens(program: Command): void {
     .command("revoke")
     .description("revoke an access token at once, on every gateway replica")
     .argument("<tokenId>", "the token's id (mdp tokens list)")
-    .action(async (tokenId: string, _options: unknown, command: Command) => {
-      await apiClient().graphql<RevokeAccessTokenMutation, RevokeAccessTokenMutationVariables>(REVOKE_ACCESS_TOKEN, {
+    .option("-y, --yes", YES_HELP)
+    .action(async (tokenId: string, options: { yes?: boolean }, command: Command) => {
+      const client = apiClient();
+      await confirmDestructive(`revoke access token ${tokenId}`, options);
+      await client.graphql<RevokeAccessTokenMutation, RevokeAccessTokenMutationVariables>(REVOKE_ACCESS_TOKEN, {
         id: tokenId,
       });
       if (globalsOf(command).json) printJson({ tokenId, revoked: true });
@@ -221,15 +229,16 @@ export function registerTokens(program: Command): void {
         ...(token.rotatedToId
           ? [["rotated into", `${token.rotatedToId} at ${formatTime(token.rotatedAt)}`] as [string, string]]
           : []),
-        ["requests (30 days)", String(token.usage.total)],
+        ["requests (30 days)", formatCount(token.usage.total)],
       ]);
       printTable(
         ["client address", "user agent", "last seen"],
         token.usage.clients.map((c) => [c.ip, c.userAgent, formatTime(c.lastSeenAt)]),
+        { shorten: ["user agent"] },
       );
       printTable(
         ["operation", "requests (30 days)"],
-        token.usage.operations.map((o) => [o.operation, String(o.count)]),
+        token.usage.operations.map((o) => [o.operation, formatCount(o.count)]),
       );
     });
 
@@ -237,16 +246,19 @@ export function registerTokens(program: Command): void {
     .command("revoke-all")
     .description("revoke every live token of a user at once, on every gateway replica; prints how many")
     .argument("<actorUrn>", "the user whose tokens to revoke ('me' for yourself, which ends this login too)")
+    .option("-y, --yes", YES_HELP)
     .addHelpText("after", "\nRevoking another user's tokens needs MANAGE_ACCESS_TOKENS.")
-    .action(async (actor: string, _options: unknown, command: Command) => {
+    .action(async (actor: string, options: { yes?: boolean }, command: Command) => {
       const client = apiClient();
       const actorUrn = (await resolveMe(client, actor))!;
+      const yours = actor === "me" ? " (the one you are logged in with among them)" : "";
+      await confirmDestructive(`revoke every live token of ${actorUrn}${yours}`, options);
       const { revokeAccessTokens: revoked } = await client.graphql<
         RevokeAccessTokensMutation,
         RevokeAccessTokensMutationVariables
       >(REVOKE_ACCESS_TOKENS, { a: actorUrn });
       if (globalsOf(command).json) printJson({ actorUrn, revoked });
-      else printLine(`revoked ${revoked} ${revoked === 1 ? "token" : "tokens"} of ${actorUrn}`);
+      else printLine(`revoked ${counted(revoked, "token")} of ${actorUrn}`);
     });
 }
 
@@ -270,8 +282,28 @@ export function printCreatedToken(
   printLine(created.accessToken);
 }
 
-/** `showing 1-20 of 45 tokens`. */
-export function pageLine(start: number, shown: number, total: number, what: string): string {
-  if (shown === 0) return total === 0 ? `no ${what}` : `no ${what} from ${start + 1} on (${total} in all)`;
-  return `showing ${start + 1}-${start + shown} of ${total} ${what}`;
+/**
+ * The lifetime to mint with: --duration, or the default that fits within the login token (token-lifetime.ts), said
+ * on stderr when chosen (stdout stays the token, or with --json one JSON document).
+ */
+export function chosenLifetime(given: AccessTokenDuration | undefined, command: Command): AccessTokenDuration {
+  if (given !== undefined) return given;
+  const { duration, why } = defaultLifetime(credentials().token);
+  const line = `lifetime: ${duration} (${why}; --duration sets another)`;
+  if (globalsOf(command).json) process.stderr.write(`${line}\n`);
+  else printLine(line);
+  return duration;
+}
+
+/** `showing 1-20 of 45 tokens`, `showing 1-1 of 1 token`: `what` is the plural, `one` the singular if not `what` less its s. */
+export function pageLine(
+  start: number,
+  shown: number,
+  total: number,
+  what: string,
+  one = what.replace(/s$/, ""),
+): string {
+  if (shown === 0)
+    return total === 0 ? `no ${what}` : `no ${what} from ${formatCount(start + 1)} on (${formatCount(total)} in all)`;
+  return `showing ${formatCount(start + 1)}-${formatCount(start + shown)} of ${counted(total, one, what)}`;
 }

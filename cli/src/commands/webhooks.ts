@@ -11,6 +11,8 @@ import type {
   ListWebhooksQueryVariables,
   ReplayWebhookDeliveriesMutation,
   ReplayWebhookDeliveriesMutationVariables,
+  RotateWebhookSecretMutation,
+  RotateWebhookSecretMutationVariables,
   UpdateWebhookMutation,
   UpdateWebhookMutationVariables,
 } from "../generated/graphql";
@@ -20,10 +22,12 @@ import {
   LIST_WEBHOOK_DELIVERIES,
   LIST_WEBHOOKS,
   REPLAY_WEBHOOK_DELIVERIES,
+  ROTATE_WEBHOOK_SECRET,
   UPDATE_WEBHOOK,
 } from "../graphql-operations";
 import { INSTANT_HELP, parseInstant } from "../instants";
-import { formatTime, printJson, printLine, printRecord, printTable } from "../output";
+import { counted, formatCount, formatTime, printJson, printLine, printRecord, printTable } from "../output";
+import { confirmDestructive, YES_HELP } from "../terminal";
 
 const EVENT_TYPES = ["MetadataChangeLog_v1", "EntityChangeEvent_v1"] as const;
 const CATEGORIES = ["ACCESS_TOKEN", "TASK", "TEST_RESULT", "SCHEDULE"] as const;
@@ -133,8 +137,9 @@ export function registerWebhooks(program: Command): void {
           s.active ? "yes" : "no",
           formatTime(s.createdAt),
         ]),
+        { shorten: ["events", "only"] },
       );
-      printLine(`${page.subscriptions.length} of ${page.total} subscriptions`);
+      printLine(`${formatCount(page.subscriptions.length)} of ${counted(page.total, "subscription")}`);
     });
 
   for (const [name, active] of [
@@ -159,15 +164,44 @@ export function registerWebhooks(program: Command): void {
     .command("delete")
     .description("delete a subscription and its delivery log")
     .argument("<id>", "the subscription's id (mdp webhooks list)")
-    .action(async (id: string, _options: unknown, command: Command) => {
-      await apiClient().graphql<DeleteWebhookMutation, DeleteWebhookMutationVariables>(DELETE_WEBHOOK, { id });
+    .option("-y, --yes", YES_HELP)
+    .action(async (id: string, options: { yes?: boolean }, command: Command) => {
+      const client = apiClient();
+      await confirmDestructive(`delete webhook subscription ${id} and its delivery log`, options);
+      await client.graphql<DeleteWebhookMutation, DeleteWebhookMutationVariables>(DELETE_WEBHOOK, { id });
       if (globalsOf(command).json) printJson({ id, deleted: true });
       else printLine(`deleted subscription ${id}`);
     });
 
   webhooks
+    .command("rotate-secret")
+    .description("a new signing secret, shown once; the previous one signs deliveries too for --overlap seconds")
+    .argument("<id>", "the subscription's id (mdp webhooks list; your own)")
+    .option("--overlap <seconds>", "how long both secrets sign (0-604800, 7 days)", wholeNumber(0, 604_800), 86_400)
+    .addHelpText(
+      "after",
+      "\nExample: mdp webhooks rotate-secret <id> --overlap 3600   (0: the old secret stops at once)",
+    )
+    .action(async (id: string, options: { overlap: number }, command: Command) => {
+      const { rotateWebhookSecret: rotated } = await apiClient().graphql<
+        RotateWebhookSecretMutation,
+        RotateWebhookSecretMutationVariables
+      >(ROTATE_WEBHOOK_SECRET, { id, overlapSeconds: options.overlap });
+      if (globalsOf(command).json) return printJson(rotated);
+      const until = rotated.subscription.previousSecretExpiresAt;
+      printLine(
+        until ? `the previous secret signs too until ${formatTime(until)}` : "the previous secret signs no more",
+      );
+      printLine("the new signing secret (shown once: store it where your receiver reads it):");
+      printLine(rotated.secret);
+    });
+
+  webhooks
     .command("deliveries")
-    .description("a subscription's delivery log, newest first: each event's status, attempts and last response")
+    .description(
+      "a subscription's delivery log, newest first: each event's status, attempts, last response and, while pending, " +
+        "when its next attempt is",
+    )
     .argument("<id>", "the subscription's id (mdp webhooks list)")
     .option("--status <status>", `only ${STATUSES.join(", ")}`, oneOf(STATUSES))
     .option("--start <n>", "skip this many", wholeNumber(0, 1_000_000_000), 0)
@@ -181,7 +215,7 @@ export function registerWebhooks(program: Command): void {
       });
       if (globalsOf(command).json) return printJson(page);
       printTable(
-        ["delivery", "event", "type", "status", "attempts", "response", "error", "created"],
+        ["delivery", "event", "type", "status", "attempts", "response", "next attempt", "error", "created"],
         page.deliveries.map((d) => [
           d.id,
           d.generation ? `${d.eventId} (replay ${d.generation})` : d.eventId,
@@ -189,11 +223,13 @@ export function registerWebhooks(program: Command): void {
           d.status,
           d.attempts,
           d.responseStatus ?? "-",
+          d.nextAttemptAt == null ? "-" : formatTime(d.nextAttemptAt),
           d.error ?? "",
           formatTime(d.createdAt),
         ]),
+        { shorten: ["error"] },
       );
-      printLine(`${page.deliveries.length} of ${page.total} deliveries`);
+      printLine(`${formatCount(page.deliveries.length)} of ${counted(page.total, "delivery", "deliveries")}`);
     });
 
   webhooks
@@ -213,6 +249,6 @@ export function registerWebhooks(program: Command): void {
         input: { subscriptionId: id, since, deliveryIds: options.delivery, limit: options.limit },
       });
       if (globalsOf(command).json) return printJson(replayed);
-      printLine(`replaying ${replayed.replayed} ${replayed.replayed === 1 ? "delivery" : "deliveries"}`);
+      printLine(`replaying ${counted(replayed.replayed, "delivery", "deliveries")}`);
     });
 }

@@ -23,6 +23,12 @@ export type AccessTokenType =
   | 'PERSONAL'
   | 'SERVICE_ACCOUNT';
 
+export type ActorFilterInput = {
+  allUsers?: boolean | null | undefined;
+  groups?: Array<string> | null | undefined;
+  users?: Array<string> | null | undefined;
+};
+
 export type CreateRetentionPolicyInput = {
   /** a registered time-series aspect of entityType */
   aspect: string;
@@ -139,6 +145,12 @@ export type ListAccessTokenInput = {
   start?: number | null | undefined;
 };
 
+export type ListPoliciesInput = {
+  count?: number | null | undefined;
+  query?: string | null | undefined;
+  start?: number | null | undefined;
+};
+
 export type ListRetentionPoliciesInput = {
   count?: number | null | undefined;
   start?: number | null | undefined;
@@ -175,6 +187,24 @@ export type ListWebhookSubscriptionsInput = {
   /** Another user's (MANAGE_SYSTEM_OPERATIONS); absent: your own */
   ownerUrn?: string | null | undefined;
   start?: number | null | undefined;
+};
+
+export type PolicyState =
+  | 'ACTIVE'
+  | 'INACTIVE';
+
+export type PolicyType =
+  | 'METADATA'
+  | 'PLATFORM';
+
+export type PolicyUpdateInput = {
+  actors: ActorFilterInput;
+  description?: string | null | undefined;
+  name: string;
+  /** Platform privileges, e.g. GENERATE_PERSONAL_ACCESS_TOKENS, MANAGE_ACCESS_TOKENS. */
+  privileges: Array<string>;
+  state: PolicyState;
+  type?: PolicyType | null | undefined;
 };
 
 export type ReplayWebhookDeliveriesInput = {
@@ -224,6 +254,25 @@ export type UpdateRetentionPolicyInput = {
   cron?: string | null | undefined;
   entityType?: string | null | undefined;
   retainDays?: number | null | undefined;
+};
+
+export type UpdateTestInput = {
+  category: string;
+  definition: TestDefinitionInput;
+  description?: string | null | undefined;
+  /**
+   * Unchanged when absent. See CreateTestInput.evaluateOnChange. Turning it on makes the caller the owner, as
+   * setting the test ACTIVE does.
+   */
+  evaluateOnChange?: boolean | null | undefined;
+  name: string;
+  /** Unchanged when absent; null removes the schedule. */
+  schedule?: TestScheduleInput | null | undefined;
+  /**
+   * Unchanged when absent. ACTIVE on an INACTIVE or suspended test starts its work again: the caller becomes its owner
+   * (it must hold MANAGE_TESTS and what its actions write).
+   */
+  state?: TestState | null | undefined;
 };
 
 export type UpdateWebhookSubscriptionInput = {
@@ -429,7 +478,15 @@ export type ListWebhookDeliveriesQueryVariables = Exact<{
 }>;
 
 
-export type ListWebhookDeliveriesQuery = { listWebhookDeliveries: { total: number, deliveries: Array<{ id: string, eventId: string, eventType: string, generation: number, status: string, attempts: number, responseStatus: number | null, durationMs: number | null, error: string | null, createdAt: number, deliveredAt: number | null }> } };
+export type ListWebhookDeliveriesQuery = { listWebhookDeliveries: { total: number, deliveries: Array<{ id: string, eventId: string, eventType: string, generation: number, status: string, attempts: number, responseStatus: number | null, durationMs: number | null, error: string | null, createdAt: number, deliveredAt: number | null, nextAttemptAt: number | null }> } };
+
+export type RotateWebhookSecretMutationVariables = Exact<{
+  id: string;
+  overlapSeconds: number;
+}>;
+
+
+export type RotateWebhookSecretMutation = { rotateWebhookSecret: { secret: string, subscription: { id: string, previousSecretExpiresAt: number | null } } };
 
 export type ReplayWebhookDeliveriesMutationVariables = Exact<{
   input: ReplayWebhookDeliveriesInput;
@@ -448,3 +505,41 @@ export type ListPlatformEventsQueryVariables = Exact<{
 
 
 export type ListPlatformEventsQuery = { listPlatformEvents: { next: string, oldest: string | null, events: Array<{ seq: string, eventType: string, category: string | null, operation: string | null, entityType: string, entityUrn: string, createdAt: number, payload: string }> } };
+
+export type PolicyFieldsFragment = { urn: string, type: PolicyType, name: string, description: string | null, state: PolicyState, privileges: Array<string>, editable: boolean, actors: { users: Array<string>, groups: Array<string>, allUsers: boolean } };
+
+export type ListPoliciesQueryVariables = Exact<{
+  input: ListPoliciesInput;
+}>;
+
+
+export type ListPoliciesQuery = { listPolicies: { start: number, count: number, total: number, policies: Array<{ urn: string, type: PolicyType, name: string, description: string | null, state: PolicyState, privileges: Array<string>, editable: boolean, actors: { users: Array<string>, groups: Array<string>, allUsers: boolean } }> } };
+
+export type CreatePolicyMutationVariables = Exact<{
+  input: PolicyUpdateInput;
+}>;
+
+
+export type CreatePolicyMutation = { createPolicy: string };
+
+export type DeletePolicyMutationVariables = Exact<{
+  urn: string;
+}>;
+
+
+export type DeletePolicyMutation = { deletePolicy: string };
+
+export type TestQueryVariables = Exact<{
+  urn: string;
+}>;
+
+
+export type TestQuery = { test: { urn: string, name: string, category: string, description: string | null } | null };
+
+export type UpdateTestMutationVariables = Exact<{
+  urn: string;
+  input: UpdateTestInput;
+}>;
+
+
+export type UpdateTestMutation = { updateTest: string };

@@ -86,6 +86,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/openapi/v3/entity/{entityName}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Write aspects of entities of one type (DataHub's OpenAPI v3)
+         * @description What DataHub's Python SDK sends with `openapi_ingestion` (POST /openapi/v3/entity/<entityName>): a list of `{urn, <aspectName>: {value, systemMetadata, headers}}`, written as ingestProposalBatch writes (every aspect an UPSERT, all in one transaction, `systemMetadata` kept). Answers the entities as written, in order.
+         *
+         *     Needs `INGEST_METADATA`. Nobody may ingest an aspect only the service writes (`testResults`): 403, and nothing of the request is stored.
+         */
+        post: operations["postOpenapiV3EntityEntityName"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/operations/tasks/{taskId}": {
         parameters: {
             query?: never;
@@ -526,19 +548,27 @@ export interface operations {
                  */
                 "application/json": {
                     proposal: {
+                        auditHeader?: {
+                            [key: string]: unknown;
+                        } | null;
                         entityType: string;
                         entityUrn: string;
-                        aspectName: string;
+                        entityKeyAspect?: unknown;
                         changeType: string;
+                        aspectName: string;
                         aspect: {
                             contentType: string;
                             value: string;
                         };
                         systemMetadata?: {
                             [key: string]: unknown;
-                        };
-                        entityKeyAspect?: unknown;
+                        } | null;
+                        headers?: {
+                            [key: string]: string;
+                        } | null;
                     };
+                    /** @description DataHub's async flag ("true"/"false"): accepted; writes are always committed before the answer */
+                    async?: ("true" | "false") | boolean;
                 };
             };
         };
@@ -591,19 +621,27 @@ export interface operations {
                  */
                 "application/json": {
                     proposals: {
+                        auditHeader?: {
+                            [key: string]: unknown;
+                        } | null;
                         entityType: string;
                         entityUrn: string;
-                        aspectName: string;
+                        entityKeyAspect?: unknown;
                         changeType: string;
+                        aspectName: string;
                         aspect: {
                             contentType: string;
                             value: string;
                         };
                         systemMetadata?: {
                             [key: string]: unknown;
-                        };
-                        entityKeyAspect?: unknown;
+                        } | null;
+                        headers?: {
+                            [key: string]: string;
+                        } | null;
                     }[];
+                    /** @description DataHub's async flag ("true"/"false"): accepted; writes are always committed before the answer */
+                    async?: ("true" | "false") | boolean;
                 };
             };
         };
@@ -678,6 +716,10 @@ export interface operations {
                                     /** @description the aspect as JSON text */
                                     value: string;
                                 };
+                                /** @description the systemMetadata the row was ingested with (DataHub's); absent when none was sent */
+                                systemMetadata?: {
+                                    [key: string]: unknown;
+                                };
                             }[];
                         };
                     };
@@ -732,6 +774,10 @@ export interface operations {
                                     };
                                     /** @description the id of the access token it was written through; absent when none was used (the system client) */
                                     createdVia?: string;
+                                    /** @description the systemMetadata this version was ingested with (DataHub's EnvelopedAspect); absent when none was */
+                                    systemMetadata?: {
+                                        [key: string]: unknown;
+                                    };
                                 };
                             };
                         };
@@ -742,6 +788,85 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    postOpenapiV3EntityEntityName: {
+        parameters: {
+            query?: {
+                /** @example false */
+                async?: "true" | "false";
+                /** @example false */
+                systemMetadata?: "true" | "false";
+                /** @example false */
+                createIfEntityNotExists?: "false";
+                /** @example false */
+                createIfNotExists?: "false";
+            };
+            header?: never;
+            path: {
+                /** @example dataset */
+                entityName: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example [
+                 *       {
+                 *         "urn": "urn:li:dataset:(urn:li:dataPlatform:hive,sales.orders,PROD)",
+                 *         "datasetProfile": {
+                 *           "value": {
+                 *             "timestampMillis": 1763903600000,
+                 *             "rowCount": 1250,
+                 *             "columnCount": 8
+                 *           },
+                 *           "systemMetadata": {
+                 *             "lastObserved": 1763903600000,
+                 *             "runId": "no-run-id-provided"
+                 *           }
+                 *         }
+                 *       }
+                 *     ]
+                 */
+                "application/json": ({
+                    urn: string;
+                } & {
+                    [key: string]: {
+                        /** @description the aspect, as JSON (not JSON text) */
+                        value: {
+                            [key: string]: unknown;
+                        };
+                        /** @description kept with the version or row written, as in ingestProposal */
+                        systemMetadata?: {
+                            [key: string]: unknown;
+                        } | null;
+                        headers?: {
+                            [key: string]: string;
+                        } | null;
+                    };
+                })[];
+            };
+        };
+        responses: {
+            /** @description the answer, as the whole body (DataHub's shape, without Rest.li's `value`) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    }[];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
@@ -1337,8 +1462,13 @@ export interface operations {
                                     };
                                     /** @description whether pushing changes the entity because of it (planned against what was read) */
                                     wouldChange: boolean;
-                                    /** @description present when the test's owner lacks the privilege this action needs (e.g. EDIT_ENTITY_TAGS): pushing leaves it out, and wouldChange is false */
+                                    /** @description present when the test's owner, or the caller pushing a test it does not own, lacks the privilege this action needs (e.g. EDIT_ENTITY_TAGS): pushing leaves it out, and wouldChange is false */
                                     missingPrivilege?: string;
+                                    /**
+                                     * @description INACTIVE: the test is INACTIVE and the caller is not its owner, whose push alone runs an INACTIVE test's actions: pushing leaves this action out whatever privileges are held, and wouldChange is false
+                                     * @constant
+                                     */
+                                    notApplied?: "INACTIVE";
                                 }[];
                             }[];
                             failing: {
@@ -1368,8 +1498,13 @@ export interface operations {
                                     };
                                     /** @description whether pushing changes the entity because of it (planned against what was read) */
                                     wouldChange: boolean;
-                                    /** @description present when the test's owner lacks the privilege this action needs (e.g. EDIT_ENTITY_TAGS): pushing leaves it out, and wouldChange is false */
+                                    /** @description present when the test's owner, or the caller pushing a test it does not own, lacks the privilege this action needs (e.g. EDIT_ENTITY_TAGS): pushing leaves it out, and wouldChange is false */
                                     missingPrivilege?: string;
+                                    /**
+                                     * @description INACTIVE: the test is INACTIVE and the caller is not its owner, whose push alone runs an INACTIVE test's actions: pushing leaves this action out whatever privileges are held, and wouldChange is false
+                                     * @constant
+                                     */
+                                    notApplied?: "INACTIVE";
                                 }[];
                             }[];
                             /** @description tests named or ACTIVE whose on clause does not select the entity */
@@ -1440,8 +1575,13 @@ export interface operations {
                                             };
                                             /** @description whether pushing changes the entity because of it (planned against what was read) */
                                             wouldChange: boolean;
-                                            /** @description present when the test's owner lacks the privilege this action needs (e.g. EDIT_ENTITY_TAGS): pushing leaves it out, and wouldChange is false */
+                                            /** @description present when the test's owner, or the caller pushing a test it does not own, lacks the privilege this action needs (e.g. EDIT_ENTITY_TAGS): pushing leaves it out, and wouldChange is false */
                                             missingPrivilege?: string;
+                                            /**
+                                             * @description INACTIVE: the test is INACTIVE and the caller is not its owner, whose push alone runs an INACTIVE test's actions: pushing leaves this action out whatever privileges are held, and wouldChange is false
+                                             * @constant
+                                             */
+                                            notApplied?: "INACTIVE";
                                         }[];
                                     }[];
                                     failing: {
@@ -1471,8 +1611,13 @@ export interface operations {
                                             };
                                             /** @description whether pushing changes the entity because of it (planned against what was read) */
                                             wouldChange: boolean;
-                                            /** @description present when the test's owner lacks the privilege this action needs (e.g. EDIT_ENTITY_TAGS): pushing leaves it out, and wouldChange is false */
+                                            /** @description present when the test's owner, or the caller pushing a test it does not own, lacks the privilege this action needs (e.g. EDIT_ENTITY_TAGS): pushing leaves it out, and wouldChange is false */
                                             missingPrivilege?: string;
+                                            /**
+                                             * @description INACTIVE: the test is INACTIVE and the caller is not its owner, whose push alone runs an INACTIVE test's actions: pushing leaves this action out whatever privileges are held, and wouldChange is false
+                                             * @constant
+                                             */
+                                            notApplied?: "INACTIVE";
                                         }[];
                                     }[];
                                     /** @description tests named or ACTIVE whose on clause does not select the entity */

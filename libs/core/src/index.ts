@@ -14,4 +14,4 @@ export * from "./privileges";
 export * from "./platform-events";
 export * from "./authority";
 export * from "./periodic";
-export * from "./webhooks";
+export * from "./retry-schedule";

@@ -21,7 +21,6 @@ export function startTelemetry(serviceName: string, env: NodeJS.ProcessEnv = pro
   const endpoint = env.OTEL_EXPORTER_OTLP_ENDPOINT;
   /* eslint-disable @typescript-eslint/no-require-imports */
   const { NodeSDK, tracing } = require("@opentelemetry/sdk-node") as typeof import("@opentelemetry/sdk-node");
-  const autoInstrumentations = require.resolve("@opentelemetry/auto-instrumentations-node");
   /* eslint-enable @typescript-eslint/no-require-imports */
   const sdk = endpoint ? exporting(endpoint) : idsOnly();
   sdk.start();
@@ -31,9 +30,16 @@ export function startTelemetry(serviceName: string, env: NodeJS.ProcessEnv = pro
     /* eslint-disable @typescript-eslint/no-require-imports */
     const { OTLPTraceExporter } =
       require("@opentelemetry/exporter-trace-otlp-http") as typeof import("@opentelemetry/exporter-trace-otlp-http");
-    const { getNodeAutoInstrumentations } = require(
-      autoInstrumentations,
-    ) as typeof import("@opentelemetry/auto-instrumentations-node");
+    const { HttpInstrumentation } =
+      require("@opentelemetry/instrumentation-http") as typeof import("@opentelemetry/instrumentation-http");
+    const { ExpressInstrumentation } =
+      require("@opentelemetry/instrumentation-express") as typeof import("@opentelemetry/instrumentation-express");
+    const { GraphQLInstrumentation } =
+      require("@opentelemetry/instrumentation-graphql") as typeof import("@opentelemetry/instrumentation-graphql");
+    const { IORedisInstrumentation } =
+      require("@opentelemetry/instrumentation-ioredis") as typeof import("@opentelemetry/instrumentation-ioredis");
+    const { PgInstrumentation } =
+      require("@opentelemetry/instrumentation-pg") as typeof import("@opentelemetry/instrumentation-pg");
     /* eslint-enable @typescript-eslint/no-require-imports */
     return new NodeSDK({
       serviceName,
@@ -41,11 +47,14 @@ export function startTelemetry(serviceName: string, env: NodeJS.ProcessEnv = pro
       traceExporter: new OTLPTraceExporter({ url: `${url.replace(/\/$/, "")}/v1/traces` }),
       metricReaders: [],
       logRecordProcessors: [],
+      // The five libraries a request passes through, rather than auto-instrumentations-node's forty-odd (loaded and
+      // patched at every start, most for libraries we do not use).
       instrumentations: [
-        getNodeAutoInstrumentations({
-          "@opentelemetry/instrumentation-fs": { enabled: false },
-          "@opentelemetry/instrumentation-pino": { enabled: false },
-        }),
+        new HttpInstrumentation(),
+        new ExpressInstrumentation(),
+        new GraphQLInstrumentation(),
+        new IORedisInstrumentation(),
+        new PgInstrumentation(),
       ],
     });
   }

@@ -1,10 +1,13 @@
 import { PrismaPg } from "@prisma/adapter-pg";
 import pg from "pg";
 import { PrismaClient } from "./generated/prisma/client";
+import { primaryOnly, ReplicaRouter, type StaleReads } from "./read-replicas";
 
 export interface PrismaClientOptions {
   /** Most connections the client's pg pool opens (pg's default is 10). */
   poolMax?: number;
+  /** hot standbys for the stale-tolerant reads (DATABASE_REPLICA_URLS), and how far behind one may be */
+  replicas?: { urls: readonly string[]; maxLagMs: number };
 }
 
 /**
@@ -20,6 +23,8 @@ export function createPrismaClient(databaseUrl: string, opts: PrismaClientOption
 export interface Database {
   prisma: PrismaClient;
   pool: pg.Pool;
+  /** where the statements of `replicaReads` run: a usable replica, else this pool (read-replicas.ts) */
+  stale: StaleReads;
   close(): Promise<void>;
 }
 
@@ -28,10 +33,17 @@ export function createDatabase(databaseUrl: string, opts: PrismaClientOptions = 
   // An idle client that loses its connection emits 'error' on the pool; without a listener that would crash the process.
   pool.on("error", () => undefined);
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
+  const replicaUrls = opts.replicas?.urls ?? [];
+  const stale =
+    replicaUrls.length > 0
+      ? new ReplicaRouter({ prisma, pool }, replicaUrls, { maxLagMs: opts.replicas!.maxLagMs, poolMax: opts.poolMax })
+      : primaryOnly({ prisma, pool });
   return {
     prisma,
     pool,
+    stale,
     close: async () => {
+      await stale.close();
       await prisma.$disconnect();
       await pool.end();
     },

@@ -15,26 +15,40 @@ export * from "./audit-budget";
 export * from "./retention/retention-runs";
 export * from "./policies/grants";
 export * from "./policies/scheduled-work";
-export * from "./events/webhook.repository";
+export * from "./events/webhook.types";
+export * from "./events/webhook-subscription.repository";
+export * from "./events/webhook-delivery.repository";
+export * from "./events/webhook-circuit.repository";
+export * from "./events/webhook-delivery-log.repository";
+export * from "./events/webhook-chores.repository";
 // One repository module per table or aggregate: the statements services and processors run (README "Repositories").
 export * from "./tokens/access-token.repository";
+export * from "./tokens/access-token-list.repository";
+export * from "./tokens/access-token-revocation.repository";
+export type { DurationPolicy } from "./tokens/access-token-duration-policy";
 export * from "./tokens/service-account.repository";
 export * from "./tokens/access-token-rotation.repository";
 export * from "./tokens/access-token-usage.repository";
 export * from "./policies/policy.repository";
 export * from "./policies/group.repository";
 export * from "./policies/delegated-work.repository";
+export * from "./policies/revoked-token-work";
 export * from "./metadata-tests/metadata-test.repository";
 export * from "./metadata-tests/test-results.repository";
 export * from "./metadata-tests/test-run-diff.repository";
 export * from "./metadata-tests/evaluation-input.repository";
 export * from "./retention/retention-policy.repository";
+export * from "./retention/table-retention.repository";
+export * from "./tasks/task-row";
 export * from "./tasks/task.repository";
 export * from "./tasks/task-listing";
 export * from "./tasks/test-run-events";
 export * from "./tasks/evaluation-tasks.repository";
 export * from "./policies/schedule-rows";
+export * from "./policies/schedule-slots";
 export * from "./events/platform-event.repository";
+export * from "./events/platform-event-partition.repository";
+export * from "./events/on-change-backlog.repository";
 export * from "./events/entity-change-events";
 export * from "./events/platform-event-listing";
 // PrismaClient, the Prisma namespace (errors, input types, TransactionClient), every model type and enum.
@@ -48,3 +62,17 @@ export {
   type MigrationStatus,
 } from "./migrate/applier";
 export { ensureDatabase } from "./migrate/database";
+// Hot standbys for stale-tolerant reads (docs/postgres.md): the routing, and the statements declared to use it.
+export {
+  currentReader,
+  latestLsn,
+  readerPosition,
+  readerWrote,
+  ReplicaRouter,
+  withReader,
+  type ReadCounts,
+  type ReadTarget,
+  type ReplicaState,
+  type StaleReads,
+} from "./read-replicas";
+export { replicaReads } from "./stale-reads";

@@ -1,5 +1,5 @@
 /**
- * What one caller may make the time-series store do (finding 10 of issue 17): days per write, the accepted timestamps,
+ * What one caller may make the time-series store do (docs/limits.md): days per write, the accepted timestamps,
  * the partitions one aspect may hold, and reads that stay fast and exact across the most partitions an aspect can
  * have. Every refusal happens before anything is created.
  */

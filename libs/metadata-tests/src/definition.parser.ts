@@ -4,7 +4,7 @@ import { readDefinitionText } from "./definition-text";
 import { parsePredicate } from "./predicate.parser";
 import { ProblemList, describeValue, isRecord } from "./problem-list";
 import { TestDefinitionError } from "./test-definition.error";
-import { parseActions } from "./test-actions";
+import { parseActions } from "./action.parser";
 
 /**
  * Parses definition text (JSON or YAML) into the normalized definition, or throws a TestDefinitionError naming every

@@ -33,7 +33,7 @@ export interface PropertyPredicate {
 }
 
 /**
- * What pushing a result does to the entity (test-actions.ts): the actions of the outcome, applied by the evaluation
+ * What pushing a result does to the entity (action-catalogue.ts): the actions of the outcome, applied by the evaluation
  * worker in the push's transaction. Evaluation itself only plans them.
  */
 export interface TestActions {

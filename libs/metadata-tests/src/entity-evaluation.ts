@@ -2,6 +2,7 @@ import type { Privilege } from "@mdp/core";
 import type { ParsedDefinition } from "./definition.types";
 import type { EntitySnapshot } from "./entity.types";
 import type { FailedRule } from "./failed-rule";
+import type { NotApplied } from "./action-privileges";
 import { evaluateTest } from "./test.evaluator";
 
 /** A test to run: its urn and its parsed definition. */
@@ -13,7 +14,7 @@ export interface TestToRun {
 export interface PassingResult {
   test: string;
   type: "SUCCESS";
-  /** the test's passing actions, when it has any (test-actions.ts annotateActions) */
+  /** the test's passing actions, when it has any (action-annotations.ts annotateActions) */
   actions?: ResultAction[];
 }
 
@@ -30,8 +31,13 @@ export interface ResultAction {
   type: string;
   params: Record<string, string[]>;
   wouldChange: boolean;
-  /** the privilege the test's owner lacks for it: pushing does not apply it (docs/api.md "Test actions") */
+  /**
+   * the privilege the push may not use for it (its test's owner lacks it, or the caller pushing someone else's test
+   * does): pushing does not apply it (docs/api.md "Test actions")
+   */
   missingPrivilege?: Privilege;
+  /** why pushing applies none of its test's actions whatever is held: an INACTIVE test pushed by another than its owner */
+  notApplied?: NotApplied;
 }
 
 /**

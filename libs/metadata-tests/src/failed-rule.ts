@@ -1,6 +1,8 @@
 import { expectedValues, type PropertyPredicate } from "./definition.types";
 import { OPERAND_SHAPE, type Operator } from "./operators";
-import { RESULT_LIMITS } from "./result-limits";
+
+/** characters of one value a failed rule shows (its JSON; a string's text), then cut and marked (RESULT_LIMITS) */
+export const VALUE_CHARACTERS = 200;
 
 /**
  * A leaf predicate that made the test fail, with what it expected and what the entity actually has, so that a user
@@ -91,11 +93,11 @@ export function withoutValues(rule: FailedRule): FailedRule {
 
 /**
  * A value as a failed rule shows it: itself when its JSON (a string: its text) has at most
- * RESULT_LIMITS.valueCharacters characters, else the text of its first that many characters marked as cut:
+ * VALUE_CHARACTERS characters, else the text of its first that many characters marked as cut:
  * `<first 200 characters>… (cut from <n> characters)`. A 200 KB description in 50 failing rules answered 10 MB.
  */
 export function cutValue(value: unknown): unknown {
-  const limit = RESULT_LIMITS.valueCharacters;
+  const limit = VALUE_CHARACTERS;
   if (typeof value === "string") return value.length <= limit ? value : cut(value);
   if (value === null || typeof value === "number" || typeof value === "boolean") return value;
   const text = JSON.stringify(value) ?? String(value);
@@ -103,7 +105,7 @@ export function cutValue(value: unknown): unknown {
 }
 
 function cut(text: string): string {
-  let end = RESULT_LIMITS.valueCharacters;
+  let end = VALUE_CHARACTERS;
   // Never split a surrogate pair: half of one is not text.
   const last = text.charCodeAt(end - 1);
   if (last >= 0xd800 && last <= 0xdbff) end -= 1;
@@ -146,5 +148,5 @@ function describeFound(shown: readonly unknown[], count: number): string {
 /** A value in a message: its JSON, cut as cutValue cuts (values shown are cut already; operands may be long too). */
 function show(value: unknown): string {
   const text = JSON.stringify(value) ?? String(value);
-  return text.length <= RESULT_LIMITS.valueCharacters ? text : `${text.slice(0, RESULT_LIMITS.valueCharacters)}…`;
+  return text.length <= VALUE_CHARACTERS ? text : `${text.slice(0, VALUE_CHARACTERS)}…`;
 }

@@ -15,6 +15,7 @@ export {
   mergeTestResults,
   readTestResults,
   sameJson,
+  sameResultsOf,
   testResultsOf,
   type StoredTestResult,
   type TestResultsAspect,
@@ -47,20 +48,26 @@ export {
   DEFAULT_DEPRECATION_NOTE,
   DEFAULT_OWNERSHIP_TYPE,
   OWNERSHIP_TYPES,
-  actionRunsOf,
-  actionsFromJson,
-  annotateActions,
   aspectOfAction,
-  planActions,
   type ActionAspect,
+} from "./action-catalogue";
+export { actionsFromJson } from "./action.parser";
+export {
+  actionRunsOf,
+  planActions,
   type ActionPlan,
   type ActionRun,
   type AspectWrite,
   type PlannedAction,
+} from "./action-planner";
+export {
   ACTION_ASPECT_PRIVILEGES,
   privilegeOfAction,
   privilegesLacking,
   privilegesOfActions,
   withoutRefused,
   type LackingOf,
-} from "./test-actions";
+  type NotApplied,
+  type WithheldOf,
+} from "./action-privileges";
+export { annotateActions } from "./action-annotations";

@@ -1,5 +1,5 @@
 import { isPropertyPredicate, type ParsedDefinition, type Predicate, type TestAction } from "./definition.types";
-import { orderedParams } from "./test-actions";
+import { orderedParams } from "./action-catalogue";
 
 /**
  * A stored normalized definition as JSON text, keys in the parser's canonical order (PostgreSQL's jsonb sorts them

@@ -4,11 +4,17 @@ import { resolveProperty } from "./entity-property.resolver";
 import { failedRule, type FailedRule } from "./failed-rule";
 import { satisfies } from "./operator.evaluator";
 
-/** Whether a predicate came out as wanted and, when it did not, the leaf predicates responsible. */
+/**
+ * Whether a predicate came out as wanted and, when it did not, the leaf predicates responsible: described only when
+ * asked (`explain`), since an `or` that passes has all its other branches fail, and describing each (its message, its
+ * values cut) was most of the time of a large definition that passes.
+ */
 export interface Verdict {
   ok: boolean;
-  failures: FailedRule[];
+  explain: () => FailedRule[];
 }
+
+const NOTHING_TO_EXPLAIN = (): FailedRule[] => [];
 
 /**
  * Checks that `predicate` (found at `path`) evaluates to `want` on the entity. Asking for a wanted outcome, rather
@@ -26,7 +32,10 @@ export function checkPredicate(
   if (isPropertyPredicate(predicate)) {
     const resolved = resolveProperty(entity, predicate.property);
     const ok = satisfies(predicate, resolved) === want;
-    return { ok, failures: ok ? [] : [failedRule(predicate, path, resolved.values, !want, withValues)] };
+    return {
+      ok,
+      explain: ok ? NOTHING_TO_EXPLAIN : () => [failedRule(predicate, path, resolved.values, !want, withValues)],
+    };
   }
   if ("not" in predicate) return checkPredicate(predicate.not, `${path}.not`, !want, entity, withValues);
   const [combinator, children] =
@@ -37,5 +46,5 @@ export function checkPredicate(
   // and=true and or=false need every child as wanted; or=true and and=false need only one.
   const needsAll = (combinator === "and") === want;
   const ok = needsAll ? verdicts.every((verdict) => verdict.ok) : verdicts.some((verdict) => verdict.ok);
-  return { ok, failures: ok ? [] : verdicts.flatMap((verdict) => verdict.failures) };
+  return { ok, explain: ok ? NOTHING_TO_EXPLAIN : () => verdicts.flatMap((verdict) => verdict.explain()) };
 }

@@ -1,5 +1,5 @@
 import type { EntityEvaluation } from "./entity-evaluation";
-import { withoutValues, type FailedRule } from "./failed-rule";
+import { VALUE_CHARACTERS, withoutValues, type FailedRule } from "./failed-rule";
 import type { StoredTestResult, TestResultsAspect } from "./test-results";
 
 /**
@@ -10,7 +10,7 @@ import type { StoredTestResult, TestResultsAspect } from "./test-results";
  */
 export const RESULT_LIMITS = {
   /** characters of one value a failed rule shows (its JSON; a string's text), then cut and marked */
-  valueCharacters: 200,
+  valueCharacters: VALUE_CHARACTERS,
   /** UTF-8 bytes of one entity's result as answered (its JSON), and of its stored testResults */
   entityBytes: 512 * 1024,
   /** UTF-8 bytes of one request's results together (a batchEvaluate's answer; a task row's result) */

@@ -1,4 +1,6 @@
-import { annotateActions, planActions, privilegesLacking, withoutRefused, type ActionRun } from "./test-actions";
+import { annotateActions } from "./action-annotations";
+import { planActions, type ActionRun } from "./action-planner";
+import { privilegesLacking, withoutRefused } from "./action-privileges";
 
 const A = "urn:li:test:a";
 const B = "urn:li:test:b";
@@ -191,6 +193,35 @@ describe("actions their test's owner may not write", () => {
       { type: "ADD_TAGS", params: { values: [T1] }, wouldChange: false, missingPrivilege: "EDIT_ENTITY_TAGS" },
       { type: "ADD_OWNERS", params: { values: [ANN] }, wouldChange: true },
       { type: "REMOVE_TAGS", params: { values: [T2] }, wouldChange: false, missingPrivilege: "EDIT_ENTITY_TAGS" },
+    ]);
+  });
+
+  it("lists every action of a withheld test as not applied, and plans the other tests' without them", () => {
+    const evaluation = {
+      urn: "urn:li:dataset:(urn:li:dataPlatform:hive,x,PROD)",
+      passing: [],
+      failing: [
+        { test: A, type: "FAILURE" as const, failedRules: [] },
+        { test: B, type: "FAILURE" as const, failedRules: [] },
+      ],
+      notApplicable: [],
+      evaluatedAt: 1,
+    };
+    const entity = { urn: evaluation.urn, entityType: "dataset", aspects: {} };
+    // A adds T1; B removes it: with A withheld, B's removal changes nothing.
+    const annotated = annotateActions(
+      evaluation,
+      entity,
+      (test) => ({
+        passing: [],
+        failing: [{ type: test === A ? "ADD_TAGS" : "REMOVE_TAGS", params: { values: [T1] } }],
+      }),
+      () => undefined,
+      (test) => (test === A ? "INACTIVE" : undefined),
+    );
+    expect(annotated.failing.map((r) => r.actions)).toEqual([
+      [{ type: "ADD_TAGS", params: { values: [T1] }, wouldChange: false, notApplied: "INACTIVE" }],
+      [{ type: "REMOVE_TAGS", params: { values: [T1] }, wouldChange: false }],
     ]);
   });
 });

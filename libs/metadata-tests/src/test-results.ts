@@ -90,6 +90,18 @@ export function mergeTestResults(
   return { passing: sorted.filter((e) => e.type === "SUCCESS"), failing: sorted.filter((e) => e.type === "FAILURE") };
 }
 
+/**
+ * Whether two aspects hold the same entries for these tests (as stored: sorted by test urn): a push of their
+ * evaluation changes the entity only when they differ.
+ */
+export function sameResultsOf(a: TestResultsAspect, b: TestResultsAspect, tests: ReadonlySet<string>): boolean {
+  const of = (aspect: TestResultsAspect) =>
+    [...aspect.passing, ...aspect.failing]
+      .filter((e) => tests.has(e.test))
+      .sort((x, y) => (x.test < y.test ? -1 : x.test > y.test ? 1 : 0));
+  return sameJson(of(a), of(b));
+}
+
 /** Deep equality of two JSON values, key order ignored (PostgreSQL's jsonb reorders keys). */
 export function sameJson(a: unknown, b: unknown): boolean {
   if (a === b) return true;

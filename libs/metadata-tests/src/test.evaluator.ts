@@ -15,7 +15,7 @@ export function evaluateTest(definition: ParsedDefinition, entity: EntitySnapsho
   const { conditions } = definition.on;
   if (conditions && !checkPredicate(conditions, "on.conditions", true, entity).ok) return { applies: false };
   const verdict = checkPredicate(definition.rules, "rules", true, entity, withValues);
-  return { applies: true, passed: verdict.ok, failedRules: verdict.failures };
+  return { applies: true, passed: verdict.ok, failedRules: verdict.explain() };
 }
 
 /**

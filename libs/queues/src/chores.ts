@@ -8,7 +8,10 @@ import { Producer } from "./producer";
 import { closeWorker, createWorker, type JobObserver } from "./worker";
 
 /** The queues whose jobs are chores: one job per firing, told apart by the job's name. */
-export type ChoreQueue = Extract<QueueKey, "scheduleSync" | "truncationChores" | "evaluationChores" | "gatewayChores">;
+export type ChoreQueue = Extract<
+  QueueKey,
+  "scheduleSync" | "truncationChores" | "evaluationChores" | "webhookChores" | "gatewayChores"
+>;
 
 /**
  * Something the cluster does once per firing, not once per replica: a BullMQ job scheduler on the chore's queue
@@ -38,6 +41,11 @@ export interface ChoresOptions {
   /** how many of the queue's jobs run at once in the whole cluster (BullMQ's global concurrency); absent: no bound */
   globalConcurrency?: number;
   checkEveryMs?: number;
+  /**
+   * told each time the producer connection is ready again after losing Redis, once this process's schedulers are
+   * checked (a Redis restarted without persistence, or a failover that lost writes, comes back without them)
+   */
+  onRedisBack?: () => Promise<void>;
 }
 
 export interface RunningChores {
@@ -111,6 +119,16 @@ export function startChores<Q extends ChoreQueue>(
       runAtStart: true,
     },
   );
+  // Redis back after a loss of its connection: the schedulers are checked at once, not at the next periodic check, so
+  // a Redis that came back empty fires the chores (and, through onRedisBack, the schedules) on time.
+  const stopWatching = onRedisBack(options.producerConnection, async () => {
+    try {
+      await ensureSchedulers();
+      await options.onRedisBack?.();
+    } catch (error) {
+      options.logger.warn({ err: error }, `chores of ${queue.name}: could not check the schedulers after a reconnect`);
+    }
+  });
   // A run that ends in an error (its connection closed under it, as when Redis goes away while the process stops) is
   // logged, never an unhandled rejection: the gateway runs chores too, and must not die of one.
   worker
@@ -121,6 +139,7 @@ export function startChores<Q extends ChoreQueue>(
     producer,
     ensureSchedulers,
     stop: async ({ force = false } = {}) => {
+      stopWatching();
       await check.stop();
       await closeWorker(worker, { force });
       await producer.close();
@@ -133,4 +152,26 @@ function didSomething(summary: unknown): boolean {
   if (typeof summary === "number") return summary !== 0;
   if (summary && typeof summary === "object") return Object.values(summary).some(didSomething);
   return summary !== undefined && summary !== null;
+}
+
+/**
+ * Calls `back` at each `ready` of `connection` that follows a loss of it (`reconnecting`), never at the first one:
+ * what a process does when Redis is there again, perhaps without its data. Returns the un-subscription.
+ */
+export function onRedisBack(connection: RedisConnection, back: () => Promise<void>): () => void {
+  let lost = false;
+  const onLost = () => {
+    lost = true;
+  };
+  const onReady = () => {
+    if (!lost) return;
+    lost = false;
+    void back();
+  };
+  connection.on("reconnecting", onLost);
+  connection.on("ready", onReady);
+  return () => {
+    connection.off("reconnecting", onLost);
+    connection.off("ready", onReady);
+  };
 }

@@ -1,4 +1,4 @@
-import { createRequire } from "node:module";
+import { CronExpressionParser, type CronExpression } from "cron-parser";
 import { getNextMillis, type JobsOptions, type Queue } from "bullmq";
 import type { QueueKey } from "./names";
 import type { Payload } from "./payloads";
@@ -11,6 +11,35 @@ export function nextCronFiring(cron: string, fromMillis = Date.now()): number | 
   return getNextMillis(fromMillis, { pattern: cron, tz: SCHEDULE_TIMEZONE });
 }
 
+/** The latest slot of `cron` at or before `atMillis` (epoch ms), as BullMQ's cron-parser reads it in UTC; undefined: none. */
+export function previousCronSlot(cron: string, atMillis = Date.now()): number | undefined {
+  try {
+    return CronExpressionParser.parse(cron, {
+      tz: SCHEDULE_TIMEZONE,
+      currentDate: new Date(atMillis + 1),
+    })
+      .prev()
+      .getTime();
+  } catch {
+    return undefined;
+  }
+}
+
+/** How many slots of `cron` fall strictly between two of its slots, counted up to `cap`. */
+export function cronSlotsBetween(cron: string, afterMillis: number, beforeMillis: number, cap = 100_000): number {
+  let count = 0;
+  try {
+    const slots = CronExpressionParser.parse(cron, {
+      tz: SCHEDULE_TIMEZONE,
+      currentDate: new Date(afterMillis),
+    });
+    while (count < cap && slots.next().getTime() < beforeMillis) count++;
+  } catch {
+    // no further slot
+  }
+  return count;
+}
+
 /** The longest cron pattern a schedule (retention policy, scheduled test) may have (docs/limits.md). */
 export const MAX_CRON_LENGTH = 256;
 
@@ -20,14 +49,8 @@ export const CRON_INTERVAL_SAMPLE = 100;
 const CRON_SHAPE =
   "a cron pattern of 5 fields (minute hour day-of-month month day-of-week) or 6 (seconds first), evaluated in UTC";
 
-interface CronIterator {
-  next(): { getTime(): number };
-}
-// BullMQ's own cron-parser (its dependency, not ours), so a pattern accepted here is one its job schedulers accept;
-// parsed once and iterated, where getNextMillis would parse the pattern again for every firing.
-const cronParser = createRequire(require.resolve("bullmq"))("cron-parser") as {
-  CronExpressionParser: { parse(pattern: string, options: { tz: string; currentDate: Date }): CronIterator };
-};
+// cron-parser at the exact version BullMQ pins (one copy in the lockfile), so a pattern accepted here is one its job
+// schedulers accept; parsed once and iterated, where getNextMillis would parse the pattern again for every firing.
 
 /**
  * Why a job scheduler could not use `pattern`, or undefined when it can: the number of fields, what cron-parser says
@@ -37,9 +60,9 @@ const cronParser = createRequire(require.resolve("bullmq"))("cron-parser") as {
 export function cronPatternProblem(pattern: string, minIntervalSeconds?: number): string | undefined {
   const fields = pattern.trim().split(/\s+/).length;
   if (fields < 5 || fields > 6) return `'${pattern}' has ${fields} field(s); expected ${CRON_SHAPE}`;
-  let firings: CronIterator;
+  let firings: CronExpression;
   try {
-    firings = cronParser.CronExpressionParser.parse(pattern, { tz: SCHEDULE_TIMEZONE, currentDate: new Date() });
+    firings = CronExpressionParser.parse(pattern, { tz: SCHEDULE_TIMEZONE, currentDate: new Date() });
     if (nextCronFiring(pattern) === undefined) return `'${pattern}' never fires`;
   } catch (error) {
     return `'${pattern}' is not ${CRON_SHAPE} (${error instanceof Error ? error.message : "unparsable"})`;
@@ -105,6 +128,19 @@ export class CronSchedules<Q extends QueueKey> {
     );
   }
 
+  /**
+   * Queues one firing of schedule `id` now, for its slot `slotMillis` that passed without one (its job scheduler was
+   * lost with Redis's data): the same job a firing of its scheduler makes, under an id per slot, so asking twice for
+   * one slot queues it once. The firing claims its slot (schedule_slot) before doing anything, so it never runs a slot
+   * twice either.
+   */
+  async fireLate(id: string, slotMillis: number): Promise<void> {
+    await this.queue.add(this.options.jobName, this.options.jobData(id), {
+      ...this.options.jobOptions,
+      jobId: `late-${this.schedulerId(id)}-${slotMillis}`,
+    });
+  }
+
   /** Whether there was a schedule to remove. */
   async remove(id: string): Promise<boolean> {
     return this.queue.removeJobScheduler(this.schedulerId(id));
@@ -125,21 +161,23 @@ export class CronSchedules<Q extends QueueKey> {
    * Makes the schedulers of this kind match `schedules`: a missing or different one is upserted, one whose row is gone
    * is removed. Converges whatever failed before (Redis refusing after a row was written or deleted).
    */
-  async reconcile(schedules: readonly CronScheduled[]): Promise<{ upserted: number; removed: number }> {
+  async reconcile(
+    schedules: readonly CronScheduled[],
+  ): Promise<{ upserted: number; removed: number; upsertedIds: string[] }> {
     const prefix = this.options.idPrefix;
     const schedulers = await this.queue.getJobSchedulers(0, -1);
     const existing = new Map(
       schedulers.filter((s) => s.key.startsWith(prefix)).map((s) => [s.key.slice(prefix.length), s]),
     );
-    let upserted = 0;
+    const upsertedIds: string[] = [];
     for (const schedule of schedules) {
       const current = existing.get(schedule.id);
       existing.delete(schedule.id);
       if (current?.pattern === schedule.cron && current.tz === SCHEDULE_TIMEZONE) continue;
       await this.upsert(schedule);
-      upserted++;
+      upsertedIds.push(schedule.id);
     }
     for (const id of existing.keys()) await this.remove(id);
-    return { upserted, removed: existing.size };
+    return { upserted: upsertedIds.length, removed: existing.size, upsertedIds };
   }
 }

@@ -15,3 +15,4 @@ export * from "./test-runs";
 export * from "./rate-limits";
 export * from "./chores";
 export * from "./schedule-sync-requests";
+export * from "./shards";

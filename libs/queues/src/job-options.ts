@@ -37,20 +37,11 @@ export function jobOptions(queue: QueueKey, jobId: string, kind?: string): JobsO
     case "scheduleSync":
     case "truncationChores":
     case "evaluationChores":
+    case "webhookChores":
     case "gatewayChores":
       // Quick and idempotent: retried through a short outage, and the next firing converges anyway.
       return { jobId, ...scheduleJobOptions() };
-    case "webhookDelivery":
-      // The attempts and their backoff are the deployment's (WEBHOOK_MAX_ATTEMPTS, WEBHOOK_RETRY_BASE_MS): given by
-      // the producer's overrides (webhookDeliveryOptions). Kept for the dashboard as other jobs are; the delivery log
-      // (webhook_delivery) is the durable record.
-      return { jobId, attempts: 10, backoff: { type: "exponential", delay: 5_000 }, ...retention };
   }
-}
-
-/** A webhook delivery's retries (docs/webhooks.md "Retries"): `attempts` in all, the n-th retry after base·2^(n-1). */
-export function webhookDeliveryOptions(attempts: number, baseMs: number): Pick<JobsOptions, "attempts" | "backoff"> {
-  return { attempts, backoff: { type: "exponential", delay: baseMs } };
 }
 
 /**
@@ -108,11 +99,8 @@ export function workerOptions(
     case "scheduleSync":
     case "truncationChores":
     case "evaluationChores":
+    case "webhookChores":
     case "gatewayChores":
       return { lockDuration: 15_000, stalledInterval: 5_000, maxStalledCount: 2 };
-    case "webhookDelivery":
-      // A dead worker's deliveries come back within ~20 s; a POST is bounded by WEBHOOK_TIMEOUT_MS (≤ 60 s) and the
-      // lock is renewed while it runs. A stalled job is retried (at-least-once: the receiver dedups on the event id).
-      return { lockDuration: 15_000, stalledInterval: 5_000, maxStalledCount: 5 };
   }
 }

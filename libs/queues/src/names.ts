@@ -14,10 +14,10 @@ export const QUEUE_NAMES = {
   truncationChores: "truncation-chores",
   /** chores an evaluation worker runs once per cluster, fired by job schedulers (chores.ts) */
   evaluationChores: "evaluation-chores",
+  /** chores a webhook worker runs once per cluster (the delivery log's settling and retention), fired by job schedulers */
+  webhookChores: "webhook-chores",
   /** chores a gateway runs once per cluster (idle access tokens, token usage's retention), fired by job schedulers */
   gatewayChores: "gateway-chores",
-  /** one job per webhook delivery row (its id): the evaluation workers POST the event to the subscription's url */
-  webhookDelivery: "webhook-deliveries",
 } as const;
 
 export type QueueKey = keyof typeof QUEUE_NAMES;

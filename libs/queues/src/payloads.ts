@@ -41,6 +41,14 @@ export const evaluationItem = z.object({
    */
   showValues: z.boolean().optional(),
   /**
+   * The caller's own recent write, as the primary's WAL position after it (`16/B374D848`): the worker reads the
+   * entities on a read replica only once it has replayed this (docs/postgres.md "Read-your-writes").
+   */
+  readAfter: z
+    .string()
+    .regex(/^[0-9A-F]{1,8}\/[0-9A-F]{1,8}$/)
+    .optional(),
+  /**
    * runTestDefinition: a definition not saved as a test, evaluated under the urn `testUrns` names (one of its own,
    * never a stored test's), as the gateway parsed it. `applyActions` (its DEFAULT mode): its actions are applied to
    * the entities for the actor, as a push applies a stored test's for its owner; no result is stored for it.
@@ -87,6 +95,11 @@ export const runTestPayload = z.object({
   actorUrn: z.string().min(1),
   actorTokenId,
   requestId,
+  /** as an evaluate item's: its creator's recent write, which a replica must have replayed to serve a batch */
+  readAfter: z
+    .string()
+    .regex(/^[0-9A-F]{1,8}\/[0-9A-F]{1,8}$/)
+    .optional(),
 });
 
 /** previewTestImpact's sample: at most this many entities (docs/limits.md). */
@@ -137,12 +150,6 @@ export const scheduleSyncPayload = z.object({
 /** A chore's firing (chores.ts): the job's name says which chore; nothing travels. */
 export const chorePayload = z.object({});
 
-/**
- * One webhook delivery (docs/webhooks.md): only the delivery row's id travels (also the job's id); the row holds the
- * body and names the subscription, read when the job runs.
- */
-export const webhookDeliveryPayload = z.object({ deliveryId: z.string().uuid() });
-
 /** The one map from queue to payload schema: producers and workers both check against it. */
 export const PAYLOADS = {
   truncate: truncatePayload,
@@ -152,8 +159,8 @@ export const PAYLOADS = {
   scheduleSync: scheduleSyncPayload,
   truncationChores: chorePayload,
   evaluationChores: chorePayload,
+  webhookChores: chorePayload,
   gatewayChores: chorePayload,
-  webhookDelivery: webhookDeliveryPayload,
 } as const satisfies Record<QueueKey, z.ZodType>;
 
 export type Payload<Q extends QueueKey> = z.output<(typeof PAYLOADS)[Q]>;

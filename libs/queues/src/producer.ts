@@ -5,6 +5,7 @@ import { PRODUCER_COMMAND_TIMEOUT_MS } from "./connection";
 import { jobName, jobOptions } from "./job-options";
 import { QUEUE_NAMES, type QueueKey } from "./names";
 import { PAYLOADS, type PayloadInput } from "./payloads";
+import { shardCount, shardOf, shardPrefixes } from "./shards";
 import { telemetry } from "./telemetry";
 
 /**
@@ -17,18 +18,38 @@ export const ENQUEUE_TIMEOUT_MS = PRODUCER_COMMAND_TIMEOUT_MS;
 
 /**
  * A typed producer for one queue. Payloads are validated before they reach Redis; BullMQ's OpenTelemetry integration
- * (bullmq-otel) puts the caller's trace context into the job's options, where the worker picks it up.
+ * (bullmq-otel) puts the caller's trace context into the job's options, where the worker picks it up. A sharded queue
+ * (shards.ts: `shards` is QUEUE_SHARDS, ignored for the queues never split) is one BullMQ queue per shard, each job on
+ * the shard its id names (`queueFor`).
  */
 export class Producer<Q extends QueueKey> {
-  readonly queue: Queue;
+  /** one per shard, in shard order */
+  readonly queues: Queue[];
 
   constructor(
     readonly key: Q,
     connection: RedisConnection,
     prefix: string,
+    shards = 1,
   ) {
-    this.queue = new Queue(QUEUE_NAMES[key], { connection, prefix, telemetry });
-    this.queue.on("error", ignoreQueueError);
+    this.queues = shardPrefixes(prefix, shardCount(key, shards)).map(
+      (shardPrefix) => new Queue(QUEUE_NAMES[key], { connection, prefix: shardPrefix, telemetry }),
+    );
+    for (const queue of this.queues) queue.on("error", ignoreQueueError);
+  }
+
+  /** The queue of an unsharded producer; shard 0 of a sharded one (use `queueFor` for a job's). */
+  get queue(): Queue {
+    return this.queues[0]!;
+  }
+
+  /** the shard's queue that holds (or will hold) the job `jobId` */
+  queueFor(jobId: string): Queue {
+    return this.queues[shardOf(jobId, this.queues.length)]!;
+  }
+
+  getJob(jobId: string): Promise<Job | undefined> {
+    return this.queueFor(jobId).getJob(jobId);
   }
 
   async enqueue(
@@ -39,7 +60,8 @@ export class Producer<Q extends QueueKey> {
     // The request being handled, if any, travels with its job (an evaluate batch's items carry their own).
     const data = PAYLOADS[this.key].parse({ requestId: currentLogContext()?.requestId, ...payload });
     const kind = "kind" in data ? data.kind : undefined;
-    const added = this.queue.add(jobName(this.key, kind), data, {
+    const queue = this.queueFor(jobId);
+    const added = queue.add(jobName(this.key, kind), data, {
       ...jobOptions(this.key, jobId, kind),
       ...overrides,
     });
@@ -54,7 +76,7 @@ export class Producer<Q extends QueueKey> {
       // failed): it is taken back off. Commands on one connection run in order, so the removal follows the add.
       if (error instanceof EnqueueTimeout || isCommandTimeout(error)) {
         added.catch(() => undefined);
-        this.queue.remove(jobId).catch(() => undefined);
+        queue.remove(jobId).catch(() => undefined);
         throw serviceUnavailable("Redis");
       }
       throw error;
@@ -64,7 +86,7 @@ export class Producer<Q extends QueueKey> {
   }
 
   /**
-   * Queues many jobs in one round trip (BullMQ's addBulk: one MULTI), each validated as `enqueue` does: for a producer
+   * Queues many jobs in one round trip per shard (BullMQ's addBulk: one MULTI), each validated as `enqueue` does: for a producer
    * of hundreds of jobs at once (the webhooks' fan-out). Bounded by ENQUEUE_TIMEOUT_MS as a whole; on a timeout the
    * jobs may or may not be queued, which the caller's reconcile settles (their ids are deterministic).
    */
@@ -74,13 +96,16 @@ export class Producer<Q extends QueueKey> {
   ): Promise<void> {
     if (jobs.length === 0) return;
     const requestId = currentLogContext()?.requestId;
-    const added = this.queue.addBulk(
-      jobs.map(({ jobId, payload }) => {
-        const data = PAYLOADS[this.key].parse({ requestId, ...payload });
-        const kind = "kind" in data ? data.kind : undefined;
-        return { name: jobName(this.key, kind), data, opts: { ...jobOptions(this.key, jobId, kind), ...overrides } };
-      }),
-    );
+    const byShard = new Map<Queue, Parameters<Queue["addBulk"]>[0]>();
+    for (const { jobId, payload } of jobs) {
+      const data = PAYLOADS[this.key].parse({ requestId, ...payload });
+      const kind = "kind" in data ? data.kind : undefined;
+      const queue = this.queueFor(jobId);
+      const bulk = byShard.get(queue) ?? [];
+      bulk.push({ name: jobName(this.key, kind), data, opts: { ...jobOptions(this.key, jobId, kind), ...overrides } });
+      byShard.set(queue, bulk);
+    }
+    const added = Promise.all([...byShard].map(([queue, bulk]) => queue.addBulk(bulk)));
     let timer: NodeJS.Timeout | undefined;
     const stalled = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(serviceUnavailable("Redis")), ENQUEUE_TIMEOUT_MS);
@@ -95,13 +120,13 @@ export class Producer<Q extends QueueKey> {
 
   /** BullMQ's reason when the job failed for good (no attempt will come), else undefined (running, waiting, gone). */
   async failedReason(jobId: string): Promise<string | undefined> {
-    const job = await this.queue.getJob(jobId);
+    const job = await this.getJob(jobId);
     if (!job || !(await job.isFailed())) return undefined;
     return job.failedReason || "Its job failed";
   }
 
-  close(): Promise<void> {
-    return this.queue.close();
+  async close(): Promise<void> {
+    await Promise.all(this.queues.map((queue) => queue.close()));
   }
 }
 

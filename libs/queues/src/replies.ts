@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { RedisConnection } from "./connection";
+import { shardOf, shardPrefixes } from "./shards";
 
 /** The job did not finish within the wait; it may still finish later. */
 export class JobWaitTimeoutError extends Error {
@@ -140,23 +141,47 @@ export class ReplyInbox {
   losses = 0;
 
   private constructor(
-    /** the channel to name in payloads as `replyTo` */
-    readonly channel: string,
+    /** one channel per shard of the queue, each under its shard's prefix (hence its hash tag) */
+    readonly channels: readonly string[],
   ) {}
+
+  /** the channel to name in payloads as `replyTo` (of an unsharded queue; a sharded one's: `channelFor`) */
+  get channel(): string {
+    return this.channels[0]!;
+  }
+
+  /**
+   * The channel to name as `replyTo` in the job `jobId`: its shard's, so that on a Redis Cluster the reply (sharded
+   * pub/sub, kept on the master of the channel's slot) goes to the master that holds the job, and the replies spread
+   * over the masters with the jobs.
+   */
+  channelFor(jobId: string): string {
+    return this.channels[shardOf(jobId, this.channels.length)]!;
+  }
 
   /**
    * Subscribes on `subscriber`, a connection in subscriber mode: it can run no other command, though other
-   * subscriptions may share it.
+   * subscriptions may share it. `shards`: the queue's shards (QUEUE_SHARDS for a sharded queue), a channel each.
    */
-  static async open(subscriber: RedisConnection, prefix: string, queueName: string): Promise<ReplyInbox> {
-    const inbox = new ReplyInbox(`${prefix}:${queueName}:replies:${randomUUID()}`);
-    const unsubscribe = await subscribeToReplies(subscriber, inbox.channel, (message) => inbox.deliver(message));
+  static async open(subscriber: RedisConnection, prefix: string, queueName: string, shards = 1): Promise<ReplyInbox> {
+    const id = randomUUID();
+    const inbox = new ReplyInbox(shardPrefixes(prefix, shards).map((p) => `${p}:${queueName}:replies:${id}`));
+    const unsubscribes = await Promise.all(
+      inbox.channels.map((channel) => subscribeToReplies(subscriber, channel, (message) => inbox.deliver(message))),
+    );
+    const unsubscribe = async () => {
+      await Promise.all(unsubscribes.map((end) => end()));
+    };
     const lost = () => inbox.lose();
     const faltered = () => inbox.falter();
     // ioredis subscribes again by itself once reconnected, but only after "ready"; subscribing here as well is how
     // this inbox learns when the channel holds again (a second SUBSCRIBE of a channel changes nothing).
     const ready = () => {
-      const again = sharded(subscriber) ? subscriber.ssubscribe(inbox.channel) : subscriber.subscribe(inbox.channel);
+      const again = Promise.all(
+        inbox.channels.map((channel) =>
+          sharded(subscriber) ? subscriber.ssubscribe(channel) : subscriber.subscribe(channel),
+        ),
+      );
       again.then(
         () => {
           inbox.subscribed = true;

@@ -12,15 +12,25 @@ export interface RunTestRequest {
 }
 
 /**
- * A test run's request and dedup key, one definition for both starters (the gateway's runTest and an evaluation
- * worker's scheduled run): an identical run still waiting or active is joined, so a scheduled run that overlaps the
- * previous one, or a runTest with the same arguments, shares its task.
+ * A test run's request and dedup key, one definition for every starter (the gateway's runTest, an evaluation worker's
+ * scheduled run and evaluation on change): an identical run still waiting or active **for the same principal** is
+ * joined, so a scheduled run that overlaps the previous one, or a runTest with the same arguments by the same caller,
+ * shares its task. `by` is whom the run acts for (its actor and the token it called with; a schedule's firing: the
+ * owner, no token): a run's pushed actions act with its principal's authority, so another caller's request must not
+ * be served by it — a user would otherwise join (or have an owner's firing join) a run acting with other privileges.
  */
 export function runTestRequest(
   testUrn: string,
+  by: { urn: string; tokenId?: string | null },
   push = true,
   batchSize = DEFAULT_RUN_BATCH_SIZE,
 ): { request: RunTestRequest; dedupKey: string } {
   const request: RunTestRequest = { kind: "runTest", testUrn, push, batchSize };
-  return { request, dedupKey: createHash("sha256").update(JSON.stringify(request)).digest("hex") };
+  const principal = { actorUrn: by.urn, actorTokenId: by.tokenId ?? null };
+  return {
+    request,
+    dedupKey: createHash("sha256")
+      .update(JSON.stringify({ ...request, ...principal }))
+      .digest("hex"),
+  };
 }

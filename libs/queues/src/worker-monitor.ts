@@ -48,7 +48,8 @@ export class WorkerMetrics<R extends PromRegistry = PromRegistry> implements Job
   readonly registry: R;
   private readonly durations: { observe(labels: Labels, value: number): void };
   private readonly outcomes: { inc(labels: Labels, value?: number): void };
-  private queue?: Queue;
+  /** the worker's queue, one per shard */
+  private queues: Queue[] = [];
 
   constructor(
     prom: PromClient<R>,
@@ -90,24 +91,35 @@ export class WorkerMetrics<R extends PromRegistry = PromRegistry> implements Job
     if (seconds !== undefined) this.durations.observe({ queue: QUEUE_NAMES[queue] }, seconds);
   }
 
-  /** Counts the jobs of `worker`'s queue on every scrape, on the worker's own Redis connection. */
-  watch(worker: Worker): void {
-    this.queue = new Queue(worker.name, { connection: worker.opts.connection, prefix: worker.opts.prefix });
-    this.queue.on("error", ignoreQueueError); // a scrape that fails says so itself
+  /**
+   * Counts the jobs of the workers' queue on every scrape, on the workers' own Redis connection: the sum over its
+   * shards when there are several workers (createShardWorkers), all of one queue.
+   */
+  watch(workers: Worker | Worker[]): void {
+    this.queues = [workers].flat().map((worker) => {
+      const queue = new Queue(worker.name, { connection: worker.opts.connection, prefix: worker.opts.prefix });
+      queue.on("error", ignoreQueueError); // a scrape that fails says so itself
+      return queue;
+    });
     // Every outcome from the first scrape on, at zero until it happens: a rate over a series that appears late is wrong.
-    for (const outcome of JOB_OUTCOMES) this.outcomes.inc({ queue: worker.name, outcome }, 0);
+    for (const outcome of JOB_OUTCOMES) this.outcomes.inc({ queue: this.queues[0]!.name, outcome }, 0);
   }
 
   async close(): Promise<void> {
-    await this.queue?.close();
+    await Promise.all(this.queues.map((queue) => queue.close()));
   }
 
   private async depth(): Promise<{ queue: string; counts: Record<string, number> } | undefined> {
-    const queue = this.queue;
-    if (!queue) return undefined;
+    if (this.queues.length === 0) return undefined;
     try {
-      const counts = await withTimeout(queue.getJobCounts(...QUEUE_STATES), SCRAPE_TIMEOUT_MS);
-      return { queue: queue.name, counts };
+      const shards = await withTimeout(
+        Promise.all(this.queues.map((queue) => queue.getJobCounts(...QUEUE_STATES))),
+        SCRAPE_TIMEOUT_MS,
+      );
+      const counts: Record<string, number> = {};
+      for (const shard of shards)
+        for (const [state, n] of Object.entries(shard)) counts[state] = (counts[state] ?? 0) + n;
+      return { queue: this.queues[0]!.name, counts };
     } catch (error) {
       this.logger?.debug({ err: error }, "queue depth not counted for this scrape");
       return undefined;
@@ -118,7 +130,7 @@ export class WorkerMetrics<R extends PromRegistry = PromRegistry> implements Job
 export interface MonitorOptions {
   port: number;
   host: string;
-  worker: Worker;
+  worker: Worker | Worker[];
   metrics: WorkerMetrics;
   /** more registries served at /metrics (a worker's own metrics, such as the evaluation counts) */
   registries?: PromRegistry[];
@@ -140,8 +152,10 @@ export interface Monitor {
  * state of each dependency as a fixed word), never a job's data, a host name or an error's text.
  */
 export async function serveMonitor(options: MonitorOptions): Promise<Monitor> {
-  const { worker, metrics, logger } = options;
-  metrics.watch(worker);
+  const { metrics, logger } = options;
+  const workers = [options.worker].flat();
+  const worker = workers[0]!;
+  metrics.watch(workers);
   const registries = [metrics.registry, ...(options.registries ?? [])];
   const checks: Record<string, () => Promise<unknown>> = {
     ...options.checks,
@@ -161,7 +175,7 @@ export async function serveMonitor(options: MonitorOptions): Promise<Monitor> {
       }),
     );
     const report: Record<string, string> = Object.fromEntries(entries);
-    report.worker = worker.isRunning() && !worker.closing ? "ok" : "stopped";
+    report.worker = workers.every((w) => w.isRunning() && !w.closing) ? "ok" : "stopped";
     return { ready: Object.values(report).every((state) => state === "ok"), checks: report };
   };
   const json = (res: ServerResponse, status: number, body: unknown) => {

@@ -4,7 +4,13 @@ import { closeWorker } from "./worker";
 import { serveMonitor, type Monitor, type MonitorOptions } from "./worker-monitor";
 
 export interface WorkerProcess {
-  worker: Worker;
+  /**
+   * the process's worker, or its workers (one per shard of a sharded queue: createShardWorkers): /ready reports them,
+   * and they run once the monitoring port is open unless `running`
+   */
+  worker: Worker | Worker[];
+  /** the worker runs already (a process whose only BullMQ worker is its chores', which startChores runs) */
+  running?: boolean;
   logger: Logger;
   /** closed after the worker, in order (Redis connections, Prisma, telemetry) */
   resources: Array<() => Promise<unknown>>;
@@ -21,6 +27,7 @@ export interface WorkerProcess {
  * nobody can watch is not started.
  */
 export function runUntilSignalled(proc: WorkerProcess): void {
+  const workers = [proc.worker].flat();
   let stopping = false;
   let monitor: Monitor | undefined;
   const stop = async (signal: string) => {
@@ -33,7 +40,7 @@ export function runUntilSignalled(proc: WorkerProcess): void {
       process.exit(1);
     }, 25_000).unref();
     // /ready answers 503 ("worker": "stopped") while the worker drains; the port closes last.
-    await closeWorker(proc.worker);
+    await Promise.all(workers.map((worker) => closeWorker(worker)));
     await monitor?.close().catch(() => undefined);
     for (const close of proc.resources) await close().catch(() => undefined);
     clearTimeout(force);
@@ -46,13 +53,14 @@ export function runUntilSignalled(proc: WorkerProcess): void {
     (opened) => {
       monitor = opened;
       if (stopping) return;
-      void proc.worker.run();
-      proc.logger.info({ queue: proc.worker.name, concurrency: proc.worker.opts.concurrency }, "worker running");
+      if (!proc.running) for (const worker of workers) void worker.run();
+      const concurrency = workers.reduce((sum, worker) => sum + (worker.opts.concurrency ?? 1), 0);
+      proc.logger.info({ queue: workers[0]!.name, shards: workers.length, concurrency }, "worker running");
     },
     (error: unknown) => {
       proc.logger.fatal(
         { err: error, port: proc.monitor.port, host: proc.monitor.host },
-        "could not open the monitoring port (set TRUNCATION_WORKER_PORT / EVALUATION_WORKER_PORT, 0 for any free one)",
+        "could not open the monitoring port (set its *_WORKER_PORT, 0 for any free one)",
       );
       process.exit(1);
     },

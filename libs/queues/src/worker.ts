@@ -6,6 +6,7 @@ import type { Logger } from "@mdp/core";
 import { workerOptions } from "./job-options";
 import { QUEUE_NAMES, type QueueKey } from "./names";
 import { PAYLOADS, type Payload } from "./payloads";
+import { shardCount, shardPrefixes } from "./shards";
 import { telemetry } from "./telemetry";
 
 /** `token` is the job's lock token, needed to hand a job back to the queue (job.moveToDelayed). */
@@ -141,6 +142,26 @@ export function createWorker<Q extends QueueKey>(key: Q, handler: JobHandler<Q>,
   });
   worker.on("error", (error) => options.logger.error({ err: error.message }, "worker error"));
   return worker;
+}
+
+/**
+ * A worker for each shard of a sharded queue (shards.ts; `shards` is QUEUE_SHARDS): one BullMQ worker per shard,
+ * the process's `concurrency` shared out among them (the shards take even shares of the jobs, their ids hashed), so
+ * the process runs no more jobs at once than it would on one queue. One shard: the one worker of `createWorker`.
+ */
+export function createShardWorkers<Q extends QueueKey>(
+  key: Q,
+  handler: JobHandler<Q>,
+  options: WorkerOptions<Q> & { shards: number },
+): Worker[] {
+  const { shards, ...rest } = options;
+  const prefixes = shardPrefixes(options.prefix, shardCount(key, shards));
+  const share = (i: number) =>
+    Math.max(
+      1,
+      Math.floor(options.concurrency / prefixes.length) + (i < options.concurrency % prefixes.length ? 1 : 0),
+    );
+  return prefixes.map((prefix, i) => createWorker(key, handler, { ...rest, prefix, concurrency: share(i) }));
 }
 
 const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));

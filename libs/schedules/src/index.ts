@@ -5,3 +5,4 @@ export * from "./schedule-kinds";
 export * from "./schedule-firing";
 export * from "./schedule-sync";
 export * from "./start-schedules";
+export * from "./schedule-slots";

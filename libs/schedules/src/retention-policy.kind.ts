@@ -33,6 +33,7 @@ export const retentionPolicyKind: ScheduleKind<RetentionPolicy, "retention"> = {
   work: (row, urn) => ({ kind: "RETENTION_POLICY", id: row.id, urn }),
   needs: () => [SCHEDULE_PRIVILEGES.RETENTION_POLICY],
   suspendedAction: "retentionPolicy.suspended",
+  missedAction: "retentionPolicy.missed",
   via: "retention-schedule",
   async create(policy, policyUrn, deps) {
     const truncations = deps.producers.truncate;

@@ -2,6 +2,7 @@ import { AppError, type Privilege } from "@mdp/core";
 import { insertAuditEvent, suspendUnlessOwnerMay } from "@mdp/db";
 import type { JobHandler, Payload } from "@mdp/queues";
 import type { FiringDeps, FiringQueue, OwnedRow, ScheduleKind } from "./schedule-kind";
+import { claimSlot } from "./schedule-slots";
 
 /** What one firing did, kept as its job's result (Bull Board shows it). */
 export type FiringOutcome =
@@ -77,12 +78,48 @@ export async function fireSchedule<Row extends OwnedRow, Q extends FiringQueue>(
   return { taskId, joined: existing };
 }
 
-/** The job handler of a kind's firing queue: each job is one firing of one of its schedules. */
+/**
+ * The job handler of a kind's firing queue: each job is one firing of one of its schedules, for the cron slot it
+ * stands for. That slot is claimed first (schedule_slot): a slot already run (its scheduler's firing, and a late one
+ * the sync queued after Redis lost its data) starts nothing, and the slots skipped since the last one claimed are
+ * counted on the schedule (`missedRuns`) and audited (the kind's `missedAction`). Then fireSchedule.
+ */
 export function firingHandler<Row extends OwnedRow, Q extends FiringQueue>(
   kind: ScheduleKind<Row, Q>,
   deps: FiringDeps,
 ): JobHandler<Q> {
-  return (payload: Payload<Q>) => fireSchedule(kind, kind.idOf(payload), deps);
+  return async (payload: Payload<Q>) => {
+    const id = kind.idOf(payload);
+    const row = await kind.load(deps.db.prisma, id);
+    const cron = row ? kind.cronOf(row) : null;
+    if (row && cron !== null) {
+      const slot = await claimSlot(deps.db.prisma, kind.name, id, cron);
+      if (!slot.claimed) return { skipped: "SLOT_ALREADY_RAN" };
+      if (slot.missed > 0) await recordMissed(kind, row, slot, deps);
+    }
+    return fireSchedule(kind, id, deps);
+  };
+}
+
+/** The audit row and warning of slots that passed without a firing before the one now run, late. */
+async function recordMissed<Row extends OwnedRow, Q extends FiringQueue>(
+  kind: ScheduleKind<Row, Q>,
+  row: Row,
+  slot: { slotAt: number; missed: number },
+  deps: FiringDeps,
+): Promise<void> {
+  const urn = kind.urnOf(row, deps.urnNamespace);
+  const missed = { missed: slot.missed, ranFor: new Date(slot.slotAt).toISOString(), via: kind.via };
+  await insertAuditEvent(deps.db.prisma, {
+    actorUrn: row.ownerUrn,
+    action: kind.missedAction,
+    targetUrn: urn,
+    details: missed,
+  });
+  deps.logger.warn(
+    { kind: kind.name, target: urn, ...missed },
+    `${kind.label}: slots passed without a firing (its schedule was lost or no worker ran); ran once, late`,
+  );
 }
 
 /** The owner's limit, counted for this firing: what the refusal says when it is spent, else undefined. */

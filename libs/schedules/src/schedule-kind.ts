@@ -71,6 +71,8 @@ export interface ScheduleKind<Row extends OwnedRow = OwnedRow, Q extends FiringQ
   rateLimit?: { limit: RateLimitName; action: string };
   /** the audit action of a suspension (`test.schedule.suspended`) */
   suspendedAction: string;
+  /** the audit action of slots that could not run (Redis lost the schedule's job scheduler across them) */
+  missedAction: string;
   /** the audit's `via` of what its firings do, where a request's says how its caller authenticated */
   via: string;
   /** creates the firing's task (deduplicated, audited in the task's transaction) and queues its job */

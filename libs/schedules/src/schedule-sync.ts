@@ -1,8 +1,18 @@
 import type { Logger } from "@mdp/core";
-import type { Database } from "@mdp/db";
-import { Producer, SCHEDULE_KIND_NAMES, type Chore, type RedisConnection, type ScheduleKindName } from "@mdp/queues";
+import { listScheduleSlots, pruneScheduleSlots, type Database } from "@mdp/db";
+import {
+  previousCronSlot,
+  Producer,
+  SCHEDULE_KIND_NAMES,
+  type Chore,
+  type RedisConnection,
+  type ScheduleKindName,
+} from "@mdp/queues";
 import type { FiringQueue, OwnedRow, ScheduleKind } from "./schedule-kind";
 import { scheduleKind } from "./schedule-kinds";
+import { LATE_AFTER_MS } from "./schedule-slots";
+
+type SyncCounts = { upserted: number; removed: number; late: number };
 
 /** How often the whole of every kind's schedulers is made to match the rows (the `sync-all-schedules` chore). */
 export const FULL_SYNC_EVERY_MS = 60_000;
@@ -44,20 +54,63 @@ export class ScheduleSync {
     return { upserted: 1, removed: 0 };
   }
 
-  /** Makes every kind's schedulers match its rows; logs `<label> schedules reconciled` for a kind it changed. */
-  async syncAll(): Promise<Record<string, { upserted: number; removed: number }>> {
-    const counts: Record<string, { upserted: number; removed: number }> = {};
+  /**
+   * Makes every kind's schedulers match its rows, then queues a late firing for each schedule whose latest slot passed
+   * without one (catchUp); logs `<label> schedules reconciled` for a kind it changed.
+   */
+  async syncAll(): Promise<Record<string, SyncCounts>> {
+    const counts: Record<string, SyncCounts> = {};
     for (const name of SCHEDULE_KIND_NAMES) {
       const kind = scheduleKind(name);
       const rows = await kind.list(this.db.prisma);
-      const done = await this.schedulesOf(kind).reconcile(
+      const { upserted, removed, upsertedIds } = await this.schedulesOf(kind).reconcile(
         rows.map((r) => ({ id: kind.scheduleId(r.id), cron: r.cron })),
       );
-      if (done.upserted + done.removed > 0)
+      const late = await this.catchUp(kind, rows, new Set(upsertedIds));
+      const done = { upserted, removed, late };
+      if (upserted + removed + late > 0)
         this.logger.info({ kind: name, ...done }, `${kind.label} schedules reconciled`);
       counts[name] = done;
     }
     return counts;
+  }
+
+  /**
+   * A slot never skips silently: each schedule whose latest slot is later than the last one a firing claimed
+   * (schedule_slot) gets one firing now, late — at once when its scheduler had to be restored (Redis lost it, and the
+   * firing with it), else once the slot is LATE_AFTER_MS old (its own firing may be on its way). The firing claims
+   * the slot, so it runs once however many syncs ask, and counts the slots before it that could not run. A schedule
+   * with no slot claimed under its cron is left to its first firing; the rows of schedules gone are deleted.
+   */
+  private async catchUp(
+    kind: ScheduleKind<OwnedRow, FiringQueue>,
+    rows: ReadonlyArray<{ id: string; cron: string }>,
+    restored: ReadonlySet<string>,
+  ): Promise<number> {
+    const now = Date.now();
+    const slots = new Map((await listScheduleSlots(this.db.prisma, kind.name)).map((s) => [s.scheduleId, s]));
+    let late = 0;
+    for (const row of rows) {
+      const seen = slots.get(row.id);
+      // No slot claimed under this cron yet: its first firing starts the record (nothing before it counts as missed).
+      if (!seen || seen.cron !== row.cron) continue;
+      const slotAt = previousCronSlot(row.cron, now);
+      if (slotAt === undefined || seen.lastSlotAt.getTime() >= slotAt) continue;
+      const scheduleId = kind.scheduleId(row.id);
+      if (!restored.has(scheduleId) && slotAt > now - LATE_AFTER_MS) continue;
+      await this.schedulesOf(kind).fireLate(scheduleId, slotAt);
+      this.logger.warn(
+        { kind: kind.name, id: row.id, slot: new Date(slotAt).toISOString() },
+        `${kind.label}: its latest slot passed without a firing; running it late`,
+      );
+      late++;
+    }
+    await pruneScheduleSlots(
+      this.db.prisma,
+      kind.name,
+      rows.map((r) => r.id),
+    );
+    return late;
   }
 
   /** The schedule-sync queue's chores: one schedule on request, every schedule every FULL_SYNC_EVERY_MS. */

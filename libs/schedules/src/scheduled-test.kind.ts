@@ -35,12 +35,14 @@ export const scheduledTestKind: ScheduleKind<ScheduledTestRow, "testSchedule"> =
   idle: (row) => (row.state === "INACTIVE" ? "INACTIVE" : undefined),
   rateLimit: { limit: "testRuns", action: "test.run.rateLimited" },
   suspendedAction: "test.schedule.suspended",
+  missedAction: "test.schedule.missed",
   via: "test-schedule",
   async create(row, urn, deps) {
     const runs = deps.producers.evaluate;
     if (!runs) throw new Error("a scheduled test fired in a process without the evaluate-tests producer");
-    const { request, dedupKey } = runTestRequest(urn);
     const ownerUrn = row.ownerUrn;
+    // The owner's run, through no caller's token (its actions are bounded by the token the owner set the test with).
+    const { request, dedupKey } = runTestRequest(urn, { urn: ownerUrn });
     const { taskId, existing } = await deps.tasks.create(
       {
         type: "EVALUATE_TESTS",

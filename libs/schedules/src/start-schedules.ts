@@ -57,6 +57,7 @@ export function startSchedules(deps: ScheduleProcessDeps): RunningSchedules {
     return worker;
   });
   const sync = new ScheduleSync(deps.db, deps.producerConnection, deps.prefix, deps.logger);
+  const askFullSync = () => requests.producer.enqueue(randomUUID(), {}).then(() => undefined);
   const syncChores = startChores("scheduleSync", sync.chores(deps.fullSyncEveryMs), {
     connection: deps.connection,
     producerConnection: deps.producerConnection,
@@ -64,8 +65,10 @@ export function startSchedules(deps: ScheduleProcessDeps): RunningSchedules {
     logger: deps.logger,
     observer: deps.observer,
     globalConcurrency: 1,
+    // Redis back, maybe empty: a full sync now restores the schedulers and runs late the slots that passed meanwhile.
+    onRedisBack: askFullSync,
   });
-  requests.producer.enqueue(randomUUID(), {}).catch((error: unknown) => {
+  askFullSync().catch((error: unknown) => {
     deps.logger.warn({ err: error }, "could not ask for a full schedule sync at start; the periodic one will run");
   });
   return {

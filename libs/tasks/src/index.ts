@@ -1,5 +1,7 @@
 export * from "./states";
 export * from "./lifecycle";
+export * from "./lease";
+export * from "./task-status";
 export * from "./reconciler";
 // The task table's statements are @mdp/db's; re-exported where the lifecycle's users have always found them.
 export {

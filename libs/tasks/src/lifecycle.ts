@@ -1,89 +1,24 @@
 import { randomUUID } from "node:crypto";
-import { hostname } from "node:os";
 import { DelayedError, UnrecoverableError, type Job } from "bullmq";
 import type pg from "pg";
 import { JobCancelledError } from "@mdp/queues";
-import { every, serviceUnavailable, unavailableDependency, type Logger } from "@mdp/core";
+import { serviceUnavailable, unavailableDependency, type Logger } from "@mdp/core";
 import { TaskRepository, type Database, type NewTask, type Prisma, type TaskRow } from "@mdp/db";
 import { cancellationReason } from "./cancellation";
-import type { TaskState } from "./states";
+import {
+  CLAIM_RETRY_MS,
+  DEFAULT_LEASE_MS,
+  defaultOwner,
+  LeaseLostError,
+  type ClaimResult,
+  type Lease,
+  type LifecycleOptions,
+} from "./lease";
+import { LeaseRenewal, type Ending } from "./lease-renewal";
+import { failureText } from "./task-status";
 
 export type TaskType = TaskRow["type"];
 export type { TaskRow };
-
-/** The right to write an active task: held by one attempt of one worker process. */
-export interface Lease {
-  readonly taskId: string;
-  /** names this attempt in every write: a stale attempt's writes match nothing */
-  readonly token: string;
-  /** the attempt's number (attemptsMade after the claim) */
-  readonly attempt: number;
-}
-
-/** A worker's write found the task no longer held by its attempt: another attempt took it over, or it was reclaimed. */
-export class LeaseLostError extends Error {
-  constructor(taskId: string) {
-    super(`Task ${taskId} is no longer held by this attempt (its lease lapsed and it was taken over)`);
-    this.name = "LeaseLostError";
-  }
-}
-
-export type ClaimResult =
-  | { outcome: "missing" }
-  /** already completed, failed or cancelled: a duplicate delivery */
-  | { outcome: "finished"; task: TaskRow }
-  /** asked to stop before this attempt started: ended as cancelled here */
-  | { outcome: "cancelled"; task: TaskRow; reason: string }
-  /** another attempt holds a live lease (BullMQ delivered the job again while it runs): try again after `retryInMs` */
-  | { outcome: "held"; retryInMs: number }
-  /** `task` is the row as the previous attempts left it */
-  | { outcome: "claimed"; task: TaskRow; lease: Lease };
-
-export interface LifecycleOptions {
-  /** how long a claim or renewal holds a task without another renewal; default 10 s */
-  leaseMs?: number;
-  /** this worker process's name in lease_owner; default `<host>:<pid>:<random>` (see defaultOwner) */
-  owner?: string;
-}
-
-export const DEFAULT_LEASE_MS = 10_000;
-/** How soon a job whose claim could not reach PostgreSQL is delivered again. */
-export const CLAIM_RETRY_MS = 1_000;
-
-/** How an attempt that failed ends, as failAttempt computed it. */
-interface Ending {
-  lease: Lease;
-  final: boolean;
-  reason: string;
-}
-
-/**
- * A worker process's name: its host and pid say where to look for its logs; the random part keeps a restarted
- * process (pid 1 again in its container) from renewing the leases its dead predecessor left.
- */
-export function defaultOwner(): string {
-  return `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-}
-
-/**
- * What getTaskStatus shows: the row's state, except that an active task whose lease lapsed is waiting (its worker is
- * gone; the reconciler or BullMQ's stall check gives it its next attempt), saying so.
- */
-export function presentState(task: TaskRow): { state: TaskState; failedReason: string | null } {
-  if (task.state === "active" && task.leaseLapsed) {
-    return { state: "waiting", failedReason: lapsedReason(task.attemptsMade) };
-  }
-  return { state: task.state, failedReason: task.failedReason };
-}
-
-function lapsedReason(attempt: number): string {
-  return `Attempt ${attempt} stopped: its worker stopped responding; waiting for the next attempt`;
-}
-
-/** Whether BullMQ will not retry this attempt of the job if it fails. */
-export function isLastAttempt(job: Pick<Job, "attemptsMade" | "opts">): boolean {
-  return job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
-}
 
 /** A task to create: the row's fields (NewTask), what to call it, and what commits with a new row. */
 export interface CreateTask extends NewTask {
@@ -111,14 +46,9 @@ export interface Enqueuing {
 export class TaskLifecycle {
   readonly leaseMs: number;
   readonly owner: string;
-  /** the attempts this process is running, by lease token: the only leases it renews */
-  private readonly running = new Map<string, { cancelSeen: boolean }>();
-  /** endings its attempts could not write (PostgreSQL unreachable), by lease token: written at the next renewals */
-  private readonly unrecorded = new Map<string, Ending>();
-  /** token-less rows (synchronous evaluations) its jobs are working on, with how many jobs hold each */
-  private readonly heldRows = new Map<string, number>();
-
   private readonly rows: TaskRepository;
+  /** the attempts this process runs and the leases it renews */
+  private readonly leases: LeaseRenewal;
 
   constructor(
     db: Database,
@@ -128,6 +58,7 @@ export class TaskLifecycle {
     this.leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
     this.owner = options.owner ?? defaultOwner();
     this.rows = new TaskRepository(db);
+    this.leases = new LeaseRenewal(this.rows, logger, this.owner, this.leaseMs);
   }
 
   // ---- reading ---------------------------------------------------------------------------------------------------
@@ -182,8 +113,8 @@ export class TaskLifecycle {
 
   /**
    * cancel, as a caller asks it: the task is marked cancelRequested; a waiting one, or an active one whose lease lapsed
-   * (no attempt runs it), ends cancelled at once, saying how far earlier attempts got, and `removeJob` takes its job
-   * off the queue where it can (a job a worker is taking right now finds the task finished at its claim). An active
+   * (no attempt runs it), ends cancelled at once, saying how far earlier attempts got, and `releaseJob` hands its job
+   * to a worker now (a delayed one promoted), whose claim finds the task cancelled and ends the job so. An active
    * one stops at its attempt's next checkpoint; an attempt that does not get there (hung) is ended cancelled by its
    * own process's renewal (renewLeases), and a process that died leaves a lease that lapses, which the next claim or
    * reconcile ends cancelled. Returns the row afterwards, or null when it is already finished. `afterRequest` (an
@@ -191,12 +122,12 @@ export class TaskLifecycle {
    */
   async requestCancel(
     taskId: string,
-    removeJob: () => Promise<boolean>,
+    releaseJob: () => Promise<boolean>,
     afterRequest?: (tx: Prisma.TransactionClient, task: TaskRow) => Promise<void>,
   ): Promise<TaskRow | null> {
     const task = await this.rows.requestCancel(taskId, afterRequest);
     if (!task) return null;
-    await this.settleCancel(task, removeJob);
+    await this.settleCancel(task, releaseJob);
     return this.read(taskId);
   }
 
@@ -224,15 +155,15 @@ export class TaskLifecycle {
   }
 
   /**
-   * requestCancel's second half: a waiting task (or one whose worker is gone) ends cancelled now, its job taken off the
-   * queue where `removeJob` can; otherwise its attempt stops it (see requestCancel).
+   * requestCancel's second half: a waiting task (or one whose worker is gone) ends cancelled now, and `releaseJob`
+   * lets a worker end its job; otherwise its attempt stops it (see requestCancel).
    */
-  async settleCancel(task: TaskRow, removeJob: () => Promise<boolean>): Promise<void> {
+  async settleCancel(task: TaskRow, releaseJob: () => Promise<boolean>): Promise<void> {
     if (task.state === "waiting" || task.leaseLapsed) {
-      // The row is the truth: whichever of this and a claim comes first wins (both lock the row), so the job need not
-      // be gone for the task to end; removing it only spares the queue a delivery that would find the task finished.
-      await removeJob().catch(() => false);
+      // The row is the truth: whichever of this and a claim comes first wins (both lock the row). The job is kept, not
+      // removed, so that the dashboard shows the cancel (docs/queue-dashboard.md): its delivery ends it cancelled.
       await this.rows.cancelUnheld(task.id, cancellationReason(task));
+      await releaseJob().catch(() => false);
     }
   }
 
@@ -262,6 +193,9 @@ export class TaskLifecycle {
       case "missing":
         throw new UnrecoverableError(`Task ${taskId} does not exist`);
       case "finished":
+        // Cancelled while its job waited: the job ends as a cancelled attempt's does (completed, saying why), so the
+        // queue dashboard shows it with the task's reason rather than as an ordinary completion.
+        if (claim.task.state === "cancelled") throw new JobCancelledError(claim.task.failedReason ?? "Cancelled");
         return { outcome: "finished", result: claim.task.result };
       case "cancelled":
         throw new JobCancelledError(claim.reason);
@@ -281,10 +215,10 @@ export class TaskLifecycle {
     let token: string | undefined;
     try {
       const result = await this.claimRow(taskId, (t) => (token = t));
-      if (result.outcome !== "claimed" && token) this.running.delete(token);
+      if (result.outcome !== "claimed" && token) this.leases.running.delete(token);
       return result;
     } catch (error) {
-      if (token) this.running.delete(token);
+      if (token) this.leases.running.delete(token);
       throw error;
     }
   }
@@ -295,7 +229,8 @@ export class TaskLifecycle {
       if (task.state !== "waiting" && task.state !== "active") return { outcome: "finished", task };
       // A live lease of this very process whose attempt it no longer runs (it failed while PostgreSQL was away, and
       // could not record it) holds nothing: taken over at once rather than after it lapses.
-      const orphan = task.leaseOwner === this.owner && task.leaseToken !== null && !this.running.has(task.leaseToken);
+      const orphan =
+        task.leaseOwner === this.owner && task.leaseToken !== null && !this.leases.running.has(task.leaseToken);
       if (task.state === "active" && !task.leaseLapsed && !orphan) {
         const left = task.leaseExpiresAt ? task.leaseExpiresAt.getTime() - Date.now() : this.leaseMs;
         return { outcome: "held", retryInMs: Math.max(100, Math.min(this.leaseMs, left)) };
@@ -308,7 +243,7 @@ export class TaskLifecycle {
       const token = randomUUID();
       tokenOf(token);
       // Running from before the claim commits: a renewal in between must not take the attempt for an orphan.
-      this.running.set(token, { cancelSeen: false });
+      this.leases.running.set(token, { cancelSeen: false });
       const attempt = await ops.activate(this.owner, token, this.leaseMs);
       return { outcome: "claimed", task, lease: { taskId, token, attempt } };
     });
@@ -363,24 +298,16 @@ export class TaskLifecycle {
   async failAttempt(lease: Lease, error: unknown, final: boolean): Promise<void> {
     this.release(lease);
     if (error instanceof LeaseLostError) return;
-    const message = error instanceof Error ? error.message : String(error);
+    const message = failureText(error);
     const ending: Ending = {
       lease,
       final,
       reason: final ? message : `Attempt ${lease.attempt} failed, retrying: ${message}`,
     };
-    await this.settle(ending).catch((cause: unknown) => {
-      this.unrecorded.set(lease.token, ending);
+    await this.leases.settle(ending).catch((cause: unknown) => {
+      this.leases.unrecorded.set(lease.token, ending);
       this.logger.warn({ taskId: lease.taskId, err: cause }, "could not record a failed attempt; retrying it");
     });
-  }
-
-  /**
-   * Writes an attempt's ending, if the attempt still holds the task: cancelled (saying how far it got) when a cancel
-   * was requested, else failed or waiting for the next attempt.
-   */
-  private settle({ lease, final, reason }: Ending): Promise<void> {
-    return this.rows.settleAttempt(lease, final, reason, cancellationReason);
   }
 
   /** complete: the holder ends the task with its result. */
@@ -423,89 +350,22 @@ export class TaskLifecycle {
    * attempt that escapes in any other way is never renewed again.
    */
   release(lease: Lease): void {
-    this.running.delete(lease.token);
+    this.leases.running.delete(lease.token);
   }
 
-  /**
-   * Rows without a lease token that a job of this process is working on (synchronous evaluations' rows, which its
-   * startedCte or claimForPush made active under this process): renewed while the job runs, until `release()`.
-   */
+  /** Rows without a lease token that a job of this process is working on, renewed until `release()` (LeaseRenewal). */
   holdRows(taskIds: readonly string[]): { release(): void } {
-    for (const id of taskIds) this.heldRows.set(id, (this.heldRows.get(id) ?? 0) + 1);
-    return {
-      release: () => {
-        for (const id of taskIds) {
-          const n = (this.heldRows.get(id) ?? 1) - 1;
-          if (n > 0) this.heldRows.set(id, n);
-          else this.heldRows.delete(id);
-        }
-      },
-    };
+    return this.leases.holdRows(taskIds);
   }
 
-  /**
-   * One renewal: (1) endings attempts could not write (PostgreSQL was unreachable) are written, fenced by their lease
-   * token; (2) the leases of the attempts this process is running, and only those, are renewed in one statement, so an
-   * attempt that died in this process leaves a lease that lapses, which the next claim takes over; (3) an attempt
-   * still running a renewal after the one that found its task asked to stop has not reached a checkpoint in all that
-   * time (hung, or stuck in one step): it is ended cancelled here, its lease token cleared, so whatever it writes
-   * later changes nothing. Returns how many leases it renewed.
-   */
-  async renewLeases(): Promise<number> {
-    for (const [token, ending] of [...this.unrecorded]) {
-      const written = await this.settle(ending).then(
-        () => true,
-        (error: unknown) => {
-          this.logger.warn({ taskId: ending.lease.taskId, err: error }, "could not record a failed attempt yet");
-          return false;
-        },
-      );
-      if (!written) break; // PostgreSQL still away: the rest wait for the next renewal, the live leases are renewed below
-      this.unrecorded.delete(token);
-    }
-    const tokens = [...this.running.keys()];
-    const rows = [...this.heldRows.keys()];
-    if (tokens.length === 0 && rows.length === 0) return 0;
-    const renewed = await this.rows.renew(this.owner, this.leaseMs, tokens, rows);
-    for (const row of renewed) {
-      const attempt = row.token === null ? undefined : this.running.get(row.token);
-      if (!attempt || !row.cancelRequested) continue;
-      if (!attempt.cancelSeen) {
-        attempt.cancelSeen = true; // it has until the next renewal to stop at a checkpoint
-        continue;
-      }
-      await this.cancelStuck(row.id, row.token!);
-    }
-    return renewed.length;
+  /** One renewal of this process's leases (LeaseRenewal.renewLeases); returns how many it renewed. */
+  renewLeases(): Promise<number> {
+    return this.leases.renewLeases();
   }
 
-  /** Ends as cancelled a task whose running attempt did not stop at a checkpoint when asked; fences that attempt. */
-  private async cancelStuck(taskId: string, token: string): Promise<void> {
-    this.running.delete(token);
-    await this.rows.cancelStuck({ taskId, token }, cancellationReason);
-    this.logger.warn({ taskId }, "a cancelled task's attempt did not stop at a checkpoint; ended it as cancelled");
-  }
-
-  /**
-   * Renews this process's leases every third of the lease, until stopped. A process that cannot (dead, hung, cut
-   * off from PostgreSQL) lets them lapse: its tasks read as waiting, and are claimed again.
-   */
+  /** Renews this process's leases every third of the lease, until stopped (LeaseRenewal.keepLeases). */
   keepLeases(): { stop(): void } {
-    // One renewal at a time (every's runs never overlap): a renewal still waiting on PostgreSQL skips the next ticks.
-    const loop = every(
-      "lease-renewal",
-      Math.max(50, Math.floor(this.leaseMs / 3)),
-      () =>
-        this.renewLeases().then(
-          (renewed) => (renewed > 0 ? { renewed } : undefined),
-          (error: unknown) => {
-            this.logger.warn({ err: error }, "could not renew task leases");
-            return undefined;
-          },
-        ),
-      { logger: this.logger },
-    );
-    return { stop: () => void loop.stop() };
+    return this.leases.keepLeases();
   }
 
   /**

@@ -1,5 +1,6 @@
 import type { Logger } from "@mdp/core";
 import type { TaskLifecycle, TaskRow, TaskType } from "./lifecycle";
+import { failureText } from "./task-status";
 
 /** One kind of task a reconciler looks after: how to tell its job exists, and what to do when it does not. */
 export interface ReconciledKind {
@@ -56,7 +57,7 @@ export class TaskReconciler {
       )) {
         const reason = await kind.failedReason?.(task.id);
         if (reason !== undefined) {
-          await this.tasks.failLost(task.id, reason);
+          await this.tasks.failLost(task.id, failureText(reason));
           failed.push(task.id);
           this.logger.warn({ taskId: task.id }, "ended a waiting task whose job had failed for good");
           continue;

@@ -91,7 +91,7 @@ export function evaluationHandler(
   const ownerPrivileges = ownerPrivilegesReader(db.prisma, rootUserUrn);
   const deps: EvaluateDeps = {
     db,
-    store: new EvaluationStore(db.pool, evaluations),
+    store: new EvaluationStore(db.pool, evaluations, db.stale),
     pool,
     pusher: new ResultsPusher(new AspectRepository(), ownerPrivileges, new TestResultHistory(historyMaxTransitions)),
     runDiffs: new TestRunDiffs(runDiffs),

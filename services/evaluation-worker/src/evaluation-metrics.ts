@@ -1,4 +1,4 @@
-import { Counter, Histogram, Registry } from "prom-client";
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { EntityEvaluation } from "@mdp/metadata-tests";
 
 /**
@@ -77,4 +77,25 @@ export function countOnChange(
   onChangeEntities.inc(pass.entities);
   const now = Date.now();
   for (const e of events) onChangeLag.observe(Math.max(0, now - e.createdAt) / 1000);
+}
+
+const onChangePartitions = new Gauge({
+  name: "mdp_on_change_partitions_held",
+  help: "Partitions of the change stream this worker holds (ON_CHANGE_PARTITIONS shared by the live workers)",
+  registers: [evaluationRegistry],
+});
+const onChangeCarried = new Counter({
+  name: "mdp_on_change_carried_total",
+  help: "Entities whose evaluation for an owner carried over past its share of a pass (ON_CHANGE_OWNER_BUDGET_MS)",
+  registers: [evaluationRegistry],
+});
+
+/** The partitions this worker holds after a claim round. */
+export function setPartitionsHeld(count: number): void {
+  onChangePartitions.set(count);
+}
+
+/** Entities carried over to owners' backlogs by a pass. */
+export function countCarried(count: number): void {
+  if (count > 0) onChangeCarried.inc(count);
 }

@@ -71,7 +71,8 @@ export default function evaluateTask(task: EvaluationTask): ThreadItemResult[] {
   const entities = new Map(snapshots.map((e) => [e.urn, e]));
   const testIndex = new Map(task.tests.map((t, i) => [t.urn, i]));
   const activeIndexes = task.tests.flatMap((t, i) => (t.active ? [i] : []));
-  const ownerLacks = new Map(task.tests.flatMap((t) => (t.ownerLacks ? [[t.urn, new Set(t.ownerLacks)]] : [])));
+  const lacks = new Map(task.tests.flatMap((t) => (t.actionsLack ? [[t.urn, new Set(t.actionsLack)]] : [])));
+  const notApplied = new Map(task.tests.flatMap((t) => (t.actionsNotApplied ? [[t.urn, t.actionsNotApplied]] : [])));
   const out: ThreadItemResult[] = [];
   for (let i = 0; i < task.items.length; i++) {
     const item = task.items[i]!;
@@ -105,14 +106,15 @@ export default function evaluateTask(task: EvaluationTask): ThreadItemResult[] {
         evaluation.failing.push(...one.failing);
         evaluation.notApplicable.push(...one.notApplicable);
       }
-      // What pushing would do (listed in the answer; the push itself plans again under its locks), the actions their
-      // owners may not write listed as such.
+      // What pushing would do (listed in the answer; the push itself plans again under its locks), the actions the
+      // push may not write, or would not apply at all, listed as such.
       if (invalid) return evaluation;
       return annotateActions(
         evaluation,
         entity,
         (test) => ran.get(test)?.definition.actions,
-        (test) => ownerLacks.get(test),
+        (test) => lacks.get(test),
+        (test) => notApplied.get(test),
       );
     });
     out.push(invalid ?? evaluations);

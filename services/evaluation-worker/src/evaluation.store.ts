@@ -9,10 +9,12 @@ import {
   latestAspectsOfEntities,
   type EntityBatch,
   type EvaluatedTestRow,
+  latestLsn,
   type Queryable,
+  type StaleReads,
 } from "@mdp/db";
 import type { EvaluationTasks } from "@mdp/tasks";
-import type { EntitySnapshot } from "@mdp/metadata-tests";
+import type { EntitySnapshot, NotApplied } from "@mdp/metadata-tests";
 
 /**
  * A test as stored: its urn, the canonical entity types it selects, its normalized definition (`hash`: see
@@ -21,10 +23,13 @@ import type { EntitySnapshot } from "@mdp/metadata-tests";
  */
 export interface StoredTest extends EvaluatedTestRow {
   /**
-   * Of the privileges its actions need, those its owner lacks (set by the evaluate handler, which reads the owners'
-   * grants only for tests with actions): the dry view lists those actions as refused.
+   * Of the privileges its actions need, those a push by the evaluation's caller may not use: what its owner lacks, or
+   * the caller when it is not the owner (set by the evaluate handler, which reads grants only for tests with actions):
+   * the answer lists those actions as refused.
    */
-  ownerLacks?: Privilege[];
+  actionsLack?: Privilege[];
+  /** set when a push by the evaluation's caller runs none of its actions, and why (an INACTIVE test of another) */
+  actionsNotApplied?: NotApplied;
 }
 
 /** What one evaluate job needs, read in one statement. */
@@ -48,6 +53,8 @@ export class EvaluationStore {
   constructor(
     private readonly db: Queryable,
     tasks: EvaluationTasks,
+    /** where a job that writes nothing reads its entities and tests (Database.stale; the primary without) */
+    private readonly stale?: StaleReads,
   ) {
     this.input = new EvaluationInputRepository(db, tasks);
   }
@@ -58,11 +65,36 @@ export class EvaluationStore {
     namedTests: readonly string[];
     activeTests: boolean;
     taskIds: readonly string[];
+    /** the job pushes results or applies actions: read on the primary, whatever replicas there are */
+    writes?: boolean;
+    /** the WAL positions of its callers' own recent writes (items' readAfter): a replica must have replayed them */
+    readAfter?: readonly (string | undefined)[];
   }): Promise<EvaluationInput> {
-    const doc = await this.input.load(request);
+    const doc =
+      this.stale?.replicated && !request.writes
+        ? await this.loadBeside(this.stale, request, latestLsn(request.readAfter ?? []))
+        : await this.input.load(request);
     const entities = new Map<string, EntitySnapshot>();
     for (const a of doc.aspects) addAspect(entities, a.urn, a.entityType, a.aspect, a.value);
     return { entities, tests: doc.tests, cancelled: new Set(doc.cancelled), started: new Set(doc.started) };
+  }
+
+  /** The entities and tests on a replica (when one has the callers' writes), the tasks' half on the primary. */
+  private async loadBeside(
+    stale: StaleReads,
+    request: {
+      urns: readonly string[];
+      namedTests: readonly string[];
+      activeTests: boolean;
+      taskIds: readonly string[];
+    },
+    after: string | undefined,
+  ) {
+    const [read, tasks] = await Promise.all([
+      stale.read((replica) => this.input.loadEntitiesAndTests(replica.pool, request), { after }),
+      this.input.loadTasks(request.taskIds),
+    ]);
+    return { ...read, ...tasks };
   }
 
   /** One test by urn, whatever its state; null when it does not exist (deleted). */
@@ -71,7 +103,8 @@ export class EvaluationStore {
   }
 
   /** How many entities of these types exist (an entity exists when it has at least one aspect). */
-  countEntities(entityTypes: readonly string[]): Promise<number> {
+  countEntities(entityTypes: readonly string[], replica?: { after?: string }): Promise<number> {
+    if (replica && this.stale) return this.stale.read((r) => countEntitiesOfTypes(r.pool, entityTypes), replica);
     return countEntitiesOfTypes(this.db, entityTypes);
   }
 
@@ -108,8 +141,14 @@ export class EvaluationStore {
     options: {
       client?: Queryable;
       lockFor?: { lockedAspect: string; lock(client: Queryable, urns: readonly string[]): Promise<void> };
+      /** a run that writes nothing: read on a replica that has replayed `after` (its creator's recent write) */
+      replica?: { after?: string };
     } = {},
   ): Promise<EntityBatch> {
+    const { replica } = options;
+    if (replica && !options.lockFor && this.stale) {
+      return this.stale.read((r) => entityBatchAfter(r.pool, entityTypes, afterUrn, limit), replica);
+    }
     const db = options.client ?? this.db;
     if (!options.lockFor) return entityBatchAfter(db, entityTypes, afterUrn, limit);
     const urns = await entityUrnsAfter(db, entityTypes, afterUrn, limit);

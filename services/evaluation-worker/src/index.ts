@@ -11,24 +11,14 @@ export {
 } from "./evaluation-handler";
 export { TestHistoryRetention, TestResultHistory } from "./test-result-history";
 export { ResultsPusher, type PushItem } from "./results.pusher";
+export { TABLE_PRUNE_EVERY_MS, tableRetentionChores, type TableRetentionConfig } from "./table-retention";
+export { OnChangeEvaluator, onChangeLoop } from "./on-change.consumer";
 export {
-  EVENT_PRUNE_EVERY_MS,
   ON_CHANGE_CONSUMER,
   ON_CHANGE_SUSPENDED_ACTION,
-  OnChangeEvaluator,
-  onChangeLoop,
-  onChangeRunStarter,
-  prunePlatformEventsFully,
   type OnChangePass,
   type OnChangeSettings,
-} from "./on-change.consumer";
-export { setUpWebhooks, webhookSettings, type RunningWebhooks, type WebhookConfig } from "./webhooks/start";
-export {
-  pruneWebhookDeliveriesFully,
-  reconcileWebhookDeliveries,
-  UNREADABLE,
-  WebhookFanOut,
-  webhookDeliveryHandler,
-  type WebhookSettings,
-} from "./webhooks/webhooks";
-export { postWebhook } from "./webhooks/webhook-post";
+} from "./on-change-settings";
+export { onChangeRunStarter } from "./on-change-run-starter";
+export { EVENT_PRUNE_EVERY_MS, prunePlatformEventsFully } from "./platform-event-prune";
+export { evaluationRegistry } from "./evaluation-metrics";

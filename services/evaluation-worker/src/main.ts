@@ -1,11 +1,11 @@
 import { stopTelemetry } from "./instrument";
-import { createLogger, EntityRegistry, loadConfigOrExit } from "@mdp/core";
+import { createLogger, EntityRegistry, loadConfigOrExit, logDestination } from "@mdp/core";
 import { createDatabase, pingDatabase } from "@mdp/db";
 import * as prom from "prom-client";
 import {
   closeRedis,
   createRedis,
-  createWorker,
+  createShardWorkers,
   Producer,
   RateLimits,
   runUntilSignalled,
@@ -18,21 +18,20 @@ import { evaluationGivenUp, evaluationHandler, evaluationsReconciled } from "./e
 import { evaluationRegistry } from "./evaluation-metrics";
 import { TASK_PRUNE_EVERY_MS, TaskRetention } from "./task-retention";
 import { HISTORY_PRUNE_EVERY_MS, TestHistoryRetention } from "./test-result-history";
-import {
-  EVENT_PRUNE_EVERY_MS,
-  OnChangeEvaluator,
-  onChangeLoop,
-  onChangeRunStarter,
-  prunePlatformEventsFully,
-} from "./on-change.consumer";
-import { setUpWebhooks } from "./webhooks/start";
+import { tableRetentionChores } from "./table-retention";
+import { OnChangeEvaluator, onChangeLoop } from "./on-change.consumer";
+import { onChangeRunStarter } from "./on-change-run-starter";
+import { EVENT_PRUNE_EVERY_MS, prunePlatformEventsFully } from "./platform-event-prune";
 
 const config = loadConfigOrExit();
-const logger = createLogger("evaluation-worker", config.LOG_LEVEL);
+const logger = createLogger("evaluation-worker", config.LOG_LEVEL, logDestination(config));
 // A job uses one connection at a time; one more for pruning, one spare, two for evaluation on change (its pass, and
 // a suspension or a test run it starts meanwhile).
-// Webhook deliveries take one connection each for their reads and writes (none held across a POST): two more.
-const db = createDatabase(config.DATABASE_URL, { poolMax: config.EVALUATION_CONCURRENCY + 6 });
+const db = createDatabase(config.DATABASE_URL, {
+  poolMax: config.EVALUATION_CONCURRENCY + 4,
+  // the evaluation load of jobs that write nothing (evaluation.store.ts), and runTest's batches without a push
+  replicas: { urls: config.DATABASE_REPLICA_URLS, maxLagMs: config.REPLICA_MAX_LAG_MS },
+});
 const connection = createRedis(config.REDIS_URL, "worker");
 const shutdown = new AbortController();
 const tasks = new TaskLifecycle(db, logger);
@@ -59,9 +58,11 @@ const handler = evaluationHandler(
   tasks,
 );
 const metrics = new WorkerMetrics(prom, logger);
-const worker = createWorker("evaluate", handler, {
+// One worker per shard of the evaluate queue (QUEUE_SHARDS), sharing EVALUATION_CONCURRENCY.
+const worker = createShardWorkers("evaluate", handler, {
   connection,
   prefix: config.QUEUE_PREFIX,
+  shards: config.QUEUE_SHARDS,
   concurrency: config.EVALUATION_CONCURRENCY,
   logger,
   observer: metrics,
@@ -73,10 +74,8 @@ const retention = new TaskRetention(new EvaluationTasks(db.pool, tasks), logger)
 const historyRetention = new TestHistoryRetention(db.pool, config.TEST_HISTORY_RETENTION_DAYS, logger);
 // Lapsed leases wait again; test runs whose job vanished from Redis are queued again: once at this process's start.
 const producerConnection = createRedis(config.REDIS_URL, "worker");
-const producer = new Producer("evaluate", producerConnection, config.QUEUE_PREFIX);
+const producer = new Producer("evaluate", producerConnection, config.QUEUE_PREFIX, config.QUEUE_SHARDS);
 const reconciler = new TaskReconciler(tasks, evaluationsReconciled(producer), logger);
-// Webhooks (docs/webhooks.md): the outbox's `webhooks` consumer fans events out to delivery jobs, run here too.
-const webhooks = setUpWebhooks(db, { worker: connection, producer: producerConnection }, config, logger, metrics);
 void reconciler.reconcileCounted().catch((error: unknown) => logger.warn({ err: error }, "reconcile at start failed"));
 // The cluster's chores: each firing of their job schedulers runs on one evaluation worker, not on every replica.
 const chores = startChores(
@@ -100,14 +99,14 @@ const chores = startChores(
       everyMs: HISTORY_PRUNE_EVERY_MS,
       run: async () => ({ deleted: await historyRetention.prune() }),
     },
-    ...webhooks.chores,
+    ...tableRetentionChores(db.pool, config),
   ],
   { connection, producerConnection, prefix: config.QUEUE_PREFIX, logger, observer: metrics },
 );
 // Scheduled tests: their firings become runTest tasks here, each counted against its owner's runTest limit on the
 // gateway's keys; this process also takes its share of the schedule sync (the one writer of the schedulers).
 const rateLimits = new RateLimits(RateLimits.connect(config, logger), config);
-// Evaluation on change: the platform-event outbox's consumer, one pass at a time in the cluster (its cursor's lock).
+// Evaluation on change: the platform-event outbox's consumer, this worker's share of its partitions (leases).
 const registry = EntityRegistry.load(config.ENTITY_REGISTRY_PATH);
 const onChange = onChangeLoop(
   new OnChangeEvaluator(handler.deps, {
@@ -116,6 +115,9 @@ const onChange = onChangeLoop(
     storable: (type) => registry.entityTypes().includes(type) && registry.aspectsOf(type).has("testResults"),
     startRun: onChangeRunStarter(handler.deps, producer, rateLimits),
     rateLimits,
+    partitions: config.ON_CHANGE_PARTITIONS,
+    leaseMs: config.ON_CHANGE_LEASE_MS,
+    ownerBudgetMs: config.ON_CHANGE_OWNER_BUDGET_MS,
   }),
   config.ON_CHANGE_POLL_MS,
   logger,
@@ -134,7 +136,6 @@ const schedules = startSchedules({
   prefix: config.QUEUE_PREFIX,
   observer: metrics,
 });
-webhooks.start();
 runUntilSignalled({
   worker,
   logger,
@@ -147,7 +148,6 @@ runUntilSignalled({
   },
   resources: [
     () => onChange.stop(),
-    () => webhooks.stop(),
     () => schedules.stop(),
     () => chores.stop(),
     () => rateLimits.close(),

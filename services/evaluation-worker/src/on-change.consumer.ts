@@ -1,339 +1,396 @@
-import { createHash } from "node:crypto";
-import { AppError, METADATA_CHANGE_LOG, type Logger, type PeriodicLoop, type Privilege } from "@mdp/core";
+import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
+import { outboxConsumerLoop, type Logger, type PeriodicLoop } from "@mdp/core";
 import {
-  advanceEventCursor,
-  eventsAfter,
+  advancePartition,
+  backlogOf,
+  carryOver,
+  claimPartitions,
+  ensurePartitionLayout,
   inTransaction,
-  insertAuditEvent,
-  latestAspectsOfEntities,
-  lockEventCursor,
-  onChangeTestsNamed,
-  onChangeTestsSelecting,
-  ownerKey,
-  prunePlatformEvents,
+  ownersWithBacklog,
+  partitionEventsAfter,
+  releasePartitions,
+  removeFromBacklog,
+  repartitionBacklog,
   sequencePlatformEvents,
-  TEST_ACTIONS_APP_SOURCE,
-  suspendUnlessOwnerMay,
-  type PlatformEventRow,
+  streamEnd,
+  type BacklogEntry,
+  type HeldPartition,
 } from "@mdp/db";
-import type { EntitySnapshot } from "@mdp/metadata-tests";
-import { runTestRequest, type Producer, type RateLimits } from "@mdp/queues";
-import { scheduledTestNeeds } from "@mdp/schedules";
-import type pg from "pg";
 import type { EvaluateDeps } from "./evaluation-deps";
-import { EvaluationLimitError, StoredDefinitionError } from "./evaluation-pool";
 import type { StoredTest } from "./evaluation.store";
-import { countOnChange } from "./evaluation-metrics";
-import { TEST_RESULTS_ASPECT, type PushItem } from "./results.pusher";
-import { outboxConsumerLoop, pruneUntilCaughtUp } from "./outbox-consumer";
+import { countCarried, countOnChange, setPartitionsHeld } from "./evaluation-metrics";
+import { changesOf, entitySnapshots, evaluateForOwner } from "./on-change-evaluation";
+import { emptyPass, ON_CHANGE_CONSUMER, type OnChangePass, type OnChangeSettings } from "./on-change-settings";
+import { OnChangeTests } from "./on-change-tests";
+import { OwnerLanes, type OwnerLane } from "./owner-lanes";
+import type { PushItem } from "./results.pusher";
 
-/** The consumer's name in platform_event_cursor. */
-export const ON_CHANGE_CONSUMER = "evaluate-on-change";
+/** Entities of one owner's backlog evaluated (and pushed) together. */
+const BACKLOG_BATCH = 100;
 
-/** The audit action of a test whose evaluation on change was suspended: its owner lost what it needs. */
-export const ON_CHANGE_SUSPENDED_ACTION = "test.onChange.suspended";
-
-export interface OnChangeSettings {
-  /** ON_CHANGE_BATCH_SIZE: events read per pass (the entities they name are evaluated together, each once) */
-  batchSize: number;
-  /** ROOT_USER_URN: the root user's built-in policy counts when an owner's grants are read */
-  rootUserUrn: string;
-  /** whether results of entities of this type can be stored (the registry gives it a testResults aspect) */
-  storable: (entityType: string) => boolean;
-  /** starts a test's run over every entity it selects (for its owner): after its definition changed */
-  startRun: (test: StoredTest) => Promise<void>;
-  /** where the owners' evaluation time is charged (RATE_LIMIT_EVALUATION_SECONDS_PER_MINUTE), when limits are on */
-  rateLimits?: Pick<RateLimits, "charge">;
-}
-
-/** What one pass did. */
-export interface OnChangePass {
-  /** events read (the cursor moved past them) */
-  events: number;
-  /** distinct entities evaluated: each changed entity once per pass, however many of its changes the pass read */
-  entities: number;
-  /** entities that got a new testResults version */
-  pushed: number;
-  /** test runs started for tests whose definition changed */
-  runs: number;
-  /** tests skipped because their owner lacks what they need now (suspended) */
-  refused: number;
-}
+class LostPartition extends Error {}
+/** A partition pass whose partition another worker had taken over: it committed nothing. */
+const LOST = Symbol("lost");
 
 /**
- * Evaluation on change (docs/evaluation-on-change.md): the first consumer of the platform-event outbox. Each pass, in
- * one transaction: lock this consumer's cursor (another worker holding it: the pass does nothing), read the next
- * events of transactions that have ended, re-evaluate each entity they name once (changes to one entity read in one
- * pass coalesce) against the tests that evaluate on change and select its type, push the results, and move the
- * cursor past the events. The push and the cursor commit together: a worker that dies, or PostgreSQL or Redis going
- * away, mid-pass leaves the cursor where it was, and the next pass (on any worker) does the work again; Redis is not
- * involved at all but for a test run's job. Entities are read after the events that name them committed, and a
- * write commits whole, so no entity is evaluated against half a change.
+ * Evaluation on change (docs/evaluation-on-change.md): the first consumer of the platform-event outbox, read in
+ * partitions by entity urn (ON_CHANGE_PARTITIONS), each held by one worker at a time under a lease and shared fairly
+ * between the live workers (platform-event-partition.repository.ts). A pass, per partition held: read its next events
+ * of transactions that have ended, re-evaluate each entity they name once (changes to one entity read in one pass
+ * coalesce) against the tests that evaluate on change and select its type, push the results, and move the
+ * partition's position past the events. A worker that dies, or PostgreSQL going away, mid-pass leaves the position
+ * where it was, and the next pass (on any worker) does the work again; Redis is not involved at all but for a test
+ * run's job. Entities are read after the events that name them committed, and a write commits whole, so no entity is
+ * evaluated against half a change.
  *
- * The work is the tests' owners', never the writer's: each owner's tests are evaluated as that owner's task in the
- * pool (its share of the threads against every other caller, its thread time charged to its evaluation-time budget),
- * the pushed versions are stamped with the owner (as a scheduled run's are), and a test whose owner lacks
- * what it needs now (MANAGE_TESTS, and what its actions write) is suspended, as a scheduled test's firing is.
+ * The work is the tests' owners', never the writer's, and one owner's never holds another's: each owner's tests are
+ * evaluated as that owner's task in the pool (its share of the threads against every other caller, its thread time
+ * charged to its evaluation-time budget) and pushed in a transaction of its own, stamped with the owner (as a
+ * scheduled run's are). An owner's evaluation not done within ON_CHANGE_OWNER_BUDGET_MS of the pass goes on behind it:
+ * its entities are carried over to that owner's backlog (on_change_backlog) with the position's move, the pass moves
+ * on, and that owner's next changes queue behind its backlog, evaluated (in order) as it drains. A test whose owner
+ * lacks what it needs now (MANAGE_TESTS, and what its actions write) is suspended, as a scheduled test's firing is.
  */
 export class OnChangeEvaluator {
+  readonly holder: string;
+  private held = new Map<number, HeldPartition>();
+  private claimedAt = 0;
+  private laidOut = false;
+  private closed = false;
+  private readonly lanes: OwnerLanes;
+  private readonly inFlight = new Set<Promise<unknown>>();
+  private readonly tests: OnChangeTests;
+
   constructor(
     private readonly deps: Pick<EvaluateDeps, "db" | "pool" | "pusher" | "ownerPrivileges" | "logger">,
     private readonly settings: OnChangeSettings,
-  ) {}
+  ) {
+    this.holder = settings.holder ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+    this.lanes = new OwnerLanes(settings);
+    this.tests = new OnChangeTests(deps, settings);
+  }
+
+  /** The partitions this worker holds (as of its last claim). */
+  partitionsHeld(): number[] {
+    return [...this.held.keys()].sort((a, b) => a - b);
+  }
 
   /**
-   * Passes until one reads less than a batch (caught up) or `maxPasses` ran; null when another worker holds the
-   * cursor. The sum of what the passes did.
+   * Passes until one reads less than a batch in every partition (caught up) or `maxPasses` ran; null when this worker
+   * holds no partition. The sum of what the passes did.
    */
   async drain(maxPasses = 10): Promise<OnChangePass | null> {
-    const total: OnChangePass = { events: 0, entities: 0, pushed: 0, runs: 0, refused: 0 };
+    const total = emptyPass();
     for (let i = 0; i < maxPasses; i++) {
-      const pass = await this.pass();
+      const pass = await this.passReporting();
       if (!pass) return i === 0 ? null : total;
-      for (const key of Object.keys(total) as Array<keyof OnChangePass>) total[key] += pass[key];
-      if (pass.events < this.settings.batchSize) break;
+      for (const key of Object.keys(total) as Array<keyof OnChangePass>) total[key] += pass.done[key];
+      if (!pass.full) break;
     }
     return total;
   }
 
-  /** One pass (see the class); null when another worker holds the cursor. */
+  /** One pass over every partition this worker holds (see the class); null when it holds none. */
   async pass(): Promise<OnChangePass | null> {
+    return (await this.passReporting())?.done ?? null;
+  }
+
+  /**
+   * Resolves once this worker's owners' work carried past its passes is done and no backlog it holds is left but
+   * those of owners waiting for their budget or a retry (tests): drains what is waiting.
+   */
+  async idle(): Promise<void> {
+    for (;;) {
+      for (const lane of this.lanes.values()) if (lane.backlog && !lane.busy) this.startDrain(lane);
+      if (this.inFlight.size === 0) return;
+      await Promise.allSettled([...this.inFlight]);
+    }
+  }
+
+  /**
+   * Stops (its loop stopped first): no pass or backlog batch starts meanwhile, the work in flight ends (within
+   * `waitMs`), and the partitions are released for the other workers at once. A pass called later claims again.
+   */
+  async close(waitMs = 10_000): Promise<void> {
+    this.closed = true;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.allSettled([...this.inFlight]),
+      new Promise((resolve) => (timer = setTimeout(resolve, waitMs))),
+    ]);
+    clearTimeout(timer);
+    this.held.clear();
+    try {
+      await releasePartitions(this.deps.db.pool, ON_CHANGE_CONSUMER, this.holder);
+    } finally {
+      this.closed = false;
+    }
+  }
+
+  private async passReporting(): Promise<{ done: OnChangePass; full: boolean } | null> {
+    if (this.closed) return null;
     // Committed events get their positions first, in a transaction of their own (see sequencePlatformEvents).
     await inTransaction(this.deps.db.pool, (client) => sequencePlatformEvents(client, this.settings.batchSize));
-    return inTransaction(this.deps.db.pool, async (client) => {
-      const cursor = await lockEventCursor(client, ON_CHANGE_CONSUMER);
-      if (cursor === null) return null;
-      const events = await eventsAfter(client, cursor, this.settings.batchSize);
-      const pass: OnChangePass = { events: events.length, entities: 0, pushed: 0, runs: 0, refused: 0 };
-      if (events.length === 0) return pass;
-      const { changed, edited } = this.split(events);
+    if (this.held.size === 0 || Date.now() - this.claimedAt >= this.settings.leaseMs / 5) await this.claim();
+    if (this.held.size === 0) return null;
+    // Where the stream ends, read once for every partition: an idle pass costs two statements, not one a partition.
+    const end = await streamEnd(this.deps.db.pool);
+    let passes = await Promise.all([...this.held.values()].map((held) => this.partitionPass(held, end)));
+    if (passes.some((p) => p === LOST)) {
+      // A partition was taken over (this worker's lease lapsed): claim again at once, and pass what it holds now.
+      await this.claim();
+      passes = await Promise.all([...this.held.values()].map((held) => this.partitionPass(held, end)));
+    }
+    const done = emptyPass();
+    for (const pass of passes) {
+      if (pass === LOST) continue;
+      for (const key of Object.keys(done) as Array<keyof OnChangePass>) done[key] += pass[key];
+    }
+    return { done, full: passes.some((p) => p !== LOST && p.events >= this.settings.batchSize) };
+  }
+
+  /** A claim round (renewals, this worker's share); the backlogs of partitions new to it are drained here from now on. */
+  private async claim(): Promise<void> {
+    const { pool } = this.deps.db;
+    const { partitions, leaseMs } = this.settings;
+    if (!this.laidOut) {
+      await inTransaction(pool, (client) =>
+        ensurePartitionLayout(client, ON_CHANGE_CONSUMER, partitions, (c) => repartitionBacklog(c, partitions)),
+      );
+      this.laidOut = true;
+    }
+    const claimedAt = Date.now();
+    const held = await inTransaction(pool, (client) =>
+      claimPartitions(client, ON_CHANGE_CONSUMER, this.holder, leaseMs),
+    );
+    const before = this.held;
+    this.held = new Map(held.map((h) => [h.partition, h]));
+    this.claimedAt = claimedAt;
+    setPartitionsHeld(this.held.size);
+    for (const h of held) {
+      if (before.has(h.partition)) continue;
+      for (const ownerUrn of await ownersWithBacklog(pool, h.partition))
+        this.lanes.lane(h.partition, ownerUrn).backlog = true;
+    }
+  }
+
+  private async partitionPass(held: HeldPartition, end: string): Promise<OnChangePass | typeof LOST> {
+    const { batchSize } = this.settings;
+    const window = batchSize * held.partitions * 4;
+    const { events, upTo } = await partitionEventsAfter(this.deps.db.pool, held, held.seq, batchSize, window, end);
+    const pass = emptyPass(events.length);
+    if (upTo !== held.seq) {
+      const { changed, edited } = changesOf(events, this.settings.storable);
       const refused = new Set<string>();
-      const { entities, pushed } = await this.evaluateChanged(client, changed, refused);
-      pass.entities = entities;
-      pass.pushed = pushed;
-      pass.runs = await this.runEdited(edited, refused);
+      // Runs first: a worker that cannot start them has pushed nothing of the pass.
+      pass.runs = await this.tests.runEdited(edited, refused);
+      const committed = deferred<boolean>();
+      const outcome = await this.evaluateChanged(held.partition, changed, refused, committed.promise);
+      pass.entities = outcome.entities;
+      pass.pushed = outcome.pushed;
+      pass.carried = outcome.carried.length;
       pass.refused = refused.size;
-      await advanceEventCursor(client, ON_CHANGE_CONSUMER, events.at(-1)!.seq);
+      try {
+        await inTransaction(this.deps.db.pool, async (client) => {
+          await carryOver(client, held.partition, outcome.carried);
+          const ok = await advancePartition(
+            client,
+            ON_CHANGE_CONSUMER,
+            held.partition,
+            this.holder,
+            upTo,
+            this.settings.leaseMs,
+          );
+          if (!ok) throw new LostPartition(`partition ${held.partition} was taken over`);
+        });
+        committed.resolve(true);
+        held.seq = upTo;
+        for (const entry of outcome.carried) this.lanes.lane(held.partition, entry.ownerUrn).backlog = true;
+      } catch (error) {
+        committed.resolve(false);
+        if (!(error instanceof LostPartition)) throw error;
+        // Another worker holds it now and reads these events again: nothing of this pass is lost.
+        this.held.delete(held.partition);
+        setPartitionsHeld(this.held.size);
+        return LOST;
+      }
       countOnChange(pass, events);
-      return pass;
+      countCarried(pass.carried);
+    }
+    for (const lane of this.lanes.values()) {
+      if (lane.partition === held.partition && lane.backlog && !lane.busy) this.startDrain(lane);
+    }
+    return pass;
+  }
+
+  /**
+   * Each owner's evaluation of the changed entities its tests select, pushed in a transaction of its own as soon as
+   * it is done. Those not done within the owner budget (or whose owner has work in flight or a backlog: its changes
+   * stay in order) are `carried`: the pass writes them to the backlog with its position's move, and an evaluation
+   * still running pushes once that committed, taking its entries off the backlog in the push's transaction.
+   */
+  private async evaluateChanged(
+    partition: number,
+    changed: ReadonlyMap<string, { type: string; seq: string }>,
+    refused: Set<string>,
+    committed: Promise<boolean>,
+  ): Promise<{ entities: number; pushed: number; carried: BacklogEntry[] }> {
+    const none = { entities: 0, pushed: 0, carried: [] };
+    if (changed.size === 0) return none;
+    const types = [...new Set([...changed.values()].map((c) => c.type))];
+    const tests = await this.tests.permitted(await this.tests.testsSelecting(types), refused);
+    if (tests.length === 0) return none;
+    const selected = [...changed].filter(([, c]) => tests.some((t) => t.onTypes.includes(c.type)));
+    if (selected.length === 0) return none;
+    const entities = await entitySnapshots(
+      this.deps.db.pool,
+      selected.map(([urn]) => urn),
+    );
+    const byOwner = new Map<string, StoredTest[]>();
+    for (const test of tests) byOwner.set(test.ownerUrn, [...(byOwner.get(test.ownerUrn) ?? []), test]);
+    const carried: BacklogEntry[] = [];
+    const accepted: Array<Promise<number>> = [];
+    let budgetSpent = false;
+    const budget = deferred<void>();
+    const timer = setTimeout(() => {
+      budgetSpent = true;
+      budget.resolve();
+    }, this.settings.ownerBudgetMs);
+    const at = Date.now();
+    for (const [ownerUrn, ownerTests] of byOwner) {
+      const entries: BacklogEntry[] = selected
+        .filter(([, c]) => ownerTests.some((t) => t.onTypes.includes(c.type)))
+        .map(([entityUrn, c]) => ({ ownerUrn, entityUrn, entityType: c.type, seq: c.seq }));
+      if (entries.length === 0) continue;
+      const lane = this.lanes.lane(partition, ownerUrn);
+      if (lane.busy || lane.backlog || (await this.lanes.budgetSpent(lane))) {
+        carried.push(...entries);
+        lane.backlog = true;
+        continue;
+      }
+      lane.busy = true;
+      let carriedOver = false;
+      let settled = false;
+      const work = this.lanes
+        .ownerTurn(ownerUrn, async () => {
+          const items = await evaluateForOwner(this.deps, this.settings.rateLimits, ownerTests, entities, at);
+          if (!carriedOver) return this.push(items);
+          // Past the budget: pushed once the pass committed its entries, which leave the backlog with the push.
+          const wrote = await committed;
+          return this.push(items, wrote ? { partition, entries } : undefined);
+        })
+        .finally(() => (settled = true));
+      this.track(
+        work.finally(() => {
+          lane.busy = false;
+          if (lane.backlog) this.startDrain(lane);
+        }),
+      );
+      accepted.push(
+        Promise.race([
+          work,
+          budget.promise.then(() => {
+            if (!budgetSpent || settled) return 0;
+            carriedOver = true;
+            carried.push(...entries);
+            lane.backlog = true;
+            return 0;
+          }),
+        ]),
+      );
+    }
+    try {
+      const pushed = (await Promise.all(accepted)).reduce((a, b) => a + b, 0);
+      return { entities: entities.size, pushed, carried };
+    } finally {
+      clearTimeout(timer);
+      budget.resolve();
+    }
+  }
+
+  /** Pushes an owner's results in a transaction of their own; `backlog`: the entries they leave, in the same one. */
+  private async push(
+    items: readonly PushItem[],
+    backlog?: { partition: number; entries: readonly BacklogEntry[] },
+  ): Promise<number> {
+    if (items.length === 0 && !backlog) return 0;
+    return inTransaction(this.deps.db.pool, async (client) => {
+      const pushed = await this.deps.pusher.push(client, items);
+      if (backlog) await removeFromBacklog(client, backlog.partition, backlog.entries);
+      return pushed;
     });
   }
 
-  /**
-   * The entities whose aspects changed (each once, with its type), and the tests whose definition changed. A push of
-   * results (testResults) is not a change tests read: evaluating again on it would only find the same results. What
-   * tests' actions wrote is not evaluated again either: actions that undo each other would loop forever.
-   */
-  private split(events: readonly PlatformEventRow[]): { changed: Map<string, string>; edited: Set<string> } {
-    const changed = new Map<string, string>();
-    const edited = new Set<string>();
-    for (const event of events) {
-      // Only aspect writes change what tests read: an EntityChangeEvent_v1 (a token, a task, a result flipping, a
-      // suspension) is the service telling of its own work, and a flip evaluated again would find the same results.
-      if (event.eventType !== METADATA_CHANGE_LOG) continue;
-      if (event.entityType === "test" && event.aspectName === "testInfo") edited.add(event.entityUrn);
-      else if (
-        event.aspectName !== TEST_RESULTS_ASPECT &&
-        event.appSource !== TEST_ACTIONS_APP_SOURCE &&
-        this.settings.storable(event.entityType)
-      ) {
-        changed.set(event.entityUrn, event.entityType);
+  /** Drains one owner's backlog in a partition, a batch at a time in order, while this worker holds the partition. */
+  private startDrain(lane: OwnerLane): void {
+    if (lane.busy || this.closed || Date.now() < lane.retryAt) return;
+    lane.busy = true;
+    const drained = (async () => {
+      try {
+        while (this.held.has(lane.partition) && !this.closed && !(await this.lanes.budgetSpent(lane))) {
+          const entries = await backlogOf(this.deps.db.pool, lane.partition, lane.ownerUrn, BACKLOG_BATCH);
+          if (entries.length === 0) {
+            lane.backlog = false;
+            return;
+          }
+          await this.lanes.ownerTurn(lane.ownerUrn, async () => {
+            const types = [...new Set(entries.map((e) => e.entityType))];
+            const refused = new Set<string>();
+            const tests = await this.tests.permitted(await this.tests.testsSelecting(types, lane.ownerUrn), refused);
+            const snapshots =
+              tests.length === 0
+                ? new Map()
+                : await entitySnapshots(
+                    this.deps.db.pool,
+                    entries.map((e) => e.entityUrn),
+                  );
+            const items =
+              tests.length === 0
+                ? []
+                : await evaluateForOwner(this.deps, this.settings.rateLimits, tests, snapshots, Date.now());
+            await this.push(items, { partition: lane.partition, entries });
+          });
+        }
+      } catch (error) {
+        lane.retryAt = Date.now() + 1_000;
+        this.deps.logger.warn(
+          { err: error, owner: lane.ownerUrn, partition: lane.partition },
+          "evaluation on change: an owner's backlog batch failed; it is taken again",
+        );
+      } finally {
+        lane.busy = false;
       }
-    }
-    return { changed, edited };
+    })();
+    this.track(drained);
   }
 
-  private async evaluateChanged(
-    client: pg.PoolClient,
-    changed: ReadonlyMap<string, string>,
-    refused: Set<string>,
-  ): Promise<{ entities: number; pushed: number }> {
-    if (changed.size === 0) return { entities: 0, pushed: 0 };
-    const tests = await this.permitted(await onChangeTestsSelecting(client, [...new Set(changed.values())]), refused);
-    if (tests.length === 0) return { entities: 0, pushed: 0 };
-    const selected = [...changed].filter(([, type]) => tests.some((t) => t.onTypes.includes(type))).map(([u]) => u);
-    if (selected.length === 0) return { entities: 0, pushed: 0 };
-    // Lock before read, as a run's batch does: a fresher push of these entities commits before the read, or waits
-    // and merges onto this one; it is never overwritten by it.
-    await this.deps.pusher.lock(client, selected);
-    const entities = new Map<string, EntitySnapshot>();
-    for (const a of await latestAspectsOfEntities(client, selected)) {
-      const entity = entities.get(a.urn) ?? { urn: a.urn, entityType: a.entityType, aspects: {} };
-      entity.aspects[a.aspect] = a.value;
-      entities.set(a.urn, entity);
-    }
-    // One task per owner in the pool: each owner's share of the threads, as its own evaluate calls would have.
-    const byOwner = new Map<string, StoredTest[]>();
-    for (const test of tests) byOwner.set(ownerKey(owner(test)), [...(byOwner.get(ownerKey(owner(test))) ?? []), test]);
-    const at = Date.now();
-    const groups = await Promise.all([...byOwner.values()].map((group) => this.evaluateForOwner(group, entities, at)));
-    const items = groups.flat();
-    const pushed = await this.deps.pusher.push(client, items);
-    return { entities: entities.size, pushed };
-  }
-
-  private async evaluateForOwner(
-    tests: StoredTest[],
-    entities: ReadonlyMap<string, EntitySnapshot>,
-    at: number,
-  ): Promise<PushItem[]> {
-    const { ownerUrn } = tests[0]!;
-    const urns = [...entities.values()]
-      .filter((e) => tests.some((t) => t.onTypes.includes(e.entityType)))
-      .map((e) => e.urn);
-    if (urns.length === 0) return [];
-    const testUrns = tests.map((t) => t.urn);
-    // One item per entity: an entity whose evaluation a limit stops is left out alone, and the pool evaluates the
-    // others again (evaluation-pool.ts), rather than one slow entity costing the whole batch its results.
-    const { outcomes, threadMs } = await this.deps.pool.evaluateTimed(
-      { actor: ownerUrn, at, tests, entities },
-      urns.map((urn) => ({ urns: [urn], testUrns, withValues: true })),
+  private track(work: Promise<unknown>): void {
+    const tracked = work.catch((error: unknown) =>
+      this.deps.logger.warn({ err: error }, "evaluation on change: an owner's work carried past its pass failed"),
     );
-    await this.settings.rateLimits?.charge({ urn: ownerUrn }, "evaluationTime", threadMs);
-    const evaluations = outcomes.flatMap((outcome) =>
-      outcome instanceof EvaluationLimitError || outcome instanceof StoredDefinitionError ? [] : outcome,
-    );
-    const stopped = outcomes.flatMap((outcome, i) => (Array.isArray(outcome) ? [] : [{ urn: urns[i]!, outcome }]));
-    if (stopped.length > 0) {
-      // Nothing a later pass could change: these entities' results stay as they were, the others' are pushed.
-      this.deps.logger.warn(
-        { owner: ownerUrn, tests: testUrns, entities: stopped.slice(0, 10).map((s) => s.urn), left: stopped.length },
-        `evaluation on change left out: ${stopped[0]!.outcome.message}`,
-      );
-    }
-    const evaluated = new Set(testUrns);
-    return evaluations.map((evaluation) => ({
-      entityType: entities.get(evaluation.urn)!.entityType,
-      evaluation,
-      evaluated,
-      // As a scheduled run's: written by the owner, through no token of a caller (the test's actions are still
-      // bounded by the token the owner set the test with, test-actions.ts).
-      actorUrn: ownerUrn,
-    }));
-  }
-
-  /** Tests whose definition changed, that evaluate on change: a run over every entity each selects, for its owner. */
-  private async runEdited(edited: ReadonlySet<string>, refused: Set<string>): Promise<number> {
-    if (edited.size === 0) return 0;
-    const tests = await this.permitted(await onChangeTestsNamed(this.deps.db.pool, [...edited]), refused);
-    let runs = 0;
-    for (const test of tests) {
-      if (!test.onTypes.every(this.settings.storable)) continue; // its results could not be pushed, as runTest refuses
-      await this.settings.startRun(test);
-      runs++;
-    }
-    return runs;
-  }
-
-  /**
-   * Of these tests, those whose owner holds now what their work needs (read afresh, through the token the owner set
-   * the test with); the others are suspended (audited once, like a scheduled test's firing) and left out.
-   */
-  private async permitted(tests: StoredTest[], refused: Set<string>): Promise<StoredTest[]> {
-    const grants = new Map<string, Promise<ReadonlySet<Privilege>>>();
-    const kept: StoredTest[] = [];
-    for (const test of tests) {
-      const key = ownerKey(owner(test));
-      if (!grants.has(key)) grants.set(key, this.deps.ownerPrivileges(owner(test)));
-      const held = await grants.get(key)!;
-      const needs = scheduledTestNeeds(test.definition);
-      if (needs.every((p) => held.has(p))) {
-        kept.push(test);
-        continue;
-      }
-      refused.add(test.urn);
-      await suspendUnlessOwnerMay(this.deps.db.prisma, {
-        work: { kind: "SCHEDULED_TEST", urn: test.urn },
-        ownerUrn: test.ownerUrn,
-        ownerTokenId: test.ownerTokenId,
-        needs,
-        rootUserUrn: this.settings.rootUserUrn,
-        action: ON_CHANGE_SUSPENDED_ACTION,
-        via: "test-on-change",
-        trigger: "change",
-      });
-      this.deps.logger.warn(
-        { test: test.urn, owner: test.ownerUrn, missingPrivileges: needs.filter((p) => !held.has(p)) },
-        "evaluation on change suspended: the test's owner no longer holds what it needs",
-      );
-    }
-    return kept;
+    this.inFlight.add(tracked);
+    void tracked.finally(() => this.inFlight.delete(tracked));
   }
 }
 
-function owner(test: StoredTest) {
-  return { urn: test.ownerUrn, tokenId: test.ownerTokenId, suspended: false };
+function deferred<T>(): { promise: Promise<T>; resolve: (value: T) => void } {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
 }
 
 /**
- * Starts a test's run (runTest with push and the default batch size) for its owner, as a scheduled firing does,
- * audited as `test.run` with trigger `change`. Its dedup key is runTest's with the definition's hash: a run of the
- * same definition still waiting or active is joined, but a run started before an edit is not (it applies the edit
- * only from its next batch on, so the entities it had evaluated would keep results of the old definition).
+ * Each worker process's share of evaluation on change (outboxConsumerLoop): its partitions' passes; stopped, it ends
+ * its owners' work in flight and releases its partitions for the other workers to take at once.
  */
-export function onChangeRunStarter(
-  deps: Pick<EvaluateDeps, "tasks" | "db">,
-  producer: Producer<"evaluate">,
-  rateLimits?: Pick<RateLimits, "consume">,
-): (test: StoredTest) => Promise<void> {
-  return async (test) => {
-    // Counted as the owner's runTest calls, as a scheduled firing is: edits would otherwise start any number of runs
-    // over everything a test selects. Past the limit no run starts (audited); a later edit or runTest catches up.
-    try {
-      await rateLimits?.consume({ urn: test.ownerUrn }, "testRuns");
-    } catch (error) {
-      if (!(error instanceof AppError) || error.code !== "TOO_MANY_REQUESTS") throw error;
-      await insertAuditEvent(deps.db.prisma, {
-        actorUrn: test.ownerUrn,
-        action: "test.run.rateLimited",
-        targetUrn: test.urn,
-        details: { trigger: "change", ...(error.details as Record<string, unknown>) },
-      });
-      return;
-    }
-    const { request, dedupKey: runTestKey } = runTestRequest(test.urn);
-    const dedupKey = createHash("sha256").update(`${runTestKey}\n${test.hash}`).digest("hex");
-    await deps.tasks.create(
-      {
-        type: "EVALUATE_TESTS",
-        request,
-        dedupKey,
-        progress: { evaluated: 0, total: 0, passing: 0, failing: 0, notApplicable: 0, percent: 0 },
-        createdBy: test.ownerUrn,
-        what: "a test run on its change",
-        afterInsert: (tx, id) =>
-          insertAuditEvent(tx, {
-            actorUrn: test.ownerUrn,
-            action: "test.run",
-            targetUrn: test.urn,
-            details: { taskId: id, push: request.push, batchSize: request.batchSize, trigger: "change" },
-          }),
-      },
-      {
-        enqueue: (id) =>
-          producer.enqueue(id, {
-            ...request,
-            taskId: id,
-            actorUrn: test.ownerUrn,
-          }),
-        jobExists: async (id) => Boolean(await producer.queue.getJob(id)),
-      },
-    );
-  };
-}
-
-/** The outbox's retention: events older than PLATFORM_EVENT_RETENTION_DAYS that every consumer has read. */
-export const EVENT_PRUNE_EVERY_MS = 60_000;
-
-export async function prunePlatformEventsFully(
-  deps: Pick<EvaluateDeps, "db">,
-  retentionDays: number,
-  budgetMs = 20_000,
-): Promise<number> {
-  return pruneUntilCaughtUp((batch) => prunePlatformEvents(deps.db.pool, retentionDays, batch), budgetMs);
-}
-
-/** Each worker process's share of evaluation on change (outboxConsumerLoop). */
 export function onChangeLoop(evaluator: OnChangeEvaluator, pollMs: number, logger: Logger): PeriodicLoop {
-  return outboxConsumerLoop("evaluate-on-change", () => evaluator.drain(), pollMs, logger);
+  const loop = outboxConsumerLoop("evaluate-on-change", () => evaluator.drain(), pollMs, logger);
+  return {
+    async stop() {
+      await loop.stop();
+      await evaluator.close();
+    },
+  };
 }

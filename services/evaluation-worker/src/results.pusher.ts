@@ -3,7 +3,7 @@ import {
   boundedTestResults,
   mergeTestResults,
   readTestResults,
-  sameJson,
+  sameResultsOf,
   testResultsOf,
   type EntityEvaluation,
   type TestResultsAspect,
@@ -37,7 +37,7 @@ export class ResultsPusher {
 
   constructor(
     private readonly aspects: AspectRepository,
-    /** what a test's owner may have its actions write, read afresh at each push that runs actions */
+    /** what a principal (a test's owner, a push's caller) may use now, read afresh at each push that runs actions */
     private readonly ownerPrivileges: OwnerPrivileges,
     /** the pass/fail transitions of what is pushed, kept in the same transaction (test-result-history.ts) */
     private readonly history = new TestResultHistory(),
@@ -95,8 +95,12 @@ export class ResultsPusher {
       );
       // Within RESULT_LIMITS.entityBytes whatever other tests' entries it keeps (their values go first, see there).
       const { value: after, json } = boundedTestResults(merged);
-      // Unchanged results write nothing; nor does an entity no test has results for (nothing applied to it).
-      const unchanged = before ? sameJson(before, after) : after.passing.length + after.failing.length === 0;
+      // Results of the evaluated tests unchanged write nothing, whatever else differs (an entry of a test deleted or
+      // edited away since is dropped only with a write that happens anyway: an unrelated push never rewrites every
+      // entity a deleted test had results on); nor does an entity no test has results for (nothing applied to it).
+      const unchanged = before
+        ? sameResultsOf(before, after, item.evaluated)
+        : after.passing.length + after.failing.length === 0;
       if (unchanged) continue;
       current.set(urn, after);
       writes.push({
@@ -109,7 +113,8 @@ export class ResultsPusher {
       });
     }
     await this.aspects.upsert(client, writes, "system");
-    // The results' actions, in this transaction, as far as their owners may write them (test-actions.ts).
+    // The results' actions, in this transaction, as far as their owners and the push's caller may write them
+    // (test-actions.ts).
     await applyTestActions(client, this.aspects, items, this.ownerPrivileges);
     await this.history.record(client, items, current);
     return writes.length;

@@ -46,11 +46,20 @@ interface ReadAhead {
  */
 const readAheads = new WeakMap<object, ReadAhead>();
 
-/** What the reconciler needs of the kind: a vanished job is queued again from the row (its creator is the actor). */
+/**
+ * What the reconciler needs of the kind: a vanished job is queued again from the row, acting for whom the job did —
+ * its creator, through the token it created the task with (a push's actions act within that token's bounds: without
+ * it the run would act with all its creator's grants).
+ */
 export const runTestKind = {
   kind: "runTest",
   input: runTestPayload,
-  requeuePayload: (task: TaskRow) => ({ ...(task.request as object), taskId: task.id, actorUrn: task.createdBy }),
+  requeuePayload: (task: TaskRow) => ({
+    ...(task.request as object),
+    taskId: task.id,
+    actorUrn: task.createdBy,
+    ...(task.createdVia !== null && { actorTokenId: task.createdVia }),
+  }),
 } as const;
 
 /**
@@ -71,7 +80,7 @@ export function runTestTask(deps: EvaluateDeps) {
       if (!test) return fail(`Test ${input.testUrn} does not exist`);
       // The first batch fixes total (entities ingested during the run make it grow); a resumed run keeps its count.
       if (progress.batches > 0) return { steps: ["batch"] };
-      const total = await deps.store.countEntities(test.onTypes);
+      const total = await deps.store.countEntities(test.onTypes, input.push ? undefined : replicaOf(input));
       return { steps: ["batch"], progress: (stored) => ({ ...stored, total, percent: total === 0 ? 100 : 0 }) };
     },
     async step(ctx, _step: "batch", client) {
@@ -91,6 +100,8 @@ export function runTestTask(deps: EvaluateDeps) {
         (await deps.store.nextBatch(test.onTypes, progress.lastUrn, input.batchSize, {
           lockFor: input.push ? deps.pusher : undefined,
           client,
+          // Without push nothing this run reads is followed by a write of it: a read replica's copy serves.
+          replica: input.push ? undefined : replicaOf(input),
         }));
       if (batch.urns.length === 0) return { again: false };
       if (!input.push && batch.urns.length === input.batchSize) {
@@ -102,7 +113,9 @@ export function runTestTask(deps: EvaluateDeps) {
         readAheads.set(ctx, {
           afterUrn,
           types,
-          batch: deps.store.nextBatch(test.onTypes, afterUrn, input.batchSize).catch(() => null),
+          batch: deps.store
+            .nextBatch(test.onTypes, afterUrn, input.batchSize, { replica: replicaOf(input) })
+            .catch(() => null),
         });
       }
       // The batch is one request to the pool: EVALUATION_TIME_LIMIT_MS bounds the batch's evaluation.
@@ -177,4 +190,9 @@ function advance(
     pushed: progress.pushed + pushed,
     lastUrn,
   };
+}
+
+/** Where a run without push may read: a replica that has replayed its creator's recent write (readAfter). */
+function replicaOf(input: { readAfter?: string | undefined }): { after?: string } {
+  return input.readAfter === undefined ? {} : { after: input.readAfter };
 }

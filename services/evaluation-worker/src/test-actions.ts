@@ -2,14 +2,12 @@ import type { Privilege } from "@mdp/core";
 import {
   AuditBudget,
   insertAuditEvents,
-  ownerKey,
   testActionsOf,
   TEST_ACTIONS_APP_SOURCE,
   type AspectRepository,
   type AuditEventInput,
   type OwnerPrivileges,
   type VersionedAspectWrite,
-  type WorkOwner,
 } from "@mdp/db";
 import {
   actionRunsOf,
@@ -17,12 +15,12 @@ import {
   aspectOfAction,
   planActions,
   privilegeOfAction,
-  privilegesLacking,
   withoutRefused,
   type ActionRun,
   type TestActions,
 } from "@mdp/metadata-tests";
 import type pg from "pg";
+import { ActionAuthority, callerKey, callerOf, type ActionsToWeigh, type Withheld } from "./action-authority";
 import type { PushItem } from "./results.pusher";
 
 /** The audit action of a test's actions that changed an entity (docs/audit.md). */
@@ -30,7 +28,10 @@ export const TEST_ACTIONS_AUDIT = "test.actions";
 /** Per process, as the budget of the queue dashboard's rows: bounds the refusal rows one actor's pushes leave. */
 const REFUSAL_AUDIT_BUDGET = new AuditBudget();
 
-/** The audit action of a test's actions left out of a push because its owner lacks their privileges (docs/audit.md). */
+/**
+ * The audit action of a test's actions left out of a push because its owner, or the caller pushing another's test,
+ * lacks their privileges (docs/audit.md).
+ */
 export const TEST_ACTIONS_REFUSED_AUDIT = "test.actions.refused";
 
 /**
@@ -41,10 +42,11 @@ export const TEST_ACTIONS_REFUSED_AUDIT = "test.actions.refused";
  * a test deleted, or edited away from the entity's type, while the evaluation ran takes no action. Aspects whose
  * content would not change get no version (re-running writes nothing). Answers how many aspect versions it wrote.
  *
- * Actions write only what their test's owner may write now: each owner's grants are read afresh (`grantsOf`, once
- * per owner per push, and only when a pushed result has actions), and an action whose privilege the owner lacks is
- * left out; the results are pushed all the same. A test whose left-out actions would have changed an entity leaves
- * one `test.actions.refused` row per push, naming its owner, the missing privileges and how many entities.
+ * Actions write only what both their test's owner and the push's caller (the item's actor, through its token) may
+ * write now (ActionAuthority: grants read afresh, once per principal per push, and only when a pushed result has
+ * actions); an action either lacks is left out, and an INACTIVE test's actions run only when its owner pushes; the
+ * results are pushed all the same. A test whose left-out actions would have changed an entity leaves one
+ * `test.actions.refused` row per push and caller, naming its owner, the missing privileges and how many entities.
  */
 export async function applyTestActions(
   client: pg.ClientBase,
@@ -66,20 +68,22 @@ export async function applyTestActions(
         {
           onTypes: r.on_types,
           owner: { urn: r.owner_urn, tokenId: r.owner_token_id, suspended: r.suspended },
+          active: r.active,
           actions: actionsFromJson(r.actions),
         },
       ]),
     );
   if (stored.size === 0) return 0;
 
-  // One entry per entity: items for the same entity (two requests in one job) apply in order, a later outcome of a
-  // test replacing an earlier one.
-  const entities = new Map<string, { item: PushItem; outcomes: Map<string, "passing" | "failing"> }>();
+  // One entry per entity: items for the same entity (two requests in one job, or one per owner in evaluation on
+  // change) apply in order, a later outcome of a test replacing an earlier one; each outcome keeps the item it came
+  // from, whose caller its actions act for.
+  const entities = new Map<string, { item: PushItem; outcomes: Map<string, Outcome> }>();
   for (const item of items) {
-    const entry = entities.get(item.evaluation.urn) ?? { item, outcomes: new Map() };
+    const entry = entities.get(item.evaluation.urn) ?? { item, outcomes: new Map<string, Outcome>() };
     entry.item = item;
-    for (const r of item.evaluation.passing) entry.outcomes.set(r.test, "passing");
-    for (const r of item.evaluation.failing) entry.outcomes.set(r.test, "failing");
+    for (const r of item.evaluation.passing) entry.outcomes.set(r.test, { outcome: "passing", item });
+    for (const r of item.evaluation.failing) entry.outcomes.set(r.test, { outcome: "failing", item });
     entities.set(item.evaluation.urn, entry);
   }
   const plans = [...entities.values()].flatMap(({ item, outcomes }) => {
@@ -88,12 +92,13 @@ export async function applyTestActions(
       return found?.onTypes.includes(item.entityType) ? found.actions : undefined;
     };
     const results = { passing: [] as Array<{ test: string }>, failing: [] as Array<{ test: string }> };
-    for (const [test, outcome] of outcomes) results[outcome].push({ test });
+    for (const [test, { outcome }] of outcomes) results[outcome].push({ test });
     const runs = actionRunsOf(results, actionsOf);
-    return runs.length > 0 ? [{ item, runs }] : [];
+    const callers = new Map([...outcomes].map(([test, o]) => [test, o.item]));
+    return runs.length > 0 ? [{ item, runs, callers }] : [];
   });
   if (plans.length === 0) return 0;
-  const lacking = await ownersLacking(plans, stored, ownerPrivileges);
+  const withheld = await withheldOf(plans, stored, new ActionAuthority(ownerPrivileges));
 
   const needed = plans.flatMap(({ item, runs }) =>
     runs.flatMap((run) => run.actions.map((a) => ({ urn: item.evaluation.urn, aspectName: aspectOfAction(a.type) }))),
@@ -105,11 +110,16 @@ export async function applyTestActions(
   const writes: VersionedAspectWrite[] = [];
   const audit: AuditEventInput[] = [];
   const refusals = new Map<string, Refusal>();
-  for (const { item, runs: all } of plans) {
+  for (const { item, runs: all, callers } of plans) {
     const urn = item.evaluation.urn;
-    const refusing = all.some((run) => lacking.has(run.test));
-    const runs = refusing ? withoutRefused(all, (test) => lacking.get(test)) : all;
-    if (refusing) noteRefused(refusals, planActions(current.get(urn) ?? {}, all, time), lacking, item);
+    const decided = (test: string) => withheld.get(withheldKey(test, callers.get(test)!));
+    const lacking = (test: string) => decided(test)?.missing;
+    // An INACTIVE test pushed by another than its owner: none of its actions run, and nothing is refused (no
+    // privilege would have let them run).
+    const eligible = all.filter((run) => decided(run.test)?.notApplied === undefined);
+    const refusing = eligible.some((run) => lacking(run.test) !== undefined);
+    const runs = refusing ? withoutRefused(eligible, lacking) : eligible;
+    if (refusing) noteRefused(refusals, planActions(current.get(urn) ?? {}, eligible, time), lacking, callers);
     const plan = planActions(current.get(urn) ?? {}, runs, time);
     for (const write of plan.writes) {
       writes.push({
@@ -126,7 +136,7 @@ export async function applyTestActions(
       const changed = plan.actions.filter((a) => a.test === run.test && a.outcome === run.outcome && a.wouldChange);
       if (changed.length === 0) continue;
       audit.push({
-        actorUrn: item.actorUrn,
+        actorUrn: callers.get(run.test)!.actorUrn,
         action: TEST_ACTIONS_AUDIT,
         targetUrn: urn,
         details: {
@@ -140,13 +150,13 @@ export async function applyTestActions(
     }
   }
   const refused: AuditEventInput[] = [];
-  for (const [test, refusal] of refusals) {
+  for (const refusal of refusals.values()) {
     refused.push({
       actorUrn: refusal.actorUrn,
       action: TEST_ACTIONS_REFUSED_AUDIT,
-      targetUrn: test,
+      targetUrn: refusal.test,
       details: {
-        owner: stored.get(test)!.owner.urn,
+        owner: stored.get(refusal.test)!.owner.urn,
         missingPrivileges: [...refusal.missing].sort(),
         actions: [...refusal.types].sort(),
         entities: refusal.entities.size,
@@ -164,16 +174,24 @@ export async function applyTestActions(
   return writes.length;
 }
 
-/** A test's actions as a push applies them: the types it selects, for whom they act, and what they are. */
-export interface UnsavedTestActions {
-  onTypes: string[];
-  owner: WorkOwner;
-  actions: TestActions;
+/** A test's outcome for an entity in a push, and the item (the caller) it came with. */
+interface Outcome {
+  outcome: "passing" | "failing";
+  item: PushItem;
 }
 
-/** What one test's owner could not do in a push: for its one audit row. */
+/**
+ * A test's actions as a push applies them: the types it selects, for whom they act, whether the test is ACTIVE, and
+ * what they are.
+ */
+export interface UnsavedTestActions extends ActionsToWeigh {
+  onTypes: string[];
+}
+
+/** What one test's actions could not do in a push by one caller: for its one audit row. */
 interface Refusal {
-  /** who asked for the push (the first item it was refused in) */
+  test: string;
+  /** who asked for the push */
   actorUrn: string;
   missing: Set<Privilege>;
   types: Set<string>;
@@ -182,20 +200,23 @@ interface Refusal {
 }
 
 /**
- * Notes, per test, the refused actions that would have changed the entity (`full`: the plan with every action, as if
- * the owners held everything): a refused action that would change nothing withholds nothing, and is not audited, as
- * re-running an allowed one is not.
+ * Notes, per test and caller, the refused actions that would have changed the entity (`full`: the plan with every
+ * action, as if everything were held): a refused action that would change nothing withholds nothing, and is not
+ * audited, as re-running an allowed one is not.
  */
 function noteRefused(
   refusals: Map<string, Refusal>,
   full: ReturnType<typeof planActions>,
-  lacking: ReadonlyMap<string, ReadonlySet<Privilege>>,
-  item: PushItem,
+  lacking: (test: string) => ReadonlySet<Privilege> | undefined,
+  callers: ReadonlyMap<string, PushItem>,
 ): void {
   for (const action of full.actions) {
     const privilege = privilegeOfAction(action.type);
-    if (!action.wouldChange || !lacking.get(action.test)?.has(privilege)) continue;
-    const refusal = refusals.get(action.test) ?? {
+    if (!action.wouldChange || !lacking(action.test)?.has(privilege)) continue;
+    const item = callers.get(action.test)!;
+    const key = withheldKey(action.test, item);
+    const refusal = refusals.get(key) ?? {
+      test: action.test,
       actorUrn: item.actorUrn,
       missing: new Set<Privilege>(),
       types: new Set<string>(),
@@ -204,29 +225,34 @@ function noteRefused(
     refusal.missing.add(privilege);
     refusal.types.add(action.type);
     refusal.entities.add(item.evaluation.urn);
-    refusals.set(action.test, refusal);
+    refusals.set(key, refusal);
   }
 }
 
+function withheldKey(test: string, item: PushItem): string {
+  return `${test}\n${callerKey(callerOf(item))}`;
+}
+
 /**
- * Of the privileges each test's actions need, those its owner lacks now, by test (tests whose owner lacks none are
- * absent): what the owner may use through the token it set the test with, nothing while the test is suspended
- * (ownerPrivilegesReader). Read once per owner and token, and only for tests that have runs in this push.
+ * What each (test, caller) pair that has runs in this push may not do (ActionAuthority), by withheldKey; pairs that
+ * may do everything are absent.
  */
-async function ownersLacking(
-  plans: ReadonlyArray<{ runs: readonly ActionRun[] }>,
-  stored: ReadonlyMap<string, { owner: WorkOwner; actions: TestActions }>,
-  ownerPrivileges: OwnerPrivileges,
-): Promise<Map<string, ReadonlySet<Privilege>>> {
-  const running = new Set(plans.flatMap(({ runs }) => runs.map((r) => r.test)));
-  const grants = new Map<string, Promise<ReadonlySet<Privilege>>>();
-  const lacking = new Map<string, ReadonlySet<Privilege>>();
-  for (const test of running) {
-    const { owner, actions } = stored.get(test)!;
-    const key = ownerKey(owner);
-    if (!grants.has(key)) grants.set(key, ownerPrivileges(owner));
-    const missing = privilegesLacking(actions, await grants.get(key)!);
-    if (missing.length > 0) lacking.set(test, new Set(missing));
+async function withheldOf(
+  plans: ReadonlyArray<{ runs: readonly ActionRun[]; callers: ReadonlyMap<string, PushItem> }>,
+  stored: ReadonlyMap<string, ActionsToWeigh>,
+  authority: ActionAuthority,
+): Promise<Map<string, Withheld>> {
+  const withheld = new Map<string, Withheld>();
+  const weighed = new Set<string>();
+  for (const { runs, callers } of plans) {
+    for (const { test } of runs) {
+      const item = callers.get(test)!;
+      const key = withheldKey(test, item);
+      if (weighed.has(key)) continue;
+      weighed.add(key);
+      const decided = await authority.withheld(stored.get(test)!, callerOf(item));
+      if (decided) withheld.set(key, decided);
+    }
   }
-  return lacking;
+  return withheld;
 }

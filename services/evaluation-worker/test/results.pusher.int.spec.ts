@@ -98,7 +98,7 @@ describe("ResultsPusher", () => {
     });
   });
 
-  it("runs each test's actions as far as its owner may, reading each owner's grants once per push", async () => {
+  it("runs each test's actions as far as its owner (and the caller) may, reading each one's grants once per push", async () => {
     const tagOwn = {
       failing: [
         { type: "ADD_TAGS", params: { values: ["urn:li:tag:t"] } },
@@ -119,6 +119,8 @@ describe("ResultsPusher", () => {
     const held: Record<string, Privilege[]> = {
       "urn:li:corpuser:ann": ["EDIT_ENTITY_TAGS"],
       "urn:li:corpuser:bob": ["EDIT_ENTITY_TAGS", "EDIT_ENTITY_OWNERS"],
+      // The push's caller, who owns none of the tests: what it holds bounds them too (here, nothing less).
+      [ACTOR]: ["EDIT_ENTITY_TAGS", "EDIT_ENTITY_OWNERS"],
     };
     const reads: string[] = [];
     const pusher = new ResultsPusher(new AspectRepository(), ({ urn }) => {
@@ -144,7 +146,7 @@ describe("ResultsPusher", () => {
         item(entity("two"), ["urn:li:test:ann-1", "urn:li:test:ann-2"]),
       ]),
     );
-    expect(reads.sort()).toEqual(["urn:li:corpuser:ann", "urn:li:corpuser:bob"]);
+    expect(reads.sort()).toEqual([ACTOR, "urn:li:corpuser:ann", "urn:li:corpuser:bob"].sort());
     const latest = async (urn: string, aspect: string) =>
       (await new AspectRepository().latestOfEach(database.pool, aspect, [urn])).get(urn);
     // Bob's test added the steward to entity one; Ann's tests tagged both and added no owner to entity two.

@@ -1,5 +1,5 @@
 import type { Queue } from "bullmq";
-import express, { Router, type Express, type RequestHandler } from "express";
+import express, { Router, type Express, type Request, type RequestHandler } from "express";
 import { createServer, type Server } from "node:http";
 import { AppError, type Logger } from "@mdp/core";
 import { authenticate } from "./auth/auth.middleware";
@@ -13,18 +13,23 @@ import { basicChallenge, basicTokenAsBearer, pageTokenAsBearer } from "./http/br
 import { DASHBOARD_PATH, queueDashboard } from "./http/queue-dashboard";
 import { jsonBody } from "./http/json-body";
 import { httpMetrics, routeOf } from "./http/metrics";
+import { replicaMetrics } from "./http/replica-metrics";
 import { recordTokenUse } from "./tokens/token-usage.recorder";
 import { requestLogger } from "./http/request-logger";
 import { securityHeaders } from "./http/security-headers";
 import { addGmsRoutes, type GmsDeps } from "./gms.routes";
+import { SESSION_TOKEN_PATH } from "./tokens/session-tokens";
 import { apiRoutes } from "./http/action-router";
 import { API_DOCS_PATH, addOpenApiRoutes } from "./api-docs/api-docs.routes";
 import { GRAPHQL_EXPLORER_ASSETS_PATH, graphqlExplorerAssets, graphqlExplorerPage } from "./api-docs/graphql-explorer";
 import { openApiDocument } from "./api-docs/openapi";
+import type { StaleReads } from "@mdp/db";
 import type { Readiness } from "./readiness";
 
 /** 1 MiB, as body-parser reads "1mb" */
 export const BODY_LIMIT_BYTES = 1024 * 1024;
+/** A session request is `{"userId": …}`: a few bytes, whatever type it says it is (session-tokens.ts). */
+export const SESSION_BODY_LIMIT_BYTES = 16 * 1024;
 /** DataHub's SDK posts GraphQL to `{gms}/api/graphql`, with `{gms}` the base it also sends the operations to. */
 export const GRAPHQL_PATHS = ["/api/graphql", "/graphql", "/gms/api/graphql", "/api/gms/api/graphql"];
 /** Whether a request path is GraphQL's: routes match whatever the case, and Apollo's with a trailing slash too. */
@@ -54,6 +59,8 @@ export interface AppDeps {
   graphqlExplorer: boolean;
   /** HTTP_KEEP_ALIVE_TIMEOUT_MS */
   keepAliveTimeoutMs: number;
+  /** where stale-tolerant reads run (Database.stale): each request reads as its user, and the metrics show replicas */
+  reads?: StaleReads;
 }
 
 export interface Gateway {
@@ -83,7 +90,7 @@ export async function createGateway(deps: AppDeps): Promise<Gateway> {
   app.set("etag", false);
   app.set("trust proxy", "loopback");
   app.use(securityHeaders());
-  const metrics = httpMetrics();
+  const metrics = httpMetrics(deps.reads && deps.reads.states().length > 0 ? [replicaMetrics(deps.reads)] : []);
   app.use(metrics.record);
   // Health probes and scrapes every few seconds would drown the log.
   app.use(
@@ -102,8 +109,16 @@ export async function createGateway(deps: AppDeps): Promise<Gateway> {
   app.get(GRAPHQL_PATHS, basicChallenge("GraphQL explorer"));
   app.use(GRAPHQL_EXPLORER_ASSETS_PATH, basicChallenge("GraphQL explorer"), pageTokenAsBearer("The GraphQL explorer"));
   app.use(GRAPHQL_PATHS, basicTokenAsBearer);
-  app.use(authenticate(deps.authenticator));
-  if (deps.services.tokenUsage.recording) app.use(recordTokenUse(deps.services.tokenUsage.recorder, routeOf));
+  app.use(authenticate(deps.authenticator, deps.reads));
+  if (deps.services.tokenUsage.recording) {
+    const matched = (req: Request) => (req.route === undefined ? undefined : routeOf(req));
+    const pages = [DASHBOARD_PATH, API_DOCS_PATH, GRAPHQL_EXPLORER_ASSETS_PATH];
+    app.use(recordTokenUse(deps.services.tokenUsage.recorder, matched, pages));
+  }
+  app.use(
+    [SESSION_TOKEN_PATH, ...GMS_PATHS.map((base) => `${base}${SESSION_TOKEN_PATH}`)],
+    jsonBody(SESSION_BODY_LIMIT_BYTES, { anyType: true }),
+  );
   app.use(jsonBody(BODY_LIMIT_BYTES));
 
   const graphql = await createGraphQLMiddleware({ logger: deps.logger, httpServer: server, services: deps.services });
@@ -119,11 +134,13 @@ export async function createGateway(deps: AppDeps): Promise<Gateway> {
     res.setHeader("allow", "POST");
     throw new AppError("METHOD_NOT_ALLOWED", "GraphQL is served over POST only.");
   });
-  // One router for every HTTP operation, mounted once for both prefixes.
+  // One router for every HTTP operation, mounted once for both prefixes, and at the root as DataHub's GMS serves them
+  // (its SDK and frontend name the host alone: http://gms:8080/aspects, /auth/generateSessionTokenForUser).
   const gms = Router();
   addGmsRoutes(gms, deps.http);
   addConfigRoute(gms); // DataHub's SDK checks its connection with GET {gms}/config
   app.use(GMS_PATHS, gms);
+  app.use(gms);
   // The OpenAPI document of those routes, as the router holds them, and its viewer.
   addOpenApiRoutes(app, GMS_PATHS, () => openApiDocument(apiRoutes(gms), GMS_PATHS));
 

@@ -38,6 +38,8 @@ import { DelegatedWorkService } from "./tokens/delegated-work.service";
 import { ServiceAccountService } from "./tokens/service-account.service";
 import { TokenService } from "./tokens/token.service";
 import { TokenStore } from "./tokens/token.store";
+import { SessionTokens } from "./tokens/session-tokens";
+import { WebAppService } from "./webapp/web-app.service";
 import { TokenVerifier } from "./tokens/token.verifier";
 import { TokenRotation } from "./tokens/token-rotation";
 import { TokenUsageService } from "./tokens/token-usage.service";
@@ -78,7 +80,7 @@ export async function composeServices(config: Config, connections: Connections, 
   tokenVerifier.onReuse((tokenId, familyId, actorUrn) => tokenRotation.reuseDetected(tokenId, familyId, actorUrn));
   const tokenUsage = new TokenUsageService(prisma, tokenStore, tokenVerifier, config, logger);
   const registry = EntityRegistry.load(config.ENTITY_REGISTRY_PATH);
-  const evaluateProducer = new Producer("evaluate", connections.redis, config.QUEUE_PREFIX);
+  const evaluateProducer = new Producer("evaluate", connections.redis, config.QUEUE_PREFIX, config.QUEUE_SHARDS);
   const truncateProducer = new Producer("truncate", connections.redis, config.QUEUE_PREFIX);
   const tasks = new TaskService(
     connections.db,
@@ -110,6 +112,7 @@ export async function composeServices(config: Config, connections: Connections, 
   const choreQueues = [
     new Producer("truncationChores", connections.redis, config.QUEUE_PREFIX),
     new Producer("evaluationChores", connections.redis, config.QUEUE_PREFIX),
+    new Producer("webhookChores", connections.redis, config.QUEUE_PREFIX),
   ];
   // The gateways' own chores (token usage's retention, idle tokens, tokens nearing expiry): each firing runs on one gateway, which tells the
   // others over the invalidation bus. A BullMQ worker blocks its connection: one of its own.
@@ -137,14 +140,13 @@ export async function composeServices(config: Config, connections: Connections, 
     config,
   );
   const testScheduleProducer = new Producer("testSchedule", connections.redis, config.QUEUE_PREFIX);
-  // replayWebhookDeliveries queues its deliveries; the evaluation workers send them.
-  const webhookProducer = new Producer("webhookDelivery", connections.redis, config.QUEUE_PREFIX);
   const evaluationReplies = await ReplyInbox.open(
     connections.replySubscriber,
     config.QUEUE_PREFIX,
     QUEUE_NAMES.evaluate,
+    config.QUEUE_SHARDS,
   );
-  const evaluateJobState = (jobId: string) => evaluateProducer.queue.getJobState(jobId);
+  const evaluateJobState = (jobId: string) => evaluateProducer.queueFor(jobId).getJobState(jobId);
   // Reads only (the gateway holds no lease): the answers workers kept for requests whose reply was lost.
   const storedEvaluations = new EvaluationTasks(connections.db.pool, { owner: "gateway", leaseMs: 0 });
   const evaluationBatcher = new EvaluationBatcher(
@@ -183,9 +185,9 @@ export async function composeServices(config: Config, connections: Connections, 
     tokens,
     tokenRotation,
     tokenUsage,
-    policies: new PolicyService(prisma, engine, bus, config),
-    groups: new GroupService(prisma, engine, bus, config),
-    audit: new AuditService(prisma, engine),
+    policies: new PolicyService(prisma, engine, bus, config, connections.db.stale),
+    groups: new GroupService(prisma, engine, bus, config, connections.db.stale),
+    audit: new AuditService(prisma, engine, connections.db.stale),
     tests: new MetadataTestService(
       prisma,
       connections.db.pool,
@@ -195,6 +197,7 @@ export async function composeServices(config: Config, connections: Connections, 
       new TestSchedules(testScheduleProducer.queue),
       logger,
       scheduleSync,
+      connections.db.stale,
     ),
     testRuns: new TestRunService(connections.db, registry, engine, evaluateProducer, logger, rateLimits),
     definitionRuns: new DefinitionRunService(engine, registry, evaluation, config),
@@ -215,12 +218,15 @@ export async function composeServices(config: Config, connections: Connections, 
     rateLimits,
     delegatedWork,
     serviceAccounts: new ServiceAccountService(connections.db, engine, delegatedWork, config),
-    webhooks: new WebhookService(connections.db, engine, webhookProducer, config, logger),
+    webhooks: new WebhookService(connections.db, engine, config, logger),
+    webApp: new WebAppService(connections.db, prisma, engine),
   };
   const ingestion = new IngestionService(connections.db, registry, aspects, timeseries, engine);
   const http = {
     ...{ db: connections.db, registry, aspects, timeseries, ingestion, engine, truncation, tasks, evaluation },
+    reads: connections.db.stale,
     rateLimits: services.rateLimits,
+    sessions: new SessionTokens(tokenStore, config),
   };
   await bus.start();
   const authenticator = new Authenticator(config, (token) => tokenVerifier.verify(token));
@@ -241,7 +247,6 @@ export async function composeServices(config: Config, connections: Connections, 
       retentionProducer.close(),
       testScheduleProducer.close(),
       scheduleSyncProducer.close(),
-      webhookProducer.close(),
       ...choreQueues.map((q) => q.close()),
       evaluationReplies.close(),
     ]);
@@ -251,11 +256,10 @@ export async function composeServices(config: Config, connections: Connections, 
     http,
     queues: [
       truncateProducer.queue,
-      evaluateProducer.queue,
+      ...evaluateProducer.queues, // its shards in order: the dashboard names them evaluate-tests, evaluate-tests-1, …
       retentionProducer.queue,
       testScheduleProducer.queue,
       scheduleSyncProducer.queue,
-      webhookProducer.queue,
       ...choreQueues.map((q) => q.queue),
       gatewayChores.producer.queue,
     ],

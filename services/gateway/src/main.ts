@@ -1,7 +1,7 @@
 import { stopTelemetry } from "./instrument";
 import type { Server } from "node:http";
 import { setFlagsFromString } from "node:v8";
-import { createLogger, loadConfigOrExit } from "@mdp/core";
+import { createLogger, loadConfigOrExit, logDestination } from "@mdp/core";
 import { createDatabase } from "@mdp/db";
 import { closeRedis, createRedis, whenReady } from "@mdp/queues";
 import { createGateway } from "./app";
@@ -23,14 +23,16 @@ if (![...process.execArgv, process.env.NODE_OPTIONS ?? ""].some((flag) => flag.i
 
 async function main(): Promise<void> {
   const config = loadConfigOrExit();
-  const logger = createLogger("gateway", config.LOG_LEVEL);
+  const logger = createLogger("gateway", config.LOG_LEVEL, logDestination(config));
   if (!config.AUTH_ENABLED) {
     logger.warn(
       "AUTH_ENABLED=false: the X-Platform-Actor header alone is trusted. Never run this way outside local development.",
     );
   }
 
-  const db = createDatabase(config.DATABASE_URL);
+  const db = createDatabase(config.DATABASE_URL, {
+    replicas: { urls: config.DATABASE_REPLICA_URLS, maxLagMs: config.REPLICA_MAX_LAG_MS },
+  });
   const { prisma } = db;
   const redis = createRedis(config.REDIS_URL, "producer");
   const subscriber = createRedis(config.REDIS_URL, "subscriber");
@@ -44,7 +46,7 @@ async function main(): Promise<void> {
     authenticator,
     stop: stopServices,
   } = await composeServices(config, { db, redis, subscriber, replySubscriber }, logger);
-  const readiness = new Readiness(prisma, redis, config.DATABASE_URL, logger);
+  const readiness = new Readiness(prisma, redis, config.DATABASE_URL, logger, db.stale);
   const gateway = await createGateway({
     logger,
     authenticator,
@@ -52,12 +54,16 @@ async function main(): Promise<void> {
     http,
     queues,
     readiness,
+    reads: db.stale,
     graphqlExplorer: config.GRAPHQL_EXPLORER,
     keepAliveTimeoutMs: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
   });
 
   await listen(gateway.server, config.PORT, config.HOST);
-  logger.info({ url: `http://${config.HOST}:${config.PORT}` }, "gateway listening");
+  // The port bound (PORT=0: one the system chose, which processes started at once cannot both be given).
+  const address = gateway.server.address();
+  const port = typeof address === "object" && address ? address.port : config.PORT;
+  logger.info({ url: `http://${config.HOST}:${port}`, port }, "gateway listening");
   // No reason to exit (PostgreSQL may be on its way up), but a wrong DATABASE_URL should not look like a healthy start.
   void readiness.check().then((report) => {
     if (!report.ready) logger.warn({ checks: report.checks }, "not ready yet: /ready says so until every check is ok");

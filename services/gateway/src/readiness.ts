@@ -1,10 +1,15 @@
 import type { RedisConnection } from "@mdp/queues";
 import type { Logger } from "@mdp/core";
-import { migrationStatus, pingDatabase, type PrismaClient } from "@mdp/db";
+import { migrationStatus, pingDatabase, type PrismaClient, type StaleReads } from "@mdp/db";
 
 export interface ReadinessReport {
   ready: boolean;
   checks: { postgres: string; redis: string; migrations: string };
+  /**
+   * With DATABASE_REPLICA_URLS, each replica: `in-use`, `lagging` (further behind than REPLICA_MAX_LAG_MS) or
+   * `unreachable`, and its lag at the last probe. Informative: reads fall back to the primary, so none makes a 503.
+   */
+  replicas?: { name: string; state: "in-use" | "lagging" | "unreachable"; lagMs: number | null }[];
 }
 
 /**
@@ -25,6 +30,7 @@ export class Readiness {
     private readonly redis: RedisConnection,
     private readonly databaseUrl: string,
     private readonly logger?: Logger,
+    private readonly reads?: StaleReads,
   ) {}
 
   async check(): Promise<ReadinessReport> {
@@ -33,7 +39,19 @@ export class Readiness {
       this.probe("redis", () => this.redis.ping()),
       this.migrations(),
     ]);
-    return { ready: [postgres, redis, migrations].every((c) => c === "ok"), checks: { postgres, redis, migrations } };
+    const report: ReadinessReport = {
+      ready: [postgres, redis, migrations].every((c) => c === "ok"),
+      checks: { postgres, redis, migrations },
+    };
+    const replicas = this.reads?.states() ?? [];
+    if (replicas.length > 0) {
+      report.replicas = replicas.map((r) => ({
+        name: r.name,
+        state: r.inUse ? "in-use" : r.up ? "lagging" : "unreachable",
+        lagMs: r.lagMs,
+      }));
+    }
+    return report;
   }
 
   private async probe(check: string, fn: () => Promise<unknown>): Promise<CheckState> {

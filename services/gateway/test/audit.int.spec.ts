@@ -170,7 +170,7 @@ describe("audit trail", () => {
       );
       await h.graphql(`mutation { deleteTest(urn: "urn:li:test:audited") }`, {}, asOperator);
 
-      const tokenUrn = `urn:li:accessToken:${token.id}`;
+      const tokenUrn = `urn:li:dataHubAccessToken:${token.id}`;
       const expected: Array<[string, string, string]> = [
         ["accessToken.create", OPERATOR, tokenUrn],
         ["accessToken.revoke", OPERATOR, tokenUrn],

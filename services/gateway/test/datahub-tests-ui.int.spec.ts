@@ -1,5 +1,5 @@
 /**
- * The operations of DataHub's metadata tests UI (issue 28, item 3) against the real gateway and an evaluation worker
+ * The operations of DataHub's metadata tests UI (docs/datahub-clients.md) against the real gateway and an evaluation worker
  * (PostgreSQL, Redis, BullMQ): validateTest, runTestDefinition, runTests, Test.results and Test.batchRunEvents, each
  * sent as DataHub's clients send it where their documents are known (fixtures/datahub/smoke-tests.graphql,
  * terraform-metadata-tests.graphql), and as tests-ui-inferred.graphql writes them where they are not.

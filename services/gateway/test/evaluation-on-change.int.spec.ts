@@ -1,5 +1,5 @@
 /**
- * Evaluation on change (issue 28, item 4) against the real gateway over HTTP and GraphQL, a real evaluation worker
+ * Evaluation on change (docs/evaluation-on-change.md) against the real gateway over HTTP and GraphQL, a real evaluation worker
  * (its pool, pusher and BullMQ worker) in process, real PostgreSQL and Redis: an ingested change has the tests that
  * select the entity pushed by themselves, written for the test's owner; a test with evaluateOnChange off is left out,
  * and turning it on runs it over what it selects; rapid changes to one entity coalesce into one evaluation; a worker
@@ -311,5 +311,45 @@ describe("evaluation on change", () => {
     await describeAs(returns, "orders returned again");
     expect(await settle()).toMatchObject({ entities: 1, refused: 0 });
     expect(await resultOf(returns, leavers)).toBeUndefined();
+  });
+
+  it("runs someone else's test for the caller who turns it on or sets it ACTIVE: never as its owner or the system actor", async () => {
+    // The system client naming no actor creates a test the system actor owns (whose runs nobody rate-limits), and the
+    // root user a draft.
+    const asSystem = { authorization: systemClientHeaders(ROOT).authorization! };
+    const systems = (
+      await h.graphql(
+        CREATE,
+        {
+          input: {
+            id: "system-made",
+            name: "system-made",
+            category: "Quality",
+            definition: { json: DESCRIBED },
+            evaluateOnChange: false,
+          },
+        },
+        asSystem,
+      )
+    ).body.data!.createTest as string;
+    const draft = await createTest("root-draft", ROOT, { state: "INACTIVE" });
+    await settle();
+    expect(await runsOf(systems)).toEqual([]);
+    expect(await runsOf(draft)).toEqual([]);
+
+    const input = (id: string, more: Record<string, unknown>) => ({
+      input: { name: id, category: "Quality", definition: { json: DESCRIBED }, ...more },
+    });
+    await gql(UPDATE, { urn: systems, ...input("system-made", { evaluateOnChange: true }) }, MANAGER);
+    await gql(UPDATE, { urn: draft, ...input("root-draft", { state: "ACTIVE" }) }, MANAGER);
+    expect(await settle()).toMatchObject({ runs: 2 });
+    for (const urn of [systems, draft]) {
+      expect((await runsOf(urn)).map((r) => r.created_by)).toEqual([MANAGER]);
+      expect((await gql(TEST, { urn })).test).toMatchObject({ ownerUrn: MANAGER });
+      const runs = await h.prisma.auditEvent.findMany({ where: { action: "test.run", targetUrn: urn } });
+      expect(runs).toEqual([
+        expect.objectContaining({ actorUrn: MANAGER, details: expect.objectContaining({ trigger: "change" }) }),
+      ]);
+    }
   });
 });

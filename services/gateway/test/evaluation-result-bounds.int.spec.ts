@@ -1,6 +1,6 @@
 /**
  * What an evaluation answers and stores is bounded in bytes, and shows the values it found only to a caller who may
- * read the entity (issue 26, findings 1 and 6), with a real gateway, a real evaluation worker, PostgreSQL and Redis:
+ * read the entity (docs/limits.md "Evaluation results"), with a real gateway, a real evaluation worker, PostgreSQL and Redis:
  * values cut to 200 characters in answers and in stored testResults, one entity's result and one answer capped (a 400
  * naming the limit), failed rules without values for a caller without GET_ENTITY (evaluate, testResults, task
  * status), and evaluation replies on a subscriber connection of their own, apart from the invalidations.
@@ -67,7 +67,7 @@ describe("evaluation results: bounded, and values only for GET_ENTITY", () => {
     );
     expect(res.body).toEqual({ data: { createTest: `urn:li:test:${id}` } });
   };
-  /** The answer as text: its size is what finding 1 was about. */
+  /** The answer as text: its size is what the byte bounds bound. */
   const post = async (path: string, body: unknown, actor = ROOT) => {
     const res = await fetch(`${h.baseUrl}${path}`, {
       method: "POST",

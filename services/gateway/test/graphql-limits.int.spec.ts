@@ -1,4 +1,4 @@
-/** GraphQL request limits (issue 17, findings 2, 7, 8): each refused with a 400 naming it, the gateway responsive. */
+/** GraphQL request limits (docs/limits.md): each refused with a 400 naming it, the gateway responsive. */
 import { getIntrospectionQuery } from "graphql";
 import { MAX_DOCUMENT_BYTES, MAX_NESTING, MAX_TOKENS } from "../src/graphql/document-limits";
 import { MAX_COST } from "../src/graphql/query-cost";
@@ -47,7 +47,7 @@ function expectRefused(res: Awaited<ReturnType<typeof post>>, message: RegExp, s
 }
 
 describe("GraphQL document limits", () => {
-  it("answers finding 2's document (50,000 × @include, ~900 KB) at once, /health answering meanwhile", async () => {
+  it("answers a document of 50,000 × @include (~900 KB) at once, /health answering meanwhile", async () => {
     const document = `{ me ${"@include(if: true) ".repeat(50_000)} { urn } }`;
     const started = Date.now();
     const [res, health] = await Promise.all([query(document), fetch(`${h.baseUrl}/health`)]);
@@ -75,7 +75,7 @@ describe("GraphQL document limits", () => {
     expectRefused(await query(deep), new RegExp(`depth limit of ${MAX_DEPTH} exceeded`), 200);
   });
 
-  it("refuses very deep documents (finding 7) with a 400 naming the nesting limit, never a stack overflow", async () => {
+  it("refuses very deep documents with a 400 naming the nesting limit, never a stack overflow", async () => {
     for (const deep of [
       `{ ${"me { ".repeat(5000)} urn ${"} ".repeat(5000)} }`,
       `{ listAccessTokens(input: {filters: ${"[".repeat(20_000)}${"]".repeat(20_000)}}) { total } }`,
@@ -137,7 +137,7 @@ describe("GraphQL document limits", () => {
   });
 });
 
-describe("GraphQL cost (finding 8)", () => {
+describe("GraphQL cost", () => {
   const page = (alias: string, count: string) =>
     `${alias}: listAccessTokens(input: {count: ${count}}) { total tokens { id } }`;
 

@@ -365,7 +365,8 @@ describe("metadata tests", () => {
       beforeAll(async () => {
         redis = createRedis(h.config.REDIS_URL, "producer");
         subscriber = createRedis(h.config.REDIS_URL, "subscriber");
-        await whenReady(subscriber);
+        // a producer's connection queues no command while a cluster connects: the queue's first one waits for it
+        await Promise.all([whenReady(redis), whenReady(subscriber)]);
         await subscribeToReplies(subscriber, listening, (message) => replies.push(message));
         queue = new Queue(QUEUE_NAMES.evaluate, { connection: redis, prefix: h.config.QUEUE_PREFIX });
       });

@@ -1,7 +1,25 @@
 /** Bull Board at /admin/queues: a browser login (Basic, an access token as password), MANAGE_SYSTEM_OPERATIONS only. */
+import { readFileSync } from "node:fs";
+import path from "node:path";
 import { Queue, Worker, type Job } from "bullmq";
 import { QUEUE_NAMES, closeRedis, createRedis, whenReady, type RedisConnection } from "@mdp/queues";
-import { ROOT, createToken, grant, startGateway, systemClientHeaders, type Harness } from "./support/gateway-harness";
+import {
+  ROOT,
+  createToken,
+  grant,
+  startGateway,
+  startTruncationWorker,
+  systemClientHeaders,
+  type Harness,
+} from "./support/gateway-harness";
+
+/** The dashboard tab docs/queue-dashboard.md names for a task state, as Bull Board's API spells it (`completed`). */
+function documentedTab(state: string): string {
+  const doc = readFileSync(path.resolve(__dirname, "../../../docs/queue-dashboard.md"), "utf8");
+  const row = doc.split("\n").find((line) => line.startsWith(`| \`${state}\``));
+  if (!row) throw new Error(`docs/queue-dashboard.md has no row for ${state}`);
+  return row.split("|")[2]!.trim().toLowerCase();
+}
 
 const basic = (token: string) => ({ authorization: `Basic ${Buffer.from(`anyone:${token}`).toString("base64")}` });
 
@@ -268,5 +286,72 @@ describe("queue dashboard", () => {
           .sort(),
       );
     });
+  });
+
+  it("shows a cancelled task's job in the tab docs/queue-dashboard.md names, its reason saying it was cancelled", async () => {
+    const tab = documentedTab("cancelled");
+    expect(tab).toBe("completed");
+    const truncation = async (endTimeMillis: number) =>
+      (
+        await h.post("/gms/operations?action=truncateTimeseriesAspect", {
+          entityType: "dataset",
+          aspect: "datasetProfile",
+          endTimeMillis,
+          dryRun: false,
+        })
+      ).body.value as string;
+    const shown = async (taskId: string, status: string) => {
+      const api = await fetch(
+        `${h.baseUrl}/admin/queues/api/queues?activeQueue=${QUEUE_NAMES.truncate}&status=${status}`,
+        { headers: basic(rootToken) },
+      );
+      const { queues } = (await api.json()) as {
+        queues: Array<{ name: string; jobs: Array<{ id: string; returnValue: unknown; failedReason?: string }> }>;
+      };
+      return queues.find((q) => q.name === QUEUE_NAMES.truncate)!.jobs.find((j) => j.id === taskId);
+    };
+    // No worker yet. One task's job is delayed, as a handed-back attempt's is (every job fetched on the way with it,
+    // left delayed a minute); the other's waits.
+    const delayedId = await truncation(5); // cutoffs of their own: an identical request would join another's task
+    const connection = createRedis(h.config.REDIS_URL, "worker");
+    const fetcher = new Worker(QUEUE_NAMES.truncate, null, {
+      connection,
+      prefix: h.config.QUEUE_PREFIX,
+      autorun: false,
+    });
+    try {
+      for (;;) {
+        const job = (await fetcher.getNextJob("test-token", { block: false })) as Job | undefined;
+        if (!job) throw new Error("the job was not fetched");
+        await job.moveToDelayed(Date.now() + 60_000, "test-token");
+        if (job.id === delayedId) break;
+      }
+    } finally {
+      await fetcher.close();
+      await closeRedis(connection);
+    }
+    const waitingId = await truncation(4);
+    expect(await shown(delayedId, "delayed")).toBeDefined();
+    expect(await shown(waitingId, "waiting")).toBeDefined();
+    for (const taskId of [delayedId, waitingId]) {
+      const cancelled = await h.post("/gms/operations?action=cancelTask", { taskId });
+      expect(cancelled.body.value).toMatchObject({ state: "cancelled", failedReason: "Cancelled before it started" });
+    }
+    expect(await shown(waitingId, "waiting")).toBeDefined(); // kept, not removed, until a worker ends it
+
+    const worker = await startTruncationWorker(h);
+    try {
+      for (const taskId of [delayedId, waitingId]) {
+        const deadline = Date.now() + 15_000;
+        while (!(await shown(taskId, tab)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+        expect((await shown(taskId, tab))?.returnValue).toEqual({
+          cancelled: true,
+          reason: "Cancelled before it started",
+        });
+        for (const other of ["failed", "waiting", "delayed"]) expect(await shown(taskId, other)).toBeUndefined();
+      }
+    } finally {
+      await worker.close();
+    }
   });
 });

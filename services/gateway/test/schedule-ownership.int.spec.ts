@@ -1,5 +1,5 @@
 /**
- * Who deferred work acts for (issue 26, findings 3 and 7), against the real gateway and the workers' own schedule
+ * Who deferred work acts for (docs/authorization.md), against the real gateway and the workers' own schedule
  * handlers run in process on real PostgreSQL and Redis: the principal who last set what a scheduled test or retention
  * policy does owns it, its firings act for that owner (task and audit rows name it, not the creator), and are
  * suspended — visibly, audited, resumable by a holder — once the owner lacks what they need; a user owns at most
@@ -503,6 +503,128 @@ describe("who scheduled work acts for", () => {
     });
   });
 
+  it("runs another caller's runTest as a run of its own: it neither joins the owner's run nor has a firing join it", async () => {
+    const JOINER = "urn:li:corpuser:joiner";
+    await grant(h, JOINER, ["MANAGE_TESTS"]);
+    const testUrn = "urn:li:test:shared-run";
+    expect((await createTest("shared-run", "0 12 * * *", systemClientHeaders(ROOT))).errors).toBeUndefined();
+    const run = () => ok<string>("runTest", `mutation { runTest(urn: "${testUrn}") }`, {}, systemClientHeaders(JOINER));
+
+    // The owner's firing is waiting: the other caller's runTest starts its own run, acting for it.
+    const fired = await fireTest(testUrn);
+    const mine = await run();
+    expect(mine).not.toBe(fired.taskId);
+    expect(await run()).toBe(mine); // its own identical request still joins its own run
+    expect(await tasksOf(testUrn)).toEqual([
+      expect.objectContaining({ id: fired.taskId, created_by: ROOT, state: "waiting" }),
+      expect.objectContaining({ id: mine, created_by: JOINER, state: "waiting" }),
+    ]);
+    await finishTasks();
+
+    // The other way round: a firing while the other caller's run waits starts the owner's own.
+    const theirs = await run();
+    const next = await fireTest(testUrn);
+    expect(next).toMatchObject({ joined: false });
+    expect(next.taskId).not.toBe(theirs);
+    expect((await tasksOf(testUrn)).find((t) => t.id === next.taskId)).toMatchObject({ created_by: ROOT });
+    await finishTasks();
+  });
+
+  it("setting a test ACTIVE, or turning its evaluation on change on, takes it over: the caller must hold what its actions need", async () => {
+    const TAKER = "urn:li:corpuser:taker";
+    await grant(h, TAKER, ["MANAGE_TESTS", "EDIT_ENTITY_TAGS"]);
+    const taker = await createToken(h, TAKER);
+    const asRoot = systemClientHeaders(ROOT);
+    const update = (id: string, more: Record<string, unknown>, headers: Record<string, string>) =>
+      gql(
+        UPDATE_TEST,
+        {
+          urn: `urn:li:test:${id}`,
+          input: { name: id, category: "Ownership", definition: { json: definition(TAGGING) }, ...more },
+        },
+        headers,
+      );
+    const row = (id: string) => h.prisma.metadataTest.findUnique({ where: { urn: `urn:li:test:${id}` } });
+    const refusedFor = (body: GraphQLBody) => {
+      expect(body.errors?.[0]?.extensions?.code).toBe("FORBIDDEN");
+      expect(body.errors?.[0]?.message).toBe(
+        `${OTHER_MANAGER} is unauthorized to save these test actions: they need EDIT_ENTITY_TAGS (for ADD_TAGS), ` +
+          `which it does not hold.`,
+      );
+    };
+
+    // A draft of the root user's, set ACTIVE.
+    const draft = await gql(
+      CREATE_TEST,
+      {
+        input: {
+          id: "draft-tagging",
+          name: "draft-tagging",
+          category: "Ownership",
+          definition: { json: definition(TAGGING) },
+          state: "INACTIVE",
+        },
+      },
+      asRoot,
+    );
+    expect(draft.errors).toBeUndefined();
+    refusedFor(await update("draft-tagging", { state: "ACTIVE" }, systemClientHeaders(OTHER_MANAGER)));
+    expect(await row("draft-tagging")).toMatchObject({ ownerUrn: ROOT, state: "INACTIVE" });
+    expect((await update("draft-tagging", { state: "ACTIVE" }, bearer(taker.token))).errors).toBeUndefined();
+    expect(await row("draft-tagging")).toMatchObject({ ownerUrn: TAKER, ownerTokenId: taker.id, state: "ACTIVE" });
+    expect(await audit("test.update", "urn:li:test:draft-tagging")).toEqual([
+      expect.objectContaining({ actorUrn: TAKER, details: expect.objectContaining({ previousOwner: ROOT }) }),
+    ]);
+
+    // A test of the root user's that evaluates on change only once someone turns it on.
+    const quiet = await gql(
+      CREATE_TEST,
+      {
+        input: {
+          id: "quiet-tagging",
+          name: "quiet-tagging",
+          category: "Ownership",
+          definition: { json: definition(TAGGING) },
+          evaluateOnChange: false,
+        },
+      },
+      asRoot,
+    );
+    expect(quiet.errors).toBeUndefined();
+    refusedFor(await update("quiet-tagging", { evaluateOnChange: true }, systemClientHeaders(OTHER_MANAGER)));
+    expect(await row("quiet-tagging")).toMatchObject({ ownerUrn: ROOT, evaluateOnChange: false });
+    expect((await update("quiet-tagging", { evaluateOnChange: true }, bearer(taker.token))).errors).toBeUndefined();
+    expect(await row("quiet-tagging")).toMatchObject({ ownerUrn: TAKER, evaluateOnChange: true });
+    // Turning it off, or leaving it as it is, starts nothing and takes nothing over.
+    expect((await update("quiet-tagging", { evaluateOnChange: false }, asRoot)).errors).toBeUndefined();
+    expect(await row("quiet-tagging")).toMatchObject({ ownerUrn: TAKER, evaluateOnChange: false });
+
+    // A suspended schedule set ACTIVE again is taken over and runs again, for the caller.
+    expect((await createTest("suspended-tagging", "0 13 * * *", asRoot, TAGGING)).errors).toBeUndefined();
+    await h.prisma.metadataTest.update({
+      where: { urn: "urn:li:test:suspended-tagging" },
+      data: { suspendedAt: new Date(), suspendedReason: "suspended for the test" },
+    });
+    refusedFor(
+      await update(
+        "suspended-tagging",
+        { state: "ACTIVE", schedule: { cron: "0 13 * * *" } },
+        systemClientHeaders(OTHER_MANAGER),
+      ),
+    );
+    expect(await fireTest("urn:li:test:suspended-tagging")).toEqual({ skipped: "SUSPENDED" });
+    expect((await update("suspended-tagging", { state: "ACTIVE" }, bearer(taker.token))).errors).toBeUndefined();
+    expect(await viewTest("urn:li:test:suspended-tagging")).toMatchObject({
+      ownerUrn: TAKER,
+      schedule: { suspendedAt: null, suspendedReason: null },
+    });
+    const fired = await fireTest("urn:li:test:suspended-tagging");
+    expect((await tasksOf("urn:li:test:suspended-tagging")).find((t) => t.id === fired.taskId)).toMatchObject({
+      created_by: TAKER,
+    });
+    await finishTasks();
+  });
+
   it("delegatedWork lists what one token set in motion, to its user or a MANAGE_ACCESS_TOKENS holder", async () => {
     const USER = "urn:li:corpuser:delegator";
     await grant(h, USER, ["MANAGE_TESTS", "GENERATE_PERSONAL_ACCESS_TOKENS"]);
@@ -524,7 +646,7 @@ describe("who scheduled work acts for", () => {
     expect(listed.map((w) => [w.kind, w.urn, w.viaTokenId, w.state])).toEqual([
       ["SCHEDULED_TEST", "urn:li:test:via-first", first.id, "ACTIVE"],
       ["TASK", `urn:li:task:${firstTask}`, first.id, "waiting"],
-      ["ACCESS_TOKEN", `urn:li:accessToken:${child.id}`, first.id, "LIVE"],
+      ["ACCESS_TOKEN", `urn:li:dataHubAccessToken:${child.id}`, first.id, "LIVE"],
     ]);
     // By user: everything it set in motion, whichever token.
     const byUser = await ok<Work[]>("delegatedWork", DELEGATED, { i: { ownerUrn: USER } }, systemClientHeaders(USER));

@@ -1,5 +1,5 @@
 /**
- * Scheduled tests and result history (issue 22, item 3) against the real gateway over HTTP and GraphQL, real BullMQ
+ * Scheduled tests and result history (docs/scheduled-tests.md) against the real gateway over HTTP and GraphQL, real BullMQ
  * workers (evaluate-tests, test-schedules and schedule-sync, as an evaluation worker runs them), real PostgreSQL and
  * Redis: a test with a per-second cron runs by itself as an ordinary runTest task and pushes; its results'
  * transitions are recorded only on change, with times; updating or deleting the test has the schedule sync change or

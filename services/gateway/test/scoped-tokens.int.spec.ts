@@ -1,5 +1,5 @@
 /**
- * Scoped access tokens and revoking all of a user's tokens at once (issue 22, item 4), over real HTTP, PostgreSQL and
+ * Scoped access tokens and revoking all of a user's tokens at once, over real HTTP, PostgreSQL and
  * Redis: a token limited to some of its actor's privileges can use only those, on every route (GraphQL, HTTP
  * operations, evaluate's push, the queue dashboard), and loses one its actor loses; unscoped tokens are unchanged;
  * revokeAccessTokens revokes, audits and counts, and a second gateway refuses the tokens within 1 s.
@@ -304,7 +304,7 @@ describe("scoped access tokens", () => {
         expect.arrayContaining(
           live.map((t) => ({
             action: "accessToken.revoke",
-            target: `urn:li:accessToken:${t.id}`,
+            target: `urn:li:dataHubAccessToken:${t.id}`,
             details: { actorUrn: BULK, bulk: true, via: "token" },
           })),
         ),

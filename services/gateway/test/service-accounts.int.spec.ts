@@ -1,5 +1,5 @@
 /**
- * Service accounts (issue 28, item 1; docs/api.md "Service accounts") against two real gateways on one database and
+ * Service accounts (docs/api.md "Service accounts") against two real gateways on one database and
  * one Redis: a service account's token acts with the account's current grants (and its chain's), never its minter's;
  * deleting the account revokes its tokens on the other replica within 1 s and suspends the work it owns; a mint that
  * races the deletion leaves no live token; the bounds of docs/limits.md. DataHub's own documents are answered in

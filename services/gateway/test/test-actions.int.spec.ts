@@ -1,5 +1,5 @@
 /**
- * Test actions end to end (issue 22, item 2): the gateway over real HTTP and GraphQL, a real BullMQ evaluation worker,
+ * Test actions end to end: the gateway over real HTTP and GraphQL, a real BullMQ evaluation worker,
  * real PostgreSQL. Each action type writes DataHub's aspect once when results are pushed (evaluate with push: true,
  * batchEvaluate, runTest) and nothing when re-run; the dry view (push: false) lists the actions and writes nothing;
  * each change leaves an audit row naming the test; and the writes share the results' transaction: a write PostgreSQL

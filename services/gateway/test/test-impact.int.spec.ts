@@ -1,5 +1,5 @@
 /**
- * The impact preview (issue 31, item 5) against the real gateway over GraphQL, a real evaluation worker (BullMQ, its
+ * The impact preview against the real gateway over GraphQL, a real evaluation worker (BullMQ, its
  * thread pool), real PostgreSQL and Redis: previewTestImpact evaluates a test's current and edited definitions side
  * by side in the worker, counts the flips and the actions that would fire on a sample or the whole set, and writes
  * nothing; it needs what saving the edit needs; without a worker nothing answers it (it never runs in the gateway).

@@ -1,5 +1,5 @@
 /**
- * What changed since the last run (issue 31, item 5) against the real gateway over GraphQL, a real evaluation worker
+ * What changed since the last run against the real gateway over GraphQL, a real evaluation worker
  * (BullMQ, its thread pool), real PostgreSQL and Redis: each runTest that pushes records the entities newly failing,
  * newly passing and flapping compared with the test's previous run; testRunDiff reads a run's diff or the latest;
  * lists are cut at their limit with the whole count; a run without push records none; retention prunes them.

@@ -1,5 +1,5 @@
 /**
- * A token's chain (issue 26, findings 2 and 10), over real HTTP, PostgreSQL and Redis: at every use a token holds only
+ * A token's chain (docs/authorization.md), over real HTTP, PostgreSQL and Redis: at every use a token holds only
  * what its actor, its scopes, its minter and the token it was minted with (each as they are now) all allow; it expires
  * no later than that token, and stops working, on every replica within 1 s, when that token is revoked. The system
  * client naming no user acts as the system actor.
@@ -109,7 +109,7 @@ describe("a token's chain", () => {
     await h?.close();
   });
 
-  describe("finding 2: a token gains nothing its minter lacks, whenever its user gains it", () => {
+  describe("a token gains nothing its minter lacks, whenever its user gains it", () => {
     const MANAGER = "urn:li:corpuser:f2-manager"; // MANAGE_ACCESS_TOKENS only
     const NOBODY = "urn:li:corpuser:f2-nobody"; // nothing, until granted MANAGE_POLICIES below
     let viaSystem: Created; // minted by the system client acting for the manager (the web app's way)
@@ -195,7 +195,7 @@ describe("a token's chain", () => {
     expect(await privileges(b, systemClientHeaders(USER))).toEqual(["GET_ENTITY", "VIEW_TESTS"]);
   });
 
-  describe("finding 10: a token does not outlive the token it was minted with", () => {
+  describe("a token does not outlive the token it was minted with", () => {
     const USER = "urn:li:corpuser:c-user";
     beforeAll(() => grant(h, USER, ["GENERATE_PERSONAL_ACCESS_TOKENS", "GET_ENTITY"]));
 
@@ -232,7 +232,7 @@ describe("a token's chain", () => {
       );
       expect(listed.body.data).toEqual({ listAccessTokens: { tokens: [{ parentTokenId: parent.metadata.id }] } });
       const audit = await h.prisma.auditEvent.findFirstOrThrow({
-        where: { action: "accessToken.create", targetUrn: `urn:li:accessToken:${child.metadata.id}` },
+        where: { action: "accessToken.create", targetUrn: `urn:li:dataHubAccessToken:${child.metadata.id}` },
       });
       expect(audit.details).toMatchObject({ parentTokenId: parent.metadata.id, via: "token" });
     });
@@ -493,7 +493,7 @@ describe("a token's chain", () => {
       );
       expect(revoked.body.data).toEqual({ revokeAccessToken: true });
       const rows = await h.prisma.auditEvent.findMany({
-        where: { targetUrn: `urn:li:accessToken:${created.metadata.id}` },
+        where: { targetUrn: `urn:li:dataHubAccessToken:${created.metadata.id}` },
         orderBy: { id: "asc" },
       });
       expect(

@@ -118,7 +118,7 @@ describe("rotateAccessToken", () => {
     });
     expect(rows).toHaveLength(1);
     const rotation = await a.prisma.auditEvent.findFirst({ where: { action: "accessToken.rotate" } });
-    expect(rotation).toMatchObject({ actorUrn: ROOT, targetUrn: `urn:li:accessToken:${old.id}` });
+    expect(rotation).toMatchObject({ actorUrn: ROOT, targetUrn: `urn:li:dataHubAccessToken:${old.id}` });
     expect(rotation!.details).toMatchObject({ successorId: m.id, graceSeconds: 3600, self: false, via: "system" });
 
     // A token rotates once: the next rotation is its successor's.
@@ -149,7 +149,7 @@ describe("rotateAccessToken", () => {
 
     const theft = await a.prisma.auditEvent.findMany({ where: { action: "accessToken.reuseDetected" } });
     expect(theft).toHaveLength(1);
-    expect(theft[0]).toMatchObject({ targetUrn: `urn:li:accessToken:${old.id}` });
+    expect(theft[0]).toMatchObject({ targetUrn: `urn:li:dataHubAccessToken:${old.id}` });
     expect(theft[0]!.details).toMatchObject({
       suspectedTheft: true,
       actorUrn: user,

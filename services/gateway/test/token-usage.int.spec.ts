@@ -73,6 +73,16 @@ describe("access token usage", () => {
     // Reading the usage is not a use: the listing above ran with the system client.
   });
 
+  it("records a request no route took under the page it belongs to, or as answered without a route: never 'unmatched'", async () => {
+    const { token, id } = await createToken(a, "urn:li:corpuser:usage-pages");
+    // the API reference's files, served by the page's own static handler (no route pattern), and a path nothing serves
+    expect((await fetch(`${a.baseUrl}/api-docs/`, { headers: bearer(token) })).status).toBe(200);
+    expect((await fetch(`${a.baseUrl}/no/such/route`, { headers: bearer(token) })).status).toBe(404);
+    await a.services.tokenUsage.recorder.flush();
+    const operations = (await usageOf(id)).operations.map((o) => o.operation).sort();
+    expect(operations).toEqual(["GET (no route, 404)", "GET /api-docs"]);
+  });
+
   it("keeps only the 5 most recent clients of a token", async () => {
     const { token, id } = await createToken(a, "urn:li:corpuser:usage-clients");
     for (let i = 1; i <= 8; i++) expect((await call(a, token, `agent-${i}`)).status).toBe(200);
@@ -125,7 +135,7 @@ describe("access token usage", () => {
     }
     expect((await call(b, busy.token, "cron")).status).toBe(200);
     const rows = await a.prisma.auditEvent.findMany({
-      where: { action: "accessToken.revoke", targetUrn: `urn:li:accessToken:${idle.id}` },
+      where: { action: "accessToken.revoke", targetUrn: `urn:li:dataHubAccessToken:${idle.id}` },
     });
     expect(rows).toHaveLength(1);
     expect(rows[0]!.details).toMatchObject({ reason: "idle", idleDays: 30, via: "idle-revoke" });

@@ -46,7 +46,9 @@ describe("access token durations", () => {
   it("mints a token for an ISO-8601 durationIso: P1M is 30 days from the second it was created in", async () => {
     const { metadata } = created(await create({ durationIso: "P1M" }));
     expect(metadata.expiresAt).toBe(Math.floor(metadata.createdAt / 1000) * 1000 + 30 * DAY_MS);
-    const audit = await h.prisma.auditEvent.findFirst({ where: { targetUrn: `urn:li:accessToken:${metadata.id}` } });
+    const audit = await h.prisma.auditEvent.findFirst({
+      where: { targetUrn: `urn:li:dataHubAccessToken:${metadata.id}` },
+    });
     expect(audit?.details).toMatchObject({ durationIso: "P1M" });
   });
 
@@ -113,7 +115,7 @@ describe("access token durations", () => {
     expect((await h.graphql(`{ me { urn } }`, {}, bearer(within.accessToken))).status).toBe(200);
     expect(await list("true")).toEqual([]);
     const audit = await h.prisma.auditEvent.findMany({
-      where: { action: "accessToken.revoke", targetUrn: `urn:li:accessToken:${outside.metadata.id}` },
+      where: { action: "accessToken.revoke", targetUrn: `urn:li:dataHubAccessToken:${outside.metadata.id}` },
     });
     expect(audit).toEqual([
       expect.objectContaining({

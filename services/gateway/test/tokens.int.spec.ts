@@ -64,7 +64,9 @@ describe("access tokens", () => {
         start: 0,
         count: 1,
         total: 1,
-        tokens: [{ urn: `urn:li:accessToken:${created.metadata.id}`, id: created.metadata.id, actorUrn: DATAHUB }],
+        tokens: [
+          { urn: `urn:li:dataHubAccessToken:${created.metadata.id}`, id: created.metadata.id, actorUrn: DATAHUB },
+        ],
       });
     });
 
@@ -358,7 +360,7 @@ describe("access tokens", () => {
     await h.graphql(`mutation { revokeAccessToken(tokenId: "${id}") }`, {}, asDatahub);
     const res = await h.graphql(
       `query($t: String) { listAuditEvents(input: {targetUrn: $t}) { total events { actorUrn action targetUrn createdAt } } }`,
-      { t: `urn:li:accessToken:${id}` },
+      { t: `urn:li:dataHubAccessToken:${id}` },
       systemClientHeaders(ROOT),
     );
     const audit = res.body.data!.listAuditEvents as {

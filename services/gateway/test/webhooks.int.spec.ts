@@ -1,21 +1,17 @@
 /**
- * Webhooks (issue 31, item 3) against the real gateway over GraphQL and HTTP, the evaluation worker's fan-out and
+ * Webhooks (docs/webhooks.md) against the real gateway over GraphQL and HTTP, the evaluation worker's fan-out and
  * delivery worker in process (real PostgreSQL, Redis, BullMQ) and real HTTP receivers: a delivery is signed so that
  * a receiver verifies it; a failing receiver is retried until it recovers, every attempt carrying the same event id;
  * a 4xx stops early; a replay re-sends with the same event id; an event its subscriber may not read, or may no longer
  * read at the delivery, is skipped and never sent; private targets are refused in production; a hanging subscriber
- * does not delay another's deliveries; revokeActorAccess turns the user's subscriptions off; the per-user bound.
+ * does not delay another's deliveries; revokeActorAccess turns the user's subscriptions off; the per-user bound; each
+ * caller's writes within its audit budget.
  */
 import { randomUUID } from "node:crypto";
-import { createLogger, verifyWebhookSignature, WEBHOOK_HEADERS, type Config } from "@mdp/core";
+import { createLogger, type Config } from "@mdp/core";
+import { verifyWebhookSignature, WEBHOOK_HEADERS } from "@mdp/webhooks";
 import { eventually } from "@mdp/core/testing";
-import { Producer } from "@mdp/queues";
-import {
-  postWebhook,
-  pruneWebhookDeliveriesFully,
-  reconcileWebhookDeliveries,
-  webhookSettings,
-} from "evaluation-worker";
+import { postWebhook, pruneWebhookDeliveriesFully, settleWebhookDeliveriesFully } from "webhook-worker";
 import { WebhookService } from "../src/webhooks/webhook.service";
 import {
   ROOT,
@@ -109,8 +105,7 @@ describe("webhooks", () => {
 
   beforeAll(async () => {
     h = await startGateway({
-      WEBHOOK_RETRY_BASE_MS: "100",
-      WEBHOOK_MAX_ATTEMPTS: "5",
+      WEBHOOK_RETRY_SCHEDULE: "0,100ms,200ms,400ms,800ms",
       WEBHOOK_TIMEOUT_MS: "30000",
       WEBHOOK_DELIVERY_CONCURRENCY: "4",
       WEBHOOK_SUBSCRIPTION_CONCURRENCY: "1",
@@ -310,7 +305,7 @@ describe("webhooks", () => {
     const loserReceiver = await receiver();
     const blind = await subscribe(BLIND, blindReceiver.url, { entityUrn: dataset("secret") });
     const loser = await subscribe(LOSER, loserReceiver.url, { entityUrn: dataset("secret") });
-    await w.webhooks.worker.pause();
+    await w.pause();
     await ingest(dataset("secret"), "not for everyone");
     await w.fanOut();
     // Fanned out while LOSER could read it: a delivery waits. Then its privilege goes before the job runs.
@@ -318,7 +313,7 @@ describe("webhooks", () => {
     // Nothing in BLIND's log either: a SKIPPED row would tell it that (and when) the entity its filter names changed.
     expect(await deliveries(blind.subscription.id, BLIND)).toEqual([]);
     await h.prisma.policy.deleteMany({ where: { users: { has: LOSER } } });
-    await w.webhooks.worker.resume();
+    w.resume();
     await holds(async () =>
       expect((await deliveries(loser.subscription.id))[0]).toMatchObject({
         status: "SKIPPED",
@@ -347,26 +342,23 @@ describe("webhooks", () => {
     });
   });
 
-  it("queues again a delivery whose job was lost after the fan-out committed (the reconcile chore)", async () => {
+  it("lets go of a delivery whose worker died holding it (its lease ended), and another worker sends it", async () => {
     const r = await receiver();
     const { subscription } = await subscribe(ROOT, r.url, { entityUrn: dataset("lost") });
-    await w.webhooks.worker.pause();
-    await ingest(dataset("lost"), "its job goes missing");
+    await w.pause();
+    await ingest(dataset("lost"), "its worker dies");
     await w.fanOut();
     const [pending] = await deliveries(subscription.id);
     expect(pending).toMatchObject({ status: "PENDING" });
-    await w.webhooks.producer.queue.remove(pending!.id); // as if Redis lost it
-    const settings = webhookSettings({ ...h.config });
-    expect(await reconcileWebhookDeliveries(h.database.pool, w.webhooks.producer, settings, 0)).toEqual({
-      requeued: 1,
-      failed: 0,
-    });
-    // Once queued, a second reconcile leaves it be.
-    expect(await reconcileWebhookDeliveries(h.database.pool, w.webhooks.producer, settings, 0)).toEqual({
-      requeued: 0,
-      failed: 0,
-    });
-    await w.webhooks.worker.resume();
+    // As if a worker had claimed it and died mid-POST: held, its lease over.
+    await h.database.pool.query(
+      `UPDATE webhook_delivery SET lease_until = now() - interval '1 second' WHERE id = $1::uuid`,
+      [pending!.id],
+    );
+    w.resume();
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(r.received).toHaveLength(0); // held: nobody claims it
+    expect(await settleWebhookDeliveriesFully(h.database.pool)).toMatchObject({ released: 1 });
     await holds(() => expect(r.received).toHaveLength(1));
     expect(r.received[0]!.headers[WEBHOOK_HEADERS.deliveryId]).toBe(pending!.id);
     await holds(async () => expect((await deliveries(subscription.id))[0]).toMatchObject({ status: "DELIVERED" }));
@@ -420,20 +412,12 @@ describe("webhooks", () => {
       NODE_ENV: "production",
       WEBHOOK_ALLOW_PRIVATE_TARGETS: false,
     };
-    const producer = new Producer("webhookDelivery", h.connections.redis, h.config.QUEUE_PREFIX);
     const lookup = (async (host: string) =>
       host === "rebind.example"
         ? [{ address: "10.1.2.3", family: 4 }]
         : [{ address: "93.184.216.34", family: 4 }]) as never;
     const logger = createLogger("webhooks-test", "silent");
-    const service = new WebhookService(
-      h.database,
-      h.services.engine,
-      producer,
-      { ...h.config, ...production },
-      logger,
-      lookup,
-    );
+    const service = new WebhookService(h.database, h.services.engine, { ...h.config, ...production }, logger, lookup);
     const actor = { urn: `urn:li:corpuser:hooks-production-${randomUUID()}`, via: "system" as const };
     for (const url of [
       "http://127.0.0.1:8080/hook",
@@ -463,7 +447,6 @@ describe("webhooks", () => {
     const allowed = new WebhookService(
       h.database,
       h.services.engine,
-      producer,
       {
         ...h.config,
         ...production,
@@ -475,7 +458,6 @@ describe("webhooks", () => {
     await expect(
       allowed.create(actor, { input: { url: "http://127.0.0.1:9/hook", eventTypes: ["MetadataChangeLog_v1"] } }),
     ).resolves.toMatchObject({ secret: expect.any(String) });
-    await producer.close();
     // At delivery: nothing is sent to a private address, however it was subscribed.
     const r = await receiver();
     const outcome = await postWebhook(r.url, {}, "{}", { timeoutMs: 1000, policy: { allowPrivate: false } });
@@ -495,12 +477,10 @@ describe("webhooks", () => {
     });
     // Not refused: a DNS that did not answer this time may answer the next, so the attempt is retried.
     expect(outcome).toMatchObject({ status: null, refused: false, error: expect.stringContaining("300 ms") });
-    const producer = new Producer("webhookDelivery", h.connections.redis, h.config.QUEUE_PREFIX);
-    try {
+    {
       const service = new WebhookService(
         h.database,
         h.services.engine,
-        producer,
         { ...h.config, NODE_ENV: "production", WEBHOOK_ALLOW_PRIVATE_TARGETS: false, WEBHOOK_TIMEOUT_MS: 300 },
         createLogger("webhooks-test", "silent"),
         never,
@@ -511,8 +491,6 @@ describe("webhooks", () => {
           input: { url: "https://never-answers.example/", eventTypes: ["MetadataChangeLog_v1"] },
         }),
       ).rejects.toMatchObject({ code: "BAD_USER_INPUT", message: expect.stringMatching(/^input\.url: .*300 ms/) });
-    } finally {
-      await producer.close();
     }
     expect(Date.now() - started).toBeLessThan(5_000);
   }, 15_000);
@@ -563,6 +541,65 @@ describe("webhooks", () => {
     expect((await gqlError(DELETE, { id: victim }, BLIND))?.extensions?.code).toBe("FORBIDDEN");
     expect(await gql(DELETE, { id: victim }, ADMIN)).toEqual({ deleteWebhookSubscription: true });
     expect(await h.prisma.auditEvent.count({ where: { action: "webhook.delete", actorUrn: ADMIN } })).toBe(1);
+  });
+
+  it("budgets each caller's webhook writes: past 30 at once, a write is refused with 429 before anything is written", async () => {
+    const user = `urn:li:corpuser:hooks-flood-${randomUUID()}`; // holds no privilege at all
+    const as = systemClientHeaders(user);
+    const kept = (await subscribe(user, "https://x.example/flood")).subscription;
+    const doomed = (await subscribe(user, "https://x.example/flood-doomed")).subscription;
+    const UPDATE = `mutation($i: UpdateWebhookSubscriptionInput!) { updateWebhookSubscription(input: $i) { id } }`;
+    const REPLAY = `mutation($i: ReplayWebhookDeliveriesInput!) { replayWebhookDeliveries(input: $i) { replayed } }`;
+    const DELETE = `mutation($id: String!) { deleteWebhookSubscription(id: $id) }`;
+    const writes = {
+      create: (i: number) =>
+        h.graphql(CREATE, { i: { url: `https://x.example/more-${i}`, eventTypes: ["MetadataChangeLog_v1"] } }, as),
+      update: (i: number) => h.graphql(UPDATE, { i: { id: kept.id, description: `write ${i}` } }, as),
+      replay: () => h.graphql(REPLAY, { i: { subscriptionId: kept.id, since: 0 } }, as),
+      delete: () => h.graphql(DELETE, { id: doomed.id }, as),
+    };
+    const tooMany = {
+      extensions: { code: "TOO_MANY_REQUESTS" },
+      message: expect.stringMatching(
+        /^Rate limit exceeded: at most 30 webhook subscription writes \(create, update, delete, replay\) at once, then 30 per minute per actor \(the audit budget\); retry in \d+ s\.$/,
+      ),
+    };
+    // Writes one after another until the budget (30 at once, refilled at one every 2 s) refuses one.
+    let admitted = 2;
+    let refused: Awaited<ReturnType<typeof writes.update>> | undefined;
+    let refusedAt = 0;
+    for (let i = 0; i < 100 && !refused; i++) {
+      const answer = await writes.update(i);
+      if (answer.status === 429) {
+        refused = answer;
+        refusedAt = Date.now();
+      } else {
+        expect(answer.body.errors).toBeUndefined();
+        admitted++;
+      }
+    }
+    expect(refused?.body.errors?.[0]).toMatchObject(tooMany);
+    expect(admitted).toBeGreaterThanOrEqual(30);
+    // Then a burst of each kind of write at once: every kind is refused (all but what a refill lets through).
+    const kinds = ["create", "update", "replay", "delete"] as const;
+    const answers = await Promise.all(
+      kinds.flatMap((kind) =>
+        Array.from({ length: 8 }, async (_, i) => ({ kind, answer: await writes[kind](100 + i) })),
+      ),
+    );
+    for (const kind of kinds) {
+      const refusals = answers.filter((a) => a.kind === kind && a.answer.status === 429);
+      expect(refusals.length).toBeGreaterThan(0);
+      for (const r of refusals) expect(r.answer.body.errors?.[0]).toMatchObject(tooMany);
+    }
+    const through = answers.filter((a) => a.answer.status === 200 && !a.answer.body.errors);
+    // What refilled since the refusal (one every 2 s), however slowly the burst was answered.
+    expect(through.length).toBeLessThanOrEqual(1 + Math.ceil((Date.now() - refusedAt) / 2000));
+    // Refused before anything was written: one audit row per write let through, and nothing else changed.
+    expect(await h.prisma.auditEvent.count({ where: { actorUrn: user } })).toBe(admitted + through.length);
+    const created = through.filter((a) => a.kind === "create").length;
+    const deleted = through.some((a) => a.kind === "delete") ? 1 : 0;
+    expect(await h.prisma.webhookSubscription.count({ where: { ownerUrn: user } })).toBe(2 + created - deleted);
   });
 
   it("revokeActorAccess turns the user's subscriptions off: nothing more is delivered", async () => {

@@ -1,5 +1,5 @@
 import { stopTelemetry } from "./instrument";
-import { createLogger, loadConfigOrExit } from "@mdp/core";
+import { createLogger, loadConfigOrExit, logDestination } from "@mdp/core";
 import { createDatabase, pingDatabase, TimeseriesStore } from "@mdp/db";
 import * as prom from "prom-client";
 import {
@@ -16,7 +16,7 @@ import { RECONCILE_INTERVAL_MS, TaskLifecycle, TaskReconciler } from "@mdp/tasks
 import { createTruncateHandler, recordGivenUp, truncationReconciled } from "./truncate.processor";
 
 const config = loadConfigOrExit();
-const logger = createLogger("truncation-worker", config.LOG_LEVEL);
+const logger = createLogger("truncation-worker", config.LOG_LEVEL, logDestination(config));
 const db = createDatabase(config.DATABASE_URL, { poolMax: config.TRUNCATION_CONCURRENCY + 2 });
 const connection = createRedis(config.REDIS_URL, "worker");
 const producerConnection = createRedis(config.REDIS_URL, "worker");

@@ -13,6 +13,8 @@ export interface VersionedAspectWrite {
   createdBy?: string;
   /** the access token `createdBy` wrote it through (null or absent: none, e.g. the system client); read with createdBy */
   createdVia?: string | null;
+  /** the proposal's systemMetadata as JSON text (DataHub's SystemMetadata), kept with the version; absent: none */
+  systemMetadataJson?: string;
 }
 
 /** Who wrote an aspect's version, when, and through which access token: DataHub's audit stamp, as stored. */
@@ -23,6 +25,8 @@ export interface AspectStamp {
   createdBy: string;
   /** the access token's id; null when it was written without one (the system client, a service write) */
   createdVia: string | null;
+  /** the systemMetadata its writer sent with it (DataHub's SystemMetadata); null when none was sent */
+  systemMetadata: unknown;
 }
 
 /**
@@ -57,11 +61,11 @@ export class AspectRepository {
     // transaction: the event commits exactly when the version does (events/platform-event.repository.ts).
     await client.query(
       `WITH written AS (
-         INSERT INTO aspect (urn, aspect_name, version, entity_type, value, created_by, created_via)
+         INSERT INTO aspect (urn, aspect_name, version, entity_type, value, created_by, created_via, system_metadata)
          SELECT d.urn, d.aspect_name, COALESCE(m.version, 0) + d.ordinal, d.entity_type, d.value::jsonb, d.created_by,
-                d.created_via
-           FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[])
-                AS d(urn, aspect_name, entity_type, value, ordinal, created_by, created_via)
+                d.created_via, d.system_metadata::jsonb
+           FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[], $9::text[])
+                AS d(urn, aspect_name, entity_type, value, ordinal, created_by, created_via, system_metadata)
            LEFT JOIN LATERAL (
              SELECT max(a.version) AS version FROM aspect a WHERE a.urn = d.urn AND a.aspect_name = d.aspect_name
            ) m ON true
@@ -77,6 +81,7 @@ export class AspectRepository {
         // a write naming its own writer names its own token too, so a version never pairs one writer with another's
         writes.map((w) => (w.createdBy !== undefined ? (w.createdVia ?? null) : createdVia)),
         appSource,
+        writes.map((w) => w.systemMetadataJson ?? null),
       ],
     );
   }
@@ -139,9 +144,11 @@ export class AspectRepository {
       created_at: string;
       created_by: string;
       created_via: string | null;
+      system_metadata: unknown;
     }>(
       `SELECT DISTINCT ON (aspect_name) aspect_name, entity_type, value, version,
-              (extract(epoch FROM created_at) * 1000)::int8::text AS created_at, created_by, created_via
+              (extract(epoch FROM created_at) * 1000)::int8::text AS created_at, created_by, created_via,
+              system_metadata
          FROM aspect WHERE urn = $1 ORDER BY aspect_name, version DESC`,
       [urn],
     );
@@ -157,6 +164,7 @@ export class AspectRepository {
             createdAt: Number(r.created_at),
             createdBy: r.created_by,
             createdVia: r.created_via,
+            systemMetadata: r.system_metadata,
           },
         ]),
       ),

@@ -153,7 +153,7 @@ export function tokenRevokeEvents(
 /** What a CREATE event says of a new token (never its value or hash). */
 export interface MintedToken {
   id: string;
-  type: "PERSONAL" | "SERVICE_ACCOUNT";
+  type: "PERSONAL" | "SERVICE_ACCOUNT" | "SESSION";
   name: string;
   actorUrn: string;
   ownerUrn: string;
@@ -211,7 +211,7 @@ export const TOKEN_EXPIRY_NOTICE_DAYS = [7, 1] as const;
  * the first to commit) or restart. A token is told at a threshold only when it expires within it but not within the
  * next smaller one (a chore that was down does not send a stale 7-day notice beside the 1-day one), and only when its
  * lifetime is longer than the threshold (its minter knew it would be short). Rotated-out tokens are not told (their
- * expiry ends a grace window). Answers how many events it wrote; the caller repeats while it is `limit`.
+ * expiry ends a grace window), nor are sessions (signing in again is their renewal). Answers how many events it wrote; the caller repeats while it is `limit`.
  */
 export async function writeTokenExpiryNotices(db: Queryable, actorUrn: string, limit: number): Promise<number> {
   const thresholds = [...TOKEN_EXPIRY_NOTICE_DAYS];
@@ -226,7 +226,7 @@ export async function writeTokenExpiryNotices(db: Queryable, actorUrn: string, l
            ON t.expires_at > now() + make_interval(days => th.below)
           AND t.expires_at <= now() + make_interval(days => th.days)
           AND t.expires_at - t.created_at > make_interval(days => th.days)
-        WHERE t.revoked_at IS NULL AND t.rotated_at IS NULL
+        WHERE t.revoked_at IS NULL AND t.rotated_at IS NULL AND t.type <> 'SESSION'
           AND NOT EXISTS (SELECT 1 FROM access_token_expiry_notice n WHERE n.token_id = t.id AND n.days = th.days)
         ORDER BY t.expires_at
         LIMIT $3

@@ -147,14 +147,15 @@ export async function eventLag(db: Queryable, consumer: string): Promise<{ event
 
 /**
  * Deletes up to `limit` events older than `retentionDays` that every consumer has read (at or behind the slowest
- * cursor): an event a consumer has yet to read, or not yet sequenced, is kept however old. Answers how many went.
+ * cursor or partition): an event a consumer has yet to read, or not yet sequenced, is kept however old. Answers how many went.
  */
 export async function prunePlatformEvents(db: Queryable, retentionDays: number, limit: number): Promise<number> {
   const { rowCount } = await db.query(
     `DELETE FROM platform_event WHERE id IN (
        SELECT e.id FROM platform_event e
         WHERE e.created_at < now() - make_interval(days => $1)
-          AND e.seq <= COALESCE((SELECT min(seq) FROM platform_event_cursor), 0)
+          AND e.seq <= COALESCE(LEAST((SELECT min(seq) FROM platform_event_cursor),
+                                      (SELECT min(seq) FROM platform_event_partition)), 0)
         LIMIT $2
         FOR UPDATE SKIP LOCKED)`,
     [retentionDays, Math.min(limit, PLATFORM_EVENT_LIMITS.pruneBatch)],

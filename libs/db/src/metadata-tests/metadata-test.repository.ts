@@ -111,20 +111,24 @@ export async function findEvaluatedTest(db: Queryable, urn: string): Promise<Eva
   return rows[0] ?? null;
 }
 
-/** A test that has actions: what they are (as stored, unvalidated), what it selects, and whom they act for. */
+/**
+ * A test that has actions: what they are (as stored, unvalidated), what it selects, whom they act for, and whether it
+ * is ACTIVE (an INACTIVE test's actions run only for its owner).
+ */
 export interface TestActionsRow {
   urn: string;
   on_types: string[];
   owner_urn: string;
   owner_token_id: string | null;
   suspended: boolean;
+  active: boolean;
   actions: unknown;
 }
 
 /** Of these tests, those that exist and have actions. */
 export async function testActionsOf(db: Queryable, urns: readonly string[]): Promise<TestActionsRow[]> {
   const { rows } = await db.query<TestActionsRow>(
-    `SELECT urn, on_types, owner_urn, owner_token_id, suspended_at IS NOT NULL AS suspended,
+    `SELECT urn, on_types, owner_urn, owner_token_id, suspended_at IS NOT NULL AS suspended, state = 'ACTIVE' AS active,
             definition->'actions' AS actions
        FROM metadata_test WHERE urn = ANY($1::text[]) AND definition ? 'actions'`,
     [urns],
@@ -132,22 +136,45 @@ export async function testActionsOf(db: Queryable, urns: readonly string[]): Pro
   return rows;
 }
 
+/** A test that evaluates on change, without its definition: `version` changes with every write of its row. */
+export interface OnChangeTestRow extends Omit<EvaluatedTestRow, "definition" | "hash"> {
+  /** the row's version (PostgreSQL's xmin: a new one at every update, whoever writes it) */
+  version: string;
+}
+
 /**
- * The tests that evaluate on change (evaluate_on_change, ACTIVE, not suspended) and select one of `entityTypes`, as
- * an evaluation reads them: what a change of an entity of those types re-evaluates.
+ * The tests that evaluate on change (evaluate_on_change, ACTIVE, not suspended) and select one of `entityTypes` (of
+ * one owner, when given): what a change of an entity of those types re-evaluates. Without their definitions, which a
+ * consumer reads (testDefinitions) only for a version it has not read before: a pass reads these for every batch.
  */
 export async function onChangeTestsSelecting(
   db: Queryable,
   entityTypes: readonly string[],
-): Promise<EvaluatedTestRow[]> {
+  ownerUrn?: string,
+): Promise<OnChangeTestRow[]> {
   if (entityTypes.length === 0) return [];
-  const { rows } = await db.query<EvaluatedTestRow>(
-    `SELECT urn, on_types AS "onTypes", true AS active, md5(definition::text) AS hash, definition,
+  const { rows } = await db.query<OnChangeTestRow>(
+    `SELECT urn, on_types AS "onTypes", true AS active, xmin::text AS version,
             owner_urn AS "ownerUrn", owner_token_id AS "ownerTokenId", false AS suspended
        FROM metadata_test
       WHERE evaluate_on_change AND state = 'ACTIVE' AND suspended_at IS NULL AND on_types && $1::text[]
+        AND ($2::text IS NULL OR owner_urn = $2)
       ORDER BY urn`,
-    [entityTypes],
+    [entityTypes, ownerUrn ?? null],
+  );
+  return rows;
+}
+
+/** These tests' definitions, their hashes (as EvaluatedTestRow's) and row versions (as OnChangeTestRow's). */
+export async function testDefinitions(
+  db: Queryable,
+  urns: readonly string[],
+): Promise<Array<{ urn: string; version: string; hash: string; definition: unknown }>> {
+  if (urns.length === 0) return [];
+  const { rows } = await db.query<{ urn: string; version: string; hash: string; definition: unknown }>(
+    `SELECT urn, xmin::text AS version, md5(definition::text) AS hash, definition
+       FROM metadata_test WHERE urn = ANY($1::text[])`,
+    [urns],
   );
   return rows;
 }

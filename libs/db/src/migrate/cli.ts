@@ -1,31 +1,41 @@
 /**
- * Applies or inspects the repository's migrations on the database DATABASE_URL names. Plain pg: no Prisma engine.
+ * Applies or inspects the repository's migrations on the database DATABASE_DIRECT_URL names, or DATABASE_URL when it
+ * is unset. Plain pg: no Prisma engine. Migrations need a session of their own (the migration lock is a session
+ * advisory lock, its timeout a session setting), which a pooler in transaction mode does not give: with DATABASE_URL
+ * naming PgBouncer, DATABASE_DIRECT_URL names PostgreSQL itself (docs/pooling.md).
  *   deploy                      create the database if missing, apply pending migrations
  *   status                      list applied and pending migrations and any drift (exit 1 unless up to date)
  *   resolve --rolled-back NAME  mark a failed migration rolled back so the next deploy retries it
  * Options: --migrations-dir DIR (default: the repository's prisma/migrations).
  */
+import { parseArgs } from "node:util";
 import { applyMigrations, markRolledBack, MigrationError, migrationStatus } from "./applier";
 import { databaseName, ensureDatabase } from "./database";
 import { defaultMigrationsDir } from "./migration-files";
 
 const USAGE = "usage: cli.ts deploy | status | resolve --rolled-back <migration> [--migrations-dir <dir>]";
 
-function option(args: string[], name: string): string | undefined {
-  const index = args.indexOf(name);
-  if (index === -1) return undefined;
-  const value = args[index + 1];
-  if (!value || value.startsWith("--")) throw new Error(`${name} needs a value\n${USAGE}`);
-  return value;
+function parse(args: string[]) {
+  try {
+    return parseArgs({
+      args,
+      allowPositionals: true,
+      options: { "migrations-dir": { type: "string" }, "rolled-back": { type: "string" } },
+    });
+  } catch (error) {
+    throw new Error(`${(error as Error).message}\n${USAGE}`);
+  }
 }
 
 async function main(args: string[]): Promise<number> {
-  const [command] = args;
-  const migrationsDir = option(args, "--migrations-dir") ?? defaultMigrationsDir;
-  const databaseUrl = process.env.DATABASE_URL;
+  const { positionals, values } = parse(args);
+  const [command] = positionals;
+  const migrationsDir = values["migrations-dir"] ?? defaultMigrationsDir;
+  const databaseUrl = process.env.DATABASE_DIRECT_URL || process.env.DATABASE_URL;
   if (!databaseUrl) {
     throw new Error(
-      "DATABASE_URL is not set: set it to the database to migrate, e.g. postgresql://user@host:5432/name",
+      "DATABASE_URL is not set: set it to the database to migrate, e.g. postgresql://user@host:5432/name " +
+        "(DATABASE_DIRECT_URL instead, when DATABASE_URL names a pooler)",
     );
   }
   const target = databaseName(databaseUrl);
@@ -47,7 +57,7 @@ async function main(args: string[]): Promise<number> {
       return status.problems.length === 0 && status.pending.length === 0 ? 0 : 1;
     }
     case "resolve": {
-      const name = option(args, "--rolled-back");
+      const name = values["rolled-back"];
       if (!name) throw new Error(`resolve needs --rolled-back <migration>\n${USAGE}`);
       await markRolledBack(databaseUrl, name);
       console.log(`${target}: marked ${name} rolled back`);

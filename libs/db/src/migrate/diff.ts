@@ -12,6 +12,7 @@
  */
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { parseArgs } from "node:util";
 import { LOCKFILE_CONTENT, LOCKFILE_NAME, readMigrations } from "./migration-files";
 import { defaultSchemaPath, withSchemaEngine } from "./schema-engine";
 
@@ -45,19 +46,35 @@ function slug(name: string): string {
   return slugged.slice(0, 200); // the name column is varchar(255), with the timestamp prefix
 }
 
+function parse(args: string[]) {
+  try {
+    return parseArgs({
+      args,
+      allowPositionals: true,
+      options: {
+        "allow-empty": { type: "boolean" },
+        "database-url": { type: "string" },
+        "from-empty": { type: "boolean" },
+      },
+    });
+  } catch (error) {
+    throw new Error(`${(error as Error).message}\n${USAGE}`);
+  }
+}
+
 async function main(args: string[]): Promise<number> {
-  const [command, ...rest] = args;
+  const { positionals, values } = parse(args);
+  const [command, name] = positionals;
   const serverUrl = process.env.DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
   const schemaPath = defaultSchemaPath;
   const migrationsDir = path.resolve(path.dirname(schemaPath), "migrations");
   switch (command ?? "") {
     case "create": {
-      const name = rest.find((arg) => !arg.startsWith("--"));
       if (!name) throw new Error(USAGE);
       const script = await withSchemaEngine({ serverUrl, schemaPath, migrationsDir }, (engine) =>
         engine.diff("migrations", "schema"),
       );
-      if (!hasStatements(script) && !rest.includes("--allow-empty")) {
+      if (!hasStatements(script) && !values["allow-empty"]) {
         console.log(
           "schema.prisma matches the existing migrations: nothing to create (--allow-empty writes one anyway)",
         );
@@ -77,9 +94,7 @@ async function main(args: string[]): Promise<number> {
       return 0;
     }
     case "check": {
-      const index = rest.indexOf("--database-url");
-      const databaseUrl = index === -1 ? undefined : rest[index + 1];
-      if (index !== -1 && !databaseUrl) throw new Error(USAGE);
+      const databaseUrl = values["database-url"];
       const script = await withSchemaEngine(
         { serverUrl: databaseUrl ?? serverUrl, databaseUrl, schemaPath, migrationsDir },
         (engine) => engine.diff(databaseUrl ? "database" : "migrations", "schema"),
@@ -97,7 +112,7 @@ async function main(args: string[]): Promise<number> {
       return 2;
     }
     case "sql": {
-      if (!rest.includes("--from-empty")) throw new Error(USAGE);
+      if (!values["from-empty"]) throw new Error(USAGE);
       process.stdout.write(
         await withSchemaEngine({ serverUrl, schemaPath, migrationsDir }, (engine) => engine.diff("empty", "schema")),
       );

@@ -1,5 +1,6 @@
 import { Prisma, type MetadataTest, type PrismaClient, type RetentionPolicy } from "../generated/prisma/client";
 import { insertEntityChangeEvents, scheduleSuspendEvent } from "../events/entity-change-events";
+import { MAX_SUSPENDED_REASON } from "./scheduled-work";
 
 /**
  * What a user, or one of its tokens, set in motion (the gateway's delegatedWork and revokeActorAccess): its scheduled
@@ -62,45 +63,73 @@ export async function taskIdsCreatedBy(prisma: PrismaClient, by: WorkOwnerFilter
 }
 
 /**
+ * Whose deferred work a suspension reaches: `{ownerUrn}`, a user's own; `{mintedBy}`, another user's (a service
+ * account's) set through a SERVICE_ACCOUNT token this user minted — revokeActorAccess of a minter no longer trusts the
+ * secrets it was handed, and whoever held such a token chose what that work does (a PERSONAL token it minted for
+ * someone acts for that someone, bounded by the minter at every use: its work is left alone); `{setThrough}`, work last
+ * set through one of these tokens by whom each acts for (the tokens a revocation stops: tokensStoppedWith).
+ */
+export type DeferredWorkOf =
+  { ownerUrn: string } | { mintedBy: string } | { setThrough: ReadonlyArray<{ tokenId: string; ownerUrn: string }> };
+
+/**
  * Suspends, in the caller's transaction, deferred work not suspended yet: its tests that have a schedule, actions
  * (which run for their owner at every push) or evaluate on change (for their owner at every change), and its retention
- * policies, each with its SCHEDULE SUSPEND platform event. Whose: `{ownerUrn}`, a user's own; `{mintedBy}`, another
- * user's (a service account's) set through a token this user minted — revokeActorAccess of a minter no longer trusts
- * what it handed out, and whoever held the token chose what that work does. Answers the rows it suspended.
+ * policies, each with its SCHEDULE SUSPEND platform event. `reason`: one for all, or each piece's from the token it
+ * was set through. Answers the rows it suspended.
  */
 export async function suspendDeferredWorkOf(
   tx: Prisma.TransactionClient,
-  whose: { ownerUrn: string } | { mintedBy: string },
-  reason: string,
+  whose: DeferredWorkOf,
+  reason: string | ((work: { ownerTokenId: string | null }) => string),
   now: Date,
   events: { suspendedBy: string; policyUrnOf: (id: string) => string },
 ): Promise<{ tests: MetadataTest[]; policies: RetentionPolicy[] }> {
+  if ("setThrough" in whose && whose.setThrough.length === 0) return { tests: [], policies: [] };
   const owned =
     "ownerUrn" in whose
       ? Prisma.sql`owner_urn = ${whose.ownerUrn}`
-      : Prisma.sql`owner_urn <> ${whose.mintedBy}
-          AND owner_token_id IN (SELECT id::text FROM access_token WHERE owner_urn = ${whose.mintedBy})`;
-  const acting = await tx.$queryRaw<Array<{ urn: string }>>`
-      SELECT urn FROM metadata_test
+      : "mintedBy" in whose
+        ? Prisma.sql`owner_urn <> ${whose.mintedBy}
+          AND owner_token_id IN (SELECT id::text FROM access_token
+                                  WHERE owner_urn = ${whose.mintedBy} AND type = 'SERVICE_ACCOUNT')`
+        : // The token's own user only: work whose owner has changed since is another's choice, not the token's.
+          Prisma.sql`(owner_token_id, owner_urn) IN (
+            SELECT * FROM unnest(${whose.setThrough.map((t) => t.tokenId)}::text[],
+                                 ${whose.setThrough.map((t) => t.ownerUrn)}::text[]))`;
+  const acting = await tx.$queryRaw<Array<{ key: string; ownerTokenId: string | null }>>`
+      SELECT urn AS key, owner_token_id AS "ownerTokenId" FROM metadata_test
        WHERE ${owned} AND suspended_at IS NULL
          AND (schedule_cron IS NOT NULL OR definition ? 'actions' OR (evaluate_on_change AND state = 'ACTIVE'))`;
-  const policyIds = await tx.$queryRaw<Array<{ id: string }>>`
-      SELECT id::text AS id FROM retention_policy WHERE ${owned} AND suspended_at IS NULL`;
-  const tests = await tx.metadataTest.updateManyAndReturn({
-    where: { urn: { in: acting.map((t) => t.urn) }, suspendedAt: null },
-    data: { suspendedAt: now, suspendedReason: reason },
-  });
-  const policies = await tx.retentionPolicy.updateManyAndReturn({
-    where: { id: { in: policyIds.map((p) => p.id) }, suspendedAt: null },
-    data: { suspendedAt: now, suspendedReason: reason },
-  });
+  const policyIds = await tx.$queryRaw<Array<{ key: string; ownerTokenId: string | null }>>`
+      SELECT id::text AS key, owner_token_id AS "ownerTokenId" FROM retention_policy
+       WHERE ${owned} AND suspended_at IS NULL`;
+  const tests: MetadataTest[] = [];
+  const policies: RetentionPolicy[] = [];
+  // One update per distinct reason (one, unless each names the token its work was set through).
+  for (const [why, urns] of byReason(acting, reason)) {
+    tests.push(
+      ...(await tx.metadataTest.updateManyAndReturn({
+        where: { urn: { in: urns }, suspendedAt: null },
+        data: { suspendedAt: now, suspendedReason: why },
+      })),
+    );
+  }
+  for (const [why, ids] of byReason(policyIds, reason)) {
+    policies.push(
+      ...(await tx.retentionPolicy.updateManyAndReturn({
+        where: { id: { in: ids }, suspendedAt: null },
+        data: { suspendedAt: now, suspendedReason: why },
+      })),
+    );
+  }
   await insertEntityChangeEvents(tx, [
     ...tests.map((t) =>
       scheduleSuspendEvent({
         kind: "SCHEDULED_TEST",
         urn: t.urn,
         ownerUrn: t.ownerUrn,
-        reason,
+        reason: t.suspendedReason ?? "",
         suspendedBy: events.suspendedBy,
       }),
     ),
@@ -109,10 +138,23 @@ export async function suspendDeferredWorkOf(
         kind: "RETENTION_POLICY",
         urn: events.policyUrnOf(p.id),
         ownerUrn: p.ownerUrn,
-        reason,
+        reason: p.suspendedReason ?? "",
         suspendedBy: events.suspendedBy,
       }),
     ),
   ]);
   return { tests, policies };
+}
+
+/** The keys of `rows` grouped by the reason each is suspended with (cut to the column's size). */
+function byReason(
+  rows: ReadonlyArray<{ key: string; ownerTokenId: string | null }>,
+  reason: string | ((work: { ownerTokenId: string | null }) => string),
+): Map<string, string[]> {
+  const groups = new Map<string, string[]>();
+  for (const row of rows) {
+    const why = (typeof reason === "string" ? reason : reason(row)).slice(0, MAX_SUSPENDED_REASON);
+    groups.set(why, [...(groups.get(why) ?? []), row.key]);
+  }
+  return groups;
 }

@@ -49,3 +49,37 @@ export async function groupPage(
   ]);
   return { total, rows: rows.map((g) => ({ ...g, members: g.members.map((m) => m.userUrn) })) };
 }
+
+/**
+ * The groups `userUrn` is a member of, by name, at most `take` after `skip`, each with how many members it has, and
+ * how many there are in all (the web app's "groups of the signed-in user", DataHub's IsMemberOfGroup relationships).
+ */
+export async function groupsOfUser(
+  prisma: PrismaClient,
+  userUrn: string,
+  skip: number,
+  take: number,
+): Promise<{ total: number; rows: Array<Group & { memberCount: number }> }> {
+  const where: Prisma.GroupWhereInput = { members: { some: { userUrn } } };
+  const [total, rows] = await prisma.$transaction([
+    prisma.group.count({ where }),
+    prisma.group.findMany({
+      where,
+      orderBy: [{ name: "asc" }, { urn: "asc" }],
+      skip,
+      take,
+      include: { _count: { select: { members: true } } },
+    }),
+  ]);
+  return { total, rows: rows.map(({ _count, ...g }) => ({ ...g, memberCount: _count.members })) };
+}
+
+/** The urns of a group's members, in order. */
+export async function getGroupMembers(db: Db, groupUrn: string): Promise<string[]> {
+  const rows = await db.groupMember.findMany({
+    where: { groupUrn },
+    select: { userUrn: true },
+    orderBy: { userUrn: "asc" },
+  });
+  return rows.map((m) => m.userUrn);
+}

@@ -46,6 +46,23 @@ export async function requireScheduleRoom(tx: Prisma.TransactionClient, ownerUrn
   }
 }
 
+/**
+ * Refuses (409 naming the limit and its setting) a write that would make `ownerUrn` own one more test that evaluates on
+ * change than `max` (MAX_ON_CHANGE_TESTS_PER_USER). Call after `lockScheduleOwner` (the owner's lock for all its
+ * automatic work), before the write, for a test the user does not own yet with evaluation on change.
+ */
+export async function requireOnChangeRoom(tx: Prisma.TransactionClient, ownerUrn: string, max: number): Promise<void> {
+  const [row] = await tx.$queryRaw<Array<{ owned: number }>>`
+    SELECT count(*)::int AS owned FROM metadata_test WHERE owner_urn = ${ownerUrn} AND evaluate_on_change`;
+  const owned = row?.owned ?? 0;
+  if (owned >= max) {
+    throw conflict(
+      `${ownerUrn} already owns ${owned} tests that evaluate on change, the limit of ${max} ` +
+        `(MAX_ON_CHANGE_TESTS_PER_USER); set evaluateOnChange: false on this one or on another first.`,
+    );
+  }
+}
+
 export interface FiringCheck {
   work: ScheduledWork;
   ownerUrn: string;

@@ -1,6 +1,6 @@
 import type pg from "pg";
 import type { TaskState, TaskType } from "../generated/prisma/client";
-import type { TaskRow } from "./task.repository";
+import type { TaskRow } from "./task-row";
 import { COLUMNS, LAPSED } from "./task-sql";
 
 /** listTasks' filters; every one optional. Times are epoch ms, `createdAfter` inclusive, `createdBefore` exclusive. */

@@ -2,6 +2,7 @@
  * pnpm db:bulk-load: loads synthetic time-series rows into DATABASE_URL with COPY (for benchmarks, tests, and a
  * truncation long enough to watch). `--help` says how.
  */
+import { parseArgs } from "node:util";
 import pg from "pg";
 import { EntityRegistry } from "@mdp/core";
 import { bulkLoad } from "./bulk-load";
@@ -28,14 +29,31 @@ A truncation long enough to watch deletes in batches: put the rows in one day (-
 
 class UsageError extends Error {}
 
-function option(name: string, fallback?: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  const value = i >= 0 ? process.argv[i + 1] : fallback;
+const OPTIONS = {
+  entity: { type: "string" },
+  aspect: { type: "string" },
+  rows: { type: "string" },
+  days: { type: "string" },
+  urns: { type: "string" },
+  end: { type: "string" },
+  help: { type: "boolean", short: "h" },
+} as const;
+
+function parsed() {
+  try {
+    return parseArgs({ options: OPTIONS }).values;
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+}
+
+function option(name: Exclude<keyof typeof OPTIONS, "help">, fallback?: string): string {
+  const value = parsed()[name] ?? fallback;
   if (value === undefined) throw new UsageError(`--${name} is required`);
   return value;
 }
 
-function positive(name: string, fallback?: string): number {
+function positive(name: Exclude<keyof typeof OPTIONS, "help">, fallback?: string): number {
   const n = Number(option(name, fallback));
   if (!Number.isSafeInteger(n) || n < 1) throw new UsageError(`--${name} must be a whole number of at least 1`);
   return n;
@@ -54,7 +72,7 @@ function timeseriesAspect(entityType: string, aspect: string): { entityType: str
 }
 
 async function main(): Promise<void> {
-  if (process.argv.includes("--help") || process.argv.includes("-h")) {
+  if (parsed().help) {
     console.log(HELP);
     return;
   }

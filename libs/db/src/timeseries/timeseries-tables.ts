@@ -80,7 +80,8 @@ async function createAspectTable(client: pg.ClientBase, entityType: string, aspe
        urn TEXT NOT NULL,
        timestamp_millis BIGINT NOT NULL,
        value JSONB NOT NULL,
-       ingested_at TIMESTAMPTZ(3) NOT NULL DEFAULT CURRENT_TIMESTAMP
+       ingested_at TIMESTAMPTZ(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
+       system_metadata JSONB
      ) PARTITION BY RANGE (timestamp_millis)`,
   );
   // Truncation deletes and counts by time; reads go by entity, newest first.

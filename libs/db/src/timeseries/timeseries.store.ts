@@ -20,7 +20,12 @@ export interface TimeseriesRow {
   timestampMillis: number;
   /** the aspect value as JSON text (already validated by the caller) */
   valueJson: string;
+  /** the proposal's systemMetadata as JSON text (DataHub's SystemMetadata), kept with the row; absent: none sent */
+  systemMetadataJson?: string;
 }
+
+/** A row as a read answers it: its time, its value and the systemMetadata it was written with, as JSON texts. */
+export type TimeseriesValue = Pick<TimeseriesRow, "timestampMillis" | "valueJson" | "systemMetadataJson">;
 
 /** The rows of one aspect in one write. */
 export interface TimeseriesWrite extends TimeseriesAspectRef {
@@ -120,12 +125,14 @@ export class TimeseriesStore {
       perDay.set(day, (perDay.get(day) ?? 0) + 1);
     }
     const perPartition = new Map([...perDay].map(([day, n]) => [partitionName(table, day), n]));
-    // The rows travel as one JSON array of [urn, timestampMillis, value] built from the validated JSON texts: cheaper
-    // for this process than pg's escaping of three array literals, and fewer bytes on the wire.
-    const rowsJson = `[${rows.map((r) => `[${JSON.stringify(r.urn)},${r.timestampMillis},${r.valueJson}]`).join(",")}]`;
+    // The rows travel as one JSON array of [urn, timestampMillis, value, systemMetadata] built from the validated JSON
+    // texts: cheaper for this process than pg's escaping of array literals, and fewer bytes on the wire.
+    const rowsJson = `[${rows
+      .map((r) => `[${JSON.stringify(r.urn)},${r.timestampMillis},${r.valueJson},${r.systemMetadataJson ?? "null"}]`)
+      .join(",")}]`;
     await client.query(
-      `INSERT INTO ${qualified(table)} (urn, timestamp_millis, value)
-       SELECT r->>0, (r->>1)::bigint, r->2 FROM jsonb_array_elements($1::jsonb) AS r`,
+      `INSERT INTO ${qualified(table)} (urn, timestamp_millis, value, system_metadata)
+       SELECT r->>0, (r->>1)::bigint, r->2, NULLIF(r->3, 'null'::jsonb) FROM jsonb_array_elements($1::jsonb) AS r`,
       [rowsJson],
     );
     await client.query(
@@ -153,7 +160,7 @@ export class TimeseriesStore {
     ref: TimeseriesAspectRef,
     urn: string,
     opts: { startTimeMillis?: number; endTimeMillis?: number; limit: number },
-  ): Promise<Array<{ timestampMillis: number; valueJson: string }>> {
+  ): Promise<TimeseriesValue[]> {
     if (!Number.isSafeInteger(opts.limit) || opts.limit < 1 || opts.limit > MAX_VALUES_PER_READ) {
       throw badInput(`limit must be a whole number from 1 to ${MAX_VALUES_PER_READ}`);
     }
@@ -165,15 +172,19 @@ export class TimeseriesStore {
         WHERE parent_table = $1 AND to_millis > $2 AND from_millis <= $3 ORDER BY from_millis DESC`,
       [table, start, end],
     );
-    const found: Array<{ timestampMillis: number; valueJson: string }> = [];
+    const found: TimeseriesValue[] = [];
     // Recent rows are what most reads want: the first group is small, later ones grow.
     for (let i = 0, size = READ_GROUP_MIN; i < partitions.length && found.length < opts.limit;) {
       const group = partitions.slice(i, i + size);
       i += group.length;
       size = Math.min(size * 2, READ_GROUP_MAX);
       if (group.every((p) => p.row_count === "0")) continue;
-      const { rows } = await this.pool.query<{ timestamp_millis: string; value: string }>(
-        `SELECT timestamp_millis, value::text AS value FROM ${qualified(table)}
+      const { rows } = await this.pool.query<{
+        timestamp_millis: string;
+        value: string;
+        system_metadata: string | null;
+      }>(
+        `SELECT timestamp_millis, value::text AS value, system_metadata::text AS system_metadata FROM ${qualified(table)}
          WHERE urn = $1 AND timestamp_millis >= $2 AND timestamp_millis <= $3
          ORDER BY timestamp_millis DESC LIMIT $4`,
         [
@@ -183,7 +194,13 @@ export class TimeseriesStore {
           opts.limit - found.length,
         ],
       );
-      for (const r of rows) found.push({ timestampMillis: Number(r.timestamp_millis), valueJson: r.value });
+      for (const r of rows) {
+        found.push({
+          timestampMillis: Number(r.timestamp_millis),
+          valueJson: r.value,
+          ...(r.system_metadata !== null && { systemMetadataJson: r.system_metadata }),
+        });
+      }
     }
     return found;
   }
@@ -213,20 +230,20 @@ export class TimeseriesStore {
    * counters, sizes from the catalog (on-disk bytes, dead rows included until vacuum), the time range from the
    * timestamp index of the oldest and newest non-empty partitions: nothing here scans the data.
    */
-  async sizes(): Promise<TimeseriesSize[]> {
+  async sizes(db: Queryable = this.pool): Promise<TimeseriesSize[]> {
     // A truncation may drop a partition between this method's statements: each read then starts over, seeing the
     // partitions as they are now. Three times in a row would need partitions dropped faster than they can be read.
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.sizesOnce();
+        return await this.sizesOnce(db);
       } catch (error) {
         if (attempt >= 3 || (error as { code?: string })?.code !== UNDEFINED_TABLE) throw error;
       }
     }
   }
 
-  private async sizesOnce(): Promise<TimeseriesSize[]> {
-    const { rows } = await this.pool.query<{
+  private async sizesOnce(db: Queryable): Promise<TimeseriesSize[]> {
+    const { rows } = await db.query<{
       entity_type: string;
       aspect_name: string;
       table_name: string;
@@ -248,13 +265,9 @@ export class TimeseriesStore {
     return Promise.all(
       rows.map(async (r) => {
         const [oldest, newest, sizeBytes] = await Promise.all([
-          this.pool.query<{ t: string | null }>(
-            `SELECT min(timestamp_millis) AS t FROM ${qualified(r.oldest_partition)}`,
-          ),
-          this.pool.query<{ t: string | null }>(
-            `SELECT max(timestamp_millis) AS t FROM ${qualified(r.newest_partition)}`,
-          ),
-          this.partitionBytes(r.partitions),
+          db.query<{ t: string | null }>(`SELECT min(timestamp_millis) AS t FROM ${qualified(r.oldest_partition)}`),
+          db.query<{ t: string | null }>(`SELECT max(timestamp_millis) AS t FROM ${qualified(r.newest_partition)}`),
+          this.partitionBytes(r.partitions, db),
         ]);
         const asNumber = (v: string | null | undefined) => (v == null ? null : Number(v));
         return {
@@ -282,10 +295,10 @@ export class TimeseriesStore {
    * On-disk bytes of the partitions, SIZE_GROUP at a time: measuring a table locks it and its indexes until the
    * statement's transaction ends, and thousands of partitions in one statement would fill PostgreSQL's lock table.
    */
-  private async partitionBytes(partitions: readonly string[]): Promise<number> {
+  private async partitionBytes(partitions: readonly string[], db: Queryable): Promise<number> {
     let bytes = 0;
     for (let i = 0; i < partitions.length; i += SIZE_GROUP) {
-      const { rows } = await this.pool.query<{ n: string | null }>(
+      const { rows } = await db.query<{ n: string | null }>(
         `SELECT sum(pg_total_relation_size(to_regclass(format('timeseries.%I', t)))) AS n FROM unnest($1::text[]) AS t`,
         [partitions.slice(i, i + SIZE_GROUP)],
       );

@@ -31,7 +31,8 @@ export async function planTruncation(
   const wholePartitions = partitions.filter((p) => p.toMillis <= cutoff);
   const inside = partitions.find((p) => p.fromMillis < cutoff && cutoff < p.toMillis && p.rowCount > 0);
   let boundary: TruncationPlan["boundary"] = null;
-  if (inside) {
+  // The partitions were listed before this statement: another truncation may have dropped the boundary since.
+  if (inside && (await holdPartition(db, inside.table))) {
     const { rows } = await db.query<{ n: string }>(
       `SELECT count(*) AS n FROM ${qualified(inside.table)} WHERE timestamp_millis < $1`,
       [cutoff],
@@ -66,13 +67,28 @@ export async function dropPartitions(client: pg.ClientBase, partitions: Timeseri
   return rows.reduce((sum, r) => sum + Number(r.row_count), 0);
 }
 
-/** Deletes at most `batchSize` rows older than the cutoff from one partition, and its counter, in the caller's transaction. */
+/**
+ * Whether a partition still exists, holding its bookkeeping row (FOR KEY SHARE) to the end of the caller's
+ * transaction: a truncation that drops it (dropPartitions deletes that row first) waits for this one, and one that
+ * dropped it already leaves no row. So two truncations of one aspect that overlap never read a dropped table (which
+ * PostgreSQL would refuse as a relation that does not exist) from a plan made before the other's drop.
+ */
+async function holdPartition(db: Queryable, table: string): Promise<boolean> {
+  const { rows } = await db.query("SELECT 1 FROM timeseries.partition WHERE table_name = $1 FOR KEY SHARE", [table]);
+  return rows.length > 0;
+}
+
+/**
+ * Deletes at most `batchSize` rows older than the cutoff from one partition, and its counter, in the caller's
+ * transaction; 0 when another truncation dropped the partition after this one planned (its rows are gone either way).
+ */
 export async function deleteBatch(
   client: pg.ClientBase,
   partition: TimeseriesPartition,
   cutoff: number,
   batchSize: number,
 ): Promise<number> {
+  if (!(await holdPartition(client, partition.table))) return 0;
   const { rowCount } = await client.query(
     `DELETE FROM ${qualified(partition.table)} WHERE ctid = ANY(ARRAY(
        SELECT ctid FROM ${qualified(partition.table)} WHERE timestamp_millis < $1 LIMIT $2))`,

@@ -13,7 +13,10 @@ import type { AccessTokenInsert } from "./access-token.repository";
  * and the revocation of a whole family when a rotated-out token is used after its grace window.
  */
 
-/** The successor a rotation inserts: its predecessor's name, type, actor, minter, scopes, parent; a new id and hash. */
+/**
+ * The successor a rotation inserts: its predecessor's name, type, actor and scopes; its minter and parent the
+ * predecessor's (a token rotating itself) or the caller's (any other rotation); a new id, hash and expiry.
+ */
 export type RotationSuccessor = Omit<AccessTokenInsert, "audit">;
 
 export interface Rotation {
@@ -74,6 +77,23 @@ export async function rotateAccessToken(tx: Prisma.TransactionClient, rotation: 
     details: { ...audit.details, rotatedFromId: rotation.predecessorId },
   });
   return familyId;
+}
+
+/**
+ * When the rotation family of `tokenId` began: its first token's creation, epoch ms (a token never rotated is its
+ * family's first); null when there is no such token. The first token is the row whose id is the family's, which is
+ * COALESCE(family_id, id) of every member at any time (a first rotation sets family_id to the row's own id), and a
+ * creation time never changes: so this read, though outside the rotation's transaction, cannot race with it.
+ */
+export async function accessTokenFamilyStart(
+  db: Pick<Prisma.TransactionClient, "$queryRaw">,
+  tokenId: string,
+): Promise<number | null> {
+  const rows = await db.$queryRaw<Array<{ created_at: Date }>>`
+      SELECT first.created_at
+        FROM access_token AS t JOIN access_token AS first ON first.id = COALESCE(t.family_id, t.id)
+       WHERE t.id = ${tokenId}::uuid`;
+  return rows[0]?.created_at.getTime() ?? null;
 }
 
 /** A family's revocation after reuse: what was revoked, and the rows that record it. */

@@ -2,11 +2,12 @@ import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { DelayedError, UnrecoverableError, type Job } from "bullmq";
 import type pg from "pg";
-import type { Logger } from "@mdp/core";
+import { unavailableDependency, type Logger } from "@mdp/core";
 import { inTransaction, isStatementTimeout, setStatementTimeout, type Database } from "@mdp/db";
 import { JobCancelledError, type Producer, type QueueKey } from "@mdp/queues";
 import { cancellationReason } from "../cancellation";
-import { isLastAttempt, type TaskLifecycle, type TaskRow } from "../lifecycle";
+import type { TaskLifecycle, TaskRow } from "../lifecycle";
+import { isLastAttempt } from "../task-status";
 import type { ReconciledKind } from "../reconciler";
 import { TASK_KINDS, type TaskContext, type TaskDefinition, type TaskKindName } from "./task-definition";
 
@@ -32,6 +33,13 @@ export type TaskHandler = (payload: unknown, job: Job, token: string | undefined
  * effect within this, however slow the pace. Its lease is renewed meanwhile by the process (keepLeases), as always.
  */
 export const PACE_RECHECK_MS = 1000;
+
+/**
+ * How long one step (or plan, or checkpoint) waits out PostgreSQL or Redis being away before its attempt fails after
+ * all (and how long, at most, between two tries while it waits): a restart or a failover takes seconds; an outage past
+ * this spends the attempt, as any failure does. A task's own deadline, when sooner, ends the wait first.
+ */
+export const OUTAGE_WAIT = { totalMs: 120_000, maxIntervalMs: 5_000 } as const;
 
 /** ctx.fail's signal to the runner: end the task as failed with this reason. */
 class TaskFailure extends Error {}
@@ -114,8 +122,30 @@ export class TaskRunner {
     const dashboard = dashboardProgress(job, this.deps.progressIntervalMs ?? PROGRESS_INTERVAL_MS);
     const report = (final = false) => dashboard.report({ progress: definition.percent(progress), ...progress }, final);
 
+    /**
+     * `work` again, while it fails because PostgreSQL or Redis is away (a restart, a failover, a reset connection):
+     * what the outage interrupted was rolled back with its transaction, and the attempt is not spent on the
+     * infrastructure. Waits at most OUTAGE_WAIT.totalMs (or until the deadline, the shutdown) before letting it fail.
+     */
+    const outlastingOutages = async <T>(work: () => Promise<T>): Promise<T> => {
+      const giveUpAt = Math.min(Date.now() + OUTAGE_WAIT.totalMs, deadline ?? Number.POSITIVE_INFINITY);
+      for (let wait = 250; ; wait = Math.min(wait * 2, OUTAGE_WAIT.maxIntervalMs)) {
+        try {
+          return await work();
+        } catch (error) {
+          const away = unavailableDependency(error);
+          if (!away || shutdownSignal.aborted || Date.now() + wait >= giveUpAt) throw error;
+          logger.warn({ taskId, dependency: away }, `${away} is unavailable: the task's step waits for it`);
+          await sleep(wait, undefined, { signal: shutdownSignal }).catch(() => undefined);
+        }
+      }
+    };
     /** In a transaction whose statements PostgreSQL cancels when the deadline passes, with the progress it reports. */
-    const commit = async (work: (client: pg.PoolClient) => Promise<((stored: P) => P) | undefined>): Promise<void> => {
+    const commit = (work: (client: pg.PoolClient) => Promise<((stored: P) => P) | undefined>): Promise<void> =>
+      outlastingOutages(() => commitOnce(work));
+    const commitOnce = async (
+      work: (client: pg.PoolClient) => Promise<((stored: P) => P) | undefined>,
+    ): Promise<void> => {
       progress = await inTransaction(db.pool, async (client) => {
         if (deadline !== undefined) await setStatementTimeout(client, deadline - Date.now());
         const update = await work(client);
@@ -129,7 +159,7 @@ export class TaskRunner {
     const checkpointOnce = async (): Promise<TaskRow> => {
       if (shutdownSignal.aborted) await tasks.handBack(lease, job, jobToken);
       if (deadline !== undefined && Date.now() >= deadline) throw new TaskFailure(timedOut());
-      const { cancelRequested, task: row } = await tasks.checkpoint(lease);
+      const { cancelRequested, task: row } = await outlastingOutages(() => tasks.checkpoint(lease));
       if (cancelRequested) {
         const reason = cancellationReason({ ...task, startedAt, progress: { ...progress } });
         await tasks.cancel(lease, reason, progress);
@@ -223,7 +253,7 @@ export function reconciledKind(
   return {
     type: declared.type,
     ...(declared.requestKind !== undefined && { kind: declared.requestKind }),
-    jobExists: async (taskId) => Boolean(await producer.queue.getJob(taskId)),
+    jobExists: async (taskId) => Boolean(await producer.getJob(taskId)),
     failedReason: (taskId) => producer.failedReason(taskId),
     requeue: async (task) => {
       const payload = definition.input.safeParse(definition.requeuePayload(task));

@@ -121,7 +121,7 @@ function errorResponse({ code, description, message, ...rest }: (typeof ERROR_RE
 
 /** The example an operation documents, checked against what its route accepts: a refused example is a bug here. */
 function exampleOf(route: ApiRoute, operationId: string): unknown {
-  const examples: Readonly<Record<string, unknown>> = route.kind === "action" ? REQUEST_EXAMPLES : PARAMETER_EXAMPLES;
+  const examples: Readonly<Record<string, unknown>> = route.kind === "get" ? PARAMETER_EXAMPLES : REQUEST_EXAMPLES;
   if (!Object.hasOwn(examples, operationId)) {
     throw new Error(`${operationId} has no example request: add one to api-docs/request-examples.ts`);
   }
@@ -155,12 +155,64 @@ function answer(route: ApiRoute) {
   };
 }
 
-/** `/operations/tasks/:taskId` → `getOperationsTasksTaskId` */
-const getOperationId = (path: string) =>
-  `get${path
+/** `/operations/tasks/:taskId` → `getOperationsTasksTaskId` (`post…` for a POST route) */
+const pathOperationId = (method: "get" | "post", path: string) =>
+  `${method}${path
     .split(/[^A-Za-z0-9]+/)
     .map((word) => word.charAt(0).toUpperCase() + word.slice(1))
     .join("")}`;
+
+/** A POST route's parameters (path and query) and body, from its `{params, query, body}` request schema. */
+function postParts(route: ApiRoute & { kind: "post" }) {
+  const schema = inputSchema(route.spec.request) as {
+    properties: Record<string, { properties?: Record<string, unknown>; required?: string[] }>;
+  };
+  const part = (name: string) => schema.properties[name];
+  return { params: part("params"), query: part("query"), body: part("body") ?? {} };
+}
+
+/** A POST route (DataHub's own HTTP APIs): path and query parameters, a body, and an answer that is the whole body. */
+function postOperation(route: ApiRoute & { kind: "post" }, common: Record<string, unknown>) {
+  const operationId = pathOperationId("post", route.path);
+  const example = exampleOf(route, operationId) as {
+    params?: Record<string, unknown>;
+    query?: Record<string, unknown>;
+    body: unknown;
+  };
+  const { params, query, body } = postParts(route);
+  const parameters = [
+    ...Object.entries(params?.properties ?? {}).map(([name, schema]) => ({
+      name,
+      in: "path",
+      required: true,
+      schema,
+      example: example.params?.[name],
+    })),
+    ...Object.entries(query?.properties ?? {}).map(([name, schema]) => ({
+      name,
+      in: "query",
+      required: query?.required?.includes(name) ?? false,
+      schema,
+      example: example.query?.[name],
+    })),
+  ];
+  return {
+    operationId,
+    ...common,
+    parameters,
+    requestBody: { required: true, content: { "application/json": { schema: body, example: example.body } } },
+    responses: {
+      "200": {
+        description: "the answer, as the whole body (DataHub's shape, without Rest.li's `value`)",
+        content: {
+          "application/json": { schema: route.spec.response ? outputSchema(route.spec.response) : {} },
+        },
+      },
+      ...commonErrors,
+      ...errorRefs("NotFound", "UnsupportedMediaType"),
+    },
+  };
+}
 
 /** express `/a/:b` → OpenAPI `/a/{b}` */
 const templated = (path: string) => path.replace(/:(\w+)/g, "{$1}");
@@ -172,8 +224,9 @@ function operation(route: ApiRoute) {
     ...(description ? { description } : {}),
     ...(route.spec.requires ? { "x-privilege": route.spec.requires.privilege } : {}),
   };
+  if (route.kind === "post") return postOperation(route, common);
   if (route.kind === "get") {
-    const operationId = getOperationId(route.path);
+    const operationId = pathOperationId("get", route.path);
     const params = inputSchema(route.spec.request) as { properties?: Record<string, unknown> };
     const examples = exampleOf(route, operationId) as Record<string, unknown>;
     return {
@@ -243,7 +296,7 @@ export function openApiDocument(routes: readonly ApiRoute[], gmsBases: readonly 
   const paths: Record<string, Record<string, unknown>> = {};
   for (const route of routes) {
     const key = route.kind === "action" ? `${route.path}?action=${route.name}` : templated(route.path);
-    paths[key] = { ...paths[key], [route.kind === "action" ? "post" : "get"]: operation(route) };
+    paths[key] = { ...paths[key], [route.kind === "get" ? "get" : "post"]: operation(route) };
   }
   const root = [{ url: "/", description: "the gateway's root" }];
   return {

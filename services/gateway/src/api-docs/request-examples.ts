@@ -14,7 +14,7 @@ const PROFILE_AT = 1763900000000;
 /** The operations whose example names a task id: a fresh system answers them 404 until a task exists. */
 export const EXAMPLE_TASK_ID = TASK_ID;
 
-/** The body of each action (POST), by operationId. */
+/** The body of each action (POST), by operationId; of a POST route, its `{params, query, body}`. */
 export const REQUEST_EXAMPLES: Readonly<Record<string, unknown>> = {
   ingestProposal: {
     proposal: {
@@ -54,6 +54,20 @@ export const REQUEST_EXAMPLES: Readonly<Record<string, unknown>> = {
   getIndexSizes: {},
   evaluate: { urn: DATASET },
   batchEvaluate: { urns: [DATASET] },
+  // DataHub's OpenAPI v3, as its SDK sends it: `{params, query, body}`, the body a list of entities.
+  postOpenapiV3EntityEntityName: {
+    params: { entityName: "dataset" },
+    query: { async: "false", systemMetadata: "false", createIfEntityNotExists: "false", createIfNotExists: "false" },
+    body: [
+      {
+        urn: DATASET,
+        datasetProfile: {
+          value: { timestampMillis: PROFILE_AT + 3_600_000, rowCount: 1250, columnCount: 8 },
+          systemMetadata: { lastObserved: PROFILE_AT + 3_600_000, runId: "no-run-id-provided" },
+        },
+      },
+    ],
+  },
 };
 
 /** The path parameters of each GET route, by operationId. */

@@ -1,4 +1,4 @@
-import { auditEventPage, insertAuditEvent, type Prisma, type PrismaClient } from "@mdp/db";
+import { insertAuditEvent, type Prisma, type PrismaClient, replicaReads, type StaleReads } from "@mdp/db";
 import { z } from "zod";
 import { MAX_EPOCH_MS, parseUrnField } from "@mdp/core";
 import type { Actor } from "../auth/actor";
@@ -57,18 +57,20 @@ export class AuditService {
   constructor(
     private readonly prisma: PrismaClient,
     private readonly engine: PolicyEngine,
+    /** where the listing reads (Database.stale) */
+    private readonly reads: StaleReads,
   ) {}
 
   async list(actor: Actor, args: unknown) {
     await this.engine.require(actor, "MANAGE_POLICIES", "read audit events");
-    return listAuditEvents(this.prisma, parseArgs(listAuditEventsArgs, args).input);
+    return listAuditEvents(this.reads, parseArgs(listAuditEventsArgs, args).input);
   }
 }
 
-async function listAuditEvents(prisma: PrismaClient, input: z.output<typeof listAuditEventsArgs>["input"]) {
+async function listAuditEvents(reads: StaleReads, input: z.output<typeof listAuditEventsArgs>["input"]) {
   const { start, count } = input;
-  const { total, rows } = await auditEventPage(
-    prisma,
+  const { total, rows } = await replicaReads.auditEventPage(
+    reads,
     {
       ...(input.actorUrn ? { actorUrn: input.actorUrn } : {}),
       ...(input.action ? { action: input.action } : {}),

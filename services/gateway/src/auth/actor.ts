@@ -13,6 +13,11 @@ export interface Actor extends Principal {
    * own parent's expiry bounded it when it was minted, so this bounds the whole chain).
    */
   tokenExpiresAt?: number;
+  /**
+   * When via = "token": the token is a SESSION, its user signed in through DataHub's frontend. A token the user creates
+   * with it is the user's own act, bounded by the user's privileges but not by the session (token.service.ts).
+   */
+  session?: true;
 }
 
 /**

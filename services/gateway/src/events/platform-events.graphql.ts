@@ -38,10 +38,15 @@ export const platformEventsTypeDefs = /* GraphQL */ `
     call reads at most 10,000 events of the stream; next moves past them all.
     """
     listPlatformEvents(
+      "The cursor: the previous page's next; absent, from the oldest event kept."
       since: String
+      "How many events to return at most, 1 to 1000 (default 100)."
       count: Int
+      "Only events of these types: MetadataChangeLog_v1, EntityChangeEvent_v1."
       eventTypes: [String!]
+      "Only events of these categories, e.g. ACCESS_TOKEN, TASK, TEST_RESULT."
       categories: [String!]
+      "Only events about this entity's urn."
       entityUrn: String
     ): PlatformEventPage!
   }

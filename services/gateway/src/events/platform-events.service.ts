@@ -9,7 +9,7 @@ import {
   type PlatformEventReader,
 } from "@mdp/core";
 import { RESULT_LIMITS } from "@mdp/metadata-tests";
-import { listPlatformEventRows, PLATFORM_EVENT_LISTING, type Database, type ReaderScope } from "@mdp/db";
+import { type Database, PLATFORM_EVENT_LISTING, type ReaderScope, replicaReads } from "@mdp/db";
 import type { Actor } from "../auth/actor";
 import { parseArgs, said, urnField, wholeNumberField } from "../http/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
@@ -93,7 +93,7 @@ export class PlatformEventsService {
     const input = parseArgs(listArgs, args);
     const reader: PlatformEventReader = { urn: actor.urn, privileges: await this.engine.privilegesOf(actor) };
     const since = input.since ?? "0";
-    const { events, scannedTo, oldest } = await listPlatformEventRows(this.db.pool, {
+    const { events, scannedTo, oldest } = await replicaReads.listPlatformEventRows(this.db.stale, {
       since,
       count: input.count,
       scan: PLATFORM_EVENT_LIST_LIMITS.maxScan,

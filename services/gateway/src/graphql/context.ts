@@ -19,6 +19,7 @@ import type { TokenService } from "../tokens/token.service";
 import type { TokenRotation } from "../tokens/token-rotation";
 import type { TokenUsageService } from "../tokens/token-usage.service";
 import type { PlatformEventsService } from "../events/platform-events.service";
+import type { WebAppService } from "../webapp/web-app.service";
 
 /** The domain services resolvers call; built once per process. */
 export interface Services {
@@ -45,6 +46,8 @@ export interface Services {
   serviceAccounts: ServiceAccountService;
   /** listPlatformEvents */
   platformEvents: PlatformEventsService;
+  /** what DataHub's web app asks around its settings pages: me's platformPrivileges, listUsers, listRoles */
+  webApp: WebAppService;
 }
 
 export interface GraphQLContext {

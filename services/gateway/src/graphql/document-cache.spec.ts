@@ -1,7 +1,7 @@
 import { parse } from "graphql";
 import { DocumentCache, documentHeapBytes } from "./document-cache";
 
-/** A unique document of ~3 KB, values inlined in the text, as the clients of finding 13 sent them. */
+/** A unique document of ~3 KB, values inlined in the text, as bench/graphql-memory's callers send them. */
 const unique = (i: number) =>
   parse(
     `{ ${Array.from({ length: 14 }, (_, j) => `a${j}: listAccessTokens(input: {start: ${i}, count: ${j}}) { total }`).join(" ")} }`,

@@ -140,7 +140,7 @@ function head(text: string, length = ECHO_LIMIT): string {
 
 /**
  * The document of a request's errors, parsed once however many errors it has: all of one request's errors share its
- * Source, and parsing it again for each of up to 100 validation errors held a gateway for seconds (issue 17, 2).
+ * Source, and parsing it again for each of up to 100 validation errors held a gateway for seconds.
  */
 const parsedSources = new WeakMap<Source, DocumentNode | null>();
 function documentOf(source: Source): DocumentNode | null {

@@ -21,8 +21,15 @@ export function limitError(message: string, extensions: Record<string, unknown> 
 }
 
 /**
+ * Whether the served schema answers introspection (README: it does; GraphiQL's docs pane reads it). Suggestions go with
+ * it: graphql-js' "Did you mean …" reveals no more than introspection does, and would let a caller without it map the
+ * schema, so armor masks them (`[Suggestion hidden]`) exactly when introspection is off.
+ */
+export const INTROSPECTION = true;
+
+/**
  * graphql-armor's depth, alias and directive limits (validation rules, messages naming the limit), and its masking of
- * "Did you mean" suggestions, which would let a caller without introspection map the schema. Armor's token limit
+ * suggestions when introspection is off (INTROSPECTION). Armor's token limit
  * re-parses every document, so the parser's own limit is used instead (document-limits.ts); its cost limit prices
  * lists only by literal `first`/`last` and never sees variables, so cost is query-cost.ts's, per request.
  */
@@ -30,7 +37,7 @@ export const armor = new ApolloArmor({
   maxDepth: { n: MAX_DEPTH, flattenFragments: true, ignoreIntrospection: true, exposeLimits: true },
   maxAliases: { n: MAX_ALIASES, exposeLimits: true },
   maxDirectives: { n: MAX_DIRECTIVES, exposeLimits: true },
-  blockFieldSuggestion: { enabled: true },
+  blockFieldSuggestion: { enabled: !INTROSPECTION },
   maxTokens: { enabled: false },
   costLimit: { enabled: false },
 }).protect();

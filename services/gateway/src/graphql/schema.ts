@@ -7,11 +7,14 @@ import { policyResolvers, policyTypeDefs } from "../policies/policies.graphql";
 import { retentionResolvers, retentionTypeDefs } from "../operations/retention.graphql";
 import { taskResolvers, taskTypeDefs } from "../operations/tasks.graphql";
 import { testResolvers, testTypeDefs } from "../metadata-tests/tests.graphql";
+import { testResultResolvers, testResultTypeDefs } from "../metadata-tests/test-results.graphql";
 import { testRunDiffResolvers, testRunDiffTypeDefs } from "../metadata-tests/test-run-diff.graphql";
 import { testImpactResolvers, testImpactTypeDefs } from "../metadata-tests/test-impact.graphql";
 import { serviceAccountResolvers, serviceAccountTypeDefs } from "../tokens/service-accounts.graphql";
 import { tokenResolvers, tokenTypeDefs } from "../tokens/tokens.graphql";
 import { platformEventsResolvers, platformEventsTypeDefs } from "../events/platform-events.graphql";
+import { webAppConfigResolvers, webAppConfigTypeDefs } from "../webapp/web-app-config.graphql";
+import { webAppResolvers, webAppTypeDefs } from "../webapp/web-app.graphql";
 
 const rootTypeDefs = /* GraphQL */ `
   scalar Long
@@ -51,6 +54,7 @@ export const typeDefs = [
   webhookTypeDefs,
   policyTypeDefs,
   testTypeDefs,
+  testResultTypeDefs,
   testRunDiffTypeDefs,
   testImpactTypeDefs,
   taskTypeDefs,
@@ -58,6 +62,8 @@ export const typeDefs = [
   delegatedWorkTypeDefs,
   serviceAccountTypeDefs,
   platformEventsTypeDefs,
+  webAppTypeDefs,
+  webAppConfigTypeDefs,
 ];
 type Resolver = (parent: unknown, args: Record<string, unknown>, ...rest: unknown[]) => unknown;
 
@@ -86,6 +92,7 @@ export const resolvers = [
   refusingUnstorable(webhookResolvers),
   refusingUnstorable(policyResolvers),
   refusingUnstorable(testResolvers),
+  refusingUnstorable(testResultResolvers),
   refusingUnstorable(testRunDiffResolvers),
   refusingUnstorable(testImpactResolvers),
   refusingUnstorable(taskResolvers),
@@ -93,4 +100,6 @@ export const resolvers = [
   refusingUnstorable(delegatedWorkResolvers),
   refusingUnstorable(serviceAccountResolvers),
   refusingUnstorable(platformEventsResolvers),
+  refusingUnstorable(webAppResolvers),
+  refusingUnstorable(webAppConfigResolvers),
 ];

@@ -6,13 +6,14 @@ import type { RequestHandler, Response } from "express";
 import type { Server } from "node:http";
 import { Kind, type OperationDefinitionNode } from "graphql";
 import type { Logger } from "@mdp/core";
+import { readerWrote } from "@mdp/db";
 import { actorOf } from "../auth/auth.middleware";
 import type { GraphQLContext, Services } from "./context";
 import { DocumentCache } from "./document-cache";
 import { PARSE_OPTIONS, refuseOversizedDocuments } from "./document-limits";
 import { formatError } from "./errors";
 import { queryCostLimit } from "./query-cost";
-import { armor, queryLimits } from "./query-limits";
+import { armor, INTROSPECTION, queryLimits } from "./query-limits";
 import { requestErrorStatus } from "./request-error-status";
 import { retryAfterStatus } from "./retry-status";
 import { resolvers, typeDefs } from "./schema";
@@ -29,6 +30,20 @@ const noStore: ApolloServerPlugin<GraphQLContext> = {
     return {
       async willSendResponse({ response }) {
         response.http.headers.set("cache-control", "no-store");
+      },
+    };
+  },
+};
+
+/**
+ * After a mutation, before its answer leaves: the primary's WAL position noted for its caller, whose next listings
+ * then read a replica only once it has replayed the mutation (read-replicas.ts; nothing without replicas).
+ */
+const readYourWrites: ApolloServerPlugin<GraphQLContext> = {
+  async requestDidStart() {
+    return {
+      async willSendResponse({ operation }) {
+        if (operation?.operation === "mutation") await readerWrote();
       },
     };
   },
@@ -78,7 +93,7 @@ export async function createGraphQLMiddleware(
   const server = new ApolloServer<GraphQLContext>({
     typeDefs,
     resolvers,
-    introspection: true,
+    introspection: INTROSPECTION,
     includeStacktraceInErrorResponses: false,
     // main.ts owns shutdown; Apollo's own signal handlers (on outside NODE_ENV=test) would race it.
     stopOnTerminationSignals: false,
@@ -107,6 +122,7 @@ export async function createGraphQLMiddleware(
       queryCostLimit,
       ...armor.plugins,
       operationLabel,
+      readYourWrites,
     ],
   });
   await server.start();

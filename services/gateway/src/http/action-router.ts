@@ -1,6 +1,7 @@
 import type { Request, Response, Router } from "express";
 import type { z } from "zod";
 import { abbreviated, AppError, badInput } from "@mdp/core";
+import { readerWrote } from "@mdp/db";
 import { actorOf } from "../auth/auth.middleware";
 import type { Actor } from "../auth/actor";
 import type { PolicyEngine } from "../policies/policy-engine";
@@ -41,6 +42,12 @@ interface RouteContract<S extends z.ZodType, R extends z.ZodType> {
   alongside?: Record<string, z.ZodType>;
   /** parsed by the router: a 400 names every problem by its path */
   request: S;
+  /**
+   * The route writes nothing: its caller's next reads need not wait for a replica to replay anything. Without it a
+   * POST's answer waits for the primary's WAL position to be noted (read-your-writes; nothing without replicas). A
+   * function says it per request (an evaluation writes only when it pushes).
+   */
+  readOnly?: true | ((input: z.output<S>) => boolean);
 }
 
 /** A Rest.li-style action: `POST <path>?action=<name>` with a JSON body (`request`), answered `{"value": ...}`. */
@@ -56,6 +63,18 @@ export interface GetRoute<S extends z.ZodType = z.ZodType, R extends z.ZodType =
   handler(params: z.output<S>, actor: Actor, req: Request): Answer<R>;
 }
 
+/**
+ * A POST route of DataHub's own HTTP APIs (its OpenAPI v3 entities, its auth servlet), whose clients parse the body
+ * bare, not Rest.li's `{"value": ...}`: `request` parses `{params, query, body}` (a 400 names every problem by its path
+ * there, `body.0.urn`), and the handler's answer is the whole response body.
+ */
+export interface PostRoute<S extends z.ZodType = z.ZodType, R extends z.ZodType = z.ZodType> extends RouteContract<
+  S,
+  R
+> {
+  handler(input: z.output<S>, actor: Actor, req: Request): Promise<z.output<R>>;
+}
+
 /** What a handler answers: the `value` its response schema describes (anything without one). */
 type Answer<R extends z.ZodType> = Promise<z.output<R> | JsonText | Enveloped<z.output<R>>>;
 
@@ -65,7 +84,9 @@ export function action<S extends z.ZodType, R extends z.ZodType = z.ZodType>(spe
 }
 
 export type ApiRoute =
-  { kind: "action"; path: string; name: string; spec: Action } | { kind: "get"; path: string; spec: GetRoute };
+  | { kind: "action"; path: string; name: string; spec: Action }
+  | { kind: "get"; path: string; spec: GetRoute }
+  | { kind: "post"; path: string; spec: PostRoute };
 
 /** The routes added to each router, in the order they were added: what the OpenAPI document describes. */
 const routesOf = new WeakMap<Router, ApiRoute[]>();
@@ -134,7 +155,10 @@ export function addActions(router: Router, path: string, engine: Guard, actions:
     const actor = actorOf(res.locals);
     if (spec.requires) await engine.require(actor, spec.requires.privilege, spec.requires.to);
     const body: unknown = req.body === undefined && spec.request.safeParse({}).success ? {} : req.body;
-    send(res, await spec.handler(parseBody(spec.request, body), actor, req));
+    const input = parseBody(spec.request, body);
+    const answer = await spec.handler(input, actor, req);
+    if (!readsOnly(spec, input)) await readerWrote();
+    send(res, answer);
   });
   // A GET would otherwise be "No route for GET ...", which reads as if the path did not exist.
   router.all(path, (req: Request, res: Response) => {
@@ -159,6 +183,41 @@ export function addGetRoute<S extends z.ZodType, R extends z.ZodType = z.ZodType
     if (spec.requires) await engine.require(actor, spec.requires.privilege, spec.requires.to);
     send(res, await spec.handler(parseInput(spec.request, { ...req.params }), actor, req));
   });
+}
+
+/**
+ * Adds `POST <path>` (express syntax, `:name` for a parameter) answered with the handler's value as the whole body
+ * (PostRoute): the privilege, then `{params, query, body}`, then the handler. Another method is a 405 saying so.
+ */
+export function addPostRoute<S extends z.ZodType, R extends z.ZodType = z.ZodType>(
+  router: Router,
+  path: string,
+  engine: Guard,
+  spec: PostRoute<S, R>,
+): void {
+  record(router, { kind: "post", path, spec: spec as unknown as PostRoute });
+  router.post(path, async (req: Request, res: Response) => {
+    if (hasBody(req) && !req.is("application/json")) {
+      throw new AppError("UNSUPPORTED_MEDIA_TYPE", "Content-Type must be application/json.");
+    }
+    const actor = actorOf(res.locals);
+    if (spec.requires) await engine.require(actor, spec.requires.privilege, spec.requires.to);
+    const input = parseBody(spec.request, { params: { ...req.params }, query: { ...req.query }, body: req.body });
+    const answer = await spec.handler(input, actor, req);
+    if (!readsOnly(spec, input)) await readerWrote();
+    res.json(answer);
+  });
+  router.all(path, (req: Request, res: Response) => {
+    res.setHeader("allow", "POST");
+    throw new AppError("METHOD_NOT_ALLOWED", `${req.baseUrl}${path} takes POST with a JSON body`);
+  });
+}
+
+function readsOnly<S extends z.ZodType>(
+  spec: { readOnly?: true | ((input: z.output<S>) => boolean) },
+  input: z.output<S>,
+) {
+  return typeof spec.readOnly === "function" ? spec.readOnly(input) : spec.readOnly === true;
 }
 
 function hasBody(req: Request): boolean {

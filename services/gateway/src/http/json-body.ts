@@ -7,9 +7,12 @@ import { isDeflatedJson, parseDeflated } from "./deflate-body";
  * before it is parsed (`verify` runs after decompression and charset decoding, before JSON.parse), and a body that
  * cannot be read is answered with an AppError naming the header or limit at fault (bodyReadError).
  */
-export function jsonBody(limitBytes: number): RequestHandler {
+export function jsonBody(limitBytes: number, options: { anyType?: boolean } = {}): RequestHandler {
   const parse = express.json({
     limit: limitBytes,
+    // A client that sends JSON without saying so (DataHub's frontend posts its session request as text/plain, Apache
+    // HttpClient's default): its route reads the body as JSON whatever the Content-Type.
+    ...(options.anyType && { type: () => true }),
     // A charset other than UTF-8 (UTF-16) is decoded first.
     verify: (_req, _res, body, charset) => {
       const bytes =

@@ -10,7 +10,10 @@ import { tokenMetricsRegistry } from "../tokens/token-metrics";
  * path, so a label cannot take one value per urn or task id. The action is what the request asked the route to do
  * (actionLabel): values from fixed sets only.
  */
-export function httpMetrics(): { record: RequestHandler; serve: (app: Express) => void } {
+export function httpMetrics(extra: readonly Registry[] = []): {
+  record: RequestHandler;
+  serve: (app: Express) => void;
+} {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const duration = new Histogram({
@@ -37,7 +40,7 @@ export function httpMetrics(): { record: RequestHandler; serve: (app: Express) =
     });
     next();
   };
-  const served = Registry.merge([registry, tokenMetricsRegistry]);
+  const served = Registry.merge([registry, tokenMetricsRegistry, ...extra]);
   const serve = (app: Express) =>
     app.get("/metrics", (_req, res, next) => {
       served

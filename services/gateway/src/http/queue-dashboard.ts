@@ -72,12 +72,8 @@ const NOT_RETRIED: ReadonlyMap<string, string> = new Map<string, string>([
   ],
   [QUEUE_NAMES.truncationChores, "each is a firing of a chore's job scheduler, and its next firing is the retry"],
   [QUEUE_NAMES.evaluationChores, "each is a firing of a chore's job scheduler, and its next firing is the retry"],
+  [QUEUE_NAMES.webhookChores, "each is a firing of a chore's job scheduler, and its next firing is the retry"],
   [QUEUE_NAMES.gatewayChores, "each is a firing of a chore's job scheduler, and its next firing is the retry"],
-  [
-    QUEUE_NAMES.webhookDelivery,
-    "each is a webhook delivery whose attempts are spent or refused; send it again with replayWebhookDeliveries, " +
-      "which checks again that its owner may read the event",
-  ],
   [
     QUEUE_NAMES.evaluate,
     "each runs a user's evaluation or test run, pushing results and running test actions as that user, who may " +
@@ -129,7 +125,7 @@ async function checkWrite(queues: ReadonlyMap<string, Queue>, write: DashboardWr
   const queue = queues.get(name);
   if (!queue) throw notFound(`The queue dashboard has no queue '${abbreviated(name)}'`);
   const retry = write.kind === "retryAll" || write.kind === "retryJob";
-  const notRetried = NOT_RETRIED.get(name);
+  const notRetried = NOT_RETRIED.get(queue.name); // a shard is its queue
   if (retry && notRetried !== undefined) {
     throw forbidden(`The queue dashboard does not retry jobs of ${name}: ${notRetried}.`);
   }
@@ -166,10 +162,22 @@ export function queueDashboard(
 ): { guard: RequestHandler; router: Router } {
   const serverAdapter = new ExpressAdapter();
   serverAdapter.setBasePath(DASHBOARD_PATH);
+  // The shards of a sharded queue (QUEUE_SHARDS) share its BullMQ name, and Bull Board tells queues apart by name:
+  // they come in shard order, the first keeping the queue's name, the others `name-1`, `name-2`, …
+  const seen = new Map<string, number>();
+  const named = queues.map((q) => {
+    const shard = seen.get(q.name) ?? 0;
+    seen.set(q.name, shard + 1);
+    return { name: shard === 0 ? q.name : `${q.name}-${shard}`, queue: q };
+  });
   // The page offers no retry where the dashboard refuses one; the guard below is what enforces what it takes.
-  const adapters = queues.map((q) => new BullMQAdapter(q, { allowRetries: !NOT_RETRIED.has(q.name) }));
+  const adapters = named.map(({ name, queue }) => {
+    const adapter = new BullMQAdapter(queue, { allowRetries: !NOT_RETRIED.has(queue.name) });
+    adapter.getName = () => name;
+    return adapter;
+  });
   createBullBoard({ queues: adapters, serverAdapter });
-  const byName = new Map(queues.map((q) => [q.name, q]));
+  const byName = new Map(named.map(({ name, queue }) => [name, queue]));
   const guard: RequestHandler = async (req, res, next) => {
     try {
       const actor = actorOf(res.locals);

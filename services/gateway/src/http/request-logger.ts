@@ -5,9 +5,9 @@ import type { Actor } from "../auth/actor";
 import { requestId } from "./request-id";
 
 /**
- * Names of query parameters and headers whose values are credentials: `access_token` (OAuth's query form), `token`,
- * `api_key`, `password`, `client_secret`, `X-Auth-Token`, `Authorization`, `Cookie`... matched as a part of the name, so
- * a new spelling is covered too. A false positive costs one value in a log line.
+ * Names of query parameters whose values are credentials: `access_token` (OAuth's query form), `token`, `api_key`,
+ * `password`, `client_secret`, `session`... matched as a part of the name, so a new spelling is covered too. A false
+ * positive costs one value in a log line.
  */
 const CREDENTIAL_NAME =
   /token|secret|passw|pwd|api[-_]?key|auth|cookie|session|signature|credential|^sig$|^key$|^code$/i;
@@ -34,27 +34,19 @@ export function redactedUrl(url: string): string {
   return `${url.slice(0, at)}?${parts.join("&")}`;
 }
 
-function redactedQuery(query: object): Record<string, unknown> {
-  return Object.fromEntries(
-    Object.entries(query).map(([name, value]) => [name, CREDENTIAL_NAME.test(name) ? REDACTED : value]),
-  );
-}
-
-/** The headers but those that carry credentials, which are never logged, not even redacted. */
-function withoutCredentials(headers: Record<string, string>): Record<string, string> {
-  return Object.fromEntries(Object.entries(headers).filter(([name]) => !CREDENTIAL_NAME.test(name)));
-}
-
 /**
- * Request ids and one structured log line per request, by pino-http (`req`, `actor`, `tokenId`, `res`,
- * `responseTime`, "request completed" / "request aborted" / "request errored" at info, and `req.log`): who made the
- * request, never how. Its request serializer is wrapped so that the line holds no credential: credential-like query
- * values are redacted, credential headers left out, and the query string of `hideQuery` paths dropped.
+ * Request ids and one log line per request, by pino-http ("request completed" / "request aborted" / "request errored"
+ * at info, and `req.log`): what was asked (`req: {id, method, url}`), the answer's status (`res: {statusCode}`), how
+ * long it took (`responseTime`, ms), who asked (`actor`, `tokenId`: never how), and the request and trace ids every
+ * line carries (`request_id`, `trace_id`: correlationFields). No headers: the response's are the same dozen security
+ * headers on every line, and the request's say nothing the fields above do not, or carry credentials. The URL holds
+ * no credential either: credential-like query values are redacted, and the query string of `hideQuery` paths dropped.
  *
  * pino-http binds a child logger to every request, serializing its headers, whether or not a line will be written.
  * Below info (LOG_LEVEL=warn, as under load) it would never write one, so it is not mounted at all: requests get their
  * id and nothing else (nothing here reads `req.log`). Measured with pino-http mounted at warn, `pnpm bench evaluate`
- * (3 rounds, paired runs back to back) lost 5% and 28% of its throughput in two pairs (bench/README.md).
+ * (3 rounds, paired runs back to back) lost 5% and 28% of its throughput in two pairs
+ * (docs/decisions/0003-request-log-and-body-reader-libraries.md).
  */
 export function requestLogger(
   logger: Logger,
@@ -72,17 +64,9 @@ export function requestLogger(
   /** pino-http hands its serializers the standard serialization of the request (stdSerializers.req). */
   const serializeRequest = (line: StdSerializedResults["req"]) => {
     const path = line.url.split("?", 1)[0]!;
-    if (hideQuery(path)) {
-      line.url = path;
-      delete (line as { query?: unknown }).query;
-    } else if (path.length < line.url.length) {
-      line.url = redactedUrl(line.url);
-      const query = (line as { query?: unknown }).query;
-      if (query !== null && typeof query === "object") (line as { query?: unknown }).query = redactedQuery(query);
-    }
-    line.headers = withoutCredentials(line.headers);
-    return line;
+    return { id: line.id, method: line.method, url: hideQuery(path) ? path : redactedUrl(line.url) };
   };
+  const serializeResponse = (line: StdSerializedResults["res"]) => ({ statusCode: line.statusCode });
   const quiet = options.quiet ?? (() => false);
   // Every line written while the request is handled, and every job it queues, carries its id (@mdp/core log-context).
   const withRequestId =
@@ -96,7 +80,7 @@ export function requestLogger(
   return withRequestId(
     pinoHttp<Request, Response>({
       logger,
-      serializers: { req: serializeRequest },
+      serializers: { req: serializeRequest, res: serializeResponse },
       genReqId: (req) => req.id as string,
       autoLogging: { ignore: (req) => ignore(req.url ?? "") },
       // A successful quiet request (a dashboard asset, its polling) at debug; its failures stay at info.

@@ -112,7 +112,7 @@ export class EvaluationBatcher {
 
   constructor(
     private readonly producer: Producer<"evaluate">,
-    private readonly inbox: Pick<ReplyInbox, "channel" | "enqueueAndCollect" | "end" | "onTrouble" | "losses">,
+    private readonly inbox: Pick<ReplyInbox, "channelFor" | "enqueueAndCollect" | "end" | "onTrouble" | "losses">,
     private readonly timeoutMs: number,
     private readonly limits: BatchLimits = { items: 100, urns: 1000 },
     private readonly recovery?: LostReplyRecovery,
@@ -208,7 +208,7 @@ export class EvaluationBatcher {
             await this.producer.enqueue(jobId, {
               kind: "evaluate",
               items,
-              replyTo: this.inbox.channel,
+              replyTo: this.inbox.channelFor(jobId),
               waitMs: this.timeoutMs,
             });
             job.queued = true;

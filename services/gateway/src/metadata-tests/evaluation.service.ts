@@ -10,7 +10,7 @@ import {
   type EntityRegistry,
   type Logger,
 } from "@mdp/core";
-import type { Database } from "@mdp/db";
+import { readerPosition, type Database } from "@mdp/db";
 import { JobFailedError, JobWaitTimeoutError, ReplyChannelLostError } from "@mdp/queues";
 import { EvaluationTasks } from "@mdp/tasks";
 import type { Actor } from "../auth/actor";
@@ -110,6 +110,7 @@ export class EvaluationService {
     try {
       // The request's id travels in its item: the job that carries it is queued later, maybe in another request.
       const requestId = currentLogContext()?.requestId;
+      const readAfter = readerPosition();
       outcome = await this.batcher.submit({
         taskId,
         ...request,
@@ -117,6 +118,8 @@ export class EvaluationService {
         ...(actor.tokenId !== undefined && { actorTokenId: actor.tokenId }),
         requestId,
         showValues,
+        // A write of the caller's just before (an ingestion): the worker reads a replica only once it has it.
+        ...(readAfter !== undefined && { readAfter }),
       });
     } catch (error) {
       throw await this.explain(actor, taskId, request, error);

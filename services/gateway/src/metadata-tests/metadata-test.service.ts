@@ -1,14 +1,4 @@
-import { z } from "zod";
-import {
-  badInput,
-  conflict,
-  notFound,
-  requireLength,
-  SCHEDULE_PRIVILEGES,
-  type Config,
-  type EntityRegistry,
-  type Logger,
-} from "@mdp/core";
+import { conflict, notFound, SCHEDULE_PRIVILEGES, type Config, type EntityRegistry, type Logger } from "@mdp/core";
 import {
   deleteTest,
   entityExists,
@@ -17,22 +7,22 @@ import {
   inPrismaTransaction,
   insertTest,
   insertTestChangeEvent,
-  notFoundWhenMissing,
   isUniqueViolation,
+  findScheduleSlot,
   lockScheduleOwner,
   lockTest,
-  requireScheduleRoom,
-  testPage,
-  testResultCounts,
-  testRunEvents,
-  testsSelectingType,
-  transitionPage,
-  updateTest,
   type MetadataTest,
+  notFoundWhenMissing,
   type Prisma,
   type PrismaClient,
   type Queryable,
-  type TestState,
+  type ScheduleSlotRow,
+  replicaReads,
+  requireOnChangeRoom,
+  requireScheduleRoom,
+  type StaleReads,
+  testsSelectingType,
+  updateTest,
 } from "@mdp/db";
 import {
   normalizedDefinitionText,
@@ -42,165 +32,29 @@ import {
   type FailedRule,
   type ParsedDefinition,
 } from "@mdp/metadata-tests";
-import { cronPatternProblem, MAX_CRON_LENGTH, type ScheduleSyncRequests, type TestSchedules } from "@mdp/queues";
+import type { ScheduleSyncRequests, TestSchedules } from "@mdp/queues";
 import { ownedBy, type Actor } from "../auth/actor";
 import { recordAudit } from "../audit/audit.service";
-import { pageInput } from "../graphql/paging";
-import {
-  newUrnField,
-  parseArgs,
-  parsedBy,
-  rule,
-  said,
-  startField,
-  textField,
-  urnField,
-  wholeNumberField,
-} from "../http/validate";
+import { parseArgs } from "../http/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
 import { requireActionPrivileges } from "./action-privileges";
+import {
+  actionsOf,
+  auditDetails,
+  entityArgs,
+  listTestsArgs,
+  runEventsArgs,
+  storedTest,
+  TEST_RESULTS_ASPECT,
+  testArgs,
+  testContracts,
+  testResultHistoryArgs,
+  validateArgs,
+  type Contracts,
+  type TestResultTransitionView,
+  type TestResultsView,
+} from "./metadata-test-contracts";
 import { acceptDefinition } from "./test-definition";
-import { unstorableTypes } from "./test-run.service";
-
-/**
- * DataHub's UpdateTestInput, parsed: the definition accepted (acceptDefinition), the schedule's cron checked (on
- * update, absent = unchanged and null = removed). `state` is ours: INACTIVE tests do not run unless named.
- */
-const testInput = (registry: EntityRegistry, minIntervalSeconds: number) => ({
-  name: textField({ min: 1, max: 256, trim: true }),
-  category: textField({ min: 1, max: 256, trim: true }),
-  description: textField({ max: 2000 })
-    .nullish()
-    .transform((description) => description ?? null),
-  definition: z.object({
-    json: z.string().transform(parsedBy((_at, text: string) => acceptDefinition(text, registry))),
-  }),
-  state: z
-    .enum(["ACTIVE", "INACTIVE"])
-    .nullish()
-    .transform((state) => state ?? undefined),
-  /** ours: runs the test by itself (runTest with push) on a cron */
-  schedule: z
-    .object({
-      cron: z
-        .string()
-        .trim()
-        .refine(
-          ...rule((at, cron: string) => {
-            requireLength(at, cron, { min: 1, max: MAX_CRON_LENGTH });
-            const problem = cronPatternProblem(cron, minIntervalSeconds);
-            if (problem) throw badInput(`${at}: ${problem}`);
-          }),
-        ),
-    })
-    .nullish(),
-  /**
-   * ours: whether a change of an entity it selects re-evaluates it and pushes the result by itself, and an edit of
-   * its definition re-evaluates every entity it selects (default on; absent on update: unchanged)
-   */
-  evaluateOnChange: z
-    .boolean()
-    .nullish()
-    .transform((on) => on ?? undefined),
-});
-
-const testUrn = urnField("test");
-
-/** Test.batchRunEvents' page: at most this many events per answer, this many by default (docs/limits.md). */
-export const MAX_RUN_EVENTS = 100;
-export const DEFAULT_RUN_EVENTS = 20;
-/** Test.batchRunEvents' window: at most this long; without startTimeMillis, this long before endTimeMillis. */
-export const MAX_RUN_EVENTS_WINDOW_DAYS = 90;
-const DAY_MS = 86_400_000;
-
-const millis = (name: string) =>
-  z
-    .number()
-    .int(said((at) => `${at} must be a whole number of epoch milliseconds`))
-    .min(
-      0,
-      said((at) => `${at} must be 0 or more`),
-    )
-    .nullish()
-    .transform((value) => value ?? undefined)
-    .describe(name);
-const runEventsArgs = z
-  .object({
-    startTimeMillis: millis("startTimeMillis"),
-    endTimeMillis: millis("endTimeMillis"),
-    limit: wholeNumberField(1, MAX_RUN_EVENTS, DEFAULT_RUN_EVENTS),
-  })
-  .transform((args, ctx) => {
-    const to = args.endTimeMillis ?? Date.now() + 1;
-    const from = args.startTimeMillis ?? Math.max(0, to - MAX_RUN_EVENTS_WINDOW_DAYS * DAY_MS);
-    if (from > to) {
-      ctx.addIssue({ code: "custom", message: "startTimeMillis must not be after endTimeMillis", path: [] });
-      return z.NEVER;
-    }
-    if (to - from > MAX_RUN_EVENTS_WINDOW_DAYS * DAY_MS) {
-      ctx.addIssue({
-        code: "custom",
-        message:
-          `startTimeMillis to endTimeMillis spans ${Math.ceil((to - from) / DAY_MS)} days, more than the limit of ` +
-          `${MAX_RUN_EVENTS_WINDOW_DAYS}`,
-        path: [],
-      });
-      return z.NEVER;
-    }
-    return { from, to, limit: args.limit };
-  });
-
-/** validateTest's argument: DataHub's TestDefinitionInput. */
-const validateArgs = z.object({ input: z.object({ json: z.string() }) });
-
-/** createTest's, updateTest's and the reads' arguments; the definition's entity types are the registry's. */
-const testContracts = (
-  registry: EntityRegistry,
-  config: Pick<Config, "URN_NAMESPACE" | "SCHEDULE_MIN_INTERVAL_SECONDS">,
-) => {
-  const input = testInput(registry, config.SCHEDULE_MIN_INTERVAL_SECONDS);
-  return {
-    create: z.object({
-      input: z.object({
-        // Parsed into the test's urn.
-        id: newUrnField(config.URN_NAMESPACE, "test"),
-        ...input,
-      }),
-    }),
-    update: z.object({ urn: testUrn, input: z.object(input) }),
-  };
-};
-const testArgs = z.object({ urn: testUrn });
-const entityArgs = z.object({ urn: urnField() });
-const listTestsArgs = pageInput({ query: z.string().nullish() });
-
-type Contracts = ReturnType<typeof testContracts>;
-type ParsedTest = z.output<Contracts["update"]>["input"];
-
-/** An entity's stored results, each with its test (tests deleted since are left out). */
-export interface TestResultsView {
-  passing: Array<{ test: MetadataTest; type: "SUCCESS" }>;
-  failing: Array<{ test: MetadataTest; type: "FAILURE"; failedRules: FailedRule[] }>;
-}
-
-const TEST_RESULTS_ASPECT = "testResults";
-/** testResultHistory's page: at most this many transitions per answer (docs/limits.md). */
-export const MAX_HISTORY_PAGE = 100;
-
-const testResultHistoryArgs = z.object({
-  urn: urnField(),
-  testUrn,
-  start: startField(),
-  count: wholeNumberField(0, MAX_HISTORY_PAGE, 20),
-});
-
-/** One change of a test's result for an entity: newest first in testResultHistory. */
-export interface TestResultTransitionView {
-  type: "SUCCESS" | "FAILURE";
-  /** null: the first result recorded for the pair */
-  previousType: "SUCCESS" | "FAILURE" | null;
-  at: number;
-}
 
 /**
  * Metadata-test definitions (docs/api.md "Metadata tests"): changes need MANAGE_TESTS and are audited in
@@ -217,12 +71,17 @@ export class MetadataTestService {
     private readonly pool: Queryable,
     private readonly engine: PolicyEngine,
     private readonly registry: EntityRegistry,
-    private readonly config: Pick<Config, "URN_NAMESPACE" | "SCHEDULE_MIN_INTERVAL_SECONDS" | "MAX_SCHEDULES_PER_USER">,
+    private readonly config: Pick<
+      Config,
+      "URN_NAMESPACE" | "SCHEDULE_MIN_INTERVAL_SECONDS" | "MAX_SCHEDULES_PER_USER" | "MAX_ON_CHANGE_TESTS_PER_USER"
+    >,
     /** the tests' BullMQ job schedulers, read for their next runs (the schedule sync alone writes them) */
-    private readonly schedules?: TestSchedules,
-    private readonly logger?: Logger,
+    private readonly schedules: TestSchedules | undefined,
+    private readonly logger: Logger | undefined,
     /** where a write asks for its test's scheduler to follow the row */
-    private readonly scheduleSync?: Pick<ScheduleSyncRequests, "request">,
+    private readonly scheduleSync: Pick<ScheduleSyncRequests, "request"> | undefined,
+    /** where the listings and results read (Database.stale) */
+    private readonly reads: StaleReads,
   ) {
     this.contracts = testContracts(registry, config);
   }
@@ -230,22 +89,22 @@ export class MetadataTestService {
   async create(actor: Actor, args: unknown): Promise<string> {
     await this.engine.require(actor, "MANAGE_TESTS", "create metadata tests");
     const { id: urn, ...input } = parseArgs(this.contracts.create, args).input;
-    const data = this.stored(input);
+    const data = storedTest(input, this.registry);
     // Its actions will run for the caller, who owns it from now on (a schedule's firings need nothing more than
     // MANAGE_TESTS, required above, and these).
     await requireActionPrivileges(this.engine, actor, actionsOf(data.definition));
     try {
       await inPrismaTransaction(this.prisma, async (tx) => {
-        if (data.scheduleCron) {
-          await lockScheduleOwner(tx, actor.urn);
-          await requireScheduleRoom(tx, actor.urn, this.config.MAX_SCHEDULES_PER_USER);
-        }
+        const onChange = data.evaluateOnChange ?? true;
+        if (data.scheduleCron || onChange) await lockScheduleOwner(tx, actor.urn);
+        if (data.scheduleCron) await requireScheduleRoom(tx, actor.urn, this.config.MAX_SCHEDULES_PER_USER);
+        if (onChange) await requireOnChangeRoom(tx, actor.urn, this.config.MAX_ON_CHANGE_TESTS_PER_USER);
         await insertTest(tx, {
           urn,
           ...data,
           state: data.state ?? "ACTIVE",
           scheduleCron: data.scheduleCron ?? null,
-          evaluateOnChange: data.evaluateOnChange ?? true,
+          evaluateOnChange: onChange,
           createdBy: actor.urn,
           ...ownedBy(actor),
         });
@@ -264,7 +123,7 @@ export class MetadataTestService {
   async update(actor: Actor, args: unknown): Promise<string> {
     await this.engine.require(actor, "MANAGE_TESTS", "update metadata tests");
     const { urn, input } = parseArgs(this.contracts.update, args);
-    const data = this.stored(input);
+    const data = storedTest(input, this.registry);
     await inPrismaTransaction(this.prisma, async (tx) => {
       // Serializes with the actor's other schedule writes (the MAX_SCHEDULES_PER_USER count), then the row.
       await lockScheduleOwner(tx, actor.urn);
@@ -273,18 +132,27 @@ export class MetadataTestService {
       // an omitted schedule likewise stays (null removes it).
       const { state, scheduleCron, evaluateOnChange, ...rest } = data;
       const cron = scheduleCron !== undefined ? scheduleCron : current.scheduleCron;
-      // Whoever sets what the test does owns it from then on: its definition (rules, actions) or its schedule, or
-      // setting a scheduled test running again. A rename or a new description changes what it does in nothing.
-      const takesOver =
+      const definitionChanged =
         normalizedDefinitionText(current.definition as unknown as ParsedDefinition) !==
-          normalizedDefinitionText(data.definition as unknown as ParsedDefinition) ||
-        cron !== current.scheduleCron ||
-        (cron !== null && state === "ACTIVE" && current.state !== "ACTIVE");
+        normalizedDefinitionText(data.definition as unknown as ParsedDefinition);
+      // Set running again: from INACTIVE, or a suspended test set ACTIVE (which lifts its suspension).
+      const activated = state === "ACTIVE" && (current.state !== "ACTIVE" || current.suspendedAt !== null);
+      const turnedOn = evaluateOnChange === true && !current.evaluateOnChange;
+      // Whoever sets what the test does, or starts its automatic work, owns it from then on: its definition (rules,
+      // actions) or its schedule, setting it ACTIVE again, or turning evaluation on change on. The work that starts
+      // then (a run over what it selects, firings, evaluations on change) acts for the owner and spends its rate
+      // limits: were the owner left as it was, another user could start work as the owner (or as the system actor,
+      // which nobody rate-limits). A rename or a new description changes what it does in nothing.
+      const takesOver = definitionChanged || cron !== current.scheduleCron || activated || turnedOn;
       // The new owner must be able to write what the actions write; a schedule's firings need nothing more.
       if (takesOver) await requireActionPrivileges(this.engine, actor, actionsOf(data.definition));
       if (takesOver && cron !== null) {
         const ownedAlready = current.ownerUrn === actor.urn && current.scheduleCron !== null;
         if (!ownedAlready) await requireScheduleRoom(tx, actor.urn, this.config.MAX_SCHEDULES_PER_USER);
+      }
+      const onChangeAfter = evaluateOnChange ?? current.evaluateOnChange;
+      if (takesOver && onChangeAfter && !(current.ownerUrn === actor.urn && current.evaluateOnChange)) {
+        await requireOnChangeRoom(tx, actor.urn, this.config.MAX_ON_CHANGE_TESTS_PER_USER);
       }
       await updateTest(tx, urn, {
         ...rest,
@@ -294,12 +162,8 @@ export class MetadataTestService {
         ...(takesOver && { ...ownedBy(actor), suspendedAt: null, suspendedReason: null }),
       });
       // What it evaluates changed (its definition, set running again, or evaluation on change turned on): the
-      // outbox's event, in this transaction, has evaluation on change run it over every entity it selects.
-      const definitionChanged =
-        normalizedDefinitionText(current.definition as unknown as ParsedDefinition) !==
-        normalizedDefinitionText(data.definition as unknown as ParsedDefinition);
-      const activated = state === "ACTIVE" && current.state !== "ACTIVE";
-      const turnedOn = evaluateOnChange === true && !current.evaluateOnChange;
+      // outbox's event, in this transaction, has evaluation on change run it, for its owner (the caller, above), over
+      // every entity it selects.
       if (definitionChanged || activated || turnedOn) {
         await insertTestChangeEvent(tx, { testUrn: urn, changeType: "UPSERT", actorUrn: actor.urn });
       }
@@ -328,6 +192,9 @@ export class MetadataTestService {
       await requireActionPrivileges(this.engine, actor, actionsOf(current.definition as Prisma.InputJsonObject));
       if (current.ownerUrn !== actor.urn && current.scheduleCron !== null) {
         await requireScheduleRoom(tx, actor.urn, this.config.MAX_SCHEDULES_PER_USER);
+      }
+      if (current.ownerUrn !== actor.urn && current.evaluateOnChange) {
+        await requireOnChangeRoom(tx, actor.urn, this.config.MAX_ON_CHANGE_TESTS_PER_USER);
       }
       const resumed = await updateTest(tx, urn, { ...ownedBy(actor), suspendedAt: null, suspendedReason: null });
       await recordAudit(tx, actor, "test.schedule.resume", urn, {
@@ -367,6 +234,11 @@ export class MetadataTestService {
     }
   }
 
+  /** What the test's schedule missed (schedule_slot); null before its first firing or sync. */
+  async scheduleSlot(testUrn: string): Promise<ScheduleSlotRow | null> {
+    return findScheduleSlot(this.prisma, "scheduledTest", testUrn);
+  }
+
   /**
    * The changes of one test's pushed result for one entity, newest first: the first result, then each pass→fail and
    * fail→pass (test_result_transition, written by the evaluation workers in the push's transaction). VIEW_TESTS, as
@@ -376,7 +248,12 @@ export class MetadataTestService {
   async history(actor: Actor, args: unknown) {
     await this.engine.require(actor, "VIEW_TESTS", "view metadata test results");
     const { start, count, ...input } = parseArgs(testResultHistoryArgs, args);
-    const { total, rows } = await transitionPage(this.prisma, { urn: input.urn, testUrn: input.testUrn }, start, count);
+    const { total, rows } = await replicaReads.transitionPage(
+      this.reads,
+      { urn: input.urn, testUrn: input.testUrn },
+      start,
+      count,
+    );
     if (total === 0 && !(await entityExists(this.prisma, input.urn))) {
       throw notFound(`Entity ${input.urn} does not exist`);
     }
@@ -427,7 +304,7 @@ export class MetadataTestService {
 
   /** Test.results: how many entities pass and fail the test now (DataHub's TestResultsSummary). */
   async resultCounts(testUrn: string): Promise<{ passingCount: number; failingCount: number }> {
-    const { passing, failing } = await testResultCounts(this.pool, testUrn);
+    const { passing, failing } = await replicaReads.testResultCounts(this.reads, testUrn);
     return { passingCount: passing, failingCount: failing };
   }
 
@@ -437,7 +314,7 @@ export class MetadataTestService {
    */
   async runEvents(testUrn: string, args: unknown) {
     const window = parseArgs(runEventsArgs, args);
-    const rows = await testRunEvents(this.pool, testUrn, window);
+    const rows = await replicaReads.testRunEvents(this.reads, testUrn, window);
     return {
       batchRunEvents: rows.map((r) => ({
         timestampMillis: r.finishedAt,
@@ -458,7 +335,7 @@ export class MetadataTestService {
     await this.engine.require(actor, "VIEW_TESTS", "list metadata tests");
     const { start, count, ...input } = parseArgs(listTestsArgs, args).input;
     const query = input.query?.trim();
-    const { total, rows: tests } = await testPage(this.prisma, query || undefined, start, count);
+    const { total, rows: tests } = await replicaReads.testPage(this.reads, query || undefined, start, count);
     return { start, count: tests.length, total, tests };
   }
 
@@ -492,34 +369,6 @@ export class MetadataTestService {
     };
   }
 
-  /** A parsed input as stored; a schedule of a test whose results cannot be stored is refused, naming its cron. */
-  private stored(input: ParsedTest) {
-    const { definitionText, definition, onTypes } = input.definition.json;
-    if (input.schedule) this.refuseUnstorableSchedule(onTypes);
-    return {
-      name: input.name,
-      category: input.category,
-      description: input.description,
-      definitionText,
-      definition: definition as unknown as Prisma.InputJsonObject,
-      onTypes,
-      state: input.state,
-      scheduleCron: input.schedule === undefined || input.schedule === null ? input.schedule : input.schedule.cron,
-      evaluateOnChange: input.evaluateOnChange,
-    };
-  }
-
-  /** A scheduled run pushes its results: refused up front for types that cannot store them, as runTest refuses. */
-  private refuseUnstorableSchedule(onTypes: readonly string[]): void {
-    const unstorable = unstorableTypes(this.registry, onTypes);
-    if (unstorable.length > 0) {
-      throw badInput(
-        `input.schedule.cron: a scheduled test pushes its results, and entity type ${unstorable.join(", ")} has no ` +
-          `${TEST_RESULTS_ASPECT} aspect in the entity registry`,
-      );
-    }
-  }
-
   /** The test (`lock`: its row locked for the rest of the transaction); 404 when there is none. */
   private async existing(tx: Prisma.TransactionClient, urn: string, lock = false): Promise<MetadataTest> {
     if (lock) await lockTest(tx, urn);
@@ -527,25 +376,4 @@ export class MetadataTestService {
     if (!test) throw notFound(`Test ${urn} does not exist`);
     return test;
   }
-}
-
-/** The actions of a definition validate() accepted. */
-const actionsOf = (definition: Prisma.InputJsonObject) => (definition as unknown as ParsedDefinition).actions;
-
-function auditDetails(data: {
-  name: string;
-  category: string;
-  onTypes: string[];
-  state?: TestState;
-  scheduleCron?: string | null;
-  evaluateOnChange?: boolean;
-}) {
-  return {
-    name: data.name,
-    category: data.category,
-    onTypes: data.onTypes,
-    ...(data.state && { state: data.state }),
-    ...(data.scheduleCron !== undefined && { schedule: data.scheduleCron && { cron: data.scheduleCron } }),
-    ...(data.evaluateOnChange !== undefined && { evaluateOnChange: data.evaluateOnChange }),
-  };
 }

@@ -2,9 +2,9 @@ import { urnsOfTestsSelectingType, type Queryable } from "@mdp/db";
 
 /**
  * A stored `testResults` value as readers are shown it: without the entries of tests deleted since, or edited so that
- * they no longer select the entity's type. Pushes remove such entries from storage only when they next write the
- * entity's results (rewriting every entity a test ever touched when it is deleted would be unbounded work), so each read
- * path hides them the same way: GraphQL `testResults` (MetadataTestService.results) and GET /gms/entities, through this.
+ * they no longer select the entity's type. Pushes remove such entries from storage only when they write the entity's
+ * results anyway, because a pushed test's result changed (rewriting every entity a test ever touched when it is deleted
+ * would be unbounded work, and a version and an event for each), so each read path hides them the same way: GraphQL `testResults` (MetadataTestService.results) and GET /gms/entities, through this.
  * Anything else in the value is returned as stored.
  */
 export async function standingTestResults(db: Queryable, entityType: string, value: unknown): Promise<unknown> {

@@ -53,7 +53,14 @@ export const testImpactTypeDefs = /* GraphQL */ `
     whether it is every entity). Needs what saving it needs: MANAGE_TESTS and the privileges of its actions. Writes
     nothing; counts as one of the caller's runTest calls.
     """
-    previewTestImpact(urn: String!, definition: TestDefinitionInput!, sampleSize: Int = 1000): TestImpactPreview!
+    previewTestImpact(
+      "The existing test's urn."
+      urn: String!
+      "The edited definition, as JSON text."
+      definition: TestDefinitionInput!
+      "How many entities to evaluate at most (the first in urn order), 1 to 5,000."
+      sampleSize: Int = 1000
+    ): TestImpactPreview!
   }
 `;
 

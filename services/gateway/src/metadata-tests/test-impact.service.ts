@@ -80,7 +80,7 @@ export class TestImpactService {
     private readonly engine: PolicyEngine,
     private readonly producer: Producer<"evaluate">,
     /** the gateway's evaluate-tests reply channel (read when a preview is asked: it opens after the services) */
-    private readonly inbox: () => Pick<ReplyInbox, "channel" | "enqueueAndWait">,
+    private readonly inbox: () => Pick<ReplyInbox, "channelFor" | "enqueueAndWait">,
     /** EVALUATE_TIMEOUT_MS: how long the caller waits */
     private readonly timeoutMs: number,
     private readonly logger: Logger,
@@ -107,7 +107,7 @@ export class TestImpactService {
           onTypes: definition.json.onTypes,
           sampleSize,
           actorUrn: actor.urn,
-          replyTo: inbox.channel,
+          replyTo: inbox.channelFor(jobId),
         }),
       );
     } catch (error) {

@@ -58,7 +58,12 @@ export const testRunDiffTypeDefs = /* GraphQL */ `
     run's task id; absent: the test's latest run. Kept for the last TEST_RUN_DIFF_MAX_RUNS runs of each test, and
     TEST_HISTORY_RETENTION_DAYS.
     """
-    testRunDiff(testUrn: String!, runId: String): TestRunDiff!
+    testRunDiff(
+      "The test's urn."
+      testUrn: String!
+      "The run's task id; absent: the test's latest run."
+      runId: String
+    ): TestRunDiff!
   }
 `;
 

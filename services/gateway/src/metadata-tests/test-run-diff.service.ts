@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { notFound } from "@mdp/core";
-import { findRunDiff, type Database, type RunDiffChange, type RunDiffFlap, type RunDiffRow } from "@mdp/db";
+import { type Database, replicaReads, type RunDiffChange, type RunDiffFlap, type RunDiffRow } from "@mdp/db";
 import type { Actor } from "../auth/actor";
 import { parseArgs, textField, urnField } from "../http/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
@@ -53,7 +53,7 @@ export class TestRunDiffService {
   async diff(actor: Actor, args: unknown): Promise<TestRunDiffView> {
     await this.engine.require(actor, "VIEW_TESTS", "view metadata test results");
     const { testUrn, runId } = parseArgs(testRunDiffArgs, args);
-    const row = await findRunDiff(this.db.pool, testUrn, runId);
+    const row = await replicaReads.findRunDiff(this.db.stale, testUrn, runId);
     if (!row) {
       throw notFound(
         runId === null

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { badInput, notFound, type EntityRegistry, type Logger } from "@mdp/core";
-import { findTest, type Database } from "@mdp/db";
+import { findTest, readerPosition, type Database } from "@mdp/db";
 import { DEFAULT_RUN_BATCH_SIZE, MAX_RUN_BATCH_SIZE, runTestRequest, type Producer } from "@mdp/queues";
 import { TaskLifecycle } from "@mdp/tasks";
 import type { Actor } from "../auth/actor";
@@ -56,7 +56,10 @@ export class TestRunService {
     if (push) this.refuseUnstorable(test.onTypes);
     await this.rateLimits?.consume(actor, "testRuns");
 
-    const { request, dedupKey } = runTestRequest(input.urn, push, batchSize);
+    // The caller's own run (joined only by its own identical requests): its pushed actions act with its authority.
+    const { request, dedupKey } = runTestRequest(input.urn, actor, push, batchSize);
+    // The caller's recent write (an ingestion): a run without push reads a replica only once it has replayed it.
+    const readAfter = readerPosition();
     const { taskId } = await this.tasks.create(
       {
         type: "EVALUATE_TESTS",
@@ -75,8 +78,9 @@ export class TestRunService {
             taskId: id,
             actorUrn: actor.urn,
             ...(actor.tokenId !== undefined && { actorTokenId: actor.tokenId }),
+            ...(readAfter !== undefined && { readAfter }),
           }),
-        jobExists: async (id) => Boolean(await this.producer.queue.getJob(id)),
+        jobExists: async (id) => Boolean(await this.producer.getJob(id)),
       },
     );
     return taskId;

@@ -23,8 +23,15 @@ const resultActions = z
         .string()
         .optional()
         .describe(
-          "present when the test's owner lacks the privilege this action needs (e.g. EDIT_ENTITY_TAGS): pushing " +
-            "leaves it out, and wouldChange is false",
+          "present when the test's owner, or the caller pushing a test it does not own, lacks the privilege this " +
+            "action needs (e.g. EDIT_ENTITY_TAGS): pushing leaves it out, and wouldChange is false",
+        ),
+      notApplied: z
+        .literal("INACTIVE")
+        .optional()
+        .describe(
+          "INACTIVE: the test is INACTIVE and the caller is not its owner, whose push alone runs an INACTIVE test's " +
+            "actions: pushing leaves this action out whatever privileges are held, and wouldChange is false",
         ),
     }),
   )
@@ -80,6 +87,7 @@ export function addTestRoutes(router: Router, deps: TestRoutesDeps): void {
       requires: viewTests,
       privilegeNote: pushNote,
       request: evaluateRequest,
+      readOnly: (input) => !input.push,
       response: entityResult,
       handler: (input, actor) => deps.evaluation.evaluate(actor, input),
     }),
@@ -89,6 +97,7 @@ export function addTestRoutes(router: Router, deps: TestRoutesDeps): void {
       requires: viewTests,
       privilegeNote: pushNote,
       request: batchEvaluateRequest,
+      readOnly: (input) => !input.push,
       response: z.object({ results: z.record(z.string(), entityResult).describe("by entity urn, in the order asked") }),
       handler: (input, actor) => deps.evaluation.batchEvaluate(actor, input),
     }),

@@ -1,5 +1,5 @@
 import type { MetadataTest } from "@mdp/db";
-import { normalizedDefinitionText, type FailedRule, type ParsedDefinition } from "@mdp/metadata-tests";
+import { normalizedDefinitionText, type ParsedDefinition } from "@mdp/metadata-tests";
 import type { GraphQLContext } from "../graphql/context";
 
 export const testTypeDefs = /* GraphQL */ `
@@ -51,11 +51,17 @@ export const testTypeDefs = /* GraphQL */ `
     category: String!
     description: String
     definition: TestDefinitionInput!
-    "Unchanged when absent."
+    """
+    Unchanged when absent. ACTIVE on an INACTIVE or suspended test starts its work again: the caller becomes its owner
+    (it must hold MANAGE_TESTS and what its actions write).
+    """
     state: TestState
     "Unchanged when absent; null removes the schedule."
     schedule: TestScheduleInput
-    "Unchanged when absent. See CreateTestInput.evaluateOnChange."
+    """
+    Unchanged when absent. See CreateTestInput.evaluateOnChange. Turning it on makes the caller the owner, as
+    setting the test ACTIVE does.
+    """
     evaluateOnChange: Boolean
   }
 
@@ -77,6 +83,13 @@ export const testTypeDefs = /* GraphQL */ `
     suspendedAt: Long
     "Why it was suspended."
     suspendedReason: String
+    """
+    Slots of its cron that could not run: Redis lost its job scheduler (a restart without persistence, a failover)
+    across them. The latest slot that passed meanwhile ran once, late; only the ones before it count here.
+    """
+    missedRuns: Int!
+    "When the latest such gap ended (epoch ms): the slot that then ran late."
+    lastMissedAt: Long
   }
 
   type Test {
@@ -92,8 +105,9 @@ export const testTypeDefs = /* GraphQL */ `
     schedule: TestSchedule
     createdBy: String!
     """
-    Whom its deferred work acts for (schedule firings, actions): whoever last set its definition or schedule (or
-    resumed it). Each firing uses the owner's privileges as they are then.
+    Whom its deferred work acts for (schedule firings, evaluation on change, actions): whoever last set its definition
+    or schedule, set it ACTIVE, turned evaluateOnChange on, or resumed it. Each firing uses the owner's privileges as
+    they are then.
     """
     ownerUrn: String!
     """
@@ -103,7 +117,8 @@ export const testTypeDefs = /* GraphQL */ `
     evaluateOnChange: Boolean!
     """
     When its deferred work (schedule firings, evaluation on change) was suspended (epoch ms): its owner no longer held
-    what it needs, or revokeActorAccess. resumeTestSchedule, or an update that sets its definition, clears it.
+    what it needs, or revokeActorAccess. resumeTestSchedule, or an update that takes it over (sets its definition or
+    schedule, or sets it ACTIVE), clears it.
     """
     suspendedAt: Long
     "Why it was suspended."
@@ -198,97 +213,69 @@ export const testTypeDefs = /* GraphQL */ `
     tests: [Test!]!
   }
 
-  "A rule that made a test fail, with what it expected and what the entity has."
-  type FailedRule {
-    "Where the rule sits in the normalized definition, e.g. rules.and[1]."
-    path: String!
-    property: String!
-    operator: String!
-    "True when the rule failed by holding inside a not."
-    negated: Boolean!
-    expected: [String!]
-    """
-    The values found (at most 20), each as text (JSON for anything but a string), one over 200 characters cut and
-    marked; empty for a caller without GET_ENTITY (actualCount still counts them).
-    """
-    actual: [String!]!
-    actualCount: Int!
-    message: String!
-  }
-
-  type TestResult {
-    test: Test
-    type: TestResultType!
-    "Why a failing test failed; empty for passing ones."
-    failedRules: [FailedRule!]!
-  }
-
-  "An entity's stored results (pushed by evaluate with push: true, or by runTest)."
-  type TestResults {
-    passing: [TestResult!]!
-    failing: [TestResult!]!
-  }
-
-  "A change of a test's pushed result for an entity: its first result, or a pass→fail or fail→pass."
-  type TestResultTransition {
-    "The result from then on."
-    type: TestResultType!
-    "The result before; null for the first result recorded."
-    previousType: TestResultType
-    "When the evaluation that showed it ran (epoch ms)."
-    at: Long!
-  }
-
-  type TestResultHistory {
-    start: Int!
-    count: Int!
-    "Transitions recorded for the pair (within the history's retention)."
-    total: Int!
-    "Newest first: the first one's type and at say since when the entity has been passing or failing."
-    transitions: [TestResultTransition!]!
-  }
-
   extend type Query {
-    test(urn: String!): Test
-    listTests(input: ListTestsInput!): ListTestsResult!
-    "The results stored for an entity; null when none were ever pushed."
-    testResults(urn: String!): TestResults
-    """
-    The pass/fail changes of one test's pushed results for an entity, newest first (count at most 100). Kept for
-    TEST_HISTORY_RETENTION_DAYS, each pair's latest always.
-    """
-    testResultHistory(urn: String!, testUrn: String!, start: Int = 0, count: Int = 20): TestResultHistory!
+    "A metadata test, or null when there is none. Needs VIEW_TESTS."
+    test("The test's urn, urn:li:test:<id>." urn: String!): Test
+    "Metadata tests, oldest first; query matches name, category or description, ignoring case. Needs VIEW_TESTS."
+    listTests("The page (start, count) and an optional text to match." input: ListTestsInput!): ListTestsResult!
     "Whether createTest would accept the definition (the same parser and limits); nothing is saved."
-    validateTest(input: TestDefinitionInput!): TestValidationResult
+    validateTest("The definition, as JSON text." input: TestDefinitionInput!): TestValidationResult
   }
 
   extend type Mutation {
     "Returns the new test's urn."
-    createTest(input: CreateTestInput!): String!
-    updateTest(urn: String!, input: UpdateTestInput!): String!
-    deleteTest(urn: String!): Boolean!
+    createTest(
+      "The test: name, category, definition, and optionally id, description, state, schedule."
+      input: CreateTestInput!
+    ): String!
+    """
+    Saves an edited test and returns its urn (previewTestImpact shows what an edit would change first). Setting what it
+    does (definition, schedule, ACTIVE, evaluateOnChange on) makes the caller its owner. Needs MANAGE_TESTS.
+    """
+    updateTest(
+      "The test's urn."
+      urn: String!
+      "Its name, category, description and definition; state, schedule and evaluateOnChange unchanged when absent."
+      input: UpdateTestInput!
+    ): String!
+    "Deletes a test with its schedule; its results stop being shown. Needs MANAGE_TESTS."
+    deleteTest("The test's urn." urn: String!): Boolean!
     """
     Evaluates the test against every entity its on clause selects, as a background task; with push (the default)
     the results are stored as each entity's testResults. Returns the task id: follow it with getTaskStatus.
     """
-    runTest(urn: String!, push: Boolean = true, batchSize: Int = 1000): String!
+    runTest(
+      "The test's urn."
+      urn: String!
+      "Whether to store the results as the entities' testResults."
+      push: Boolean = true
+      "Entities evaluated per batch."
+      batchSize: Int = 1000
+    ): String!
     """
     Resumes a suspended schedule; the caller becomes the test's owner, so it must hold what the runs need
     (MANAGE_TESTS and the privileges the test's actions write) and have room under MAX_SCHEDULES_PER_USER. Returns
     the test's urn; CONFLICT when the schedule is not suspended.
     """
-    resumeTestSchedule(urn: String!): String!
+    resumeTestSchedule("The test's urn." urn: String!): String!
     """
     Tries a definition that is not saved against one entity, in the evaluation worker as evaluate runs (its time and
     memory limits): PASS, FAIL, or NONE when its on clause does not select the entity. mode (default DEFAULT) says
     whether its actions are applied to the entity.
     """
-    runTestDefinition(urn: String!, test: TestDefinitionInput!, mode: TestEvaluationMode): RunTestDefinitionResult!
+    runTestDefinition(
+      "The entity to evaluate it against."
+      urn: String!
+      "The definition to try, as JSON text."
+      test: TestDefinitionInput!
+      "Whether its actions are applied to the entity (default DEFAULT)."
+      mode: TestEvaluationMode
+    ): RunTestDefinitionResult!
     """
     Evaluates every ACTIVE test whose on clause selects the entity and pushes the results (evaluate with push: true);
     true when none fails.
     """
-    runTests(urn: String!): Boolean
+    runTests("The entity's urn." urn: String!): Boolean
   }
 `;
 
@@ -319,20 +306,15 @@ export const testResolvers = {
   TestSchedule: {
     nextRunAt: (schedule: { urn: string }, _: unknown, ctx: GraphQLContext) =>
       ctx.services.tests.nextRunAt(schedule.urn),
-  },
-  TestResult: {
-    failedRules: (result: { failedRules?: FailedRule[] }) => result.failedRules ?? [],
-  },
-  FailedRule: {
-    actual: (rule: FailedRule) =>
-      rule.actual.map((value) => (typeof value === "string" ? value : JSON.stringify(value))),
+    missedRuns: async (schedule: { urn: string }, _: unknown, ctx: GraphQLContext) =>
+      (await ctx.services.tests.scheduleSlot(schedule.urn))?.missedRuns ?? 0,
+    lastMissedAt: async (schedule: { urn: string }, _: unknown, ctx: GraphQLContext) =>
+      (await ctx.services.tests.scheduleSlot(schedule.urn))?.lastMissedAt?.getTime() ?? null,
   },
   // Each operation's service checks its privilege, then parses these arguments with the operation's contract.
   Query: {
     test: (_: unknown, args: unknown, ctx: GraphQLContext) => ctx.services.tests.get(ctx.actor, args),
     listTests: (_: unknown, args: unknown, ctx: GraphQLContext) => ctx.services.tests.list(ctx.actor, args),
-    testResults: (_: unknown, args: unknown, ctx: GraphQLContext) => ctx.services.tests.results(ctx.actor, args),
-    testResultHistory: (_: unknown, args: unknown, ctx: GraphQLContext) => ctx.services.tests.history(ctx.actor, args),
     validateTest: (_: unknown, args: unknown, ctx: GraphQLContext) => ctx.services.tests.validate(ctx.actor, args),
   },
   Mutation: {

@@ -2,11 +2,11 @@ import type { Router } from "express";
 import { z } from "zod";
 import { badInput, notFound, parseUrnField, type EntityRegistry } from "@mdp/core";
 import { MAX_VALUES_PER_READ, type AspectRepository, type Database, type TimeseriesStore } from "@mdp/db";
-import { action, addActions, addGetRoute } from "../http/action-router";
+import { action, addActions, addGetRoute, addPostRoute } from "../http/action-router";
 import { standingTestResults } from "../metadata-tests/standing-results";
 import type { PolicyEngine } from "../policies/policy-engine";
-import type { IngestionService } from "./ingestion.service";
-import { proposalSchema } from "./proposal";
+import { MAX_BATCH, type IngestionService } from "./ingestion.service";
+import { asyncFlag, proposalHeadersSchema, proposalSchema, systemMetadataSchema, type Proposal } from "./proposal";
 
 export interface MetadataDeps {
   db: Database;
@@ -31,8 +31,38 @@ const valuesRequest = z.strictObject({
     .default(100),
 });
 
-const ingestProposalRequest = z.strictObject({ proposal: proposalSchema });
-const ingestProposalBatchRequest = z.strictObject({ proposals: z.array(proposalSchema).min(1) });
+const ingestProposalRequest = z.strictObject({ proposal: proposalSchema, async: asyncFlag });
+const ingestProposalBatchRequest = z.strictObject({ proposals: z.array(proposalSchema).min(1), async: asyncFlag });
+
+/** DataHub's OpenAPI v3 flags as query text; its emitter sends `async` only. */
+const flag = z.enum(["true", "false"]);
+/** One aspect of an entity in DataHub's OpenAPI v3 body: `{value, systemMetadata, headers}`. */
+const openApiAspect = z.strictObject({
+  value: z.record(z.string(), z.unknown()).describe("the aspect, as JSON (not JSON text)"),
+  systemMetadata: systemMetadataSchema.nullish().describe("kept with the version or row written, as in ingestProposal"),
+  headers: proposalHeadersSchema.nullish(),
+});
+/** One entity of the body: its urn, and each aspect written under its name. */
+const openApiEntity = z
+  .object({ urn: z.string().min(1) })
+  .catchall(openApiAspect)
+  .refine((item) => Object.keys(item).length > 1, { error: "names no aspect: give at least one, by its name" });
+const openApiEntityRequest = z.object({
+  params: z.object({ entityName: z.string().min(1).max(100) }),
+  query: z.strictObject({
+    async: flag.optional().describe("accepted; writes are always committed before the answer"),
+    systemMetadata: flag.optional().describe("true: the answer repeats each aspect's systemMetadata"),
+    createIfEntityNotExists: z.literal("false", { error: "true is not supported: writes here are upserts" }).optional(),
+    createIfNotExists: z.literal("false", { error: "true is not supported: writes here are upserts" }).optional(),
+  }),
+  body: z
+    .array(openApiEntity)
+    .min(1)
+    .max(MAX_BATCH, { error: `must hold at most ${MAX_BATCH} entities` }),
+});
+const openApiEntityAnswer = z
+  .array(z.record(z.string(), z.unknown()))
+  .describe("each entity of the request, in order: its urn and each aspect written, `{value, systemMetadata}`");
 const entityRequest = z.strictObject({ urn: z.string().min(1) });
 const aspectValue = z.object({
   contentType: z.string().describe("application/json"),
@@ -42,7 +72,18 @@ const valuesAnswer = z.object({
   entityName: z.string(),
   aspectName: z.string(),
   limit: z.number().int(),
-  values: z.array(z.object({ timestampMillis: z.number().int(), aspect: aspectValue })).describe("newest first"),
+  values: z
+    .array(
+      z.object({
+        timestampMillis: z.number().int(),
+        aspect: aspectValue,
+        systemMetadata: z
+          .record(z.string(), z.unknown())
+          .optional()
+          .describe("the systemMetadata the row was ingested with (DataHub's); absent when none was sent"),
+      }),
+    )
+    .describe("newest first"),
 });
 /** DataHub's AuditStamp (com.linkedin.common.AuditStamp): when, and who is credited with the change. */
 const auditStamp = z.object({
@@ -56,6 +97,10 @@ const aspectStamp = z.object({
     .string()
     .optional()
     .describe("the id of the access token it was written through; absent when none was used (the system client)"),
+  systemMetadata: z
+    .record(z.string(), z.unknown())
+    .optional()
+    .describe("the systemMetadata this version was ingested with (DataHub's EnvelopedAspect); absent when none was"),
 });
 const entityAnswer = z.object({
   urn: z.string(),
@@ -126,6 +171,9 @@ export function addMetadataRoutes(router: Router, deps: MetadataDeps): void {
           values: values.map((v) => ({
             timestampMillis: v.timestampMillis,
             aspect: { contentType: "application/json", value: v.valueJson },
+            ...(v.systemMetadataJson !== undefined && {
+              systemMetadata: JSON.parse(v.systemMetadataJson) as Record<string, unknown>,
+            }),
           })),
         };
       },
@@ -154,10 +202,69 @@ export function addMetadataRoutes(router: Router, deps: MetadataDeps): void {
             version: stamp.version,
             created: { time: stamp.createdAt, actor: stamp.createdBy },
             ...(stamp.createdVia !== null && { createdVia: stamp.createdVia }),
+            ...(stamp.systemMetadata != null && { systemMetadata: stamp.systemMetadata as Record<string, unknown> }),
           },
         ]),
       );
       return { urn, entityType: entity.entityType, aspects: entity.aspects, stamps };
     },
   });
+  addPostRoute(router, "/openapi/v3/entity/:entityName", deps.engine, {
+    summary: "Write aspects of entities of one type (DataHub's OpenAPI v3)",
+    description:
+      "What DataHub's Python SDK sends with `openapi_ingestion` (POST /openapi/v3/entity/<entityName>): a list of " +
+      "`{urn, <aspectName>: {value, systemMetadata, headers}}`, written as ingestProposalBatch writes (every aspect " +
+      "an UPSERT, all in one transaction, `systemMetadata` kept). Answers the entities as written, in order.",
+    requires: ingest,
+    privilegeNote: ingestNote,
+    request: openApiEntityRequest,
+    response: openApiEntityAnswer,
+    handler: async ({ params, query, body }, actor) => {
+      const entityType = registeredEntityType(deps.registry, params.entityName);
+      const proposals: Array<{ proposal: Proposal; at: string }> = [];
+      for (const [i, { urn, ...aspects }] of body.entries()) {
+        for (const [aspectName, aspect] of Object.entries(aspects)) {
+          proposals.push({
+            at: `body[${i}].${aspectName}`,
+            proposal: {
+              entityType,
+              entityUrn: urn,
+              aspectName,
+              changeType: "UPSERT",
+              aspect: { contentType: "application/json", value: JSON.stringify(aspect.value) },
+              systemMetadata: aspect.systemMetadata,
+              headers: aspect.headers,
+            },
+          });
+        }
+      }
+      await deps.ingestion.ingest(actor, proposals);
+      return body.map(({ urn, ...aspects }) => ({
+        urn,
+        ...Object.fromEntries(
+          Object.entries(aspects).map(([name, aspect]) => [
+            name,
+            {
+              value: aspect.value,
+              ...(query.systemMetadata === "true" &&
+                aspect.systemMetadata && { systemMetadata: aspect.systemMetadata }),
+            },
+          ]),
+        ),
+      }));
+    },
+  });
+}
+
+/**
+ * The registry's entity type a path names: DataHub's paths spell them in lower case (`datajob`) as well as its way
+ * (`dataJob`). Another casing means a type only when exactly one registered type is spelled so.
+ */
+function registeredEntityType(registry: EntityRegistry, name: string): string {
+  const types = registry.entityTypes();
+  if (types.includes(name)) return name;
+  const alike = types.filter((t) => t.toLowerCase() === name.toLowerCase());
+  if (alike.length === 1) return alike[0]!;
+  registry.aspectsOf(name, "params.entityName"); // throws the 400 naming the valid types
+  return name;
 }

@@ -11,22 +11,87 @@ import {
 } from "@mdp/core";
 import type { TimeseriesRow, VersionedAspectWrite } from "@mdp/db";
 
-/** DataHub's MetadataChangeProposal, as much of it as this service accepts. */
 /** 9999-12-31T23:59:59.999Z */
 const MAX_TIMESTAMP_MILLIS = 253_402_300_799_999;
 /** A JSON escape of NUL or of a UTF-16 surrogate. */
 const ESCAPED_UNSTORABLE = /\\u(?:0000|[dD][89a-fA-F])/;
 
+/**
+ * The most a proposal's systemMetadata may weigh as JSON text: it is kept with every version and row it comes with,
+ * and DataHub's emitters send a few hundred bytes (lastObserved, runId, lastRunId, a few properties).
+ */
+export const MAX_SYSTEM_METADATA_BYTES = 8 * 1024;
+/** Entries of a proposal's headers map, and the length of each name and value. */
+export const MAX_PROPOSAL_HEADERS = 32;
+export const MAX_PROPOSAL_HEADER_LENGTH = 1024;
+/**
+ * DataHub's conditional writes (a proposal header naming the version or time the writer expects): this service
+ * writes unconditionally, so a proposal carrying one is refused rather than written as if it had been honoured.
+ */
+const CONDITIONAL_WRITE_HEADERS = ["If-Version-Match", "If-Modified-Since", "If-Unmodified-Since"];
+
+/** DataHub's SystemMetadata (mxe/SystemMetadata.pdl): lastObserved, runId, lastRunId, properties, ...; kept as sent. */
+export const systemMetadataSchema = z
+  .record(z.string(), z.unknown())
+  .refine((value) => Buffer.byteLength(JSON.stringify(value), "utf8") <= MAX_SYSTEM_METADATA_BYTES, {
+    error: `must be at most ${MAX_SYSTEM_METADATA_BYTES} bytes as JSON (MAX_SYSTEM_METADATA_BYTES)`,
+  });
+
+/** DataHub's MetadataChangeProposal headers (map<string, string>): bounded, and no conditional write among them. */
+export const proposalHeadersSchema = z
+  .record(
+    z.string().max(MAX_PROPOSAL_HEADER_LENGTH, {
+      error: `a header name must be at most ${MAX_PROPOSAL_HEADER_LENGTH} characters`,
+    }),
+    z.string().max(MAX_PROPOSAL_HEADER_LENGTH, {
+      error: `a header value must be at most ${MAX_PROPOSAL_HEADER_LENGTH} characters`,
+    }),
+  )
+  .refine((headers) => Object.keys(headers).length <= MAX_PROPOSAL_HEADERS, {
+    error: `must hold at most ${MAX_PROPOSAL_HEADERS} headers`,
+  })
+  .superRefine((headers, ctx) => {
+    for (const name of Object.keys(headers)) {
+      const conditional = CONDITIONAL_WRITE_HEADERS.find((h) => h.toLowerCase() === name.toLowerCase());
+      if (conditional) {
+        ctx.addIssue({
+          code: "custom",
+          path: [name],
+          message: `${conditional} is not supported: writes here are unconditional, so a conditional one is refused`,
+        });
+      }
+    }
+  });
+
+/**
+ * DataHub's MetadataChangeProposal (mxe/MetadataChangeProposal.pdl) as its emitters send it: every field of DataHub's
+ * schema is accepted, and a field outside it is refused. What each means here: `systemMetadata` is kept with the
+ * version or row written (GET /gms/entities `stamps`, getTimeseriesAspectValues); `auditHeader` (Kafka's envelope) and
+ * `entityKeyAspect` (the key as an aspect, redundant beside `entityUrn`, which is required here) are accepted and not
+ * kept; `headers` are accepted (X-DataHub-Sync-Index-Update asks for what every write here is: committed before the
+ * answer), but for DataHub's conditional writes, which are refused.
+ */
 export const proposalSchema = z.strictObject({
+  auditHeader: z.record(z.string(), z.unknown()).nullish(),
   entityType: z.string().min(1),
   entityUrn: z.string().min(1),
-  aspectName: z.string().min(1),
-  changeType: z.string().min(1),
-  aspect: z.strictObject({ contentType: z.string(), value: z.string() }),
-  // Accepted for compatibility with DataHub's clients; not stored.
-  systemMetadata: z.record(z.string(), z.unknown()).optional(),
   entityKeyAspect: z.unknown().optional(),
+  changeType: z.string().min(1),
+  aspectName: z.string().min(1),
+  aspect: z.strictObject({ contentType: z.string(), value: z.string() }),
+  systemMetadata: systemMetadataSchema.nullish(),
+  headers: proposalHeadersSchema.nullish(),
 });
+
+/**
+ * The `async` parameter of DataHub's ingestProposal and ingestProposalBatch (Rest.li `@ActionParam("async")`, which
+ * its emitters send as the text "true" or "false"). Either way the write is committed before the answer: there is no
+ * queue between the request and the database here, so an asynchronous write would be no faster.
+ */
+export const asyncFlag = z
+  .union([z.enum(["true", "false"]), z.boolean()])
+  .optional()
+  .describe('DataHub\'s async flag ("true"/"false"): accepted; writes are always committed before the answer');
 
 export type Proposal = z.output<typeof proposalSchema>;
 
@@ -70,10 +135,19 @@ export function validateProposal(p: Proposal, at: string, registry: EntityRegist
   if (p.aspect.value.length > 2 * MAX_NESTING || ESCAPED_UNSTORABLE.test(p.aspect.value)) {
     refuseUnstorable(value, `${at}.aspect.value`);
   }
+  // Kept as sent, beside the value (DataHub keeps it with each version): validated by the schema, bounded in size.
+  const systemMetadataJson = p.systemMetadata != null ? JSON.stringify(p.systemMetadata) : undefined;
+  const kept = systemMetadataJson !== undefined ? { systemMetadataJson } : {};
   if (kind === "versioned") {
     return {
       kind,
-      write: { urn: p.entityUrn, entityType: p.entityType, aspectName: p.aspectName, valueJson: p.aspect.value },
+      write: {
+        urn: p.entityUrn,
+        entityType: p.entityType,
+        aspectName: p.aspectName,
+        valueJson: p.aspect.value,
+        ...kept,
+      },
     };
   }
   const timestampMillis = (value as { timestampMillis?: unknown }).timestampMillis;
@@ -93,7 +167,7 @@ export function validateProposal(p: Proposal, at: string, registry: EntityRegist
     kind,
     entityType: p.entityType,
     aspectName: p.aspectName,
-    row: { urn: p.entityUrn, timestampMillis, valueJson: p.aspect.value },
+    row: { urn: p.entityUrn, timestampMillis, valueJson: p.aspect.value, ...kept },
   };
 }
 

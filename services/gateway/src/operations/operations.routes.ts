@@ -1,7 +1,7 @@
 import type { Router } from "express";
 import { z } from "zod";
 import type { EntityRegistry } from "@mdp/core";
-import type { TimeseriesStore } from "@mdp/db";
+import { replicaReads, type StaleReads, type TimeseriesStore } from "@mdp/db";
 import type { TaskState } from "@mdp/tasks";
 import { action, addActions, addGetRoute, Enveloped } from "../http/action-router";
 import type { PolicyEngine } from "../policies/policy-engine";
@@ -13,6 +13,8 @@ import { rowsPerSecond, truncateRequest, type TruncationService } from "./trunca
 export interface OperationsDeps {
   registry: EntityRegistry;
   timeseries: TimeseriesStore;
+  /** where getIndexSizes reads (Database.stale) */
+  reads: StaleReads;
   engine: PolicyEngine;
   truncation: TruncationService;
   tasks: TaskService;
@@ -157,17 +159,19 @@ export function addOperationsRoutes(router: Router, deps: OperationsDeps): void 
         tasks: z.array(taskStatusAnswer).describe("newest first"),
       }),
       handler: (input, actor) => deps.tasks.list(actor, input),
+      readOnly: true,
     }),
     getIndexSizes: action({
       summary: "Rows, size and time range of every time-series aspect that holds data",
       requires: { privilege: "GET_TIMESERIES_INDEX_SIZES", to: "get time-series index sizes" },
       request: z.strictObject({}),
       response: indexSizesAnswer,
+      readOnly: true,
       handler: async () => {
         const registered = new Map(
           deps.registry.timeseriesIndexes().map((i) => [`${i.entityType}\u0000${i.aspectName}`, i]),
         );
-        const sizes = await deps.timeseries.sizes();
+        const sizes = await replicaReads.timeseriesSizes(deps.reads, deps.timeseries);
         return {
           indexSizes: sizes.flatMap((s) => {
             const index = registered.get(`${s.entityType}\u0000${s.aspectName}`);

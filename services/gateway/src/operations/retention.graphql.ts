@@ -35,6 +35,13 @@ export const retentionTypeDefs = /* GraphQL */ `
     suspendedAt: Long
     "Why it was suspended."
     suspendedReason: String
+    """
+    Slots of its cron that could not run: Redis lost its job scheduler (a restart without persistence, a failover)
+    across them. The latest slot that passed meanwhile ran once, late; only the ones before it count here.
+    """
+    missedRuns: Int!
+    "When the latest such gap ended (epoch ms): the slot that then ran late."
+    lastMissedAt: Long
     createdAt: Long!
     updatedAt: Long!
   }
@@ -72,26 +79,45 @@ export const retentionTypeDefs = /* GraphQL */ `
 
   extend type Query {
     "A retention policy; null when there is none."
-    retentionPolicy(urn: String!): RetentionPolicy
-    listRetentionPolicies(input: ListRetentionPoliciesInput!): ListRetentionPoliciesResult!
+    retentionPolicy("The policy's urn, urn:li:retentionPolicy:<id>." urn: String!): RetentionPolicy
+    "Retention policies, newest first, each with its next run and last task. Needs MANAGE_SYSTEM_OPERATIONS."
+    listRetentionPolicies("The page (start, count)." input: ListRetentionPoliciesInput!): ListRetentionPoliciesResult!
   }
 
   extend type Mutation {
-    createRetentionPolicy(input: CreateRetentionPolicyInput!): RetentionPolicy!
-    updateRetentionPolicy(urn: String!, input: UpdateRetentionPolicyInput!): RetentionPolicy!
+    """
+    Keeps a time-series aspect to its last retainDays days: each firing of cron (UTC) truncates the older rows, as the
+    caller (its owner). Needs MANAGE_SYSTEM_OPERATIONS.
+    """
+    createRetentionPolicy(
+      "The aspect (entityType, aspect), retainDays and cron."
+      input: CreateRetentionPolicyInput!
+    ): RetentionPolicy!
+    "Changes a retention policy (its schedule follows); the caller becomes its owner. Needs MANAGE_SYSTEM_OPERATIONS."
+    updateRetentionPolicy(
+      "The policy's urn."
+      urn: String!
+      "The fields to change; at least one."
+      input: UpdateRetentionPolicyInput!
+    ): RetentionPolicy!
     "Removes the policy and its schedule; a task of it that is running finishes."
-    deleteRetentionPolicy(urn: String!): Boolean!
+    deleteRetentionPolicy("The policy's urn." urn: String!): Boolean!
     """
     With dryRun (the default) the report truncateTimeseriesAspect's dry run gives for the policy's cutoff now;
     otherwise starts the policy's truncation task and returns its id (joining the policy's task still waiting or
     running, if any).
     """
-    runRetentionPolicy(urn: String!, dryRun: Boolean = true): String!
+    runRetentionPolicy(
+      "The policy's urn."
+      urn: String!
+      "false to start the truncation task; true (the default) for the dry-run report only."
+      dryRun: Boolean = true
+    ): String!
     """
     Resumes a suspended policy; the caller becomes its owner (room under MAX_SCHEDULES_PER_USER needed). CONFLICT
     when it is not suspended.
     """
-    resumeRetentionPolicy(urn: String!): RetentionPolicy!
+    resumeRetentionPolicy("The policy's urn." urn: String!): RetentionPolicy!
   }
 `;
 

@@ -14,20 +14,21 @@ import {
 } from "@mdp/core";
 import {
   countRetentionPolicies,
+  type Database,
   deleteRetentionPolicy,
   findRetentionPolicy,
   inPrismaTransaction,
   insertRetentionPolicy,
+  listScheduleSlots,
   lockRetentionPolicy,
   lockRetentionPolicyCount,
   lockScheduleOwner,
-  requireScheduleRoom,
-  retentionPolicyPage,
-  updateRetentionPolicy,
-  retentionRunRequest,
-  type Database,
   type Prisma,
+  replicaReads,
+  requireScheduleRoom,
   type RetentionPolicy,
+  retentionRunRequest,
+  updateRetentionPolicy,
 } from "@mdp/db";
 import {
   cronPatternProblem,
@@ -114,12 +115,15 @@ export interface RetentionPolicyView {
   /** while suspended (its owner lost MANAGE_SYSTEM_OPERATIONS, or revokeActorAccess): when, and why */
   suspendedAt: number | null;
   suspendedReason: string | null;
+  /** slots its schedule could not run (Redis lost its job scheduler across them; the latest ran late) */
+  missedRuns: number;
+  lastMissedAt: number | null;
   createdAt: number;
   updatedAt: number;
 }
 
 /**
- * Retention policies (issue 22; docs/api.md "Retention policies"): MANAGE_SYSTEM_OPERATIONS for every operation.
+ * Retention policies (docs/api.md "Retention policies"): MANAGE_SYSTEM_OPERATIONS for every operation.
  * The row is the source of truth and is written (with its audit row) first; then the schedule sync (@mdp/schedules,
  * the one writer of job schedulers, run by the workers) is asked to make its BullMQ job scheduler follow. When Redis
  * refuses the request the answer still succeeds and the policy shows no nextRunTime: the sync makes every schedule
@@ -264,7 +268,7 @@ export class RetentionService {
   async list(actor: Actor, args: unknown) {
     await this.engine.require(actor, PRIVILEGE, "list retention policies");
     const { start, count } = parseArgs(listRetentionPoliciesArgs, args).input;
-    const { total, rows } = await retentionPolicyPage(this.db.prisma, start, count);
+    const { total, rows } = await replicaReads.retentionPolicyPage(this.db.stale, start, count);
     const retentionPolicies = await this.views(rows);
     return { start, count: rows.length, total, retentionPolicies };
   }
@@ -355,8 +359,18 @@ export class RetentionService {
     const lastTasks = await Promise.all(
       rows.map((r) => (r.lastTaskId ? this.tasks.read(r.lastTaskId) : Promise.resolve(null))),
     );
+    const slots = new Map(
+      (
+        await listScheduleSlots(
+          this.db.prisma,
+          "retentionPolicy",
+          rows.map((r) => r.id),
+        )
+      ).map((s) => [s.scheduleId, s]),
+    );
     return rows.map((row, i) => {
       const task = lastTasks[i];
+      const slot = slots.get(row.id);
       return {
         urn: this.urnOf(row.id),
         entityType: row.entityType,
@@ -370,6 +384,8 @@ export class RetentionService {
         ownerUrn: row.ownerUrn,
         suspendedAt: row.suspendedAt?.getTime() ?? null,
         suspendedReason: row.suspendedReason,
+        missedRuns: slot?.missedRuns ?? 0,
+        lastMissedAt: slot?.lastMissedAt?.getTime() ?? null,
         createdAt: row.createdAt.getTime(),
         updatedAt: row.updatedAt.getTime(),
       };

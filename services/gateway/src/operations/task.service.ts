@@ -9,10 +9,10 @@ import {
   requireIdLength,
   type Logger,
 } from "@mdp/core";
-import type { Database, Prisma } from "@mdp/db";
+import { type Database, type Prisma, replicaReads } from "@mdp/db";
 import { RESULT_LIMITS, storedResultsWithoutValues } from "@mdp/metadata-tests";
 import type { Producer } from "@mdp/queues";
-import { listTasks, presentState, TaskLifecycle, type TaskRow, type TaskState, type TaskType } from "@mdp/tasks";
+import { presentState, TaskLifecycle, type TaskRow, type TaskState, type TaskType } from "@mdp/tasks";
 import { recordAudit } from "../audit/audit.service";
 import type { Actor } from "../auth/actor";
 import { parseBody } from "../http/validate";
@@ -147,7 +147,7 @@ export class TaskService {
     const { start, count, ...filter } = parseBody(listTasksRequest, body ?? {});
     // A mistyped user would otherwise list nothing, which reads as "they started no task".
     if (filter.createdBy !== undefined) parseUrnField("createdBy", filter.createdBy, "corpuser");
-    const page = await listTasks(this.db.pool, filter, { start, count });
+    const page = await replicaReads.listTasks(this.db.stale, filter, { start, count });
     return { ...page, tasks: withinAnswerLimit(await this.readable(actor, page.tasks.map(statusOf))) };
   }
 
@@ -164,8 +164,8 @@ export class TaskService {
   }
 
   /**
-   * A waiting task is taken off the queue and cancelled at once; an active one is asked to stop, which its worker
-   * does between two batches (the answer then still says active, with cancelRequested).
+   * A waiting task is cancelled at once (its job kept for the dashboard, a worker ends it); an active one is asked to
+   * stop, which its worker does between two batches (the answer then still says active, with cancelRequested).
    */
   async cancel(actor: Actor, taskId: string): Promise<TaskStatus> {
     const task = await this.cancellable(actor, taskId, "cancel");
@@ -177,7 +177,7 @@ export class TaskService {
     if (task.state === "active" && task.cancelRequested && !task.leaseLapsed) return statusOf(task);
     const after = await this.tasks.requestCancel(
       taskId,
-      () => this.removeWaitingJob(taskId),
+      () => this.releaseCancelledJob(taskId),
       // The request and its audit row commit together; a task that finished meanwhile gets neither.
       (tx, row) =>
         recordAudit(tx, actor, "task.cancel", taskUrn(this.urnNamespace, taskId), { type: row.type, state: row.state }),
@@ -236,7 +236,7 @@ export class TaskService {
   async settleCancelled(rows: readonly TaskRow[]): Promise<void> {
     for (const row of rows) {
       await this.tasks
-        .settleCancel(row, () => this.removeWaitingJob(row.id))
+        .settleCancel(row, () => this.releaseCancelledJob(row.id))
         .catch((error: unknown) => {
           this.logger.warn({ taskId: row.id, err: (error as Error).message }, "could not end a cancelled task now");
         });
@@ -266,22 +266,19 @@ export class TaskService {
     return task;
   }
 
-  private async removeWaitingJob(taskId: string): Promise<boolean> {
+  /**
+   * A cancelled task's job, kept for the queue dashboard: a worker's claim finds the task cancelled and ends the job
+   * completed, its value `{cancelled: true, reason}` (docs/queue-dashboard.md). One delayed (a retry's backoff, an
+   * attempt handed back) is promoted so that a worker ends it now rather than when its delay runs out.
+   */
+  private async releaseCancelledJob(taskId: string): Promise<boolean> {
     for (const producer of this.producers) {
-      const job = await producer.queue.getJob(taskId);
+      const job = await producer.getJob(taskId);
       if (!job) continue;
-      try {
-        await job.remove(); // refuses a job a worker holds the lock of
-        return true;
-      } catch (error) {
-        this.logger.info(
-          { taskId, err: (error as Error).message },
-          "job already taken by a worker; it will stop itself",
-        );
-        return false;
-      }
+      if (await job.isDelayed()) await job.promote();
+      return true;
     }
-    return true; // no job: nothing will run it
+    return false; // no job: nothing to show
   }
 
   private async find(taskId: string): Promise<TaskRow> {

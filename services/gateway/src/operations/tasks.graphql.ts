@@ -62,7 +62,10 @@ export const taskTypeDefs = /* GraphQL */ `
 
   extend type Query {
     "Tasks newest first, filtered (GET_TASK_STATUS); the same as POST /gms/operations?action=listTasks."
-    listTasks(input: ListTasksInput!): ListTasksResult!
+    listTasks(
+      "Filters (type, state, createdBy, createdAfter, createdBefore) and the page."
+      input: ListTasksInput!
+    ): ListTasksResult!
   }
 `;
 

@@ -171,7 +171,7 @@ export class TruncationService {
       },
       {
         enqueue: (id) => this.producer.enqueue(id, { taskId: id, ...operation }),
-        jobExists: async (id) => Boolean(await this.producer.queue.getJob(id)),
+        jobExists: async (id) => Boolean(await this.producer.getJob(id)),
       },
     );
     return taskId;

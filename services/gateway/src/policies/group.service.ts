@@ -3,13 +3,14 @@ import { conflict, notFound, type Config } from "@mdp/core";
 import {
   addGroupMembers,
   groupExists,
-  groupPage,
   inPrismaTransaction,
   insertGroup,
   isUniqueViolation,
-  removeGroupMembers,
   type Prisma,
   type PrismaClient,
+  removeGroupMembers,
+  replicaReads,
+  type StaleReads,
 } from "@mdp/db";
 import type { Actor } from "../auth/actor";
 import { recordAudit } from "../audit/audit.service";
@@ -56,6 +57,8 @@ export class GroupService {
     private readonly engine: PolicyEngine,
     private readonly bus: InvalidationBus,
     private readonly config: Pick<Config, "URN_NAMESPACE">,
+    /** where the listing reads (Database.stale) */
+    private readonly reads: StaleReads,
   ) {
     this.createArgs = createGroupArgs(config.URN_NAMESPACE);
   }
@@ -103,7 +106,7 @@ export class GroupService {
     await this.engine.require(actor, "MANAGE_POLICIES", "list groups");
     const { start, count, ...input } = parseArgs(listGroupsArgs, args).input;
     const query = input.query?.trim();
-    const { total, rows: groups } = await groupPage(this.prisma, query || undefined, start, count);
+    const { total, rows: groups } = await replicaReads.groupPage(this.reads, query || undefined, start, count);
     return { start, count: groups.length, total, groups };
   }
 

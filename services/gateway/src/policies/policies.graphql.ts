@@ -126,21 +126,41 @@ export const policyTypeDefs = /* GraphQL */ `
   }
 
   extend type Query {
-    policy(urn: String!): Policy
-    listPolicies(input: ListPoliciesInput!): ListPoliciesResult!
-    listGroups(input: ListGroupsInput!): ListGroupsResult!
-    listAuditEvents(input: ListAuditEventsInput!): ListAuditEventsResult!
+    "A policy, or null when there is none. Needs MANAGE_POLICIES."
+    policy("The policy's urn, urn:li:dataHubPolicy:<id>." urn: String!): Policy
+    "Policies, the built-in root policy first, then oldest first; query matches name or description. Needs MANAGE_POLICIES."
+    listPolicies(
+      "The page (start, count) and an optional text to match."
+      input: ListPoliciesInput!
+    ): ListPoliciesResult!
+    "Groups by name, each with its members; query matches name or description. Needs MANAGE_POLICIES."
+    listGroups("The page (start, count) and an optional text to match." input: ListGroupsInput!): ListGroupsResult!
+    """
+    Audit rows of privileged writes, newest first, filtered by actor, action, target or time (docs/audit.md). Needs
+    MANAGE_POLICIES.
+    """
+    listAuditEvents("The filters and page." input: ListAuditEventsInput!): ListAuditEventsResult!
   }
 
   extend type Mutation {
     "Returns the new policy's urn."
-    createPolicy(input: PolicyUpdateInput!): String!
-    updatePolicy(urn: String!, input: PolicyUpdateInput!): String!
-    deletePolicy(urn: String!): String!
+    createPolicy("The policy: name, state, privileges and whom it grants them to." input: PolicyUpdateInput!): String!
+    """
+    Replaces a policy's fields; in force on every gateway replica within a second. Returns its urn. The built-in root
+    policy is not editable (FORBIDDEN). Needs MANAGE_POLICIES.
+    """
+    updatePolicy("The policy's urn." urn: String!, "Its new fields, all of them." input: PolicyUpdateInput!): String!
+    """
+    Deletes a policy, withdrawing what it granted on every gateway replica within a second. Returns its urn. The built-in
+    root policy cannot be deleted (FORBIDDEN). Needs MANAGE_POLICIES.
+    """
+    deletePolicy("The policy's urn." urn: String!): String!
     "Returns the new group's urn."
-    createGroup(input: CreateGroupInput!): String!
-    addGroupMembers(input: GroupMembersInput!): Boolean!
-    removeGroupMembers(input: GroupMembersInput!): Boolean!
+    createGroup("The group: id (optional), name, description." input: CreateGroupInput!): String!
+    "Adds users to a group; policies naming the group grant them its privileges. Needs MANAGE_POLICIES."
+    addGroupMembers("The group's urn and the users' urns." input: GroupMembersInput!): Boolean!
+    "Removes users from a group. Needs MANAGE_POLICIES."
+    removeGroupMembers("The group's urn and the users' urns." input: GroupMembersInput!): Boolean!
   }
 `;
 

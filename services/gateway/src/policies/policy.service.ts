@@ -7,11 +7,12 @@ import {
   inPrismaTransaction,
   insertPolicy,
   notFoundWhenMissing,
-  policyPage,
-  updatePolicy,
   type Policy,
   type Prisma,
   type PrismaClient,
+  replicaReads,
+  type StaleReads,
+  updatePolicy,
 } from "@mdp/db";
 import type { Actor } from "../auth/actor";
 import { recordAudit } from "../audit/audit.service";
@@ -69,6 +70,8 @@ export class PolicyService {
     private readonly engine: PolicyEngine,
     private readonly bus: InvalidationBus,
     private readonly config: Pick<Config, "ROOT_USER_URN" | "URN_NAMESPACE">,
+    /** where the listing reads (Database.stale) */
+    private readonly reads: StaleReads,
   ) {}
 
   async create(actor: Actor, args: unknown): Promise<string> {
@@ -122,8 +125,8 @@ export class PolicyService {
     const rootMatches = !query || root.name.toLowerCase().includes(query.toLowerCase());
     // The built-in policy is listed first; stored ones follow, oldest first.
     const offset = rootMatches ? 1 : 0;
-    const { total: stored, rows } = await policyPage(
-      this.prisma,
+    const { total: stored, rows } = await replicaReads.policyPage(
+      this.reads,
       query || undefined,
       Math.max(0, start - offset),
       Math.max(0, count - (rootMatches && start === 0 ? 1 : 0)),

@@ -44,7 +44,10 @@ export const delegatedWorkTypeDefs = /* GraphQL */ `
   input RevokeActorAccessInput {
     "the user whose access ends"
     actorUrn: String!
-    "also suspend the schedules it owns and ask the tasks it created that are waiting or running to stop"
+    """
+    also suspend the schedules it owns and ask the tasks it created that are waiting or running to stop (the work set
+    through the tokens it revokes is suspended either way, as by every revocation)
+    """
     suspendWork: Boolean = true
     "why, up to 256 characters: kept in the audit rows and the suspensions' reason"
     reason: String
@@ -63,18 +66,21 @@ export const delegatedWorkTypeDefs = /* GraphQL */ `
     Your own (your urn, a token acting for you or minted by you) with GENERATE_PERSONAL_ACCESS_TOKENS; anyone else's
     needs MANAGE_ACCESS_TOKENS.
     """
-    delegatedWork(input: DelegatedWorkInput!): [DelegatedWork!]!
+    delegatedWork("ownerUrn, tokenId, or both." input: DelegatedWorkInput!): [DelegatedWork!]!
   }
 
   extend type Mutation {
     """
     Incident response: revokes every live token acting for the user (as revokeAccessTokens, refused on every replica
     within 1 s) and, with suspendWork (the default), suspends the schedules it owns and asks its waiting and running
-    tasks to stop, in one transaction, audited. The user itself may; anyone else needs MANAGE_ACCESS_TOKENS.
-    A suspended schedule runs again once a holder of what it needs resumes it (resumeTestSchedule,
-    resumeRetentionPolicy).
+    tasks to stop, in one transaction, audited. The user itself may; anyone else needs MANAGE_ACCESS_TOKENS. The root
+    user and the system actor: only the root user itself and the system client. A suspended schedule runs again once a
+    holder of what it needs resumes it (resumeTestSchedule, resumeRetentionPolicy).
     """
-    revokeActorAccess(input: RevokeActorAccessInput!): RevokeActorAccessResult!
+    revokeActorAccess(
+      "The user's urn, and whether to suspend its work (suspendWork, default true)."
+      input: RevokeActorAccessInput!
+    ): RevokeActorAccessResult!
   }
 `;
 

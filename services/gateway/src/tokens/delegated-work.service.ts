@@ -20,6 +20,8 @@ import type { TaskService } from "../operations/task.service";
 import { taskUrn } from "../operations/task.service";
 import { idField, parseArgs, said, textField, urnField, wholeNumberField } from "../http/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
+import { stopWorkSetThrough } from "./revoked-token-work";
+import { requireMayEndPlatformAccess } from "./platform-principals";
 import type { TokenStore } from "./token.store";
 import type { TokenVerifier } from "./token.verifier";
 
@@ -83,7 +85,7 @@ const revokeActorAccessArgs = z.object({
 });
 
 /**
- * Incident response (issue 26): what a user, or one of its tokens, set in motion — scheduled tests and retention
+ * Incident response (docs/authorization.md): what a user, or one of its tokens, set in motion — scheduled tests and retention
  * policies it owns (or last set through that token), tasks it created (or created through that token), tokens minted
  * with that token — and revoking a user's access with the work that would go on acting for it. A user may do either
  * for itself with GENERATE_PERSONAL_ACCESS_TOKENS; another user's, or a token that is not its own, needs
@@ -96,7 +98,7 @@ export class DelegatedWorkService {
     private readonly store: TokenStore,
     private readonly verifier: Pick<TokenVerifier, "revokedAllOf" | "revoked">,
     private readonly tasks: TaskService,
-    private readonly config: Pick<Config, "URN_NAMESPACE">,
+    private readonly config: Pick<Config, "URN_NAMESPACE" | "ROOT_USER_URN">,
     private readonly logger: Logger,
   ) {}
 
@@ -121,6 +123,7 @@ export class DelegatedWorkService {
     if (userUrn !== actor.urn) {
       await this.engine.require(actor, "MANAGE_ACCESS_TOKENS", "revoke the access tokens of other users");
     }
+    requireMayEndPlatformAccess(actor, userUrn, this.config.ROOT_USER_URN, "revoke the access of");
     const reason = `revokeActorAccess by ${actor.urn}${given ? `: ${given}` : ""}`.slice(0, MAX_SUSPENDED_REASON);
     return this.endAccessOf(actor, userUrn, { reason, given, suspendWork });
   }
@@ -181,6 +184,18 @@ export class DelegatedWorkService {
             },
           );
         }
+        // As every revocation, whatever suspendWork says: the work set through the tokens revoked here, or through
+        // tokens created with them (another user's too: their tokens are refused with these), stops. What the lines
+        // above suspended already is left as it is.
+        const viaRevoked = await stopWorkSetThrough(tx, revoked, this.config.URN_NAMESPACE, {
+          by: actor.urn,
+          cause: reason,
+          trigger: "revokeActorAccess",
+          via: actor.via,
+        });
+        suspended.tests.push(...viaRevoked.tests.map((t) => this.ofTest(t)));
+        suspended.policies.push(...viaRevoked.policies.map((p) => this.ofPolicy(p)));
+        webhooks.push(...viaRevoked.webhookIds);
         await recordAudit(tx, actor, "actor.revokeAccess", userUrn, {
           tokens: revoked.length,
           suspendWork,

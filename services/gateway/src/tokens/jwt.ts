@@ -10,7 +10,8 @@ export interface AccessTokenClaims {
   sub: string;
   /** the token id */
   jti: string;
-  type: "PERSONAL" | "SERVICE_ACCOUNT";
+  /** SESSION: a signed-in user's (POST /auth/generateSessionTokenForUser) */
+  type: "PERSONAL" | "SERVICE_ACCOUNT" | "SESSION";
   /** seconds since the epoch; absent = never expires */
   exp?: number;
   iat: number;
@@ -64,7 +65,7 @@ function isClaims(value: unknown): value is AccessTokenClaims {
     c !== null &&
     typeof c.sub === "string" &&
     typeof c.jti === "string" &&
-    (c.type === "PERSONAL" || c.type === "SERVICE_ACCOUNT") &&
+    (c.type === "PERSONAL" || c.type === "SERVICE_ACCOUNT" || c.type === "SESSION") &&
     (c.exp === undefined || typeof c.exp === "number")
   );
 }

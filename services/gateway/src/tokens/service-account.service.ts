@@ -2,14 +2,14 @@ import { randomUUID } from "node:crypto";
 import { z } from "zod";
 import { conflict, notFound, type Config } from "@mdp/core";
 import {
+  type Database,
   findLiveServiceAccount,
   inPrismaTransaction,
   insertServiceAccount,
   liveServiceAccountCount,
   lockServiceAccountCreation,
   markServiceAccountDeleted,
-  serviceAccountPage,
-  type Database,
+  replicaReads,
   type ServiceAccountRow,
 } from "@mdp/db";
 import { recordAudit } from "../audit/audit.service";
@@ -95,7 +95,7 @@ export class ServiceAccountService {
   async list(actor: Actor, args: unknown) {
     await this.require(actor, "list service accounts");
     const { start, count, query } = parseArgs(listArgs, args).input;
-    const { total, rows } = await serviceAccountPage(this.db.prisma, query, start, count);
+    const { total, rows } = await replicaReads.serviceAccountPage(this.db.stale, query, start, count);
     return { start, count: rows.length, total, serviceAccounts: rows.map(viewOf) };
   }
 

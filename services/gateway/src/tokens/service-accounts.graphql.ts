@@ -57,9 +57,12 @@ export const serviceAccountTypeDefs = /* GraphQL */ `
 
   extend type Query {
     "Live service accounts. Needs MANAGE_SERVICE_ACCOUNTS."
-    listServiceAccounts(input: ListServiceAccountsInput!): ListServiceAccountsResult!
+    listServiceAccounts(
+      "The page (start, count) and an optional text to match."
+      input: ListServiceAccountsInput!
+    ): ListServiceAccountsResult!
     "The live service account of that urn, or null. Needs MANAGE_SERVICE_ACCOUNTS."
-    getServiceAccount(urn: String!): ServiceAccount
+    getServiceAccount("The account's urn, urn:li:corpuser:service_<uuid>." urn: String!): ServiceAccount
   }
 
   extend type Mutation {
@@ -67,14 +70,14 @@ export const serviceAccountTypeDefs = /* GraphQL */ `
     Creates a service account (at most MAX_SERVICE_ACCOUNTS live ones: CONFLICT past it), audited. Needs
     MANAGE_SERVICE_ACCOUNTS.
     """
-    createServiceAccount(input: CreateServiceAccountInput!): ServiceAccount!
+    createServiceAccount("An optional display name and description." input: CreateServiceAccountInput!): ServiceAccount!
     """
     Deletes a service account: every token of it is revoked at once, refused on every gateway replica within 1 s, and
     the work it owns is suspended (its schedules; its waiting and running tasks asked to stop), in one transaction,
     audited. Its urn never names a user again. true once done; NOT_FOUND for an account that is not live. Needs
     MANAGE_SERVICE_ACCOUNTS.
     """
-    deleteServiceAccount(urn: String!): Boolean!
+    deleteServiceAccount("The account's urn." urn: String!): Boolean!
   }
 `;
 

@@ -140,12 +140,15 @@ function evictOldest(clients: PendingUsage["clients"]): void {
 /**
  * After authentication: a request made with an access token is recorded once its answer is sent, with the
  * operations it ran (`res.locals.operations`, set by the GraphQL server once the document is resolved: its root
- * fields, `Query.me`) or, for HTTP, its route and action (`POST /gms/operations?action=truncate`). Labels come from
- * the schema and the routes only, never from what a caller writes.
+ * fields, `Query.me`) or, for HTTP, its route and action (`POST /gms/operations?action=truncate`). A request no route
+ * took is recorded under the page it belongs to (`pages`: a mounted app serving its own files, such as the queue
+ * dashboard's, has no route pattern to name), or else as answered without one (`GET (no route, 404)`). Labels come
+ * from the schema, the routes and those mount points only, never from what a caller writes.
  */
 export function recordTokenUse(
   recorder: Pick<TokenUsageRecorder, "record">,
-  routeOf: (req: Parameters<RequestHandler>[0]) => string,
+  routeOf: (req: Parameters<RequestHandler>[0]) => string | undefined,
+  pages: readonly string[] = [],
 ): RequestHandler {
   return (req, res, next) => {
     const actor = res.locals.actor as Actor | undefined;
@@ -155,9 +158,12 @@ export function recordTokenUse(
         const locals = res.locals as { operations?: string[]; action?: unknown };
         let operations = locals.operations;
         if (!operations) {
-          const route = routeOf(req).replace(/^\/api(?=\/gms)/, "");
+          const route = routeOf(req)?.replace(/^\/api(?=\/gms)/, "");
           const action = typeof locals.action === "string" && req.query.action !== undefined ? locals.action : null;
-          operations = [`${req.method} ${route}${action === null ? "" : `?action=${action}`}`];
+          const path = req.originalUrl.split("?", 1)[0]!.toLowerCase();
+          const page = pages.find((mount) => path === mount || path.startsWith(`${mount}/`));
+          const label = route ?? page ?? `(no route, ${res.statusCode})`;
+          operations = [`${req.method} ${label}${action === null || route === undefined ? "" : `?action=${action}`}`];
         }
         recorder.record(tokenId, req.ip ?? "", req.headers["user-agent"] ?? "", operations);
       });

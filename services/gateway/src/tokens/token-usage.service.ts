@@ -11,6 +11,7 @@ import type { Chore } from "@mdp/queues";
 import type { TokenStore } from "./token.store";
 import type { TokenVerifier } from "./token.verifier";
 import { TokenUsageRecorder } from "./token-usage.recorder";
+import { stopWorkSetThrough } from "./revoked-token-work";
 
 /** How often the gateways' chores run (each firing once in the cluster). */
 export const TOKEN_CHORES_EVERY_MS = 3_600_000;
@@ -35,7 +36,10 @@ export class TokenUsageService {
     private readonly prisma: PrismaClient,
     private readonly store: Pick<TokenStore, "urnOf">,
     private readonly verifier: Pick<TokenVerifier, "revokedAllOf">,
-    private readonly config: Pick<Config, "ACCESS_TOKEN_IDLE_REVOKE_DAYS" | "ACCESS_TOKEN_USAGE_RECORDING">,
+    private readonly config: Pick<
+      Config,
+      "ACCESS_TOKEN_IDLE_REVOKE_DAYS" | "ACCESS_TOKEN_USAGE_RECORDING" | "URN_NAMESPACE"
+    >,
     private readonly logger: Logger,
   ) {
     this.recorder = new TokenUsageRecorder(prisma, logger);
@@ -108,15 +112,30 @@ export class TokenUsageService {
 
   /**
    * Revokes every live token idle for ACCESS_TOKEN_IDLE_REVOKE_DAYS (by the system actor, audited per token, reason
-   * `idle`), then tells every replica, one message per user whose tokens went. Uses not flushed yet (seconds) are
-   * not seen: a day is the unit here.
+   * `idle`), stopping the work set through them in the same transaction, as every revocation does; then tells every
+   * replica, one message per user whose tokens went. Uses not flushed yet (seconds) are not seen: a day is the unit
+   * here.
    */
   async revokeIdle(): Promise<RunSummary> {
     const days = this.config.ACCESS_TOKEN_IDLE_REVOKE_DAYS;
     if (days === undefined) return { revoked: 0 };
-    const revoked = await inPrismaTransaction(this.prisma, (tx) =>
-      revokeIdleAccessTokens(tx, days, SYSTEM_ACTOR_URN, (id) => this.store.urnOf(id), { via: "idle-revoke" }),
-    );
+    const revoked = await inPrismaTransaction(this.prisma, async (tx) => {
+      const idle = await revokeIdleAccessTokens(tx, days, SYSTEM_ACTOR_URN, (id) => this.store.urnOf(id), {
+        via: "idle-revoke",
+      });
+      await stopWorkSetThrough(
+        tx,
+        idle.map((t) => t.id),
+        this.config.URN_NAMESPACE,
+        {
+          by: SYSTEM_ACTOR_URN,
+          cause: `idle access tokens revoked after ${days} days unused (ACCESS_TOKEN_IDLE_REVOKE_DAYS)`,
+          trigger: "idle",
+          via: "idle-revoke",
+        },
+      );
+      return idle;
+    });
     for (const actorUrn of new Set(revoked.map((t) => t.actorUrn))) await this.verifier.revokedAllOf(actorUrn);
     if (revoked.length > 0) this.logger.info({ revoked: revoked.length, days }, "revoked idle access tokens");
     return { revoked: revoked.length };

@@ -1,6 +1,11 @@
-import { makeUrn, notFound } from "@mdp/core";
+import { notFound } from "@mdp/core";
 import {
-  accessTokenPage,
+  type AccessToken,
+  accessTokenEventUrn,
+  type AccessTokenFilter,
+  type AccessTokenPageRow,
+  type Database,
+  type DurationPolicy,
   findAccessToken,
   findAccessTokenCredential,
   inPrismaTransaction,
@@ -9,23 +14,27 @@ import {
   inTransaction,
   isServiceAccountUrn,
   lockLiveServiceAccount,
-  revokeAccessToken,
-  revokeLiveAccessTokensOf,
-  revokeLiveServiceAccountTokensMintedBy,
-  revokeLiveAccessTokensOutside,
-  type AccessToken,
-  type AccessTokenFilter,
-  type DurationPolicy,
-  type AccessTokenPageRow,
-  type Database,
   type Prisma,
   type PrismaClient,
+  replicaReads,
+  type StaleReads,
+  revokeAccessToken,
+  revokeLiveAccessTokensOf,
+  revokeLiveAccessTokensOutside,
+  revokeLiveServiceAccountTokensMintedBy,
   type TokenRevokeReason,
 } from "@mdp/db";
 import type pg from "pg";
 import type { Actor } from "../auth/actor";
 import { recordAudit } from "../audit/audit.service";
 import { canonicalPrivilege, type Privilege } from "../policies/privileges";
+import { stopWorkSetThrough } from "./revoked-token-work";
+
+/**
+ * A token's type: a user's PERSONAL token, a SERVICE_ACCOUNT's, or a signed-in user's SESSION (DataHub's frontend,
+ * session-tokens.ts), which is never listed among the personal access tokens.
+ */
+export type TokenType = "PERSONAL" | "SERVICE_ACCOUNT" | "SESSION";
 
 /** A token as clients see it (GraphQL's AccessTokenMetadata); times are epoch ms. */
 export interface TokenMetadata {
@@ -55,7 +64,7 @@ export interface StoredToken {
   tokenHash: string;
   revoked: boolean;
   /** the row's token type (a rotation's successor keeps it) */
-  type: "PERSONAL" | "SERVICE_ACCOUNT";
+  type: TokenType;
 }
 
 /**
@@ -63,8 +72,8 @@ export interface StoredToken {
  * was minted with): the same row serves when the token is the credential and when it is another token's parent.
  */
 export interface TokenCredential {
-  /** PERSONAL, or SERVICE_ACCOUNT (a service account's; bounded by its minter as any token: boundingMinter) */
-  type: "PERSONAL" | "SERVICE_ACCOUNT";
+  /** PERSONAL, SERVICE_ACCOUNT (a service account's; bounded by its minter as any token: boundingMinter), SESSION */
+  type: TokenType;
   /** the stored hash, as bytes */
   tokenHash: Buffer;
   actorUrn: string;
@@ -85,7 +94,7 @@ export interface TokenCredential {
 
 /** A token to insert: its metadata, its salted hash, and what its audit row records. */
 export interface NewToken {
-  type: "PERSONAL" | "SERVICE_ACCOUNT";
+  type: TokenType;
   metadata: TokenMetadata;
   tokenHash: string;
   /** epoch seconds; undefined: never expires */
@@ -94,23 +103,31 @@ export interface NewToken {
 }
 
 /**
- * Tokens as the service sees them: the access_token repository's rows (libs/db tokens/access-token.repository.ts)
+ * Tokens as the service sees them: the access_token repository's rows (libs/db tokens/access-token*.repository.ts)
  * mapped to TokenMetadata, and each change with its audit row.
  */
 export class TokenStore {
   private readonly prisma: PrismaClient;
   private readonly pool: pg.Pool;
+  /** where the listing reads (Database.stale) */
+  private readonly stale: StaleReads;
 
   constructor(
-    db: Pick<Database, "prisma" | "pool">,
+    db: Pick<Database, "prisma" | "pool" | "stale">,
+    /** the namespace of the urns the work stopped by a revocation is audited under */
     private readonly urnNamespace: string,
   ) {
     this.prisma = db.prisma;
     this.pool = db.pool;
+    this.stale = db.stale;
   }
 
+  /**
+   * DataHub's urn of a token, whatever URN_NAMESPACE is: the one its platform events, webhooks and audit rows name, so
+   * one token has one urn everywhere a client meets it.
+   */
   urnOf(id: string): string {
-    return makeUrn(this.urnNamespace, "accessToken", id);
+    return accessTokenEventUrn(id);
   }
 
   /**
@@ -160,7 +177,7 @@ export class TokenStore {
     start: number,
     count: number,
   ): Promise<{ total: number; tokens: TokenMetadata[] }> {
-    const { total, rows } = await accessTokenPage(this.pool, filters, now, start, count);
+    const { total, rows } = await replicaReads.accessTokenPage(this.stale, filters, now, start, count);
     return { total, tokens: rows.map((row) => this.metadataOfPageRow(row)) };
   }
 
@@ -200,27 +217,50 @@ export class TokenStore {
     };
   }
 
-  /** Marks the token revoked by `actor`, with its audit row, in one transaction. */
+  /**
+   * Marks the token revoked by `actor`, with its audit row, in one transaction, which also stops the work set through
+   * it or through a token created with it (stopWorkSetThrough).
+   */
   async revoke(token: TokenMetadata, actor: Actor): Promise<void> {
     await inPrismaTransaction(this.prisma, async (tx) => {
-      await revokeAccessToken(tx, token.id, actor.urn);
+      const revoked = await revokeAccessToken(tx, token.id, actor.urn);
       await recordAudit(tx, actor, "accessToken.revoke", this.urnOf(token.id), { actorUrn: token.actorUrn });
+      if (revoked) {
+        await this.stopWorkIn(tx, [token.id], actor, "revokeAccessToken");
+      }
+    });
+  }
+
+  /**
+   * The work set through tokens this transaction revoked (or through tokens created with them) stops: suspended or
+   * turned off, each audited as done by `actor` (`trigger`: the operation that revoked them).
+   */
+  stopWorkIn(tx: Prisma.TransactionClient, revokedIds: readonly string[], actor: Actor, trigger: string) {
+    return stopWorkSetThrough(tx, revokedIds, this.urnNamespace, {
+      by: actor.urn,
+      cause: `${trigger} by ${actor.urn}`,
+      trigger,
+      via: actor.via,
     });
   }
 
   /**
    * Revokes every live token (neither revoked nor expired) acting for `actorUrn`, by `actor`, in one transaction with
    * an audit row per token (`accessToken.revoke`, as one revocation writes, marked `bulk`) and one for the whole
-   * (`accessToken.revokeAll`, on the user, with the count). Returns the ids revoked. A token created after this
-   * commits is not affected.
+   * (`accessToken.revokeAll`, on the user, with the count), and stops the work set through them (stopWorkIn). Returns
+   * the ids revoked. A token created after this commits is not affected.
    */
   async revokeAllOf(actorUrn: string, actor: Actor): Promise<string[]> {
-    return inPrismaTransaction(this.prisma, (tx) => this.revokeAllOfIn(tx, actorUrn, actor));
+    return inPrismaTransaction(this.prisma, async (tx) => {
+      const ids = await this.revokeAllOfIn(tx, actorUrn, actor);
+      await this.stopWorkIn(tx, ids, actor, "revokeAccessTokens");
+      return ids;
+    });
   }
 
   /**
-   * revokeAllOf in the caller's transaction (revokeActorAccess: with the suspension of the user's work); `reason` is
-   * what the tokens' REVOKE events say (docs/events.md).
+   * revokeAllOf's revocation in the caller's transaction, without stopping their work (revokeActorAccess stops it
+   * with the user's own); `reason` is what the tokens' REVOKE events say (docs/events.md).
    */
   async revokeAllOfIn(
     tx: Prisma.TransactionClient,
@@ -256,8 +296,8 @@ export class TokenStore {
 
   /**
    * Revokes every live token whose lifetime `policy` does not allow, by `actor`, in one transaction with an audit row
-   * per token (`accessToken.revoke`, as one revocation writes, marked `bulk` with the reason `durationPolicy`), as
-   * revokeAllOf does. Returns the ids revoked and their actors.
+   * per token (`accessToken.revoke`, as one revocation writes, marked `bulk` with the reason `durationPolicy`), and
+   * stops the work set through them, as revokeAllOf does. Returns the ids revoked and their actors.
    */
   async revokeOutside(policy: DurationPolicy, actor: Actor): Promise<Array<{ id: string; actorUrn: string }>> {
     return inPrismaTransaction(this.prisma, async (tx) => {
@@ -277,6 +317,12 @@ export class TokenStore {
           details: { actorUrn, bulk: true, reason: "durationPolicy", via: actor.via },
         });
       }
+      await this.stopWorkIn(
+        tx,
+        revoked.map((t) => t.id),
+        actor,
+        "revokeAccessTokensOutsidePolicy",
+      );
       return revoked;
     });
   }

@@ -114,6 +114,7 @@ export class TokenVerifier {
       );
     }
     const actor: Actor = { urn: claims.sub, via: "token", tokenId: claims.jti };
+    if (known.type === "SESSION") actor.session = true;
     withLinks(actor, known);
     // Most tokens have no parent: no await, so their requests pay nothing for chains.
     if (known.parentTokenId !== null) actor.parent = await this.ancestor(known.parentTokenId, 2);

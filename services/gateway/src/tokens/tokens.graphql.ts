@@ -226,21 +226,38 @@ export const tokenTypeDefs = /* GraphQL */ `
 
   extend type Query {
     "Deprecated (as in DataHub): creates a token as createAccessToken does, and is rate-limited alike."
-    getAccessToken(input: GetAccessTokenInput!): AccessToken @deprecated(reason: "Use createAccessToken")
-    listAccessTokens(input: ListAccessTokenInput!): ListAccessTokenResult!
+    getAccessToken("As createAccessToken's input." input: GetAccessTokenInput!): AccessToken
+      @deprecated(reason: "Use createAccessToken")
+    """
+    Live access tokens, newest first, filtered by field (actorUrn, ownerUrn, name, id, unusedForDays,
+    outsideDurationPolicy). Your own with GENERATE_PERSONAL_ACCESS_TOKENS; anyone's with MANAGE_ACCESS_TOKENS.
+    """
+    listAccessTokens("The page (start, count) and the filters." input: ListAccessTokenInput!): ListAccessTokenResult!
     "A live token's metadata: an expired or unknown token is NOT_FOUND, and so is a revoked one, saying so."
-    getAccessTokenMetadata(token: String!): AccessTokenMetadata!
+    getAccessTokenMetadata("The access token itself (its JWT), not its id." token: String!): AccessTokenMetadata!
   }
 
   extend type Mutation {
-    createAccessToken(input: GetAccessTokenInput!): AccessToken
-    "true once the token is revoked; an error says why it could not be."
-    revokeAccessToken(tokenId: String!): Boolean!
+    """
+    Mints an access token and answers it once (only a salted hash is kept). It never holds more than the caller, nor
+    outlives the token it was created with. For yourself, GENERATE_PERSONAL_ACCESS_TOKENS; for another user,
+    MANAGE_ACCESS_TOKENS; for a service account, MANAGE_SERVICE_ACCOUNTS. Rate-limited per caller.
+    """
+    createAccessToken(
+      "Type, actor, duration, name, and optionally description and scopes."
+      input: GetAccessTokenInput!
+    ): AccessToken
+    """
+    true once the token is revoked; an error says why it could not be. The work set through it, or through a token
+    created with it (scheduled tests, tests with actions or evaluation on change, retention policies, webhook
+    subscriptions), is suspended or turned off with it, as by every revocation.
+    """
+    revokeAccessToken("The token's id (AccessTokenMetadata.id)." tokenId: String!): Boolean!
     """
     Revokes every live token acting for the user at once (one transaction), refused on every gateway replica within
     1 s; returns how many. The user itself may, anyone else needs MANAGE_ACCESS_TOKENS.
     """
-    revokeAccessTokens(actorUrn: String!): Int!
+    revokeAccessTokens("The user whose tokens to revoke." actorUrn: String!): Int!
     """
     Revokes every live token, of any user, whose lifetime the current ACCESS_TOKEN_ALLOWED_DURATIONS (or, never
     expiring, ACCESS_TOKEN_ALLOW_NO_EXPIRY) does not allow, i.e. what listAccessTokens' outsideDurationPolicy filter
@@ -248,21 +265,28 @@ export const tokenTypeDefs = /* GraphQL */ `
     """
     revokeAccessTokensOutsidePolicy: [String!]!
     """
-    Mints a successor of the token with its name, description, scopes, actor, creator and lifetime (counted from now),
-    and returns it once; the token keeps working for graceSeconds (0, the default, to 86400), then is refused. A
-    rotated-out token used after its grace window revokes every token rotated from the same first one (suspected
-    theft, audited). A token may rotate itself (no privilege needed: its successor holds exactly what it held);
+    Mints a successor of the token with its name, description, scopes, actor and lifetime (counted from now, never
+    past ACCESS_TOKEN_FAMILY_MAX_DAYS after the first token it was rotated from was created), and returns it once;
+    the token keeps working for graceSeconds (0, the default, to 86400), then is refused. A rotated-out token used
+    after its grace window revokes every token rotated from the same first one (suspected theft, audited). A token may
+    rotate itself (no privilege needed: its successor keeps its creator and parent, and holds exactly what it held);
     rotating another needs what minting it would (GENERATE_PERSONAL_ACCESS_TOKENS; another user's,
-    MANAGE_ACCESS_TOKENS). A token rotates once: rotate its successor next.
+    MANAGE_ACCESS_TOKENS), and its successor is the caller's as createAccessToken's would be (created by the caller,
+    with the token in use as its parent, expiring no later). A token rotates once: rotate its successor next.
     """
-    rotateAccessToken(tokenId: String!, graceSeconds: Int): AccessToken!
+    rotateAccessToken(
+      "The id of the token to rotate."
+      tokenId: String!
+      "How long the old token keeps working, 0 (the default) to 86400 seconds."
+      graceSeconds: Int
+    ): AccessToken!
   }
 `;
 
 const CORPUSER_PREFIX = "urn:li:corpuser:";
 
 /** A user urn as DataHub's CorpUser: what the urn says; no profile is held, so the profile fields are null. */
-function corpUserOf(urn: string) {
+export function corpUserOf(urn: string) {
   return {
     urn,
     type: "CORP_USER",

@@ -1,205 +1,50 @@
 import { randomUUID } from "node:crypto";
-import { z } from "zod";
+import { AppError, badInput, conflict, forbidden, notFound, type Config, type Logger } from "@mdp/core";
 import {
-  badInput,
-  conflict,
-  ENTITY_CHANGE_CATEGORIES,
-  forbidden,
-  makeUrn,
-  MAX_EPOCH_MS,
   newWebhookSecret,
-  notFound,
-  PLATFORM_EVENT_TYPES,
   resolveWebhookTarget,
   webhookLookup,
   type AddressLookup,
   sealWebhookSecret,
   WebhookTargetError,
   webhookTargetPolicy,
-  type Config,
-  type Logger,
   type WebhookTargetPolicy,
-} from "@mdp/core";
+} from "@mdp/webhooks";
 import {
+  AuditBudget,
+  type Database,
   deleteWebhookSubscription,
+  dropOverflowingDeliveries,
   findWebhookSubscription,
   inPrismaTransaction,
   insertWebhookSubscription,
-  listWebhookDeliveries,
-  listWebhookSubscriptions,
   lockWebhookOwner,
   replayWebhookDeliveries,
+  replicaReads,
   requireWebhookRoom,
+  rotateWebhookSecretRow,
   updateWebhookSubscription,
   WEBHOOK_LIMITS,
-  type Database,
   type WebhookDeliveryRow,
   type WebhookSubscriptionRow,
 } from "@mdp/db";
-import { webhookDeliveryOptions, type Producer } from "@mdp/queues";
 import { recordAudit } from "../audit/audit.service";
 import { ownedBy, type Actor } from "../auth/actor";
-import { pageFields } from "../graphql/paging";
-import { parseArgs, rule, said, textField, urnField, wholeNumberField } from "../http/validate";
+import { parseArgs } from "../http/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
-
-/** Who may see, change or delete another user's subscriptions and their delivery logs. */
-export const WEBHOOK_ADMIN_PRIVILEGE = "MANAGE_SYSTEM_OPERATIONS" as const;
-const CATEGORIES = Object.keys(ENTITY_CHANGE_CATEGORIES) as [string, ...string[]];
-const DELIVERY_STATUSES = ["PENDING", "DELIVERED", "FAILED", "SKIPPED"] as const;
-/** replayWebhookDeliveries without a limit */
-export const DEFAULT_REPLAY = 100;
-
-export const webhookUrnOf = (namespace: string, id: string) => makeUrn(namespace, "webhookSubscription", id);
-
-/** An absolute http(s) url without credentials, at most WEBHOOK_LIMITS.maxUrlLength characters once normalized. */
-function requireWebhookUrl(at: string, value: string): void {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw badInput(`${at} must be an absolute http or https url`);
-  }
-  if (url.protocol !== "https:" && url.protocol !== "http:") {
-    throw badInput(`${at} must be an http or https url, not ${url.protocol}`);
-  }
-  if (url.username || url.password) {
-    throw badInput(`${at} must not hold credentials (user:password@): receivers verify the signature instead`);
-  }
-  if (url.href.length > WEBHOOK_LIMITS.maxUrlLength) {
-    throw badInput(`${at} must be at most ${WEBHOOK_LIMITS.maxUrlLength} characters`);
-  }
-}
-
-const urlField = textField({ min: 1, max: WEBHOOK_LIMITS.maxUrlLength, trim: true }).refine(...rule(requireWebhookUrl));
-
-const eventTypesField = z
-  .array(
-    z.enum(
-      PLATFORM_EVENT_TYPES,
-      said((at) => `${at} must be one of ${PLATFORM_EVENT_TYPES.join(", ")}`),
-    ),
-  )
-  .min(
-    1,
-    said((at) => `${at} must name at least one event type`),
-  )
-  .max(PLATFORM_EVENT_TYPES.length)
-  .transform((types) => [...new Set(types)]);
-const categoriesField = z
-  .array(
-    z.enum(
-      CATEGORIES,
-      said((at) => `${at} must be one of ${CATEGORIES.join(", ")}`),
-    ),
-  )
-  .max(CATEGORIES.length)
-  .nullish()
-  .transform((c) => (c ? [...new Set(c)] : null));
-const filterFields = {
-  categories: categoriesField,
-  entityUrn: urnField().nullish(),
-  actorUrn: urnField("corpuser").nullish(),
-  testUrn: urnField("test").nullish(),
-  description: textField({ max: WEBHOOK_LIMITS.maxDescription }).nullish(),
-};
-
-const createArgs = z.object({
-  input: z.object({ url: urlField, eventTypes: eventTypesField, ...filterFields }),
-});
-const updateArgs = z.object({
-  input: z.object({
-    id: z.string().uuid(said((at) => `${at} must be a subscription id (a UUID)`)),
-    url: urlField.nullish(),
-    eventTypes: eventTypesField.nullish(),
-    active: z.boolean().nullish(),
-    ...filterFields,
-  }),
-});
-const idArgs = z.object({ id: z.string().uuid(said((at) => `${at} must be a subscription id (a UUID)`)) });
-const listArgs = z.object({
-  input: z
-    .object({
-      ...pageFields,
-      ownerUrn: urnField("corpuser").nullish(),
-      all: z.boolean().nullish(),
-    })
-    .nullish()
-    .transform((i) => i ?? { start: 0, count: 20, ownerUrn: null, all: null }),
-});
-const deliveriesArgs = z.object({
-  input: z.object({
-    subscriptionId: z.string().uuid(said((at) => `${at} must be a subscription id (a UUID)`)),
-    status: z.enum(DELIVERY_STATUSES).nullish(),
-    start: pageFields.start,
-    count: wholeNumberField(0, WEBHOOK_LIMITS.maxPage, 20),
-  }),
-});
-const replayArgs = z.object({
-  input: z
-    .object({
-      subscriptionId: z.string().uuid(said((at) => `${at} must be a subscription id (a UUID)`)),
-      since: z
-        .number()
-        .int(said((at) => `${at} must be a time in epoch ms`))
-        .min(
-          0,
-          said((at) => `${at} must be a time in epoch ms`),
-        )
-        .max(
-          MAX_EPOCH_MS,
-          said((at) => `${at} must be at most ${MAX_EPOCH_MS}`),
-        )
-        .nullish(),
-      deliveryIds: z
-        .array(z.string().uuid(said((at) => `${at} must be a delivery id (a UUID)`)))
-        .min(1)
-        .max(
-          WEBHOOK_LIMITS.maxReplay,
-          said((at) => `${at} may name at most ${WEBHOOK_LIMITS.maxReplay} deliveries`),
-        )
-        .nullish(),
-      limit: wholeNumberField(1, WEBHOOK_LIMITS.maxReplay, DEFAULT_REPLAY),
-    })
-    .refine(
-      (i) => (i.since == null) !== (i.deliveryIds == null),
-      said((at) => `${at}: give since (epoch ms) or deliveryIds, one of them`),
-    ),
-});
-
-export interface WebhookSubscriptionView {
-  id: string;
-  urn: string;
-  ownerUrn: string;
-  url: string;
-  eventTypes: string[];
-  categories: string[];
-  entityUrn: string | null;
-  actorUrn: string | null;
-  testUrn: string | null;
-  description: string | null;
-  active: boolean;
-  disabledReason: string | null;
-  createdAt: number;
-  updatedAt: number;
-}
-
-const view = (namespace: string, row: WebhookSubscriptionRow): WebhookSubscriptionView => ({
-  id: row.id,
-  urn: webhookUrnOf(namespace, row.id),
-  ownerUrn: row.ownerUrn,
-  url: row.url,
-  eventTypes: row.eventTypes,
-  categories: row.categories,
-  entityUrn: row.entityUrn,
-  actorUrn: row.actorUrn,
-  testUrn: row.testUrn,
-  description: row.description,
-  active: row.active,
-  disabledReason: row.disabledReason,
-  createdAt: row.createdAt.getTime(),
-  updatedAt: row.updatedAt.getTime(),
-});
+import {
+  createArgs,
+  deliveriesArgs,
+  idArgs,
+  listArgs,
+  replayArgs,
+  rotateArgs,
+  updateArgs,
+  view,
+  WEBHOOK_ADMIN_PRIVILEGE,
+  webhookUrnOf,
+  type WebhookSubscriptionView,
+} from "./webhook-contracts";
 
 /**
  * Webhook subscriptions and their delivery logs (docs/webhooks.md). Any authenticated user subscribes for itself: a
@@ -213,20 +58,23 @@ export class WebhookService {
   constructor(
     private readonly db: Database,
     private readonly engine: PolicyEngine,
-    private readonly deliveries: Pick<Producer<"webhookDelivery">, "enqueue">,
     private readonly config: Pick<
       Config,
       | "NODE_ENV"
       | "WEBHOOK_ALLOW_PRIVATE_TARGETS"
       | "MAX_WEBHOOK_SUBSCRIPTIONS_PER_USER"
       | "TOKEN_SIGNING_KEY"
-      | "WEBHOOK_MAX_ATTEMPTS"
-      | "WEBHOOK_RETRY_BASE_MS"
+      | "WEBHOOK_MAX_PENDING_PER_SUBSCRIPTION"
       | "WEBHOOK_TIMEOUT_MS"
       | "URN_NAMESPACE"
     >,
     private readonly logger: Logger,
     lookup?: AddressLookup,
+    /**
+     * Each write's audit row is one its caller can cause at will (any user subscribes for itself): per actor, as the
+     * queue dashboard's writes are (docs/audit.md "How many rows one actor can cause").
+     */
+    private readonly budget: AuditBudget = new AuditBudget(),
   ) {
     this.policy = webhookTargetPolicy(config);
     this.lookup = lookup ?? webhookLookup(this.policy);
@@ -239,6 +87,7 @@ export class WebhookService {
     const row = await inPrismaTransaction(this.db.prisma, async (tx) => {
       await lockWebhookOwner(tx, actor.urn);
       await requireWebhookRoom(tx, actor.urn, this.config.MAX_WEBHOOK_SUBSCRIPTIONS_PER_USER);
+      this.takeBudget(actor);
       const created = await insertWebhookSubscription(tx, {
         id: randomUUID(),
         ...ownedBy(actor),
@@ -269,7 +118,7 @@ export class WebhookService {
     if (ownerUrn !== actor.urn) {
       await this.engine.require(actor, WEBHOOK_ADMIN_PRIVILEGE, "list the webhook subscriptions of other users");
     }
-    const { total, rows } = await listWebhookSubscriptions(this.db.prisma, ownerUrn, input);
+    const { total, rows } = await replicaReads.listWebhookSubscriptions(this.db.stale, ownerUrn, input);
     return { total, subscriptions: rows.map((r) => view(this.config.URN_NAMESPACE, r)) };
   }
 
@@ -288,6 +137,7 @@ export class WebhookService {
             `delete it instead).`,
         );
       }
+      this.takeBudget(actor);
       const data = {
         ...(input.url != null && { url: input.url }),
         ...(input.eventTypes != null && { eventTypes: input.eventTypes }),
@@ -297,13 +147,19 @@ export class WebhookService {
         ...(input.testUrn !== undefined && { testUrn: input.testUrn }),
         ...(input.description !== undefined && { description: input.description }),
         ...(input.active != null && { active: input.active, disabledReason: null }),
+        // Turned on again (perhaps after failing for days) or moved: a fresh circuit, its days of failing forgotten.
+        ...(((input.active === true && !found.active) || (input.url != null && input.url !== found.url)) && {
+          resetCircuit: true,
+        }),
         // The owner's own edit is made through its current token: deliveries are bounded by that one from now on.
         ...(own && { ownerTokenId: actor.tokenId ?? null }),
       };
       const updated = await updateWebhookSubscription(tx, id, data);
       await recordAudit(tx, actor, "webhook.update", webhookUrnOf(this.config.URN_NAMESPACE, id), {
         ownerUrn: found.ownerUrn,
-        changed: Object.keys(data).filter((k) => k !== "ownerTokenId" && k !== "disabledReason"),
+        changed: Object.keys(data).filter(
+          (k) => k !== "ownerTokenId" && k !== "disabledReason" && k !== "resetCircuit",
+        ),
         ...(input.url != null && { host: new URL(input.url).host }),
       });
       return updated;
@@ -315,6 +171,7 @@ export class WebhookService {
     const { id } = parseArgs(idArgs, args);
     return inPrismaTransaction(this.db.prisma, async (tx) => {
       const found = await this.mayChange(actor, await findWebhookSubscription(tx, id), "delete");
+      this.takeBudget(actor);
       await deleteWebhookSubscription(tx, id);
       await recordAudit(tx, actor, "webhook.delete", webhookUrnOf(this.config.URN_NAMESPACE, id), {
         ownerUrn: found.ownerUrn,
@@ -323,10 +180,44 @@ export class WebhookService {
     });
   }
 
+  /**
+   * rotateWebhookSecret: a new secret signs the subscription's deliveries from now on, and the one it replaces signs
+   * them too for `overlapSeconds` (at most 7 days), so a receiver moves to the new one without refusing any
+   * delivery meanwhile. Its owner only: the secret proves deliveries to the owner's receiver, so whoever held it could
+   * forge them. Answers the new secret once.
+   */
+  async rotateSecret(actor: Actor, args: unknown): Promise<{ subscription: WebhookSubscriptionView; secret: string }> {
+    const input = parseArgs(rotateArgs, args);
+    const secret = newWebhookSecret();
+    const row = await inPrismaTransaction(this.db.prisma, async (tx) => {
+      const found = await this.mayChange(actor, await findWebhookSubscription(tx, input.id), "rotate the secret of");
+      if (found.ownerUrn !== actor.urn) {
+        throw forbidden(
+          `${actor.urn} is unauthorized to rotate the secret of ${found.ownerUrn}'s webhook subscription: the secret ` +
+            `proves deliveries to its owner's receiver, so only its owner holds it.`,
+        );
+      }
+      this.takeBudget(actor);
+      const expires = input.overlapSeconds > 0 ? new Date(Date.now() + input.overlapSeconds * 1000) : null;
+      const rotated = await rotateWebhookSecretRow(
+        tx,
+        input.id,
+        sealWebhookSecret(secret, this.config.TOKEN_SIGNING_KEY),
+        expires,
+      );
+      await recordAudit(tx, actor, "webhook.rotateSecret", webhookUrnOf(this.config.URN_NAMESPACE, input.id), {
+        ownerUrn: found.ownerUrn,
+        overlapSeconds: input.overlapSeconds,
+      });
+      return rotated;
+    });
+    return { subscription: view(this.config.URN_NAMESPACE, row), secret };
+  }
+
   async listDeliveries(actor: Actor, args: unknown): Promise<{ total: number; deliveries: WebhookDeliveryRow[] }> {
     const input = parseArgs(deliveriesArgs, args).input;
     await this.mayChange(actor, await findWebhookSubscription(this.db.prisma, input.subscriptionId), "view");
-    const { total, rows } = await listWebhookDeliveries(this.db.pool, input.subscriptionId, {
+    const { total, rows } = await replicaReads.listWebhookDeliveries(this.db.stale, input.subscriptionId, {
       status: input.status ?? null,
       start: input.start,
       count: input.count,
@@ -337,7 +228,7 @@ export class WebhookService {
   /**
    * replayWebhookDeliveries: the chosen deliveries (by id, or every one since a time; at most `limit`, one per event)
    * are sent again as new deliveries carrying the same event ids and bodies, each signed afresh, and read again for
-   * the owner at delivery (an event it may no longer read is skipped).
+   * the owner at delivery (an event it may no longer read is skipped). Within the subscription's pending bound.
    */
   async replay(actor: Actor, args: unknown): Promise<{ replayed: number; deliveryIds: string[] }> {
     const input = parseArgs(replayArgs, args).input;
@@ -346,11 +237,18 @@ export class WebhookService {
       if (!found.active) {
         throw conflict(`Webhook subscription ${input.subscriptionId} is turned off: turn it on (active: true) first`);
       }
+      this.takeBudget(actor);
       const { ids, pendingReplays } = await replayWebhookDeliveries(tx, input.subscriptionId, {
         deliveryIds: input.deliveryIds ?? null,
         since: input.since == null ? null : new Date(input.since),
         limit: input.limit,
       });
+      // Replays count against the subscription's pending bound too: past it, its oldest waiting ones are dropped.
+      await dropOverflowingDeliveries(
+        tx,
+        ids.length > 0 ? [input.subscriptionId] : [],
+        this.config.WEBHOOK_MAX_PENDING_PER_SUBSCRIPTION,
+      );
       if (pendingReplays >= WEBHOOK_LIMITS.maxPendingReplays) {
         throw conflict(
           `Webhook subscription ${input.subscriptionId} already has ${WEBHOOK_LIMITS.maxPendingReplays} replayed ` +
@@ -365,12 +263,24 @@ export class WebhookService {
       });
       return ids;
     });
-    // After the commit; a job that fails to queue is queued by the workers' reconcile (within a minute).
-    const options = webhookDeliveryOptions(this.config.WEBHOOK_MAX_ATTEMPTS, this.config.WEBHOOK_RETRY_BASE_MS);
-    const queued = await Promise.allSettled(ids.map((id) => this.deliveries.enqueue(id, { deliveryId: id }, options)));
-    const lost = queued.filter((q) => q.status === "rejected").length;
-    if (lost > 0) this.logger.warn({ lost }, "replayed webhook deliveries left to the reconcile: their enqueue failed");
+    // Committed, they are due at once: the workers' dispatchers claim them (within a second).
     return { replayed: ids.length, deliveryIds: ids };
+  }
+
+  /**
+   * One audit row's worth of the actor's budget, taken once the write has passed every check that needs nothing
+   * written, before its first statement: past it the write is refused (429, nothing written), as the queue dashboard's.
+   */
+  private takeBudget(actor: Actor): void {
+    const retryAfterSeconds = this.budget.take(actor.urn);
+    if (retryAfterSeconds === 0) return;
+    throw new AppError(
+      "TOO_MANY_REQUESTS",
+      `Rate limit exceeded: at most ${this.budget.capacity} webhook subscription writes (create, update, delete, ` +
+        `replay) at once, then ${this.budget.perMinute} per minute per actor (the audit budget); retry in ` +
+        `${retryAfterSeconds} s.`,
+      { limit: "webhook subscription writes", perMinute: this.budget.perMinute, retryAfterSeconds },
+    );
   }
 
   /** The subscription when the actor may act on it (its owner, or an admin); not found otherwise for a non-admin. */

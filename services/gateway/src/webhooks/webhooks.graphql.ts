@@ -22,15 +22,41 @@ export const webhookTypeDefs = /* GraphQL */ `
     description: String
     "Off: nothing is delivered (turned off by its owner, an admin, or revokeActorAccess)"
     active: Boolean!
-    "Why it was turned off, when revokeActorAccess did"
+    "Why it was turned off, when revokeActorAccess or WEBHOOK_DISABLE_AFTER_DAYS of failures did"
     disabledReason: String
+    "Its receiver's circuit: OPEN after WEBHOOK_CIRCUIT_FAILURES failed attempts in a row (deliveries paused, probed)"
+    circuit: WebhookCircuit!
+    "Attempts failed one after another (a 2xx resets it)"
+    consecutiveFailures: Int!
+    "Since when every attempt failed (epoch ms); null once one succeeds. Turned off after WEBHOOK_DISABLE_AFTER_DAYS."
+    failingSince: Long
+    "Deliveries dropped unsent (SKIPPED) past WEBHOOK_MAX_PENDING_PER_SUBSCRIPTION pending, in all"
+    droppedDeliveries: Long!
+    "While a rotated-out secret still signs deliveries (rotateWebhookSecret's overlap): until when (epoch ms)"
+    previousSecretExpiresAt: Long
     createdAt: Long!
     updatedAt: Long!
   }
 
+  "A subscription's circuit breaker (docs/webhooks.md, When a receiver keeps failing)."
+  type WebhookCircuit {
+    "CLOSED: deliveries flow. OPEN: paused; one delivery is tried (a probe) at nextProbeAt, and a success closes it."
+    state: String!
+    "When it opened (epoch ms); null when closed"
+    openedAt: Long
+    "When the next probe is due (epoch ms); each failed probe doubles the wait, up to an hour"
+    nextProbeAt: Long
+  }
+
+  type RotatedWebhookSecret {
+    subscription: WebhookSubscription!
+    "The new signing secret (whsec_…): shown this once. The previous one signs too until previousSecretExpiresAt."
+    secret: String!
+  }
+
   type CreatedWebhookSubscription {
     subscription: WebhookSubscription!
-    "The signing secret (whsec_…): shown this once, never again. Verify each delivery's mdp-signature with it."
+    "The signing secret (whsec_…): shown this once, never again. Verify each delivery's webhook-signature (or mdp-signature) with it."
     secret: String!
   }
 
@@ -85,7 +111,7 @@ export const webhookTypeDefs = /* GraphQL */ `
     eventType: String!
     "0: the first delivery; 1, 2, …: replays"
     generation: Int!
-    "PENDING (queued or retrying), DELIVERED (a 2xx), FAILED (attempts spent, or refused), SKIPPED (its owner may not read it; never sent)"
+    "PENDING (queued or retrying), DELIVERED (a 2xx), FAILED (attempts spent, or refused), SKIPPED (never sent: its owner may not read it, its subscription was turned off, or it was dropped past WEBHOOK_MAX_PENDING_PER_SUBSCRIPTION)"
     status: String!
     "POSTs made so far"
     attempts: Int!
@@ -98,6 +124,8 @@ export const webhookTypeDefs = /* GraphQL */ `
     createdAt: Long!
     updatedAt: Long!
     deliveredAt: Long
+    "A PENDING delivery's next attempt (epoch ms; WEBHOOK_RETRY_SCHEDULE, not before an open circuit's probe); null once it ended"
+    nextAttemptAt: Long
   }
 
   input ListWebhookDeliveriesInput {
@@ -133,23 +161,49 @@ export const webhookTypeDefs = /* GraphQL */ `
 
   extend type Query {
     "Your webhook subscriptions (another user's, or all, with MANAGE_SYSTEM_OPERATIONS), newest first."
-    listWebhookSubscriptions(input: ListWebhookSubscriptionsInput): WebhookSubscriptionPage!
+    listWebhookSubscriptions(
+      "Whose (owner, or all) and the page; absent: yours, the first page."
+      input: ListWebhookSubscriptionsInput
+    ): WebhookSubscriptionPage!
     "A subscription's delivery log (its owner, or MANAGE_SYSTEM_OPERATIONS), newest first; kept WEBHOOK_DELIVERY_RETENTION_DAYS."
-    listWebhookDeliveries(input: ListWebhookDeliveriesInput!): WebhookDeliveryPage!
+    listWebhookDeliveries(
+      "The subscription's id, an optional status and the page."
+      input: ListWebhookDeliveriesInput!
+    ): WebhookDeliveryPage!
   }
 
   extend type Mutation {
     """
     Subscribes the caller to events (any authenticated user, for itself; at most MAX_WEBHOOK_SUBSCRIPTIONS_PER_USER).
-    Answers the signing secret once.
+    Answers the signing secret once. Each write here (create, update, delete, replay) takes from the caller's audit
+    budget: past 30 at once, then 30 a minute, TOO_MANY_REQUESTS (429) and nothing written.
     """
-    createWebhookSubscription(input: CreateWebhookSubscriptionInput!): CreatedWebhookSubscription!
+    createWebhookSubscription(
+      "The endpoint's url, the event types and optional filters."
+      input: CreateWebhookSubscriptionInput!
+    ): CreatedWebhookSubscription!
     "Changes a subscription's url, filters, description or active (its owner, or MANAGE_SYSTEM_OPERATIONS)."
-    updateWebhookSubscription(input: UpdateWebhookSubscriptionInput!): WebhookSubscription!
+    updateWebhookSubscription(
+      "The subscription's id and the fields to change."
+      input: UpdateWebhookSubscriptionInput!
+    ): WebhookSubscription!
     "Deletes a subscription and its delivery log (its owner, or MANAGE_SYSTEM_OPERATIONS)."
-    deleteWebhookSubscription(id: String!): Boolean!
+    deleteWebhookSubscription("The subscription's id." id: String!): Boolean!
     "Sends chosen deliveries again, with the same event ids (its owner, or MANAGE_SYSTEM_OPERATIONS)."
-    replayWebhookDeliveries(input: ReplayWebhookDeliveriesInput!): ReplayedWebhookDeliveries!
+    replayWebhookDeliveries(
+      "The subscription's id and which deliveries: since a time, or by id."
+      input: ReplayWebhookDeliveriesInput!
+    ): ReplayedWebhookDeliveries!
+    """
+    A new signing secret for a subscription (its owner only), answered once; the one it replaces signs deliveries too
+    for overlapSeconds (0 to 604800, 7 days), each delivery then carrying both signatures.
+    """
+    rotateWebhookSecret(
+      "The subscription's id."
+      id: String!
+      "How long the replaced secret keeps signing beside the new one, in seconds (0 to 604800)."
+      overlapSeconds: Int!
+    ): RotatedWebhookSecret!
   }
 `;
 
@@ -169,5 +223,7 @@ export const webhookResolvers = {
       ctx.services.webhooks.delete(ctx.actor, args),
     replayWebhookDeliveries: (_: unknown, args: unknown, ctx: GraphQLContext) =>
       ctx.services.webhooks.replay(ctx.actor, args),
+    rotateWebhookSecret: (_: unknown, args: unknown, ctx: GraphQLContext) =>
+      ctx.services.webhooks.rotateSecret(ctx.actor, args),
   },
 };

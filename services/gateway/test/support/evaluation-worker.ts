@@ -64,6 +64,13 @@ export async function startEvaluationWorker(
     storable: () => true,
     // counted against the owners' runTest limit on the gateway's keys, as the worker process does
     startRun: onChangeRunStarter(handler.deps, producer, h.services.rateLimits),
+    // One partition, and one holder for every worker of the test's database: a test calls their passes in turn (a
+    // test of partitions names its own). A pass waits for every owner's evaluation (threads starting cold take longer
+    // than the production budget), so what a pass answers is all it did; a test of the budget sets it.
+    partitions: 1,
+    leaseMs: h.config.ON_CHANGE_LEASE_MS,
+    ownerBudgetMs: 60_000,
+    holder: `test:${h.config.DATABASE_URL}`,
     ...onChangeSettings,
   });
   let loop: ReturnType<typeof onChangeLoop> | undefined;
@@ -72,7 +79,7 @@ export async function startEvaluationWorker(
     onChange,
     startOnChange: (pollMs = 50) => (loop ??= onChangeLoop(onChange, pollMs, logger)),
     close: async () => {
-      await loop?.stop();
+      await (loop ? loop.stop() : onChange.close());
       await closeWorker(worker);
       await producer.close();
       await handler.close(); // the evaluation threads

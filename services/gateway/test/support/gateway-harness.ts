@@ -150,6 +150,27 @@ export async function mintToken(h: Harness, actorUrn: string, expSeconds: number
   return token;
 }
 
+/**
+ * Ingests a `datasetProperties` with this description for each dataset urn, in one ingestProposalBatch (as the root
+ * user unless `headers` say otherwise): the change most tests of evaluation and events start from. Throws unless 200.
+ */
+export async function describeDatasets(
+  h: Harness,
+  urns: readonly string[],
+  description: string,
+  headers: Record<string, string> = systemClientHeaders(ROOT),
+): Promise<void> {
+  const proposals = urns.map((urn) => ({
+    entityType: "dataset",
+    entityUrn: urn,
+    aspectName: "datasetProperties",
+    changeType: "UPSERT",
+    aspect: { contentType: "application/json", value: JSON.stringify({ description }) },
+  }));
+  const res = await h.post("/gms/aspects?action=ingestProposalBatch", { proposals }, headers);
+  if (res.status !== 200) throw new Error(`ingestProposalBatch: ${res.status} ${JSON.stringify(res.body)}`);
+}
+
 /** Grants privileges to a user through a policy, as the root user would. */
 export async function grant(h: Harness, userUrn: string, privileges: string[]): Promise<void> {
   const res = await h.graphql(

@@ -1,0 +1,223 @@
+/**
+ * Shell completion scripts, generated from the program's own command tree when asked (`mdp completion bash`), so a
+ * new command, option or choice is completed as soon as it exists: nothing here names a command.
+ */
+import type { Command, Option } from "commander";
+import { PARSER_CHOICES } from "./options";
+
+export const SHELLS = ["bash", "zsh", "fish"] as const;
+export type Shell = (typeof SHELLS)[number];
+
+interface CompletedOption {
+  /** `--name`, and `-y` where there is a short form */
+  flags: string[];
+  takesValue: boolean;
+  choices: readonly string[];
+  description: string;
+}
+
+/** One command of the tree: its path of canonical names (`tokens create`; the program's is ""). */
+interface CompletedCommand {
+  path: string;
+  description: string;
+  /** name or alias → the sub-command's path */
+  subcommands: Array<{ word: string; path: string; description: string }>;
+  options: CompletedOption[];
+  /** the choices of its first argument (`completion <shell>`), if it has any */
+  argChoices: readonly string[];
+}
+
+function optionOf(option: Option): CompletedOption {
+  return {
+    flags: [option.long, option.short].filter((f): f is string => Boolean(f)),
+    takesValue: option.required || option.optional,
+    choices: option.argChoices ?? (option.parseArg ? (PARSER_CHOICES.get(option.parseArg) ?? []) : []),
+    description: option.description,
+  };
+}
+
+/** Every command of `program`, depth first, with what may follow it. */
+export function commandTree(program: Command): CompletedCommand[] {
+  const help = program.createHelp();
+  const globals = program.options.filter((o) => !o.hidden && o.long !== "--version").map(optionOf);
+  const tree: CompletedCommand[] = [];
+  const visit = (command: Command, path: string) => {
+    const own = help.visibleOptions(command).map(optionOf);
+    const subs = command.commands.filter((c) => !(c as Command & { _hidden?: boolean })._hidden);
+    tree.push({
+      path,
+      description: command.description(),
+      subcommands: subs.flatMap((sub) => {
+        const subPath = path ? `${path} ${sub.name()}` : sub.name();
+        return [sub.name(), ...sub.aliases()].map((word) => ({ word, path: subPath, description: sub.description() }));
+      }),
+      options: command === program ? own : [...own, ...globals],
+      argChoices: command.registeredArguments[0]?.argChoices ?? [],
+    });
+    for (const sub of subs) visit(sub, path ? `${path} ${sub.name()}` : sub.name());
+  };
+  visit(program, "");
+  return tree;
+}
+
+export function completionScript(program: Command, shell: Shell): string {
+  const tree = commandTree(program);
+  const name = program.name();
+  return { bash: bashScript, zsh: zshScript, fish: fishScript }[shell](name, tree);
+}
+
+const words = (list: Iterable<string>) => [...new Set(list)].join(" ");
+/** single-quoted for sh (bash, zsh) */
+const quoted = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`;
+const fn = (name: string) => `_${name.replace(/[^A-Za-z0-9_]/g, "_")}`;
+
+/**
+ * The shell function's body shared by bash and zsh: walks the words before the cursor to the deepest command they
+ * name (skipping options and the value after an option that takes one), then sets `subs`, `opts`, `choices` for it and
+ * `value` when the word at the cursor is an option's value (`valuechoices` then holds its choices, if any).
+ */
+function walker(tree: CompletedCommand[], first: string, last: string): string {
+  const steps = tree.flatMap((c) =>
+    c.subcommands.map((s) => `      ${quoted(`${c.path}|${s.word}`)}) cmd=${quoted(s.path)} ;;`),
+  );
+  const valueOptions = tree.flatMap((c) =>
+    c.options.filter((o) => o.takesValue).flatMap((o) => o.flags.map((f) => `${c.path}|${f}`)),
+  );
+  const choicesOf = tree.flatMap((c) =>
+    c.options
+      .filter((o) => o.takesValue && o.choices.length > 0)
+      .map(
+        (o) =>
+          `    ${o.flags.map((f) => quoted(`${c.path}|${f}`)).join("|")}) valuechoices=${quoted(words(o.choices))} ;;`,
+      ),
+  );
+  const nodes = tree.map(
+    (c) =>
+      `    ${quoted(c.path)}) subs=${quoted(words(c.subcommands.map((s) => s.word)))}; ` +
+      `opts=${quoted(words(c.options.flatMap((o) => o.flags)))}; choices=${quoted(words(c.argChoices))} ;;`,
+  );
+  return `  local cmd="" word prev="" skip=0 i value=0 subs="" opts="" choices="" valuechoices=""
+  for ((i = ${first}; i < ${last}; i++)); do
+    word="\${words[i]}"
+    if ((skip)); then skip=0; continue; fi
+    if [[ "$word" == -* ]]; then
+      case "$cmd|$word" in
+        ${valueOptions.length > 0 ? valueOptions.map(quoted).join("|") : "''"}) skip=1 ;;
+      esac
+      continue
+    fi
+    case "$cmd|$word" in
+${steps.join("\n")}
+    esac
+  done
+  ((skip)) && value=1
+  prev="\${words[${last} - 1]}"
+  if ((value)); then
+    case "$cmd|$prev" in
+${choicesOf.join("\n")}
+    esac
+  fi
+  case "$cmd" in
+${nodes.join("\n")}
+  esac`;
+}
+
+function bashScript(name: string, tree: CompletedCommand[]): string {
+  return `# ${name} completion for bash, generated by \`${name} completion bash\` from ${name}'s own commands.
+# Load it in ~/.bashrc: source <(${name} completion bash)
+${fn(name)}() {
+  local words=("\${COMP_WORDS[@]}") cur="\${COMP_WORDS[COMP_CWORD]}"
+${walker(tree, "1", "COMP_CWORD")}
+  COMPREPLY=()
+  if ((value)); then
+    # an option's value: its choices, or the shell's default completion (files) when it has none
+    [[ -n "$valuechoices" ]] && COMPREPLY=($(compgen -W "$valuechoices" -- "$cur"))
+  elif [[ "$cur" == -* ]]; then
+    COMPREPLY=($(compgen -W "$opts" -- "$cur"))
+  elif [[ -n "$subs" ]]; then
+    COMPREPLY=($(compgen -W "$subs" -- "$cur"))
+  elif [[ -n "$choices" ]]; then
+    COMPREPLY=($(compgen -W "$choices" -- "$cur"))
+  fi
+  return 0
+}
+complete -o default -F ${fn(name)} ${name}
+`;
+}
+
+function zshScript(name: string, tree: CompletedCommand[]): string {
+  // zsh's words are 1-based with the command at 1; CURRENT is the word at the cursor.
+  return `#compdef ${name}
+# ${name} completion for zsh, generated by \`${name} completion zsh\` from ${name}'s own commands.
+# Load it in ~/.zshrc, after compinit: source <(${name} completion zsh)
+${fn(name)}() {
+${walker(tree, "2", "CURRENT")}
+  if ((value)); then
+    if [[ -n "$valuechoices" ]]; then compadd -- \${=valuechoices}; else _files; fi
+  elif [[ "$PREFIX" == -* ]]; then
+    compadd -- \${=opts}
+  elif [[ -n "$subs" ]]; then
+    compadd -- \${=subs}
+  elif [[ -n "$choices" ]]; then
+    compadd -- \${=choices}
+  else
+    _files
+  fi
+}
+compdef ${fn(name)} ${name}
+`;
+}
+
+function fishScript(name: string, tree: CompletedCommand[]): string {
+  const fishQuoted = (text: string) => `'${text.replace(/\\/g, "\\\\").replace(/'/g, "\\'")}'`;
+  const short = (text: string) => text.split(/[;:(]/)[0]!.trim();
+  const at = (path: string) => `-n ${fishQuoted(`${fn(name)}_at ${fishQuoted(path)}`)}`;
+  const lines: string[] = [];
+  for (const command of tree) {
+    for (const sub of command.subcommands) {
+      lines.push(`complete -c ${name} -f ${at(command.path)} -a ${sub.word} -d ${fishQuoted(short(sub.description))}`);
+    }
+    if (command.argChoices.length > 0) {
+      lines.push(`complete -c ${name} -f ${at(command.path)} -a ${fishQuoted(words(command.argChoices))}`);
+    }
+    for (const option of command.options) {
+      const flags = option.flags.map((f) => (f.startsWith("--") ? `-l ${f.slice(2)}` : `-s ${f.slice(1)}`)).join(" ");
+      const value =
+        option.choices.length > 0 ? ` -x -a ${fishQuoted(words(option.choices))}` : option.takesValue ? " -r" : "";
+      lines.push(
+        `complete -c ${name} ${at(command.path)} ${flags}${value} -d ${fishQuoted(short(option.description))}`,
+      );
+    }
+  }
+  const steps = tree.flatMap((c) =>
+    c.subcommands.map(
+      (s) => `        case ${fishQuoted(`${c.path}|${s.word}`)}\n            set cmd ${fishQuoted(s.path)}`,
+    ),
+  );
+  const valueOptions = tree.flatMap((c) =>
+    c.options.filter((o) => o.takesValue).flatMap((o) => o.flags.map((f) => fishQuoted(`${c.path}|${f}`))),
+  );
+  return `# ${name} completion for fish, generated by \`${name} completion fish\` from ${name}'s own commands.
+# Load it: ${name} completion fish > ~/.config/fish/completions/${name}.fish
+function ${fn(name)}_at --argument-names want --description 'whether the words before the cursor name this ${name} command'
+    set -l cmd ''
+    set -l skip 0
+    for word in (commandline -opc)[2..-1]
+        if test $skip -eq 1
+            set skip 0
+            continue
+        end
+        if string match -q -- '-*' $word
+            contains -- "$cmd|$word" ${valueOptions.join(" ")}; and set skip 1
+            continue
+        end
+        switch "$cmd|$word"
+${steps.join("\n")}
+        end
+    end
+    test "$cmd" = "$want"
+end
+complete -c ${name} -e
+${lines.join("\n")}
+`;
+}

@@ -1,0 +1,196 @@
+import type { Queryable } from "../timeseries/timeseries.store";
+import { PLATFORM_EVENT_LIMITS, type PlatformEventRow } from "./platform-event.repository";
+
+/**
+ * A consumer of the platform-event outbox read in partitions (platform_event_partition; docs/evaluation-on-change.md
+ * "Partitions"): events by a hash of their entity urn, so every change to one entity is in one partition and read in
+ * order. Each partition has its own position, and one worker at a time holds it under a lease (Kafka's consumer group,
+ * on PostgreSQL): N workers read N partitions in parallel, and a dead worker's are taken over once its lease lapses.
+ */
+
+/** The partition of an entity urn among `partitions` (SQL, over a text expression): stable across processes. */
+export const partitionOfSql = (urn: string, partitions: string) =>
+  `mod(hashtext(${urn})::int8 + 2147483648, ${partitions})::int`;
+
+/**
+ * Makes the consumer's rows one layout of `partitions` (in its own transaction: `client` must be in one). Already so:
+ * nothing changes. Otherwise (the first start, or ON_CHANGE_PARTITIONS changed) every partition starts again from the
+ * slowest position there was (of the old layout, or of the consumer's single cursor before partitions), so nothing is
+ * skipped: events past it that some partition had read are read again (at least once). `onRelayout` runs in the same
+ * transaction (re-partitioning what the consumer keeps per partition). One layout change at a time (an advisory lock).
+ */
+export async function ensurePartitionLayout(
+  client: Queryable,
+  consumer: string,
+  partitions: number,
+  onRelayout?: (client: Queryable) => Promise<void>,
+): Promise<void> {
+  await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`platform_event_partition:${consumer}`]);
+  const { rows } = await client.query<{ n: number; layouts: number[]; start: string | null }>(
+    `SELECT count(*)::int AS n, array_agg(DISTINCT partitions) AS layouts,
+            LEAST(min(seq), (SELECT seq FROM platform_event_cursor WHERE consumer = $1))::text AS start
+       FROM platform_event_partition WHERE consumer = $1`,
+    [consumer],
+  );
+  const current = rows[0]!;
+  if (current.n === partitions && current.layouts.length === 1 && current.layouts[0] === partitions) return;
+  const start =
+    current.start ??
+    (
+      await client.query<{ seq: string | null }>(
+        "SELECT seq::text AS seq FROM platform_event_cursor WHERE consumer = $1",
+        [consumer],
+      )
+    ).rows[0]?.seq ??
+    "0";
+  await client.query("DELETE FROM platform_event_partition WHERE consumer = $1", [consumer]);
+  await client.query(
+    `INSERT INTO platform_event_partition (consumer, partition, partitions, seq)
+     SELECT $1, p, $2, $3::int8 FROM generate_series(0, $2 - 1) AS p`,
+    [consumer, partitions, start],
+  );
+  // The single cursor is replaced: left behind, it would hold back pruning for good.
+  await client.query("DELETE FROM platform_event_cursor WHERE consumer = $1", [consumer]);
+  await onRelayout?.(client);
+}
+
+/** A partition this worker holds, and its position when claimed. */
+export interface HeldPartition {
+  partition: number;
+  /** the layout it belongs to (the consumer's partition count) */
+  partitions: number;
+  seq: string;
+}
+
+/**
+ * One claim round of `holder` (in its own transaction): renews the leases it holds and its membership, then keeps its
+ * fair share — the partitions divided by the live members (itself included), rounded up — releasing
+ * what it holds past it (highest first, for a worker that just started) and claiming free or lapsed partitions up to
+ * it. Answers what it holds now.
+ */
+export async function claimPartitions(
+  client: Queryable,
+  consumer: string,
+  holder: string,
+  leaseMs: number,
+): Promise<HeldPartition[]> {
+  const { rows: mine } = await client.query<{ partition: number; partitions: number }>(
+    `UPDATE platform_event_partition SET lease_until = now() + make_interval(secs => $3::float8 / 1000)
+      WHERE consumer = $1 AND holder = $2 AND lease_until > now()
+      RETURNING partition, partitions`,
+    [consumer, holder, leaseMs],
+  );
+  // This worker is a member (live, partitions or not) until its lease lapses; members long gone are forgotten.
+  await client.query(
+    `INSERT INTO platform_event_member (consumer, holder, lease_until)
+     VALUES ($1, $2, now() + make_interval(secs => $3::float8 / 1000))
+     ON CONFLICT (consumer, holder) DO UPDATE SET lease_until = EXCLUDED.lease_until`,
+    [consumer, holder, leaseMs],
+  );
+  await client.query(
+    "DELETE FROM platform_event_member WHERE consumer = $1 AND lease_until < now() - interval '1 hour'",
+    [consumer],
+  );
+  const { rows: layout } = await client.query<{ partitions: number; members: number }>(
+    `SELECT (SELECT count(*) FROM platform_event_partition WHERE consumer = $1)::int AS partitions,
+            (SELECT count(*) FROM platform_event_member WHERE consumer = $1 AND lease_until > now())::int AS members`,
+    [consumer],
+  );
+  const share = Math.ceil(layout[0]!.partitions / Math.max(1, layout[0]!.members));
+  if (mine.length > share) {
+    const extra = mine
+      .map((m) => m.partition)
+      .sort((a, b) => b - a)
+      .slice(0, mine.length - share);
+    await client.query(
+      `UPDATE platform_event_partition SET holder = NULL, lease_until = NULL
+        WHERE consumer = $1 AND holder = $2 AND partition = ANY($3::int[])`,
+      [consumer, holder, extra],
+    );
+  } else if (mine.length < share) {
+    await client.query(
+      `UPDATE platform_event_partition p
+          SET holder = $2, lease_until = now() + make_interval(secs => $3::float8 / 1000)
+         FROM (SELECT partition FROM platform_event_partition
+                WHERE consumer = $1 AND (holder IS NULL OR lease_until IS NULL OR lease_until <= now())
+                ORDER BY partition LIMIT $4 FOR UPDATE SKIP LOCKED) free
+        WHERE p.consumer = $1 AND p.partition = free.partition`,
+      [consumer, holder, leaseMs, share - mine.length],
+    );
+  }
+  const { rows } = await client.query<HeldPartition>(
+    `SELECT partition, partitions, seq::text AS seq FROM platform_event_partition
+      WHERE consumer = $1 AND holder = $2 AND lease_until > now() ORDER BY partition`,
+    [consumer, holder],
+  );
+  return rows;
+}
+
+/** Gives up every partition `holder` holds, and its membership (a worker stopping): others take them at once. */
+export async function releasePartitions(db: Queryable, consumer: string, holder: string): Promise<void> {
+  await db.query(
+    `WITH gone AS (DELETE FROM platform_event_member WHERE consumer = $1 AND holder = $2)
+     UPDATE platform_event_partition SET holder = NULL, lease_until = NULL WHERE consumer = $1 AND holder = $2`,
+    [consumer, holder],
+  );
+}
+
+/** The last position sequenced (0: none): a partition at it has nothing to read. */
+export async function streamEnd(db: Queryable): Promise<string> {
+  const { rows } = await db.query<{ end: string }>("SELECT COALESCE(max(seq), 0)::text AS end FROM platform_event");
+  return rows[0]!.end;
+}
+
+/**
+ * Up to `limit` sequenced events of one partition after position `after`, in order, looking at most `window`
+ * positions ahead and no further than `end` (streamEnd's, read before); `upTo`: the position the partition has read
+ * to when it has handled them (the last event's when the limit was reached, else the end of what it looked at), so a
+ * partition with few events moves on with the stream rather than scanning the same stretch at each pass.
+ */
+export async function partitionEventsAfter(
+  db: Queryable,
+  partition: { partition: number; partitions: number },
+  after: string,
+  limit: number,
+  window: number,
+  end: string,
+): Promise<{ events: PlatformEventRow[]; upTo: string }> {
+  const upTo = String(BigInt(after) >= BigInt(end) ? BigInt(after) : min(BigInt(after) + BigInt(window), BigInt(end)));
+  if (upTo === after) return { events: [], upTo };
+  const capped = Math.min(limit, PLATFORM_EVENT_LIMITS.maxReadBatch);
+  const { rows } = await db.query<PlatformEventRow>(
+    `SELECT seq::text AS seq, event_type AS "eventType", entity_urn AS "entityUrn", entity_type AS "entityType",
+            aspect_name AS "aspectName", (extract(epoch FROM created_at) * 1000)::float8 AS "createdAt",
+            payload #>> '{systemMetadata,properties,appSource}' AS "appSource"
+       FROM platform_event
+      WHERE seq > $1::int8 AND seq <= $2::int8 AND ${partitionOfSql("entity_urn", "$3")} = $4
+      ORDER BY seq
+      LIMIT $5`,
+    [after, upTo, partition.partitions, partition.partition, capped],
+  );
+  return { events: rows, upTo: rows.length === capped ? rows.at(-1)!.seq : upTo };
+}
+
+/**
+ * Moves a partition's position to `to`, if `holder` still holds it (renewing its lease); false when it does not (its
+ * lease lapsed and another took it over): the caller's transaction must then not commit what it read.
+ */
+export async function advancePartition(
+  client: Queryable,
+  consumer: string,
+  partition: number,
+  holder: string,
+  to: string,
+  leaseMs: number,
+): Promise<boolean> {
+  const { rowCount } = await client.query(
+    `UPDATE platform_event_partition
+        SET seq = GREATEST(seq, $4::int8), updated_at = now(),
+            lease_until = now() + make_interval(secs => $5::float8 / 1000)
+      WHERE consumer = $1 AND partition = $2 AND holder = $3 AND lease_until > now()`,
+    [consumer, partition, holder, to, leaseMs],
+  );
+  return rowCount === 1;
+}
+
+const min = (a: bigint, b: bigint) => (a < b ? a : b);

@@ -1,0 +1,173 @@
+import { hash } from "node:crypto";
+import { Prisma } from "../generated/prisma/client";
+import type { Queryable } from "../timeseries/timeseries.store";
+import { withinPolicy, type DurationPolicy } from "./access-token-duration-policy";
+import { isAccessTokenId } from "./access-token.repository";
+import { run } from "./pool-statement";
+
+/** The token list (access_token): a page of live tokens with its total, its filters as SQL, the owners' page. */
+
+/** One filter of the list (the gateway's token-filters.ts says what each means). */
+export type AccessTokenFilter =
+  | { field: "actorUrn" | "ownerUrn" | "name" | "id"; values: readonly string[]; negated: boolean }
+  | { field: "expiresAt" | "createdAt"; op: "<" | "<=" | ">" | ">="; millis: number }
+  | ({ field: "durationPolicy"; outside: boolean } & DurationPolicy)
+  /** neither used nor created within the last `days` days */
+  | { field: "unusedForDays"; days: number };
+
+/** A token of a list page; times are epoch ms. */
+export interface AccessTokenPageRow {
+  id: string;
+  name: string;
+  description: string | null;
+  actor_urn: string;
+  owner_urn: string;
+  created_at: number;
+  expires_at: number | null;
+  last_used_at: number | null;
+  scopes: string[] | null;
+  parent_token_id: string | null;
+  rotated_from_id: string | null;
+  rotated_to_id: string | null;
+  rotated_at: number | null;
+}
+
+/** filterable fields → their columns */
+const FILTER_COLUMNS = {
+  actorUrn: "actor_urn",
+  ownerUrn: "owner_urn",
+  name: "name",
+  id: "id",
+  expiresAt: "expires_at",
+  createdAt: "created_at",
+} as const;
+const MAX_PREPARED_FILTERS = 4;
+
+/**
+ * A page of live tokens (neither revoked nor expired at `now`), newest first, and how many there are in all. Count
+ * and page in one statement: one round trip and one snapshot, so `total` and `tokens` always agree (two statements,
+ * even in a transaction, each see their own snapshot under READ COMMITTED). The count is split so each half is an
+ * index-only range scan of access_token_*_expires_at_idx. The page is joined to the count so that an empty page
+ * still brings the total (one row, page columns null); times come back as epoch ms.
+ */
+export async function accessTokenPage(
+  pool: Queryable,
+  filters: readonly AccessTokenFilter[],
+  now: Date,
+  start: number,
+  count: number,
+): Promise<{ total: number; rows: AccessTokenPageRow[] }> {
+  // A session is a signed-in user's, not one of the personal access tokens the list is of (DataHub's are not stored).
+  const where = Prisma.join(
+    [Prisma.sql`revoked_at IS NULL`, Prisma.sql`type <> 'SESSION'`, ...filters.map(filterCondition)],
+    " AND ",
+  );
+  // A filter on expiresAt says which expiry times it wants, expired ones included (datahub-gc lists the expired
+  // tokens to revoke them); the list is then what the filters select, still never a revoked token.
+  const statement = filters.some((f) => f.field === "expiresAt")
+    ? Prisma.sql`
+      SELECT c.total, p.id, p.name, p.description, p.actor_urn, p.owner_urn,
+             ${epochMs("p.created_at")} AS created_at, ${epochMs("p.expires_at")} AS expires_at,
+             ${epochMs("p.last_used_at")} AS last_used_at, p.scopes, p.parent_token_id::text AS parent_token_id,
+             p.rotated_from_id::text AS rotated_from_id, p.rotated_to_id::text AS rotated_to_id,
+             ${epochMs("p.rotated_at")} AS rotated_at
+        FROM (SELECT count(*)::int AS total FROM access_token WHERE ${where}) AS c
+        LEFT JOIN LATERAL (SELECT * FROM access_token WHERE ${where}
+                            ORDER BY created_at DESC, id DESC
+                            LIMIT ${count} OFFSET ${start}) AS p ON true
+       ORDER BY p.created_at DESC, p.id DESC`
+    : Prisma.sql`
+      SELECT c.total, p.id, p.name, p.description, p.actor_urn, p.owner_urn,
+             ${epochMs("p.created_at")} AS created_at, ${epochMs("p.expires_at")} AS expires_at,
+             ${epochMs("p.last_used_at")} AS last_used_at, p.scopes, p.parent_token_id::text AS parent_token_id,
+             p.rotated_from_id::text AS rotated_from_id, p.rotated_to_id::text AS rotated_to_id,
+             ${epochMs("p.rotated_at")} AS rotated_at
+        FROM (SELECT ((SELECT count(*) FROM access_token WHERE ${where} AND expires_at IS NULL)
+                      + (SELECT count(*) FROM access_token WHERE ${where} AND expires_at > ${now}::timestamptz))::int
+                     AS total) AS c
+        LEFT JOIN LATERAL (SELECT * FROM access_token
+                            WHERE ${where} AND (expires_at IS NULL OR expires_at > ${now}::timestamptz)
+                            ORDER BY created_at DESC, id DESC
+                            LIMIT ${count} OFFSET ${start}) AS p ON true
+       ORDER BY p.created_at DESC, p.id DESC`;
+  // Prepared per filter shape (the text depends on the fields filtered, not the values): planning this statement
+  // cost PostgreSQL about as much as running it. Only for a few filters, so each connection keeps a bounded set.
+  const name =
+    filters.length <= MAX_PREPARED_FILTERS
+      ? `access-token-list-${hash("sha1", statement.text, "hex").slice(0, 16)}`
+      : undefined;
+  const rows = await run<{ total: number } & NullablePageRow>(pool, statement, name);
+  return {
+    total: rows[0]!.total,
+    rows: rows.filter((row): row is { total: number } & AccessTokenPageRow => row.id !== null),
+  };
+}
+
+/** A row of the list statement: the total, and a token of the page (all null when the page is empty). */
+type NullablePageRow = Omit<AccessTokenPageRow, "id"> & { id: string | null };
+
+/** A timestamptz(3) column as epoch ms: a double, which pg hands over as a number, exact for any ms timestamp. */
+function epochMs(column: string): Prisma.Sql {
+  return Prisma.raw(`round(date_part('epoch', ${column}) * 1000)`);
+}
+
+/**
+ * One filter as SQL: `=` for one value, so the (column, created_at) index also gives the order; ANY for several; NOT
+ * for negated; a time compared with an epoch-ms value (a token that never expires has no expiry to compare: it
+ * matches no comparison).
+ */
+function filterCondition(filter: AccessTokenFilter) {
+  if (filter.field === "durationPolicy") {
+    return filter.outside ? Prisma.sql`NOT ${withinPolicy(filter)}` : withinPolicy(filter);
+  }
+  if (filter.field === "unusedForDays") {
+    // last_used_at is at most a flush (seconds) behind: days are what this filter counts.
+    return Prisma.sql`COALESCE(last_used_at, created_at) < now() - make_interval(days => ${filter.days}::int)`;
+  }
+  const column = Prisma.raw(FILTER_COLUMNS[filter.field]);
+  if (!("values" in filter)) {
+    return Prisma.sql`${column} ${Prisma.raw(filter.op)} to_timestamp(${filter.millis}::int8 / 1000.0)`;
+  }
+  let condition;
+  if (filter.field !== "id") {
+    condition =
+      filter.values.length === 1
+        ? Prisma.sql`${column} = ${filter.values[0]}`
+        : Prisma.sql`${column} = ANY(${filter.values}::text[])`;
+  } else {
+    const ids = filter.values.filter(isUuid);
+    if (ids.length === 0) condition = Prisma.sql`FALSE`;
+    else condition = ids.length === 1 ? Prisma.sql`id = ${ids[0]}::uuid` : Prisma.sql`id = ANY(${ids}::uuid[])`;
+  }
+  return filter.negated ? Prisma.sql`NOT (${condition})` : condition;
+}
+
+const isUuid = isAccessTokenId;
+
+/**
+ * The users who created live personal access tokens (neither revoked nor expired; sessions are not theirs to list),
+ * whose urn contains `query` in any case (all without one), in urn order, at most `count` after `start`, and how many
+ * there are in all: the owners a token manager filters the list by (DataHub's web app asks listUsers for them).
+ */
+export async function accessTokenOwnerPage(
+  pool: Queryable,
+  query: string | undefined,
+  start: number,
+  count: number,
+): Promise<{ total: number; owners: string[] }> {
+  const { rows } = await pool.query<{ total: number; owner_urn: string | null }>(
+    `WITH owners AS (
+       SELECT DISTINCT owner_urn FROM access_token
+        WHERE revoked_at IS NULL AND type <> 'SESSION' AND (expires_at IS NULL OR expires_at > now())
+          AND ($1::text IS NULL OR strpos(lower(owner_urn), lower($1::text)) > 0))
+     SELECT c.total, p.owner_urn
+       FROM (SELECT count(*)::int AS total FROM owners) c
+       LEFT JOIN LATERAL (SELECT owner_urn FROM owners ORDER BY owner_urn LIMIT $3 OFFSET $2) p ON true
+      ORDER BY p.owner_urn`,
+    [query ?? null, start, count],
+  );
+  return {
+    total: rows[0]?.total ?? 0,
+    owners: rows.flatMap((r) => (r.owner_urn === null ? [] : [r.owner_urn])),
+  };
+}

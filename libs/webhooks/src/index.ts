@@ -1,0 +1,4 @@
+export * from "./circuit";
+export * from "./events";
+export * from "./signing";
+export * from "./targets";

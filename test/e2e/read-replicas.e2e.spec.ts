@@ -1,0 +1,272 @@
+/**
+ * PostgreSQL read replicas (docs/postgres.md), on real servers: a private primary and a streaming hot standby made by
+ * `pg_basebackup -R`, and the real gateway with DATABASE_REPLICA_URLS naming the standby. Listings are served by the
+ * standby (counted by the standby's own statistics); a user reads its own write under a standby delayed on purpose
+ * (recovery_min_apply_delay) while others read the delayed copy; a standby further behind than REPLICA_MAX_LAG_MS is
+ * skipped; the evaluation worker's load reads the standby, but after its caller's own ingestion only once the standby
+ * has it; and the standby stopped and started under load costs no caller an error, skipped within a second.
+ */
+import { eventually } from "@mdp/core/testing";
+import { primaryAndStandby, queryOnce, type PrimaryAndStandby } from "../support/postgres-standby";
+import {
+  gatewayUrl,
+  queuePrefix,
+  startService,
+  systemClient,
+  waitForOutput,
+  waitUntilReady,
+  type RunningService,
+} from "../support/services";
+
+const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+const ADMIN = "urn:li:corpuser:admin";
+const MAX_LAG_MS = 4000;
+const LIST = `query($u: String!) {
+  listAccessTokens(input: {count: 1000, filters: [{field: "actorUrn", value: $u}]}) { total tokens { name } }
+}`;
+const CREATE = `mutation($name: String!) {
+  createAccessToken(input: {type: PERSONAL, actorUrn: "${ADMIN}", duration: ONE_MONTH, name: $name}) { metadata { id } }
+}`;
+
+interface ReplicaReport {
+  name: string;
+  state: string;
+  lagMs: number | null;
+}
+
+describe("read replicas: a streaming hot standby beside the primary", () => {
+  let servers: PrimaryAndStandby;
+  let gateway: RunningService;
+  let worker: RunningService;
+  let baseUrl: string;
+
+  /** As `actor` through the system client; without one, as the system actor (every privilege, no token rows read). */
+  const graphql = async (query: string, variables: Record<string, unknown>, actor?: string) => {
+    const headers = systemClient(actor);
+    if (!actor) delete headers["x-platform-actor"];
+    const res = await fetch(`${baseUrl}/api/graphql`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ query, variables }),
+    });
+    const body = (await res.json()) as { data?: Record<string, unknown>; errors?: unknown };
+    if (res.status !== 200 || !body.data) throw new Error(`${res.status}: ${JSON.stringify(body.errors)}`);
+    return body.data;
+  };
+  const tokenNames = async (actor?: string) => {
+    const data = (await graphql(LIST, { u: ADMIN }, actor)) as {
+      listAccessTokens: { total: number; tokens: { name: string }[] };
+    };
+    return data.listAccessTokens.tokens.map((t) => t.name);
+  };
+  const create = (name: string) => graphql(CREATE, { name }, ADMIN);
+  const post = async (path: string, body: unknown, actor?: string) => {
+    const headers = systemClient(actor);
+    if (!actor) delete headers["x-platform-actor"];
+    const res = await fetch(`${baseUrl}${path}`, { method: "POST", headers, body: JSON.stringify(body) });
+    const answer = (await res.json()) as { value: unknown };
+    if (res.status !== 200) {
+      const logs = [gateway, worker].map((p) => `--- ${p.name}\n${p.output().slice(-3000)}`).join("\n");
+      throw new Error(`${path}: ${res.status} ${JSON.stringify(answer)}\n${logs}`);
+    }
+    return answer.value;
+  };
+  const replica = async (): Promise<ReplicaReport> => {
+    const body = (await (await fetch(`${baseUrl}/ready`)).json()) as { replicas?: ReplicaReport[] };
+    return body.replicas![0]!;
+  };
+  const inState = (state: string, timeoutMs = 10_000) =>
+    eventually(`replica1 ${state}`, async () => (await replica()).state === state, { timeoutMs });
+  /** transactions the standby itself committed in the database: every read it served is one */
+  const standbyTransactions = async () =>
+    Number(
+      (
+        await queryOnce<{ n: string }>(
+          servers.standbyUrl,
+          "SELECT xact_commit AS n FROM pg_stat_database WHERE datname = current_database()",
+        )
+      )[0]!.n,
+    );
+  const replicaReadsMetric = async () => {
+    const text = await (await fetch(`${baseUrl}/metrics`)).text();
+    return Number(/^mdp_db_stale_reads_total\{server="replica"\} (\d+)/m.exec(text)?.[1] ?? "NaN");
+  };
+
+  beforeAll(async () => {
+    servers = await primaryAndStandby();
+    const env = {
+      DATABASE_URL: servers.primaryUrl,
+      DATABASE_REPLICA_URLS: servers.standbyUrl,
+      REPLICA_MAX_LAG_MS: String(MAX_LAG_MS),
+      RATE_LIMIT_TOKEN_MINTS_PER_MINUTE: "10000",
+      REDIS_URL,
+      QUEUE_PREFIX: queuePrefix("e2e-read-replicas"),
+      PORT: "0",
+    };
+    gateway = startService("gateway", env);
+    worker = startService("evaluation-worker", env);
+    baseUrl = await gatewayUrl(gateway);
+    await Promise.all([waitUntilReady(baseUrl, gateway), waitForOutput(worker, "worker running")]);
+    await inState("in-use");
+  }, 60_000);
+
+  afterAll(async () => {
+    await Promise.all([gateway?.stop(), worker?.stop()]);
+    await servers?.destroy();
+  });
+
+  it("serves listings from the standby, counted by the standby's own statistics", async () => {
+    await create("counted");
+    const before = await standbyTransactions();
+    const metricBefore = await replicaReadsMetric();
+    const lists = 40;
+    for (let i = 0; i < lists; i++) expect(await tokenNames()).toContain("counted");
+    // The standby's backends report their counts within a few seconds of going idle.
+    await eventually("the standby to count the listings", async () => (await standbyTransactions()) - before >= lists, {
+      timeoutMs: 20_000,
+    });
+    expect((await replicaReadsMetric()) - metricBefore).toBeGreaterThanOrEqual(lists);
+  });
+
+  it("a user reads its own write at once while the standby, delayed, still serves others the older copy", async () => {
+    await servers.delayStandby(2000);
+    const name = "mine-at-once";
+    await create(name);
+    // Its writer sees it at once (the primary, until the standby has replayed it)…
+    expect(await tokenNames(ADMIN)).toContain(name);
+    // …while another reader is served by the delayed standby, which has not replayed it yet…
+    expect(await tokenNames()).not.toContain(name);
+    expect((await replica()).state).toBe("in-use");
+    // …and sees it once the standby applies it.
+    await eventually("the delayed standby to replay the write", async () => (await tokenNames()).includes(name));
+    await servers.delayStandby(0);
+  });
+
+  it(`skips a standby more than REPLICA_MAX_LAG_MS behind: every reader sees the latest write`, async () => {
+    await servers.delayStandby(3 * MAX_LAG_MS);
+    let n = 0;
+    await eventually(
+      "the delayed standby to be reported lagging",
+      async () => {
+        await create(`lag-${n++}`);
+        return (await replica()).state === "lagging";
+      },
+      { timeoutMs: 20_000 },
+    );
+    await create("latest");
+    expect(await tokenNames()).toContain("latest");
+    await servers.delayStandby(0);
+    await inState("in-use", 20_000);
+  }, 45_000);
+
+  it("evaluations read the standby; one right after its caller's own ingestion sees it, others the delayed copy", async () => {
+    const urn = "urn:li:dataset:(urn:li:dataPlatform:hive,db.replicated,PROD)";
+    const describe = (description: string) =>
+      post(
+        "/gms/aspects?action=ingestProposal",
+        {
+          proposal: {
+            entityType: "dataset",
+            entityUrn: urn,
+            aspectName: "datasetProperties",
+            changeType: "UPSERT",
+            aspect: { contentType: "application/json", value: JSON.stringify({ description }) },
+          },
+        },
+        ADMIN,
+      );
+    const passes = async (actor?: string) => {
+      const value = (await post("/gms/test?action=evaluate", { urn, tests: ["urn:li:test:replicated"] }, actor)) as {
+        passing: unknown[];
+      };
+      return value.passing.length === 1;
+    };
+    await graphql(
+      `
+        mutation ($input: CreateTestInput!) {
+          createTest(input: $input)
+        }
+      `,
+      {
+        input: {
+          id: "replicated",
+          name: "Described as orders",
+          category: "Documentation",
+          definition: {
+            json: "on: {types: [dataset]}\nrules: [{property: datasetProperties.description, operator: regex_match, values: ['^ord']}]",
+          },
+        },
+      },
+      ADMIN,
+    );
+    await describe("nothing yet");
+    await eventually("the standby to hold the entity", async () => {
+      const rows = await queryOnce<{ n: number }>(
+        servers.standbyUrl,
+        `SELECT count(*)::int AS n FROM aspect WHERE urn = '${urn}'`,
+      );
+      return rows[0]!.n > 0;
+    });
+    // Every evaluation load reads metadata_test; nothing else reads it on the standby meanwhile (the probes read no table).
+    const testScans = async () =>
+      (
+        await queryOnce<{ n: number }>(
+          servers.standbyUrl,
+          "SELECT (coalesce(seq_scan, 0) + coalesce(idx_scan, 0))::int AS n FROM pg_stat_user_tables WHERE relname = 'metadata_test'",
+        )
+      )[0]!.n;
+    const before = await testScans();
+    const evaluations = 20;
+    for (let i = 0; i < evaluations; i++) expect(await passes()).toBe(false);
+    await eventually(
+      "the standby to count the evaluation loads",
+      async () => (await testScans()) - before >= evaluations,
+      {
+        timeoutMs: 20_000,
+      },
+    );
+
+    await servers.delayStandby(2000);
+    await describe("orders");
+    // Its writer's evaluation reads the write (the job carries the writer's WAL position)…
+    expect(await passes(ADMIN)).toBe(true);
+    // …while another caller's is served by the delayed standby, which has not replayed it yet.
+    expect(await passes()).toBe(false);
+    await eventually("the delayed standby to replay the ingestion", () => passes());
+    await servers.delayStandby(0);
+  });
+
+  it("the standby stopped and started under load: no caller sees an error, and it is skipped within a second", async () => {
+    let running = true;
+    const failures: string[] = [];
+    let answered = 0;
+    const load = Array.from({ length: 4 }, async () => {
+      while (running) {
+        try {
+          await tokenNames();
+          answered += 1;
+        } catch (error) {
+          failures.push((error as Error).message);
+        }
+      }
+    });
+    try {
+      await eventually("load on the standby", async () => answered > 20);
+      const stoppedAt = Date.now();
+      await servers.stopStandby();
+      await inState("unreachable");
+      const skippedAfterMs = Date.now() - stoppedAt;
+      const answeredWhileDown = answered;
+      await eventually("reads while the standby is down", async () => answered > answeredWhileDown + 20);
+      await servers.startStandby();
+      await inState("in-use", 15_000);
+      const metric = await replicaReadsMetric();
+      await eventually("reads served by the standby again", async () => (await replicaReadsMetric()) > metric + 10);
+      expect(skippedAfterMs).toBeLessThan(1000 + 500); // pg_ctl's own wait for the shutdown counted in
+    } finally {
+      running = false;
+      await Promise.all(load);
+    }
+    expect(failures).toEqual([]);
+  }, 45_000);
+});
