@@ -1,5 +1,5 @@
 import type { Logger } from "./logger";
-import { every } from "./periodic";
+import { every, OUTBOX_FOLLOW_WINDOW_MS, outboxConsumerLoop } from "./periodic";
 
 function fakeLogger() {
   const logger = { debug: jest.fn(), info: jest.fn(), warn: jest.fn(), error: jest.fn() };
@@ -132,5 +132,81 @@ describe("every", () => {
     expect(second?.hasRef()).toBe(true);
     spy.mockRestore();
     await Promise.all([unrefd.stop(), kept.stop()]);
+  });
+});
+
+describe("outboxConsumerLoop", () => {
+  beforeEach(() => jest.useFakeTimers());
+  afterEach(() => jest.useRealTimers());
+
+  it("looks once per poll while the outbox is idle, with or without following", async () => {
+    const { as } = fakeLogger();
+    const drain = jest.fn(async () => ({ events: 0 }));
+    const loop = outboxConsumerLoop("idle", drain, 200, as, { followMs: 20 });
+    await jest.advanceTimersByTimeAsync(2_000);
+    expect(drain).toHaveBeenCalledTimes(10);
+    await loop.stop();
+  });
+
+  it("follows a stream every followMs, and goes back to the poll a window after the last event", async () => {
+    const { as } = fakeLogger();
+    let events = 5;
+    const drain = jest.fn(async () => ({ events }));
+    const loop = outboxConsumerLoop("stream", drain, 200, as, { followMs: 20 });
+    await jest.advanceTimersByTimeAsync(200); // the first look finds events
+    expect(drain).toHaveBeenCalledTimes(1);
+    await jest.advanceTimersByTimeAsync(200);
+    expect(drain).toHaveBeenCalledTimes(11); // then one every 20 ms
+    events = 0;
+    await jest.advanceTimersByTimeAsync(OUTBOX_FOLLOW_WINDOW_MS); // the window since the last event runs out
+    const afterWindow = drain.mock.calls.length;
+    await jest.advanceTimersByTimeAsync(1_000);
+    expect(drain.mock.calls.length - afterWindow).toBeLessThanOrEqual(6); // every 200 ms again
+    await loop.stop();
+  });
+
+  it("without followMs, a stream is still looked at once per poll (on change's coalescing window)", async () => {
+    const { as } = fakeLogger();
+    const drain = jest.fn(async () => ({ events: 5 }));
+    const loop = outboxConsumerLoop("coalescing", drain, 200, as);
+    await jest.advanceTimersByTimeAsync(1_000);
+    expect(drain).toHaveBeenCalledTimes(5);
+    await loop.stop();
+  });
+
+  it("backs off a failing pass, doubling up to 30 s, and logs it with the loop's name", async () => {
+    const { logger, as } = fakeLogger();
+    const drain = jest.fn(async () => {
+      throw new Error("database away");
+    });
+    const loop = outboxConsumerLoop("down", drain, 200, as, { followMs: 20 });
+    await jest.advanceTimersByTimeAsync(200 + 400 + 800);
+    expect(drain).toHaveBeenCalledTimes(3); // at 200, then 400 and 800 later
+    expect(logger.warn).toHaveBeenCalledWith(
+      expect.objectContaining({ loop: "down" }),
+      expect.stringContaining("down"),
+    );
+    await jest.advanceTimersByTimeAsync(10 * 60_000);
+    expect(drain.mock.calls.length).toBeLessThan(3 + 25); // at most one look per 30 s once backed off
+    await loop.stop();
+  });
+
+  it("stop waits for the pass in flight and no look follows it", async () => {
+    const { as } = fakeLogger();
+    const slow = deferred();
+    const drain = jest.fn(async () => {
+      await slow.promise;
+      return { events: 1 };
+    });
+    const loop = outboxConsumerLoop("stopping", drain, 100, as, { followMs: 10 });
+    await jest.advanceTimersByTimeAsync(100);
+    let stopped = false;
+    const stopping = loop.stop().then(() => (stopped = true));
+    await jest.advanceTimersByTimeAsync(0);
+    expect(stopped).toBe(false);
+    slow.resolve();
+    await stopping;
+    await jest.advanceTimersByTimeAsync(1_000);
+    expect(drain).toHaveBeenCalledTimes(1);
   });
 });

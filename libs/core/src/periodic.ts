@@ -67,37 +67,74 @@ export interface OutboxPass {
   events: number;
 }
 
+export interface OutboxLoopOptions {
+  /**
+   * While passes keep finding events (and for a second after the last that did), look again this soon (ms) rather
+   * than every `pollMs`: a stream's events then wait about this long, an idle outbox still costs one look per
+   * `pollMs`. Unset: every `pollMs` always (evaluation on change, whose poll is its coalescing window).
+   */
+  followMs?: number;
+}
+
+/** How long after a pass last found events a following loop keeps looking every `followMs`. */
+export const OUTBOX_FOLLOW_WINDOW_MS = 1_000;
+
 /**
  * Each worker process's share of one consumer of the platform-event outbox (evaluation on change, the webhooks'
- * fan-out): a pass, drained until caught up, every `pollMs`; whichever worker holds the consumer's cursor does the work,
- * the others find it locked and wait for their next tick. A failing pass (the database or Redis away) is redone from
- * the same cursor after a wait that doubles up to 30 s, so an outage costs retries, not a storm of them.
+ * fan-out): a pass, drained until caught up, `pollMs` after the last ended (`followMs` while events keep coming);
+ * whichever worker holds the consumer's cursor does the work, the others find it locked and wait for their next look.
+ * Looks never overlap. A failing pass (the database or Redis away) is logged at warn and redone from the same cursor
+ * after a wait that doubles up to 30 s, so an outage costs retries, not a storm of them.
  */
 export function outboxConsumerLoop<P extends OutboxPass>(
   name: string,
   drain: () => Promise<P | null | undefined>,
   pollMs: number,
   logger: Logger,
+  options: OutboxLoopOptions = {},
 ): PeriodicLoop {
+  const followMs = Math.min(options.followMs ?? pollMs, pollMs);
   let failures = 0;
-  let retryAt = 0;
-  return every(
-    name,
-    pollMs,
-    async () => {
-      if (Date.now() < retryAt) return;
-      try {
-        const done = await drain();
-        failures = 0;
-        return done && done.events > 0 ? ({ ...done } as Record<string, unknown>) : undefined;
-      } catch (error) {
-        failures++;
-        retryAt = Date.now() + Math.min(30_000, pollMs * 2 ** Math.min(failures, 10));
-        throw error;
+  let followUntil = 0;
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let inFlight: Promise<void> | undefined;
+
+  const look = async (): Promise<number> => {
+    try {
+      const done = await drain();
+      failures = 0;
+      if (done && done.events > 0) {
+        followUntil = Date.now() + OUTBOX_FOLLOW_WINDOW_MS;
+        logger.debug({ loop: name, ...(done as Record<string, unknown>) }, `${name}: ran`);
       }
+      return Date.now() < followUntil ? followMs : pollMs;
+    } catch (error) {
+      failures++;
+      logger.warn({ err: error, loop: name }, `${name}: a run failed; the loop goes on`);
+      return Math.min(30_000, pollMs * 2 ** Math.min(failures, 10));
+    }
+  };
+  const schedule = (ms: number): void => {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      inFlight = look().then(
+        (next) => schedule(next),
+        () => schedule(pollMs),
+      );
+      void inFlight.finally(() => (inFlight = undefined));
+    }, ms);
+    timer.unref();
+  };
+  schedule(pollMs);
+
+  return {
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await inFlight;
     },
-    { logger },
-  );
+  };
 }
 
 /**

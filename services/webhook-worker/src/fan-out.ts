@@ -1,4 +1,4 @@
-import { canReadPlatformEvent, type Logger, type PeriodicLoop, type Privilege } from "@mdp/core";
+import { canReadPlatformEvent, outboxConsumerLoop, type Logger, type PeriodicLoop, type Privilege } from "@mdp/core";
 import { webhookBody, webhookMatches } from "@mdp/webhooks";
 import {
   activeWebhookSubscriptions,
@@ -16,7 +16,6 @@ import {
   type WebhookSubscriptionRow,
 } from "@mdp/db";
 import { countWebhookOutcome } from "./webhook-metrics";
-import { outboxConsumerLoop } from "@mdp/core";
 import { subscriptionOwner, type WebhookSettings } from "./settings";
 import type pg from "pg";
 
@@ -167,7 +166,13 @@ function parsePayload(payload: string): Record<string, unknown> {
   }
 }
 
+/**
+ * While events keep coming, the fan-out looks again this soon (ms) rather than every WEBHOOK_POLL_MS: a calm stream's
+ * deliveries no longer wait most of a poll for their rows (bench/webhooks "a calm subscription").
+ */
+export const WEBHOOK_FOLLOW_MS = 20;
+
 /** Each worker's share of the fan-out (outboxConsumerLoop). */
 export function webhookFanOutLoop(fanOut: WebhookFanOut, pollMs: number, logger: Logger): PeriodicLoop {
-  return outboxConsumerLoop("webhook-fan-out", () => fanOut.drain(), pollMs, logger);
+  return outboxConsumerLoop("webhook-fan-out", () => fanOut.drain(), pollMs, logger, { followMs: WEBHOOK_FOLLOW_MS });
 }
