@@ -44,7 +44,7 @@ import { TokenVerifier } from "./tokens/token.verifier";
 import { TokenRotation } from "./tokens/token-rotation";
 import { TokenUsageService } from "./tokens/token-usage.service";
 import { tokenExpiryNoticeChore } from "./tokens/token-expiry-notices";
-import { RateLimits } from "./http/rate-limits";
+import { RateLimits } from "./shared/rate-limits";
 
 export interface Connections {
   /** Prisma and pg on one pool */

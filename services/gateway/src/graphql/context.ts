@@ -2,7 +2,7 @@ import type { PrismaClient } from "@mdp/db";
 import type { WebhookService } from "../webhooks/webhook.service";
 import type { AuditService } from "../audit/audit.service";
 import type { Actor } from "../auth/actor";
-import type { RateLimits } from "../http/rate-limits";
+import type { RateLimits } from "../shared/rate-limits";
 import type { DefinitionRunService } from "../metadata-tests/definition-run.service";
 import type { MetadataTestService } from "../metadata-tests/metadata-test.service";
 import type { TestRunService } from "../metadata-tests/test-run.service";

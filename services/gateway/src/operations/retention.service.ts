@@ -40,8 +40,8 @@ import {
 import { presentState, TaskLifecycle } from "@mdp/tasks";
 import { recordAudit } from "../audit/audit.service";
 import { ownedBy, type Actor } from "../auth/actor";
-import { pageInput } from "../graphql/paging";
-import { parseArgs, parseInput } from "../http/validate";
+import { pageInput } from "../shared/paging";
+import { parseArgs, parseInput } from "../shared/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
 import type { TruncationService } from "./truncation.service";
 

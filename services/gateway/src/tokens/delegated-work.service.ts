@@ -18,7 +18,7 @@ import { recordAudit } from "../audit/audit.service";
 import type { Actor } from "../auth/actor";
 import type { TaskService } from "../operations/task.service";
 import { taskUrn } from "../operations/task.service";
-import { idField, parseArgs, said, textField, urnField, wholeNumberField } from "../http/validate";
+import { idField, parseArgs, said, textField, urnField, wholeNumberField } from "../shared/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
 import { stopWorkSetThrough } from "./revoked-token-work";
 import { requireMayEndPlatformAccess } from "./platform-principals";
