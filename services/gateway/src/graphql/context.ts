@@ -8,16 +8,16 @@ import type { MetadataTestService } from "../metadata-tests/metadata-test.servic
 import type { TestRunService } from "../metadata-tests/test-run.service";
 import type { TestRunDiffService } from "../metadata-tests/test-run-diff.service";
 import type { TestImpactService } from "../metadata-tests/test-impact.service";
-import type { RetentionService } from "../operations/retention.service";
+import type { RetentionService } from "../retention/retention.service";
 import type { TaskService } from "../operations/task.service";
 import type { GroupService } from "../policies/group.service";
 import type { PolicyEngine } from "../policies/policy-engine";
 import type { PolicyService } from "../policies/policy.service";
-import type { DelegatedWorkService } from "../tokens/delegated-work.service";
-import type { ServiceAccountService } from "../tokens/service-account.service";
+import type { DelegatedWorkService } from "../incident-response/delegated-work.service";
+import type { ServiceAccountService } from "../service-accounts/service-account.service";
 import type { TokenService } from "../tokens/token.service";
 import type { TokenRotation } from "../tokens/token-rotation";
-import type { TokenUsageService } from "../tokens/token-usage.service";
+import type { TokenUsageService } from "../token-usage/token-usage.service";
 import type { PlatformEventsService } from "../events/platform-events.service";
 import type { WebAppService } from "../webapp/web-app.service";
 

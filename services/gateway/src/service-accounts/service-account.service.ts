@@ -17,8 +17,8 @@ import type { Actor } from "../auth/actor";
 import { pageInput } from "../shared/paging";
 import { parseArgs, textField, urnField } from "../shared/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
-import type { DelegatedWorkService } from "./delegated-work.service";
-import { serviceAccountUrn } from "./service-account-urn";
+import type { DelegatedWorkService } from "../incident-response/delegated-work.service";
+import { serviceAccountUrn } from "../tokens/service-account-urn";
 
 /** docs/limits.md */
 export const MAX_SERVICE_ACCOUNT_DISPLAY_NAME = 256;
