@@ -4,6 +4,64 @@ import tseslint from "typescript-eslint";
 import { importX } from "eslint-plugin-import-x";
 import { createTypeScriptImportResolver } from "eslint-import-resolver-typescript";
 
+// The gateway's folders (ARCHITECTURE.md, "The gateway's folders"): each imports only the gateway folders named for it
+// here, which are those it imports today, so a new dependency between them is a decision made in this file. A base
+// folder imports no feature. A domain folder's services import no transport folder (http/, graphql/): only its
+// transport edge, a *.routes.ts or *.graphql.ts, does. The transport folders (http/, graphql/, api-docs/) and the
+// composition root (app.ts, composition.ts, gms.routes.ts, main.ts) put the folders together and are not held here.
+const GATEWAY = "services/gateway/src";
+/** each base folder → the base folders it imports */
+const GATEWAY_BASE = {
+  auth: [],
+  shared: [],
+  audit: ["auth", "policies", "shared"],
+  policies: ["audit", "auth", "events", "shared"],
+  events: ["auth", "policies", "shared"],
+};
+/** each feature → the features it imports (and any base folder) */
+const GATEWAY_FEATURES = {
+  tokens: ["webhooks"],
+  "token-usage": ["tokens"],
+  "incident-response": ["tokens", "operations"],
+  "service-accounts": ["tokens", "incident-response"],
+  retention: ["operations"],
+  operations: [],
+  "metadata-tests": [],
+  metadata: ["metadata-tests"],
+  webhooks: [],
+  webapp: ["tokens"],
+};
+const GATEWAY_FOLDERS = { ...GATEWAY_BASE, ...GATEWAY_FEATURES };
+const TRANSPORT = {
+  regex: "^\\.\\./(http|graphql)/",
+  message:
+    "only a transport edge (*.routes.ts, *.graphql.ts) imports http/ or graphql/; a service's helpers are in shared/ (ARCHITECTURE.md)",
+};
+/** The gateway folders `folder` must not import, as a no-restricted-imports pattern. */
+function refusedFolders(folder) {
+  const isFeature = folder in GATEWAY_FEATURES;
+  const allowed = [...GATEWAY_FOLDERS[folder], ...(isFeature ? Object.keys(GATEWAY_BASE) : [])];
+  const refused = Object.keys(GATEWAY_FOLDERS).filter((other) => other !== folder && !allowed.includes(other));
+  const named = GATEWAY_FOLDERS[folder].join(", ");
+  const may = isFeature
+    ? `the base folders${named ? ` and the features ${named}` : ""} only`
+    : named
+      ? `${named} only`
+      : "no other gateway folder";
+  return {
+    regex: `^\\.\\./(${refused.join("|")})/`,
+    message: `${folder}/ imports ${may} (ARCHITECTURE.md, "The gateway's folders")`,
+  };
+}
+const restricted = (patterns) => ({ "no-restricted-imports": ["error", { patterns }] });
+const gatewayFolderRules = Object.keys(GATEWAY_FOLDERS).flatMap((folder) => [
+  { files: [`${GATEWAY}/${folder}/**/*.ts`], rules: restricted([refusedFolders(folder), TRANSPORT]) },
+  {
+    files: [`${GATEWAY}/${folder}/**/*.routes.ts`, `${GATEWAY}/${folder}/**/*.graphql.ts`],
+    rules: restricted([refusedFolders(folder)]),
+  },
+]);
+
 export default tseslint.config(
   { ignores: ["**/node_modules/**", "**/dist/**", "**/generated/**", ".data/**", "coverage/**", "*.config.js"] },
   js.configs.recommended,
@@ -46,6 +104,16 @@ export default tseslint.config(
         },
       ],
     },
+  },
+  ...gatewayFolderRules,
+  {
+    // The one domain file that imports a transport file: the evaluation service answers the evaluate actions with the
+    // worker's JSON text as it came, in action-router.ts' JsonText. Every other http/ or graphql/ file stays refused.
+    files: [`${GATEWAY}/metadata-tests/evaluation.service.ts`],
+    rules: restricted([
+      refusedFolders("metadata-tests"),
+      { ...TRANSPORT, regex: "^\\.\\./(graphql/|http/(?!action-router$))" },
+    ]),
   },
   {
     // CommonJS run by node before any TypeScript loads (scripts/register-ts.cjs).

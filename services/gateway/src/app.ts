@@ -14,7 +14,7 @@ import { DASHBOARD_PATH, queueDashboard } from "./http/queue-dashboard";
 import { jsonBody } from "./http/json-body";
 import { httpMetrics, routeOf } from "./http/metrics";
 import { replicaMetrics } from "./http/replica-metrics";
-import { recordTokenUse } from "./tokens/token-usage.recorder";
+import { recordTokenUse } from "./token-usage/token-usage.recorder";
 import { requestLogger } from "./http/request-logger";
 import { securityHeaders } from "./http/security-headers";
 import { addGmsRoutes, type GmsDeps } from "./gms.routes";

@@ -26,7 +26,7 @@ import { TestRunService } from "./metadata-tests/test-run.service";
 import { TestRunDiffService } from "./metadata-tests/test-run-diff.service";
 import { PlatformEventsService } from "./events/platform-events.service";
 import { TestImpactService } from "./metadata-tests/test-impact.service";
-import { RetentionService } from "./operations/retention.service";
+import { RetentionService } from "./retention/retention.service";
 import { TaskService } from "./operations/task.service";
 import { TruncationService } from "./operations/truncation.service";
 import type { Services } from "./graphql/context";
@@ -34,17 +34,17 @@ import { GroupService } from "./policies/group.service";
 import { PolicyEngine } from "./policies/policy-engine";
 import { PolicyService } from "./policies/policy.service";
 import { LastUsedRecorder } from "./tokens/last-used.recorder";
-import { DelegatedWorkService } from "./tokens/delegated-work.service";
-import { ServiceAccountService } from "./tokens/service-account.service";
+import { DelegatedWorkService } from "./incident-response/delegated-work.service";
+import { ServiceAccountService } from "./service-accounts/service-account.service";
 import { TokenService } from "./tokens/token.service";
 import { TokenStore } from "./tokens/token.store";
 import { SessionTokens } from "./tokens/session-tokens";
 import { WebAppService } from "./webapp/web-app.service";
 import { TokenVerifier } from "./tokens/token.verifier";
 import { TokenRotation } from "./tokens/token-rotation";
-import { TokenUsageService } from "./tokens/token-usage.service";
+import { TokenUsageService } from "./token-usage/token-usage.service";
 import { tokenExpiryNoticeChore } from "./tokens/token-expiry-notices";
-import { RateLimits } from "./http/rate-limits";
+import { RateLimits } from "./shared/rate-limits";
 
 export interface Connections {
   /** Prisma and pg on one pool */

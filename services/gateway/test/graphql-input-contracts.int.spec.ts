@@ -1,5 +1,5 @@
 /**
- * GraphQL inputs are parsed by each operation's zod contract (src/http/validate.ts, `parseArgs`) after its privilege
+ * GraphQL inputs are parsed by each operation's zod contract (src/shared/validate.ts, `parseArgs`) after its privilege
  * check: a refusal is BAD_USER_INPUT in the words the hand checks before it used, naming the field; a caller without
  * the privilege hears its 403 whatever it sent. Checks that no other test exercises are here.
  */

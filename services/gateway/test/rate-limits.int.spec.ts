@@ -20,7 +20,7 @@ import {
 import { Redis } from "ioredis";
 import { startPrivateRedis } from "../../../test/support/private-redis";
 import { startEvaluationWorker, type RunningWorker } from "./support/evaluation-worker";
-import { RateLimits } from "../src/http/rate-limits";
+import { RateLimits } from "../src/shared/rate-limits";
 
 const ALICE = "urn:li:corpuser:alice";
 const LIMITS = {

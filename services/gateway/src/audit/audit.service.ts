@@ -2,8 +2,8 @@ import { insertAuditEvent, type Prisma, type PrismaClient, replicaReads, type St
 import { z } from "zod";
 import { MAX_EPOCH_MS, parseUrnField } from "@mdp/core";
 import type { Actor } from "../auth/actor";
-import { pageInput } from "../graphql/paging";
-import { parseArgs, rule, said } from "../http/validate";
+import { pageInput } from "../shared/paging";
+import { parseArgs, rule, said } from "../shared/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
 
 type Tx = Prisma.TransactionClient;

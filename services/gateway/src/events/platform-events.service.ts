@@ -11,7 +11,7 @@ import {
 import { RESULT_LIMITS } from "@mdp/metadata-tests";
 import { type Database, PLATFORM_EVENT_LISTING, type ReaderScope, replicaReads } from "@mdp/db";
 import type { Actor } from "../auth/actor";
-import { parseArgs, said, urnField, wholeNumberField } from "../http/validate";
+import { parseArgs, said, urnField, wholeNumberField } from "../shared/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
 
 /** listPlatformEvents' bounds (docs/limits.md "Platform events"). */

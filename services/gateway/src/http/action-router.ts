@@ -6,7 +6,7 @@ import { actorOf } from "../auth/auth.middleware";
 import type { Actor } from "../auth/actor";
 import type { PolicyEngine } from "../policies/policy-engine";
 import type { Privilege } from "../policies/privileges";
-import { parseBody, parseInput } from "./validate";
+import { parseBody, parseInput } from "../shared/validate";
 
 /** The privilege a route requires of every caller, and the words of its 403: "<actor> is unauthorized to <to>." */
 export interface RequiredPrivilege {

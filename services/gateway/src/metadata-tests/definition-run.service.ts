@@ -3,7 +3,7 @@ import { z } from "zod";
 import { makeUrn, type Config, type EntityRegistry } from "@mdp/core";
 import { normalizedDefinitionText } from "@mdp/metadata-tests";
 import type { Actor } from "../auth/actor";
-import { parseArgs, parsedBy, urnField } from "../http/validate";
+import { parseArgs, parsedBy, urnField } from "../shared/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
 import { requireActionPrivileges } from "./action-privileges";
 import type { EvaluationService } from "./evaluation.service";

@@ -15,7 +15,7 @@ import { JobFailedError, JobWaitTimeoutError, ReplyChannelLostError } from "@mdp
 import { EvaluationTasks } from "@mdp/tasks";
 import type { Actor } from "../auth/actor";
 import { JsonText } from "../http/action-router";
-import type { RateLimits } from "../http/rate-limits";
+import type { RateLimits } from "../shared/rate-limits";
 import type { PolicyEngine } from "../policies/policy-engine";
 import { UnexpectedResultError, type EvaluationBatcher, type EvaluationOutcome } from "./evaluation-batcher";
 import {

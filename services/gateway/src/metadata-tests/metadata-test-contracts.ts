@@ -3,8 +3,17 @@ import { badInput, requireLength, type Config, type EntityRegistry } from "@mdp/
 import type { MetadataTest, Prisma, TestState } from "@mdp/db";
 import type { FailedRule, ParsedDefinition } from "@mdp/metadata-tests";
 import { cronPatternProblem, MAX_CRON_LENGTH } from "@mdp/queues";
-import { pageInput } from "../graphql/paging";
-import { newUrnField, parsedBy, rule, said, startField, textField, urnField, wholeNumberField } from "../http/validate";
+import { pageInput } from "../shared/paging";
+import {
+  newUrnField,
+  parsedBy,
+  rule,
+  said,
+  startField,
+  textField,
+  urnField,
+  wholeNumberField,
+} from "../shared/validate";
 import { acceptDefinition } from "./test-definition";
 import { unstorableTypes } from "./test-run.service";
 

@@ -35,7 +35,7 @@ import {
 import type { ScheduleSyncRequests, TestSchedules } from "@mdp/queues";
 import { ownedBy, type Actor } from "../auth/actor";
 import { recordAudit } from "../audit/audit.service";
-import { parseArgs } from "../http/validate";
+import { parseArgs } from "../shared/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
 import { requireActionPrivileges } from "./action-privileges";
 import {

@@ -11,8 +11,8 @@ import {
   type ReplyInbox,
 } from "@mdp/queues";
 import type { Actor } from "../auth/actor";
-import type { RateLimits } from "../http/rate-limits";
-import { parseArgs, parsedBy, said, urnField } from "../http/validate";
+import type { RateLimits } from "../shared/rate-limits";
+import { parseArgs, parsedBy, said, urnField } from "../shared/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
 import { requireActionPrivileges } from "./action-privileges";
 import { acceptDefinition } from "./test-definition";

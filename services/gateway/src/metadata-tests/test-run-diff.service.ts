@@ -2,7 +2,7 @@ import { z } from "zod";
 import { notFound } from "@mdp/core";
 import { type Database, replicaReads, type RunDiffChange, type RunDiffFlap, type RunDiffRow } from "@mdp/db";
 import type { Actor } from "../auth/actor";
-import { parseArgs, textField, urnField } from "../http/validate";
+import { parseArgs, textField, urnField } from "../shared/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
 
 const testRunDiffArgs = z.object({

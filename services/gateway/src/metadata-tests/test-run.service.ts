@@ -5,8 +5,8 @@ import { DEFAULT_RUN_BATCH_SIZE, MAX_RUN_BATCH_SIZE, runTestRequest, type Produc
 import { TaskLifecycle } from "@mdp/tasks";
 import type { Actor } from "../auth/actor";
 import { recordAudit } from "../audit/audit.service";
-import type { RateLimits } from "../http/rate-limits";
-import { parseArgs, said, urnField } from "../http/validate";
+import type { RateLimits } from "../shared/rate-limits";
+import { parseArgs, said, urnField } from "../shared/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
 
 const TEST_RESULTS_ASPECT = "testResults";

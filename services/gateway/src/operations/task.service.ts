@@ -15,7 +15,7 @@ import type { Producer } from "@mdp/queues";
 import { presentState, TaskLifecycle, type TaskRow, type TaskState, type TaskType } from "@mdp/tasks";
 import { recordAudit } from "../audit/audit.service";
 import type { Actor } from "../auth/actor";
-import { parseBody } from "../http/validate";
+import { parseBody } from "../shared/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
 import type { Privilege } from "../policies/privileges";
 

@@ -15,7 +15,7 @@ import type { Producer } from "@mdp/queues";
 import { TaskLifecycle } from "@mdp/tasks";
 import { recordAudit } from "../audit/audit.service";
 import type { Actor } from "../auth/actor";
-import { parseBody } from "../http/validate";
+import { parseBody } from "../shared/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
 import { taskUrn } from "./task.service";
 import { dryRunPlanOf, MAX_ROWS_PER_SECOND, MIN_ROWS_PER_SECOND, type DryRunPlan } from "./truncation-plan";

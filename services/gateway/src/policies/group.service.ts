@@ -15,8 +15,8 @@ import {
 import type { Actor } from "../auth/actor";
 import { recordAudit } from "../audit/audit.service";
 import type { InvalidationBus } from "../events/invalidation-bus";
-import { pageInput } from "../graphql/paging";
-import { newUrnField, parseArgs, said, textField, urnField } from "../http/validate";
+import { pageInput } from "../shared/paging";
+import { newUrnField, parseArgs, said, textField, urnField } from "../shared/validate";
 import type { PolicyEngine } from "./policy-engine";
 
 const URN_TYPE = "corpGroup";

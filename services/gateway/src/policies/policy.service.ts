@@ -17,8 +17,8 @@ import {
 import type { Actor } from "../auth/actor";
 import { recordAudit } from "../audit/audit.service";
 import type { InvalidationBus } from "../events/invalidation-bus";
-import { pageInput } from "../graphql/paging";
-import { parseArgs, rule, textField, urnField } from "../http/validate";
+import { pageInput } from "../shared/paging";
+import { parseArgs, rule, textField, urnField } from "../shared/validate";
 import { ROOT_POLICY_URN, rootPolicy, type PolicyEngine } from "./policy-engine";
 import { PRIVILEGES, canonicalPrivilege } from "./privileges";
 

@@ -4,7 +4,7 @@ import { z } from "zod";
 import { abbreviated, badInput, forbidden, parseUrnField, SYSTEM_ACTOR_URN, type Config } from "@mdp/core";
 import { actorOf } from "../auth/auth.middleware";
 import type { Actor } from "../auth/actor";
-import { parseBody } from "../http/validate";
+import { parseBody } from "../shared/validate";
 import { Hs256 } from "./jwt";
 import { SERVICE_ACCOUNT_URN_PREFIX } from "./service-account-urn";
 import { hashToken } from "./token-hash";

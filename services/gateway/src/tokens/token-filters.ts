@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { abbreviated, badInput, MAX_EPOCH_MS, parseUrnField } from "@mdp/core";
-import { parsedBy } from "../http/validate";
+import { parsedBy } from "../shared/validate";
 
 /**
  * listAccessTokens' `filters`: each a FacetFilterInput as DataHub's clients send it, parsed into the filter it means

@@ -13,7 +13,7 @@ import {
 } from "@mdp/core";
 import { SERVICE_ACCOUNT_URN_PREFIX } from "./service-account-urn";
 import type { Actor } from "../auth/actor";
-import { parsedBy, rule, textField, urnField } from "../http/validate";
+import { parsedBy, rule, textField, urnField } from "../shared/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
 import { parseScopes, withImplied, withinScopes, type Privilege } from "../policies/privileges";
 import type { TokenStore } from "./token.store";

@@ -9,8 +9,8 @@ import {
   type PrismaClient,
 } from "@mdp/db";
 import type { Actor } from "../auth/actor";
-import { idField, parseArgs, said } from "../http/validate";
-import type { RateLimits } from "../http/rate-limits";
+import { idField, parseArgs, said } from "../shared/validate";
+import type { RateLimits } from "../shared/rate-limits";
 import type { PolicyEngine } from "../policies/policy-engine";
 import { withImplied, withinScopes } from "../policies/privileges";
 import { Hs256, type AccessTokenClaims } from "./jwt";

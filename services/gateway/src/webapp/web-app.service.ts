@@ -2,8 +2,8 @@ import { z } from "zod";
 import { PRIVILEGES, type Privilege } from "@mdp/core";
 import { accessTokenOwnerPage, groupsOfUser, type Database, type PrismaClient } from "@mdp/db";
 import type { Actor } from "../auth/actor";
-import { pageInput } from "../graphql/paging";
-import { parseArgs, textField } from "../http/validate";
+import { pageInput } from "../shared/paging";
+import { parseArgs, textField } from "../shared/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
 import { corpUserOf } from "../tokens/tokens.graphql";
 

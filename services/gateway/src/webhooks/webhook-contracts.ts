@@ -1,8 +1,8 @@
 import { z } from "zod";
 import { badInput, ENTITY_CHANGE_CATEGORIES, makeUrn, MAX_EPOCH_MS, PLATFORM_EVENT_TYPES } from "@mdp/core";
 import { WEBHOOK_LIMITS, type WebhookSubscriptionHealth, type WebhookSubscriptionRow } from "@mdp/db";
-import { pageFields } from "../graphql/paging";
-import { rule, said, textField, urnField, wholeNumberField } from "../http/validate";
+import { pageFields } from "../shared/paging";
+import { rule, said, textField, urnField, wholeNumberField } from "../shared/validate";
 
 /*
  * The webhook operations' contracts (their arguments, the subscription's url and filters), the subscription as

@@ -30,7 +30,7 @@ import {
 } from "@mdp/db";
 import { recordAudit } from "../audit/audit.service";
 import { ownedBy, type Actor } from "../auth/actor";
-import { parseArgs } from "../http/validate";
+import { parseArgs } from "../shared/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
 import {
   createArgs,

@@ -18,12 +18,12 @@ import { recordAudit } from "../audit/audit.service";
 import type { Actor } from "../auth/actor";
 import type { TaskService } from "../operations/task.service";
 import { taskUrn } from "../operations/task.service";
-import { idField, parseArgs, said, textField, urnField, wholeNumberField } from "../http/validate";
+import { idField, parseArgs, said, textField, urnField, wholeNumberField } from "../shared/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
-import { stopWorkSetThrough } from "./revoked-token-work";
-import { requireMayEndPlatformAccess } from "./platform-principals";
-import type { TokenStore } from "./token.store";
-import type { TokenVerifier } from "./token.verifier";
+import { stopWorkSetThrough } from "../tokens/revoked-token-work";
+import { requireMayEndPlatformAccess } from "../tokens/platform-principals";
+import type { TokenStore } from "../tokens/token.store";
+import type { TokenVerifier } from "../tokens/token.verifier";
 
 export type DelegatedWorkKind = "SCHEDULED_TEST" | "RETENTION_POLICY" | "TASK" | "ACCESS_TOKEN";
 

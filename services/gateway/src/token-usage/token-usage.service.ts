@@ -8,10 +8,10 @@ import {
   type PrismaClient,
 } from "@mdp/db";
 import type { Chore } from "@mdp/queues";
-import type { TokenStore } from "./token.store";
-import type { TokenVerifier } from "./token.verifier";
+import type { TokenStore } from "../tokens/token.store";
+import type { TokenVerifier } from "../tokens/token.verifier";
 import { TokenUsageRecorder } from "./token-usage.recorder";
-import { stopWorkSetThrough } from "./revoked-token-work";
+import { stopWorkSetThrough } from "../tokens/revoked-token-work";
 
 /** How often the gateways' chores run (each firing once in the cluster). */
 export const TOKEN_CHORES_EVERY_MS = 3_600_000;

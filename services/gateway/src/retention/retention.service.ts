@@ -40,10 +40,10 @@ import {
 import { presentState, TaskLifecycle } from "@mdp/tasks";
 import { recordAudit } from "../audit/audit.service";
 import { ownedBy, type Actor } from "../auth/actor";
-import { pageInput } from "../graphql/paging";
-import { parseArgs, parseInput } from "../http/validate";
+import { pageInput } from "../shared/paging";
+import { parseArgs, parseInput } from "../shared/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
-import type { TruncationService } from "./truncation.service";
+import type { TruncationService } from "../operations/truncation.service";
 
 /** How many retention policies may exist (docs/limits.md): each is a schedule every truncation worker reconciles. */
 export const MAX_RETENTION_POLICIES = 100;

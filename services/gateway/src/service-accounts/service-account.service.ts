@@ -14,11 +14,11 @@ import {
 } from "@mdp/db";
 import { recordAudit } from "../audit/audit.service";
 import type { Actor } from "../auth/actor";
-import { pageInput } from "../graphql/paging";
-import { parseArgs, textField, urnField } from "../http/validate";
+import { pageInput } from "../shared/paging";
+import { parseArgs, textField, urnField } from "../shared/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
-import type { DelegatedWorkService } from "./delegated-work.service";
-import { serviceAccountUrn } from "./service-account-urn";
+import type { DelegatedWorkService } from "../incident-response/delegated-work.service";
+import { serviceAccountUrn } from "../tokens/service-account-urn";
 
 /** docs/limits.md */
 export const MAX_SERVICE_ACCOUNT_DISPLAY_NAME = 256;

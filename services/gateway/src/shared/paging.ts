@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { startField, wholeNumberField } from "../http/validate";
+import { startField, wholeNumberField } from "./validate";
 
 export const MAX_PAGE_SIZE = 1000;
 
