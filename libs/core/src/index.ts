@@ -14,4 +14,5 @@ export * from "./privileges";
 export * from "./platform-events";
 export * from "./authority";
 export * from "./periodic";
+export * from "./timeout";
 export * from "./retry-schedule";

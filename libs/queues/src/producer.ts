@@ -1,6 +1,6 @@
 import { Queue, type Job, type JobsOptions } from "bullmq";
 import type { RedisConnection } from "./connection";
-import { currentLogContext, serviceUnavailable } from "@mdp/core";
+import { currentLogContext, serviceUnavailable, withTimeout } from "@mdp/core";
 import { PRODUCER_COMMAND_TIMEOUT_MS } from "./connection";
 import { jobName, jobOptions } from "./job-options";
 import { QUEUE_NAMES, type QueueKey } from "./names";
@@ -65,12 +65,8 @@ export class Producer<Q extends QueueKey> {
       ...jobOptions(this.key, jobId, kind),
       ...overrides,
     });
-    let timer: NodeJS.Timeout | undefined;
-    const stalled = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new EnqueueTimeout(jobId)), ENQUEUE_TIMEOUT_MS);
-    });
     try {
-      return await Promise.race([added, stalled]);
+      return await withTimeout(added, ENQUEUE_TIMEOUT_MS, () => new EnqueueTimeout(jobId));
     } catch (error) {
       // The add may still run once Redis answers again, after the caller was told it failed (and its task ended
       // failed): it is taken back off. Commands on one connection run in order, so the removal follows the add.
@@ -80,8 +76,6 @@ export class Producer<Q extends QueueKey> {
         throw serviceUnavailable("Redis");
       }
       throw error;
-    } finally {
-      clearTimeout(timer);
     }
   }
 
@@ -106,15 +100,10 @@ export class Producer<Q extends QueueKey> {
       byShard.set(queue, bulk);
     }
     const added = Promise.all([...byShard].map(([queue, bulk]) => queue.addBulk(bulk)));
-    let timer: NodeJS.Timeout | undefined;
-    const stalled = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(serviceUnavailable("Redis")), ENQUEUE_TIMEOUT_MS);
-    });
     try {
-      await Promise.race([added, stalled]);
+      await withTimeout(added, ENQUEUE_TIMEOUT_MS, () => serviceUnavailable("Redis"));
     } finally {
       added.catch(() => undefined);
-      clearTimeout(timer);
     }
   }
 

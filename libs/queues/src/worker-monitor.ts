@@ -1,7 +1,7 @@
 import { createServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Queue, type Worker } from "bullmq";
-import type { Logger } from "@mdp/core";
+import { withTimeout, type Logger } from "@mdp/core";
 import type { RedisConnection } from "./connection";
 import { QUEUE_NAMES, type QueueKey } from "./names";
 import { ignoreQueueError } from "./producer";
@@ -228,12 +228,4 @@ export async function serveMonitor(options: MonitorOptions): Promise<Monitor> {
       await metrics.close();
     },
   };
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }

@@ -1,5 +1,5 @@
 import type { RedisConnection } from "@mdp/queues";
-import type { Logger } from "@mdp/core";
+import { withTimeout, type Logger } from "@mdp/core";
 import { migrationStatus, pingDatabase, type PrismaClient, type StaleReads } from "@mdp/db";
 
 export interface ReadinessReport {
@@ -88,12 +88,4 @@ export class Readiness {
     }
     return state;
   }
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { RedisConnection } from "@mdp/queues";
-import { every, type Logger, type PeriodicLoop } from "@mdp/core";
+import { every, withTimeout, type Logger, type PeriodicLoop } from "@mdp/core";
 
 /** What one gateway tells the others so their caches stay honest. */
 export type Invalidation =
@@ -158,20 +158,17 @@ export class InvalidationBus {
   }
 
   private async send(message: Message): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<"timeout">((resolve) => {
-      timer = setTimeout(() => resolve("timeout"), PUBLISH_TIMEOUT_MS);
-    });
+    const unconfirmed = new Error(`invalidation not confirmed by Redis within ${PUBLISH_TIMEOUT_MS} ms`);
     try {
       // A command already written still runs when a stall ends; only the caller stops waiting for it.
-      const outcome = await Promise.race([this.publisher.publish(this.channel, JSON.stringify(message)), timedOut]);
-      if (outcome === "timeout") {
-        this.logger.warn({ kind: message.kind }, `invalidation not confirmed by Redis within ${PUBLISH_TIMEOUT_MS} ms`);
-      }
+      await withTimeout(
+        this.publisher.publish(this.channel, JSON.stringify(message)),
+        PUBLISH_TIMEOUT_MS,
+        () => unconfirmed,
+      );
     } catch (error) {
-      this.logger.warn({ err: error, kind: message.kind }, "could not publish an invalidation");
-    } finally {
-      clearTimeout(timer);
+      if (error === unconfirmed) this.logger.warn({ kind: message.kind }, unconfirmed.message);
+      else this.logger.warn({ err: error, kind: message.kind }, "could not publish an invalidation");
     }
   }
 
