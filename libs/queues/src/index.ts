@@ -1,5 +1,6 @@
 export * from "./connection";
 export * from "./job-options";
+export * from "./job-control";
 export * from "./names";
 export * from "./payloads";
 export * from "./producer";

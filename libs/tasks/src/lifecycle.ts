@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
-import { DelayedError, UnrecoverableError, type Job } from "bullmq";
+import { UnrecoverableError, type Job } from "bullmq";
 import type pg from "pg";
-import { JobCancelledError } from "@mdp/queues";
+import { handBack, JobCancelledError } from "@mdp/queues";
 import { serviceUnavailable, unavailableDependency, type Logger } from "@mdp/core";
 import { TaskRepository, type Database, type NewTask, type Prisma, type TaskRow } from "@mdp/db";
 import { cancellationReason } from "./cancellation";
@@ -186,8 +186,7 @@ export class TaskLifecycle {
       if (unavailableDependency(error) !== "PostgreSQL") throw error;
       // PostgreSQL is away (restarting): no attempt started, so none of the job's attempts is spent; it comes back in
       // a moment, and a restart of a few seconds cannot use up a task's retries before it even runs.
-      await job.moveToDelayed(Date.now() + CLAIM_RETRY_MS, token);
-      throw new DelayedError();
+      return handBack(job, token, CLAIM_RETRY_MS);
     }
     switch (claim.outcome) {
       case "missing":
@@ -200,8 +199,7 @@ export class TaskLifecycle {
       case "cancelled":
         throw new JobCancelledError(claim.reason);
       case "held":
-        await job.moveToDelayed(Date.now() + claim.retryInMs, token);
-        throw new DelayedError();
+        return handBack(job, token, claim.retryInMs);
       case "claimed":
         return claim;
     }
@@ -284,8 +282,7 @@ export class TaskLifecycle {
       lease,
       `Attempt ${lease.attempt} was handed back by a worker shutting down; waiting for the next attempt`,
     );
-    await job.moveToDelayed(Date.now(), jobToken);
-    throw new DelayedError();
+    return handBack(job, jobToken, 0);
   }
 
   /**

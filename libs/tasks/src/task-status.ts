@@ -1,4 +1,3 @@
-import type { Job } from "bullmq";
 import { unavailableDependency } from "@mdp/core";
 import type { TaskRow } from "@mdp/db";
 import type { TaskState } from "./states";
@@ -16,11 +15,6 @@ export function presentState(task: TaskRow): { state: TaskState; failedReason: s
 
 function lapsedReason(attempt: number): string {
   return `Attempt ${attempt} stopped: its worker stopped responding; waiting for the next attempt`;
-}
-
-/** Whether BullMQ will not retry this attempt of the job if it fails. */
-export function isLastAttempt(job: Pick<Job, "attemptsMade" | "opts">): boolean {
-  return job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
 }
 
 /**

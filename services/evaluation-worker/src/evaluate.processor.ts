@@ -2,6 +2,7 @@ import type { Job } from "bullmq";
 import { inTransaction } from "@mdp/db";
 import { actionsFromJson, RESULT_LIMITS, type EntityEvaluation } from "@mdp/metadata-tests";
 import {
+  isLastAttempt,
   toItemReply,
   type EvaluateJobReply,
   type EvaluateJobResult,
@@ -144,7 +145,7 @@ export async function evaluate(
     if (!payload.replyTo) return { items: Object.fromEntries(outcomes.map((o) => [o.item.taskId, o.result])) };
     return { tasks: Object.fromEntries(outcomes.map((o) => [o.item.taskId, summaryOf(o)])) };
   } catch (error) {
-    const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+    const lastAttempt = isLastAttempt(job);
     const message = error instanceof Error ? error.message : String(error);
     const unanswered = payload.items.filter((i) => !answered.has(i.taskId));
     const failedReason = lastAttempt ? message : `Attempt ${job.attemptsMade + 1} failed, retrying: ${message}`;

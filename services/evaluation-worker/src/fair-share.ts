@@ -12,8 +12,7 @@
  * An actor is the user a request acts for (the system client acting for a user counts as that user).
  */
 
-import { DelayedError } from "bullmq";
-import type { JobHandler } from "@mdp/queues";
+import { handBack, type JobHandler } from "@mdp/queues";
 
 /** How long a job handed back by JobShare waits before it is fetched again: bounds how often it bounces. */
 export const HAND_BACK_MS = 25;
@@ -174,8 +173,7 @@ export function withJobShare(handler: JobHandler<"evaluate">, share: JobShare): 
           : payload.items.map((i) => i.actorUrn);
     const release = share.take(actors);
     if (!release) {
-      await job.moveToDelayed(Date.now() + HAND_BACK_MS, token);
-      throw new DelayedError();
+      return handBack(job, token, HAND_BACK_MS);
     }
     try {
       return await handler(payload, job, token);

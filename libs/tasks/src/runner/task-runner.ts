@@ -4,10 +4,9 @@ import { DelayedError, UnrecoverableError, type Job } from "bullmq";
 import type pg from "pg";
 import { unavailableDependency, type Logger } from "@mdp/core";
 import { inTransaction, isStatementTimeout, setStatementTimeout, type Database } from "@mdp/db";
-import { JobCancelledError, type Producer, type QueueKey } from "@mdp/queues";
+import { isLastAttempt, JobCancelledError, type Producer, type QueueKey } from "@mdp/queues";
 import { cancellationReason } from "../cancellation";
 import type { TaskLifecycle, TaskRow } from "../lifecycle";
-import { isLastAttempt } from "../task-status";
 import type { ReconciledKind } from "../reconciler";
 import { TASK_KINDS, type TaskContext, type TaskDefinition, type TaskKindName } from "./task-definition";
 
