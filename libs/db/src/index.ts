@@ -74,5 +74,6 @@ export {
   type ReadTarget,
   type ReplicaState,
   type StaleReads,
+  type WritePositions,
 } from "./read-replicas";
 export { replicaReads } from "./stale-reads";
