@@ -11,6 +11,7 @@ import { eventually } from "@mdp/core/testing";
 import { primaryAndStandby, queryOnce, type PrimaryAndStandby } from "../support/postgres-standby";
 import {
   gatewayUrl,
+  monitorUrl,
   queuePrefix,
   startService,
   systemClient,
@@ -43,6 +44,8 @@ describe("read replicas: a streaming hot standby beside the primary", () => {
   let worker: RunningService;
   let baseUrl: string;
   let baseUrlB: string;
+  /** the evaluation worker's monitoring port: its /ready and /metrics show the replicas as the gateway's do */
+  let workerUrl: string;
 
   /** As `actor` through the system client; without one, as the system actor (every privilege, no token rows read). */
   const graphql = async (query: string, variables: Record<string, unknown>, actor?: string, via = baseUrl) => {
@@ -91,8 +94,8 @@ describe("read replicas: a streaming hot standby beside the primary", () => {
         )
       )[0]!.n,
     );
-  const replicaReadsMetric = async () => {
-    const text = await (await fetch(`${baseUrl}/metrics`)).text();
+  const replicaReadsMetric = async (via = baseUrl) => {
+    const text = await (await fetch(`${via}/metrics`)).text();
     return Number(/^mdp_db_stale_reads_total\{server="replica"\} (\d+)/m.exec(text)?.[1] ?? "NaN");
   };
 
@@ -110,13 +113,13 @@ describe("read replicas: a streaming hot standby beside the primary", () => {
     gateway = startService("gateway", env);
     gatewayB = startService("gateway", env);
     worker = startService("evaluation-worker", env);
-    [baseUrl, baseUrlB] = await Promise.all([gatewayUrl(gateway), gatewayUrl(gatewayB)]);
+    [baseUrl, baseUrlB, workerUrl] = await Promise.all([gatewayUrl(gateway), gatewayUrl(gatewayB), monitorUrl(worker)]);
     await Promise.all([
       waitUntilReady(baseUrl, gateway),
       waitUntilReady(baseUrlB, gatewayB),
       waitForOutput(worker, "worker running"),
     ]);
-    await Promise.all([inState("in-use"), inState("in-use", 10_000, baseUrlB)]);
+    await Promise.all([inState("in-use"), inState("in-use", 10_000, baseUrlB), inState("in-use", 10_000, workerUrl)]);
   }, 60_000);
 
   afterAll(async () => {
@@ -255,8 +258,14 @@ describe("read replicas: a streaming hot standby beside the primary", () => {
         )
       )[0]!.n;
     const before = await testScans();
+    const workerReadsBefore = await replicaReadsMetric(workerUrl);
     const evaluations = 20;
     for (let i = 0; i < evaluations; i++) expect(await passes()).toBe(false);
+    // The worker's own metrics count them (its /ready said the standby in use since the start).
+    expect((await replicaReadsMetric(workerUrl)) - workerReadsBefore).toBeGreaterThanOrEqual(evaluations);
+    const workerMetrics = await (await fetch(`${workerUrl}/metrics`)).text();
+    expect(workerMetrics).toMatch(/^mdp_db_replica_in_use\{replica="replica1"\} 1$/m);
+    expect(workerMetrics).toMatch(/^mdp_db_replica_lag_seconds\{replica="replica1"\} \d/m);
     await eventually(
       "the standby to count the evaluation loads",
       async () => (await testScans()) - before >= evaluations,

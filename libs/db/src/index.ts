@@ -77,3 +77,4 @@ export {
   type WritePositions,
 } from "./read-replicas";
 export { replicaReads } from "./stale-reads";
+export { replicaMetrics, replicaReadiness, type ReplicaPromClient, type ReplicaReadiness } from "./replica-monitoring";
