@@ -22,8 +22,9 @@ import { startRedisCluster } from "./redis-cluster";
 
 /**
  * What must hold on a Redis Cluster too: tokens and revocation across gateways, truncation, evaluate, runTest, the
- * queue dashboard, scheduled tests with their schedule sync, chores once per cluster, and every replica arrangement (processes on one PostgreSQL and the cluster). The tests that stop,
- * pause or break their own private Redis server are not here: they need a single server to break.
+ * queue dashboard, scheduled tests with their schedule sync, chores once per cluster, the write positions the gateways
+ * share for read-your-writes, and every replica arrangement (processes on one PostgreSQL and the cluster). The tests
+ * that stop, pause or break their own private Redis server are not here: they need a single server to break.
  */
 export const CLUSTER_SUITE = [
   "test/e2e/replicas.e2e.spec.ts",
@@ -35,6 +36,7 @@ export const CLUSTER_SUITE = [
   "services/gateway/test/queue-dashboard.int.spec.ts",
   "services/gateway/test/scheduled-tests.int.spec.ts",
   "libs/queues/test/chores.int.spec.ts",
+  "libs/queues/test/write-positions.int.spec.ts",
 ];
 
 interface Outcome {

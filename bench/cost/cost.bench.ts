@@ -17,11 +17,13 @@ import { bulkLoad, createDatabase, DAY_MILLIS } from "@mdp/db";
 import { startRedisCluster } from "../../scripts/redis-cluster";
 import {
   freePort,
+  monitorUrl,
   startService,
   uniqueName,
   waitFor,
   waitForOutput,
   waitUntilReady,
+  type RunningService,
 } from "../../test/support/services";
 import {
   apiClient,
@@ -45,11 +47,15 @@ const ENTITIES = Number(process.env.BENCH_COST_ENTITIES ?? 20_000);
  * evaluateSystem), each after the echo floor, and nothing else (no ingest, truncation or model check): a
  * quick per-request CPU figure for A/B runs and for a profile of one operation. `runTest` in the list adds the runTest
  * windows (push false and true), each with PostgreSQL's statements by execution time; `cluster` the queue commands'
- * spread over a 3-master Redis Cluster (clusterSpread).
+ * spread over a 3-master Redis Cluster (clusterSpread); `replica` runTest without push with a read replica against
+ * without one (replicaRunTests).
  */
 const ONLY = process.env.BENCH_COST_ONLY?.split(",").map((name) => name.trim());
 const RUN_TEST = "runTest";
 const CLUSTER = "cluster";
+const REPLICA = "replica";
+/** paired windows of runTest without push, with a replica and without (their median ratio is the figure) */
+const REPLICA_ROUNDS = Number(process.env.BENCH_COST_REPLICA_ROUNDS ?? 5);
 /** the cluster section's warm-up, rest and load windows: a fresh gateway and worker need a few seconds to warm */
 const CLUSTER_SECONDS = Math.max(SECONDS, 8);
 const CONNECTIONS = 10;
@@ -187,7 +193,7 @@ export async function benchCost(): Promise<void> {
       },
     };
     // Warm-up of every path before anything is measured: a fresh gateway's first seconds are mostly V8 compiling.
-    const only = ONLY?.filter((name) => name !== RUN_TEST && name !== CLUSTER).map((name) => {
+    const only = ONLY?.filter((name) => ![RUN_TEST, CLUSTER, REPLICA].includes(name)).map((name) => {
       if (!(name in requests) || name === "echo") throw new Error(`BENCH_COST_ONLY: unknown operation ${name}`);
       return name as keyof typeof requests;
     });
@@ -207,10 +213,32 @@ export async function benchCost(): Promise<void> {
         const connections = name.startsWith("evaluate") ? EVALUATE_CONNECTIONS : CONNECTIONS;
         costs.push(await http1(name, requests[name], connections));
       }
-      if (ONLY!.includes(RUN_TEST)) costs.push(...(await runTests(meter, api, system, database.pool, stack)));
+      let urn: string | undefined;
+      if (ONLY!.includes(RUN_TEST)) {
+        const run = await runTests(meter, api, system, database.pool, stack);
+        costs.push(...run.costs);
+        urn = run.urn;
+      }
       const floorCpu = floor.cpu["bare Apollo echo"]!;
       process.stdout.write(`\nfloor: bare Apollo echo ${us(floorCpu)} µs per request (load average ${floor.load})\n`);
       for (const cost of costs) printCost(cost, floorCpu);
+      if (ONLY!.includes(REPLICA)) {
+        if (urn === undefined) {
+          await loadDatasets(database.pool, ENTITIES);
+          urn = await createRunTestTest(system);
+        }
+        const standby = await stack.startStandby(); // after the datasets: its base backup holds them
+        await replicaRunTests({
+          env,
+          stack,
+          pool: database.pool,
+          standby,
+          agent,
+          bearer,
+          urn,
+          primary: { gateway, evaluationWorker, api },
+        });
+      }
       if (ONLY!.includes(CLUSTER)) await clusterSpread(env, production.systemClient(ROOT));
       return;
     }
@@ -227,7 +255,8 @@ export async function benchCost(): Promise<void> {
     });
     costs.push(await ingest(meter, base, bearer));
     costs.push(...(await truncation(meter, api, database.pool)));
-    costs.push(...(await runTests(meter, api, system, database.pool, stack)));
+    const runTestCosts = await runTests(meter, api, system, database.pool, stack);
+    costs.push(...runTestCosts.costs);
 
     printRest(meter.rest);
     const floorCpu = floor.cpu["bare Apollo echo"]!;
@@ -259,14 +288,12 @@ export async function benchCost(): Promise<void> {
       [["gateway"], ["gateway", "gateway 2"]],
     );
 
-    // With a read replica: listAccessTokens through a gateway whose listings read a streaming hot standby.
+    // With a read replica: listAccessTokens through a gateway whose listings read a streaming hot standby (on a queue
+    // prefix of its own: its runTests below go to an evaluation worker that reads the standby too).
     const standby = await stack.startStandby();
     const port3 = await freePort();
-    gateway3 = startService("gateway", {
-      ...env,
-      PORT: String(port3),
-      DATABASE_REPLICA_URLS: standby.databaseUrl,
-    });
+    const replicaEnv = replicaEnvOf(env, standby);
+    gateway3 = startService("gateway", { ...replicaEnv, PORT: String(port3) });
     const base3 = `http://127.0.0.1:${port3}`;
     await waitUntilReady(base3, gateway3);
     await waitFor("the replica in use", async () => {
@@ -300,6 +327,17 @@ export async function benchCost(): Promise<void> {
         `(${((100 * primaryWith) / primaryAlone).toFixed(1)}% of ${us(primaryAlone)} µs without), ` +
         `the standby's ${us(replicaCost.cpu["PostgreSQL standby"]!)} µs\n`,
     );
+    await replicaRunTests({
+      env,
+      stack,
+      pool: database.pool,
+      standby,
+      agent,
+      bearer,
+      urn: runTestCosts.urn,
+      primary: { gateway, evaluationWorker, api },
+      replicaGateway: { service: gateway3, base: base3, prefix: replicaEnv.QUEUE_PREFIX! },
+    });
     await clusterSpread(env, production.systemClient(ROOT));
   } finally {
     agent.destroy();
@@ -620,36 +658,14 @@ async function runTests(
   system: ApiClient,
   pool: import("pg").Pool,
   stack: PrivateStack,
-): Promise<Cost[]> {
+): Promise<{ costs: Cost[]; urn: string }> {
   process.stdout.write(`bench/cost: loading ${ENTITIES} datasets...\n`);
   await loadDatasets(pool, ENTITIES);
   const urn = await createRunTestTest(system);
   const costs: Cost[] = [];
   for (const push of [false, true]) {
-    let polls = 0;
-    let evaluated = 0;
     const before = await stack.statementTimes();
-    const cost = await meter.window(`runTest, push ${push}`, "thousand entities", async () => {
-      const taskId = (
-        (await api.graphql(`mutation($urn: String!, $push: Boolean) { runTest(urn: $urn, push: $push) }`, {
-          urn,
-          push,
-        })) as { runTest: string }
-      ).runTest;
-      for (;;) {
-        polls++;
-        const status = (await api.post("/gms/operations?action=getTaskStatus", { taskId })) as {
-          state: string;
-          progress: { evaluated: number };
-        };
-        if (status.state === "completed") {
-          evaluated = status.progress.evaluated;
-          return { units: evaluated / 1000 };
-        }
-        if (status.state !== "waiting" && status.state !== "active") throw new Error(`runTest: ${status.state}`);
-        await new Promise((r) => setTimeout(r, 250));
-      }
-    });
+    const { cost, evaluated, polls } = await runTestWindow(meter, api, urn, push, `runTest, push ${push}`);
     costs.push({
       ...cost,
       note:
@@ -657,7 +673,158 @@ async function runTests(
         `per thousand entities:\n${statementsByTime(before, await stack.statementTimes(), cost.units)}`,
     });
   }
-  return costs;
+  return { costs, urn };
+}
+
+/** One runTest of `urn` through `api`, polled every 250 ms until it completes, as a window per thousand entities. */
+async function runTestWindow(
+  meter: Meter,
+  api: ApiClient,
+  urn: string,
+  push: boolean,
+  operation: string,
+): Promise<{ cost: Cost; evaluated: number; polls: number }> {
+  let polls = 0;
+  let evaluated = 0;
+  const cost = await meter.window(operation, "thousand entities", async () => {
+    const taskId = (
+      (await api.graphql(`mutation($urn: String!, $push: Boolean) { runTest(urn: $urn, push: $push) }`, {
+        urn,
+        push,
+      })) as { runTest: string }
+    ).runTest;
+    for (;;) {
+      polls++;
+      const status = (await api.post("/gms/operations?action=getTaskStatus", { taskId })) as {
+        state: string;
+        progress: { evaluated: number };
+      };
+      if (status.state === "completed") {
+        evaluated = status.progress.evaluated;
+        return { units: evaluated / 1000 };
+      }
+      if (status.state !== "waiting" && status.state !== "active") throw new Error(`runTest: ${status.state}`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  });
+  return { cost, evaluated, polls };
+}
+
+/** A gateway's or worker's settings to read the standby: on a queue prefix of their own, so their jobs stay theirs. */
+function replicaEnvOf(env: Record<string, string>, standby: { databaseUrl: string }): Record<string, string> {
+  return { ...env, DATABASE_REPLICA_URLS: standby.databaseUrl, QUEUE_PREFIX: uniqueName("bench-cost-replica") };
+}
+
+const median = (xs: number[]) => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+};
+
+/**
+ * runTest without push with a read replica: an evaluation worker (and a gateway) with DATABASE_REPLICA_URLS naming
+ * the standby, on a queue prefix of their own, against the run's gateway and worker without one, on the same
+ * database and standby. REPLICA_ROUNDS pairs of windows, their order alternating; per pair the primary's CPU per
+ * thousand entities with the replica as a share of it without; the median pair is the figure (goal: under 10%; what
+ * stays on the primary is the task's claim, checkpoints and progress, and the gateway's polls).
+ */
+async function replicaRunTests(ctx: {
+  env: Record<string, string>;
+  stack: PrivateStack;
+  pool: import("pg").Pool;
+  standby: { databaseUrl: string; postmasterPid: number };
+  agent: http.Agent;
+  bearer: Record<string, string>;
+  urn: string;
+  primary: { gateway: RunningService; evaluationWorker: RunningService; api: ApiClient };
+  /** a gateway already reading the standby (on replicaEnvOf's settings), else one is started */
+  replicaGateway?: { service: RunningService; base: string; prefix: string };
+}): Promise<void> {
+  const replicaEnv = ctx.replicaGateway ? undefined : replicaEnvOf(ctx.env, ctx.standby);
+  let started: RunningService | undefined;
+  let base = ctx.replicaGateway?.base;
+  if (!base) {
+    const port = await freePort();
+    started = startService("gateway", { ...replicaEnv!, PORT: String(port) });
+    base = `http://127.0.0.1:${port}`;
+  }
+  const gateway = ctx.replicaGateway?.service ?? started!;
+  // The worker on the replica gateway's queue prefix (its jobs are the replica gateway's).
+  const prefix = ctx.replicaGateway?.prefix ?? replicaEnv!.QUEUE_PREFIX!;
+  const worker = startService("evaluation-worker", {
+    ...ctx.env,
+    DATABASE_REPLICA_URLS: ctx.standby.databaseUrl,
+    QUEUE_PREFIX: prefix,
+    LOG_LEVEL: "info",
+  });
+  try {
+    await Promise.all([waitUntilReady(base, gateway), waitForOutput(worker, "worker running")]);
+    const workerMonitor = await monitorUrl(worker);
+    for (const url of [base, workerMonitor])
+      await waitFor(`the replica in use at ${url}`, async () => {
+        const ready = (await (await fetch(`${url}/ready`)).json()) as { replicas?: { state: string }[] };
+        return ready.replicas?.[0]?.state === "in-use";
+      });
+    const replicaApi = apiClient(base, ctx.agent, ctx.bearer);
+    const meter = new Meter(
+      [
+        { name: "gateway", pid: ctx.primary.gateway.process.pid! },
+        { name: "evaluation worker", pid: ctx.primary.evaluationWorker.process.pid! },
+        { name: "gateway, replica", pid: gateway.process.pid! },
+        { name: "evaluation worker, replica", pid: worker.process.pid! },
+        { name: "PostgreSQL", pid: ctx.stack.postmasterPid, tree: true },
+        { name: "PostgreSQL standby", pid: ctx.standby.postmasterPid, tree: true },
+        { name: "load generator", pid: process.pid },
+      ],
+      ctx.stack,
+    );
+    // A fresh worker's first run is mostly V8 compiling and the standby's cold cache: not measured.
+    await runTestWindow(meter, replicaApi, ctx.urn, false, "warm-up");
+    // What the earlier windows left to autovacuum (truncations, pushes) is done now: at rest the primary is then at
+    // rest, and the little a replica leaves on it is not lost under a background that moves between the windows.
+    await ctx.pool.query("VACUUM ANALYZE");
+    await ctx.pool.query("CHECKPOINT");
+    const rows: { without: Cost; withReplica: Cost }[] = [];
+    for (let round = 0; round < REPLICA_ROUNDS; round++) {
+      await meter.measureRest(2); // per round: the background's drift (timers, the standby's replay) followed
+      const measure = (replica: boolean) =>
+        runTestWindow(
+          meter,
+          replica ? replicaApi : ctx.primary.api,
+          ctx.urn,
+          false,
+          replica ? "runTest without push, a replica" : "runTest without push, the primary",
+        ).then((r) => r.cost);
+      const first = await measure(round % 2 === 1);
+      const second = await measure(round % 2 === 0);
+      rows.push(round % 2 === 1 ? { withReplica: first, without: second } : { without: first, withReplica: second });
+    }
+    // What stays on the primary: its statements through one more run with the replica, by execution time.
+    const before = await ctx.stack.statementTimes();
+    const last = await runTestWindow(meter, replicaApi, ctx.urn, false, "runTest without push, a replica");
+    const left = statementsByTime(before, await ctx.stack.statementTimes(), last.cost.units);
+    const ms = (seconds: number) => (seconds * 1e3).toFixed(2);
+    const shares = rows.map((r) => r.withReplica.cpu.PostgreSQL! / r.without.cpu.PostgreSQL!);
+    process.stdout.write(
+      `\nrunTest without push (${ENTITIES} entities) with a read replica, ${REPLICA_ROUNDS} paired rounds, CPU per thousand entities\n\n` +
+        `| round | primary, with a replica | primary, without | share | standby, with a replica | worker with / without | load average |\n` +
+        `| ---: | ---: | ---: | ---: | ---: | ---: | --- |\n` +
+        rows
+          .map(
+            (r, i) =>
+              `| ${i + 1} | ${ms(r.withReplica.cpu.PostgreSQL!)} ms | ${ms(r.without.cpu.PostgreSQL!)} ms | ` +
+              `${(100 * shares[i]!).toFixed(1)}% | ${ms(r.withReplica.cpu["PostgreSQL standby"]!)} ms | ` +
+              `${ms(r.withReplica.cpu["evaluation worker, replica"]!)} / ${ms(r.without.cpu["evaluation worker"]!)} ms | ${r.withReplica.load} |`,
+          )
+          .join("\n") +
+        `\n\nrunTest without push with a read replica: the primary's CPU ${ms(median(rows.map((r) => r.withReplica.cpu.PostgreSQL!)))} ms ` +
+        `per thousand entities against ${ms(median(rows.map((r) => r.without.cpu.PostgreSQL!)))} ms without (medians); ` +
+        `median share ${(100 * median(shares)).toFixed(1)}% (goal: under 10%); the primary's statements in one more ` +
+        `such run (${last.polls} status polls), by execution time per thousand entities:\n${left}\n`,
+    );
+  } finally {
+    await Promise.all([worker.stop(), started?.stop()]);
+  }
 }
 
 /** The window's statements, most execution time first (calls and ms per unit), each as its first 110 characters. */

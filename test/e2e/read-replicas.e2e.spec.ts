@@ -4,12 +4,14 @@
  * standby (counted by the standby's own statistics); a user reads its own write under a standby delayed on purpose
  * (recovery_min_apply_delay) while others read the delayed copy; a standby further behind than REPLICA_MAX_LAG_MS is
  * skipped; the evaluation worker's load reads the standby, but after its caller's own ingestion only once the standby
- * has it; and the standby stopped and started under load costs no caller an error, skipped within a second.
+ * has it; a write through one gateway is read at once through another (positions shared in Redis); and the standby
+ * stopped and started under load costs no caller an error, skipped within a second.
  */
 import { eventually } from "@mdp/core/testing";
 import { primaryAndStandby, queryOnce, type PrimaryAndStandby } from "../support/postgres-standby";
 import {
   gatewayUrl,
+  monitorUrl,
   queuePrefix,
   startService,
   systemClient,
@@ -37,14 +39,19 @@ interface ReplicaReport {
 describe("read replicas: a streaming hot standby beside the primary", () => {
   let servers: PrimaryAndStandby;
   let gateway: RunningService;
+  /** a second gateway on the same servers: a user's requests spread over both, as behind a load balancer */
+  let gatewayB: RunningService;
   let worker: RunningService;
   let baseUrl: string;
+  let baseUrlB: string;
+  /** the evaluation worker's monitoring port: its /ready and /metrics show the replicas as the gateway's do */
+  let workerUrl: string;
 
   /** As `actor` through the system client; without one, as the system actor (every privilege, no token rows read). */
-  const graphql = async (query: string, variables: Record<string, unknown>, actor?: string) => {
+  const graphql = async (query: string, variables: Record<string, unknown>, actor?: string, via = baseUrl) => {
     const headers = systemClient(actor);
     if (!actor) delete headers["x-platform-actor"];
-    const res = await fetch(`${baseUrl}/api/graphql`, {
+    const res = await fetch(`${via}/api/graphql`, {
       method: "POST",
       headers,
       body: JSON.stringify({ query, variables }),
@@ -53,30 +60,30 @@ describe("read replicas: a streaming hot standby beside the primary", () => {
     if (res.status !== 200 || !body.data) throw new Error(`${res.status}: ${JSON.stringify(body.errors)}`);
     return body.data;
   };
-  const tokenNames = async (actor?: string) => {
-    const data = (await graphql(LIST, { u: ADMIN }, actor)) as {
+  const tokenNames = async (actor?: string, via = baseUrl) => {
+    const data = (await graphql(LIST, { u: ADMIN }, actor, via)) as {
       listAccessTokens: { total: number; tokens: { name: string }[] };
     };
     return data.listAccessTokens.tokens.map((t) => t.name);
   };
-  const create = (name: string) => graphql(CREATE, { name }, ADMIN);
-  const post = async (path: string, body: unknown, actor?: string) => {
+  const create = (name: string, via = baseUrl) => graphql(CREATE, { name }, ADMIN, via);
+  const post = async (path: string, body: unknown, actor?: string, via = baseUrl) => {
     const headers = systemClient(actor);
     if (!actor) delete headers["x-platform-actor"];
-    const res = await fetch(`${baseUrl}${path}`, { method: "POST", headers, body: JSON.stringify(body) });
+    const res = await fetch(`${via}${path}`, { method: "POST", headers, body: JSON.stringify(body) });
     const answer = (await res.json()) as { value: unknown };
     if (res.status !== 200) {
-      const logs = [gateway, worker].map((p) => `--- ${p.name}\n${p.output().slice(-3000)}`).join("\n");
+      const logs = [gateway, gatewayB, worker].map((p) => `--- ${p.name}\n${p.output().slice(-3000)}`).join("\n");
       throw new Error(`${path}: ${res.status} ${JSON.stringify(answer)}\n${logs}`);
     }
     return answer.value;
   };
-  const replica = async (): Promise<ReplicaReport> => {
-    const body = (await (await fetch(`${baseUrl}/ready`)).json()) as { replicas?: ReplicaReport[] };
+  const replica = async (via = baseUrl): Promise<ReplicaReport> => {
+    const body = (await (await fetch(`${via}/ready`)).json()) as { replicas?: ReplicaReport[] };
     return body.replicas![0]!;
   };
-  const inState = (state: string, timeoutMs = 10_000) =>
-    eventually(`replica1 ${state}`, async () => (await replica()).state === state, { timeoutMs });
+  const inState = (state: string, timeoutMs = 10_000, via = baseUrl) =>
+    eventually(`replica1 ${state}`, async () => (await replica(via)).state === state, { timeoutMs });
   /** transactions the standby itself committed in the database: every read it served is one */
   const standbyTransactions = async () =>
     Number(
@@ -87,8 +94,8 @@ describe("read replicas: a streaming hot standby beside the primary", () => {
         )
       )[0]!.n,
     );
-  const replicaReadsMetric = async () => {
-    const text = await (await fetch(`${baseUrl}/metrics`)).text();
+  const replicaReadsMetric = async (via = baseUrl) => {
+    const text = await (await fetch(`${via}/metrics`)).text();
     return Number(/^mdp_db_stale_reads_total\{server="replica"\} (\d+)/m.exec(text)?.[1] ?? "NaN");
   };
 
@@ -104,14 +111,19 @@ describe("read replicas: a streaming hot standby beside the primary", () => {
       PORT: "0",
     };
     gateway = startService("gateway", env);
+    gatewayB = startService("gateway", env);
     worker = startService("evaluation-worker", env);
-    baseUrl = await gatewayUrl(gateway);
-    await Promise.all([waitUntilReady(baseUrl, gateway), waitForOutput(worker, "worker running")]);
-    await inState("in-use");
+    [baseUrl, baseUrlB, workerUrl] = await Promise.all([gatewayUrl(gateway), gatewayUrl(gatewayB), monitorUrl(worker)]);
+    await Promise.all([
+      waitUntilReady(baseUrl, gateway),
+      waitUntilReady(baseUrlB, gatewayB),
+      waitForOutput(worker, "worker running"),
+    ]);
+    await Promise.all([inState("in-use"), inState("in-use", 10_000, baseUrlB), inState("in-use", 10_000, workerUrl)]);
   }, 60_000);
 
   afterAll(async () => {
-    await Promise.all([gateway?.stop(), worker?.stop()]);
+    await Promise.all([gateway?.stop(), gatewayB?.stop(), worker?.stop()]);
     await servers?.destroy();
   });
 
@@ -139,6 +151,36 @@ describe("read replicas: a streaming hot standby beside the primary", () => {
     expect((await replica()).state).toBe("in-use");
     // …and sees it once the standby applies it.
     await eventually("the delayed standby to replay the write", async () => (await tokenNames()).includes(name));
+    await servers.delayStandby(0);
+  });
+
+  it("a user's write through one gateway is read at once through another (its position shared in Redis)", async () => {
+    await servers.delayStandby(2000);
+    const standbyHas = async (name: string) =>
+      (
+        await queryOnce<{ n: number }>(
+          servers.standbyUrl,
+          `SELECT count(*)::int AS n FROM access_token WHERE name = '${name}'`,
+        )
+      )[0]!.n > 0;
+    await create("written-through-a");
+    // Gateway B took no write of this user, yet reads the primary for it until the standby has the write…
+    expect(await tokenNames(ADMIN, baseUrlB)).toContain("written-through-a");
+    // …while another reader through B is served the delayed standby's older copy.
+    expect(await tokenNames(undefined, baseUrlB)).not.toContain("written-through-a");
+    expect((await replica(baseUrlB)).state).toBe("in-use");
+
+    // B's own earlier write, once B reads the user's listings on the standby again (it has that write), does not
+    // stand for the user's later write through A.
+    await create("written-through-b", baseUrlB);
+    await eventually("B to read the user's listings on the standby again", async () => {
+      const before = await replicaReadsMetric(baseUrlB);
+      const names = await tokenNames(ADMIN, baseUrlB);
+      return names.includes("written-through-b") && (await replicaReadsMetric(baseUrlB)) > before;
+    });
+    await create("then-through-a");
+    expect(await standbyHas("then-through-a")).toBe(false);
+    expect(await tokenNames(ADMIN, baseUrlB)).toContain("then-through-a");
     await servers.delayStandby(0);
   });
 
@@ -175,8 +217,13 @@ describe("read replicas: a streaming hot standby beside the primary", () => {
         },
         ADMIN,
       );
-    const passes = async (actor?: string) => {
-      const value = (await post("/gms/test?action=evaluate", { urn, tests: ["urn:li:test:replicated"] }, actor)) as {
+    const passes = async (actor?: string, via = baseUrl) => {
+      const value = (await post(
+        "/gms/test?action=evaluate",
+        { urn, tests: ["urn:li:test:replicated"] },
+        actor,
+        via,
+      )) as {
         passing: unknown[];
       };
       return value.passing.length === 1;
@@ -216,8 +263,14 @@ describe("read replicas: a streaming hot standby beside the primary", () => {
         )
       )[0]!.n;
     const before = await testScans();
+    const workerReadsBefore = await replicaReadsMetric(workerUrl);
     const evaluations = 20;
     for (let i = 0; i < evaluations; i++) expect(await passes()).toBe(false);
+    // The worker's own metrics count them (its /ready said the standby in use since the start).
+    expect((await replicaReadsMetric(workerUrl)) - workerReadsBefore).toBeGreaterThanOrEqual(evaluations);
+    const workerMetrics = await (await fetch(`${workerUrl}/metrics`)).text();
+    expect(workerMetrics).toMatch(/^mdp_db_replica_in_use\{replica="replica1"\} 1$/m);
+    expect(workerMetrics).toMatch(/^mdp_db_replica_lag_seconds\{replica="replica1"\} \d/m);
     await eventually(
       "the standby to count the evaluation loads",
       async () => (await testScans()) - before >= evaluations,
@@ -233,6 +286,11 @@ describe("read replicas: a streaming hot standby beside the primary", () => {
     // …while another caller's is served by the delayed standby, which has not replayed it yet.
     expect(await passes()).toBe(false);
     await eventually("the delayed standby to replay the ingestion", () => passes());
+
+    // The same through another gateway: the evaluate request there carries the position the ingestion noted here.
+    await describe("none");
+    expect(await passes(ADMIN, baseUrlB)).toBe(false);
+    expect(await passes(undefined, baseUrlB)).toBe(true);
     await servers.delayStandby(0);
   });
 

@@ -1,13 +1,16 @@
 import { PrismaPg } from "@prisma/adapter-pg";
 import pg from "pg";
 import { PrismaClient } from "./generated/prisma/client";
-import { primaryOnly, ReplicaRouter, type StaleReads } from "./read-replicas";
+import { primaryOnly, ReplicaRouter, type StaleReads, type WritePositions } from "./read-replicas";
 
 export interface PrismaClientOptions {
   /** Most connections the client's pg pool opens (pg's default is 10). */
   poolMax?: number;
-  /** hot standbys for the stale-tolerant reads (DATABASE_REPLICA_URLS), and how far behind one may be */
-  replicas?: { urls: readonly string[]; maxLagMs: number };
+  /**
+   * hot standbys for the stale-tolerant reads (DATABASE_REPLICA_URLS), how far behind one may be, and where the
+   * processes serving the same users share their writes' positions (the gateways: read-your-writes across them)
+   */
+  replicas?: { urls: readonly string[]; maxLagMs: number; shared?: WritePositions };
 }
 
 /**
@@ -36,7 +39,11 @@ export function createDatabase(databaseUrl: string, opts: PrismaClientOptions = 
   const replicaUrls = opts.replicas?.urls ?? [];
   const stale =
     replicaUrls.length > 0
-      ? new ReplicaRouter({ prisma, pool }, replicaUrls, { maxLagMs: opts.replicas!.maxLagMs, poolMax: opts.poolMax })
+      ? new ReplicaRouter({ prisma, pool }, replicaUrls, {
+          maxLagMs: opts.replicas!.maxLagMs,
+          poolMax: opts.poolMax,
+          shared: opts.replicas!.shared,
+        })
       : primaryOnly({ prisma, pool });
   return {
     prisma,

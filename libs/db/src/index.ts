@@ -74,5 +74,7 @@ export {
   type ReadTarget,
   type ReplicaState,
   type StaleReads,
+  type WritePositions,
 } from "./read-replicas";
 export { replicaReads } from "./stale-reads";
+export { replicaMetrics, replicaReadiness, type ReplicaPromClient, type ReplicaReadiness } from "./replica-monitoring";

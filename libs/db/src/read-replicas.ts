@@ -26,6 +26,19 @@ export interface ReadCounts {
   replica: number;
   primary: number;
   fallback: number;
+  /** the shared store of write positions failed or was late (a read then ran on the primary) */
+  storeFailures: number;
+}
+
+/**
+ * Write positions shared by the processes that serve one user (the gateways, through Redis): a write noted in one is
+ * read after in every other. One entry per actor, expiring on its own.
+ */
+export interface WritePositions {
+  /** keeps the later of `lsn` and the actor's stored position, for `ttlMs` from now */
+  note(actor: string, lsn: string, ttlMs: number): Promise<void>;
+  /** the actor's stored position, undefined when it has none; rejects when the store cannot say */
+  get(actor: string): Promise<string | undefined>;
 }
 
 /**
@@ -37,8 +50,8 @@ export interface StaleReads {
   read<T>(fn: (target: ReadTarget) => Promise<T>, opts?: { after?: string }): Promise<T>;
   /** whether any replica is configured (without, callers keep their one-statement primary paths) */
   readonly replicated: boolean;
-  /** the WAL position `actor`'s recent write must be read after, while it matters; undefined otherwise */
-  positionOf(actor: string): string | undefined;
+  /** the WAL position `actor`'s recent write (in any process sharing positions) must be read after; undefined if none */
+  positionOf(actor: string): Promise<string | undefined>;
   /** after `actor`'s write committed: its next reads wait for a replica that has replayed it (or use the primary) */
   noteWrite(actor?: string): Promise<void>;
   states(): ReplicaState[];
@@ -52,6 +65,10 @@ export interface ReplicaOptions {
   probeMs?: number;
   /** connections per replica pool (the primary's pool size by default) */
   poolMax?: number;
+  /** positions shared with the other processes serving the same users (read-your-writes across gateways) */
+  shared?: WritePositions;
+  /** the longest a read or a write waits on `shared` (200 ms): past it, the read goes to the primary */
+  sharedTimeoutMs?: number;
 }
 
 /** Who the current request or job reads and writes for (read-your-writes is per actor), and where it reads. */
@@ -71,7 +88,7 @@ export function currentReader(): string | undefined {
 }
 
 /** The current reader's recent write, as a WAL position a job it queues carries to a worker (readAfter). */
-export function readerPosition(): string | undefined {
+export async function readerPosition(): Promise<string | undefined> {
   const reader = readers.getStore();
   return reader?.reads.positionOf(reader.actor);
 }
@@ -108,10 +125,10 @@ export function primaryOnly(primary: ReadTarget): StaleReads {
       return fn(primary);
     },
     replicated: false,
-    positionOf: () => undefined,
+    positionOf: async () => undefined,
     noteWrite: async () => undefined,
     states: () => [],
-    counts: () => ({ replica: 0, primary: reads, fallback: 0 }),
+    counts: () => ({ replica: 0, primary: reads, fallback: 0, storeFailures: 0 }),
     close: async () => undefined,
   };
 }
@@ -158,9 +175,10 @@ export class ReplicaRouter implements StaleReads {
   /** the primary's WAL position at each recent probe: how long ago the primary was where a replica is now */
   private readonly samples: { at: number; lsn: bigint }[] = [];
   /** per actor, the primary's WAL position after its last write and until when it matters */
-  private readonly writes = new Map<string, { lsn: bigint; text: string; until: number }>();
+  private readonly writes = new Map<string, { text: string; until: number }>();
   readonly replicated = true;
-  private readonly tally: ReadCounts = { replica: 0, primary: 0, fallback: 0 };
+  private readonly tally: ReadCounts = { replica: 0, primary: 0, fallback: 0, storeFailures: 0 };
+  private readonly sharedTimeoutMs: number;
   private next = 0;
   private timer: NodeJS.Timeout | undefined;
   private probing: Promise<void> | undefined;
@@ -171,6 +189,7 @@ export class ReplicaRouter implements StaleReads {
     private readonly opts: ReplicaOptions,
   ) {
     this.probeMs = opts.probeMs ?? 1000;
+    this.sharedTimeoutMs = opts.sharedTimeoutMs ?? 200;
     this.replicas = urls.map((url, i) => {
       // connectionTimeoutMillis: a replica that stopped answering fails its read within a second, retried on the primary.
       const pool = new pg.Pool({ connectionString: url, max: opts.poolMax ?? 10, connectionTimeoutMillis: 1000 });
@@ -196,7 +215,7 @@ export class ReplicaRouter implements StaleReads {
   }
 
   async read<T>(fn: (target: ReadTarget) => Promise<T>, opts: { after?: string } = {}): Promise<T> {
-    const replica = this.choose(currentReader(), opts.after);
+    const replica = await this.choose(currentReader(), opts.after);
     if (!replica) {
       this.tally.primary += 1;
       return fn(this.primary);
@@ -220,12 +239,22 @@ export class ReplicaRouter implements StaleReads {
     // primary for the window (no replica reaches the last position there is).
     const text = await currentLsn(this.primary.pool).catch(() => UNKNOWN_POSITION);
     // Long enough that any replica within maxLagMs (measured at most probeMs ago) has replayed the write by then.
-    this.writes.set(actor, { lsn: parseLsn(text), text, until: Date.now() + this.opts.maxLagMs + 2 * this.probeMs });
+    const windowMs = this.opts.maxLagMs + 2 * this.probeMs;
+    this.writes.set(actor, { text, until: Date.now() + windowMs });
+    // Awaited: the caller's next request, on whichever process, comes after this answer and so finds the position.
+    // A store that fails here leaves the write read-your-own on this process only; the request still succeeds.
+    const { shared } = this.opts;
+    if (shared) await timeout(shared.note(actor, text, windowMs), this.sharedTimeoutMs).catch(() => this.storeFailed());
   }
 
-  positionOf(actor: string): string | undefined {
-    const write = this.writes.get(actor);
-    return write && write.until > Date.now() ? write.text : undefined;
+  async positionOf(actor: string): Promise<string | undefined> {
+    try {
+      return await this.after(actor);
+    } catch {
+      this.storeFailed();
+      // Unknown whether it wrote elsewhere: whatever it wrote is at or before the primary's position now.
+      return currentLsn(this.primary.pool).catch(() => UNKNOWN_POSITION);
+    }
   }
 
   states(): ReplicaState[] {
@@ -234,6 +263,23 @@ export class ReplicaRouter implements StaleReads {
 
   counts(): ReadCounts {
     return { ...this.tally };
+  }
+
+  /**
+   * The later of the actor's writes noted here and in the shared store (one GET, bounded by sharedTimeoutMs), while
+   * they matter, and a carried position. Rejects when the store cannot say: the caller then reads on the primary.
+   */
+  private async after(actor: string | undefined, carried?: string): Promise<string | undefined> {
+    const write = actor === undefined ? undefined : this.writes.get(actor);
+    const own = write && write.until > Date.now() ? write.text : undefined;
+    const { shared } = this.opts;
+    const elsewhere =
+      actor !== undefined && shared ? await timeout(shared.get(actor), this.sharedTimeoutMs) : undefined;
+    return latestLsn([own, elsewhere, carried]);
+  }
+
+  private storeFailed(): void {
+    this.tally.storeFailures += 1;
   }
 
   async close(): Promise<void> {
@@ -250,12 +296,18 @@ export class ReplicaRouter implements StaleReads {
     return r.up && fresh && r.lagMs !== null && r.lagMs <= this.opts.maxLagMs;
   }
 
-  private choose(actor: string | undefined, carried: string | undefined): Replica | undefined {
-    const write = actor === undefined ? undefined : this.writes.get(actor);
-    const own = write && write.until > Date.now() ? write.lsn : undefined;
-    const given = carried === undefined ? undefined : parseLsn(carried);
-    const after = own === undefined ? given : given === undefined || own > given ? own : given;
-    const candidates = this.replicas.filter((r) => this.usable(r) && (after === undefined || r.replayLsn >= after));
+  private async choose(actor: string | undefined, carried: string | undefined): Promise<Replica | undefined> {
+    const usable = this.replicas.filter((r) => this.usable(r));
+    if (usable.length === 0) return undefined; // the primary anyway: nothing to ask the store
+    let position: string | undefined;
+    try {
+      position = await this.after(actor, carried);
+    } catch {
+      this.storeFailed();
+      return undefined; // not known what the actor wrote on another process: its own writes come first
+    }
+    const after = position === undefined ? undefined : parseLsn(position);
+    const candidates = usable.filter((r) => after === undefined || r.replayLsn >= after);
     if (candidates.length === 0) return undefined;
     this.next = (this.next + 1) % candidates.length;
     return candidates[this.next];

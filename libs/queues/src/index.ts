@@ -17,3 +17,4 @@ export * from "./rate-limits";
 export * from "./chores";
 export * from "./schedule-sync-requests";
 export * from "./shards";
+export * from "./write-positions";

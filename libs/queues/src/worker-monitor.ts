@@ -136,6 +136,8 @@ export interface MonitorOptions {
   registries?: PromRegistry[];
   /** readiness checks besides Redis and the worker: resolve when the dependency answers (PostgreSQL's SELECT 1) */
   checks: Record<string, () => Promise<unknown>>;
+  /** more of /ready's answer, informative only (the read replicas' states): never a reason to answer 503 */
+  details?: () => Record<string, unknown>;
   logger: Logger;
 }
 
@@ -176,7 +178,7 @@ export async function serveMonitor(options: MonitorOptions): Promise<Monitor> {
     );
     const report: Record<string, string> = Object.fromEntries(entries);
     report.worker = workers.every((w) => w.isRunning() && !w.closing) ? "ok" : "stopped";
-    return { ready: Object.values(report).every((state) => state === "ok"), checks: report };
+    return { ready: Object.values(report).every((state) => state === "ok"), checks: report, ...options.details?.() };
   };
   const json = (res: ServerResponse, status: number, body: unknown) => {
     res.writeHead(status, { "content-type": "application/json; charset=utf-8" }).end(JSON.stringify(body));

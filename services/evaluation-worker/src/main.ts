@@ -1,6 +1,6 @@
 import { stopTelemetry } from "./instrument";
 import { createLogger, EntityRegistry, loadConfigOrExit, logDestination } from "@mdp/core";
-import { createDatabase, pingDatabase } from "@mdp/db";
+import { createDatabase, pingDatabase, replicaMetrics, replicaReadiness } from "@mdp/db";
 import * as prom from "prom-client";
 import {
   closeRedis,
@@ -143,8 +143,10 @@ runUntilSignalled({
     port: config.EVALUATION_WORKER_PORT,
     host: config.HOST,
     metrics,
-    registries: [evaluationRegistry],
+    // The read replicas as the gateway shows them: state and lag in /ready, in use and reads in /metrics.
+    registries: [evaluationRegistry, ...(db.stale.replicated ? [replicaMetrics(prom, db.stale)] : [])],
     checks: { postgres: () => pingDatabase(db.prisma) },
+    details: () => ({ replicas: replicaReadiness(db.stale) }),
   },
   resources: [
     () => onChange.stop(),

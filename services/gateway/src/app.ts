@@ -13,7 +13,6 @@ import { basicChallenge, basicTokenAsBearer, pageTokenAsBearer } from "./http/br
 import { DASHBOARD_PATH, queueDashboard } from "./http/queue-dashboard";
 import { jsonBody } from "./http/json-body";
 import { httpMetrics, routeOf } from "./http/metrics";
-import { replicaMetrics } from "./http/replica-metrics";
 import { recordTokenUse } from "./token-usage/token-usage.recorder";
 import { requestLogger } from "./http/request-logger";
 import { securityHeaders } from "./http/security-headers";
@@ -23,7 +22,8 @@ import { apiRoutes } from "./http/action-router";
 import { API_DOCS_PATH, addOpenApiRoutes } from "./api-docs/api-docs.routes";
 import { GRAPHQL_EXPLORER_ASSETS_PATH, graphqlExplorerAssets, graphqlExplorerPage } from "./api-docs/graphql-explorer";
 import { openApiDocument } from "./api-docs/openapi";
-import type { StaleReads } from "@mdp/db";
+import { replicaMetrics, type StaleReads } from "@mdp/db";
+import * as prom from "prom-client";
 import type { Readiness } from "./readiness";
 
 /** 1 MiB, as body-parser reads "1mb" */
@@ -90,7 +90,9 @@ export async function createGateway(deps: AppDeps): Promise<Gateway> {
   app.set("etag", false);
   app.set("trust proxy", "loopback");
   app.use(securityHeaders());
-  const metrics = httpMetrics(deps.reads && deps.reads.states().length > 0 ? [replicaMetrics(deps.reads)] : []);
+  const metrics = httpMetrics(
+    deps.reads && deps.reads.states().length > 0 ? [replicaMetrics<prom.Registry>(prom, deps.reads)] : [],
+  );
   app.use(metrics.record);
   // Health probes and scrapes every few seconds would drown the log.
   app.use(

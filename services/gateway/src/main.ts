@@ -3,7 +3,7 @@ import type { Server } from "node:http";
 import { setFlagsFromString } from "node:v8";
 import { createLogger, loadConfigOrExit, logDestination } from "@mdp/core";
 import { createDatabase } from "@mdp/db";
-import { closeRedis, createRedis, whenReady } from "@mdp/queues";
+import { closeRedis, createRedis, RedisWritePositions, whenReady } from "@mdp/queues";
 import { createGateway } from "./app";
 import { composeServices } from "./composition";
 import { Readiness } from "./readiness";
@@ -30,15 +30,26 @@ async function main(): Promise<void> {
     );
   }
 
+  // Read-your-writes across gateways: each caller's last write position in Redis, only with replicas (no traffic else).
+  const positions = config.DATABASE_REPLICA_URLS.length > 0 ? RedisWritePositions.connect(config, logger) : undefined;
   const db = createDatabase(config.DATABASE_URL, {
-    replicas: { urls: config.DATABASE_REPLICA_URLS, maxLagMs: config.REPLICA_MAX_LAG_MS },
+    replicas: {
+      urls: config.DATABASE_REPLICA_URLS,
+      maxLagMs: config.REPLICA_MAX_LAG_MS,
+      shared: positions && new RedisWritePositions(positions, config.QUEUE_PREFIX),
+    },
   });
   const { prisma } = db;
   const redis = createRedis(config.REDIS_URL, "producer");
   const subscriber = createRedis(config.REDIS_URL, "subscriber");
   // Evaluation replies on a connection of their own (composition.ts Connections).
   const replySubscriber = createRedis(config.REDIS_URL, "subscriber", { connectionName: "mdp-replies" });
-  await Promise.all([whenReady(redis), whenReady(subscriber), whenReady(replySubscriber)]);
+  await Promise.all([
+    whenReady(redis),
+    whenReady(subscriber),
+    whenReady(replySubscriber),
+    positions && whenReady(positions),
+  ]);
   const {
     services,
     http,
@@ -86,6 +97,7 @@ async function main(): Promise<void> {
         closeRedis(redis),
         closeRedis(subscriber),
         closeRedis(replySubscriber),
+        positions && closeRedis(positions),
         db.close(),
         stopTelemetry(),
       ]);

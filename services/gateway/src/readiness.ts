@@ -1,15 +1,19 @@
 import type { RedisConnection } from "@mdp/queues";
 import { withTimeout, type Logger } from "@mdp/core";
-import { migrationStatus, pingDatabase, type PrismaClient, type StaleReads } from "@mdp/db";
+import {
+  migrationStatus,
+  pingDatabase,
+  replicaReadiness,
+  type PrismaClient,
+  type ReplicaReadiness,
+  type StaleReads,
+} from "@mdp/db";
 
 export interface ReadinessReport {
   ready: boolean;
   checks: { postgres: string; redis: string; migrations: string };
-  /**
-   * With DATABASE_REPLICA_URLS, each replica: `in-use`, `lagging` (further behind than REPLICA_MAX_LAG_MS) or
-   * `unreachable`, and its lag at the last probe. Informative: reads fall back to the primary, so none makes a 503.
-   */
-  replicas?: { name: string; state: "in-use" | "lagging" | "unreachable"; lagMs: number | null }[];
+  /** With DATABASE_REPLICA_URLS, each replica's state and lag (@mdp/db's replicaReadiness): none makes a 503. */
+  replicas?: ReplicaReadiness[];
 }
 
 /**
@@ -43,14 +47,8 @@ export class Readiness {
       ready: [postgres, redis, migrations].every((c) => c === "ok"),
       checks: { postgres, redis, migrations },
     };
-    const replicas = this.reads?.states() ?? [];
-    if (replicas.length > 0) {
-      report.replicas = replicas.map((r) => ({
-        name: r.name,
-        state: r.inUse ? "in-use" : r.up ? "lagging" : "unreachable",
-        lagMs: r.lagMs,
-      }));
-    }
+    const replicas = this.reads && replicaReadiness(this.reads);
+    if (replicas) report.replicas = replicas;
     return report;
   }
 

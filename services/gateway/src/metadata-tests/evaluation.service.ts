@@ -110,7 +110,7 @@ export class EvaluationService {
     try {
       // The request's id travels in its item: the job that carries it is queued later, maybe in another request.
       const requestId = currentLogContext()?.requestId;
-      const readAfter = readerPosition();
+      const readAfter = await readerPosition();
       outcome = await this.batcher.submit({
         taskId,
         ...request,

@@ -59,7 +59,7 @@ export class TestRunService {
     // The caller's own run (joined only by its own identical requests): its pushed actions act with its authority.
     const { request, dedupKey } = runTestRequest(input.urn, actor, push, batchSize);
     // The caller's recent write (an ingestion): a run without push reads a replica only once it has replayed it.
-    const readAfter = readerPosition();
+    const readAfter = await readerPosition();
     const { taskId } = await this.tasks.create(
       {
         type: "EVALUATE_TESTS",

@@ -108,6 +108,8 @@ export function addOperationsRoutes(router: Router, deps: OperationsDeps): void 
       request: taskRequest,
       response: taskStatusAnswer,
       handler: ({ taskId }, actor) => deps.tasks.status(actor, taskId),
+      // A poll writes nothing: with replicas it would note a WAL position (a statement, a Redis call) every time.
+      readOnly: true,
     }),
     getEsTaskStatus: action({
       summary: "DataHub's getEsTaskStatus: a task's status in DataHub's shape",
@@ -118,6 +120,7 @@ export function addOperationsRoutes(router: Router, deps: OperationsDeps): void 
       request: esTaskStatusRequest,
       response: z.string().describe("JSON text: {completed, taskId, status, runTimeNanos}"),
       handler: (input, actor) => esTaskStatus(deps.tasks, actor, input),
+      readOnly: true,
     }),
     rethrottleTask: action({
       summary: "Change a waiting or running truncation's pace (rows per second of its batch deletes)",
