@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { PrismaPg } from "@prisma/adapter-pg";
 import pg from "pg";
+import { withTimeout } from "@mdp/core";
 import { PrismaClient } from "./generated/prisma/client";
 
 /** A server a read runs on: Prisma and pg on its one pool. */
@@ -157,12 +158,9 @@ async function currentLsn(pool: pg.Pool): Promise<string> {
   return rows[0]!.lsn;
 }
 
+/** `promise`, or a failure once `ms` pass without its answer (@mdp/core's one timeout race). */
 function timeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer in ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+  return withTimeout(promise, ms, () => new Error(`no answer in ${ms} ms`));
 }
 
 /**
