@@ -165,6 +165,34 @@ describe("outboxConsumerLoop", () => {
     await loop.stop();
   });
 
+  it("stops following once another worker holds the cursor (its drain answers null)", async () => {
+    const { as } = fakeLogger();
+    let answer: { events: number } | null = { events: 5 };
+    const drain = jest.fn(async () => answer);
+    const loop = outboxConsumerLoop("held", drain, 200, as, { followMs: 20 });
+    await jest.advanceTimersByTimeAsync(200); // found events: following
+    answer = null;
+    await jest.advanceTimersByTimeAsync(20); // the cursor is taken by another worker
+    const calls = drain.mock.calls.length;
+    await jest.advanceTimersByTimeAsync(400);
+    expect(drain.mock.calls.length - calls).toBe(2); // every 200 ms again, within the follow window
+    await loop.stop();
+  });
+
+  it("looks at a fixed rate while not following: a slow pass does not push the next look back", async () => {
+    const { as } = fakeLogger();
+    const drain = jest.fn(async () => {
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      return { events: 0 };
+    });
+    const loop = outboxConsumerLoop("slow", drain, 200, as);
+    await jest.advanceTimersByTimeAsync(1_000);
+    expect(drain).toHaveBeenCalledTimes(5); // at 200, 400, 600, 800, 1000: not every 350
+    const stopping = loop.stop();
+    await jest.advanceTimersByTimeAsync(150); // the pass in flight ends
+    await stopping;
+  });
+
   it("without followMs, a stream is still looked at once per poll (on change's coalescing window)", async () => {
     const { as } = fakeLogger();
     const drain = jest.fn(async () => ({ events: 5 }));

@@ -81,8 +81,9 @@ export const OUTBOX_FOLLOW_WINDOW_MS = 1_000;
 
 /**
  * Each worker process's share of one consumer of the platform-event outbox (evaluation on change, the webhooks'
- * fan-out): a pass, drained until caught up, `pollMs` after the last ended (`followMs` while events keep coming);
- * whichever worker holds the consumer's cursor does the work, the others find it locked and wait for their next look.
+ * fan-out): a pass, drained until caught up, every `pollMs` (`followMs` after the last while this worker's passes keep
+ * finding events); whichever worker holds the consumer's cursor does the work, the others find it locked (their drain
+ * answers null, which also ends following) and wait for their next look.
  * Looks never overlap. A failing pass (the database or Redis away) is logged at warn and redone from the same cursor
  * after a wait that doubles up to 30 s, so an outage costs retries, not a storm of them.
  */
@@ -93,7 +94,7 @@ export function outboxConsumerLoop<P extends OutboxPass>(
   logger: Logger,
   options: OutboxLoopOptions = {},
 ): PeriodicLoop {
-  const followMs = Math.min(options.followMs ?? pollMs, pollMs);
+  const followMs = Math.max(1, Math.min(options.followMs ?? pollMs, pollMs));
   let failures = 0;
   let followUntil = 0;
   let stopped = false;
@@ -101,14 +102,18 @@ export function outboxConsumerLoop<P extends OutboxPass>(
   let inFlight: Promise<void> | undefined;
 
   const look = async (): Promise<number> => {
+    const started = Date.now();
     try {
       const done = await drain();
       failures = 0;
-      if (done && done.events > 0) {
+      // Another worker holds the cursor: this one stops following (its looks would only contend for the lock).
+      if (!done) followUntil = 0;
+      else if (done.events > 0) {
         followUntil = Date.now() + OUTBOX_FOLLOW_WINDOW_MS;
         logger.debug({ loop: name, ...(done as Record<string, unknown>) }, `${name}: ran`);
       }
-      return Date.now() < followUntil ? followMs : pollMs;
+      // Not following: one look per pollMs from the start of the last, as a fixed-rate tick would.
+      return Date.now() < followUntil ? followMs : Math.max(0, started + pollMs - Date.now());
     } catch (error) {
       failures++;
       logger.warn({ err: error, loop: name }, `${name}: a run failed; the loop goes on`);
@@ -118,10 +123,8 @@ export function outboxConsumerLoop<P extends OutboxPass>(
   const schedule = (ms: number): void => {
     if (stopped) return;
     timer = setTimeout(() => {
-      inFlight = look().then(
-        (next) => schedule(next),
-        () => schedule(pollMs),
-      );
+      // look() logs its own failures; a logger that throws still leaves the loop going.
+      inFlight = look().then(schedule, () => schedule(pollMs));
       void inFlight.finally(() => (inFlight = undefined));
     }, ms);
     timer.unref();

@@ -236,8 +236,8 @@ export class ReplicaRouter implements StaleReads {
     // Never a failure of the request whose write committed: a position not learned sends the actor's reads to the
     // primary for the window (no replica reaches the last position there is).
     const text = await currentLsn(this.primary.pool).catch(() => UNKNOWN_POSITION);
-    // Long enough that any replica within maxLagMs (measured at most probeMs ago) has replayed the write by then.
-    const windowMs = this.opts.maxLagMs + 2 * this.probeMs;
+    // Long enough that any usable replica (within maxLagMs at a probe less than 3 probeMs old) has the write by then.
+    const windowMs = this.opts.maxLagMs + 3 * this.probeMs;
     this.writes.set(actor, { text, until: Date.now() + windowMs });
     // Awaited: the caller's next request, on whichever process, comes after this answer and so finds the position.
     // A store that fails here leaves the write read-your-own on this process only; the request still succeeds.

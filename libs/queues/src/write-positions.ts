@@ -5,8 +5,9 @@ import { createRedis, type RedisConnection } from "./connection";
 const COMMAND_TIMEOUT_MS = 200;
 
 /**
- * Keeps the later of the stored WAL position and ARGV[1] (`16/B374D848`), expiring ARGV[2] ms from now. Each half of
- * a position is a 32-bit hexadecimal number, exact in Lua's doubles, so the comparison is PostgreSQL's.
+ * Stores ARGV[1] (`16/B374D848`), expiring ARGV[2] ms from now, unless the stored WAL position is later: that one then
+ * keeps its own expiry, so a steady writer never keeps an old position (or the "unknown" one, FFFFFFFF/FFFFFFFF) alive.
+ * Each half of a position is a 32-bit hexadecimal number, exact in Lua's doubles, so the comparison is PostgreSQL's.
  */
 const KEEP_LATER = `
 local function halves(lsn)
@@ -14,14 +15,13 @@ local function halves(lsn)
   if not high then return nil end
   return tonumber(high, 16), tonumber(low, 16)
 end
-local position = ARGV[1]
 local stored = redis.call('GET', KEYS[1])
 if stored then
   local sh, sl = halves(stored)
-  local nh, nl = halves(position)
-  if sh and nh and (sh > nh or (sh == nh and sl > nl)) then position = stored end
+  local nh, nl = halves(ARGV[1])
+  if sh and nh and (sh > nh or (sh == nh and sl > nl)) then return 0 end
 end
-redis.call('SET', KEYS[1], position, 'PX', ARGV[2])
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return 1
 `;
 
@@ -45,9 +45,14 @@ export function writePositionKey(queuePrefix: string, actor: string): string {
 export class RedisWritePositions {
   private readonly redis: WithKeepLater;
 
+  /** when a failure was last logged: at most one warning a minute, however many reads fall back */
+  private warnedAt = 0;
+
   constructor(
     redis: RedisConnection,
     private readonly queuePrefix: string,
+    /** where failures are told (warn, at most once a minute): each sends reads to the primary, or a write unshared */
+    private readonly logger?: Logger,
   ) {
     redis.defineCommand("mdpKeepLaterLsn", { numberOfKeys: 1, lua: KEEP_LATER });
     this.redis = redis as WithKeepLater;
@@ -66,10 +71,24 @@ export class RedisWritePositions {
   }
 
   async note(actor: string, lsn: string, ttlMs: number): Promise<void> {
-    await this.redis.mdpKeepLaterLsn(writePositionKey(this.queuePrefix, actor), lsn, Math.max(1, Math.ceil(ttlMs)));
+    const key = writePositionKey(this.queuePrefix, actor);
+    await this.redis.mdpKeepLaterLsn(key, lsn, Math.max(1, Math.ceil(ttlMs))).catch(this.failed("note"));
   }
 
   async get(actor: string): Promise<string | undefined> {
-    return (await this.redis.get(writePositionKey(this.queuePrefix, actor))) ?? undefined;
+    return (await this.redis.get(writePositionKey(this.queuePrefix, actor)).catch(this.failed("get"))) ?? undefined;
+  }
+
+  private failed(command: string): (error: unknown) => never {
+    return (error) => {
+      if (Date.now() - this.warnedAt >= 60_000) {
+        this.warnedAt = Date.now();
+        this.logger?.warn(
+          { err: error, command },
+          "read-your-writes: Redis did not answer for a write position; reads go to the primary meanwhile",
+        );
+      }
+      throw error;
+    };
   }
 }

@@ -53,6 +53,16 @@ describe("RedisWritePositions", () => {
     await eventually("the position to expire", async () => (await positions.get(actor)) === undefined);
   });
 
+  it("an earlier position noted after a later one leaves the later one's expiry as it was", async () => {
+    // The "unknown" position (a write whose position could not be read) must not be kept alive by a steady writer.
+    const actor = "urn:li:corpuser:steady";
+    const key = writePositionKey(prefix, actor);
+    await positions.note(actor, "FFFFFFFF/FFFFFFFF", 300);
+    await positions.note(actor, "3/10", 60_000);
+    expect(await redis.pttl(key)).toBeLessThanOrEqual(300);
+    await eventually("the unknown position to expire", async () => (await positions.get(actor)) === undefined);
+  });
+
   it("rejects at once while Redis is away, so a reader can go to the primary", async () => {
     const away = createRedis(`redis://127.0.0.1:${await freePort()}`, "producer", {
       maxRetriesPerRequest: 0,

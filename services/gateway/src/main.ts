@@ -36,7 +36,7 @@ async function main(): Promise<void> {
     replicas: {
       urls: config.DATABASE_REPLICA_URLS,
       maxLagMs: config.REPLICA_MAX_LAG_MS,
-      shared: positions && new RedisWritePositions(positions, config.QUEUE_PREFIX),
+      shared: positions && new RedisWritePositions(positions, config.QUEUE_PREFIX, logger),
     },
   });
   const { prisma } = db;

@@ -158,16 +158,15 @@ export class InvalidationBus {
   }
 
   private async send(message: Message): Promise<void> {
-    const unconfirmed = new Error(`invalidation not confirmed by Redis within ${PUBLISH_TIMEOUT_MS} ms`);
     try {
       // A command already written still runs when a stall ends; only the caller stops waiting for it.
       await withTimeout(
         this.publisher.publish(this.channel, JSON.stringify(message)),
         PUBLISH_TIMEOUT_MS,
-        () => unconfirmed,
+        () => new UnconfirmedPublish(`invalidation not confirmed by Redis within ${PUBLISH_TIMEOUT_MS} ms`),
       );
     } catch (error) {
-      if (error === unconfirmed) this.logger.warn({ kind: message.kind }, unconfirmed.message);
+      if (error instanceof UnconfirmedPublish) this.logger.warn({ kind: message.kind }, error.message);
       else this.logger.warn({ err: error, kind: message.kind }, "could not publish an invalidation");
     }
   }
@@ -176,3 +175,6 @@ export class InvalidationBus {
     for (const handler of this.resetHandlers) handler();
   }
 }
+
+/** A publish Redis did not confirm in time (it may still run once a stall ends). */
+class UnconfirmedPublish extends Error {}

@@ -151,6 +151,7 @@ export function addMetadataRoutes(router: Router, deps: MetadataDeps): void {
       requires: { privilege: "GET_TIMESERIES_ASPECT", to: "get time-series aspect values" },
       request: valuesRequest,
       response: valuesAnswer,
+      readOnly: true,
       handler: async (request) => {
         parseUrnField("urn", request.urn, request.entity);
         if (

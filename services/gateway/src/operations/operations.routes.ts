@@ -97,6 +97,7 @@ export function addOperationsRoutes(router: Router, deps: OperationsDeps): void 
       request: truncateRequest,
       response: z.string().describe("a dry run: the report (DataHub's sentence); otherwise the task id"),
       alongside: { plan: dryRunPlan.describe("a dry run only: the plan as data") },
+      readOnly: (input) => input.dryRun,
       handler: async (input, actor) => {
         const { value, plan } = await deps.truncation.truncate(actor, input);
         return plan ? new Enveloped(value, { plan }) : value;
