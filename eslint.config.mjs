@@ -32,8 +32,10 @@ const GATEWAY_FEATURES = {
   webapp: ["tokens"],
 };
 const GATEWAY_FOLDERS = { ...GATEWAY_BASE, ...GATEWAY_FEATURES };
+/** the files that put the folders together: no folder imports them */
+const COMPOSITION_ROOT = ["app", "composition", "gms\\.routes", "main"];
 const TRANSPORT = {
-  regex: "^\\.\\./(http|graphql)/",
+  regex: "^(\\.\\./)+(http|graphql)(/|$)",
   message:
     "only a transport edge (*.routes.ts, *.graphql.ts) imports http/ or graphql/; a service's helpers are in shared/ (ARCHITECTURE.md)",
 };
@@ -49,7 +51,7 @@ function refusedFolders(folder) {
       ? `${named} only`
       : "no other gateway folder";
   return {
-    regex: `^\\.\\./(${refused.join("|")})/`,
+    regex: `^(\\.\\./)+(${[...refused, ...COMPOSITION_ROOT].join("|")})(/|$)`,
     message: `${folder}/ imports ${may} (ARCHITECTURE.md, "The gateway's folders")`,
   };
 }
@@ -112,7 +114,7 @@ export default tseslint.config(
     files: [`${GATEWAY}/metadata-tests/evaluation.service.ts`],
     rules: restricted([
       refusedFolders("metadata-tests"),
-      { ...TRANSPORT, regex: "^\\.\\./(graphql/|http/(?!action-router$))" },
+      { ...TRANSPORT, regex: "^(\\.\\./)+(graphql(/|$)|http(/(?!action-router$)|$))" },
     ]),
   },
   {

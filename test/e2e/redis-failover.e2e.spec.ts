@@ -168,11 +168,15 @@ describe("evaluate across a Redis Cluster failover", () => {
       }
     }
     // The replica took over: evaluations are answered again.
+    let lastAnswer: Pick<Call, "status" | "body"> | undefined;
     await waitFor(
       "evaluations answered after the failover",
-      async () => (await batchEvaluate([urnOf(0)])).status === 200,
+      async () => (lastAnswer = await batchEvaluate([urnOf(0)])).status === 200,
       30_000,
-    );
+    ).catch((error: Error) => {
+      // Which answer it kept giving, and what the services said: the failure's cause, not only its symptom.
+      throw new Error(`${error.message}; last answer ${JSON.stringify(lastAnswer).slice(0, 500)}\n${logs()}`);
+    });
     expect(masterOf(prefix)).not.toBe(victim);
   }, 120_000);
 });
