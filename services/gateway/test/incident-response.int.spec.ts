@@ -293,9 +293,11 @@ describe("revocation stops the work set through a token", () => {
     // A manager mints, with its own token, a token for a user, who sets work through it.
     const manager = await user("manager", [...WORKER_PRIVILEGES, "MANAGE_ACCESS_TOKENS"]);
     const worker = await user("chained-worker");
-    const managerToken = await createToken(h, manager);
-    const child = await createToken(h, worker, bearer(managerToken.token));
-    const grandchild = await createToken(h, worker, bearer(child.token));
+    // Each shorter-lived than the token it is created with: one of the same duration created a second later would
+    // outlive it, which is refused.
+    const managerToken = await createToken(h, manager, undefined, { duration: "ONE_WEEK" });
+    const child = await createToken(h, worker, bearer(managerToken.token), { duration: "ONE_DAY" });
+    const grandchild = await createToken(h, worker, bearer(child.token), { duration: "ONE_HOUR" });
     const viaChild = await setWork(worker, bearer(child.token));
     const viaGrandchild = await setWork(worker, bearer(grandchild.token));
     const own = await setWork(manager, bearer(managerToken.token));
