@@ -3,9 +3,7 @@
  * app's token documents, datahub-gc's expired-token cleanup and truncations, and the Python SDK's connection check and
  * GraphQL calls, each request as DataHub's code builds it (fixtures/datahub/, with the DataHub path of each text).
  */
-import { readFileSync } from "node:fs";
-import path from "node:path";
-import { parse, print, stripIgnoredCharacters, type OperationDefinitionNode } from "graphql";
+import { stripIgnoredCharacters } from "graphql";
 import { SYSTEM_ACTOR_URN } from "@mdp/core";
 import { eventually } from "@mdp/core/testing";
 import { DAY_MILLIS, inTransaction, TimeseriesStore, type TimeseriesAspectRef } from "@mdp/db";
@@ -49,28 +47,11 @@ import {
   smokeServiceAccountListVariables,
   smokeServiceAccountTokenVariables,
 } from "./fixtures/datahub/requests";
+import { printedOperations, verbatimOperations } from "./fixtures/datahub/operations";
 
-/** The operations of a fixture file, each printed as a document of its own (as the web app's codegen sends them). */
-function operations(file: string): Record<string, string> {
-  const document = parse(readFileSync(path.join(__dirname, "fixtures/datahub", file), "utf8"));
-  const result: Record<string, string> = {};
-  for (const definition of document.definitions as OperationDefinitionNode[]) {
-    result[definition.name!.value] = print({ kind: document.kind, definitions: [definition] });
-  }
-  return result;
-}
-const WEB = operations("auth.graphql");
-const GC = operations("datahub-gc.graphql");
+const WEB = printedOperations("auth.graphql");
+const GC = printedOperations("datahub-gc.graphql");
 
-/** The operations of a fixture file as the texts they are in it (the smoke tests post their strings unprinted). */
-function verbatimOperations(file: string): Record<string, string> {
-  const source = readFileSync(path.join(__dirname, "fixtures/datahub", file), "utf8");
-  const result: Record<string, string> = {};
-  for (const definition of parse(source).definitions as OperationDefinitionNode[]) {
-    result[definition.name!.value] = source.slice(definition.loc!.start, definition.loc!.end);
-  }
-  return result;
-}
 const SMOKE = verbatimOperations("smoke-tokens.graphql");
 const SMOKE_SA = verbatimOperations("smoke-service-accounts.graphql");
 const GUIDE_SA = verbatimOperations("service-accounts-guide.graphql");

@@ -4,9 +4,6 @@
  * (appConfig, getMe, the access-token and service-account pages' documents), each request as DataHub's code builds it
  * (fixtures/datahub/, each naming the DataHub file and commit it comes from), against the real gateway.
  */
-import { readFileSync } from "node:fs";
-import path from "node:path";
-import { parse, type OperationDefinitionNode } from "graphql";
 import { SYSTEM_ACTOR_URN } from "@mdp/core";
 import {
   bearer,
@@ -47,16 +44,8 @@ import {
   webAppServiceAccountsVariables,
   webAppV2Filters,
 } from "./fixtures/datahub/requests";
+import { verbatimOperations } from "./fixtures/datahub/operations";
 
-/** The operations of a fixture file as the texts they are in it: the web app sends each as a document of its own. */
-function verbatimOperations(file: string): Record<string, string> {
-  const source = readFileSync(path.join(__dirname, "fixtures/datahub", file), "utf8");
-  const result: Record<string, string> = {};
-  for (const definition of parse(source).definitions as OperationDefinitionNode[]) {
-    result[definition.name!.value] = source.slice(definition.loc!.start, definition.loc!.end);
-  }
-  return result;
-}
 const APP = verbatimOperations("app-config.graphql");
 const ME = verbatimOperations("me.graphql");
 const USERS = verbatimOperations("users.graphql");

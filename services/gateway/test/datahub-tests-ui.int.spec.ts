@@ -4,9 +4,6 @@
  * sent as DataHub's clients send it where their documents are known (fixtures/datahub/smoke-tests.graphql,
  * terraform-metadata-tests.graphql), and as tests-ui-inferred.graphql writes them where they are not.
  */
-import { readFileSync } from "node:fs";
-import path from "node:path";
-import { parse, type OperationDefinitionNode } from "graphql";
 import { createLogger } from "@mdp/core";
 import { eventually } from "@mdp/core/testing";
 import { DEFINITION_LIMITS } from "@mdp/metadata-tests";
@@ -25,19 +22,11 @@ import {
   terraformValidateVariables,
   webAppRunTestDefinitionVariables,
 } from "./fixtures/datahub/requests";
+import { verbatimOperations } from "./fixtures/datahub/operations";
 
-/** The operations of a fixture file as the texts they are in it, each posted alone. */
-function operations(file: string): Record<string, string> {
-  const source = readFileSync(path.join(__dirname, "fixtures/datahub", file), "utf8");
-  const result: Record<string, string> = {};
-  for (const definition of parse(source).definitions as OperationDefinitionNode[]) {
-    result[definition.name!.value] = source.slice(definition.loc!.start, definition.loc!.end);
-  }
-  return result;
-}
-const SMOKE = operations("smoke-tests.graphql");
-const TERRAFORM = operations("terraform-metadata-tests.graphql");
-const UI = operations("tests-ui-inferred.graphql");
+const SMOKE = verbatimOperations("smoke-tests.graphql");
+const TERRAFORM = verbatimOperations("terraform-metadata-tests.graphql");
+const UI = verbatimOperations("tests-ui-inferred.graphql");
 
 const DESCRIBED = "urn:li:dataset:(urn:li:dataPlatform:hive,db.described,PROD)";
 const BARE = "urn:li:dataset:(urn:li:dataPlatform:hive,db.bare,PROD)";
