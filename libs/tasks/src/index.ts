@@ -3,9 +3,9 @@ export * from "./lifecycle";
 export * from "./lease";
 export * from "./task-status";
 export * from "./reconciler";
+export * from "./evaluation-lifecycle";
 // The task table's statements are @mdp/db's; re-exported where the lifecycle's users have always found them.
 export {
-  EvaluationTasks,
   listTasks,
   listTasksQueries,
   percentOf,

@@ -16,6 +16,7 @@ import {
 } from "./lease";
 import { LeaseRenewal, type Ending } from "./lease-renewal";
 import { failureText } from "./task-status";
+import { EvaluationLifecycle } from "./evaluation-lifecycle";
 
 export type TaskType = TaskRow["type"];
 export type { TaskRow };
@@ -49,6 +50,8 @@ export class TaskLifecycle {
   private readonly rows: TaskRepository;
   /** the attempts this process runs and the leases it renews */
   private readonly leases: LeaseRenewal;
+  /** the rows of synchronous evaluations, claimed by their job rather than one by one (evaluation-lifecycle.ts) */
+  readonly evaluations: EvaluationLifecycle;
 
   constructor(
     db: Database,
@@ -59,6 +62,7 @@ export class TaskLifecycle {
     this.owner = options.owner ?? defaultOwner();
     this.rows = new TaskRepository(db);
     this.leases = new LeaseRenewal(this.rows, logger, this.owner, this.leaseMs);
+    this.evaluations = new EvaluationLifecycle(db.pool, this);
   }
 
   // ---- reading ---------------------------------------------------------------------------------------------------

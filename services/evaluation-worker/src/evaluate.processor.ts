@@ -2,7 +2,6 @@ import type { Job } from "bullmq";
 import { inTransaction } from "@mdp/db";
 import { actionsFromJson, RESULT_LIMITS, type EntityEvaluation } from "@mdp/metadata-tests";
 import {
-  isLastAttempt,
   toItemReply,
   type EvaluateJobReply,
   type EvaluateJobResult,
@@ -16,7 +15,7 @@ import { countRequest } from "./evaluation-metrics";
 import { cancelledOutcome, evaluateItems, type ItemOutcome } from "./evaluate-items";
 import type { PushItem } from "./results.pusher";
 import type { UnsavedTestActions } from "./test-actions";
-import type { EvaluationProgress, EvaluationRow } from "@mdp/tasks";
+import type { EvaluationEnding, EvaluationProgress, EvaluationRecord, FailedEvaluationAttempt } from "@mdp/tasks";
 
 export type EvaluatePayload = Extract<Payload<"evaluate">, { kind: "evaluate" }>;
 
@@ -70,9 +69,11 @@ export async function evaluate(
       let ready = done;
       const pushing = done.filter((o) => (o.item.push || appliesActions(o.item)) && !("refused" in o.result));
       if (pushing.length > 0) {
-        const claimed = pushing.map((o) => taskRowOf(job, startedAt, o.item, activeRow(o.item)));
+        const claimed = pushing.map((o) => recordOf(job, startedAt, o.item, progressOf([], o.item.urns.length)));
         for (const row of claimed) withRow.add(row.taskId);
-        const stopped = await inTransaction(deps.db.pool, (client) => deps.evaluations.claimForPush(client, claimed));
+        const stopped = await inTransaction(deps.db.pool, (client) =>
+          deps.tasks.evaluations.claimForPush(client, claimed),
+        );
         const going = pushing.filter((o) => !stopped.has(o.item.taskId));
         const pushItems = going.filter((o) => o.item.push).flatMap((o) => pushItemsOf(o, input));
         if (pushItems.length > 0) await inTransaction(deps.db.pool, (client) => deps.pusher.push(client, pushItems));
@@ -127,17 +128,14 @@ export async function evaluate(
     if (failed) throw failed.reason;
     const outcomes = settled.flatMap((s) => (s as PromiseFulfilledResult<ItemOutcome[]>).value);
     const recordAll = !payload.replyTo;
-    await deps.evaluations.record(
+    await deps.tasks.evaluations.end(
       outcomes
         .filter(
           (o) =>
             !cancelled.has(o.item.taskId) &&
             (recordAll || maybeTimedOut.has(o.item.taskId) || withRow.has(o.item.taskId)),
         )
-        .map((o) => {
-          const sentReply = maybeTimedOut.get(o.item.taskId);
-          return taskRowOf(job, startedAt, o.item, { ...endOf(o), ...(sentReply && { reply: sentReply }) });
-        }),
+        .map((o) => endingOf(job, startedAt, o, maybeTimedOut.get(o.item.taskId))),
     );
     // Without replyTo the gateway reads the job's return value. With it, the results went to the gateway and into the
     // task rows; the job keeps a summary for the queue dashboard, so Redis does not store every result twice more (the
@@ -145,23 +143,18 @@ export async function evaluate(
     if (!payload.replyTo) return { items: Object.fromEntries(outcomes.map((o) => [o.item.taskId, o.result])) };
     return { tasks: Object.fromEntries(outcomes.map((o) => [o.item.taskId, summaryOf(o)])) };
   } catch (error) {
-    const lastAttempt = isLastAttempt(job);
-    const message = error instanceof Error ? error.message : String(error);
+    const attempt = deps.tasks.evaluations.failedAttempt(job, error);
     const unanswered = payload.items.filter((i) => !answered.has(i.taskId));
-    const failedReason = lastAttempt ? message : `Attempt ${job.attemptsMade + 1} failed, retrying: ${message}`;
     if (unanswered.length === 0) {
       // Only the task rows failed to be written: the callers have their answers, a failure would contradict them.
-      await recordEvaluateFailure(deps, payload, job, startedAt, { failedReason, final: lastAttempt, reply: false });
+      await recordEvaluateFailure(deps, payload, job, startedAt, attempt, { reply: false });
       throw error;
     }
-    if (unanswered.length < payload.items.length && !lastAttempt) {
+    if (unanswered.length < payload.items.length && !attempt.final) {
       // The next attempt evaluates (and pushes) only what is still unanswered.
       await job.updateData({ ...payload, items: unanswered }).catch(() => undefined);
     }
-    await recordEvaluateFailure(deps, { ...payload, items: unanswered }, job, startedAt, {
-      failedReason,
-      final: lastAttempt,
-    });
+    await recordEvaluateFailure(deps, { ...payload, items: unanswered }, job, startedAt, attempt);
     throw error;
   }
 }
@@ -199,54 +192,39 @@ function mayHaveTimedOut(payload: EvaluatePayload, job: Job): boolean {
   return payload.waitMs === undefined || Date.now() >= job.timestamp + payload.waitMs - CLOCK_MARGIN_MS;
 }
 
-/** How an item's task row ends: failed with the refusal, or completed with its results. */
-function endOf(outcome: ItemOutcome): Pick<EvaluationRow, "state" | "progress" | "result" | "failedReason"> {
-  return "refused" in outcome.result
-    ? {
-        state: "failed",
-        progress: progressOf([], outcome.item.urns.length),
-        failedReason: outcome.result.refused.message,
-      }
-    : {
-        state: "completed",
-        progress: progressOf(outcome.evaluations, outcome.item.urns.length),
-        result: outcome.result,
-      };
+/** How an item's task ends: failed with the refusal its caller was answered with, or completed with its results. */
+function endingOf(job: Job, startedAt: Date, outcome: ItemOutcome, sentReply: unknown): EvaluationEnding {
+  const { item, result } = outcome;
+  const reply = sentReply === undefined ? {} : { reply: sentReply };
+  return "refused" in result
+    ? { ...recordOf(job, startedAt, item, progressOf([], item.urns.length)), refusal: result.refused.message, ...reply }
+    : { ...recordOf(job, startedAt, item, progressOf(outcome.evaluations, item.urns.length)), result, ...reply };
 }
 
 /**
- * Records a failed attempt of an evaluate job in its items' task rows, as waiting for a retry or, when `final`, as
- * failed; a final failure is also sent to the waiting gateway, unless `reply` is false.
+ * Records a failed attempt of an evaluate job in its items' task rows (the lifecycle's failAttempt: waiting for a
+ * retry, or failed on the last attempt); a final failure is also sent to the waiting gateway, unless `reply` is false.
  */
 export async function recordEvaluateFailure(
-  deps: Pick<EvaluateDeps, "evaluations" | "reply" | "logger">,
+  deps: Pick<EvaluateDeps, "tasks" | "reply" | "logger">,
   payload: EvaluatePayload,
   job: Job,
   startedAt: Date,
-  { failedReason, final, reply = true }: { failedReason: string; final: boolean; reply?: boolean },
+  attempt: FailedEvaluationAttempt,
+  { reply = true }: { reply?: boolean } = {},
 ): Promise<void> {
-  await deps.evaluations
-    .record(
-      payload.items.map((item) =>
-        taskRowOf(job, startedAt, item, {
-          state: final ? "failed" : "waiting",
-          progress: progressOf([], item.urns.length),
-          failedReason,
-        }),
-      ),
+  await deps.tasks.evaluations
+    .failAttempt(
+      payload.items.map((item) => recordOf(job, startedAt, item, progressOf([], item.urns.length))),
+      attempt,
     )
     .catch(() => undefined); // PostgreSQL itself may be what failed; BullMQ still records the failure
-  if (final && reply) await replyTo(deps, payload, job, { failedReason });
+  if (attempt.final && reply) await replyTo(deps, payload, job, { failedReason: attempt.failedReason });
 }
 
-function taskRowOf(
-  job: Job,
-  startedAt: Date,
-  item: EvaluationItem,
-  row: Pick<EvaluationRow, "state" | "progress" | "result" | "failedReason" | "reply">,
-): EvaluationRow {
+function recordOf(job: Job, startedAt: Date, item: EvaluationItem, progress: EvaluationProgress): EvaluationRecord {
   return {
-    ...row,
+    progress,
     taskId: item.taskId,
     request: { kind: "evaluate", urns: item.urns, push: item.push, testUrns: item.testUrns },
     createdBy: item.actorUrn,
@@ -291,10 +269,6 @@ export function replyChunks<T extends Pick<ItemOutcome, "resultsJson">>(items: r
   }
   if (chunk.length > 0) chunks.push(chunk);
   return chunks;
-}
-
-function activeRow(item: EvaluationItem): Pick<EvaluationRow, "state" | "progress"> {
-  return { state: "active", progress: progressOf([], item.urns.length) };
 }
 
 function pushItemsOf(outcome: ItemOutcome, input: EvaluationInput): PushItem[] {

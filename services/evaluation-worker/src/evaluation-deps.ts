@@ -2,7 +2,7 @@ import type { Logger } from "@mdp/core";
 import type { OwnerPrivileges } from "@mdp/db";
 import type { Database } from "@mdp/db";
 import type { JobReply } from "@mdp/queues";
-import type { EvaluationTasks, TaskLifecycle } from "@mdp/tasks";
+import type { TaskLifecycle } from "@mdp/tasks";
 import type { EvaluationPool } from "./evaluation-pool";
 import type { EvaluationStore } from "./evaluation.store";
 import type { ResultsPusher } from "./results.pusher";
@@ -19,10 +19,11 @@ export interface EvaluateDeps {
   runDiffs?: TestRunDiffs;
   /** what a test's owner may have its actions write now, read afresh (@mdp/db's ownerPrivilegesReader) */
   ownerPrivileges: OwnerPrivileges;
-  /** the task lifecycle: test runs' claims, progress and endings under this process's leases */
+  /**
+   * the task lifecycle: test runs' claims, progress and endings under this process's leases, and (`tasks.evaluations`)
+   * the rows of synchronous evaluations whose callers got a 504
+   */
   tasks: TaskLifecycle;
-  /** the rows of synchronous evaluations whose callers got a 504 */
-  evaluations: EvaluationTasks;
   /**
    * sends an evaluate job's outcome to the gateway waiting for it (the payload's replyTo); resolves to whether a
    * gateway received it

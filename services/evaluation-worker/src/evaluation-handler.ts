@@ -9,7 +9,7 @@ import {
   type Producer,
   type RedisConnection,
 } from "@mdp/queues";
-import { EvaluationTasks, reconciledKind, TaskLifecycle, type ReconciledKind } from "@mdp/tasks";
+import { reconciledKind, TaskLifecycle, type ReconciledKind } from "@mdp/tasks";
 import type { EvaluateDeps } from "./evaluation-deps";
 import { evaluate, recordEvaluateFailure } from "./evaluate.processor";
 import { EvaluationStore } from "./evaluation.store";
@@ -86,18 +86,16 @@ export function evaluationHandler(
     jobs: maxQueue,
   });
   // Jobs take the worker's slots by actor (see JobShare), so one actor's backlog cannot fill them all.
-  const evaluations = new EvaluationTasks(db.pool, tasks);
   // Uncached: a test's actions write only what its owner holds at that moment.
   const ownerPrivileges = ownerPrivilegesReader(db.prisma, rootUserUrn);
   const deps: EvaluateDeps = {
     db,
-    store: new EvaluationStore(db.pool, evaluations, db.stale),
+    store: new EvaluationStore(db.pool, tasks.evaluations, db.stale),
     pool,
     pusher: new ResultsPusher(new AspectRepository(), ownerPrivileges, new TestResultHistory(historyMaxTransitions)),
     runDiffs: new TestRunDiffs(runDiffs),
     ownerPrivileges,
     tasks,
-    evaluations,
     reply: (channel, reply) => sendReply(redis, channel, reply),
     logger,
     shutdownSignal,
@@ -117,7 +115,6 @@ export function evaluationGivenUp(
   logger: Logger,
   tasks: TaskLifecycle = new TaskLifecycle(db, logger),
 ): (payload: Payload<"evaluate">, job: Job, reason: string) => Promise<void> {
-  const evaluations = new EvaluationTasks(db.pool, tasks);
   const reply = (channel: string, message: Parameters<typeof sendReply>[2]) => sendReply(redis, channel, message);
   return async (payload, job, reason) => {
     if (payload.kind === "runTest") {
@@ -127,10 +124,7 @@ export function evaluationGivenUp(
       await reply(payload.replyTo, { jobId: job.id!, failedReason: reason });
     } else {
       const failedReason = `Given up after its workers stopped during it too often: ${reason}`;
-      await recordEvaluateFailure({ evaluations, reply, logger }, payload, job, new Date(), {
-        failedReason,
-        final: true,
-      });
+      await recordEvaluateFailure({ tasks, reply, logger }, payload, job, new Date(), { failedReason, final: true });
     }
   };
 }

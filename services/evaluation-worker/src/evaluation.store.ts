@@ -13,7 +13,7 @@ import {
   type Queryable,
   type StaleReads,
 } from "@mdp/db";
-import type { EvaluationTasks } from "@mdp/tasks";
+import type { EvaluationLifecycle } from "@mdp/tasks";
 import type { EntitySnapshot, NotApplied } from "@mdp/metadata-tests";
 
 /**
@@ -52,7 +52,7 @@ export class EvaluationStore {
 
   constructor(
     private readonly db: Queryable,
-    tasks: EvaluationTasks,
+    tasks: EvaluationLifecycle,
     /** where a job that writes nothing reads its entities and tests (Database.stale; the primary without) */
     private readonly stale?: StaleReads,
   ) {

@@ -13,7 +13,7 @@ import {
   WorkerMetrics,
 } from "@mdp/queues";
 import { scheduledTestKind, startSchedules } from "@mdp/schedules";
-import { EvaluationTasks, RECONCILE_INTERVAL_MS, TaskLifecycle, TaskReconciler } from "@mdp/tasks";
+import { RECONCILE_INTERVAL_MS, TaskLifecycle, TaskReconciler } from "@mdp/tasks";
 import { evaluationGivenUp, evaluationHandler, evaluationsReconciled } from "./evaluation-handler";
 import { evaluationRegistry } from "./evaluation-metrics";
 import { TASK_PRUNE_EVERY_MS, TaskRetention } from "./task-retention";
@@ -69,7 +69,7 @@ const worker = createShardWorkers("evaluate", handler, {
   leaseMs: tasks.leaseMs,
   onGivenUp: evaluationGivenUp(db, connection, logger, tasks),
 });
-const retention = new TaskRetention(new EvaluationTasks(db.pool, tasks), logger);
+const retention = new TaskRetention(tasks.evaluations, logger);
 // Test result transitions older than TEST_HISTORY_RETENTION_DAYS (each live pair's latest kept).
 const historyRetention = new TestHistoryRetention(db.pool, config.TEST_HISTORY_RETENTION_DAYS, logger);
 // Lapsed leases wait again; test runs whose job vanished from Redis are queued again: once at this process's start.

@@ -1,5 +1,5 @@
 import type { Logger } from "@mdp/core";
-import type { EvaluationTasks } from "@mdp/tasks";
+import type { EvaluationLifecycle } from "@mdp/tasks";
 
 /** How often the `prune-evaluation-tasks` chore runs (once per cluster). */
 export const TASK_PRUNE_EVERY_MS = 10 * 60_000;
@@ -13,7 +13,7 @@ export const TASK_PRUNE_EVERY_MS = 10 * 60_000;
  */
 export class TaskRetention {
   constructor(
-    private readonly evaluations: EvaluationTasks,
+    private readonly evaluations: EvaluationLifecycle,
     private readonly logger: Logger,
     private readonly maxAgeHours = 24,
   ) {}

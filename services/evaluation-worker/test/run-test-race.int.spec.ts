@@ -8,7 +8,7 @@
 import { AspectRepository, createDatabase, inTransaction, ownerPrivilegesReader, type Database } from "@mdp/db";
 import { createTestDatabase, type TestDatabase } from "@mdp/db/testing";
 import { eventually } from "@mdp/core/testing";
-import { EvaluationTasks } from "@mdp/tasks";
+import { EvaluationLifecycle } from "@mdp/tasks";
 import { EvaluationStore } from "../src/evaluation.store";
 import { ResultsPusher, TEST_RESULTS_ASPECT } from "../src/results.pusher";
 
@@ -27,7 +27,7 @@ describe("runTest batch against a concurrent evaluate push", () => {
     testDb = await createTestDatabase("run_test_race");
     db = createDatabase(testDb.url);
     pusher = new ResultsPusher(aspects, ownerPrivilegesReader(db.prisma, ACTOR));
-    store = new EvaluationStore(db.pool, new EvaluationTasks(db.pool, { owner: "test", leaseMs: 10_000 }));
+    store = new EvaluationStore(db.pool, new EvaluationLifecycle(db.pool, { owner: "test", leaseMs: 10_000 }));
     await db.pool.query(
       `INSERT INTO metadata_test (urn, name, category, definition_text, definition, on_types, created_by, owner_urn, updated_at)
        VALUES ($1, 'owned', 'x', '{}', '{}', ARRAY['dataset'], $2, $2, now())`,

@@ -12,7 +12,7 @@ import {
   TestSchedules,
 } from "@mdp/queues";
 import type { RedisConnection } from "@mdp/queues";
-import { EvaluationTasks } from "@mdp/tasks";
+import { EvaluationLifecycle } from "@mdp/tasks";
 import { AuditService } from "./audit/audit.service";
 import { WebhookService } from "./webhooks/webhook.service";
 import { Authenticator } from "./auth/authenticator";
@@ -148,7 +148,7 @@ export async function composeServices(config: Config, connections: Connections, 
   );
   const evaluateJobState = (jobId: string) => evaluateProducer.queueFor(jobId).getJobState(jobId);
   // Reads only (the gateway holds no lease): the answers workers kept for requests whose reply was lost.
-  const storedEvaluations = new EvaluationTasks(connections.db.pool, { owner: "gateway", leaseMs: 0 });
+  const storedEvaluations = new EvaluationLifecycle(connections.db.pool, { owner: "gateway", leaseMs: 0 });
   const evaluationBatcher = new EvaluationBatcher(
     evaluateProducer,
     evaluationReplies,

@@ -4,7 +4,7 @@ import type { EvaluatedTestRow } from "./metadata-test.repository";
 
 /**
  * How an evaluate job's tasks that have a row already become active in the same statement: the task table's fragment
- * (a CTE named `started` returning their ids) and its lease parameters, as `EvaluationTasks`
+ * (a CTE named `started` returning their ids) and its lease parameters, as `EvaluationTaskRows`
  * (tasks/evaluation-tasks.repository.ts) gives them for its lifecycle's owner and lease.
  */
 export interface StartedTasksStatement {

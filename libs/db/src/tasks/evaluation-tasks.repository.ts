@@ -52,21 +52,20 @@ export interface StoredAnswer {
 }
 
 /**
- * The task rows of synchronous evaluations. Unlike truncations and test runs these rows exist only where a caller
- * can have been given the task id, which only a 504 hands out, so most evaluations write none (the evaluate hot path
- * must stay one read and no task write). The same state machine holds: a row is created waiting (the gateway's 504),
- * claimed active under this worker's lease (the job's load, or its push's claim), and ends completed, failed or
- * cancelled; a failed attempt BullMQ retries waits again. A row is only changed while waiting or active, so a late
- * duplicate delivery cannot overwrite a cancellation or an earlier outcome.
+ * The statements of synchronous evaluations' task rows; which one runs when is @mdp/tasks' EvaluationLifecycle's to
+ * decide. Unlike truncations and test runs these rows exist only where a caller can have been given the task id,
+ * which only a 504 hands out, so most evaluations write none (the evaluate hot path must stay one read and no task
+ * write). Every statement changes a row only while it is waiting or active, so a late duplicate delivery cannot
+ * overwrite a cancellation or an earlier outcome.
  */
-export class EvaluationTasks {
+export class EvaluationTaskRows {
   constructor(
     private readonly db: Queryable,
     private readonly lifecycle: LeaseHolder,
   ) {}
 
   /**
-   * claim, embedded in the evaluate job's one read (so it costs no round trip): a CTE named `started` that makes the
+   * waiting → active, embedded in the evaluate job's one read (so it costs no round trip): a CTE named `started` that makes the
    * rows of `$ids` that are waiting (their callers got a 504) active under this process's lease, returning their ids.
    * `params` are the positions of (task ids, lease owner, lease ms) in the embedding statement; `values` their values.
    */
@@ -83,8 +82,8 @@ export class EvaluationTasks {
     return [this.lifecycle.owner, this.lifecycle.leaseMs];
   }
 
-  /** create, by the gateway, for a caller it answers with a 504: a waiting row, unless the worker wrote one first. */
-  async createPending(row: { taskId: string; request: unknown; progress: EvaluationProgress; createdBy: string }) {
+  /** A waiting row, unless the worker wrote one first. */
+  async insertWaiting(row: { taskId: string; request: unknown; progress: EvaluationProgress; createdBy: string }) {
     await this.db.query(
       `INSERT INTO task (id, type, state, request, progress, created_by)
        VALUES ($1, 'EVALUATE_TESTS', 'waiting', $2::jsonb, $3::jsonb, $4) ON CONFLICT (id) DO NOTHING`,
@@ -92,8 +91,8 @@ export class EvaluationTasks {
     );
   }
 
-  /** A failed evaluation's row, by the gateway, unless its worker wrote one (a worker cut off from PostgreSQL could not). */
-  async createFailed(row: {
+  /** A failed row, unless the worker wrote one (a worker cut off from PostgreSQL could not). */
+  async insertFailed(row: {
     taskId: string;
     request: unknown;
     progress: EvaluationProgress;
@@ -107,8 +106,8 @@ export class EvaluationTasks {
     );
   }
 
-  /** A waiting row whose job ended without completing it (its worker's write was lost or never needed) ends failed. */
-  async failPending(taskId: string, failedReason: string): Promise<void> {
+  /** waiting → failed, saying why. */
+  async failWaiting(taskId: string, failedReason: string): Promise<void> {
     await this.db.query(
       `UPDATE task SET state = 'failed', finished_at = now(), failed_reason = $2 WHERE id = $1 AND state = 'waiting'`,
       [taskId, failedReason],
@@ -116,21 +115,21 @@ export class EvaluationTasks {
   }
 
   /**
-   * complete / fail / retryWait of a job's synchronous evaluations: one statement when the job ends, just after its
-   * callers got their answers. The gateway writes a row only when its caller gets a 504, and whichever of the two
-   * statements comes second completes the other's row. The commit is asynchronous (synchronous_commit off for this
+   * Writes each row in the state its transition gave it (completed, failed, or waiting for a retry): one statement when
+   * the job ends, just after its callers got their answers. The gateway writes a row only when its caller gets a 504,
+   * and whichever of the two statements comes second completes the other's row. The commit is asynchronous (synchronous_commit off for this
    * statement's transaction only): waiting for the WAL flush would cost the job a disk sync, so a PostgreSQL crash
    * can lose the last fraction of a second of these rows. One row PostgreSQL refuses does not cost the others theirs.
    */
-  async record(rows: readonly EvaluationRow[]): Promise<void> {
+  async write(rows: readonly EvaluationRow[]): Promise<void> {
     if (rows.length === 0) return;
     try {
-      await this.write(rows);
+      await this.writeRows(rows);
     } catch (error) {
       if (rows.length === 1) throw error;
       let refusal: unknown;
       for (const row of rows) {
-        await this.write([row]).catch((cause: unknown) => {
+        await this.writeRows([row]).catch((cause: unknown) => {
           refusal ??= cause;
         });
       }
@@ -138,7 +137,7 @@ export class EvaluationTasks {
     }
   }
 
-  private async write(rows: readonly EvaluationRow[]): Promise<void> {
+  private async writeRows(rows: readonly EvaluationRow[]): Promise<void> {
     await this.db.query({
       name: "evaluation-record",
       text: `WITH commit_mode AS (SELECT set_config('synchronous_commit', 'off', true))
@@ -180,14 +179,17 @@ export class EvaluationTasks {
   }
 
   /**
-   * claim before a push, in the pushing transaction's own short transaction (`client`'s), committed before the push:
+   * → active before a push, in the pushing transaction's own short transaction (`client`'s), committed before the push:
    * the rows of the tasks that push become active under this process's lease, written now if their callers did not
    * get a 504 (whose row the gateway then leaves as it is). Returned are the tasks that must not push: cancelled by
    * their callers, or asked to stop, which end cancelled here. A cancellation therefore either lands before (and
    * stops the push) or finds the task active, so it only asks it to stop, and it then completes: a task is never
    * "cancelled" with its results pushed.
    */
-  async claimForPush(client: Queryable, rows: readonly EvaluationRow[]): Promise<Set<string>> {
+  async claimForPush(
+    client: Queryable,
+    rows: ReadonlyArray<Omit<EvaluationRow, "state" | "result" | "failedReason" | "reply">>,
+  ): Promise<Set<string>> {
     const ids = rows.map((r) => r.taskId);
     await client.query({
       name: "evaluation-claim",
@@ -247,7 +249,9 @@ export class EvaluationTasks {
  * Rows travel as one JSON document: results are already JSON, and one JSON.stringify costs far less than pg's escaping
  * of ten array literals (results included) in this process.
  */
-function rowsDocument(rows: readonly EvaluationRow[]): string {
+function rowsDocument(
+  rows: ReadonlyArray<Omit<EvaluationRow, "state"> & Partial<Pick<EvaluationRow, "state">>>,
+): string {
   return JSON.stringify(
     rows.map((r) => ({
       id: r.taskId,

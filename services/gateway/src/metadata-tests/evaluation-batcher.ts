@@ -43,7 +43,7 @@ interface Waiting {
 
 /** Where the answers of requests whose reply went missing are looked for (see EvaluationBatcher, "Lost replies"). */
 export interface LostReplyRecovery {
-  /** the ended task rows among `taskIds`, one statement for them all (EvaluationTasks.storedAnswers of @mdp/tasks) */
+  /** the ended task rows among `taskIds`, one statement for them all (EvaluationLifecycle.storedAnswers of @mdp/tasks) */
   storedAnswers: (taskIds: readonly string[]) => Promise<StoredAnswer[]>;
   /** BullMQ's state of an evaluate job ("unknown" once it is removed) */
   jobState: (jobId: string) => Promise<string>;

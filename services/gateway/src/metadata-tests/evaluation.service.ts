@@ -12,7 +12,7 @@ import {
 } from "@mdp/core";
 import { readerPosition, type Database } from "@mdp/db";
 import { JobFailedError, JobWaitTimeoutError, ReplyChannelLostError } from "@mdp/queues";
-import { EvaluationTasks } from "@mdp/tasks";
+import { EvaluationLifecycle } from "@mdp/tasks";
 import type { Actor } from "../auth/actor";
 import { JsonText } from "../http/action-router";
 import type { RateLimits } from "../shared/rate-limits";
@@ -210,19 +210,16 @@ export class EvaluationService {
    * that could not reach PostgreSQL could not, and the caller is about to be given the task id.
    */
   /** The rows of 504'd evaluations (@mdp/tasks); the gateway holds no lease, so owner and lease are unused. */
-  private evaluationTasks(): EvaluationTasks {
-    return new EvaluationTasks(this.db.pool, { owner: "gateway", leaseMs: 0 });
+  private evaluationTasks(): EvaluationLifecycle {
+    return new EvaluationLifecycle(this.db.pool, { owner: "gateway", leaseMs: 0 });
   }
 
   private async recordFailed(actor: Actor, taskId: string, request: EvaluationRequest, reason: string): Promise<void> {
     const progress = { evaluated: 0, total: request.urns.length, passing: 0, failing: 0, notApplicable: 0, percent: 0 };
-    await this.evaluationTasks().createFailed({
-      taskId,
-      request: { kind: "evaluate", ...request },
-      progress,
-      createdBy: actor.urn,
-      failedReason: reason,
-    });
+    await this.evaluationTasks().failedUnrun(
+      { taskId, request: { kind: "evaluate", ...request }, progress, createdBy: actor.urn },
+      reason,
+    );
   }
 
   /**
@@ -237,14 +234,14 @@ export class EvaluationService {
    */
   private async recordPending(actor: Actor, taskId: string, jobId: string, request: EvaluationRequest): Promise<void> {
     const progress = { evaluated: 0, total: request.urns.length, passing: 0, failing: 0, notApplicable: 0, percent: 0 };
-    await this.evaluationTasks().createPending({
+    await this.evaluationTasks().timedOut({
       taskId,
       request: { kind: "evaluate", ...request },
       progress,
       createdBy: actor.urn,
     });
     if (!ENDED_JOB_STATES.has(await this.jobState(jobId))) return;
-    await this.evaluationTasks().failPending(
+    await this.evaluationTasks().failUnanswered(
       taskId,
       "The evaluation finished, but its answer reached the gateway after the caller's timeout and its result " +
         "was not kept; evaluate again.",
