@@ -29,7 +29,7 @@ const GATEWAY_FEATURES = {
   "metadata-tests": [],
   metadata: ["metadata-tests"],
   webhooks: [],
-  webapp: ["tokens"],
+  webapp: [],
 };
 const GATEWAY_FOLDERS = { ...GATEWAY_BASE, ...GATEWAY_FEATURES };
 /** the files that put the folders together: no folder imports them */
@@ -108,15 +108,6 @@ export default tseslint.config(
     },
   },
   ...gatewayFolderRules,
-  {
-    // The one domain file that imports a transport file: the evaluation service answers the evaluate actions with the
-    // worker's JSON text as it came, in action-router.ts' JsonText. Every other http/ or graphql/ file stays refused.
-    files: [`${GATEWAY}/metadata-tests/evaluation.service.ts`],
-    rules: restricted([
-      refusedFolders("metadata-tests"),
-      { ...TRANSPORT, regex: "^(\\.\\./)+(graphql(/|$)|http(/(?!action-router$)|$))" },
-    ]),
-  },
   {
     // CommonJS run by node before any TypeScript loads (scripts/register-ts.cjs).
     files: ["**/*.cjs"],

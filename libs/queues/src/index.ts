@@ -1,6 +1,7 @@
 export * from "./connection";
 export * from "./job-options";
 export * from "./job-control";
+export * from "./per-key-concurrency";
 export * from "./names";
 export * from "./payloads";
 export * from "./producer";

@@ -1,4 +1,6 @@
-import { JobShare, ThreadShare } from "./fair-share";
+import { DelayedError, type Job } from "bullmq";
+import type { Payload } from "@mdp/queues";
+import { JobShare, ThreadShare, withJobShare } from "./fair-share";
 
 /** A task that ends when told to, recording when it started. */
 function controllable(started: string[], name: string) {
@@ -71,16 +73,24 @@ describe("ThreadShare", () => {
 });
 
 describe("JobShare", () => {
-  it("keeps the last free slot for an actor with no job here", () => {
+  it("keeps the last free slot for an actor with no job here, handing the job back to the queue", async () => {
     const share = new JobShare(3);
-    const first = share.take(["hog"]);
-    expect(first).toBeDefined();
-    expect(share.take(["hog"])).toBeDefined();
-    expect(share.take(["hog"])).toBeUndefined(); // the last slot
-    const other = share.take(["other"]);
-    expect(other).toBeDefined();
-    other!();
-    first!();
-    expect(share.take(["hog"])).toBeDefined(); // two free again: not the last
+    const finish: Array<() => void> = [];
+    const handler = withJobShare(() => new Promise<void>((resolve) => finish.push(resolve)), share);
+    const job = { moveToDelayed: jest.fn(async () => undefined) } as unknown as Job;
+    const evaluate = (actorUrn: string) =>
+      handler({ kind: "evaluate", items: [{ actorUrn }] } as unknown as Payload<"evaluate">, job, "token");
+    const running = [evaluate("hog"), evaluate("hog")];
+    await expect(evaluate("hog")).rejects.toBeInstanceOf(DelayedError); // the last slot
+    expect(job.moveToDelayed).toHaveBeenCalledTimes(1);
+    running.push(evaluate("other"));
+    expect(share.held).toBe(3);
+    finish.splice(0).forEach((done) => done());
+    await Promise.all(running);
+    expect(share.held).toBe(0);
+    running.push(evaluate("hog"), evaluate("hog")); // three free again: not the last
+    expect(share.held).toBe(2);
+    finish.splice(0).forEach((done) => done());
+    await Promise.all(running);
   });
 });

@@ -12,7 +12,7 @@
  * An actor is the user a request acts for (the system client acting for a user counts as that user).
  */
 
-import { handBack, type JobHandler } from "@mdp/queues";
+import { KeyedSlots, perKeyConcurrency, type JobHandler, type Payload } from "@mdp/queues";
 
 /** How long a job handed back by JobShare waits before it is fetched again: bounds how often it bounces. */
 export const HAND_BACK_MS = 25;
@@ -127,34 +127,18 @@ export class ThreadShare {
   }
 }
 
-/** The worker's job slots by actor (see the file's comment). */
-export class JobShare {
-  private held = 0;
-  private readonly heldBy = new Map<string, number>();
+/**
+ * The worker's job slots by actor (see the file's comment): @mdp/queues' per-key counts, with the last-slot rule as
+ * the cap per actor.
+ */
+export class JobShare extends KeyedSlots {
+  constructor(readonly slots: number) {
+    super();
+  }
 
-  constructor(readonly slots: number) {}
-
-  /**
-   * Takes a slot for a job of `actors`; undefined when the job must be handed back: it would take the last free slot
-   * and each of its actors already holds a job here. Otherwise the function that gives the slot back.
-   */
-  take(actors: readonly string[]): (() => void) | undefined {
-    const unique = [...new Set(actors)];
-    const last = this.held + 1 >= this.slots;
-    if (last && this.slots > 1 && unique.every((actor) => this.heldBy.has(actor))) return undefined;
-    this.held++;
-    for (const actor of unique) this.heldBy.set(actor, (this.heldBy.get(actor) ?? 0) + 1);
-    let given = false;
-    return () => {
-      if (given) return;
-      given = true;
-      this.held--;
-      for (const actor of unique) {
-        const left = this.heldBy.get(actor)! - 1;
-        if (left === 0) this.heldBy.delete(actor);
-        else this.heldBy.set(actor, left);
-      }
-    };
+  /** The jobs one actor may hold, `held` slots being taken: any number, but at the last free slot only a first. */
+  capWhen(held: number): number {
+    return this.slots > 1 && held + 1 >= this.slots ? 1 : Infinity;
   }
 }
 
@@ -164,21 +148,16 @@ export class JobShare {
  * never take the last slot either.
  */
 export function withJobShare(handler: JobHandler<"evaluate">, share: JobShare): JobHandler<"evaluate"> {
-  return async (payload, job, token) => {
-    const actors =
-      payload.kind === "runTest"
-        ? [""]
-        : payload.kind === "previewTest"
-          ? [payload.actorUrn]
-          : payload.items.map((i) => i.actorUrn);
-    const release = share.take(actors);
-    if (!release) {
-      return handBack(job, token, HAND_BACK_MS);
-    }
-    try {
-      return await handler(payload, job, token);
-    } finally {
-      release();
-    }
-  };
+  return perKeyConcurrency(handler, actorsOf, (held) => share.capWhen(held), {
+    slots: share,
+    handBackMs: HAND_BACK_MS,
+  });
+}
+
+function actorsOf(payload: Payload<"evaluate">): string[] {
+  return payload.kind === "runTest"
+    ? [""]
+    : payload.kind === "previewTest"
+      ? [payload.actorUrn]
+      : payload.items.map((i) => i.actorUrn);
 }

@@ -28,6 +28,7 @@ import {
   type OwnerPrivileges,
   type WebhookDeliveryStatus,
 } from "@mdp/db";
+import { KeyedSlots } from "@mdp/queues";
 import { postWebhook } from "./webhook-post";
 import { countWebhookOutcome, type WebhookOutcome } from "./webhook-metrics";
 import { subscriptionOwner, UNREADABLE, type WebhookSettings } from "./settings";
@@ -75,8 +76,8 @@ const RETRIED_4XX = new Set([408, 425, 429]);
  * every `idlePollMs`: deliveries written by another process (a replay, another worker's fan-out) wait at most that.
  */
 export class WebhookDispatcher {
-  private running = 0;
-  private readonly ownerRunning = new Map<string, number>();
+  /** POSTs in flight in this process, per subscription owner (the per-owner cap) */
+  private readonly ownerRunning = new KeyedSlots();
   private readonly active = new Set<Promise<unknown>>();
   private stopped = true;
   private loop: Promise<void> | undefined;
@@ -99,7 +100,7 @@ export class WebhookDispatcher {
 
   /** POSTs in flight in this process. */
   get inFlight(): number {
-    return this.running;
+    return this.ownerRunning.held;
   }
 
   start(): void {
@@ -152,20 +153,20 @@ export class WebhookDispatcher {
    * again at once), false otherwise (wait for a wake or the idle poll).
    */
   async claim(): Promise<boolean> {
-    const free = this.settings.concurrency - this.running;
+    const free = this.settings.concurrency - this.ownerRunning.held;
     if (free <= 0) return false;
     this.claims++;
     const leaseMs = this.settings.timeoutMs + WEBHOOK_LEASE_MARGIN_MS;
     const claimed = await inTransaction(this.pool, async (client) => {
       // Owners at their share of this worker's slots are not chosen at all: the choice goes to the others.
-      const full = [...this.ownerRunning].filter(([, n]) => n >= this.settings.perOwner).map(([urn]) => urn);
+      const full = this.ownerRunning.atLeast(this.settings.perOwner);
       const candidates = await webhookClaimCandidates(client, this.settings.perSubscription, free, full);
       const taken: Array<{ id: string; ownerUrn: string }> = [];
       const ownerTaken = new Map<string, number>();
       for (const c of candidates) {
         const left = free - taken.length;
         if (left <= 0) break;
-        const ownerHas = (this.ownerRunning.get(c.ownerUrn) ?? 0) + (ownerTaken.get(c.ownerUrn) ?? 0);
+        const ownerHas = this.ownerRunning.heldFor(c.ownerUrn) + (ownerTaken.get(c.ownerUrn) ?? 0);
         const room = Math.min(
           left,
           this.settings.perOwner - ownerHas,
@@ -179,21 +180,17 @@ export class WebhookDispatcher {
       return taken;
     });
     for (const { id, ownerUrn } of claimed) {
-      this.running++;
-      this.ownerRunning.set(ownerUrn, (this.ownerRunning.get(ownerUrn) ?? 0) + 1);
+      const release = this.ownerRunning.take([ownerUrn]);
       const work: Promise<unknown> = this.deliver(id)
         .catch((error: unknown) => this.logger.error({ err: error, deliveryId: id }, "webhook delivery failed"))
         .finally(() => {
-          this.running--;
-          const left = (this.ownerRunning.get(ownerUrn) ?? 1) - 1;
-          if (left <= 0) this.ownerRunning.delete(ownerUrn);
-          else this.ownerRunning.set(ownerUrn, left);
+          release();
           this.active.delete(work);
           this.wake();
         });
       this.active.add(work);
     }
-    return claimed.length >= free && this.running < this.settings.concurrency;
+    return claimed.length >= free && this.ownerRunning.held < this.settings.concurrency;
   }
 
   /**

@@ -7,6 +7,7 @@ import type { Actor } from "../auth/actor";
 import type { PolicyEngine } from "../policies/policy-engine";
 import type { Privilege } from "../policies/privileges";
 import { parseBody, parseInput } from "../shared/validate";
+import { JsonText } from "../shared/json-text";
 
 /** The privilege a route requires of every caller, and the words of its 403: "<actor> is unauthorized to <to>." */
 export interface RequiredPrivilege {
@@ -99,11 +100,6 @@ function record(router: Router, route: ApiRoute): void {
   const routes = routesOf.get(router) ?? [];
   routes.push(route);
   routesOf.set(router, routes);
-}
-
-/** An answer that is JSON text already (the evaluation worker's results): written into the response as it is. */
-export class JsonText {
-  constructor(readonly json: string) {}
 }
 
 /** An answer with fields beside `value` (the route's `alongside`): `{"value": ..., ...fields}`. */

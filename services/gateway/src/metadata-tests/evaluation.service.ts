@@ -14,7 +14,7 @@ import { readerPosition, type Database } from "@mdp/db";
 import { JobFailedError, JobWaitTimeoutError, ReplyChannelLostError } from "@mdp/queues";
 import { EvaluationLifecycle } from "@mdp/tasks";
 import type { Actor } from "../auth/actor";
-import { JsonText } from "../http/action-router";
+import { JsonText } from "../shared/json-text";
 import type { RateLimits } from "../shared/rate-limits";
 import type { PolicyEngine } from "../policies/policy-engine";
 import { UnexpectedResultError, type EvaluationBatcher, type EvaluationOutcome } from "./evaluation-batcher";

@@ -1,4 +1,5 @@
 import type { GraphQLContext } from "../graphql/context";
+import { corpUserOf } from "../shared/corp-user";
 
 export const tokenTypeDefs = /* GraphQL */ `
   """
@@ -282,20 +283,6 @@ export const tokenTypeDefs = /* GraphQL */ `
     ): AccessToken!
   }
 `;
-
-const CORPUSER_PREFIX = "urn:li:corpuser:";
-
-/** A user urn as DataHub's CorpUser: what the urn says; no profile is held, so the profile fields are null. */
-export function corpUserOf(urn: string) {
-  return {
-    urn,
-    type: "CORP_USER",
-    username: urn.startsWith(CORPUSER_PREFIX) ? urn.slice(CORPUSER_PREFIX.length) : urn,
-    properties: null,
-    editableProperties: null,
-    info: null,
-  };
-}
 
 export const tokenResolvers = {
   AccessTokenMetadata: {

@@ -1,6 +1,6 @@
 import { getGroupMembers } from "@mdp/db";
 import type { GraphQLContext } from "../graphql/context";
-import { corpUserOf } from "../tokens/tokens.graphql";
+import { corpUserOf } from "../shared/corp-user";
 import type { RelationshipsPage } from "./web-app.service";
 
 /**

@@ -5,7 +5,7 @@ import type { Actor } from "../auth/actor";
 import { pageInput } from "../shared/paging";
 import { parseArgs, textField } from "../shared/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
-import { corpUserOf } from "../tokens/tokens.graphql";
+import { corpUserOf } from "../shared/corp-user";
 
 /**
  * What DataHub's web app asks of GMS before and around its settings pages (the shell's appConfig and getMe, the
