@@ -1,4 +1,4 @@
-import { SYSTEM_ACTOR_URN, type Config, type Logger, type RunSummary } from "@mdp/core";
+import { pruneInBatches, SYSTEM_ACTOR_URN, type Config, type Logger, type RunSummary } from "@mdp/core";
 import {
   accessTokenUsageOf,
   inPrismaTransaction,
@@ -106,8 +106,11 @@ export class TokenUsageService {
     ];
   }
 
-  async prune(): Promise<RunSummary> {
-    return { deleted: await pruneAccessTokenUsage(this.prisma) };
+  /** Counts past their days, a batch per statement until caught up or the budget is spent (the rest: next firing). */
+  async prune(budgetMs = 20_000): Promise<RunSummary> {
+    return {
+      deleted: await pruneInBatches((batch) => pruneAccessTokenUsage(this.prisma, batch), { budgetMs, batch: 10_000 }),
+    };
   }
 
   /**
