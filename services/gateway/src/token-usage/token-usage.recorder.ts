@@ -1,4 +1,5 @@
 import type { RequestHandler } from "express";
+import { LRUCache } from "lru-cache";
 import { every, type Logger, type PeriodicLoop } from "@mdp/core";
 import {
   inPrismaTransaction,
@@ -20,8 +21,8 @@ const DAY_MS = 86_400_000;
 
 /** One token's uses since the last flush. */
 interface PendingUsage {
-  /** `ip \0 user agent` → the pair and its latest time; at most MAX_CLIENTS_PER_TOKEN, the most recent */
-  clients: Map<string, { ip: string; userAgent: string; at: number }>;
+  /** `ip \0 user agent` → the pair and its latest time; at most MAX_CLIENTS_PER_TOKEN, the most recently seen */
+  clients: LRUCache<string, { ip: string; userAgent: string; at: number }>;
   /** `day \0 operation` → requests */
   operations: Map<string, number>;
 }
@@ -54,14 +55,13 @@ export class TokenUsageRecorder {
         this.dropped++;
         return;
       }
-      usage = { clients: new Map(), operations: new Map() };
+      usage = { clients: new LRUCache({ max: MAX_CLIENTS_PER_TOKEN }), operations: new Map() };
       this.pending.set(tokenId, usage);
     }
     const clientKey = `${ip}\0${userAgent}`;
-    const client = usage.clients.get(clientKey);
+    const client = usage.clients.get(clientKey); // now the most recently seen
     if (client) client.at = at;
     else {
-      if (usage.clients.size >= MAX_CLIENTS_PER_TOKEN) evictOldest(usage.clients);
       usage.clients.set(clientKey, {
         ip: ip.slice(0, MAX_CLIENT_IP_CHARS),
         userAgent: userAgent.slice(0, MAX_USER_AGENT_CHARS),
@@ -123,18 +123,6 @@ export class TokenUsageRecorder {
     }
     return this.day;
   }
-}
-
-function evictOldest(clients: PendingUsage["clients"]): void {
-  let oldest: string | undefined;
-  let oldestAt = Infinity;
-  for (const [key, client] of clients) {
-    if (client.at < oldestAt) {
-      oldest = key;
-      oldestAt = client.at;
-    }
-  }
-  if (oldest !== undefined) clients.delete(oldest);
 }
 
 /**

@@ -1,4 +1,5 @@
 import { hash } from "node:crypto";
+import { LRUCache } from "lru-cache";
 import {
   boundingMinter,
   MAX_TOKEN_CHAIN_DEPTH,
@@ -14,11 +15,6 @@ import type { LastUsedRecorder } from "./last-used.recorder";
 import { countAccepted, countRefused, type RefusalReason } from "./token-metrics";
 import { digestMatches, tokenDigest } from "./token-hash";
 import type { TokenCredential, TokenStore } from "./token.store";
-
-/** What a replica remembers about a token it has verified: enough to refuse it without PostgreSQL once revoked. */
-interface KnownToken extends TokenCredential {
-  cachedAt: number;
-}
 
 /**
  * A safety net only: revocations reach every replica over pub/sub at once, and the cache is not read at all while the
@@ -40,13 +36,17 @@ const TOKEN_CACHE_MAX_ENTRIES = 50_000;
  */
 export class TokenVerifier {
   private readonly jwt: Hs256;
-  private readonly known = new Map<string, KnownToken>();
+  /** What a replica remembers about a token it has verified: enough to refuse it without PostgreSQL once revoked. */
+  private readonly known = new LRUCache<string, TokenCredential>({
+    max: TOKEN_CACHE_MAX_ENTRIES,
+    ttl: TOKEN_CACHE_MAX_AGE_MS,
+  });
   /**
    * The claims of tokens that passed the full check, by the SHA-256 of the token (a one-way digest of 256 random bits
    * of signature, no more use to a reader of this memory than the salted hashes in the table). Claims never change;
    * whether the token still counts is its row's, looked up on every use.
    */
-  private readonly verified = new Map<string, AccessTokenClaims>();
+  private readonly verified = new LRUCache<string, AccessTokenClaims>({ max: TOKEN_CACHE_MAX_ENTRIES });
   /** bumped by every invalidation, so a lookup that raced with a revocation does not cache what it read */
   private generation = 0;
   /** what a rotated-out token used after its grace window sets off (token-rotation.ts: its family's revocation) */
@@ -84,7 +84,7 @@ export class TokenVerifier {
   async verify(token: string): Promise<Actor> {
     const fingerprint = hash("sha256", token, "base64url");
     let claims = this.verified.get(fingerprint);
-    let known: KnownToken | null | undefined = claims && this.cached(claims.jti);
+    let known: TokenCredential | null | undefined = claims && this.cached(claims.jti);
     if (claims && known) {
       requireUnexpired(claims);
     } else {
@@ -100,7 +100,6 @@ export class TokenVerifier {
       ) {
         throw refused("invalid", "Unable to verify the provided token.");
       }
-      if (this.verified.size >= TOKEN_CACHE_MAX_ENTRIES) this.verified.clear();
       this.verified.set(fingerprint, claims);
     }
     if (known.revoked) throw refused("revoked", "Token has been revoked");
@@ -178,7 +177,8 @@ export class TokenVerifier {
   /** A scan of at most TOKEN_CACHE_MAX_ENTRIES, once per bulk revocation: cheap next to keeping a per-user index. */
   private forgetTokensOf(actorUrn: string): void {
     this.generation++;
-    for (const [tokenId, known] of this.known) if (known.actorUrn === actorUrn) this.known.delete(tokenId);
+    const theirs = [...this.known.entries()].filter(([, known]) => known.actorUrn === actorUrn);
+    for (const [tokenId] of theirs) this.known.delete(tokenId);
   }
 
   private claimsOf(token: string): AccessTokenClaims {
@@ -190,23 +190,16 @@ export class TokenVerifier {
     }
   }
 
-  private cached(tokenId: string): KnownToken | undefined {
+  private cached(tokenId: string): TokenCredential | undefined {
     // A revocation announced on a channel that is not delivering would go unseen: read the row instead.
-    if (!this.bus.isLive()) return undefined;
-    const cached = this.known.get(tokenId);
-    return cached && Date.now() - cached.cachedAt < TOKEN_CACHE_MAX_AGE_MS ? cached : undefined;
+    return this.bus.isLive() ? this.known.get(tokenId) : undefined;
   }
 
-  private async load(tokenId: string): Promise<KnownToken | null> {
+  private async load(tokenId: string): Promise<TokenCredential | null> {
     const generation = this.generation;
     const row = await this.store.credentialOf(tokenId);
-    if (!row) return null;
-    const entry = { ...row, cachedAt: Date.now() };
-    if (generation === this.generation) {
-      if (this.known.size >= TOKEN_CACHE_MAX_ENTRIES) this.known.clear();
-      this.known.set(tokenId, entry);
-    }
-    return entry;
+    if (row && generation === this.generation) this.known.set(tokenId, row);
+    return row;
   }
 }
 
