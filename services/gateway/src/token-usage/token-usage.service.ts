@@ -10,7 +10,7 @@ import {
 import type { Chore } from "@mdp/queues";
 import type { TokenStore } from "../tokens/token.store";
 import type { TokenVerifier } from "../tokens/token.verifier";
-import { TokenUsageRecorder } from "./token-usage.recorder";
+import type { TokenUsageRecorder } from "./token-usage.recorder";
 import { stopWorkSetThrough } from "../tokens/revoked-token-work";
 
 /** How often the gateways' chores run (each firing once in the cluster). */
@@ -28,12 +28,13 @@ export interface TokenUsage extends AccessTokenUsageRow {
  * their days, and, with ACCESS_TOKEN_IDLE_REVOKE_DAYS, revoking idle tokens.
  */
 export class TokenUsageService {
-  readonly recorder: TokenUsageRecorder;
   /** ACCESS_TOKEN_USAGE_RECORDING: whether requests made with tokens are recorded (app.ts mounts recordTokenUse) */
   readonly recording: boolean;
 
   constructor(
     private readonly prisma: PrismaClient,
+    /** the one recorder of tokens' uses (lastUsedAt too: composition hands it to the verifier) */
+    readonly recorder: TokenUsageRecorder,
     private readonly store: Pick<TokenStore, "urnOf">,
     private readonly verifier: Pick<TokenVerifier, "revokedAllOf">,
     private readonly config: Pick<
@@ -42,7 +43,6 @@ export class TokenUsageService {
     >,
     private readonly logger: Logger,
   ) {
-    this.recorder = new TokenUsageRecorder(prisma, logger);
     this.recording = config.ACCESS_TOKEN_USAGE_RECORDING;
   }
 

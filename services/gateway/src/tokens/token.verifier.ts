@@ -11,10 +11,14 @@ import {
 import type { Actor } from "../auth/actor";
 import type { InvalidationBus } from "../events/invalidation-bus";
 import { Hs256, JwtError, type AccessTokenClaims } from "./jwt";
-import type { LastUsedRecorder } from "./last-used.recorder";
 import { countAccepted, countRefused, type RefusalReason } from "./token-metrics";
 import { digestMatches, tokenDigest } from "./token-hash";
 import type { TokenCredential, TokenStore } from "./token.store";
+
+/** Where each accepted use of a token goes: token-usage's recorder, which keeps its lastUsedAt. */
+export interface TokenUses {
+  used(tokenId: string): void;
+}
 
 /**
  * A safety net only: revocations reach every replica over pub/sub at once, and the cache is not read at all while the
@@ -55,7 +59,7 @@ export class TokenVerifier {
   constructor(
     private readonly store: Pick<TokenStore, "credentialOf">,
     private readonly bus: InvalidationBus,
-    private readonly lastUsed: Pick<LastUsedRecorder, "record">,
+    private readonly uses: TokenUses,
     private readonly config: Pick<Config, "TOKEN_SIGNING_KEY" | "TOKEN_SALT">,
   ) {
     this.jwt = new Hs256(config.TOKEN_SIGNING_KEY);
@@ -118,7 +122,7 @@ export class TokenVerifier {
     // Most tokens have no parent: no await, so their requests pay nothing for chains.
     if (known.parentTokenId !== null) actor.parent = await this.ancestor(known.parentTokenId, 2);
     if (claims.exp !== undefined) actor.tokenExpiresAt = claims.exp * 1000;
-    this.lastUsed.record(claims.jti);
+    this.uses.used(claims.jti);
     countAccepted();
     return actor;
   }
