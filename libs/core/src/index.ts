@@ -14,5 +14,6 @@ export * from "./privileges";
 export * from "./platform-events";
 export * from "./authority";
 export * from "./periodic";
+export * from "./prune-in-batches";
 export * from "./timeout";
 export * from "./retry-schedule";

@@ -139,21 +139,3 @@ export function outboxConsumerLoop<P extends OutboxPass>(
     },
   };
 }
-
-/**
- * A retention chore's deletes, in statements of at most `batch` rows until none is left, within a time budget rather
- * than a count of statements: a fixed count let a table written faster than it pruned grow for good.
- */
-export async function pruneUntilCaughtUp(
-  prune: (batch: number) => Promise<number>,
-  budgetMs = 20_000,
-  batch = 10_000,
-): Promise<number> {
-  const until = Date.now() + budgetMs;
-  let deleted = 0;
-  for (;;) {
-    const n = await prune(batch);
-    deleted += n;
-    if (n < batch || Date.now() >= until) return deleted;
-  }
-}

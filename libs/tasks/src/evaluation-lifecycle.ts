@@ -118,8 +118,8 @@ export class EvaluationLifecycle {
     );
   }
 
-  /** Deletes a batch of ended evaluation rows older than `maxAgeHours`; returns how many went. */
-  pruneFinished(maxAgeHours: number, chunk?: number): Promise<number> {
-    return this.rows.pruneFinished(maxAgeHours, chunk);
+  /** Deletes up to `limit` ended evaluation rows older than `maxAgeHours` (one statement); returns how many went. */
+  pruneFinishedBatch(maxAgeHours: number, limit: number): Promise<number> {
+    return this.rows.pruneFinishedBatch(maxAgeHours, limit);
   }
 }

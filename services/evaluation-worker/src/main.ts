@@ -69,9 +69,9 @@ const worker = createShardWorkers("evaluate", handler, {
   leaseMs: tasks.leaseMs,
   onGivenUp: evaluationGivenUp(db, connection, logger, tasks),
 });
-const retention = new TaskRetention(tasks.evaluations, logger);
+const retention = new TaskRetention(tasks.evaluations);
 // Test result transitions older than TEST_HISTORY_RETENTION_DAYS (each live pair's latest kept).
-const historyRetention = new TestHistoryRetention(db.pool, config.TEST_HISTORY_RETENTION_DAYS, logger);
+const historyRetention = new TestHistoryRetention(db.pool, config.TEST_HISTORY_RETENTION_DAYS);
 // Lapsed leases wait again; test runs whose job vanished from Redis are queued again: once at this process's start.
 const producerConnection = createRedis(config.REDIS_URL, "worker");
 const producer = new Producer("evaluate", producerConnection, config.QUEUE_PREFIX, config.QUEUE_SHARDS);

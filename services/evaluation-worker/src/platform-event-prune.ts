@@ -1,4 +1,4 @@
-import { pruneUntilCaughtUp } from "@mdp/core";
+import { pruneInBatches } from "@mdp/core";
 import { prunePlatformEvents } from "@mdp/db";
 import type { EvaluateDeps } from "./evaluation-deps";
 
@@ -10,5 +10,8 @@ export async function prunePlatformEventsFully(
   retentionDays: number,
   budgetMs = 20_000,
 ): Promise<number> {
-  return pruneUntilCaughtUp((batch) => prunePlatformEvents(deps.db.pool, retentionDays, batch), budgetMs);
+  return pruneInBatches((batch) => prunePlatformEvents(deps.db.pool, retentionDays, batch), {
+    budgetMs,
+    batch: 10_000,
+  });
 }

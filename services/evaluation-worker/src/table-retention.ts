@@ -1,4 +1,4 @@
-import { pruneUntilCaughtUp, type Config } from "@mdp/core";
+import { pruneInBatches, type Config } from "@mdp/core";
 import { pruneAccessTokens, pruneAspectVersions, pruneAuditEvents, type Queryable } from "@mdp/db";
 import type { Chore } from "@mdp/queues";
 
@@ -17,7 +17,7 @@ export type TableRetentionConfig = Pick<
  * The chores that bound the tables growing with use (docs/limits.md "Retention"): aspect versions past each aspect's
  * maximum, access token rows that stopped working ACCESS_TOKEN_RETENTION_DAYS ago, audit rows older than
  * AUDIT_RETENTION_DAYS. Each firing deletes in statements of BATCH rows until nothing is left or `budgetMs` is spent
- * (pruneUntilCaughtUp, as the platform events' retention), so a backlog drains over several firings.
+ * (pruneInBatches, as every retention), so a backlog drains over several firings.
  */
 export function tableRetentionChores(
   pool: Queryable,
@@ -27,7 +27,7 @@ export function tableRetentionChores(
   const chore = (name: string, prune: (batch: number) => Promise<number>): Chore<"evaluationChores"> => ({
     name,
     everyMs: TABLE_PRUNE_EVERY_MS,
-    run: async () => ({ deleted: await pruneUntilCaughtUp(prune, budgetMs, BATCH) }),
+    run: async () => ({ deleted: await pruneInBatches(prune, { budgetMs, batch: BATCH }) }),
   });
   return [
     chore("prune-aspect-versions", (batch) =>

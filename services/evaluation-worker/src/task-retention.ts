@@ -1,8 +1,11 @@
-import type { Logger } from "@mdp/core";
+import { pruneInBatches } from "@mdp/core";
 import type { EvaluationLifecycle } from "@mdp/tasks";
 
 /** How often the `prune-evaluation-tasks` chore runs (once per cluster). */
 export const TASK_PRUNE_EVERY_MS = 10 * 60_000;
+
+/** Rows one delete statement takes: each statement's locks and WAL stay small. */
+const BATCH = 5_000;
 
 /**
  * Every synchronous evaluation writes a task row (so a 504 can be followed with getTaskStatus). At hundreds of
@@ -13,20 +16,19 @@ export const TASK_PRUNE_EVERY_MS = 10 * 60_000;
  */
 export class TaskRetention {
   constructor(
-    private readonly evaluations: EvaluationLifecycle,
-    private readonly logger: Logger,
+    private readonly evaluations: Pick<EvaluationLifecycle, "pruneFinishedBatch">,
     private readonly maxAgeHours = 24,
+    private readonly budgetMs = 20_000,
   ) {}
 
-  /** Deletes old finished evaluation rows, a chunk per statement; returns how many went. */
-  async prune(): Promise<number> {
-    let total = 0;
-    try {
-      total = await this.evaluations.pruneFinished(this.maxAgeHours);
-      if (total > 0) this.logger.info({ deleted: total }, "pruned finished evaluation task rows");
-    } catch (error) {
-      this.logger.warn({ err: (error as Error).message }, "could not prune evaluation task rows; will try again");
-    }
-    return total;
+  /**
+   * Deletes old finished evaluation rows, a batch per statement, until caught up or the budget is spent; returns how
+   * many went. A failing statement fails the call (and so the chore's firing).
+   */
+  prune(): Promise<number> {
+    return pruneInBatches((limit) => this.evaluations.pruneFinishedBatch(this.maxAgeHours, limit), {
+      budgetMs: this.budgetMs,
+      batch: BATCH,
+    });
   }
 }

@@ -1,4 +1,4 @@
-import type { Logger } from "@mdp/core";
+import { pruneInBatches } from "@mdp/core";
 import { insertTransitions, pruneRunDiffs, pruneTransitions, trimTransitions } from "@mdp/db";
 import type { TestResultsAspect } from "@mdp/metadata-tests";
 import type pg from "pg";
@@ -53,7 +53,7 @@ export class TestResultHistory {
 }
 
 /** Rows deleted per statement by the retention: each statement's locks and WAL stay small. */
-const PRUNE_CHUNK = 5_000;
+const PRUNE_BATCH = 5_000;
 /** How often the `prune-test-history` chore runs (once per cluster). */
 export const HISTORY_PRUNE_EVERY_MS = 10 * 60_000;
 
@@ -69,27 +69,23 @@ export class TestHistoryRetention {
   constructor(
     private readonly pool: Pick<pg.Pool, "query">,
     private readonly retentionDays: number,
-    private readonly logger: Logger,
+    private readonly budgetMs = 20_000,
   ) {}
 
-  /** Deletes what the retention allows, a chunk per statement; returns how many rows went (0 after a failure). */
+  /**
+   * Deletes what the retention allows, a batch per statement, until caught up or the budget (shared by the two
+   * tables) is spent; returns how many rows went. A failing statement fails the call, and so the chore's firing.
+   */
   async prune(): Promise<number> {
-    let total = 0;
-    try {
-      for (;;) {
-        const deleted = await pruneTransitions(this.pool, this.retentionDays, PRUNE_CHUNK);
-        total += deleted;
-        if (deleted < PRUNE_CHUNK) break;
-      }
-      for (;;) {
-        const deleted = await pruneRunDiffs(this.pool, this.retentionDays, PRUNE_CHUNK);
-        total += deleted;
-        if (deleted < PRUNE_CHUNK) break;
-      }
-      if (total > 0) this.logger.info({ deleted: total }, "pruned test result history");
-    } catch (error) {
-      this.logger.warn({ err: (error as Error).message }, "could not prune test result history; will try again");
-    }
-    return total;
+    const until = Date.now() + this.budgetMs;
+    const transitions = await pruneInBatches((batch) => pruneTransitions(this.pool, this.retentionDays, batch), {
+      budgetMs: this.budgetMs,
+      batch: PRUNE_BATCH,
+    });
+    const runDiffs = await pruneInBatches((batch) => pruneRunDiffs(this.pool, this.retentionDays, batch), {
+      budgetMs: Math.max(0, until - Date.now()),
+      batch: PRUNE_BATCH,
+    });
+    return transitions + runDiffs;
   }
 }

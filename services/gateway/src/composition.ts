@@ -33,7 +33,6 @@ import type { Services } from "./graphql/context";
 import { GroupService } from "./policies/group.service";
 import { PolicyEngine } from "./policies/policy-engine";
 import { PolicyService } from "./policies/policy.service";
-import { LastUsedRecorder } from "./tokens/last-used.recorder";
 import { DelegatedWorkService } from "./incident-response/delegated-work.service";
 import { ServiceAccountService } from "./service-accounts/service-account.service";
 import { TokenService } from "./tokens/token.service";
@@ -42,6 +41,7 @@ import { SessionTokens } from "./tokens/session-tokens";
 import { WebAppService } from "./webapp/web-app.service";
 import { TokenVerifier } from "./tokens/token.verifier";
 import { TokenRotation } from "./tokens/token-rotation";
+import { TokenUsageRecorder } from "./token-usage/token-usage.recorder";
 import { TokenUsageService } from "./token-usage/token-usage.service";
 import { tokenExpiryNoticeChore } from "./tokens/token-expiry-notices";
 import { RateLimits } from "./shared/rate-limits";
@@ -70,15 +70,16 @@ export async function composeServices(config: Config, connections: Connections, 
     logger,
   );
   const engine = new PolicyEngine(prisma, config.ROOT_USER_URN, bus);
-  const lastUsed = new LastUsedRecorder(prisma, logger);
+  // Every use of a token (its lastUsedAt, and with ACCESS_TOKEN_USAGE_RECORDING what it was used for): one recorder.
+  const tokenUses = new TokenUsageRecorder(prisma, logger);
   const tokenStore = new TokenStore(connections.db, config.URN_NAMESPACE);
-  const tokenVerifier = new TokenVerifier(tokenStore, bus, lastUsed, config);
+  const tokenVerifier = new TokenVerifier(tokenStore, bus, tokenUses, config);
   // A connection of its own: a limit check must fail fast when Redis is away, which BullMQ's settings do not.
   const rateLimits = new RateLimits(RateLimits.connect(config, logger), config);
   const tokens = new TokenService(tokenStore, tokenVerifier, engine, config, rateLimits);
   const tokenRotation = new TokenRotation(prisma, tokenStore, tokenVerifier, engine, config, logger, rateLimits);
   tokenVerifier.onReuse((tokenId, familyId, actorUrn) => tokenRotation.reuseDetected(tokenId, familyId, actorUrn));
-  const tokenUsage = new TokenUsageService(prisma, tokenStore, tokenVerifier, config, logger);
+  const tokenUsage = new TokenUsageService(prisma, tokenUses, tokenStore, tokenVerifier, config, logger);
   const registry = EntityRegistry.load(config.ENTITY_REGISTRY_PATH);
   const evaluateProducer = new Producer("evaluate", connections.redis, config.QUEUE_PREFIX, config.QUEUE_SHARDS);
   const truncateProducer = new Producer("truncate", connections.redis, config.QUEUE_PREFIX);
@@ -231,8 +232,7 @@ export async function composeServices(config: Config, connections: Connections, 
   await bus.start();
   const authenticator = new Authenticator(config, (token) => tokenVerifier.verify(token));
   const stop = async () => {
-    await lastUsed.stop();
-    await tokenUsage.recorder.stop();
+    await tokenUses.stop();
     // Not waiting for a firing in flight (a chore is idempotent; its job, left active, is taken again once its lock
     // lapses): BullMQ's graceful worker.close() waits on its main loop, which can wait forever on a Redis that went
     // away and came back (seen with revocation-outage's private Redis).

@@ -377,7 +377,7 @@ describe("scheduled tests and result history", () => {
       [ORDERS, gone],
     );
     // Retention of 5 days: the live pair keeps its latest row (since when it passes), the deleted test loses all.
-    const deleted = await new TestHistoryRetention(h.database.pool, 5, createLogger("prune", "silent")).prune();
+    const deleted = await new TestHistoryRetention(h.database.pool, 5).prune();
     expect(deleted).toBe(3);
     expect((await transitions(live)).map((t) => [t.type, t.at])).toEqual([["SUCCESS", t0 + 3000]]);
     expect((await history(gone)).errors).toBeUndefined();

@@ -266,7 +266,7 @@ describe("service accounts", () => {
     expect(before.listServiceAccounts.serviceAccounts).toEqual([{ urn: account, lastUsedAt: null }]);
     const usedAt = Date.now();
     expect(await privileges(b, accessToken)).toEqual([]);
-    // The last use is written within LastUsedRecorder.FLUSH_INTERVAL_MS (5 s) of it.
+    // The last use is written within TokenUsageRecorder.FLUSH_INTERVAL_MS (5 s) of it.
     const listed = await eventually(
       "the last use listed",
       async () =>

@@ -4,7 +4,6 @@
  * newly passing and flapping compared with the test's previous run; testRunDiff reads a run's diff or the latest;
  * lists are cut at their limit with the whole count; a run without push records none; retention prunes them.
  */
-import { createLogger } from "@mdp/core";
 import { eventually } from "@mdp/core/testing";
 import { inTransaction, openRunDiff } from "@mdp/db";
 import { TestHistoryRetention } from "evaluation-worker";
@@ -241,7 +240,7 @@ describe("testRunDiff: what changed since the last run", () => {
     await h.database.pool.query(`UPDATE test_run_diff SET started_at = now() - interval '400 days' WHERE run_id = $1`, [
       runId,
     ]);
-    const retention = new TestHistoryRetention(h.database.pool, 365, createLogger("prune", h.config.LOG_LEVEL));
+    const retention = new TestHistoryRetention(h.database.pool, 365);
     await retention.prune();
     const body = await gql(DIFF, { testUrn: TEST, runId });
     expect(body.errors?.[0]?.extensions?.code).toBe("NOT_FOUND");

@@ -83,6 +83,28 @@ describe("access token usage", () => {
     expect(operations).toEqual(["GET (no route, 404)", "GET /api-docs"]);
   });
 
+  it("writes a token's lastUsedAt and its usage in one flush of one recorder", async () => {
+    const { token, id } = await createToken(a, "urn:li:corpuser:usage-one-flush");
+    const before = Date.now();
+    expect((await call(a, token, "one-flush/1.0")).status).toBe(200);
+    await a.services.tokenUsage.recorder.flush();
+    const row = await a.prisma.accessToken.findUniqueOrThrow({ where: { id } });
+    expect(row.lastUsedAt?.getTime()).toBeGreaterThanOrEqual(before - 1000);
+    expect((await usageOf(id)).operations).toEqual([{ operation: "Query.me", count: 1 }]);
+  });
+
+  it("prune-token-usage drops the counts past their 30 days, a batch at a time, and keeps the rest", async () => {
+    const { token, id } = await createToken(a, "urn:li:corpuser:usage-prune");
+    expect((await call(a, token, "prune/1.0")).status).toBe(200);
+    await a.services.tokenUsage.recorder.flush();
+    const old = (daysAgo: number) => new Date(Date.now() - daysAgo * 86_400_000);
+    await a.prisma.accessTokenOperationCount.createMany({
+      data: [31, 32, 40].map((daysAgo) => ({ tokenId: id, day: old(daysAgo), operation: "Query.me", count: 1 })),
+    });
+    expect(await a.services.tokenUsage.prune()).toEqual({ deleted: 3 });
+    expect((await usageOf(id)).operations).toEqual([{ operation: "Query.me", count: 1 }]);
+  });
+
   it("keeps only the 5 most recent clients of a token", async () => {
     const { token, id } = await createToken(a, "urn:li:corpuser:usage-clients");
     for (let i = 1; i <= 8; i++) expect((await call(a, token, `agent-${i}`)).status).toBe(200);

@@ -4,7 +4,7 @@
  */
 import { createHash } from "node:crypto";
 import { eventually } from "@mdp/core/testing";
-import { LastUsedRecorder } from "../src/tokens/last-used.recorder";
+import { TokenUsageRecorder } from "../src/token-usage/token-usage.recorder";
 import {
   CREATE_TOKEN,
   ROOT,
@@ -350,7 +350,7 @@ describe("access tokens", () => {
     const used = await eventually(
       "lastUsedAt written",
       async () => (await h.prisma.accessToken.findUniqueOrThrow({ where: { id } })).lastUsedAt,
-      { timeoutMs: LastUsedRecorder.FLUSH_INTERVAL_MS + 500 },
+      { timeoutMs: TokenUsageRecorder.FLUSH_INTERVAL_MS + 500 },
     );
     expect(used?.getTime()).toBeGreaterThanOrEqual(before - 1000);
   });

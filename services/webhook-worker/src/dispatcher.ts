@@ -29,29 +29,31 @@ import {
   type WebhookDeliveryStatus,
 } from "@mdp/db";
 import { KeyedSlots } from "@mdp/queues";
+import { LRUCache } from "lru-cache";
 import { postWebhook } from "./webhook-post";
 import { countWebhookOutcome, type WebhookOutcome } from "./webhook-metrics";
 import { subscriptionOwner, UNREADABLE, type WebhookSettings } from "./settings";
 import type pg from "pg";
 
 export const OWNER_PRIVILEGES_TTL_MS = 1_000;
+/** Owners (with token and suspension) remembered at most: past it, the least recently read is forgotten. */
+const MAX_OWNERS_REMEMBERED = 10_000;
 
 /**
  * `read`, remembered per owner (and token, and suspension) for OWNER_PRIVILEGES_TTL_MS: at hundreds of deliveries a
  * second, reading the policies afresh for each was half the worker's work (bench/webhooks), while a second's
- * staleness is what the gateway's own cache allows between a policy's change and its invalidation reaching it.
+ * staleness is what the gateway's own cache allows between a policy's change and its invalidation reaching it. A read
+ * that fails is not remembered.
  */
 export function briefly(read: OwnerPrivileges, ttlMs = OWNER_PRIVILEGES_TTL_MS): OwnerPrivileges {
-  const cache = new Map<string, { at: number; value: Promise<ReadonlySet<Privilege>> }>();
+  const cache = new LRUCache<string, Promise<ReadonlySet<Privilege>>>({ max: MAX_OWNERS_REMEMBERED, ttl: ttlMs });
   return (who) => {
     const key = ownerKey(who);
-    const now = Date.now();
     const hit = cache.get(key);
-    if (hit && now - hit.at < ttlMs) return hit.value;
-    if (cache.size > 10_000) cache.clear();
+    if (hit) return hit;
     const value = read(who);
-    cache.set(key, { at: now, value });
-    value.catch(() => cache.delete(key));
+    cache.set(key, value);
+    value.catch(() => cache.peek(key) === value && cache.delete(key));
     return value;
   };
 }

@@ -224,24 +224,21 @@ export class EvaluationTaskRows {
   }
 
   /**
-   * Deletes finished synchronous evaluation rows older than `maxAgeHours` (a day: as long as their BullMQ jobs are
-   * kept), a chunk per statement; replicas share the work with SKIP LOCKED. Returns how many went.
+   * Deletes at most `limit` finished synchronous evaluation rows older than `maxAgeHours` (a day: as long as their
+   * BullMQ jobs are kept), in one statement; replicas share the work with SKIP LOCKED. Returns how many went (the
+   * retention chore repeats it: @mdp/core's pruneInBatches).
    */
-  async pruneFinished(maxAgeHours: number, chunk = 5_000): Promise<number> {
-    let total = 0;
-    for (;;) {
-      const { rowCount } = await this.db.query(
-        `DELETE FROM task WHERE id IN (
-           SELECT id FROM task
-            WHERE type = 'EVALUATE_TESTS' AND request->>'kind' = 'evaluate'
-              AND state IN ('completed', 'failed', 'cancelled')
-              AND created_at < now() - make_interval(hours => $1)
-            LIMIT $2 FOR UPDATE SKIP LOCKED)`,
-        [maxAgeHours, chunk],
-      );
-      total += rowCount ?? 0;
-      if ((rowCount ?? 0) < chunk) return total;
-    }
+  async pruneFinishedBatch(maxAgeHours: number, limit: number): Promise<number> {
+    const { rowCount } = await this.db.query(
+      `DELETE FROM task WHERE id IN (
+         SELECT id FROM task
+          WHERE type = 'EVALUATE_TESTS' AND request->>'kind' = 'evaluate'
+            AND state IN ('completed', 'failed', 'cancelled')
+            AND created_at < now() - make_interval(hours => $1)
+          LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+      [maxAgeHours, limit],
+    );
+    return rowCount ?? 0;
   }
 }
 

@@ -105,10 +105,19 @@ export async function accessTokenUsageOf(
   return usage;
 }
 
-/** Drops every count older than USAGE_DAYS (tokens no longer used keep none past it). Answers how many rows. */
-export async function pruneAccessTokenUsage(prisma: Pick<Prisma.TransactionClient, "$executeRaw">): Promise<number> {
+/**
+ * Drops at most `limit` counts older than USAGE_DAYS (tokens no longer used keep none past it), in one statement: the
+ * gateways' `prune-token-usage` chore repeats it (@mdp/core's pruneInBatches). Answers how many rows.
+ */
+export async function pruneAccessTokenUsage(
+  prisma: Pick<Prisma.TransactionClient, "$executeRaw">,
+  limit: number,
+): Promise<number> {
   return prisma.$executeRaw`
-      DELETE FROM access_token_operation_count WHERE day <= (now() AT TIME ZONE 'UTC')::date - ${USAGE_DAYS}::int`;
+      DELETE FROM access_token_operation_count WHERE (token_id, day, operation) IN (
+        SELECT token_id, day, operation FROM access_token_operation_count
+         WHERE day <= (now() AT TIME ZONE 'UTC')::date - ${USAGE_DAYS}::int
+         LIMIT ${limit}::int FOR UPDATE SKIP LOCKED)`;
 }
 
 /**

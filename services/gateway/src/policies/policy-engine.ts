@@ -1,3 +1,4 @@
+import { LRUCache } from "lru-cache";
 import { grantsFrom, loadGroupsOf, loadPlatformPolicies, type Policy, type PrismaClient } from "@mdp/db";
 import { effectivePrivileges, forbidden, type GrantsOf, type Principal } from "@mdp/core";
 import type { InvalidationBus } from "../events/invalidation-bus";
@@ -6,8 +7,13 @@ import { withImplied, type Privilege } from "./privileges";
 // The root user's built-in policy is @mdp/db's, beside the reads every process shares (loadGrants).
 export { ROOT_POLICY_URN, rootPolicy } from "@mdp/db";
 
-/** A safety net only: pub/sub invalidation is what makes changes visible within a second (while the bus is live). */
+/**
+ * A safety net only: pub/sub invalidation is what makes changes visible within a second (while the bus is live). The
+ * policies and everything derived from them are one snapshot, dropped together at this age.
+ */
 const MAX_CACHE_AGE_MS = 60_000;
+/** Users whose groups and grants a replica keeps at most: a burst of distinct users evicts the least recent. */
+const MAX_CACHED_USERS = 10_000;
 
 /**
  * Decides which privileges an actor holds: the union of every ACTIVE policy that names the user, one of the user's
@@ -16,9 +22,9 @@ const MAX_CACHE_AGE_MS = 60_000;
  */
 export class PolicyEngine {
   private activePolicies: Promise<Policy[]> | null = null;
-  private readonly groupsOfUser = new Map<string, Promise<string[]>>();
+  private readonly groupsOfUser = new LRUCache<string, Promise<string[]>>({ max: MAX_CACHED_USERS });
   /** derived from the two caches above, and dropped with them */
-  private readonly privilegesOfUser = new Map<string, Promise<ReadonlySet<Privilege>>>();
+  private readonly privilegesOfUser = new LRUCache<string, Promise<ReadonlySet<Privilege>>>({ max: MAX_CACHED_USERS });
   private loadedAt = 0;
   /** grantsOf as a function, for effectivePrivileges (which asks it for every user of a token's chain) */
   private readonly grants: GrantsOf = (userUrn) => this.grantsOf(userUrn);
@@ -42,13 +48,12 @@ export class PolicyEngine {
     // A change announced on a channel that is not delivering would go unseen: read PostgreSQL instead.
     if (!this.bus.isLive()) return this.computePrivileges(userUrn, false);
     if (Date.now() - this.loadedAt > MAX_CACHE_AGE_MS) this.clear();
-    let privileges = this.privilegesOfUser.get(userUrn);
-    if (!privileges) {
-      privileges = this.computePrivileges(userUrn);
-      privileges.catch(() => this.privilegesOfUser.delete(userUrn)); // never cache a failure
-      if (this.privilegesOfUser.size >= 10_000) this.privilegesOfUser.clear();
-      this.privilegesOfUser.set(userUrn, privileges);
-    }
+    const cached = this.privilegesOfUser.get(userUrn);
+    if (cached) return cached;
+    const privileges = this.computePrivileges(userUrn);
+    // never cache a failure (nor drop what a later call cached meanwhile)
+    privileges.catch(() => this.privilegesOfUser.peek(userUrn) === privileges && this.privilegesOfUser.delete(userUrn));
+    this.privilegesOfUser.set(userUrn, privileges);
     return privileges;
   }
 
@@ -109,14 +114,11 @@ export class PolicyEngine {
   }
 
   private groups(userUrn: string): Promise<string[]> {
-    let groups = this.groupsOfUser.get(userUrn);
-    if (!groups) {
-      groups = this.loadGroups(userUrn);
-      groups.catch(() => this.groupsOfUser.delete(userUrn));
-      // Bounded: a burst of distinct users cannot grow the map without limit.
-      if (this.groupsOfUser.size >= 10_000) this.groupsOfUser.clear();
-      this.groupsOfUser.set(userUrn, groups);
-    }
+    const cached = this.groupsOfUser.get(userUrn);
+    if (cached) return cached;
+    const groups = this.loadGroups(userUrn);
+    groups.catch(() => this.groupsOfUser.peek(userUrn) === groups && this.groupsOfUser.delete(userUrn));
+    this.groupsOfUser.set(userUrn, groups);
     return groups;
   }
 

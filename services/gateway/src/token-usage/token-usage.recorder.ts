@@ -1,4 +1,5 @@
 import type { RequestHandler } from "express";
+import { LRUCache } from "lru-cache";
 import { every, type Logger, type PeriodicLoop } from "@mdp/core";
 import {
   inPrismaTransaction,
@@ -7,6 +8,7 @@ import {
   MAX_OPERATION_CHARS,
   MAX_USER_AGENT_CHARS,
   recordAccessTokenUsage,
+  recordAccessTokenUses,
   type PrismaClient,
   type UsageBatch,
 } from "@mdp/db";
@@ -18,22 +20,28 @@ const MAX_OPERATIONS_PER_FLUSH = 100;
 const MAX_TOKENS_PER_FLUSH = 50_000;
 const DAY_MS = 86_400_000;
 
+type Client = { ip: string; userAgent: string; at: number };
+
 /** One token's uses since the last flush. */
-interface PendingUsage {
-  /** `ip \0 user agent` → the pair and its latest time; at most MAX_CLIENTS_PER_TOKEN, the most recent */
-  clients: Map<string, { ip: string; userAgent: string; at: number }>;
+interface PendingUse {
+  /** epoch ms of its latest accepted authentication (a number: no Date per request); its lastUsedAt */
+  lastUsedAt?: number;
+  /** `ip \0 user agent` → the pair and its latest time; at most MAX_CLIENTS_PER_TOKEN, the most recently seen */
+  clients?: LRUCache<string, Client>;
   /** `day \0 operation` → requests */
-  operations: Map<string, number>;
+  operations?: Map<string, number>;
 }
 
 /**
- * What each access token is used for (client pairs, requests by operation and UTC day), kept as lastUsedAt is
- * (last-used.recorder.ts): in memory per replica, written in one transaction every few seconds and on shutdown, never
- * a write per request. A request pays for a map update or two after its answer is sent.
+ * The one recorder of access tokens' uses: each token's lastUsedAt (`used`, from the verifier, for every accepted
+ * authentication) and what it is used for (`record`, after a request's answer with ACCESS_TOKEN_USAGE_RECORDING:
+ * client pairs, requests by operation and UTC day). Both wait in one bounded map per replica and are written together
+ * in one transaction every few seconds and on shutdown, never a write per request: lastUsedAt is at most
+ * FLUSH_INTERVAL_MS stale, and a request pays for a map update or two.
  */
 export class TokenUsageRecorder {
   static readonly FLUSH_INTERVAL_MS = 5_000;
-  private pending = new Map<string, PendingUsage>();
+  private pending = new Map<string, PendingUse>();
   private dropped = 0;
   private dayEnds = 0;
   private day = "";
@@ -46,33 +54,33 @@ export class TokenUsageRecorder {
     this.loop = every("token-usage-flush", TokenUsageRecorder.FLUSH_INTERVAL_MS, () => this.flush(), { logger });
   }
 
+  /** `tokenId` was accepted (its lastUsedAt). */
+  used(tokenId: string, at = Date.now()): void {
+    const use = this.pendingOf(tokenId);
+    if (use) use.lastUsedAt = at;
+  }
+
   /** Records a request made with `tokenId`: its client pair and its operations (one count each). */
   record(tokenId: string, ip: string, userAgent: string, operations: readonly string[], at = Date.now()): void {
-    let usage = this.pending.get(tokenId);
-    if (!usage) {
-      if (this.pending.size >= MAX_TOKENS_PER_FLUSH) {
-        this.dropped++;
-        return;
-      }
-      usage = { clients: new Map(), operations: new Map() };
-      this.pending.set(tokenId, usage);
-    }
+    const use = this.pendingOf(tokenId);
+    if (!use) return;
+    const clients = (use.clients ??= new LRUCache({ max: MAX_CLIENTS_PER_TOKEN }));
     const clientKey = `${ip}\0${userAgent}`;
-    const client = usage.clients.get(clientKey);
+    const client = clients.get(clientKey); // now the most recently seen
     if (client) client.at = at;
     else {
-      if (usage.clients.size >= MAX_CLIENTS_PER_TOKEN) evictOldest(usage.clients);
-      usage.clients.set(clientKey, {
+      clients.set(clientKey, {
         ip: ip.slice(0, MAX_CLIENT_IP_CHARS),
         userAgent: userAgent.slice(0, MAX_USER_AGENT_CHARS),
         at,
       });
     }
+    const counts = (use.operations ??= new Map());
     const day = this.dayOf(at);
     for (const operation of operations) {
       let key = `${day}\0${operation}`;
-      if (!usage.operations.has(key) && usage.operations.size >= MAX_OPERATIONS_PER_FLUSH) key = `${day}\0other`;
-      usage.operations.set(key, (usage.operations.get(key) ?? 0) + 1);
+      if (!counts.has(key) && counts.size >= MAX_OPERATIONS_PER_FLUSH) key = `${day}\0other`;
+      counts.set(key, (counts.get(key) ?? 0) + 1);
     }
   }
 
@@ -84,18 +92,24 @@ export class TokenUsageRecorder {
       this.logger.warn({ dropped: this.dropped }, "token usage: more tokens used within a flush than are kept");
       this.dropped = 0;
     }
+    const lastUsed: { ids: string[]; times: Date[] } = { ids: [], times: [] };
     const rows: UsageBatch = {
       clients: { tokenIds: [], ips: [], userAgents: [], times: [] },
       operations: { tokenIds: [], days: [], operations: [], counts: [] },
     };
-    for (const [tokenId, usage] of batch) {
-      for (const client of usage.clients.values()) {
+    // In token id order: replicas flushing the same tokens at once take their rows' locks in the same order.
+    for (const [tokenId, use] of [...batch].sort(([a], [b]) => (a < b ? -1 : 1))) {
+      if (use.lastUsedAt !== undefined) {
+        lastUsed.ids.push(tokenId);
+        lastUsed.times.push(new Date(use.lastUsedAt));
+      }
+      for (const client of use.clients?.values() ?? []) {
         rows.clients.tokenIds.push(tokenId);
         rows.clients.ips.push(client.ip);
         rows.clients.userAgents.push(client.userAgent);
         rows.clients.times.push(new Date(client.at));
       }
-      for (const [key, count] of usage.operations) {
+      for (const [key, count] of use.operations ?? []) {
         const split = key.indexOf("\0");
         rows.operations.tokenIds.push(tokenId);
         rows.operations.days.push(key.slice(0, split));
@@ -104,15 +118,34 @@ export class TokenUsageRecorder {
       }
     }
     try {
-      await inPrismaTransaction(this.prisma, (tx) => recordAccessTokenUsage(tx, rows));
+      await inPrismaTransaction(this.prisma, async (tx) => {
+        await recordAccessTokenUsage(tx, rows);
+        // Last: access_token's rows stay locked only for the end of the transaction. Several replicas flush
+        // independently; the newest use is kept.
+        if (lastUsed.ids.length > 0) await recordAccessTokenUses(tx, lastUsed.ids, lastUsed.times);
+      });
     } catch (error) {
-      this.logger.warn({ err: error, tokens: batch.size }, "could not record the usage of access tokens");
+      this.logger.warn({ err: error, tokens: batch.size }, "could not record the use of access tokens");
     }
   }
 
   async stop(): Promise<void> {
     await this.loop.stop(); // a flush in flight ends first
     await this.flush();
+  }
+
+  /** The token's pending use, made if need be; undefined (the use dropped, counted) once MAX_TOKENS_PER_FLUSH wait. */
+  private pendingOf(tokenId: string): PendingUse | undefined {
+    let use = this.pending.get(tokenId);
+    if (!use) {
+      if (this.pending.size >= MAX_TOKENS_PER_FLUSH) {
+        this.dropped++;
+        return undefined;
+      }
+      use = {};
+      this.pending.set(tokenId, use);
+    }
+    return use;
   }
 
   /** The UTC day of `at` as YYYY-MM-DD, computed once a day rather than per request. */
@@ -123,18 +156,6 @@ export class TokenUsageRecorder {
     }
     return this.day;
   }
-}
-
-function evictOldest(clients: PendingUsage["clients"]): void {
-  let oldest: string | undefined;
-  let oldestAt = Infinity;
-  for (const [key, client] of clients) {
-    if (client.at < oldestAt) {
-      oldest = key;
-      oldestAt = client.at;
-    }
-  }
-  if (oldest !== undefined) clients.delete(oldest);
 }
 
 /**

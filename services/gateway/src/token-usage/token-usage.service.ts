@@ -1,4 +1,4 @@
-import { SYSTEM_ACTOR_URN, type Config, type Logger, type RunSummary } from "@mdp/core";
+import { pruneInBatches, SYSTEM_ACTOR_URN, type Config, type Logger, type RunSummary } from "@mdp/core";
 import {
   accessTokenUsageOf,
   inPrismaTransaction,
@@ -10,7 +10,7 @@ import {
 import type { Chore } from "@mdp/queues";
 import type { TokenStore } from "../tokens/token.store";
 import type { TokenVerifier } from "../tokens/token.verifier";
-import { TokenUsageRecorder } from "./token-usage.recorder";
+import type { TokenUsageRecorder } from "./token-usage.recorder";
 import { stopWorkSetThrough } from "../tokens/revoked-token-work";
 
 /** How often the gateways' chores run (each firing once in the cluster). */
@@ -28,12 +28,13 @@ export interface TokenUsage extends AccessTokenUsageRow {
  * their days, and, with ACCESS_TOKEN_IDLE_REVOKE_DAYS, revoking idle tokens.
  */
 export class TokenUsageService {
-  readonly recorder: TokenUsageRecorder;
   /** ACCESS_TOKEN_USAGE_RECORDING: whether requests made with tokens are recorded (app.ts mounts recordTokenUse) */
   readonly recording: boolean;
 
   constructor(
     private readonly prisma: PrismaClient,
+    /** the one recorder of tokens' uses (lastUsedAt too: composition hands it to the verifier) */
+    readonly recorder: TokenUsageRecorder,
     private readonly store: Pick<TokenStore, "urnOf">,
     private readonly verifier: Pick<TokenVerifier, "revokedAllOf">,
     private readonly config: Pick<
@@ -42,7 +43,6 @@ export class TokenUsageService {
     >,
     private readonly logger: Logger,
   ) {
-    this.recorder = new TokenUsageRecorder(prisma, logger);
     this.recording = config.ACCESS_TOKEN_USAGE_RECORDING;
   }
 
@@ -106,8 +106,11 @@ export class TokenUsageService {
     ];
   }
 
-  async prune(): Promise<RunSummary> {
-    return { deleted: await pruneAccessTokenUsage(this.prisma) };
+  /** Counts past their days, a batch per statement until caught up or the budget is spent (the rest: next firing). */
+  async prune(budgetMs = 20_000): Promise<RunSummary> {
+    return {
+      deleted: await pruneInBatches((batch) => pruneAccessTokenUsage(this.prisma, batch), { budgetMs, batch: 10_000 }),
+    };
   }
 
   /**

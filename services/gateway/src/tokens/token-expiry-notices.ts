@@ -1,4 +1,4 @@
-import { SYSTEM_ACTOR_URN, type Logger } from "@mdp/core";
+import { pruneInBatches, SYSTEM_ACTOR_URN, type Logger } from "@mdp/core";
 import { writeTokenExpiryNotices, type Database } from "@mdp/db";
 import type { Chore } from "@mdp/queues";
 
@@ -20,13 +20,10 @@ export function tokenExpiryNoticeChore(db: Pick<Database, "pool">, logger: Logge
     name: "notify-expiring-tokens",
     everyMs: EXPIRY_NOTICE_EVERY_MS,
     run: async () => {
-      const until = Date.now() + NOTICE_BUDGET_MS;
-      let notified = 0;
-      for (;;) {
-        const n = await writeTokenExpiryNotices(db.pool, SYSTEM_ACTOR_URN, NOTICE_BATCH);
-        notified += n;
-        if (n < NOTICE_BATCH || Date.now() >= until) break;
-      }
+      const notified = await pruneInBatches((batch) => writeTokenExpiryNotices(db.pool, SYSTEM_ACTOR_URN, batch), {
+        budgetMs: NOTICE_BUDGET_MS,
+        batch: NOTICE_BATCH,
+      });
       if (notified > 0) logger.info({ notified }, "told of access tokens nearing expiry");
       return { notified };
     },

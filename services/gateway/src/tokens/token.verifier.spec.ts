@@ -84,7 +84,7 @@ describe("TokenVerifier's chains", () => {
     };
     const fake = fakeBus();
     deliver = fake.deliver;
-    verifier = new TokenVerifier(store, fake.bus, { record: () => undefined }, config);
+    verifier = new TokenVerifier(store, fake.bus, { used: () => undefined }, config);
   });
 
   it("builds the chain (minter, parent with its scopes, expiry) and reads each row from PostgreSQL once", async () => {

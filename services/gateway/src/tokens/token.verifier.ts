@@ -1,4 +1,5 @@
 import { hash } from "node:crypto";
+import { LRUCache } from "lru-cache";
 import {
   boundingMinter,
   MAX_TOKEN_CHAIN_DEPTH,
@@ -10,14 +11,13 @@ import {
 import type { Actor } from "../auth/actor";
 import type { InvalidationBus } from "../events/invalidation-bus";
 import { Hs256, JwtError, type AccessTokenClaims } from "./jwt";
-import type { LastUsedRecorder } from "./last-used.recorder";
 import { countAccepted, countRefused, type RefusalReason } from "./token-metrics";
 import { digestMatches, tokenDigest } from "./token-hash";
 import type { TokenCredential, TokenStore } from "./token.store";
 
-/** What a replica remembers about a token it has verified: enough to refuse it without PostgreSQL once revoked. */
-interface KnownToken extends TokenCredential {
-  cachedAt: number;
+/** Where each accepted use of a token goes: token-usage's recorder, which keeps its lastUsedAt. */
+export interface TokenUses {
+  used(tokenId: string): void;
 }
 
 /**
@@ -40,13 +40,17 @@ const TOKEN_CACHE_MAX_ENTRIES = 50_000;
  */
 export class TokenVerifier {
   private readonly jwt: Hs256;
-  private readonly known = new Map<string, KnownToken>();
+  /** What a replica remembers about a token it has verified: enough to refuse it without PostgreSQL once revoked. */
+  private readonly known = new LRUCache<string, TokenCredential>({
+    max: TOKEN_CACHE_MAX_ENTRIES,
+    ttl: TOKEN_CACHE_MAX_AGE_MS,
+  });
   /**
    * The claims of tokens that passed the full check, by the SHA-256 of the token (a one-way digest of 256 random bits
    * of signature, no more use to a reader of this memory than the salted hashes in the table). Claims never change;
    * whether the token still counts is its row's, looked up on every use.
    */
-  private readonly verified = new Map<string, AccessTokenClaims>();
+  private readonly verified = new LRUCache<string, AccessTokenClaims>({ max: TOKEN_CACHE_MAX_ENTRIES });
   /** bumped by every invalidation, so a lookup that raced with a revocation does not cache what it read */
   private generation = 0;
   /** what a rotated-out token used after its grace window sets off (token-rotation.ts: its family's revocation) */
@@ -55,7 +59,7 @@ export class TokenVerifier {
   constructor(
     private readonly store: Pick<TokenStore, "credentialOf">,
     private readonly bus: InvalidationBus,
-    private readonly lastUsed: Pick<LastUsedRecorder, "record">,
+    private readonly uses: TokenUses,
     private readonly config: Pick<Config, "TOKEN_SIGNING_KEY" | "TOKEN_SALT">,
   ) {
     this.jwt = new Hs256(config.TOKEN_SIGNING_KEY);
@@ -84,7 +88,7 @@ export class TokenVerifier {
   async verify(token: string): Promise<Actor> {
     const fingerprint = hash("sha256", token, "base64url");
     let claims = this.verified.get(fingerprint);
-    let known: KnownToken | null | undefined = claims && this.cached(claims.jti);
+    let known: TokenCredential | null | undefined = claims && this.cached(claims.jti);
     if (claims && known) {
       requireUnexpired(claims);
     } else {
@@ -100,7 +104,6 @@ export class TokenVerifier {
       ) {
         throw refused("invalid", "Unable to verify the provided token.");
       }
-      if (this.verified.size >= TOKEN_CACHE_MAX_ENTRIES) this.verified.clear();
       this.verified.set(fingerprint, claims);
     }
     if (known.revoked) throw refused("revoked", "Token has been revoked");
@@ -119,7 +122,7 @@ export class TokenVerifier {
     // Most tokens have no parent: no await, so their requests pay nothing for chains.
     if (known.parentTokenId !== null) actor.parent = await this.ancestor(known.parentTokenId, 2);
     if (claims.exp !== undefined) actor.tokenExpiresAt = claims.exp * 1000;
-    this.lastUsed.record(claims.jti);
+    this.uses.used(claims.jti);
     countAccepted();
     return actor;
   }
@@ -178,7 +181,8 @@ export class TokenVerifier {
   /** A scan of at most TOKEN_CACHE_MAX_ENTRIES, once per bulk revocation: cheap next to keeping a per-user index. */
   private forgetTokensOf(actorUrn: string): void {
     this.generation++;
-    for (const [tokenId, known] of this.known) if (known.actorUrn === actorUrn) this.known.delete(tokenId);
+    const theirs = [...this.known.entries()].filter(([, known]) => known.actorUrn === actorUrn);
+    for (const [tokenId] of theirs) this.known.delete(tokenId);
   }
 
   private claimsOf(token: string): AccessTokenClaims {
@@ -190,23 +194,16 @@ export class TokenVerifier {
     }
   }
 
-  private cached(tokenId: string): KnownToken | undefined {
+  private cached(tokenId: string): TokenCredential | undefined {
     // A revocation announced on a channel that is not delivering would go unseen: read the row instead.
-    if (!this.bus.isLive()) return undefined;
-    const cached = this.known.get(tokenId);
-    return cached && Date.now() - cached.cachedAt < TOKEN_CACHE_MAX_AGE_MS ? cached : undefined;
+    return this.bus.isLive() ? this.known.get(tokenId) : undefined;
   }
 
-  private async load(tokenId: string): Promise<KnownToken | null> {
+  private async load(tokenId: string): Promise<TokenCredential | null> {
     const generation = this.generation;
     const row = await this.store.credentialOf(tokenId);
-    if (!row) return null;
-    const entry = { ...row, cachedAt: Date.now() };
-    if (generation === this.generation) {
-      if (this.known.size >= TOKEN_CACHE_MAX_ENTRIES) this.known.clear();
-      this.known.set(tokenId, entry);
-    }
-    return entry;
+    if (row && generation === this.generation) this.known.set(tokenId, row);
+    return row;
   }
 }
 
