@@ -16,13 +16,12 @@ import type { Actor } from "../auth/actor";
 import { recordAudit } from "../audit/audit.service";
 import type { InvalidationBus } from "../events/invalidation-bus";
 import { pageInput } from "../shared/paging";
-import { newUrnField, parseArgs, said, textField, urnField } from "../shared/validate";
-import type { PolicyEngine } from "./policy-engine";
+import { newUrnField, said, textField, urnField } from "../shared/validate";
 
 const URN_TYPE = "corpGroup";
 
 /** createGroup's arguments; `namespace` makes the urn of the id given (or generated). */
-const createGroupArgs = (namespace: string) =>
+export const createGroupArgs = (namespace: string) =>
   z.object({
     input: z.object({
       // Parsed into the group's urn.
@@ -34,7 +33,7 @@ const createGroupArgs = (namespace: string) =>
     }),
   });
 /** addGroupMembers' and removeGroupMembers' arguments: the users, each once. */
-const groupMembersArgs = z.object({
+export const groupMembersArgs = z.object({
   input: z.object({
     groupUrn: urnField(URN_TYPE),
     userUrns: z
@@ -46,15 +45,18 @@ const groupMembersArgs = z.object({
       .transform((urns) => [...new Set(urns)]),
   }),
 });
-const listGroupsArgs = pageInput({ query: z.string().nullish() });
+export const listGroupsArgs = pageInput({ query: z.string().nullish() });
 
-/** Groups and their members (policies can name groups). Every change needs MANAGE_POLICIES and is audited. */
+/**
+ * Groups and their members (policies can name groups). Every operation needs MANAGE_POLICIES (declared with the
+ * arguments' contracts in policies.graphql.ts); every change is audited.
+ */
 export class GroupService {
-  private readonly createArgs: ReturnType<typeof createGroupArgs>;
+  /** createGroup's contract, with this deployment's urn namespace */
+  readonly createArgs: ReturnType<typeof createGroupArgs>;
 
   constructor(
     private readonly prisma: PrismaClient,
-    private readonly engine: PolicyEngine,
     private readonly bus: InvalidationBus,
     private readonly config: Pick<Config, "URN_NAMESPACE">,
     /** where the listing reads (Database.stale) */
@@ -63,9 +65,8 @@ export class GroupService {
     this.createArgs = createGroupArgs(config.URN_NAMESPACE);
   }
 
-  async create(actor: Actor, args: unknown): Promise<string> {
-    await this.engine.require(actor, "MANAGE_POLICIES", "create groups");
-    const { id: urn, name, description } = parseArgs(this.createArgs, args).input;
+  async create(actor: Actor, { input }: z.output<ReturnType<typeof createGroupArgs>>): Promise<string> {
+    const { id: urn, name, description } = input;
     try {
       await inPrismaTransaction(this.prisma, async (tx) => {
         await insertGroup(tx, { urn, name, description });
@@ -78,9 +79,8 @@ export class GroupService {
     return urn;
   }
 
-  async addMembers(actor: Actor, args: unknown): Promise<boolean> {
-    await this.engine.require(actor, "MANAGE_POLICIES", "change group members");
-    const { groupUrn, userUrns: users } = parseArgs(groupMembersArgs, args).input;
+  async addMembers(actor: Actor, { input }: z.output<typeof groupMembersArgs>): Promise<boolean> {
+    const { groupUrn, userUrns: users } = input;
     await inPrismaTransaction(this.prisma, async (tx) => {
       await this.existing(tx, groupUrn);
       await addGroupMembers(tx, groupUrn, users);
@@ -90,9 +90,8 @@ export class GroupService {
     return true;
   }
 
-  async removeMembers(actor: Actor, args: unknown): Promise<boolean> {
-    await this.engine.require(actor, "MANAGE_POLICIES", "change group members");
-    const { groupUrn, userUrns: users } = parseArgs(groupMembersArgs, args).input;
+  async removeMembers(actor: Actor, { input }: z.output<typeof groupMembersArgs>): Promise<boolean> {
+    const { groupUrn, userUrns: users } = input;
     await inPrismaTransaction(this.prisma, async (tx) => {
       await this.existing(tx, groupUrn);
       await removeGroupMembers(tx, groupUrn, users);
@@ -102,9 +101,7 @@ export class GroupService {
     return true;
   }
 
-  async list(actor: Actor, args: unknown) {
-    await this.engine.require(actor, "MANAGE_POLICIES", "list groups");
-    const { start, count, ...input } = parseArgs(listGroupsArgs, args).input;
+  async list({ input: { start, count, ...input } }: z.output<typeof listGroupsArgs>) {
     const query = input.query?.trim();
     const { total, rows: groups } = await replicaReads.groupPage(this.reads, query || undefined, start, count);
     return { start, count: groups.length, total, groups };

@@ -1,5 +1,8 @@
 import type { Policy } from "@mdp/db";
-import type { GraphQLContext } from "../graphql/context";
+import { resolver } from "../graphql/resolver";
+import { listAuditEventsArgs } from "../audit/audit.service";
+import { groupMembersArgs, listGroupsArgs } from "./group.service";
+import { createPolicyArgs, listPoliciesArgs, policyArgs, updatePolicyArgs } from "./policy.service";
 
 export const policyTypeDefs = /* GraphQL */ `
   enum PolicyType {
@@ -164,26 +167,48 @@ export const policyTypeDefs = /* GraphQL */ `
   }
 `;
 
-/** Each operation's service checks its privilege, then parses these arguments with the operation's contract. */
-type Args = unknown;
+const MANAGE_POLICIES = "MANAGE_POLICIES";
+const managing = (to: string) => ({ privilege: MANAGE_POLICIES, to }) as const;
 
 export const policyResolvers = {
   Policy: {
     actors: (policy: Policy) => ({ users: policy.users, groups: policy.groups, allUsers: policy.allUsers }),
   },
   Query: {
-    policy: (_: unknown, args: Args, ctx: GraphQLContext) => ctx.services.policies.get(ctx.actor, args),
-    listPolicies: (_: unknown, args: Args, ctx: GraphQLContext) => ctx.services.policies.list(ctx.actor, args),
-    listGroups: (_: unknown, args: Args, ctx: GraphQLContext) => ctx.services.groups.list(ctx.actor, args),
-    listAuditEvents: (_: unknown, args: Args, ctx: GraphQLContext) => ctx.services.audit.list(ctx.actor, args),
+    policy: resolver({ requires: managing("view policies"), args: policyArgs }, (s, _actor, args) =>
+      s.policies.get(args),
+    ),
+    listPolicies: resolver({ requires: managing("list policies"), args: listPoliciesArgs }, (s, _actor, args) =>
+      s.policies.list(args),
+    ),
+    listGroups: resolver({ requires: managing("list groups"), args: listGroupsArgs }, (s, _actor, args) =>
+      s.groups.list(args),
+    ),
+    listAuditEvents: resolver(
+      { requires: managing("read audit events"), args: listAuditEventsArgs },
+      (s, _actor, args) => s.audit.list(args),
+    ),
   },
   Mutation: {
-    createPolicy: (_: unknown, args: Args, ctx: GraphQLContext) => ctx.services.policies.create(ctx.actor, args),
-    updatePolicy: (_: unknown, args: Args, ctx: GraphQLContext) => ctx.services.policies.update(ctx.actor, args),
-    deletePolicy: (_: unknown, args: Args, ctx: GraphQLContext) => ctx.services.policies.delete(ctx.actor, args),
-    createGroup: (_: unknown, args: Args, ctx: GraphQLContext) => ctx.services.groups.create(ctx.actor, args),
-    addGroupMembers: (_: unknown, args: Args, ctx: GraphQLContext) => ctx.services.groups.addMembers(ctx.actor, args),
-    removeGroupMembers: (_: unknown, args: Args, ctx: GraphQLContext) =>
-      ctx.services.groups.removeMembers(ctx.actor, args),
+    createPolicy: resolver({ requires: managing("create policies"), args: createPolicyArgs }, (s, actor, args) =>
+      s.policies.create(actor, args),
+    ),
+    updatePolicy: resolver({ requires: managing("update policies"), args: updatePolicyArgs }, (s, actor, args) =>
+      s.policies.update(actor, args),
+    ),
+    deletePolicy: resolver({ requires: managing("delete policies"), args: policyArgs }, (s, actor, args) =>
+      s.policies.delete(actor, args),
+    ),
+    createGroup: resolver({ requires: managing("create groups"), args: (s) => s.groups.createArgs }, (s, actor, args) =>
+      s.groups.create(actor, args),
+    ),
+    addGroupMembers: resolver(
+      { requires: managing("change group members"), args: groupMembersArgs },
+      (s, actor, args) => s.groups.addMembers(actor, args),
+    ),
+    removeGroupMembers: resolver(
+      { requires: managing("change group members"), args: groupMembersArgs },
+      (s, actor, args) => s.groups.removeMembers(actor, args),
+    ),
   },
 };

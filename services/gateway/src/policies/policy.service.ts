@@ -18,8 +18,8 @@ import type { Actor } from "../auth/actor";
 import { recordAudit } from "../audit/audit.service";
 import type { InvalidationBus } from "../events/invalidation-bus";
 import { pageInput } from "../shared/paging";
-import { parseArgs, rule, textField, urnField } from "../shared/validate";
-import { ROOT_POLICY_URN, rootPolicy, type PolicyEngine } from "./policy-engine";
+import { rule, textField, urnField } from "../shared/validate";
+import { ROOT_POLICY_URN, rootPolicy } from "./policy-engine";
 import { PRIVILEGES, canonicalPrivilege } from "./privileges";
 
 /** A policy's fields (createPolicy, updatePolicy), stored as they parse: privileges in our spelling, lists deduplicated. */
@@ -58,25 +58,25 @@ const policyInput = z
   }));
 const policyUrn = urnField("dataHubPolicy");
 
-const createPolicyArgs = z.object({ input: policyInput });
-const updatePolicyArgs = z.object({ urn: policyUrn, input: policyInput });
-const policyArgs = z.object({ urn: policyUrn });
-const listPoliciesArgs = pageInput({ query: z.string().nullish() });
+export const createPolicyArgs = z.object({ input: policyInput });
+export const updatePolicyArgs = z.object({ urn: policyUrn, input: policyInput });
+export const policyArgs = z.object({ urn: policyUrn });
+export const listPoliciesArgs = pageInput({ query: z.string().nullish() });
 
-/** Platform policies (DataHub's GraphQL names). Every change needs MANAGE_POLICIES, is audited and reaches every replica. */
+/**
+ * Platform policies (DataHub's GraphQL names). Every operation needs MANAGE_POLICIES (declared with the arguments'
+ * contracts in policies.graphql.ts); every change is audited and reaches every replica.
+ */
 export class PolicyService {
   constructor(
     private readonly prisma: PrismaClient,
-    private readonly engine: PolicyEngine,
     private readonly bus: InvalidationBus,
     private readonly config: Pick<Config, "ROOT_USER_URN" | "URN_NAMESPACE">,
     /** where the listing reads (Database.stale) */
     private readonly reads: StaleReads,
   ) {}
 
-  async create(actor: Actor, args: unknown): Promise<string> {
-    await this.engine.require(actor, "MANAGE_POLICIES", "create policies");
-    const { input: data } = parseArgs(createPolicyArgs, args);
+  async create(actor: Actor, { input: data }: z.output<typeof createPolicyArgs>): Promise<string> {
     const urn = makeUrn(this.config.URN_NAMESPACE, "dataHubPolicy", randomUUID());
     await inPrismaTransaction(this.prisma, async (tx) => {
       await insertPolicy(tx, { urn, ...data });
@@ -86,9 +86,7 @@ export class PolicyService {
     return urn;
   }
 
-  async update(actor: Actor, args: unknown): Promise<string> {
-    await this.engine.require(actor, "MANAGE_POLICIES", "update policies");
-    const { urn, input: data } = parseArgs(updatePolicyArgs, args);
+  async update(actor: Actor, { urn, input: data }: z.output<typeof updatePolicyArgs>): Promise<string> {
     await inPrismaTransaction(this.prisma, async (tx) => {
       await this.editable(tx, urn);
       await updatePolicy(tx, urn, data);
@@ -98,9 +96,7 @@ export class PolicyService {
     return urn;
   }
 
-  async delete(actor: Actor, args: unknown): Promise<string> {
-    await this.engine.require(actor, "MANAGE_POLICIES", "delete policies");
-    const { urn } = parseArgs(policyArgs, args);
+  async delete(actor: Actor, { urn }: z.output<typeof policyArgs>): Promise<string> {
     await inPrismaTransaction(this.prisma, async (tx) => {
       const policy = await this.editable(tx, urn);
       await deletePolicy(tx, urn);
@@ -110,16 +106,12 @@ export class PolicyService {
     return urn;
   }
 
-  async get(actor: Actor, args: unknown): Promise<Policy | null> {
-    await this.engine.require(actor, "MANAGE_POLICIES", "view policies");
-    const { urn } = parseArgs(policyArgs, args);
+  async get({ urn }: z.output<typeof policyArgs>): Promise<Policy | null> {
     if (urn === ROOT_POLICY_URN) return rootPolicy(this.config.ROOT_USER_URN);
     return findPolicy(this.prisma, urn);
   }
 
-  async list(actor: Actor, args: unknown) {
-    await this.engine.require(actor, "MANAGE_POLICIES", "list policies");
-    const { start, count, ...input } = parseArgs(listPoliciesArgs, args).input;
+  async list({ input: { start, count, ...input } }: z.output<typeof listPoliciesArgs>) {
     const query = input.query?.trim();
     const root = rootPolicy(this.config.ROOT_USER_URN);
     const rootMatches = !query || root.name.toLowerCase().includes(query.toLowerCase());
