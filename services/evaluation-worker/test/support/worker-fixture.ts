@@ -5,7 +5,9 @@
  * their outbox events, tests, policies, runTest tasks) is written here with `@mdp/db`'s and `@mdp/tasks`' own
  * statements. `workerTest` gives each test a started worker and stops it after.
  */
+import { randomUUID } from "node:crypto";
 import { createLogger, type Config, type PeriodicLoop, type Privilege } from "@mdp/core";
+import { eventually } from "@mdp/core/testing";
 import {
   AspectRepository,
   createDatabase,
@@ -36,6 +38,7 @@ import {
   onChangeRunStarter,
 } from "../../src/index";
 import type { OnChangePass, OnChangeSettings } from "../../src/on-change-settings";
+import type { ImpactPreview } from "../../src/preview-test.processor";
 import { startTestEnvironment } from "../../../../test/support/test-environment";
 import { waitForState } from "../../../../test/support/wait-for-state";
 
@@ -70,6 +73,11 @@ export interface WorkerFixture {
   grant(user: string, privileges: Privilege[]): Promise<string>;
   /** queues a runTest task for `actor`, as the gateway's runTest does; its id */
   runTest(testUrn: string, actor: string, options?: { push?: boolean; batchSize?: number }): Promise<string>;
+  /**
+   * Queues an impact preview of `definition` for the test, as the gateway's previewTestImpact does, and answers what
+   * the worker returned (the gateway's reply channel is not listened to here: the job's return value is the answer).
+   */
+  preview(testUrn: string, definition: object, sampleSize?: number): Promise<ImpactPreview>;
   /** the task's row (state, progress, result, failedReason) once its state is one of `states` */
   waitForTask(taskId: string, states: readonly string[]): Promise<Record<string, unknown> & { state: string }>;
   /** the test's entry in the entity's latest testResults, if any */
@@ -215,6 +223,25 @@ export async function startWorkerFixture({ env = {}, onChange = {} }: WorkerOpti
         },
       );
       return taskId;
+    },
+    async preview(testUrn, definition, sampleSize = 1000) {
+      const parsed = storedDefinition(definition);
+      const jobId = `preview-${randomUUID()}`;
+      await producer.enqueue(jobId, {
+        kind: "previewTest",
+        testUrn,
+        definition: parsed.definition,
+        onTypes: parsed.onTypes,
+        sampleSize,
+        actorUrn: config.ROOT_USER_URN,
+        replyTo: `preview-test:${jobId}`,
+      });
+      const job = await eventually(`preview ${jobId} answered`, async () => {
+        const queued = await producer.getJob(jobId);
+        return queued?.finishedOn ? queued : undefined;
+      });
+      if (job.failedReason) throw new Error(`preview ${jobId} failed: ${job.failedReason}`);
+      return job.returnvalue as ImpactPreview;
     },
     waitForTask: (taskId, states) => waitForState(task, taskId, states),
     async resultOf(urn, testUrn) {
