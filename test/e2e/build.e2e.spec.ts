@@ -48,7 +48,8 @@ describe("the build", () => {
   const built = { ok: missing.length === 0 };
 
   it("has every lib and service compiled, with the files the compiled code reads beside it", () => {
-    if (!built.ok) throw new Error(`no build (run \`pnpm build\` first; CI does before its tests): ${missing.join(", ")}`);
+    if (!built.ok)
+      throw new Error(`no build (run \`pnpm build\` first; CI does before its tests): ${missing.join(", ")}`);
   });
 
   describe("the deployment files", () => {

@@ -132,23 +132,26 @@ describe("evaluation on change, in the worker", () => {
     expect(await w.settle()).toMatchObject({ entities: 0 });
   });
 
-  workerTest("counts the runs a test's edits start against its owner's runTest limit: past it, none (audited)", async (w) => {
-    const EDITOR = "urn:li:corpuser:onchange-editor";
-    await w.grant(EDITOR, ["MANAGE_TESTS", "VIEW_TESTS"]);
-    const edited = await w.createTest("edited-often", DESCRIBED, EDITOR);
-    // Each edit a definition of its own (its own run); the owner's limit is RATE_LIMIT_TEST_RUNS_PER_MINUTE (10).
-    for (let i = 0; i < 11; i++) {
-      const rules = { property: "datasetProperties.description", operator: "contains_str", value: `edit-${i}` };
-      await w.editTest(edited, { on: { types: ["dataset"] }, rules }, EDITOR);
-      await w.settle(); // each edit read in a pass of its own (edits read in one pass start one run)
-    }
-    const limited = await w.database.prisma.auditEvent.findMany({
-      where: { action: "test.run.rateLimited", targetUrn: edited },
-    });
-    expect(limited.length).toBeGreaterThanOrEqual(1);
-    expect(limited[0]).toMatchObject({ actorUrn: EDITOR, details: expect.objectContaining({ trigger: "change" }) });
-    expect((await w.runsOf(edited)).length).toBeLessThanOrEqual(w.config.RATE_LIMIT_TEST_RUNS_PER_MINUTE);
-  });
+  workerTest(
+    "counts the runs a test's edits start against its owner's runTest limit: past it, none (audited)",
+    async (w) => {
+      const EDITOR = "urn:li:corpuser:onchange-editor";
+      await w.grant(EDITOR, ["MANAGE_TESTS", "VIEW_TESTS"]);
+      const edited = await w.createTest("edited-often", DESCRIBED, EDITOR);
+      // Each edit a definition of its own (its own run); the owner's limit is RATE_LIMIT_TEST_RUNS_PER_MINUTE (10).
+      for (let i = 0; i < 11; i++) {
+        const rules = { property: "datasetProperties.description", operator: "contains_str", value: `edit-${i}` };
+        await w.editTest(edited, { on: { types: ["dataset"] }, rules }, EDITOR);
+        await w.settle(); // each edit read in a pass of its own (edits read in one pass start one run)
+      }
+      const limited = await w.database.prisma.auditEvent.findMany({
+        where: { action: "test.run.rateLimited", targetUrn: edited },
+      });
+      expect(limited.length).toBeGreaterThanOrEqual(1);
+      expect(limited[0]).toMatchObject({ actorUrn: EDITOR, details: expect.objectContaining({ trigger: "change" }) });
+      expect((await w.runsOf(edited)).length).toBeLessThanOrEqual(w.config.RATE_LIMIT_TEST_RUNS_PER_MINUTE);
+    },
+  );
 
   workerTest("suspends a test whose owner lost MANAGE_TESTS, and pushes nothing for it", async (w) => {
     const LEAVER = "urn:li:corpuser:onchange-leaver";

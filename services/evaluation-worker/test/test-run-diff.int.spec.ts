@@ -130,33 +130,39 @@ describe("run diffs, in the worker", () => {
     expect(await findRunDiff(w.database.pool, test, null)).toBeNull();
   });
 
-  workerTest("keeps the last TEST_RUN_DIFF_MAX_RUNS runs of a test: a run that starts deletes the oldest", async (w) => {
-    const test = "urn:li:test:capped";
-    const open = (runId: string, at: number) =>
-      inTransaction(w.database.pool, (client) =>
-        openRunDiff(client, { runId, testUrn: test, at: new Date(at), flapChanges: 2, flapRuns: 5, maxRuns: 2 }),
+  workerTest(
+    "keeps the last TEST_RUN_DIFF_MAX_RUNS runs of a test: a run that starts deletes the oldest",
+    async (w) => {
+      const test = "urn:li:test:capped";
+      const open = (runId: string, at: number) =>
+        inTransaction(w.database.pool, (client) =>
+          openRunDiff(client, { runId, testUrn: test, at: new Date(at), flapChanges: 2, flapRuns: 5, maxRuns: 2 }),
+        );
+      await open("capped-1", 1_000);
+      await open("capped-2", 2_000);
+      const third = await open("capped-3", 3_000);
+      // Compared with the run before it, which had no batch yet: its start.
+      expect(third).toMatchObject({
+        previousRunId: "capped-2",
+        baselineAt: new Date(2_000),
+        flapSince: new Date(1_000),
+      });
+      const kept = await w.database.pool.query<{ run_id: string }>(
+        "SELECT run_id FROM test_run_diff WHERE test_urn = $1 ORDER BY started_at",
+        [test],
       );
-    await open("capped-1", 1_000);
-    await open("capped-2", 2_000);
-    const third = await open("capped-3", 3_000);
-    // Compared with the run before it, which had no batch yet: its start.
-    expect(third).toMatchObject({ previousRunId: "capped-2", baselineAt: new Date(2_000), flapSince: new Date(1_000) });
-    const kept = await w.database.pool.query<{ run_id: string }>(
-      "SELECT run_id FROM test_run_diff WHERE test_urn = $1 ORDER BY started_at",
-      [test],
-    );
-    expect(kept.rows.map((r) => r.run_id)).toEqual(["capped-2", "capped-3"]);
-  });
+      expect(kept.rows.map((r) => r.run_id)).toEqual(["capped-2", "capped-3"]);
+    },
+  );
 
   workerTest("prunes run diffs older than the history's retention with the history", async (w) => {
     await describe_(w, [[A, "abc", "all orders"]]);
     const test = await createTest(w, "pruned", "abc");
     const old = await run(w, test);
     const recent = await run(w, test);
-    await w.database.pool.query(
-      `UPDATE test_run_diff SET started_at = now() - interval '400 days' WHERE run_id = $1`,
-      [old],
-    );
+    await w.database.pool.query(`UPDATE test_run_diff SET started_at = now() - interval '400 days' WHERE run_id = $1`, [
+      old,
+    ]);
     await new TestHistoryRetention(w.database.pool, 365, createLogger("prune", w.config.LOG_LEVEL)).prune();
     expect(await findRunDiff(w.database.pool, test, old)).toBeNull();
     expect(await findRunDiff(w.database.pool, test, recent)).not.toBeNull();

@@ -274,7 +274,9 @@ describe("time-series truncation", () => {
           dryRun: false,
         })
       ).body.value as string;
-      expect(await waitForState(status, later, ["completed", "failed", "cancelled"])).toMatchObject({ state: "completed" });
+      expect(await waitForState(status, later, ["completed", "failed", "cancelled"])).toMatchObject({
+        state: "completed",
+      });
       expect(await timestampsOf(USAGE)).toEqual([]);
       expect(await timestampsOf(PROFILE)).toEqual([T0, T0 + 1]);
     });

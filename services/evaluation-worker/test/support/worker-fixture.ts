@@ -20,16 +20,9 @@ import {
   type Database,
 } from "@mdp/db";
 import { definitionFromJson } from "@mdp/metadata-tests";
-import {
-  closeRedis,
-  closeWorker,
-  createRedis,
-  createWorker,
-  Producer,
-  RateLimits,
-  runTestRequest,
-} from "@mdp/queues";
+import { closeRedis, closeWorker, createRedis, createWorker, Producer, RateLimits, runTestRequest } from "@mdp/queues";
 import { TaskLifecycle } from "@mdp/tasks";
+import type { Job } from "bullmq";
 import {
   evaluationGivenUp,
   evaluationHandler,
@@ -78,6 +71,10 @@ export interface WorkerFixture {
    * the worker returned (the gateway's reply channel is not listened to here: the job's return value is the answer).
    */
   preview(testUrn: string, definition: object, sampleSize?: number): Promise<ImpactPreview>;
+  /** the evaluate queue's job of that id, as the queue dashboard shows it */
+  job(jobId: string): Promise<Job | undefined>;
+  /** runs `cleanup` at close, before the worker stops (connections a test opened) */
+  defer(cleanup: () => Promise<void>): void;
   /** the task's row (state, progress, result, failedReason) once its state is one of `states` */
   waitForTask(taskId: string, states: readonly string[]): Promise<Record<string, unknown> & { state: string }>;
   /** the test's entry in the entity's latest testResults, if any */
@@ -150,6 +147,7 @@ export async function startWorkerFixture({ env = {}, onChange = {} }: WorkerOpti
     });
   const evaluator = newOnChange();
   let loop: PeriodicLoop | undefined;
+  const cleanups: Array<() => Promise<void>> = [];
   const aspects = new AspectRepository();
   const { prisma, pool } = database;
 
@@ -240,14 +238,15 @@ export async function startWorkerFixture({ env = {}, onChange = {} }: WorkerOpti
         const queued = await producer.getJob(jobId);
         return queued?.finishedOn ? queued : undefined;
       });
-      if (job.failedReason) throw new Error(`preview ${jobId} failed: ${job.failedReason}`);
-      return job.returnvalue as ImpactPreview;
+      if (job!.failedReason) throw new Error(`preview ${jobId} failed: ${job!.failedReason}`);
+      return job!.returnvalue as ImpactPreview;
     },
+    job: (jobId) => producer.getJob(jobId),
+    defer: (cleanup) => void cleanups.push(cleanup),
     waitForTask: (taskId, states) => waitForState(task, taskId, states),
     async resultOf(urn, testUrn) {
       const results = (await aspects.latestOfEach(pool, "testResults", [urn])).get(urn) as
-        | { passing: Array<{ test: string }>; failing: Array<{ test: string }> }
-        | undefined;
+        { passing: Array<{ test: string }>; failing: Array<{ test: string }> } | undefined;
       if (results?.passing.some((r) => r.test === testUrn)) return "passing";
       if (results?.failing.some((r) => r.test === testUrn)) return "failing";
       return undefined;
@@ -268,6 +267,7 @@ export async function startWorkerFixture({ env = {}, onChange = {} }: WorkerOpti
       return rows;
     },
     async close() {
+      for (const cleanup of cleanups.reverse()) await cleanup();
       await (loop ? loop.stop() : evaluator.close());
       await closeWorker(worker);
       await producer.close();
