@@ -62,7 +62,17 @@ describe("task lifecycle", () => {
     return claim.lease;
   };
   const row = async (taskId: string) => (await tasks.read(taskId))!;
-  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  /** Until the database's clock passes the expiry of the lease the task holds now: unrenewed, it would have lapsed. */
+  const pastItsLease = async (taskId: string) => {
+    const { leaseExpiresAt } = await row(taskId);
+    await eventually(
+      `the database's clock past task ${taskId}'s lease`,
+      async () =>
+        (await db.pool.query<{ past: boolean }>("SELECT clock_timestamp() > $1 AS past", [leaseExpiresAt])).rows[0]!
+          .past,
+      { timeoutMs: LEASE_MS * 3 },
+    );
+  };
 
   it("create: writes a waiting row and its job; an identical request gets the same task; a failed enqueue ends it", async () => {
     const key = randomUUID();
@@ -111,7 +121,7 @@ describe("task lifecycle", () => {
     const { taskId } = await create();
     const lease = await claimed(taskId);
     const keeper = tasks.keepLeases();
-    await sleep(LEASE_MS * 2);
+    await pastItsLease(taskId);
     expect(presentState(await row(taskId)).state).toBe("active"); // renewed
     keeper.stop();
     const next = await inTransaction(db.pool, (client) =>
@@ -303,7 +313,7 @@ describe("task lifecycle", () => {
       expect(await row(died.taskId)).toMatchObject({ state: "active", attemptsMade: 2, leaseOwner: other.owner });
       expect((await row(died.taskId)).progress).toEqual({ deleted: 0 });
       // The attempt that kept running kept its lease all along.
-      await sleep(LEASE_MS * 2);
+      await pastItsLease(running.taskId);
       expect(presentState(await row(running.taskId)).state).toBe("active");
     });
 

@@ -1,6 +1,6 @@
 /**
  * Pushing results (real PostgreSQL): two requests for one entity that land in the same job both keep their results.
- * The concurrent case across jobs is covered through the gateway in services/gateway/test/metadata-tests.int.spec.ts.
+ * The concurrent case across jobs is covered through the gateway in services/gateway/test/metadata-tests-pushes.int.spec.ts.
  */
 import { AspectRepository, createDatabase, inTransaction, type Database } from "@mdp/db";
 import { createTestDatabase, type TestDatabase } from "@mdp/db/testing";

@@ -294,7 +294,7 @@ describe("DataHub's metadata tests UI operations", () => {
 
     it("runs in the evaluation worker under EVALUATION_TIME_LIMIT_MS, the gateway answering others meanwhile", async () => {
       // 2 MB of tags, written straight to the table (more than one ingestion request may carry), and a legal
-      // definition whose evaluation on it takes seconds (as metadata-tests.int.spec.ts's time limit test).
+      // definition whose evaluation on it takes seconds (as metadata-tests-limits.int.spec.ts's time limit test).
       const tags = Array.from({ length: 20_000 }, (_, i) => ({ tag: `urn:li:tag:${"t".repeat(80)}${i}` }));
       await h.database.pool.query(
         `INSERT INTO aspect (urn, aspect_name, version, entity_type, value, created_by)

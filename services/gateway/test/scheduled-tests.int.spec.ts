@@ -4,15 +4,14 @@
  * Redis: a test with a per-second cron runs by itself as an ordinary runTest task and pushes; its results'
  * transitions are recorded only on change, with times; updating or deleting the test has the schedule sync change or
  * remove its job scheduler; schedules converge with the rows; a schedule whose owner lost MANAGE_TESTS is suspended (audited) and starts nothing until a holder
- * resumes it; the history's cap and retention prune; testResultHistory's privilege and bounds.
+ * resumes it; testResultHistory's privilege and bounds. The history's cap and retention are tested in the worker alone
+ * (services/evaluation-worker/test/test-result-history.int.spec.ts).
  */
 import { createLogger } from "@mdp/core";
 import { eventually } from "@mdp/core/testing";
-import { AspectRepository, inTransaction, ownerPrivilegesReader } from "@mdp/db";
 import { closeRedis, createRedis, Producer, testScheduleId, TestSchedules, type RedisConnection } from "@mdp/queues";
 import { scheduledTestKind, startSchedules } from "@mdp/schedules";
 import { TaskLifecycle } from "@mdp/tasks";
-import { ResultsPusher, TestHistoryRetention, TestResultHistory } from "evaluation-worker";
 import { startEvaluationWorker, type RunningWorker } from "./support/evaluation-worker";
 import { ROOT, grant, startGateway, systemClientHeaders, type Harness } from "./support/gateway-harness";
 
@@ -337,53 +336,6 @@ describe("scheduled tests and result history", () => {
     await gone("the deleted test's scheduler", schedulerOf);
   });
 
-  it("caps each pair's history and prunes it by age, keeping the latest of each live test", async () => {
-    const live = await createScheduled("capped", null);
-    const gone = "urn:li:test:deleted-long-ago";
-    const aspects = new AspectRepository();
-    const ownerPrivileges = ownerPrivilegesReader(h.prisma, h.config.ROOT_USER_URN);
-    const pusher = new ResultsPusher(aspects, ownerPrivileges, new TestResultHistory(2));
-    const push = (passing: boolean, evaluatedAt: number) =>
-      inTransaction(h.database.pool, (client) =>
-        pusher.push(client, [
-          {
-            entityType: "dataset",
-            actorUrn: ROOT,
-            evaluated: new Set([live]),
-            evaluation: {
-              urn: ORDERS,
-              passing: passing ? [{ test: live, type: "SUCCESS" as const }] : [],
-              failing: passing ? [] : [{ test: live, type: "FAILURE" as const, failedRules: [] }],
-              notApplicable: [],
-              evaluatedAt,
-            },
-          },
-        ]),
-      );
-    const t0 = Date.now() - 10 * 86_400_000;
-    await push(true, t0);
-    await push(true, t0 + 1000); // the same state: nothing recorded
-    await push(false, t0 + 2000);
-    await push(true, t0 + 3000);
-    // Three transitions happened; the cap keeps the newest two.
-    expect((await transitions(live)).map((t) => [t.type, t.at])).toEqual([
-      ["SUCCESS", t0 + 3000],
-      ["FAILURE", t0 + 2000],
-    ]);
-
-    await h.database.pool.query(
-      `INSERT INTO test_result_transition (urn, test_urn, passing, previous, at)
-       VALUES ($1, $2, false, NULL, now() - interval '9 days'), ($1, $2, true, false, now() - interval '8 days')`,
-      [ORDERS, gone],
-    );
-    // Retention of 5 days: the live pair keeps its latest row (since when it passes), the deleted test loses all.
-    const deleted = await new TestHistoryRetention(h.database.pool, 5).prune();
-    expect(deleted).toBe(3);
-    expect((await transitions(live)).map((t) => [t.type, t.at])).toEqual([["SUCCESS", t0 + 3000]]);
-    expect((await history(gone)).errors).toBeUndefined();
-    expect(await transitions(gone)).toEqual([]);
-  });
-
   it("answers testResultHistory to VIEW_TESTS holders only, with bounded pages", async () => {
     const testUrn = "urn:li:test:any";
     expect((await history(testUrn, {}, VIEWER)).data?.testResultHistory).toMatchObject({ total: expect.any(Number) });
@@ -398,5 +350,7 @@ describe("scheduled tests and result history", () => {
     const notATest = await gql(HISTORY, { urn: ORDERS, testUrn: ORDERS });
     expect(notATest.errors?.[0]?.extensions?.code).toBe("BAD_USER_INPUT");
     expect(notATest.errors?.[0]?.message).toMatch(/testUrn/);
+    // A test deleted long ago: its history is empty (pruned), not an error.
+    expect((await history("urn:li:test:deleted-long-ago")).data?.testResultHistory).toMatchObject({ total: 0 });
   });
 });

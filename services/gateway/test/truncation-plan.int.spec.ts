@@ -5,6 +5,7 @@
 import { eventually } from "@mdp/core/testing";
 import { DAY_MILLIS, inTransaction, TimeseriesStore, type TimeseriesAspectRef } from "@mdp/db";
 import { startGateway, startTruncationWorker, type Harness } from "./support/gateway-harness";
+import { waitForState } from "../../../test/support/wait-for-state";
 
 const PROFILE: TimeseriesAspectRef = { entityType: "dataset", aspectName: "datasetProfile" };
 const T0 = Date.UTC(2026, 0, 1);
@@ -65,11 +66,6 @@ describe("truncation plan, throttle and bytes freed", () => {
       progress: { deleted: number; rowsPerSecond: number | null };
       attemptsMade: number;
     };
-  const waitForState = (taskId: string, states: string[], timeoutMs = 30_000) =>
-    eventually(`task ${taskId} ${states.join(" or ")}`, () => status(taskId), {
-      timeoutMs,
-      until: (s) => states.includes(s.state),
-    });
   const dryRun = async (body: Record<string, unknown>) => {
     const res = await h.post(TRUNCATE, { entityType: "dataset", aspect: "datasetProfile", ...body });
     expect(res.status).toBe(200);
@@ -154,7 +150,7 @@ describe("truncation plan, throttle and bytes freed", () => {
     const planned = (await dryRun({ endTimeMillis: cutoff })).plan;
     const taskId = (await h.post(TRUNCATE, { ...PROFILE_BODY, endTimeMillis: cutoff, dryRun: false, batchSize: 20 }))
       .body.value as string;
-    const done = await waitForState(taskId, ["completed", "failed"]);
+    const done = await waitForState(status, taskId, ["completed", "failed"]);
     const result = done.result as {
       deleted: number;
       partitionsDropped: number;
@@ -222,7 +218,7 @@ describe("truncation plan, throttle and bytes freed", () => {
     expect((await h.post(RETHROTTLE, { taskId, rowsPerSecond: null })).body.value).toMatchObject({
       rowsPerSecond: null,
     });
-    const done = await waitForState(taskId, ["completed", "failed"]);
+    const done = await waitForState(status, taskId, ["completed", "failed"]);
     expect(done).toMatchObject({ state: "completed", attemptsMade: 1, result: { deleted: 10_000 } });
     expect(done.progress.rowsPerSecond).toBeNull();
 
@@ -253,7 +249,7 @@ describe("truncation plan, throttle and bytes freed", () => {
     expect(paced).toMatchObject({ state: "active", rowsPerSecond: 2 });
     // 10 rows at 2 rows/s: the next batch waits 5 s. Cancel takes effect while it waits.
     await h.post("/gms/operations?action=cancelTask", { taskId });
-    const end = await waitForState(taskId, ["cancelled", "completed", "failed"], 5_000);
+    const end = await waitForState(status, taskId, ["cancelled", "completed", "failed"], 5_000);
     expect(end.state).toBe("cancelled");
     expect(end.progress.deleted).toBeLessThan(100);
   });

@@ -13,6 +13,7 @@ import {
   systemClientHeaders,
   type Harness,
 } from "./support/gateway-harness";
+import { waitForState } from "../../../test/support/wait-for-state";
 
 const PROFILE: TimeseriesAspectRef = { entityType: "dataset", aspectName: "datasetProfile" };
 const USAGE: TimeseriesAspectRef = { entityType: "dataset", aspectName: "datasetUsageStatistics" };
@@ -155,12 +156,9 @@ describe("time-series truncation", () => {
     });
 
     const status = async (taskId: string) =>
-      (await h.post("/gms/operations?action=getTaskStatus", { taskId })).body.value as Record<string, unknown>;
-    const waitForState = (taskId: string, states: string[], timeoutMs = 20_000) =>
-      eventually(`task ${taskId} ${states.join(" or ")}`, () => status(taskId), {
-        timeoutMs,
-        until: (s) => states.includes(s.state as string),
-      });
+      (await h.post("/gms/operations?action=getTaskStatus", { taskId })).body.value as Record<string, unknown> & {
+        state: string;
+      };
 
     it("returns a task id at once, the same one for an identical request while it waits, and the worker completes it", async () => {
       await clear();
@@ -189,7 +187,7 @@ describe("time-series truncation", () => {
       expect(await status(first.body.value as string)).toMatchObject({ state: "waiting", type: "TRUNCATE_TIMESERIES" });
 
       worker = await startTruncationWorker(h);
-      const done = await waitForState(first.body.value as string, ["completed", "failed"]);
+      const done = await waitForState(status, first.body.value as string, ["completed", "failed"]);
       expect(done).toMatchObject({
         state: "completed",
         progress: { deleted: 101, toDelete: 101, percent: 100 },
@@ -233,7 +231,7 @@ describe("time-series truncation", () => {
       const body = { entityType: "dataset", aspect: "datasetProfile", endTimeMillis: T0 + 3 * DAY_MILLIS };
       expect((await h.post(TRUNCATE, body)).body.value).toMatch(/^Delete 0 out of 1 rows \(0\.00%\)/);
       const taskId = (await h.post(TRUNCATE, { ...body, dryRun: false })).body.value as string;
-      expect(await waitForState(taskId, ["completed", "failed"])).toMatchObject({
+      expect(await waitForState(status, taskId, ["completed", "failed"])).toMatchObject({
         state: "completed",
         progress: { deleted: 0, toDelete: 0, percent: 100 },
         result: { deleted: 0 },
@@ -276,7 +274,9 @@ describe("time-series truncation", () => {
           dryRun: false,
         })
       ).body.value as string;
-      expect(await waitForState(later, ["completed", "failed", "cancelled"])).toMatchObject({ state: "completed" });
+      expect(await waitForState(status, later, ["completed", "failed", "cancelled"])).toMatchObject({
+        state: "completed",
+      });
       expect(await timestampsOf(USAGE)).toEqual([]);
       expect(await timestampsOf(PROFILE)).toEqual([T0, T0 + 1]);
     });
@@ -305,7 +305,7 @@ describe("time-series truncation", () => {
       await asAfterAFailedAttempt(byWorker);
       await h.database.pool.query("UPDATE task SET cancel_requested = true WHERE id = $1", [byWorker]);
       worker = await startTruncationWorker(h);
-      expect(await waitForState(byWorker, ["cancelled", "completed", "failed"])).toMatchObject({
+      expect(await waitForState(status, byWorker, ["cancelled", "completed", "failed"])).toMatchObject({
         state: "cancelled",
         failedReason: "Cancelled; 2 rows were deleted before the cancellation",
       });
@@ -328,14 +328,14 @@ describe("time-series truncation", () => {
           batchSize: 1,
         })
       ).body.value as string;
-      await waitForState(taskId, ["active"]);
+      await waitForState(status, taskId, ["active"]);
       // Once it has deleted something: an active task is also one still planning, before any batch.
       await eventually(
         "the task has deleted something",
         async () => ((await status(taskId)).progress as { deleted: number }).deleted > 0,
       );
       await h.post("/gms/operations?action=cancelTask", { taskId });
-      const end = await waitForState(taskId, ["cancelled", "completed", "failed"]);
+      const end = await waitForState(status, taskId, ["cancelled", "completed", "failed"]);
       expect(end.state).toBe("cancelled");
       const deleted = (end.progress as { deleted: number }).deleted;
       expect(deleted).toBeGreaterThan(0);
@@ -391,7 +391,7 @@ describe("time-series truncation", () => {
       await redis.hset(jobKey, "defa", "job stalled more than allowable limit");
       await closeRedis(redis);
       worker = await startTruncationWorker(h);
-      expect(await waitForState(taskId, ["failed", "completed"])).toMatchObject({
+      expect(await waitForState(status, taskId, ["failed", "completed"])).toMatchObject({
         state: "failed",
         failedReason: "Given up after its workers stopped during it too often: job stalled more than allowable limit",
       });
@@ -417,7 +417,7 @@ describe("time-series truncation", () => {
           timeoutSeconds: 1,
         })
       ).body.value as string;
-      const end = await waitForState(taskId, ["failed", "completed"], 30_000);
+      const end = await waitForState(status, taskId, ["failed", "completed"], 30_000);
       const deleted = (end.progress as { deleted: number }).deleted;
       expect(end).toMatchObject({
         state: "failed",
@@ -450,7 +450,7 @@ describe("time-series truncation", () => {
           })
         ).body.value as string;
         await whileWaiting?.(taskId);
-        const end = await waitForState(taskId, ["failed", "completed"], 8_000);
+        const end = await waitForState(status, taskId, ["failed", "completed"], 8_000);
         expect(end).toMatchObject({
           state: "failed",
           failedReason: "Timed out after 1 s; 0 rows were deleted before the timeout",
@@ -471,7 +471,7 @@ describe("time-series truncation", () => {
     it("holds timeoutSeconds while planning too: counting rows behind another's lock is cancelled in time", async () => {
       // Planning counts the partition's older rows, and the count waits; the task is active meanwhile.
       await timesOutBehindLock("ACCESS EXCLUSIVE", async (taskId) => {
-        expect(await waitForState(taskId, ["active", "failed"], 5_000)).toMatchObject({ state: "active" });
+        expect(await waitForState(status, taskId, ["active", "failed"], 5_000)).toMatchObject({ state: "active" });
       });
     });
 
@@ -501,7 +501,7 @@ describe("time-series truncation", () => {
             batchSize,
           })
         ).body.value as string;
-        const end = await waitForState(taskId, ["completed", "failed"]);
+        const end = await waitForState(status, taskId, ["completed", "failed"]);
         const expected = profile.filter((t) => t >= cutoff).sort((a, b) => a - b);
         const context = `round ${round}: cutoff ${cutoff}, batchSize ${batchSize}`;
         expect({ context, left: await timestampsOf(PROFILE) }).toEqual({ context, left: expected });

@@ -273,7 +273,13 @@ describe("EvaluationBatcher", () => {
     const batchers: EvaluationBatcher[] = [];
     afterEach(async () => {
       for (const batcher of batchers.splice(0)) await batcher.close();
+      jest.useRealTimers();
     });
+    /**
+     * The loop's intervals and the clock under the test's hand, so that "nothing happened in three intervals" means
+     * three intervals ran; replies (setImmediate) still come on their own.
+     */
+    const useFakeClock = () => jest.useFakeTimers({ doNotFake: ["setImmediate", "nextTick", "queueMicrotask"] });
 
     it("answers a request whose reply was lost with the connection from the answer its worker kept, exactly", async () => {
       const queue = await fakeQueue(() => undefined); // the reply never comes
@@ -312,13 +318,14 @@ describe("EvaluationBatcher", () => {
     });
 
     it("looks nothing up for requests answered by their replies", async () => {
+      useFakeClock();
       const queue = await fakeQueue();
       const { recovery, lookUps } = recoveryOf(new Map());
       const batcher = new EvaluationBatcher(queue.producer, queue.inbox, 60_000, undefined, recovery);
       batchers.push(batcher);
       for (let i = 0; i < 5; i++) await Promise.all([batcher.submit(item(`a${i}`)), batcher.submit(item(`b${i}`))]);
       queue.subscriber.emit("close"); // with no wait under way, a loss looks nothing up either
-      await new Promise((resolve) => setTimeout(resolve, 60)); // three intervals with nothing to do
+      await jest.advanceTimersByTimeAsync(3 * 20); // three intervals of the loop, with nothing to do
       expect(lookUps).toEqual([]);
     });
 
@@ -342,16 +349,24 @@ describe("EvaluationBatcher", () => {
     });
 
     it("ends with ReplyChannelLostError a job that ended after a loss without its answer kept", async () => {
+      useFakeClock();
       const queue = await fakeQueue(() => undefined);
       const states = new Map<string, string>();
-      const { recovery } = recoveryOf(new Map(), states);
+      const { recovery, lookUps } = recoveryOf(new Map(), states);
       const batcher = new EvaluationBatcher(queue.producer, queue.inbox, 60_000, undefined, recovery);
       batchers.push(batcher);
       const answer = batcher.submit(item("a"));
+      const outcome = answer.then(
+        () => "answered",
+        () => "ended",
+      );
       await new Promise((resolve) => setImmediate(resolve));
       queue.subscriber.emit("close");
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      states.set(queue.jobs[0]!.jobId, "completed"); // still running until now: the wait went on
+      await jest.advanceTimersByTimeAsync(3 * 20); // the loss's look-up and three intervals' more, the job running
+      expect(lookUps.length).toBeGreaterThanOrEqual(3);
+      expect(await Promise.race([outcome, Promise.resolve("waiting")])).toBe("waiting");
+      states.set(queue.jobs[0]!.jobId, "completed");
+      await jest.advanceTimersByTimeAsync(2 * 20); // seen ended, then a reply's interval more without one
       await expect(answer).rejects.toEqual(new ReplyChannelLostError(queue.jobs[0]!.jobId));
     });
   });

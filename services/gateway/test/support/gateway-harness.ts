@@ -4,9 +4,8 @@
  */
 import type { AddressInfo } from "node:net";
 import { randomUUID } from "node:crypto";
-import { createLogger, DEVELOPMENT_SECRETS, loadConfig, type Config } from "@mdp/core";
+import { createLogger, DEVELOPMENT_SECRETS, type Config } from "@mdp/core";
 import { createDatabase, TimeseriesStore, type Database, type PrismaClient } from "@mdp/db";
-import { createTestDatabase, type TestDatabase } from "@mdp/db/testing";
 import { closeRedis, closeWorker, createRedis, createWorker, whenReady } from "@mdp/queues";
 import { TaskLifecycle } from "@mdp/tasks";
 import { createTruncateHandler, recordGivenUp } from "truncation-worker";
@@ -16,6 +15,7 @@ import type { Services } from "../../src/graphql/context";
 import { Readiness } from "../../src/readiness";
 import { Hs256 } from "../../src/tokens/jwt";
 import { hashToken } from "../../src/tokens/token-hash";
+import { startTestEnvironment } from "../../../../test/support/test-environment";
 
 export const ROOT = "urn:li:corpuser:admin";
 
@@ -57,15 +57,7 @@ export const systemClientHeaders = (actorUrn: string): Record<string, string> =>
 export const bearer = (token: string): Record<string, string> => ({ authorization: `Bearer ${token}` });
 
 export async function startGateway(env: Record<string, string> = {}): Promise<Harness> {
-  const db: TestDatabase = await createTestDatabase("gateway");
-  const config = loadConfig({
-    DATABASE_URL: db.url,
-    REDIS_URL: process.env.REDIS_URL ?? "redis://127.0.0.1:6379",
-    // a hash tag: on a Redis Cluster (pnpm test:cluster) each queue's keys must share one slot
-    QUEUE_PREFIX: `{test-${randomUUID()}}`,
-    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent",
-    ...env,
-  });
+  const { config, drop } = await startTestEnvironment("gateway", env);
   const logger = createLogger("gateway-test", config.LOG_LEVEL);
   const database = createDatabase(config.DATABASE_URL, { poolMax: 5 });
   const { prisma } = database;
@@ -120,7 +112,7 @@ export async function startGateway(env: Record<string, string> = {}): Promise<Ha
         closeRedis(replySubscriber),
         database.close(),
       ]);
-      await db.drop();
+      await drop();
     },
   };
 }
