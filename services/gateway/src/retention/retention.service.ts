@@ -48,6 +48,18 @@ import {
 const PRIVILEGE = SCHEDULE_PRIVILEGES.RETENTION_POLICY;
 const URN_TYPE = "retentionPolicy";
 
+export interface RetentionServiceDeps {
+  db: Database;
+  registry: EntityRegistry;
+  engine: PolicyEngine;
+  truncation: TruncationService;
+  /** read for the policies' next runs (the schedule sync alone writes them) */
+  schedules: RetentionSchedules;
+  scheduleSync: Pick<ScheduleSyncRequests, "request">;
+  logger: Logger;
+  config: Pick<Config, "URN_NAMESPACE" | "SCHEDULE_MIN_INTERVAL_SECONDS" | "MAX_SCHEDULES_PER_USER">;
+}
+
 /**
  * Retention policies (docs/api.md "Retention policies"): MANAGE_SYSTEM_OPERATIONS for every operation.
  * The row is the source of truth and is written (with its audit row) first; then the schedule sync (@mdp/schedules,
@@ -58,18 +70,25 @@ const URN_TYPE = "retentionPolicy";
 export class RetentionService {
   private readonly tasks: TaskLifecycle;
 
-  constructor(
-    private readonly db: Database,
-    private readonly registry: EntityRegistry,
-    private readonly engine: PolicyEngine,
-    private readonly truncation: TruncationService,
-    /** read for the policies' next runs (the schedule sync alone writes them) */
-    private readonly schedules: RetentionSchedules,
-    private readonly scheduleSync: Pick<ScheduleSyncRequests, "request">,
-    private readonly logger: Logger,
-    private readonly config: Pick<Config, "URN_NAMESPACE" | "SCHEDULE_MIN_INTERVAL_SECONDS" | "MAX_SCHEDULES_PER_USER">,
-  ) {
-    this.tasks = new TaskLifecycle(db, logger);
+  private readonly db: Database;
+  private readonly registry: EntityRegistry;
+  private readonly engine: PolicyEngine;
+  private readonly truncation: TruncationService;
+  private readonly schedules: RetentionSchedules;
+  private readonly scheduleSync: RetentionServiceDeps["scheduleSync"];
+  private readonly logger: Logger;
+  private readonly config: RetentionServiceDeps["config"];
+
+  constructor(deps: RetentionServiceDeps) {
+    this.db = deps.db;
+    this.registry = deps.registry;
+    this.engine = deps.engine;
+    this.truncation = deps.truncation;
+    this.schedules = deps.schedules;
+    this.scheduleSync = deps.scheduleSync;
+    this.logger = deps.logger;
+    this.config = deps.config;
+    this.tasks = new TaskLifecycle(deps.db, deps.logger);
   }
 
   async create(actor: Actor, input: unknown): Promise<RetentionPolicyView> {
