@@ -76,10 +76,25 @@ export async function composeServices(config: Config, connections: Connections, 
   const tokenVerifier = new TokenVerifier(tokenStore, bus, tokenUses, config);
   // A connection of its own: a limit check must fail fast when Redis is away, which BullMQ's settings do not.
   const rateLimits = new RateLimits(RateLimits.connect(config, logger), config);
-  const tokens = new TokenService(tokenStore, tokenVerifier, engine, config, rateLimits);
-  const tokenRotation = new TokenRotation(prisma, tokenStore, tokenVerifier, engine, config, logger, rateLimits);
+  const tokens = new TokenService({ store: tokenStore, verifier: tokenVerifier, policies: engine, config, rateLimits });
+  const tokenRotation = new TokenRotation({
+    prisma,
+    store: tokenStore,
+    verifier: tokenVerifier,
+    policies: engine,
+    config,
+    logger,
+    rateLimits,
+  });
   tokenVerifier.onReuse((tokenId, familyId, actorUrn) => tokenRotation.reuseDetected(tokenId, familyId, actorUrn));
-  const tokenUsage = new TokenUsageService(prisma, tokenUses, tokenStore, tokenVerifier, config, logger);
+  const tokenUsage = new TokenUsageService({
+    prisma,
+    recorder: tokenUses,
+    store: tokenStore,
+    verifier: tokenVerifier,
+    config,
+    logger,
+  });
   const registry = EntityRegistry.load(config.ENTITY_REGISTRY_PATH);
   const evaluateProducer = new Producer("evaluate", connections.redis, config.QUEUE_PREFIX, config.QUEUE_SHARDS);
   const truncateProducer = new Producer("truncate", connections.redis, config.QUEUE_PREFIX);
@@ -96,15 +111,15 @@ export async function composeServices(config: Config, connections: Connections, 
     maxPartitionsPerAspect: config.TIMESERIES_MAX_PARTITIONS_PER_ASPECT,
     maxFutureMillis: config.TIMESERIES_MAX_FUTURE_MS,
   });
-  const truncation = new TruncationService(
-    connections.db,
+  const truncation = new TruncationService({
+    db: connections.db,
     registry,
-    timeseries,
-    truncateProducer,
+    store: timeseries,
+    producer: truncateProducer,
     engine,
     logger,
-    config.URN_NAMESPACE,
-  );
+    urnNamespace: config.URN_NAMESPACE,
+  });
   // The gateway writes schedules' rows and asks the schedule sync (the workers', the one writer of job schedulers) to
   // make their schedulers follow; it only reads the schedulers (next runs) on the schedules' queues.
   const scheduleSyncProducer = new Producer("scheduleSync", connections.redis, config.QUEUE_PREFIX);
@@ -130,16 +145,16 @@ export async function composeServices(config: Config, connections: Connections, 
     },
   );
   const retentionProducer = new Producer("retention", connections.redis, config.QUEUE_PREFIX);
-  const retention = new RetentionService(
-    connections.db,
+  const retention = new RetentionService({
+    db: connections.db,
     registry,
     engine,
     truncation,
-    new RetentionSchedules(retentionProducer.queue),
+    schedules: new RetentionSchedules(retentionProducer.queue),
     scheduleSync,
     logger,
     config,
-  );
+  });
   const testScheduleProducer = new Producer("testSchedule", connections.redis, config.QUEUE_PREFIX);
   const evaluationReplies = await ReplyInbox.open(
     connections.replySubscriber,
@@ -161,25 +176,25 @@ export async function composeServices(config: Config, connections: Connections, 
       logger,
     },
   );
-  const evaluation = new EvaluationService(
-    connections.db,
+  const evaluation = new EvaluationService({
+    db: connections.db,
     registry,
     engine,
-    evaluationBatcher,
-    config.EVALUATE_TIMEOUT_MS,
+    batcher: evaluationBatcher,
+    timeoutMs: config.EVALUATE_TIMEOUT_MS,
     logger,
-    evaluateJobState,
+    jobState: evaluateJobState,
     rateLimits,
-  );
-  const delegatedWork = new DelegatedWorkService(
-    connections.db,
+  });
+  const delegatedWork = new DelegatedWorkService({
+    db: connections.db,
     engine,
-    tokenStore,
-    tokenVerifier,
+    store: tokenStore,
+    verifier: tokenVerifier,
     tasks,
     config,
     logger,
-  );
+  });
   const services: Services = {
     prisma,
     engine,
@@ -189,37 +204,44 @@ export async function composeServices(config: Config, connections: Connections, 
     policies: new PolicyService(prisma, bus, config, connections.db.stale),
     groups: new GroupService(prisma, bus, config, connections.db.stale),
     audit: new AuditService(prisma, connections.db.stale),
-    tests: new MetadataTestService(
+    tests: new MetadataTestService({
       prisma,
-      connections.db.pool,
+      pool: connections.db.pool,
       engine,
       registry,
       config,
-      new TestSchedules(testScheduleProducer.queue),
+      schedules: new TestSchedules(testScheduleProducer.queue),
       logger,
       scheduleSync,
-      connections.db.stale,
-    ),
-    testRuns: new TestRunService(connections.db, registry, engine, evaluateProducer, logger, rateLimits),
+      reads: connections.db.stale,
+    }),
+    testRuns: new TestRunService({
+      db: connections.db,
+      registry,
+      engine,
+      producer: evaluateProducer,
+      logger,
+      rateLimits,
+    }),
     definitionRuns: new DefinitionRunService(engine, registry, evaluation, config),
     testRunDiffs: new TestRunDiffService(connections.db, engine),
     platformEvents: new PlatformEventsService(connections.db, engine),
-    testImpact: new TestImpactService(
+    testImpact: new TestImpactService({
       prisma,
       registry,
       engine,
-      evaluateProducer,
-      () => evaluationReplies,
-      config.EVALUATE_TIMEOUT_MS,
+      producer: evaluateProducer,
+      inbox: () => evaluationReplies,
+      timeoutMs: config.EVALUATE_TIMEOUT_MS,
       logger,
       rateLimits,
-    ),
+    }),
     tasks,
     retention,
     rateLimits,
     delegatedWork,
     serviceAccounts: new ServiceAccountService(connections.db, engine, delegatedWork, config),
-    webhooks: new WebhookService(connections.db, engine, config, logger),
+    webhooks: new WebhookService({ db: connections.db, engine, config, logger }),
     webApp: new WebAppService(connections.db, prisma, engine),
   };
   const ingestion = new IngestionService(connections.db, registry, aspects, timeseries, engine);

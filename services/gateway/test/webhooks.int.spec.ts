@@ -417,7 +417,13 @@ describe("webhooks", () => {
         ? [{ address: "10.1.2.3", family: 4 }]
         : [{ address: "93.184.216.34", family: 4 }]) as never;
     const logger = createLogger("webhooks-test", "silent");
-    const service = new WebhookService(h.database, h.services.engine, { ...h.config, ...production }, logger, lookup);
+    const service = new WebhookService({
+      db: h.database,
+      engine: h.services.engine,
+      config: { ...h.config, ...production },
+      logger,
+      lookup,
+    });
     const actor = { urn: `urn:li:corpuser:hooks-production-${randomUUID()}`, via: "system" as const };
     for (const url of [
       "http://127.0.0.1:8080/hook",
@@ -444,17 +450,13 @@ describe("webhooks", () => {
     await expect(
       service.create(actor, { input: { url: "https://hooks.example/ok", eventTypes: ["MetadataChangeLog_v1"] } }),
     ).resolves.toMatchObject({ secret: expect.any(String) });
-    const allowed = new WebhookService(
-      h.database,
-      h.services.engine,
-      {
-        ...h.config,
-        ...production,
-        WEBHOOK_ALLOW_PRIVATE_TARGETS: true,
-      },
+    const allowed = new WebhookService({
+      db: h.database,
+      engine: h.services.engine,
+      config: { ...h.config, ...production, WEBHOOK_ALLOW_PRIVATE_TARGETS: true },
       logger,
       lookup,
-    );
+    });
     await expect(
       allowed.create(actor, { input: { url: "http://127.0.0.1:9/hook", eventTypes: ["MetadataChangeLog_v1"] } }),
     ).resolves.toMatchObject({ secret: expect.any(String) });
@@ -478,13 +480,13 @@ describe("webhooks", () => {
     // Not refused: a DNS that did not answer this time may answer the next, so the attempt is retried.
     expect(outcome).toMatchObject({ status: null, refused: false, error: expect.stringContaining("300 ms") });
     {
-      const service = new WebhookService(
-        h.database,
-        h.services.engine,
-        { ...h.config, NODE_ENV: "production", WEBHOOK_ALLOW_PRIVATE_TARGETS: false, WEBHOOK_TIMEOUT_MS: 300 },
-        createLogger("webhooks-test", "silent"),
-        never,
-      );
+      const service = new WebhookService({
+        db: h.database,
+        engine: h.services.engine,
+        config: { ...h.config, NODE_ENV: "production", WEBHOOK_ALLOW_PRIVATE_TARGETS: false, WEBHOOK_TIMEOUT_MS: 300 },
+        logger: createLogger("webhooks-test", "silent"),
+        lookup: never,
+      });
       const actor = { urn: `urn:li:corpuser:hooks-dns-${randomUUID()}`, via: "system" as const };
       await expect(
         service.create(actor, {

@@ -84,6 +84,16 @@ const revokeActorAccessArgs = z.object({
   }),
 });
 
+export interface DelegatedWorkServiceDeps {
+  db: Database;
+  engine: PolicyEngine;
+  store: TokenStore;
+  verifier: Pick<TokenVerifier, "revokedAllOf" | "revoked">;
+  tasks: TaskService;
+  config: Pick<Config, "URN_NAMESPACE" | "ROOT_USER_URN">;
+  logger: Logger;
+}
+
 /**
  * Incident response (docs/authorization.md): what a user, or one of its tokens, set in motion — scheduled tests and retention
  * policies it owns (or last set through that token), tasks it created (or created through that token), tokens minted
@@ -92,15 +102,23 @@ const revokeActorAccessArgs = z.object({
  * MANAGE_ACCESS_TOKENS (what revokeAccessTokens needs).
  */
 export class DelegatedWorkService {
-  constructor(
-    private readonly db: Database,
-    private readonly engine: PolicyEngine,
-    private readonly store: TokenStore,
-    private readonly verifier: Pick<TokenVerifier, "revokedAllOf" | "revoked">,
-    private readonly tasks: TaskService,
-    private readonly config: Pick<Config, "URN_NAMESPACE" | "ROOT_USER_URN">,
-    private readonly logger: Logger,
-  ) {}
+  private readonly db: Database;
+  private readonly engine: PolicyEngine;
+  private readonly store: TokenStore;
+  private readonly verifier: DelegatedWorkServiceDeps["verifier"];
+  private readonly tasks: TaskService;
+  private readonly config: DelegatedWorkServiceDeps["config"];
+  private readonly logger: Logger;
+
+  constructor(deps: DelegatedWorkServiceDeps) {
+    this.db = deps.db;
+    this.engine = deps.engine;
+    this.store = deps.store;
+    this.verifier = deps.verifier;
+    this.tasks = deps.tasks;
+    this.config = deps.config;
+    this.logger = deps.logger;
+  }
 
   async list(actor: Actor, args: unknown): Promise<DelegatedWork[]> {
     await this.engine.require(actor, "GENERATE_PERSONAL_ACCESS_TOKENS", "list delegated work");

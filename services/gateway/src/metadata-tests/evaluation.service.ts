@@ -38,6 +38,18 @@ export interface EvaluatedEntity {
 /** BullMQ job states after which its handler has run for the last time (unknown: removed, having ended) */
 const ENDED_JOB_STATES = new Set(["completed", "failed", "unknown"]);
 
+export interface EvaluationServiceDeps {
+  db: Database;
+  registry: EntityRegistry;
+  engine: PolicyEngine;
+  batcher: EvaluationBatcher;
+  timeoutMs: number;
+  logger: Logger;
+  /** BullMQ's state of an evaluate job ("unknown" once it is removed) */
+  jobState: (jobId: string) => Promise<string>;
+  rateLimits: Pick<RateLimits, "consume" | "refuseIfSpent" | "charge">;
+}
+
 /**
  * `POST /gms/test?action=evaluate` and `batchEvaluate`: the request is checked here (fields, urns, privileges), then
  * run by the evaluation worker, which reads the entities and tests, refuses unknown ones (404 naming them), evaluates,
@@ -49,17 +61,25 @@ const ENDED_JOB_STATES = new Set(["completed", "failed", "unknown"]);
  * time has no row: nobody was given its task id).
  */
 export class EvaluationService {
-  constructor(
-    private readonly db: Database,
-    private readonly registry: EntityRegistry,
-    private readonly engine: PolicyEngine,
-    private readonly batcher: EvaluationBatcher,
-    private readonly timeoutMs: number,
-    private readonly logger: Logger,
-    /** BullMQ's state of an evaluate job ("unknown" once it is removed) */
-    private readonly jobState: (jobId: string) => Promise<string>,
-    private readonly rateLimits: Pick<RateLimits, "consume" | "refuseIfSpent" | "charge">,
-  ) {}
+  private readonly db: Database;
+  private readonly registry: EntityRegistry;
+  private readonly engine: PolicyEngine;
+  private readonly batcher: EvaluationBatcher;
+  private readonly timeoutMs: number;
+  private readonly logger: Logger;
+  private readonly jobState: (jobId: string) => Promise<string>;
+  private readonly rateLimits: EvaluationServiceDeps["rateLimits"];
+
+  constructor(deps: EvaluationServiceDeps) {
+    this.db = deps.db;
+    this.registry = deps.registry;
+    this.engine = deps.engine;
+    this.batcher = deps.batcher;
+    this.timeoutMs = deps.timeoutMs;
+    this.logger = deps.logger;
+    this.jobState = deps.jobState;
+    this.rateLimits = deps.rateLimits;
+  }
 
   /**
    * The entity's result (an EntityEvaluationResult), as the worker serialized it. The action router has checked

@@ -56,6 +56,25 @@ import {
 } from "./metadata-test-contracts";
 import { acceptDefinition } from "./test-definition";
 
+export interface MetadataTestServiceDeps {
+  prisma: PrismaClient;
+  /** plain pg, for the reads of Test.results and Test.batchRunEvents */
+  pool: Queryable;
+  engine: PolicyEngine;
+  registry: EntityRegistry;
+  config: Pick<
+    Config,
+    "URN_NAMESPACE" | "SCHEDULE_MIN_INTERVAL_SECONDS" | "MAX_SCHEDULES_PER_USER" | "MAX_ON_CHANGE_TESTS_PER_USER"
+  >;
+  /** the tests' BullMQ job schedulers, read for their next runs (the schedule sync alone writes them) */
+  schedules: TestSchedules | undefined;
+  logger: Logger | undefined;
+  /** where a write asks for its test's scheduler to follow the row */
+  scheduleSync: Pick<ScheduleSyncRequests, "request"> | undefined;
+  /** where the listings and results read (Database.stale) */
+  reads: StaleReads;
+}
+
 /**
  * Metadata-test definitions (docs/api.md "Metadata tests"): changes need MANAGE_TESTS and are audited in
  * their own transaction; reads need VIEW_TESTS. There is no cache of tests anywhere: the evaluation worker reads them
@@ -65,25 +84,27 @@ export class MetadataTestService {
   /** createTest's and updateTest's contracts, which read the registry and the schedule's minimum interval */
   private readonly contracts: Contracts;
 
-  constructor(
-    private readonly prisma: PrismaClient,
-    /** plain pg, for the reads of Test.results and Test.batchRunEvents */
-    private readonly pool: Queryable,
-    private readonly engine: PolicyEngine,
-    private readonly registry: EntityRegistry,
-    private readonly config: Pick<
-      Config,
-      "URN_NAMESPACE" | "SCHEDULE_MIN_INTERVAL_SECONDS" | "MAX_SCHEDULES_PER_USER" | "MAX_ON_CHANGE_TESTS_PER_USER"
-    >,
-    /** the tests' BullMQ job schedulers, read for their next runs (the schedule sync alone writes them) */
-    private readonly schedules: TestSchedules | undefined,
-    private readonly logger: Logger | undefined,
-    /** where a write asks for its test's scheduler to follow the row */
-    private readonly scheduleSync: Pick<ScheduleSyncRequests, "request"> | undefined,
-    /** where the listings and results read (Database.stale) */
-    private readonly reads: StaleReads,
-  ) {
-    this.contracts = testContracts(registry, config);
+  private readonly prisma: PrismaClient;
+  private readonly pool: Queryable;
+  private readonly engine: PolicyEngine;
+  private readonly registry: EntityRegistry;
+  private readonly config: MetadataTestServiceDeps["config"];
+  private readonly schedules: MetadataTestServiceDeps["schedules"];
+  private readonly logger: MetadataTestServiceDeps["logger"];
+  private readonly scheduleSync: MetadataTestServiceDeps["scheduleSync"];
+  private readonly reads: StaleReads;
+
+  constructor(deps: MetadataTestServiceDeps) {
+    this.prisma = deps.prisma;
+    this.pool = deps.pool;
+    this.engine = deps.engine;
+    this.registry = deps.registry;
+    this.config = deps.config;
+    this.schedules = deps.schedules;
+    this.logger = deps.logger;
+    this.scheduleSync = deps.scheduleSync;
+    this.reads = deps.reads;
+    this.contracts = testContracts(deps.registry, deps.config);
   }
 
   async create(actor: Actor, args: unknown): Promise<string> {

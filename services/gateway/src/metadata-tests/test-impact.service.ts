@@ -63,6 +63,19 @@ const previewReply = z.union([
   z.object({ refused: z.enum(["missing", "limit", "stored"]), message: z.string() }),
 ]);
 
+export interface TestImpactServiceDeps {
+  prisma: PrismaClient;
+  registry: EntityRegistry;
+  engine: PolicyEngine;
+  producer: Producer<"evaluate">;
+  /** the gateway's evaluate-tests reply channel (read when a preview is asked: it opens after the services) */
+  inbox: () => Pick<ReplyInbox, "channelFor" | "enqueueAndWait">;
+  /** EVALUATE_TIMEOUT_MS: how long the caller waits */
+  timeoutMs: number;
+  logger: Logger;
+  rateLimits?: Pick<RateLimits, "consume">;
+}
+
 /**
  * previewTestImpact (docs/api.md "Metadata tests"): before saving an edited definition of an existing test, how many
  * entities would flip and which actions would fire. The gateway only checks and parses; the evaluation runs in the
@@ -74,19 +87,23 @@ const previewReply = z.union([
 export class TestImpactService {
   private readonly args: ReturnType<typeof previewArgs>;
 
-  constructor(
-    private readonly prisma: PrismaClient,
-    registry: EntityRegistry,
-    private readonly engine: PolicyEngine,
-    private readonly producer: Producer<"evaluate">,
-    /** the gateway's evaluate-tests reply channel (read when a preview is asked: it opens after the services) */
-    private readonly inbox: () => Pick<ReplyInbox, "channelFor" | "enqueueAndWait">,
-    /** EVALUATE_TIMEOUT_MS: how long the caller waits */
-    private readonly timeoutMs: number,
-    private readonly logger: Logger,
-    private readonly rateLimits?: Pick<RateLimits, "consume">,
-  ) {
-    this.args = previewArgs(registry);
+  private readonly prisma: PrismaClient;
+  private readonly engine: PolicyEngine;
+  private readonly producer: Producer<"evaluate">;
+  private readonly inbox: TestImpactServiceDeps["inbox"];
+  private readonly timeoutMs: number;
+  private readonly logger: Logger;
+  private readonly rateLimits: TestImpactServiceDeps["rateLimits"];
+
+  constructor(deps: TestImpactServiceDeps) {
+    this.prisma = deps.prisma;
+    this.engine = deps.engine;
+    this.producer = deps.producer;
+    this.inbox = deps.inbox;
+    this.timeoutMs = deps.timeoutMs;
+    this.logger = deps.logger;
+    this.rateLimits = deps.rateLimits;
+    this.args = previewArgs(deps.registry);
   }
 
   async preview(actor: Actor, args: unknown) {

@@ -27,6 +27,16 @@ const runTestArgs = z.object({
     .transform((batchSize) => batchSize ?? DEFAULT_RUN_BATCH_SIZE),
 });
 
+export interface TestRunServiceDeps {
+  db: Database;
+  registry: EntityRegistry;
+  engine: PolicyEngine;
+  producer: Producer<"evaluate">;
+  logger: Logger;
+  /** RATE_LIMIT_TEST_RUNS_PER_MINUTE, met once the request has passed its checks (a refusal costs nothing) */
+  rateLimits?: Pick<RateLimits, "consume">;
+}
+
 /**
  * runTest: evaluates one test against every entity its on clause selects, as a background task of the evaluation
  * worker. The durable task row (and its audit record) is written before the job is queued; the task id is the job id,
@@ -36,16 +46,19 @@ const runTestArgs = z.object({
 export class TestRunService {
   private readonly tasks: TaskLifecycle;
 
-  constructor(
-    private readonly db: Database,
-    private readonly registry: EntityRegistry,
-    private readonly engine: PolicyEngine,
-    private readonly producer: Producer<"evaluate">,
-    logger: Logger,
-    /** RATE_LIMIT_TEST_RUNS_PER_MINUTE, met once the request has passed its checks (a refusal costs nothing) */
-    private readonly rateLimits?: Pick<RateLimits, "consume">,
-  ) {
-    this.tasks = new TaskLifecycle(db, logger);
+  private readonly db: Database;
+  private readonly registry: EntityRegistry;
+  private readonly engine: PolicyEngine;
+  private readonly producer: Producer<"evaluate">;
+  private readonly rateLimits: TestRunServiceDeps["rateLimits"];
+
+  constructor(deps: TestRunServiceDeps) {
+    this.db = deps.db;
+    this.registry = deps.registry;
+    this.engine = deps.engine;
+    this.producer = deps.producer;
+    this.rateLimits = deps.rateLimits;
+    this.tasks = new TaskLifecycle(deps.db, deps.logger);
   }
 
   async run(actor: Actor, args: unknown): Promise<string> {

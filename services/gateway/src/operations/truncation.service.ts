@@ -51,20 +51,35 @@ export interface TruncateAnswer {
   plan?: DryRunPlan;
 }
 
+export interface TruncationServiceDeps {
+  db: Database;
+  registry: EntityRegistry;
+  store: TimeseriesStore;
+  producer: Producer<"truncate">;
+  engine: PolicyEngine;
+  logger: Logger;
+  urnNamespace: string;
+}
+
 /** truncateTimeseriesAspect: the dry-run report, or a durable task and its job (docs/api.md "Operations and tasks"). */
 export class TruncationService {
   private readonly tasks: TaskLifecycle;
 
-  constructor(
-    private readonly db: Database,
-    private readonly registry: EntityRegistry,
-    private readonly store: TimeseriesStore,
-    private readonly producer: Producer<"truncate">,
-    private readonly engine: PolicyEngine,
-    logger: Logger,
-    private readonly urnNamespace: string,
-  ) {
-    this.tasks = new TaskLifecycle(db, logger);
+  private readonly db: Database;
+  private readonly registry: EntityRegistry;
+  private readonly store: TimeseriesStore;
+  private readonly producer: Producer<"truncate">;
+  private readonly engine: PolicyEngine;
+  private readonly urnNamespace: string;
+
+  constructor(deps: TruncationServiceDeps) {
+    this.db = deps.db;
+    this.registry = deps.registry;
+    this.store = deps.store;
+    this.producer = deps.producer;
+    this.engine = deps.engine;
+    this.urnNamespace = deps.urnNamespace;
+    this.tasks = new TaskLifecycle(deps.db, deps.logger);
   }
 
   async truncate(actor: Actor, body: unknown): Promise<TruncateAnswer> {

@@ -30,96 +30,34 @@ import {
   retentionRunRequest,
   updateRetentionPolicy,
 } from "@mdp/db";
-import {
-  cronPatternProblem,
-  MAX_CRON_LENGTH,
-  nextCronFiring,
-  type RetentionSchedules,
-  type ScheduleSyncRequests,
-} from "@mdp/queues";
+import { nextCronFiring, type RetentionSchedules, type ScheduleSyncRequests } from "@mdp/queues";
 import { presentState, TaskLifecycle } from "@mdp/tasks";
 import { recordAudit } from "../audit/audit.service";
 import { ownedBy, type Actor } from "../auth/actor";
-import { pageInput } from "../shared/paging";
 import { parseArgs, parseInput } from "../shared/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
 import type { TruncationService } from "../operations/truncation.service";
-
-/** How many retention policies may exist (docs/limits.md): each is a schedule every truncation worker reconciles. */
-export const MAX_RETENTION_POLICIES = 100;
-/** The longest retention: 10 years (3,650 days of 86,400,000 ms); longer keeps everything anyway. */
-export const MAX_RETAIN_DAYS = 3650;
+import {
+  createRetentionPolicyInput,
+  listRetentionPoliciesArgs,
+  MAX_RETENTION_POLICIES,
+  type RetentionPolicyView,
+  updateRetentionPolicyInput,
+} from "./retention-contracts";
 
 const PRIVILEGE = SCHEDULE_PRIVILEGES.RETENTION_POLICY;
 const URN_TYPE = "retentionPolicy";
 
-const text = (what: string) =>
-  z
-    .string({ error: `is required (${what})` })
-    .min(1, { error: `is required (${what})` })
-    .max(256, { error: "is longer than the limit of 256 characters" });
-const retainDays = z
-  .number({ error: `must be a whole number of days from 1 to ${MAX_RETAIN_DAYS}` })
-  .int({ error: `must be a whole number of days from 1 to ${MAX_RETAIN_DAYS}` })
-  .min(1, { error: "must be at least 1 (day)" })
-  .max(MAX_RETAIN_DAYS, { error: `must be at most ${MAX_RETAIN_DAYS} (days, 10 years)` });
-/** A cron field that BullMQ's job schedulers accept and that fires at most once every `minIntervalSeconds`. */
-const cronField = (minIntervalSeconds: number) =>
-  z
-    .string({ error: "is required (a cron pattern)" })
-    .min(1, { error: "is required (a cron pattern)" })
-    .max(MAX_CRON_LENGTH, { error: `is longer than the limit of ${MAX_CRON_LENGTH} characters` })
-    .superRefine((pattern, ctx) => {
-      const problem = cronPatternProblem(pattern, minIntervalSeconds);
-      if (problem) ctx.addIssue({ code: "custom", message: problem });
-    });
-
-/** createRetentionPolicy's input: every field required, no other field. */
-export const createRetentionPolicyInput = (minIntervalSeconds: number) =>
-  z.strictObject({
-    entityType: text("an entity type"),
-    aspect: text("an aspect name"),
-    retainDays,
-    cron: cronField(minIntervalSeconds),
-  });
-/** updateRetentionPolicy's input: the fields to change (at least one). */
-export const updateRetentionPolicyInput = (minIntervalSeconds: number) =>
-  z
-    .strictObject({
-      entityType: text("an entity type").optional(),
-      aspect: text("an aspect name").optional(),
-      retainDays: retainDays.optional(),
-      cron: cronField(minIntervalSeconds).optional(),
-    })
-    .refine((i) => Object.values(i).some((v) => v !== undefined), { error: "give at least one field to change" });
-
-const listRetentionPoliciesArgs = pageInput({});
-
-export type CreateRetentionPolicyInput = z.input<ReturnType<typeof createRetentionPolicyInput>>;
-export type UpdateRetentionPolicyInput = z.input<ReturnType<typeof updateRetentionPolicyInput>>;
-
-/** A policy as GraphQL shows it. */
-export interface RetentionPolicyView {
-  urn: string;
-  entityType: string;
-  aspect: string;
-  retainDays: number;
-  cron: string;
-  /** when its schedule fires next (epoch ms), from its BullMQ job scheduler; null while it has none */
-  nextRunTime: number | null;
-  lastTaskId: string | null;
-  lastTaskState: string | null;
-  createdBy: string;
-  /** whom its scheduled runs act for: whoever last created, changed or resumed it */
-  ownerUrn: string;
-  /** while suspended (its owner lost MANAGE_SYSTEM_OPERATIONS, or revokeActorAccess): when, and why */
-  suspendedAt: number | null;
-  suspendedReason: string | null;
-  /** slots its schedule could not run (Redis lost its job scheduler across them; the latest ran late) */
-  missedRuns: number;
-  lastMissedAt: number | null;
-  createdAt: number;
-  updatedAt: number;
+export interface RetentionServiceDeps {
+  db: Database;
+  registry: EntityRegistry;
+  engine: PolicyEngine;
+  truncation: TruncationService;
+  /** read for the policies' next runs (the schedule sync alone writes them) */
+  schedules: RetentionSchedules;
+  scheduleSync: Pick<ScheduleSyncRequests, "request">;
+  logger: Logger;
+  config: Pick<Config, "URN_NAMESPACE" | "SCHEDULE_MIN_INTERVAL_SECONDS" | "MAX_SCHEDULES_PER_USER">;
 }
 
 /**
@@ -132,18 +70,25 @@ export interface RetentionPolicyView {
 export class RetentionService {
   private readonly tasks: TaskLifecycle;
 
-  constructor(
-    private readonly db: Database,
-    private readonly registry: EntityRegistry,
-    private readonly engine: PolicyEngine,
-    private readonly truncation: TruncationService,
-    /** read for the policies' next runs (the schedule sync alone writes them) */
-    private readonly schedules: RetentionSchedules,
-    private readonly scheduleSync: Pick<ScheduleSyncRequests, "request">,
-    private readonly logger: Logger,
-    private readonly config: Pick<Config, "URN_NAMESPACE" | "SCHEDULE_MIN_INTERVAL_SECONDS" | "MAX_SCHEDULES_PER_USER">,
-  ) {
-    this.tasks = new TaskLifecycle(db, logger);
+  private readonly db: Database;
+  private readonly registry: EntityRegistry;
+  private readonly engine: PolicyEngine;
+  private readonly truncation: TruncationService;
+  private readonly schedules: RetentionSchedules;
+  private readonly scheduleSync: RetentionServiceDeps["scheduleSync"];
+  private readonly logger: Logger;
+  private readonly config: RetentionServiceDeps["config"];
+
+  constructor(deps: RetentionServiceDeps) {
+    this.db = deps.db;
+    this.registry = deps.registry;
+    this.engine = deps.engine;
+    this.truncation = deps.truncation;
+    this.schedules = deps.schedules;
+    this.scheduleSync = deps.scheduleSync;
+    this.logger = deps.logger;
+    this.config = deps.config;
+    this.tasks = new TaskLifecycle(deps.db, deps.logger);
   }
 
   async create(actor: Actor, input: unknown): Promise<RetentionPolicyView> {

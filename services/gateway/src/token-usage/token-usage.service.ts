@@ -22,6 +22,16 @@ export interface TokenUsage extends AccessTokenUsageRow {
   total: number;
 }
 
+export interface TokenUsageServiceDeps {
+  prisma: PrismaClient;
+  /** the one recorder of tokens' uses (lastUsedAt too: composition hands it to the verifier) */
+  recorder: TokenUsageRecorder;
+  store: Pick<TokenStore, "urnOf">;
+  verifier: Pick<TokenVerifier, "revokedAllOf">;
+  config: Pick<Config, "ACCESS_TOKEN_IDLE_REVOKE_DAYS" | "ACCESS_TOKEN_USAGE_RECORDING" | "URN_NAMESPACE">;
+  logger: Logger;
+}
+
 /**
  * What each token is used for (docs/api.md "What a token is used for"): its recorder (fed after each request made with
  * a token), reading it back for a page of tokens in one round trip, and the gateways' chores: dropping counts past
@@ -31,19 +41,21 @@ export class TokenUsageService {
   /** ACCESS_TOKEN_USAGE_RECORDING: whether requests made with tokens are recorded (app.ts mounts recordTokenUse) */
   readonly recording: boolean;
 
-  constructor(
-    private readonly prisma: PrismaClient,
-    /** the one recorder of tokens' uses (lastUsedAt too: composition hands it to the verifier) */
-    readonly recorder: TokenUsageRecorder,
-    private readonly store: Pick<TokenStore, "urnOf">,
-    private readonly verifier: Pick<TokenVerifier, "revokedAllOf">,
-    private readonly config: Pick<
-      Config,
-      "ACCESS_TOKEN_IDLE_REVOKE_DAYS" | "ACCESS_TOKEN_USAGE_RECORDING" | "URN_NAMESPACE"
-    >,
-    private readonly logger: Logger,
-  ) {
-    this.recording = config.ACCESS_TOKEN_USAGE_RECORDING;
+  private readonly prisma: PrismaClient;
+  readonly recorder: TokenUsageRecorder;
+  private readonly store: TokenUsageServiceDeps["store"];
+  private readonly verifier: TokenUsageServiceDeps["verifier"];
+  private readonly config: TokenUsageServiceDeps["config"];
+  private readonly logger: Logger;
+
+  constructor(deps: TokenUsageServiceDeps) {
+    this.prisma = deps.prisma;
+    this.recorder = deps.recorder;
+    this.store = deps.store;
+    this.verifier = deps.verifier;
+    this.config = deps.config;
+    this.logger = deps.logger;
+    this.recording = deps.config.ACCESS_TOKEN_USAGE_RECORDING;
   }
 
   /**

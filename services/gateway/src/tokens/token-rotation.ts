@@ -54,6 +54,25 @@ const rotateArgs = z.object({
     .transform((grace) => grace ?? 0),
 });
 
+export interface TokenRotationDeps {
+  prisma: PrismaClient;
+  store: Pick<TokenStore, "find" | "urnOf">;
+  verifier: Pick<TokenVerifier, "forget">;
+  policies: PolicyEngine;
+  config: Pick<
+    Config,
+    | "TOKEN_SIGNING_KEY"
+    | "TOKEN_SALT"
+    | "ACCESS_TOKEN_ALLOW_NO_EXPIRY"
+    | "ACCESS_TOKEN_ALLOWED_DURATIONS"
+    | "ROOT_USER_URN"
+    | "ACCESS_TOKEN_FAMILY_MAX_DAYS"
+    | "URN_NAMESPACE"
+  >;
+  logger: Logger;
+  rateLimits?: Pick<RateLimits, "consume">;
+}
+
 /**
  * rotateAccessToken (docs/api.md "Rotating a token") and reuse detection. A rotation mints a successor with its
  * predecessor's name, description, type, actor, scopes and lifetime, in the same family; the predecessor keeps
@@ -72,25 +91,23 @@ const rotateArgs = z.object({
 export class TokenRotation {
   private readonly jwt: Hs256;
 
-  constructor(
-    private readonly prisma: PrismaClient,
-    private readonly store: Pick<TokenStore, "find" | "urnOf">,
-    private readonly verifier: Pick<TokenVerifier, "forget">,
-    private readonly policies: PolicyEngine,
-    private readonly config: Pick<
-      Config,
-      | "TOKEN_SIGNING_KEY"
-      | "TOKEN_SALT"
-      | "ACCESS_TOKEN_ALLOW_NO_EXPIRY"
-      | "ACCESS_TOKEN_ALLOWED_DURATIONS"
-      | "ROOT_USER_URN"
-      | "ACCESS_TOKEN_FAMILY_MAX_DAYS"
-      | "URN_NAMESPACE"
-    >,
-    private readonly logger: Logger,
-    private readonly rateLimits?: Pick<RateLimits, "consume">,
-  ) {
-    this.jwt = new Hs256(config.TOKEN_SIGNING_KEY);
+  private readonly prisma: PrismaClient;
+  private readonly store: TokenRotationDeps["store"];
+  private readonly verifier: TokenRotationDeps["verifier"];
+  private readonly policies: PolicyEngine;
+  private readonly config: TokenRotationDeps["config"];
+  private readonly logger: Logger;
+  private readonly rateLimits: TokenRotationDeps["rateLimits"];
+
+  constructor(deps: TokenRotationDeps) {
+    this.prisma = deps.prisma;
+    this.store = deps.store;
+    this.verifier = deps.verifier;
+    this.policies = deps.policies;
+    this.config = deps.config;
+    this.logger = deps.logger;
+    this.rateLimits = deps.rateLimits;
+    this.jwt = new Hs256(deps.config.TOKEN_SIGNING_KEY);
   }
 
   async rotate(actor: Actor, args: unknown): Promise<{ accessToken: string; metadata: TokenMetadata }> {

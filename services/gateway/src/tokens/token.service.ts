@@ -31,6 +31,22 @@ const listTokensArgs = pageInput({ filters: tokenFilters });
 const revokeTokenArgs = z.object({ tokenId: idField() });
 const revokeTokensArgs = z.object({ actorUrn: urnField("corpuser") });
 
+export interface TokenServiceDeps {
+  store: TokenStore;
+  verifier: Pick<TokenVerifier, "revoked" | "revokedAllOf">;
+  policies: PolicyEngine;
+  config: Pick<
+    Config,
+    | "TOKEN_SIGNING_KEY"
+    | "TOKEN_SALT"
+    | "ACCESS_TOKEN_ALLOW_NO_EXPIRY"
+    | "ACCESS_TOKEN_ALLOWED_DURATIONS"
+    | "ROOT_USER_URN"
+  >;
+  /** RATE_LIMIT_TOKEN_MINTS_PER_MINUTE, met once the request has passed its checks (a refusal costs nothing) */
+  rateLimits?: Pick<RateLimits, "consume">;
+}
+
 /**
  * Personal access tokens (docs/api.md "Access tokens"): HS256 JWTs of which only a salted hash is stored. Every operation
  * needs at least GENERATE_PERSONAL_ACCESS_TOKENS; acting on other users' tokens needs MANAGE_ACCESS_TOKENS.
@@ -40,24 +56,24 @@ export class TokenService {
   private readonly createArgs: ReturnType<typeof createTokenArgs>;
   private readonly minting: TokenMintingPolicy;
 
-  constructor(
-    private readonly store: TokenStore,
-    private readonly verifier: Pick<TokenVerifier, "revoked" | "revokedAllOf">,
-    private readonly policies: PolicyEngine,
-    private readonly config: Pick<
-      Config,
-      | "TOKEN_SIGNING_KEY"
-      | "TOKEN_SALT"
-      | "ACCESS_TOKEN_ALLOW_NO_EXPIRY"
-      | "ACCESS_TOKEN_ALLOWED_DURATIONS"
-      | "ROOT_USER_URN"
-    >,
-    /** RATE_LIMIT_TOKEN_MINTS_PER_MINUTE, met once the request has passed its checks (a refusal costs nothing) */
-    private readonly rateLimits?: Pick<RateLimits, "consume">,
-  ) {
-    this.jwt = new Hs256(config.TOKEN_SIGNING_KEY);
-    this.createArgs = createTokenArgs(config.ACCESS_TOKEN_ALLOW_NO_EXPIRY, config.ACCESS_TOKEN_ALLOWED_DURATIONS);
-    this.minting = new TokenMintingPolicy(store, policies, config);
+  private readonly store: TokenStore;
+  private readonly verifier: TokenServiceDeps["verifier"];
+  private readonly policies: PolicyEngine;
+  private readonly config: TokenServiceDeps["config"];
+  private readonly rateLimits: TokenServiceDeps["rateLimits"];
+
+  constructor(deps: TokenServiceDeps) {
+    this.store = deps.store;
+    this.verifier = deps.verifier;
+    this.policies = deps.policies;
+    this.config = deps.config;
+    this.rateLimits = deps.rateLimits;
+    this.jwt = new Hs256(deps.config.TOKEN_SIGNING_KEY);
+    this.createArgs = createTokenArgs(
+      deps.config.ACCESS_TOKEN_ALLOW_NO_EXPIRY,
+      deps.config.ACCESS_TOKEN_ALLOWED_DURATIONS,
+    );
+    this.minting = new TokenMintingPolicy(deps.store, deps.policies, deps.config);
   }
 
   async create(actor: Actor, args: unknown): Promise<{ accessToken: string; metadata: TokenMetadata }> {

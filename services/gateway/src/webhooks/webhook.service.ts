@@ -46,6 +46,28 @@ import {
   type WebhookSubscriptionView,
 } from "./webhook-contracts";
 
+export interface WebhookServiceDeps {
+  db: Database;
+  engine: PolicyEngine;
+  config: Pick<
+    Config,
+    | "NODE_ENV"
+    | "WEBHOOK_ALLOW_PRIVATE_TARGETS"
+    | "MAX_WEBHOOK_SUBSCRIPTIONS_PER_USER"
+    | "TOKEN_SIGNING_KEY"
+    | "WEBHOOK_MAX_PENDING_PER_SUBSCRIPTION"
+    | "WEBHOOK_TIMEOUT_MS"
+    | "URN_NAMESPACE"
+  >;
+  logger: Logger;
+  lookup?: AddressLookup;
+  /**
+   * Each write's audit row is one its caller can cause at will (any user subscribes for itself): per actor, as the
+   * queue dashboard's writes are (docs/audit.md "How many rows one actor can cause").
+   */
+  budget?: AuditBudget;
+}
+
 /**
  * Webhook subscriptions and their delivery logs (docs/webhooks.md). Any authenticated user subscribes for itself: a
  * subscription's one principal is its creator, and each event is delivered only when that owner may read it at the
@@ -55,29 +77,20 @@ export class WebhookService {
   private readonly policy: WebhookTargetPolicy;
   private readonly lookup: AddressLookup;
 
-  constructor(
-    private readonly db: Database,
-    private readonly engine: PolicyEngine,
-    private readonly config: Pick<
-      Config,
-      | "NODE_ENV"
-      | "WEBHOOK_ALLOW_PRIVATE_TARGETS"
-      | "MAX_WEBHOOK_SUBSCRIPTIONS_PER_USER"
-      | "TOKEN_SIGNING_KEY"
-      | "WEBHOOK_MAX_PENDING_PER_SUBSCRIPTION"
-      | "WEBHOOK_TIMEOUT_MS"
-      | "URN_NAMESPACE"
-    >,
-    private readonly logger: Logger,
-    lookup?: AddressLookup,
-    /**
-     * Each write's audit row is one its caller can cause at will (any user subscribes for itself): per actor, as the
-     * queue dashboard's writes are (docs/audit.md "How many rows one actor can cause").
-     */
-    private readonly budget: AuditBudget = new AuditBudget(),
-  ) {
-    this.policy = webhookTargetPolicy(config);
-    this.lookup = lookup ?? webhookLookup(this.policy);
+  private readonly db: Database;
+  private readonly engine: PolicyEngine;
+  private readonly config: WebhookServiceDeps["config"];
+  private readonly logger: Logger;
+  private readonly budget: AuditBudget;
+
+  constructor(deps: WebhookServiceDeps) {
+    this.db = deps.db;
+    this.engine = deps.engine;
+    this.config = deps.config;
+    this.logger = deps.logger;
+    this.budget = deps.budget ?? new AuditBudget();
+    this.policy = webhookTargetPolicy(deps.config);
+    this.lookup = deps.lookup ?? webhookLookup(this.policy);
   }
 
   async create(actor: Actor, args: unknown): Promise<{ subscription: WebhookSubscriptionView; secret: string }> {
