@@ -15,4 +15,5 @@ export * from "./platform-events";
 export * from "./authority";
 export * from "./periodic";
 export * from "./timeout";
+export * from "./per-turn";
 export * from "./retry-schedule";
