@@ -6,8 +6,8 @@
  *   libs/db/dist/prisma/migrations/                        what `db:migrate` applies from a build (no repository around it)
  *   services/evaluation-worker/dist/evaluation-thread.cjs  the file piscina loads in each evaluation thread
  * The generated Prisma client (libs/db/src/generated, made by `pnpm install`) is TypeScript and compiles with the rest;
- * its WebAssembly query compiler stays in @prisma/client, as re2-wasm's .wasm stays in re2-wasm: both are read from
- * node_modules at run time, which is why this is a per-file compile and not a bundle.
+ * its WebAssembly query compiler stays in @prisma/client and is read from node_modules at run time, which is why this
+ * is a per-file compile and not a bundle.
  *
  * Every build starts clean (no stale file of a deleted source survives in dist/). Built code resolves the workspace
  * libs to their dist/ only under `node --conditions=mdp-built` (see BUILT_CONDITION in service-command.ts).

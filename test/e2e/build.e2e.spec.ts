@@ -220,7 +220,7 @@ describe("the build", () => {
             id: "built",
             name: "Has a description",
             category: "Documentation",
-            // regex_match runs on re2-wasm: its .wasm must load from the build's node_modules too
+            // regex_match runs on re2js: it must load from the build's node_modules too
             definition: {
               json: "on: {types: [dataset]}\nrules: [{property: datasetProperties.description, operator: regex_match, values: ['^ord']}]",
             },
