@@ -56,6 +56,8 @@ describe("the build", () => {
       "libs/db/dist/prisma/migrations/migration_lock.toml",
       "services/evaluation-worker/dist/evaluation-thread.cjs",
       "services/evaluation-worker/dist/evaluation-thread.js",
+      "services/gateway/dist/assets/explorer.js",
+      "services/gateway/dist/assets/explorer.css",
     ]) {
       expect([file, existsSync(path.join(ROOT, file))]).toEqual([file, true]);
     }
