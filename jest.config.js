@@ -4,7 +4,9 @@
  * - unit: specs beside the code (`src/**`), pure logic, no PostgreSQL or Redis;
  * - integration: each package's `test/*.int.spec.ts`, against real PostgreSQL and Redis, a database and queue prefix
  *   per file;
- * - e2e: `test/e2e/`, the real processes (and the Redis Cluster stage).
+ * - e2e: `test/e2e/`, the real processes (and the Redis Cluster stage);
+ * - build: `test/build/`, the production build (`pnpm build`) and the services started from it. Not part of `pnpm
+ *   test` (which runs from the sources): CI builds, then runs it (`pnpm test:build`).
  */
 const swc = [
   "@swc/jest",
@@ -33,6 +35,7 @@ module.exports = {
       testMatch: ["<rootDir>/{libs,services}/*/test/**/*.int.spec.ts"],
     },
     { ...shared, displayName: "e2e", testMatch: ["<rootDir>/test/e2e/**/*.e2e.spec.ts"] },
+    { ...shared, displayName: "build", testMatch: ["<rootDir>/test/build/**/*.spec.ts"] },
   ],
   // Integration and service-level tests start databases and processes.
   testTimeout: 60_000,

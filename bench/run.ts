@@ -10,6 +10,7 @@ import { benchGraphqlMemory } from "./graphql-memory/graphql-memory.bench";
 import { benchIngest } from "./ingest/ingest.bench";
 import { benchOnChange } from "./on-change/on-change.bench";
 import { benchOutbox } from "./outbox/outbox.bench";
+import { benchRegex } from "./regex/regex.bench";
 import { benchTokens } from "./tokens/tokens.bench";
 import { benchTruncate } from "./truncate/truncate.bench";
 import { benchWebhooks } from "./webhooks/webhooks.bench";
@@ -21,6 +22,7 @@ const BENCHMARKS: Record<string, () => Promise<void>> = {
   ingest: benchIngest,
   "on-change": benchOnChange,
   outbox: benchOutbox,
+  regex: benchRegex,
   tokens: benchTokens,
   truncate: benchTruncate,
   webhooks: benchWebhooks,

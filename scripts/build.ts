@@ -5,9 +5,11 @@
  *   libs/core/dist/registry/default-entity-registry.yaml   the built-in entity registry (read from __dirname)
  *   libs/db/dist/prisma/migrations/                        what `db:migrate` applies from a build (no repository around it)
  *   services/evaluation-worker/dist/evaluation-thread.cjs  the file piscina loads in each evaluation thread
+ * and bundles the one browser page of ours (esbuild): services/gateway/dist/assets/, the GraphQL explorer's script
+ * and stylesheet (GraphiQL and React with its page script; services/gateway/src/api-docs/graphql-explorer-bundle.ts).
  * The generated Prisma client (libs/db/src/generated, made by `pnpm install`) is TypeScript and compiles with the rest;
- * its WebAssembly query compiler stays in @prisma/client, as re2-wasm's .wasm stays in re2-wasm: both are read from
- * node_modules at run time, which is why this is a per-file compile and not a bundle.
+ * its WebAssembly query compiler stays in @prisma/client and is read from node_modules at run time, which is why this
+ * is a per-file compile and not a bundle.
  *
  * Every build starts clean (no stale file of a deleted source survives in dist/). Built code resolves the workspace
  * libs to their dist/ only under `node --conditions=mdp-built` (see BUILT_CONDITION in service-command.ts).
@@ -15,6 +17,7 @@
 import { execFileSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, rmSync } from "node:fs";
 import path from "node:path";
+import { bundleExplorer } from "../services/gateway/src/api-docs/graphql-explorer-bundle";
 
 const ROOT = path.resolve(__dirname, "..");
 const PACKAGES = [
@@ -39,7 +42,7 @@ const ASSETS: Array<[string, string]> = [
   ["services/evaluation-worker/src/evaluation-thread.cjs", "services/evaluation-worker/dist/evaluation-thread.cjs"],
 ];
 
-function main(): void {
+async function main(): Promise<void> {
   const started = Date.now();
   if (!existsSync(path.join(ROOT, "libs/db/src/generated/prisma/client.ts"))) {
     throw new Error("the Prisma client is not generated: run `pnpm install` (or `pnpm --filter @mdp/db generate`)");
@@ -53,16 +56,15 @@ function main(): void {
     mkdirSync(path.dirname(path.join(ROOT, to)), { recursive: true });
     cpSync(path.join(ROOT, from), path.join(ROOT, to), { recursive: true });
   }
+  await bundleExplorer(path.join(ROOT, "services/gateway/dist/assets"));
   process.stdout.write(`built ${PACKAGES.length} packages in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
 }
 
-try {
-  main();
-} catch (error) {
+main().catch((error: unknown) => {
   // tsc has printed its own errors; say nothing more than that it failed.
   const status = (error as { status?: number }).status;
   if (status === undefined)
     process.stderr.write(`pnpm build: ${error instanceof Error ? error.message : String(error)}\n`);
   process.stderr.write("pnpm build failed\n");
   process.exit(1);
-}
+});

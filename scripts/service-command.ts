@@ -46,7 +46,7 @@ export const BUILT_SERVICE_NODE_FLAGS = [
   `--conditions=${BUILT_CONDITION}`,
 ];
 
-/** Arguments for `node` to run a service from its build in this workspace (test/e2e/build.e2e.spec.ts). */
+/** Arguments for `node` to run a service from its build in this workspace (test/build/build.spec.ts). */
 export function builtServiceNodeArgs(root: string, name: ServiceName, extraFlags: string[] = []): string[] {
   return [...BUILT_SERVICE_NODE_FLAGS, ...extraFlags, path.join(root, "services", name, "dist", "main.js")];
 }

@@ -1,11 +1,12 @@
 /**
  * The README's test command: makes sure PostgreSQL and Redis are reachable (starting private ones under .data/ when
- * nothing is), runs every jest test, and ends with the plain line `N passed, N failed` that CI reads.
+ * nothing is), runs every jest test but the production build's (test/build: `pnpm test:build`, after `pnpm build`),
+ * and ends with the plain line `N passed, N failed` that CI reads.
  *
  * A whole run (no arguments) ends with the Redis Cluster stage: the service-level tests in CLUSTER_SUITE again, with
  * REDIS_URL naming a private 3-master Redis Cluster (scripts/redis-cluster.ts). `pnpm test <paths>` runs the given
  * files alone, on the single Redis; `pnpm test:cluster [paths]` runs only the cluster stage (CLUSTER_SUITE, or the
- * given files). `--tier unit|integration|e2e` (`pnpm test:unit`, ...) runs one tier of jest.config.js alone; the unit
+ * given files). `--tier unit|integration|e2e|build` (`pnpm test:unit`, ...) runs one tier of jest.config.js alone; the unit
  * tier needs no PostgreSQL or Redis, so none is started for it. Other runs first make sure of a Chromium for the browser
  * tests (scripts/chromium.ts: Debian's package, installed when missing and run as root), passed on as CHROMIUM_PATH.
  * A run in which jest had to force a worker to exit (a test file left a timer or a connection open) says so at its end;
@@ -130,8 +131,8 @@ async function main(): Promise<void> {
     : {};
   const tierAt = argv.indexOf("--tier");
   const tier = tierAt >= 0 ? argv[tierAt + 1] : undefined;
-  if (tierAt >= 0 && !["unit", "integration", "e2e"].includes(tier ?? "")) {
-    throw new Error(`--tier must be unit, integration or e2e, got ${tier ?? "nothing"}`);
+  if (tierAt >= 0 && !["unit", "integration", "e2e", "build"].includes(tier ?? "")) {
+    throw new Error(`--tier must be unit, integration, e2e or build, got ${tier ?? "nothing"}`);
   }
   const args = argv.filter(
     (arg, i) => arg !== "--cluster" && arg !== "--find-leaks" && (tierAt < 0 || (i !== tierAt && i !== tierAt + 1)),
@@ -150,7 +151,12 @@ async function main(): Promise<void> {
   const outcomes: Outcome[] = [];
   try {
     if (!clusterOnly) {
-      const selection = tier ? [...args, "--selectProjects", tier] : args;
+      // Every tier but build (the production build's, which CI runs after `pnpm build`), unless files are named.
+      const selection = tier
+        ? [...args, "--selectProjects", tier]
+        : args.length > 0
+          ? args
+          : ["--selectProjects", "unit", "integration", "e2e"];
       outcomes.push(
         await runJest(
           root,

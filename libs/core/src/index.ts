@@ -16,4 +16,5 @@ export * from "./authority";
 export * from "./periodic";
 export * from "./prune-in-batches";
 export * from "./timeout";
+export * from "./per-turn";
 export * from "./retry-schedule";

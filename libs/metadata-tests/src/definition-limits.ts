@@ -40,7 +40,7 @@ export const DEFINITION_LIMITS = {
   expandedCharacters: 131_072,
   /** UTF-8 bytes of the normalized definition's JSON, as stored and as sent to the evaluation worker */
   normalizedBytes: 131_072,
-  /** estimated compile cost of one regex_match pattern (see regex-cost.ts), about 20 µs of re2-wasm each */
+  /** estimated compile cost of one regex_match pattern (see regex-cost.ts), ~20 µs of re2-wasm (re2js: less) */
   patternCost: 2_500,
   /** estimated compile cost of all regex_match patterns of one definition together */
   patternCostTotal: 5_000,

@@ -42,7 +42,20 @@ describe("regex_match runs on RE2", () => {
     expect(refusalMessage(withPattern("abc(?=def)"))).toContain(
       'rules.value: invalid regular expression "abc(?=def)": invalid perl operator: (?=',
     );
-    expect(regexSyntaxError("(?<!a)b")).toBeDefined();
+    expect(regexSyntaxError("(?<!a)b")).toBe("invalid perl operator: (?<");
+    // RE2's wording, whichever error comes first (re2js reports a duplicate name before a missing parenthesis)
+    expect(regexSyntaxError("(unclosed")).toBe("missing ): (unclosed");
+    expect(regexSyntaxError("(?<n>a)(?<n>")).toBe("missing ): (?P<n>a)(?P<n>");
+    expect(regexSyntaxError("(?<n>a)(?<n>b)")).toBe("Duplicate capture group name");
+    expect(regexSyntaxError("a**")).toBe("bad repetition operator: **");
+    expect(regexSyntaxError("a{1001}")).toBe("invalid repetition size: {1001}");
+    expect(regexSyntaxError("\\")).toBe("trailing \\");
+  });
+
+  it("reads JavaScript escapes as RE2 did: \\u, \\u{…}, \\cX and an unescaped slash", () => {
+    expect(regexMatches("^\\u00e9\\u{1F600}$", "é\u{1F600}")).toBe(true);
+    expect(regexMatches("^\\cA$", "\u0001")).toBe(true);
+    expect(regexMatches("^a/b$", "a/b")).toBe(true);
   });
 
   it("searches only the first regexSubjectLength characters of a value", () => {
@@ -51,15 +64,7 @@ describe("regex_match runs on RE2", () => {
     expect(regexMatches("needle", `${"x".repeat(limit)}needle`)).toBe(false);
   });
 
-  it("survives a pattern too large for the engine's heap: refused by name, and the engine still answers", () => {
-    expect(regexSyntaxError("[\\p{L}\\p{N}_]{1,999}[\\p{L}]{900}")).toBe(
-      "it needs more memory than the regex engine's 16 MiB heap",
-    );
-    expect(regexMatches("^ok$", "ok")).toBe(true);
-  });
-
-  it("keeps matching after many distinct patterns (compiled objects are freed, not leaked in the engine's heap)", () => {
-    // Without freeing, re2-wasm's heap is exhausted after about 10,000 compilations of patterns like these.
-    for (let i = 0; i < 12_000; i++) expect(regexMatches(`^urn:li:tag:${i}[a-z]+$`, `urn:li:tag:${i}x`)).toBe(true);
+  it("keeps matching after many more distinct patterns than the cache holds", () => {
+    for (let i = 0; i < 2_000; i++) expect(regexMatches(`^urn:li:tag:${i}[a-z]+$`, `urn:li:tag:${i}x`)).toBe(true);
   });
 });

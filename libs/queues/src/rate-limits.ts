@@ -1,5 +1,5 @@
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
-import { AppError, SYSTEM_ACTOR_URN, type Config, type Logger } from "@mdp/core";
+import { AppError, perTurn, SYSTEM_ACTOR_URN, type Config, type Logger } from "@mdp/core";
 import { createRedis, type RedisConnection } from "./connection";
 
 /**
@@ -60,9 +60,21 @@ export class RateLimits {
     { limiter: RateLimiterRedis; points: number; insurancePoints: number; perMinute: number }
   >();
 
-  /** the checks of this turn of the event loop not sent yet, by limit and actor (see `coalesced`) */
-  private readonly turn = new Map<string, TurnBatch>();
-  private flushScheduled = false;
+  /** this turn's checks, sent at its end: one batch per kind, limit and actor (see `coalesced`) */
+  private readonly turn = perTurn(
+    async (checks: TurnCheck[]) => {
+      const sum = checks.reduce((total, check) => total + check.points, 0);
+      // The first check's send speaks for them all: the batch's checks share kind, limit and actor.
+      const res = await checks[0]!.send(sum);
+      let before = 0;
+      return checks.map((check) => {
+        const decided = { res, sum, before };
+        before += check.points;
+        return decided;
+      });
+    },
+    (check) => `${check.kind}\u0000${check.name}\u0000${check.urn}`,
+  );
 
   constructor(
     private readonly redis: RedisConnection,
@@ -169,42 +181,20 @@ export class RateLimits {
 
   /**
    * One Redis round trip for every check of the same kind, limit and actor made in one turn of the event loop (sent
-   * at setImmediate, as the gateway batches evaluate requests): under load an actor's concurrent requests cost one
-   * script call between them instead of one each, and a lone request waits for nothing but the end of its turn. Each
-   * decision is still Redis's, atomic and shared by every replica: nothing is counted locally, so batching adds no
-   * error across replicas. Each caller gets the answer for the whole batch (`sum` of its points), and the points
-   * of the callers queued before it (`before`).
+   * at its end by @mdp/core's perTurn, as the gateway batches evaluate requests): under load an actor's concurrent
+   * requests cost one script call between them instead of one each, and a lone request waits for nothing but the end
+   * of its turn. Each decision is still Redis's, atomic and shared by every replica: nothing is counted locally, so
+   * batching adds no error across replicas. Each caller gets the answer for the whole batch (`sum` of its points),
+   * and the points of the callers queued before it (`before`).
    */
   private coalesced(
-    kind: TurnBatch["kind"],
+    kind: TurnCheck["kind"],
     name: RateLimitName,
     urn: string,
     points: number,
     send: (sum: number) => Promise<BatchAnswer | null>,
   ): Promise<{ res: BatchAnswer | null; sum: number; before: number }> {
-    return new Promise((resolve, reject) => {
-      const key = `${kind}\u0000${name}\u0000${urn}`;
-      let batch = this.turn.get(key);
-      if (!batch) {
-        batch = { kind, send, waiting: [], sum: 0 };
-        this.turn.set(key, batch);
-      }
-      batch.waiting.push({ before: batch.sum, resolve, reject });
-      batch.sum += points;
-      if (this.flushScheduled) return;
-      this.flushScheduled = true;
-      setImmediate(() => {
-        this.flushScheduled = false;
-        const batches = [...this.turn.values()];
-        this.turn.clear();
-        for (const { send: sendBatch, sum, waiting } of batches) {
-          sendBatch(sum).then(
-            (res) => waiting.forEach((w) => w.resolve({ res, sum, before: w.before })),
-            (error: unknown) => waiting.forEach((w) => w.reject(error)),
-          );
-        }
-      });
-    });
+    return this.turn({ kind, name, urn, points, send });
   }
 
   private exceeded(name: RateLimitName, msBeforeNext: number): AppError {
@@ -232,16 +222,13 @@ interface BatchAnswer {
   insured: boolean;
 }
 
-/** The checks of one kind, limit and actor waiting for the end of the turn (RateLimits.coalesced). */
-interface TurnBatch {
+/** One check waiting for the end of the turn (RateLimits.coalesced). */
+interface TurnCheck {
   kind: "consume" | "get" | "charge";
+  name: RateLimitName;
+  urn: string;
+  points: number;
   send: (sum: number) => Promise<BatchAnswer | null>;
-  waiting: Array<{
-    before: number;
-    resolve: (result: { res: BatchAnswer | null; sum: number; before: number }) => void;
-    reject: (error: unknown) => void;
-  }>;
-  sum: number;
 }
 
 /** The answers the in-memory insurance limiter gave (rate-limiter-flexible passes them through unchanged). */

@@ -1,4 +1,5 @@
 import type { Job } from "bullmq";
+import { perTurn } from "@mdp/core";
 import { inTransaction } from "@mdp/db";
 import { actionsFromJson, RESULT_LIMITS, type EntityEvaluation } from "@mdp/metadata-tests";
 import {
@@ -157,28 +158,6 @@ export async function evaluate(
     await recordEvaluateFailure(deps, { ...payload, items: unanswered }, job, startedAt, attempt);
     throw error;
   }
-}
-
-/**
- * Runs `run` once per turn of the event loop on the values given in that turn, each caller getting the result at its
- * value's index (or `run`'s error).
- */
-function perTurn<T, R>(run: (batch: T[]) => Promise<R[]>): (value: T) => Promise<R> {
-  let pending: Array<{ value: T; resolve: (result: R) => void; reject: (error: unknown) => void }> = [];
-  return (value) =>
-    new Promise<R>((resolve, reject) => {
-      if (pending.length === 0) {
-        setImmediate(() => {
-          const batch = pending;
-          pending = [];
-          run(batch.map((b) => b.value)).then(
-            (results) => batch.forEach((b, i) => b.resolve(results[i]!)),
-            (error: unknown) => batch.forEach((b) => b.reject(error)),
-          );
-        });
-      }
-      pending.push({ value, resolve, reject });
-    });
 }
 
 /**

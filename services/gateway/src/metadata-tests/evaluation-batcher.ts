@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { every, type Logger, type PeriodicLoop } from "@mdp/core";
+import { every, perTurn, type Logger, type PeriodicLoop } from "@mdp/core";
 import {
   evaluateJobReply,
   evaluationItemReply,
@@ -75,13 +75,13 @@ interface InFlight {
 
 /**
  * Puts the evaluate requests of one actor that arrive together into one evaluate-tests job: those whose bodies were
- * read in the same turn of the event loop (flushed with setImmediate, so a lone request waits for nothing). Under load
- * that turns one queue round trip and one database read per request into one per batch; each request keeps
- * its own task id and gets its own result, as soon as the worker has it: a slow request in the batch does not hold the
- * others' answers. Different actors' requests never share a job: a worker shares its job slots between actors (its
- * last free slot goes to an actor with no job there), and a job holds its slot until its slowest request is done, so
- * a job mixing one actor's slow request with another's quick one would count against the quick one's actor.
- * Rejects every request of a batch not answered yet with the batch's error: the wait timing out
+ * read in the same turn of the event loop (flushed at its end by @mdp/core's perTurn, so a lone request waits for
+ * nothing). Under load that turns one queue round trip and one database read per request into one per batch; each
+ * request keeps its own task id and gets its own result, as soon as the worker has it: a slow request in the batch
+ * does not hold the others' answers. Different actors' requests never share a job: a worker shares its job slots
+ * between actors (its last free slot goes to an actor with no job there), and a job holds its slot until its slowest
+ * request is done, so a job mixing one actor's slow request with another's quick one would count against the quick
+ * one's actor. Rejects every request of a batch not answered yet with the batch's error: the wait timing out
  * (JobWaitTimeoutError), the job failing (JobFailedError), or the queue being unreachable.
  *
  * Lost replies: a reply sent while this gateway's reply connection is down (a Redis restart, a Cluster failover) is
@@ -98,7 +98,11 @@ interface InFlight {
 export class EvaluationBatcher {
   /** each actor's requests waiting for the next flush */
   private readonly pending = new Map<string, { waiting: Waiting[]; urns: number }>();
-  private scheduled = false;
+  /** flushes, at the end of this turn, the actors whose requests came in it (those not waiting for an enqueue) */
+  private readonly flushAtTurnEnd = perTurn(async (actors: string[]) => {
+    for (const actor of new Set(actors)) if (!this.enqueuing.has(actor)) this.flush(actor);
+    return actors.map(() => undefined);
+  });
   /** the actors one of whose jobs is being added to the queue: their next requests wait for it (see submit) */
   private readonly enqueuing = new Set<string>();
   /** the jobs being waited for */
@@ -155,14 +159,8 @@ export class EvaluationBatcher {
         // Its previous job is still on its way to Redis: this request goes into the next job, sent as soon as that
         // one is queued. Under load an actor's requests then share fewer, larger jobs (each job costs the gateway,
         // Redis and the worker the same whatever its size); a lone request never finds one in flight.
-      } else if (!this.scheduled) {
-        this.scheduled = true;
-        setImmediate(() => {
-          this.scheduled = false;
-          for (const pendingActor of [...this.pending.keys()]) {
-            if (!this.enqueuing.has(pendingActor)) this.flush(pendingActor);
-          }
-        });
+      } else {
+        void this.flushAtTurnEnd(actor);
       }
     });
   }

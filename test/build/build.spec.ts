@@ -44,6 +44,8 @@ describe("the build", () => {
     "libs/db/dist/prisma/migrations/migration_lock.toml",
     "services/evaluation-worker/dist/evaluation-thread.cjs",
     "services/evaluation-worker/dist/evaluation-thread.js",
+    "services/gateway/dist/assets/explorer.js",
+    "services/gateway/dist/assets/explorer.css",
   ].filter((file) => !existsSync(path.join(ROOT, file)));
   const built = { ok: missing.length === 0 };
 
@@ -211,7 +213,7 @@ describe("the build", () => {
             id: "built",
             name: "Has a description",
             category: "Documentation",
-            // regex_match runs on re2-wasm: its .wasm must load from the build's node_modules too
+            // regex_match runs on re2js: it must load from the build's node_modules too
             definition: {
               json: "on: {types: [dataset]}\nrules: [{property: datasetProperties.description, operator: regex_match, values: ['^ord']}]",
             },
