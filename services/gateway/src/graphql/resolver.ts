@@ -15,6 +15,11 @@ export interface ResolverSpec<S extends z.ZodType> {
   args: S | ((services: Services) => S);
 }
 
+/** ResolverSpec's `requires`: `privilege`, named "to <to>" in a refusal. */
+export function needs(privilege: Privilege, to: string): { privilege: Privilege; to: string } {
+  return { privilege, to };
+}
+
 /**
  * A resolver whose privilege and input contract are declared where the operation is (its *.graphql.ts), as an HTTP
  * action's are (http/action-router.ts): the privilege is checked first, then the arguments are parsed (a failure is

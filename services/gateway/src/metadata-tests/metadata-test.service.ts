@@ -1,4 +1,6 @@
-import { conflict, notFound, SCHEDULE_PRIVILEGES, type Config, type EntityRegistry, type Logger } from "@mdp/core";
+import type { z } from "zod";
+import { parseArgs } from "../shared/validate";
+import { conflict, notFound, type Config, type EntityRegistry, type Logger } from "@mdp/core";
 import {
   deleteTest,
   entityExists,
@@ -35,7 +37,6 @@ import {
 import type { ScheduleSyncRequests, TestSchedules } from "@mdp/queues";
 import { ownedBy, type Actor } from "../auth/actor";
 import { recordAudit } from "../audit/audit.service";
-import { parseArgs } from "../shared/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
 import { requireActionPrivileges } from "./action-privileges";
 import {
@@ -82,7 +83,7 @@ export interface MetadataTestServiceDeps {
  */
 export class MetadataTestService {
   /** createTest's and updateTest's contracts, which read the registry and the schedule's minimum interval */
-  private readonly contracts: Contracts;
+  readonly contracts: Contracts;
 
   private readonly prisma: PrismaClient;
   private readonly pool: Queryable;
@@ -107,12 +108,11 @@ export class MetadataTestService {
     this.contracts = testContracts(deps.registry, deps.config);
   }
 
-  async create(actor: Actor, args: unknown): Promise<string> {
-    await this.engine.require(actor, "MANAGE_TESTS", "create metadata tests");
-    const { id: urn, ...input } = parseArgs(this.contracts.create, args).input;
+  async create(actor: Actor, args: z.output<Contracts["create"]>): Promise<string> {
+    const { id: urn, ...input } = args.input;
     const data = storedTest(input, this.registry);
     // Its actions will run for the caller, who owns it from now on (a schedule's firings need nothing more than
-    // MANAGE_TESTS, required above, and these).
+    // MANAGE_TESTS, required at the resolver, and these).
     await requireActionPrivileges(this.engine, actor, actionsOf(data.definition));
     try {
       await inPrismaTransaction(this.prisma, async (tx) => {
@@ -141,9 +141,7 @@ export class MetadataTestService {
     return urn;
   }
 
-  async update(actor: Actor, args: unknown): Promise<string> {
-    await this.engine.require(actor, "MANAGE_TESTS", "update metadata tests");
-    const { urn, input } = parseArgs(this.contracts.update, args);
+  async update(actor: Actor, { urn, input }: z.output<Contracts["update"]>): Promise<string> {
     const data = storedTest(input, this.registry);
     await inPrismaTransaction(this.prisma, async (tx) => {
       // Serializes with the actor's other schedule writes (the MAX_SCHEDULES_PER_USER count), then the row.
@@ -202,9 +200,7 @@ export class MetadataTestService {
    * firings need: MANAGE_TESTS and what the test's actions write, and have room under MAX_SCHEDULES_PER_USER).
    * Audited as `test.schedule.resume`. 409 when the test has no schedule or it is not suspended.
    */
-  async resumeSchedule(actor: Actor, args: unknown): Promise<MetadataTest> {
-    await this.engine.require(actor, SCHEDULE_PRIVILEGES.SCHEDULED_TEST, "resume scheduled tests");
-    const { urn } = parseArgs(testArgs, args);
+  async resumeSchedule(actor: Actor, { urn }: z.output<typeof testArgs>): Promise<MetadataTest> {
     return inPrismaTransaction(this.prisma, async (tx) => {
       await lockScheduleOwner(tx, actor.urn);
       const current = await this.existing(tx, urn, true);
@@ -226,9 +222,7 @@ export class MetadataTestService {
     }).catch(notFoundWhenMissing(`Test ${urn} does not exist`));
   }
 
-  async delete(actor: Actor, args: unknown): Promise<boolean> {
-    await this.engine.require(actor, "MANAGE_TESTS", "delete metadata tests");
-    const { urn } = parseArgs(testArgs, args);
+  async delete(actor: Actor, { urn }: z.output<typeof testArgs>): Promise<boolean> {
     let scheduled = false;
     await inPrismaTransaction(this.prisma, async (tx) => {
       const test = await this.existing(tx, urn);
@@ -266,9 +260,7 @@ export class MetadataTestService {
    * testResults. The history of a deleted test stays until retention removes it. NOT_FOUND when the pair has no
    * history and nothing is stored for the entity.
    */
-  async history(actor: Actor, args: unknown) {
-    await this.engine.require(actor, "VIEW_TESTS", "view metadata test results");
-    const { start, count, ...input } = parseArgs(testResultHistoryArgs, args);
+  async history({ start, count, ...input }: z.output<typeof testResultHistoryArgs>) {
     const { total, rows } = await replicaReads.transitionPage(
       this.reads,
       { urn: input.urn, testUrn: input.testUrn },
@@ -308,9 +300,7 @@ export class MetadataTestService {
    * checks), with each problem as a message (`<where>: <what>`); nothing is saved. VIEW_TESTS, as evaluate: it reads
    * nothing but the entity registry's names.
    */
-  async validate(actor: Actor, args: unknown): Promise<{ isValid: boolean; messages: string[] }> {
-    await this.engine.require(actor, "VIEW_TESTS", "validate metadata tests");
-    const { input } = parseArgs(validateArgs, args);
+  validate({ input }: z.output<typeof validateArgs>): { isValid: boolean; messages: string[] } {
     try {
       acceptDefinition(input.json, this.registry);
       return { isValid: true, messages: [] };
@@ -345,16 +335,12 @@ export class MetadataTestService {
     };
   }
 
-  async get(actor: Actor, args: unknown): Promise<MetadataTest | null> {
-    await this.engine.require(actor, "VIEW_TESTS", "view metadata tests");
-    const { urn } = parseArgs(testArgs, args);
+  async get({ urn }: z.output<typeof testArgs>): Promise<MetadataTest | null> {
     return findTest(this.prisma, urn);
   }
 
   /** Oldest first; `query` matches name, category or description, ignoring case. */
-  async list(actor: Actor, args: unknown) {
-    await this.engine.require(actor, "VIEW_TESTS", "list metadata tests");
-    const { start, count, ...input } = parseArgs(listTestsArgs, args).input;
+  async list({ input: { start, count, ...input } }: z.output<typeof listTestsArgs>) {
     const query = input.query?.trim();
     const { total, rows: tests } = await replicaReads.testPage(this.reads, query || undefined, start, count);
     return { start, count: tests.length, total, tests };
@@ -364,9 +350,7 @@ export class MetadataTestService {
    * The entity's `testResults` aspect with each result's test; null when no result was ever pushed for it.
    * NOT_FOUND when nothing at all is stored for the entity.
    */
-  async results(actor: Actor, args: unknown): Promise<TestResultsView | null> {
-    await this.engine.require(actor, "VIEW_TESTS", "view metadata test results");
-    const { urn: entityUrn } = parseArgs(entityArgs, args);
+  async results(actor: Actor, { urn: entityUrn }: z.output<typeof entityArgs>): Promise<TestResultsView | null> {
     const row = await entityWithLatestAspect(this.prisma, entityUrn, TEST_RESULTS_ASPECT);
     const entityType = row.entityType;
     if (!entityType) throw notFound(`Entity ${entityUrn} does not exist`);

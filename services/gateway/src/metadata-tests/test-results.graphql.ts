@@ -1,5 +1,6 @@
 import type { FailedRule } from "@mdp/metadata-tests";
-import type { GraphQLContext } from "../graphql/context";
+import { needs, resolver } from "../graphql/resolver";
+import { entityArgs, testResultHistoryArgs } from "./metadata-test-contracts";
 
 /** An entity's stored test results and the history of each test's result for it: the types, testResults, testResultHistory. */
 export const testResultTypeDefs = /* GraphQL */ `
@@ -81,9 +82,14 @@ export const testResultResolvers = {
     actual: (rule: FailedRule) =>
       rule.actual.map((value) => (typeof value === "string" ? value : JSON.stringify(value))),
   },
-  // The service checks its privilege, then parses these arguments with the operation's contract.
   Query: {
-    testResults: (_: unknown, args: unknown, ctx: GraphQLContext) => ctx.services.tests.results(ctx.actor, args),
-    testResultHistory: (_: unknown, args: unknown, ctx: GraphQLContext) => ctx.services.tests.history(ctx.actor, args),
+    testResults: resolver(
+      { requires: needs("VIEW_TESTS", "view metadata test results"), args: entityArgs },
+      (s, actor, args) => s.tests.results(actor, args),
+    ),
+    testResultHistory: resolver(
+      { requires: needs("VIEW_TESTS", "view metadata test results"), args: testResultHistoryArgs },
+      (s, _actor, args) => s.tests.history(args),
+    ),
   },
 };

@@ -1,6 +1,9 @@
 import type { MetadataTest } from "@mdp/db";
 import { normalizedDefinitionText, type ParsedDefinition } from "@mdp/metadata-tests";
 import type { GraphQLContext } from "../graphql/context";
+import { needs, resolver } from "../graphql/resolver";
+import { listTestsArgs, testArgs, validateArgs } from "./metadata-test-contracts";
+import { SCHEDULE_PRIVILEGES } from "@mdp/core";
 
 export const testTypeDefs = /* GraphQL */ `
   "ACTIVE tests run when an entity is evaluated without naming tests; INACTIVE ones only when named."
@@ -311,22 +314,40 @@ export const testResolvers = {
     lastMissedAt: async (schedule: { urn: string }, _: unknown, ctx: GraphQLContext) =>
       (await ctx.services.tests.scheduleSlot(schedule.urn))?.lastMissedAt?.getTime() ?? null,
   },
-  // Each operation's service checks its privilege, then parses these arguments with the operation's contract.
   Query: {
-    test: (_: unknown, args: unknown, ctx: GraphQLContext) => ctx.services.tests.get(ctx.actor, args),
-    listTests: (_: unknown, args: unknown, ctx: GraphQLContext) => ctx.services.tests.list(ctx.actor, args),
-    validateTest: (_: unknown, args: unknown, ctx: GraphQLContext) => ctx.services.tests.validate(ctx.actor, args),
+    test: resolver({ requires: needs("VIEW_TESTS", "view metadata tests"), args: testArgs }, (s, _actor, args) =>
+      s.tests.get(args),
+    ),
+    listTests: resolver(
+      { requires: needs("VIEW_TESTS", "list metadata tests"), args: listTestsArgs },
+      (s, _actor, args) => s.tests.list(args),
+    ),
+    validateTest: resolver(
+      { requires: needs("VIEW_TESTS", "validate metadata tests"), args: validateArgs },
+      (s, _actor, args) => s.tests.validate(args),
+    ),
   },
   Mutation: {
-    createTest: (_: unknown, args: unknown, ctx: GraphQLContext) => ctx.services.tests.create(ctx.actor, args),
-    updateTest: (_: unknown, args: unknown, ctx: GraphQLContext) => ctx.services.tests.update(ctx.actor, args),
-    deleteTest: (_: unknown, args: unknown, ctx: GraphQLContext) => ctx.services.tests.delete(ctx.actor, args),
+    createTest: resolver(
+      { requires: needs("MANAGE_TESTS", "create metadata tests"), args: (s) => s.tests.contracts.create },
+      (s, actor, args) => s.tests.create(actor, args),
+    ),
+    updateTest: resolver(
+      { requires: needs("MANAGE_TESTS", "update metadata tests"), args: (s) => s.tests.contracts.update },
+      (s, actor, args) => s.tests.update(actor, args),
+    ),
+    deleteTest: resolver(
+      { requires: needs("MANAGE_TESTS", "delete metadata tests"), args: testArgs },
+      (s, actor, args) => s.tests.delete(actor, args),
+    ),
     // Rate-limited by the test-run service, once the request has passed its checks.
     runTest: (_: unknown, args: unknown, ctx: GraphQLContext) => ctx.services.testRuns.run(ctx.actor, args),
     runTestDefinition: (_: unknown, args: unknown, ctx: GraphQLContext) =>
       ctx.services.definitionRuns.runDefinition(ctx.actor, args),
     runTests: (_: unknown, args: unknown, ctx: GraphQLContext) => ctx.services.definitionRuns.runTests(ctx.actor, args),
-    resumeTestSchedule: async (_: unknown, args: unknown, ctx: GraphQLContext) =>
-      (await ctx.services.tests.resumeSchedule(ctx.actor, args)).urn,
+    resumeTestSchedule: resolver(
+      { requires: { privilege: SCHEDULE_PRIVILEGES.SCHEDULED_TEST, to: "resume scheduled tests" }, args: testArgs },
+      async (s, actor, args) => (await s.tests.resumeSchedule(actor, args)).urn,
+    ),
   },
 };

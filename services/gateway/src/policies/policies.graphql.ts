@@ -1,5 +1,5 @@
 import type { Policy } from "@mdp/db";
-import { resolver } from "../graphql/resolver";
+import { needs, resolver } from "../graphql/resolver";
 import { listAuditEventsArgs } from "../audit/audit.service";
 import { groupMembersArgs, listGroupsArgs } from "./group.service";
 import { createPolicyArgs, listPoliciesArgs, policyArgs, updatePolicyArgs } from "./policy.service";
@@ -167,47 +167,50 @@ export const policyTypeDefs = /* GraphQL */ `
   }
 `;
 
-const MANAGE_POLICIES = "MANAGE_POLICIES";
-const managing = (to: string) => ({ privilege: MANAGE_POLICIES, to }) as const;
-
 export const policyResolvers = {
   Policy: {
     actors: (policy: Policy) => ({ users: policy.users, groups: policy.groups, allUsers: policy.allUsers }),
   },
   Query: {
-    policy: resolver({ requires: managing("view policies"), args: policyArgs }, (s, _actor, args) =>
+    policy: resolver({ requires: needs("MANAGE_POLICIES", "view policies"), args: policyArgs }, (s, _actor, args) =>
       s.policies.get(args),
     ),
-    listPolicies: resolver({ requires: managing("list policies"), args: listPoliciesArgs }, (s, _actor, args) =>
-      s.policies.list(args),
+    listPolicies: resolver(
+      { requires: needs("MANAGE_POLICIES", "list policies"), args: listPoliciesArgs },
+      (s, _actor, args) => s.policies.list(args),
     ),
-    listGroups: resolver({ requires: managing("list groups"), args: listGroupsArgs }, (s, _actor, args) =>
-      s.groups.list(args),
+    listGroups: resolver(
+      { requires: needs("MANAGE_POLICIES", "list groups"), args: listGroupsArgs },
+      (s, _actor, args) => s.groups.list(args),
     ),
     listAuditEvents: resolver(
-      { requires: managing("read audit events"), args: listAuditEventsArgs },
+      { requires: needs("MANAGE_POLICIES", "read audit events"), args: listAuditEventsArgs },
       (s, _actor, args) => s.audit.list(args),
     ),
   },
   Mutation: {
-    createPolicy: resolver({ requires: managing("create policies"), args: createPolicyArgs }, (s, actor, args) =>
-      s.policies.create(actor, args),
+    createPolicy: resolver(
+      { requires: needs("MANAGE_POLICIES", "create policies"), args: createPolicyArgs },
+      (s, actor, args) => s.policies.create(actor, args),
     ),
-    updatePolicy: resolver({ requires: managing("update policies"), args: updatePolicyArgs }, (s, actor, args) =>
-      s.policies.update(actor, args),
+    updatePolicy: resolver(
+      { requires: needs("MANAGE_POLICIES", "update policies"), args: updatePolicyArgs },
+      (s, actor, args) => s.policies.update(actor, args),
     ),
-    deletePolicy: resolver({ requires: managing("delete policies"), args: policyArgs }, (s, actor, args) =>
-      s.policies.delete(actor, args),
+    deletePolicy: resolver(
+      { requires: needs("MANAGE_POLICIES", "delete policies"), args: policyArgs },
+      (s, actor, args) => s.policies.delete(actor, args),
     ),
-    createGroup: resolver({ requires: managing("create groups"), args: (s) => s.groups.createArgs }, (s, actor, args) =>
-      s.groups.create(actor, args),
+    createGroup: resolver(
+      { requires: needs("MANAGE_POLICIES", "create groups"), args: (s) => s.groups.createArgs },
+      (s, actor, args) => s.groups.create(actor, args),
     ),
     addGroupMembers: resolver(
-      { requires: managing("change group members"), args: groupMembersArgs },
+      { requires: needs("MANAGE_POLICIES", "change group members"), args: groupMembersArgs },
       (s, actor, args) => s.groups.addMembers(actor, args),
     ),
     removeGroupMembers: resolver(
-      { requires: managing("change group members"), args: groupMembersArgs },
+      { requires: needs("MANAGE_POLICIES", "change group members"), args: groupMembersArgs },
       (s, actor, args) => s.groups.removeMembers(actor, args),
     ),
   },
