@@ -1,4 +1,6 @@
 import type { GraphQLContext } from "../graphql/context";
+import { needs, resolver } from "../graphql/resolver";
+import { delegatedWorkArgs } from "./delegated-work.service";
 
 export const delegatedWorkTypeDefs = /* GraphQL */ `
   "What a user, or one of its tokens, set in motion that acts for it without it being there."
@@ -87,7 +89,10 @@ export const delegatedWorkTypeDefs = /* GraphQL */ `
 /** Each operation's service checks its privilege, then parses these arguments with the operation's contract. */
 export const delegatedWorkResolvers = {
   Query: {
-    delegatedWork: (_: unknown, args: unknown, ctx: GraphQLContext) => ctx.services.delegatedWork.list(ctx.actor, args),
+    delegatedWork: resolver(
+      { requires: needs("GENERATE_PERSONAL_ACCESS_TOKENS", "list delegated work"), args: delegatedWorkArgs },
+      (s, actor, args) => s.delegatedWork.list(actor, args),
+    ),
   },
   Mutation: {
     revokeActorAccess: (_: unknown, args: unknown, ctx: GraphQLContext) =>

@@ -52,7 +52,7 @@ export const DEFAULT_DELEGATED_WORK = 100;
 /** revokeActorAccess's reason, as given */
 export const MAX_REVOCATION_REASON = 256;
 
-const delegatedWorkArgs = z.object({
+export const delegatedWorkArgs = z.object({
   input: z
     .object({
       limit: wholeNumberField(
@@ -120,9 +120,10 @@ export class DelegatedWorkService {
     this.logger = deps.logger;
   }
 
-  async list(actor: Actor, args: unknown): Promise<DelegatedWork[]> {
-    await this.engine.require(actor, "GENERATE_PERSONAL_ACCESS_TOKENS", "list delegated work");
-    const { limit, ...input } = parseArgs(delegatedWorkArgs, args).input;
+  async list(
+    actor: Actor,
+    { input: { limit, ...input } }: z.output<typeof delegatedWorkArgs>,
+  ): Promise<DelegatedWork[]> {
     const ownerUrn = input.ownerUrn ?? undefined;
     const tokenId = input.tokenId ?? undefined;
     await this.requireMayView(actor, ownerUrn, tokenId);

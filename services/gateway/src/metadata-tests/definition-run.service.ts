@@ -3,7 +3,7 @@ import { z } from "zod";
 import { makeUrn, type Config, type EntityRegistry } from "@mdp/core";
 import { normalizedDefinitionText } from "@mdp/metadata-tests";
 import type { Actor } from "../auth/actor";
-import { parseArgs, parsedBy, urnField } from "../shared/validate";
+import { parsedBy, urnField } from "../shared/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
 import { requireActionPrivileges } from "./action-privileges";
 import type { EvaluationService } from "./evaluation.service";
@@ -25,7 +25,8 @@ const definitionInput = (registry: EntityRegistry) =>
  * the memory limit, the caller's evaluation rate limits, never this process's event loop.
  */
 export class DefinitionRunService {
-  private readonly runDefinitionArgs;
+  /** runTestDefinition's contract (the definition's entity types are the registry's) */
+  readonly runDefinitionArgs;
 
   constructor(
     private readonly engine: PolicyEngine,
@@ -52,13 +53,10 @@ export class DefinitionRunService {
    * transaction with an audit row, as a push applies a saved test's: each action's privilege is needed too (as saving
    * those actions would). No result is stored for a test that does not exist: nothing could read it.
    */
-  async runDefinition(actor: Actor, args: unknown): Promise<{ status: RunTestDefinitionStatus }> {
-    await this.engine.require(actor, "MANAGE_TESTS", "try metadata test definitions");
-    const {
-      urn,
-      test: { json: test },
-      mode,
-    } = parseArgs(this.runDefinitionArgs, args);
+  async runDefinition(
+    actor: Actor,
+    { urn, test: { json: test }, mode }: z.output<DefinitionRunService["runDefinitionArgs"]>,
+  ): Promise<{ status: RunTestDefinitionStatus }> {
     // Without actions, DEFAULT writes nothing either: it needs what EVALUATE_ONLY needs (the web app sends no mode).
     const applyActions = mode === "DEFAULT" && test.definition.actions !== undefined;
     if (applyActions) {
@@ -87,12 +85,10 @@ export class DefinitionRunService {
    * runTests(urn): every ACTIVE test whose `on` selects the entity, evaluated and pushed (evaluate with push: true, so
    * MANAGE_TESTS, and the results' actions run for each test's owner). True when none of them fails, as DataHub's.
    */
-  async runTests(actor: Actor, args: unknown): Promise<boolean> {
-    await this.engine.require(actor, "MANAGE_TESTS", "push metadata test results");
-    const { urn } = parseArgs(runTestsArgs, args);
+  async runTests(actor: Actor, { urn }: z.output<typeof runTestsArgs>): Promise<boolean> {
     const result = await this.evaluation.evaluateOne(actor, { urns: [urn], push: true });
     return result.failing.length === 0;
   }
 }
 
-const runTestsArgs = z.object({ urn: urnField() });
+export const runTestsArgs = z.object({ urn: urnField() });

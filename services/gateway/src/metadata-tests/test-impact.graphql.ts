@@ -1,4 +1,4 @@
-import type { GraphQLContext } from "../graphql/context";
+import { needs, resolver } from "../graphql/resolver";
 
 export const testImpactTypeDefs = /* GraphQL */ `
   "Entities whose result would change one way, and the first few of them (at most 20, in urn order)."
@@ -66,7 +66,9 @@ export const testImpactTypeDefs = /* GraphQL */ `
 
 export const testImpactResolvers = {
   Query: {
-    previewTestImpact: (_: unknown, args: unknown, ctx: GraphQLContext) =>
-      ctx.services.testImpact.preview(ctx.actor, args),
+    previewTestImpact: resolver(
+      { requires: needs("MANAGE_TESTS", "preview a metadata test's edit"), args: (s) => s.testImpact.args },
+      (s, actor, args) => s.testImpact.preview(actor, args),
+    ),
   },
 };

@@ -12,7 +12,7 @@ import {
 } from "@mdp/queues";
 import type { Actor } from "../auth/actor";
 import type { RateLimits } from "../shared/rate-limits";
-import { parseArgs, parsedBy, said, urnField } from "../shared/validate";
+import { parsedBy, said, urnField } from "../shared/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
 import { requireActionPrivileges } from "./action-privileges";
 import { acceptDefinition } from "./test-definition";
@@ -85,7 +85,8 @@ export interface TestImpactServiceDeps {
  * caller's runTest calls (RATE_LIMIT_TEST_RUNS_PER_MINUTE).
  */
 export class TestImpactService {
-  private readonly args: ReturnType<typeof previewArgs>;
+  /** previewTestImpact's contract (the definition's entity types are the registry's) */
+  readonly args: ReturnType<typeof previewArgs>;
 
   private readonly prisma: PrismaClient;
   private readonly engine: PolicyEngine;
@@ -106,9 +107,7 @@ export class TestImpactService {
     this.args = previewArgs(deps.registry);
   }
 
-  async preview(actor: Actor, args: unknown) {
-    await this.engine.require(actor, "MANAGE_TESTS", "preview a metadata test's edit");
-    const { urn, definition, sampleSize } = parseArgs(this.args, args);
+  async preview(actor: Actor, { urn, definition, sampleSize }: z.output<ReturnType<typeof previewArgs>>) {
     await requireActionPrivileges(this.engine, actor, definition.json.definition.actions);
     if (!(await findTest(this.prisma, urn))) throw notFound(`Test ${urn} does not exist`);
     await this.rateLimits?.consume(actor, "testRuns");

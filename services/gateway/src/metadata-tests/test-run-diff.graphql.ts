@@ -1,4 +1,5 @@
-import type { GraphQLContext } from "../graphql/context";
+import { needs, resolver } from "../graphql/resolver";
+import { testRunDiffArgs } from "./test-run-diff.service";
 
 export const testRunDiffTypeDefs = /* GraphQL */ `
   "An entity in a run's diff."
@@ -69,6 +70,9 @@ export const testRunDiffTypeDefs = /* GraphQL */ `
 
 export const testRunDiffResolvers = {
   Query: {
-    testRunDiff: (_: unknown, args: unknown, ctx: GraphQLContext) => ctx.services.testRunDiffs.diff(ctx.actor, args),
+    testRunDiff: resolver(
+      { requires: needs("VIEW_TESTS", "view metadata test results"), args: testRunDiffArgs },
+      (s, _actor, args) => s.testRunDiffs.diff(args),
+    ),
   },
 };

@@ -1,11 +1,9 @@
 import { z } from "zod";
 import { notFound } from "@mdp/core";
 import { type Database, replicaReads, type RunDiffChange, type RunDiffFlap, type RunDiffRow } from "@mdp/db";
-import type { Actor } from "../auth/actor";
-import { parseArgs, textField, urnField } from "../shared/validate";
-import type { PolicyEngine } from "../policies/policy-engine";
+import { textField, urnField } from "../shared/validate";
 
-const testRunDiffArgs = z.object({
+export const testRunDiffArgs = z.object({
   testUrn: urnField("test"),
   // A task id (a uuid today): bounded as any id a caller passes; absent means the test's latest run.
   runId: textField({ min: 1, max: 256 })
@@ -45,14 +43,9 @@ export interface TestRunDiffView {
  * what reading the test's result history needs (VIEW_TESTS).
  */
 export class TestRunDiffService {
-  constructor(
-    private readonly db: Database,
-    private readonly engine: PolicyEngine,
-  ) {}
+  constructor(private readonly db: Database) {}
 
-  async diff(actor: Actor, args: unknown): Promise<TestRunDiffView> {
-    await this.engine.require(actor, "VIEW_TESTS", "view metadata test results");
-    const { testUrn, runId } = parseArgs(testRunDiffArgs, args);
+  async diff({ testUrn, runId }: z.output<typeof testRunDiffArgs>): Promise<TestRunDiffView> {
     const row = await replicaReads.findRunDiff(this.db.stale, testUrn, runId);
     if (!row) {
       throw notFound(

@@ -6,13 +6,12 @@ import { TaskLifecycle } from "@mdp/tasks";
 import type { Actor } from "../auth/actor";
 import { recordAudit } from "../audit/audit.service";
 import type { RateLimits } from "../shared/rate-limits";
-import { parseArgs, said, urnField } from "../shared/validate";
-import type { PolicyEngine } from "../policies/policy-engine";
+import { said, urnField } from "../shared/validate";
 
 const TEST_RESULTS_ASPECT = "testResults";
 
 const batchSizeWords = said((at) => `${at} must be a whole number from 1 to ${MAX_RUN_BATCH_SIZE}`);
-const runTestArgs = z.object({
+export const runTestArgs = z.object({
   urn: urnField("test"),
   push: z
     .boolean()
@@ -30,7 +29,6 @@ const runTestArgs = z.object({
 export interface TestRunServiceDeps {
   db: Database;
   registry: EntityRegistry;
-  engine: PolicyEngine;
   producer: Producer<"evaluate">;
   logger: Logger;
   /** RATE_LIMIT_TEST_RUNS_PER_MINUTE, met once the request has passed its checks (a refusal costs nothing) */
@@ -48,22 +46,18 @@ export class TestRunService {
 
   private readonly db: Database;
   private readonly registry: EntityRegistry;
-  private readonly engine: PolicyEngine;
   private readonly producer: Producer<"evaluate">;
   private readonly rateLimits: TestRunServiceDeps["rateLimits"];
 
   constructor(deps: TestRunServiceDeps) {
     this.db = deps.db;
     this.registry = deps.registry;
-    this.engine = deps.engine;
     this.producer = deps.producer;
     this.rateLimits = deps.rateLimits;
     this.tasks = new TaskLifecycle(deps.db, deps.logger);
   }
 
-  async run(actor: Actor, args: unknown): Promise<string> {
-    await this.engine.require(actor, "MANAGE_TESTS", "run metadata tests");
-    const { push, batchSize, ...input } = parseArgs(runTestArgs, args);
+  async run(actor: Actor, { push, batchSize, ...input }: z.output<typeof runTestArgs>): Promise<string> {
     const test = await findTest(this.db.prisma, input.urn);
     if (!test) throw notFound(`Test ${input.urn} does not exist`);
     if (push) this.refuseUnstorable(test.onTypes);

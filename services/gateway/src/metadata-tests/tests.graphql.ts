@@ -4,6 +4,8 @@ import type { GraphQLContext } from "../graphql/context";
 import { needs, resolver } from "../graphql/resolver";
 import { listTestsArgs, testArgs, validateArgs } from "./metadata-test-contracts";
 import { SCHEDULE_PRIVILEGES } from "@mdp/core";
+import { runTestArgs } from "./test-run.service";
+import { runTestsArgs } from "./definition-run.service";
 
 export const testTypeDefs = /* GraphQL */ `
   "ACTIVE tests run when an entity is evaluated without naming tests; INACTIVE ones only when named."
@@ -341,10 +343,20 @@ export const testResolvers = {
       (s, actor, args) => s.tests.delete(actor, args),
     ),
     // Rate-limited by the test-run service, once the request has passed its checks.
-    runTest: (_: unknown, args: unknown, ctx: GraphQLContext) => ctx.services.testRuns.run(ctx.actor, args),
-    runTestDefinition: (_: unknown, args: unknown, ctx: GraphQLContext) =>
-      ctx.services.definitionRuns.runDefinition(ctx.actor, args),
-    runTests: (_: unknown, args: unknown, ctx: GraphQLContext) => ctx.services.definitionRuns.runTests(ctx.actor, args),
+    runTest: resolver({ requires: needs("MANAGE_TESTS", "run metadata tests"), args: runTestArgs }, (s, actor, args) =>
+      s.testRuns.run(actor, args),
+    ),
+    runTestDefinition: resolver(
+      {
+        requires: needs("MANAGE_TESTS", "try metadata test definitions"),
+        args: (s) => s.definitionRuns.runDefinitionArgs,
+      },
+      (s, actor, args) => s.definitionRuns.runDefinition(actor, args),
+    ),
+    runTests: resolver(
+      { requires: needs("MANAGE_TESTS", "push metadata test results"), args: runTestsArgs },
+      (s, actor, args) => s.definitionRuns.runTests(actor, args),
+    ),
     resumeTestSchedule: resolver(
       { requires: { privilege: SCHEDULE_PRIVILEGES.SCHEDULED_TEST, to: "resume scheduled tests" }, args: testArgs },
       async (s, actor, args) => (await s.tests.resumeSchedule(actor, args)).urn,

@@ -2,6 +2,8 @@ import { getGroupMembers } from "@mdp/db";
 import type { GraphQLContext } from "../graphql/context";
 import { corpUserOf } from "../shared/corp-user";
 import type { RelationshipsPage } from "./web-app.service";
+import { needs, resolver } from "../graphql/resolver";
+import { listUsersArgs } from "./web-app.service";
 
 /**
  * DataHub's types the web app's shell and settings pages select (datahub-graphql-core's app.graphql and entity.graphql,
@@ -328,7 +330,10 @@ export const webAppResolvers = {
     corpUser: (me: { urn: string }) => corpUserOf(me.urn),
   },
   Query: {
-    listUsers: (_: unknown, args: unknown, ctx: GraphQLContext) => ctx.services.webApp.listUsers(ctx.actor, args),
+    listUsers: resolver(
+      { requires: needs("MANAGE_ACCESS_TOKENS", "list the users holding access tokens"), args: listUsersArgs },
+      (s, _actor, args) => s.webApp.listUsers(args),
+    ),
     listRoles: (_: unknown, args: unknown, ctx: GraphQLContext) => ctx.services.webApp.listRoles(ctx.actor, args),
   },
 };

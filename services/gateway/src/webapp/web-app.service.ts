@@ -110,7 +110,7 @@ const relationshipsArgs = z.object({
     count: z.number().int().min(0).max(1000).nullish(),
   }),
 });
-const listUsersArgs = pageInput({ query: textField({ max: 256 }).nullish() });
+export const listUsersArgs = pageInput({ query: textField({ max: 256 }).nullish() });
 const listRolesArgs = pageInput({ query: textField({ max: 256 }).nullish() });
 
 export interface RelationshipsPage {
@@ -161,9 +161,7 @@ export class WebAppService {
    * personal access tokens (this service keeps no user directory), each as a CorpUser without a profile. Needs
    * MANAGE_ACCESS_TOKENS, as listing every user's tokens does: who holds tokens is what it tells.
    */
-  async listUsers(actor: Actor, args: unknown) {
-    await this.engine.require(actor, "MANAGE_ACCESS_TOKENS", "list the users holding access tokens");
-    const { start, count, query } = parseArgs(listUsersArgs, args).input;
+  async listUsers({ input: { start, count, query } }: z.output<typeof listUsersArgs>) {
     const { total, owners } = await accessTokenOwnerPage(this.db.pool, query?.trim() || undefined, start, count);
     return { start, count: owners.length, total, users: owners.map(corpUserOf) };
   }
