@@ -239,7 +239,7 @@ export async function composeServices(config: Config, connections: Connections, 
     retention,
     rateLimits,
     delegatedWork,
-    serviceAccounts: new ServiceAccountService(connections.db, engine, delegatedWork, config),
+    serviceAccounts: new ServiceAccountService(connections.db, delegatedWork, config),
     webhooks: new WebhookService({ db: connections.db, engine, config, logger }),
     webApp: new WebAppService(connections.db, prisma, engine),
   };

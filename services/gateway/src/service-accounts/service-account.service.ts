@@ -15,8 +15,7 @@ import {
 import { recordAudit } from "../audit/audit.service";
 import type { Actor } from "../auth/actor";
 import { pageInput } from "../shared/paging";
-import { parseArgs, textField, urnField } from "../shared/validate";
-import type { PolicyEngine } from "../policies/policy-engine";
+import { textField, urnField } from "../shared/validate";
 import type { DelegatedWorkService } from "../incident-response/delegated-work.service";
 import { serviceAccountUrn } from "../tokens/service-account-urn";
 
@@ -40,7 +39,7 @@ export interface ServiceAccountView {
   lastUsedAt: number | null;
 }
 
-const createArgs = z.object({
+export const createServiceAccountArgs = z.object({
   input: z.object({
     displayName: textField({ max: MAX_SERVICE_ACCOUNT_DISPLAY_NAME, trim: true })
       .nullish()
@@ -50,30 +49,30 @@ const createArgs = z.object({
       .transform((description) => description ?? null),
   }),
 });
-const listArgs = pageInput({
+export const listServiceAccountsArgs = pageInput({
   query: textField({ max: MAX_SERVICE_ACCOUNT_QUERY, trim: true })
     .nullish()
     .transform((query) => query || undefined),
 });
-const urnArgs = z.object({ urn: urnField("corpuser") });
+export const serviceAccountArgs = z.object({ urn: urnField("corpuser") });
 
 /**
  * Service accounts (docs/api.md "Service accounts", DataHub Core v1.4): non-human users, `urn:li:corpuser:service_<uuid>`,
  * granted privileges by policies like any user and acting through SERVICE_ACCOUNT tokens (TokenService.create). Every
- * operation needs MANAGE_SERVICE_ACCOUNTS. Deleting one ends its access as revokeActorAccess does (every token revoked
+ * operation needs MANAGE_SERVICE_ACCOUNTS (declared with its contract in service-accounts.graphql.ts). Deleting one ends its access as revokeActorAccess does (every token revoked
  * on every replica within 1 s, its schedules suspended, its tasks asked to stop), in the deletion's transaction.
  */
 export class ServiceAccountService {
   constructor(
     private readonly db: Database,
-    private readonly engine: PolicyEngine,
     private readonly delegatedWork: Pick<DelegatedWorkService, "endAccessOf">,
     private readonly config: Pick<Config, "MAX_SERVICE_ACCOUNTS">,
   ) {}
 
-  async create(actor: Actor, args: unknown): Promise<ServiceAccountView> {
-    await this.require(actor, "create service accounts");
-    const { displayName, description } = parseArgs(createArgs, args).input;
+  async create(
+    actor: Actor,
+    { input: { displayName, description } }: z.output<typeof createServiceAccountArgs>,
+  ): Promise<ServiceAccountView> {
     const id = randomUUID();
     const urn = serviceAccountUrn(id);
     const row = await inPrismaTransaction(this.db.prisma, async (tx) => {
@@ -92,17 +91,13 @@ export class ServiceAccountService {
     return viewOf({ ...row, lastUsedAt: null });
   }
 
-  async list(actor: Actor, args: unknown) {
-    await this.require(actor, "list service accounts");
-    const { start, count, query } = parseArgs(listArgs, args).input;
+  async list({ input: { start, count, query } }: z.output<typeof listServiceAccountsArgs>) {
     const { total, rows } = await replicaReads.serviceAccountPage(this.db.stale, query, start, count);
     return { start, count: rows.length, total, serviceAccounts: rows.map(viewOf) };
   }
 
   /** The live account, or null (DataHub's smoke tests accept null for an unknown one). */
-  async get(actor: Actor, args: unknown): Promise<ServiceAccountView | null> {
-    await this.require(actor, "read service accounts");
-    const { urn } = parseArgs(urnArgs, args);
+  async get({ urn }: z.output<typeof serviceAccountArgs>): Promise<ServiceAccountView | null> {
     const row = await findLiveServiceAccount(this.db.prisma, urn);
     return row && viewOf(row);
   }
@@ -112,9 +107,7 @@ export class ServiceAccountService {
    * against a concurrent mint), audited as `serviceAccount.delete` beside revokeActorAccess's rows; then every replica
    * is told. NOT_FOUND for an account that is not live.
    */
-  async delete(actor: Actor, args: unknown): Promise<boolean> {
-    await this.require(actor, "delete service accounts");
-    const { urn } = parseArgs(urnArgs, args);
+  async delete(actor: Actor, { urn }: z.output<typeof serviceAccountArgs>): Promise<boolean> {
     const reason = `deleteServiceAccount by ${actor.urn}`;
     await this.delegatedWork.endAccessOf(actor, urn, { reason, given: "", suspendWork: true }, async (tx) => {
       if (!(await markServiceAccountDeleted(tx, urn, actor.urn))) {
@@ -123,10 +116,6 @@ export class ServiceAccountService {
       await recordAudit(tx, actor, "serviceAccount.delete", urn);
     });
     return true;
-  }
-
-  private async require(actor: Actor, operation: string): Promise<void> {
-    await this.engine.require(actor, "MANAGE_SERVICE_ACCOUNTS", operation);
   }
 }
 

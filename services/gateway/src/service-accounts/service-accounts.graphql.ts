@@ -1,4 +1,5 @@
-import type { GraphQLContext } from "../graphql/context";
+import { needs, resolver } from "../graphql/resolver";
+import { createServiceAccountArgs, listServiceAccountsArgs, serviceAccountArgs } from "./service-account.service";
 
 /**
  * DataHub's service accounts (Core v1.4), as its clients call them: the operations, inputs and fields of DataHub's
@@ -81,18 +82,27 @@ export const serviceAccountTypeDefs = /* GraphQL */ `
   }
 `;
 
-/** Each operation's service checks MANAGE_SERVICE_ACCOUNTS, then parses these arguments with the operation's contract. */
+const managing = (to: string) => needs("MANAGE_SERVICE_ACCOUNTS", to);
+
 export const serviceAccountResolvers = {
   Query: {
-    listServiceAccounts: (_: unknown, args: unknown, ctx: GraphQLContext) =>
-      ctx.services.serviceAccounts.list(ctx.actor, args),
-    getServiceAccount: (_: unknown, args: unknown, ctx: GraphQLContext) =>
-      ctx.services.serviceAccounts.get(ctx.actor, args),
+    listServiceAccounts: resolver(
+      { requires: managing("list service accounts"), args: listServiceAccountsArgs },
+      (s, _actor, args) => s.serviceAccounts.list(args),
+    ),
+    getServiceAccount: resolver(
+      { requires: managing("read service accounts"), args: serviceAccountArgs },
+      (s, _actor, args) => s.serviceAccounts.get(args),
+    ),
   },
   Mutation: {
-    createServiceAccount: (_: unknown, args: unknown, ctx: GraphQLContext) =>
-      ctx.services.serviceAccounts.create(ctx.actor, args),
-    deleteServiceAccount: (_: unknown, args: unknown, ctx: GraphQLContext) =>
-      ctx.services.serviceAccounts.delete(ctx.actor, args),
+    createServiceAccount: resolver(
+      { requires: managing("create service accounts"), args: createServiceAccountArgs },
+      (s, actor, args) => s.serviceAccounts.create(actor, args),
+    ),
+    deleteServiceAccount: resolver(
+      { requires: managing("delete service accounts"), args: serviceAccountArgs },
+      (s, actor, args) => s.serviceAccounts.delete(actor, args),
+    ),
   },
 };
