@@ -148,7 +148,6 @@ export async function composeServices(config: Config, connections: Connections, 
   const retention = new RetentionService({
     db: connections.db,
     registry,
-    engine,
     truncation,
     schedules: new RetentionSchedules(retentionProducer.queue),
     scheduleSync,

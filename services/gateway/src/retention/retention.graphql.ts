@@ -1,4 +1,7 @@
-import type { GraphQLContext } from "../graphql/context";
+import { z } from "zod";
+import { SCHEDULE_PRIVILEGES } from "@mdp/core";
+import { needs, resolver } from "../graphql/resolver";
+import { listRetentionPoliciesArgs } from "./retention-contracts";
 
 export const retentionTypeDefs = /* GraphQL */ `
   """
@@ -125,23 +128,41 @@ export const retentionTypeDefs = /* GraphQL */ `
 const withoutNulls = (input: Record<string, unknown>) =>
   Object.fromEntries(Object.entries(input).filter(([, value]) => value !== null));
 
+/**
+ * GraphQL has checked these arguments' types; the policy's own fields are parsed by the service (its contract reads the
+ * schedule's minimum interval, and its refusals name every problem at once).
+ */
+const urnArg = z.object({ urn: z.string() });
+const inputArg = z.object({ input: z.record(z.string(), z.unknown()) });
+const may = (to: string) => needs(SCHEDULE_PRIVILEGES.RETENTION_POLICY, to);
+
 export const retentionResolvers = {
   Query: {
-    retentionPolicy: (_: unknown, args: { urn: string }, ctx: GraphQLContext) =>
-      ctx.services.retention.get(ctx.actor, args.urn),
-    listRetentionPolicies: (_: unknown, args: unknown, ctx: GraphQLContext) =>
-      ctx.services.retention.list(ctx.actor, args),
+    retentionPolicy: resolver({ requires: may("read retention policies"), args: urnArg }, (s, actor, { urn }) =>
+      s.retention.get(actor, urn),
+    ),
+    listRetentionPolicies: resolver(
+      { requires: may("list retention policies"), args: listRetentionPoliciesArgs },
+      (s, _actor, args) => s.retention.list(args),
+    ),
   },
   Mutation: {
-    createRetentionPolicy: (_: unknown, args: { input: Record<string, unknown> }, ctx: GraphQLContext) =>
-      ctx.services.retention.create(ctx.actor, withoutNulls(args.input)),
-    updateRetentionPolicy: (_: unknown, args: { urn: string; input: Record<string, unknown> }, ctx: GraphQLContext) =>
-      ctx.services.retention.update(ctx.actor, args.urn, withoutNulls(args.input)),
-    deleteRetentionPolicy: (_: unknown, args: { urn: string }, ctx: GraphQLContext) =>
-      ctx.services.retention.delete(ctx.actor, args.urn),
-    runRetentionPolicy: (_: unknown, args: { urn: string; dryRun?: boolean | null }, ctx: GraphQLContext) =>
-      ctx.services.retention.run(ctx.actor, args.urn, args.dryRun ?? true),
-    resumeRetentionPolicy: (_: unknown, args: { urn: string }, ctx: GraphQLContext) =>
-      ctx.services.retention.resume(ctx.actor, args.urn),
+    createRetentionPolicy: resolver({ requires: may("manage retention policies"), args: inputArg }, (s, actor, args) =>
+      s.retention.create(actor, withoutNulls(args.input)),
+    ),
+    updateRetentionPolicy: resolver(
+      { requires: may("manage retention policies"), args: urnArg.extend(inputArg.shape) },
+      (s, actor, args) => s.retention.update(actor, args.urn, withoutNulls(args.input)),
+    ),
+    deleteRetentionPolicy: resolver({ requires: may("manage retention policies"), args: urnArg }, (s, actor, { urn }) =>
+      s.retention.delete(actor, urn),
+    ),
+    runRetentionPolicy: resolver(
+      { requires: may("run retention policies"), args: urnArg.extend({ dryRun: z.boolean().nullish() }) },
+      (s, actor, args) => s.retention.run(actor, args.urn, args.dryRun ?? true),
+    ),
+    resumeRetentionPolicy: resolver({ requires: may("resume retention policies"), args: urnArg }, (s, actor, { urn }) =>
+      s.retention.resume(actor, urn),
+    ),
   },
 };

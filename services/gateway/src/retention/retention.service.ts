@@ -7,7 +7,6 @@ import {
   makeUrn,
   notFound,
   parseUrnField,
-  SCHEDULE_PRIVILEGES,
   type Config,
   type EntityRegistry,
   type Logger,
@@ -34,8 +33,7 @@ import { nextCronFiring, type RetentionSchedules, type ScheduleSyncRequests } fr
 import { presentState, TaskLifecycle } from "@mdp/tasks";
 import { recordAudit } from "../audit/audit.service";
 import { ownedBy, type Actor } from "../auth/actor";
-import { parseArgs, parseInput } from "../shared/validate";
-import type { PolicyEngine } from "../policies/policy-engine";
+import { parseInput } from "../shared/validate";
 import type { TruncationService } from "../operations/truncation.service";
 import {
   createRetentionPolicyInput,
@@ -45,13 +43,11 @@ import {
   updateRetentionPolicyInput,
 } from "./retention-contracts";
 
-const PRIVILEGE = SCHEDULE_PRIVILEGES.RETENTION_POLICY;
 const URN_TYPE = "retentionPolicy";
 
 export interface RetentionServiceDeps {
   db: Database;
   registry: EntityRegistry;
-  engine: PolicyEngine;
   truncation: TruncationService;
   /** read for the policies' next runs (the schedule sync alone writes them) */
   schedules: RetentionSchedules;
@@ -72,7 +68,6 @@ export class RetentionService {
 
   private readonly db: Database;
   private readonly registry: EntityRegistry;
-  private readonly engine: PolicyEngine;
   private readonly truncation: TruncationService;
   private readonly schedules: RetentionSchedules;
   private readonly scheduleSync: RetentionServiceDeps["scheduleSync"];
@@ -82,7 +77,6 @@ export class RetentionService {
   constructor(deps: RetentionServiceDeps) {
     this.db = deps.db;
     this.registry = deps.registry;
-    this.engine = deps.engine;
     this.truncation = deps.truncation;
     this.schedules = deps.schedules;
     this.scheduleSync = deps.scheduleSync;
@@ -92,7 +86,6 @@ export class RetentionService {
   }
 
   async create(actor: Actor, input: unknown): Promise<RetentionPolicyView> {
-    await this.engine.require(actor, PRIVILEGE, "manage retention policies");
     const parsed = parseInput(
       z.strictObject({ input: createRetentionPolicyInput(this.config.SCHEDULE_MIN_INTERVAL_SECONDS) }),
       {
@@ -119,7 +112,6 @@ export class RetentionService {
   }
 
   async update(actor: Actor, urn: string, input: unknown): Promise<RetentionPolicyView> {
-    await this.engine.require(actor, PRIVILEGE, "manage retention policies");
     const id = this.idOf(urn);
     const changes = parseInput(
       z.strictObject({ input: updateRetentionPolicyInput(this.config.SCHEDULE_MIN_INTERVAL_SECONDS) }),
@@ -162,7 +154,6 @@ export class RetentionService {
    * 409 when the policy is not suspended.
    */
   async resume(actor: Actor, urn: string): Promise<RetentionPolicyView> {
-    await this.engine.require(actor, PRIVILEGE, "resume retention policies");
     const id = this.idOf(urn);
     const row = await inPrismaTransaction(this.db.prisma, async (tx) => {
       await lockScheduleOwner(tx, actor.urn);
@@ -186,7 +177,6 @@ export class RetentionService {
   }
 
   async delete(actor: Actor, urn: string): Promise<boolean> {
-    await this.engine.require(actor, PRIVILEGE, "manage retention policies");
     const id = this.idOf(urn);
     await inPrismaTransaction(this.db.prisma, async (tx) => {
       const current = await this.locked(tx, id, urn);
@@ -205,14 +195,11 @@ export class RetentionService {
   }
 
   async get(actor: Actor, urn: string): Promise<RetentionPolicyView | null> {
-    await this.engine.require(actor, PRIVILEGE, "read retention policies");
     const row = await this.find(this.idOf(urn));
     return row ? (await this.views([row]))[0]! : null;
   }
 
-  async list(actor: Actor, args: unknown) {
-    await this.engine.require(actor, PRIVILEGE, "list retention policies");
-    const { start, count } = parseArgs(listRetentionPoliciesArgs, args).input;
+  async list({ input: { start, count } }: z.output<typeof listRetentionPoliciesArgs>) {
     const { total, rows } = await replicaReads.retentionPolicyPage(this.db.stale, start, count);
     const retentionPolicies = await this.views(rows);
     return { start, count: rows.length, total, retentionPolicies };
@@ -223,7 +210,6 @@ export class RetentionService {
    * from the same code; otherwise the policy's truncation task (joined when its previous one is still running).
    */
   async run(actor: Actor, urn: string, dryRun = true): Promise<string> {
-    await this.engine.require(actor, PRIVILEGE, "run retention policies");
     const policy = await this.find(this.idOf(urn));
     if (!policy) throw notFound(`No retention policy ${urn}`);
     const request = retentionRunRequest(policy, urn, Date.now());
