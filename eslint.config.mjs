@@ -14,7 +14,7 @@ const GATEWAY = "services/gateway/src";
 const GATEWAY_BASE = {
   auth: [],
   shared: [],
-  audit: ["auth", "policies", "shared"],
+  audit: ["auth", "shared"],
   policies: ["audit", "auth", "events", "shared"],
   events: ["auth", "policies", "shared"],
 };

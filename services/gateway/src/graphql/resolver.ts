@@ -8,9 +8,9 @@ import type { GraphQLContext, Services } from "./context";
 export interface ResolverSpec<S extends z.ZodType> {
   /**
    * the privilege every caller needs, checked before the arguments are read; `to` completes the refusal ("… is
-   * unauthorized to <to>")
+   * unauthorized to <to>"); null, said outright, for an operation any authenticated caller may call
    */
-  requires?: { privilege: Privilege; to: string };
+  requires: { privilege: Privilege; to: string } | null;
   /** the arguments' contract (or, where it depends on configuration, where the services hold it) */
   args: S | ((services: Services) => S);
 }

@@ -86,7 +86,10 @@ export const delegatedWorkTypeDefs = /* GraphQL */ `
   }
 `;
 
-/** Each operation's service checks its privilege, then parses these arguments with the operation's contract. */
+/**
+ * delegatedWork declares its privilege and contract here; revokeActorAccess's service checks its own, since whose
+ * access it ends decides which privilege it needs (and deleteServiceAccount ends access through the same code).
+ */
 export const delegatedWorkResolvers = {
   Query: {
     delegatedWork: resolver(
