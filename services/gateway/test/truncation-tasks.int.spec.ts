@@ -1,7 +1,7 @@
 /**
- * truncateTimeseriesAspect end to end in one process: the gateway over real HTTP, a real BullMQ truncation worker,
- * real PostgreSQL partitions. Dry-run reports, validation, execution, task status, cancellation, timeouts, and a
- * randomized check that exactly the rows older than the cutoff go.
+ * truncateTimeseriesAspect's tasks end to end in one process: the gateway over real HTTP, a real BullMQ truncation
+ * worker, real PostgreSQL partitions. A task id at once, deduplicated; partitions dropped; task status; cancellation
+ * of a waiting, retrying or active task; a job BullMQ gave up on.
  */
 import { eventually } from "@mdp/core/testing";
 import { DAY_MILLIS, inTransaction, TimeseriesStore, type TimeseriesAspectRef } from "@mdp/db";
@@ -13,12 +13,7 @@ import {
   systemClientHeaders,
   type Harness,
 } from "./support/gateway-harness";
-
-const PROFILE: TimeseriesAspectRef = { entityType: "dataset", aspectName: "datasetProfile" };
-const USAGE: TimeseriesAspectRef = { entityType: "dataset", aspectName: "datasetUsageStatistics" };
-const CHART: TimeseriesAspectRef = { entityType: "chart", aspectName: "chartUsageStatistics" };
-const T0 = Date.UTC(2026, 0, 1);
-const TRUNCATE = "/gms/operations?action=truncateTimeseriesAspect";
+import { PROFILE, T0, taskStatus, TRUNCATE, USAGE, waitForTaskState } from "./support/truncation";
 
 describe("time-series truncation", () => {
   let h: Harness;
@@ -57,96 +52,6 @@ describe("time-series truncation", () => {
   });
   afterAll(() => h.close());
 
-  describe("dry run", () => {
-    beforeAll(async () => {
-      await clear();
-      // 10 days x 100 rows; cutoffs below fall on and inside day boundaries.
-      await load(
-        PROFILE,
-        Array.from({ length: 1000 }, (_, i) => T0 + Math.floor(i / 100) * DAY_MILLIS + (i % 100) * 1000),
-      );
-    });
-
-    it("is the default, reports exact numbers and the strategy, and changes nothing", async () => {
-      const cutoff = T0 + 5 * DAY_MILLIS + 50 * 1000; // 5 whole days + 50 rows of the sixth
-      const res = await h.post(TRUNCATE, { entityType: "dataset", aspect: "datasetProfile", endTimeMillis: cutoff });
-      expect(res).toMatchObject({
-        status: 200,
-        body: {
-          value:
-            "Delete 550 out of 1000 rows (55.00%). Reindexing the aspect without the deleted records. This was a dry run. Run with dryRun = false to execute.",
-          plan: { toDelete: 550, totalRows: 1000 }, // beside value (truncation-plan.int.spec.ts)
-        },
-      });
-      expect(await timestampsOf(PROFILE)).toHaveLength(1000);
-    });
-
-    it("names a delete by query when only part of one day goes", async () => {
-      const res = await h.post(TRUNCATE, {
-        entityType: "dataset",
-        aspect: "datasetProfile",
-        endTimeMillis: T0 + 12_500,
-        dryRun: true,
-      });
-      expect(res.body.value).toBe(
-        "Delete 13 out of 1000 rows (1.30%). Issuing a delete by query request. This was a dry run. Run with dryRun = false to execute.",
-      );
-    });
-
-    it("counts rows strictly older than the cutoff", async () => {
-      const res = await h.post(TRUNCATE, { entityType: "dataset", aspect: "datasetProfile", endTimeMillis: T0 });
-      expect(res.body.value).toMatch(/^Delete 0 out of 1000 rows \(0\.00%\)/);
-    });
-  });
-
-  describe("validation", () => {
-    it.each([
-      [{ aspect: "datasetProfile", endTimeMillis: 1 }, "entityType: is required (a string)"],
-      [{ entityType: "dataset", endTimeMillis: 1 }, "aspect: is required (a string)"],
-      [
-        { entityType: "dataset", aspect: "datasetProfile" },
-        "endTimeMillis: must be a whole number of epoch milliseconds",
-      ],
-      [{ entityType: "dataset", aspect: "datasetProfile", endTimeMillis: -1 }, "endTimeMillis: must be 0 or more"],
-      [
-        { entityType: "dataset", aspect: "datasetProfile", endTimeMillis: 1.5 },
-        "endTimeMillis: must be a whole number",
-      ],
-      [{ entityType: "dataset", aspect: "datasetProfile", endTimeMillis: 1, batchSize: 0 }, "batchSize"],
-      [{ entityType: "dataset", aspect: "datasetProfile", endTimeMillis: 1, batchSize: 1_000_001 }, "batchSize"],
-      [{ entityType: "dataset", aspect: "datasetProfile", endTimeMillis: 1, timeoutSeconds: 0 }, "timeoutSeconds"],
-      [
-        { entityType: "dataset", aspect: "datasetProfile", endTimeMillis: 1, dryRun: "no" },
-        "dryRun: must be true or false",
-      ],
-      [{ entityType: "dataset", aspect: "datasetProfile", endTimeMillis: 1, force: true }, "unknown field(s) force"],
-    ])("refuses %p with a 400 naming the field", async (body, message) => {
-      const res = await h.post(TRUNCATE, body);
-      expect(res.status).toBe(400);
-      expect(res.body.message).toContain(message);
-    });
-
-    it("answers 404 listing the known time-series aspects for an unknown one", async () => {
-      const res = await h.post(TRUNCATE, { entityType: "dataset", aspect: "datasetProperties", endTimeMillis: 1 });
-      expect(res.status).toBe(404);
-      expect(res.body.message).toContain(
-        "known: dataset/datasetProfile, dataset/datasetUsageStatistics, dataset/operation",
-      );
-    });
-
-    it("refuses a caller without TRUNCATE_TIMESERIES_INDEX", async () => {
-      const res = await h.post(
-        TRUNCATE,
-        { entityType: "dataset", aspect: "datasetProfile", endTimeMillis: 1 },
-        systemClientHeaders("urn:li:corpuser:viewer"),
-      );
-      expect(res).toMatchObject({
-        status: 403,
-        body: { message: "urn:li:corpuser:viewer is unauthorized to truncate time-series indexes." },
-      });
-    });
-  });
-
   describe("execution", () => {
     let worker: { close(): Promise<void> } | undefined;
     afterEach(async () => {
@@ -154,13 +59,9 @@ describe("time-series truncation", () => {
       worker = undefined;
     });
 
-    const status = async (taskId: string) =>
-      (await h.post("/gms/operations?action=getTaskStatus", { taskId })).body.value as Record<string, unknown>;
-    const waitForState = (taskId: string, states: string[], timeoutMs = 20_000) =>
-      eventually(`task ${taskId} ${states.join(" or ")}`, () => status(taskId), {
-        timeoutMs,
-        until: (s) => states.includes(s.state as string),
-      });
+    const status = (taskId: string) => taskStatus(h, taskId);
+    const waitForState = (taskId: string, states: string[], timeoutMs?: number) =>
+      waitForTaskState(h, taskId, states, timeoutMs);
 
     it("returns a task id at once, the same one for an identical request while it waits, and the worker completes it", async () => {
       await clear();
@@ -399,120 +300,5 @@ describe("time-series truncation", () => {
       // An identical request is not answered with the failed task.
       expect((await h.post(TRUNCATE, body)).body.value).not.toBe(taskId);
     });
-
-    it("stops cleanly at timeoutSeconds with the rows deleted so far reported", async () => {
-      await clear();
-      await load(
-        PROFILE,
-        Array.from({ length: 20_000 }, (_, i) => T0 + i),
-      );
-      worker = await startTruncationWorker(h);
-      const taskId = (
-        await h.post(TRUNCATE, {
-          entityType: "dataset",
-          aspect: "datasetProfile",
-          endTimeMillis: T0 + 20_000,
-          dryRun: false,
-          batchSize: 1,
-          timeoutSeconds: 1,
-        })
-      ).body.value as string;
-      const end = await waitForState(taskId, ["failed", "completed"], 30_000);
-      const deleted = (end.progress as { deleted: number }).deleted;
-      expect(end).toMatchObject({
-        state: "failed",
-        failedReason: `Timed out after 1 s; ${deleted} rows were deleted before the timeout`,
-      });
-      expect(await timestampsOf(PROFILE)).toHaveLength(20_000 - deleted);
-    });
-
-    /**
-     * Truncates three rows with the cutoff inside their day's partition (timeoutSeconds 1) while another transaction
-     * holds that partition in `mode`: the task must end timed out while the lock is still held, having deleted nothing.
-     */
-    const timesOutBehindLock = async (mode: string, whileWaiting?: (taskId: string) => Promise<void>) => {
-      await clear();
-      await load(PROFILE, [T0, T0 + 1, T0 + 2]);
-      const [partition] = await new TimeseriesStore(h.database.pool).partitions(PROFILE);
-      const locker = await h.database.pool.connect();
-      try {
-        await locker.query("BEGIN");
-        await locker.query(`LOCK TABLE timeseries."${partition!.table}" IN ${mode} MODE`);
-        worker = await startTruncationWorker(h);
-        const started = Date.now();
-        const taskId = (
-          await h.post(TRUNCATE, {
-            entityType: "dataset",
-            aspect: "datasetProfile",
-            endTimeMillis: T0 + 2,
-            dryRun: false,
-            timeoutSeconds: 1,
-          })
-        ).body.value as string;
-        await whileWaiting?.(taskId);
-        const end = await waitForState(taskId, ["failed", "completed"], 8_000);
-        expect(end).toMatchObject({
-          state: "failed",
-          failedReason: "Timed out after 1 s; 0 rows were deleted before the timeout",
-        });
-        expect(Date.now() - started).toBeLessThan(5_000); // while the lock is still held
-      } finally {
-        await locker.query("ROLLBACK");
-        locker.release();
-      }
-      expect(await timestampsOf(PROFILE)).toEqual([T0, T0 + 1, T0 + 2]);
-    };
-
-    it("holds timeoutSeconds inside a step: a batch waiting on a lock is cancelled when the time is up", async () => {
-      // Reads pass, writes wait: planning counts the rows, the batch's DELETE waits.
-      await timesOutBehindLock("SHARE");
-    });
-
-    it("holds timeoutSeconds while planning too: counting rows behind another's lock is cancelled in time", async () => {
-      // Planning counts the partition's older rows, and the count waits; the task is active meanwhile.
-      await timesOutBehindLock("ACCESS EXCLUSIVE", async (taskId) => {
-        expect(await waitForState(taskId, ["active", "failed"], 5_000)).toMatchObject({ state: "active" });
-      });
-    });
-
-    it("deletes exactly the older rows of the one aspect, over many random layouts and cutoffs", async () => {
-      worker = await startTruncationWorker(h);
-      let seed = 42;
-      const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
-      for (let round = 0; round < 12; round++) {
-        await clear();
-        const spread = (n: number, days: number) =>
-          Array.from({ length: n }, () => T0 + Math.floor(random() * days * DAY_MILLIS));
-        const profile = spread(50 + Math.floor(random() * 400), 1 + Math.floor(random() * 8));
-        const usage = spread(100, 8);
-        const chart = spread(100, 8);
-        await load(PROFILE, profile);
-        await load(USAGE, usage);
-        await load(CHART, chart);
-        const cutoffs = [...profile, T0, T0 + 3 * DAY_MILLIS, T0 + 9 * DAY_MILLIS];
-        const cutoff = cutoffs[Math.floor(random() * cutoffs.length)]! + (random() < 0.5 ? 0 : 1);
-        const batchSize = 1 + Math.floor(random() * 60);
-        const taskId = (
-          await h.post(TRUNCATE, {
-            entityType: "dataset",
-            aspect: "datasetProfile",
-            endTimeMillis: cutoff,
-            dryRun: false,
-            batchSize,
-          })
-        ).body.value as string;
-        const end = await waitForState(taskId, ["completed", "failed"]);
-        const expected = profile.filter((t) => t >= cutoff).sort((a, b) => a - b);
-        const context = `round ${round}: cutoff ${cutoff}, batchSize ${batchSize}`;
-        expect({ context, left: await timestampsOf(PROFILE) }).toEqual({ context, left: expected });
-        expect({ context, deleted: (end.progress as { deleted: number }).deleted }).toEqual({
-          context,
-          deleted: profile.length - expected.length,
-        });
-        expect(await timestampsOf(USAGE)).toEqual([...usage].sort((a, b) => a - b));
-        expect(await timestampsOf(CHART)).toEqual([...chart].sort((a, b) => a - b));
-        expect(await counters(PROFILE)).toBe(expected.length);
-      }
-    }, 120_000);
   });
 });
