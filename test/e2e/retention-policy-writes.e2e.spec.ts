@@ -17,7 +17,7 @@ import {
   waitUntilReady,
   type RunningService,
 } from "../support/services";
-import { ROOT, REDIS_URL, headers, GraphQLAnswer, Policy, TaskStatus, MDP, POLICY_FIELDS } from "../support/retention";
+import { ROOT, REDIS_URL, headers, GraphQLAnswer, Policy, MDP, POLICY_FIELDS } from "../support/retention";
 
 describe("retention policies (two gateways, two truncation workers)", () => {
   let db: Awaited<ReturnType<typeof createTestDatabase>>;
@@ -62,16 +62,6 @@ describe("retention policies (two gateways, two truncation workers)", () => {
         : `mutation($u: String!, $d: Boolean) { runRetentionPolicy(urn: $u, dryRun: $d) }`,
       { u: urn, d: dryRun },
     );
-  const post = async (action: string, body: unknown) => {
-    const res = await fetch(`${urls[0]}/gms/operations?action=${action}`, {
-      method: "POST",
-      headers,
-      body: JSON.stringify(body),
-    });
-    return { status: res.status, body: (await res.json()) as { value: unknown } };
-  };
-  const status = async (taskId: string) => (await post("getTaskStatus", { taskId })).body.value as TaskStatus;
-
   beforeAll(async () => {
     db = await createTestDatabase("e2e_retention");
     database = createDatabase(db.url);

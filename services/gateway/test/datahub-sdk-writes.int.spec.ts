@@ -3,13 +3,13 @@
  * (fixtures/datahub/, each naming the DataHub file and commit it comes from), against the real gateway.
  */
 import { bearer, createToken, grant, startGateway, type Harness } from "./support/gateway-harness";
+import { SDK_SESSION_HEADERS, sdkBearer } from "./fixtures/datahub/requests";
 import {
   EMITTER_DASHBOARD_URN,
   EMITTER_DATASET_PROFILE,
   EMITTER_DATASET_URN,
   EMITTER_INGEST_PROPOSAL_BATCH_PATH,
   EMITTER_INGEST_PROPOSAL_PATH,
-  SDK_SESSION_HEADERS,
   emitterDashboardStatusMcp,
   emitterDatasetProfileMcp,
   emitterIngestProposal,
@@ -17,8 +17,7 @@ import {
   emitterOpenApiPath,
   emitterOpenApiPayload,
   emitterSystemMetadata,
-  sdkBearer,
-} from "./fixtures/datahub/requests";
+} from "./fixtures/datahub/requests-sdk-writes";
 import { ALICE, BOB, Answer } from "./support/datahub-sign-in-and-writes";
 
 describe("DataHub's clients, round three: the SDK writes, the web app signs in", () => {

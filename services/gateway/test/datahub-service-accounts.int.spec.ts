@@ -3,9 +3,9 @@
  * (smoke-test/tests/service_accounts/) and its feature guide, each request as DataHub's code builds it
  * (fixtures/datahub/, with the DataHub path of each text).
  */
-import { bearer, createToken, grant, startGateway, type Harness } from "./support/gateway-harness";
+import { bearer, grant, startGateway, type Harness } from "./support/gateway-harness";
+import { frontendProxyHeaders } from "./fixtures/datahub/requests";
 import {
-  frontendProxyHeaders,
   GUIDE_CREATE_VARIABLES,
   GUIDE_LIST_VARIABLES,
   guideTokenVariables,
@@ -14,19 +14,15 @@ import {
   smokeServiceAccountCreateVariables,
   smokeServiceAccountListVariables,
   smokeServiceAccountTokenVariables,
-} from "./fixtures/datahub/requests";
+} from "./fixtures/datahub/requests-service-accounts";
 import { SMOKE_SA, GUIDE_SA, ALICE, SYSTEM_ID, SYSTEM_SECRET } from "./support/datahub-clients";
 
 describe("DataHub's clients, unchanged", () => {
   let h: Harness;
-  let alice: string;
 
   beforeAll(async () => {
     h = await startGateway({ ACCESS_TOKEN_ALLOW_NO_EXPIRY: "true" });
     await grant(h, ALICE, ["GENERATE_PERSONAL_ACCESS_TOKENS"]);
-    // Never expiring: the web app's documents below create tokens with it (the web app itself goes through the
-    // frontend's system client), and a token created with a token may not outlive it.
-    alice = (await createToken(h, ALICE, undefined, { duration: "NO_EXPIRY" })).token;
   });
   afterAll(() => h.close());
 

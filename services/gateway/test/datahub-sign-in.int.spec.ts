@@ -13,6 +13,7 @@ import {
   systemClientHeaders,
   type Harness,
 } from "./support/gateway-harness";
+import { sdkSystemAuth, webAppOwnTokensVariables, webAppV2Filters } from "./fixtures/datahub/requests";
 import {
   DATAHUB_APP_CONFIG_FIELDS,
   DATAHUB_FEATURE_FLAGS,
@@ -22,13 +23,10 @@ import {
   FRONTEND_SESSION_PATH,
   frontendSessionBody,
   frontendSessionHeaders,
-  sdkSystemAuth,
   webAppListRolesVariables,
   webAppListUsersVariables,
-  webAppOwnTokensVariables,
   webAppServiceAccountsVariables,
-  webAppV2Filters,
-} from "./fixtures/datahub/requests";
+} from "./fixtures/datahub/requests-sign-in";
 import {
   APP,
   ME,

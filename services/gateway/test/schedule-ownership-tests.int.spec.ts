@@ -7,7 +7,7 @@
  */
 import { createLogger } from "@mdp/core";
 import { closeRedis, createRedis, Producer, RateLimits, ScheduleSyncRequests, type RedisConnection } from "@mdp/queues";
-import { fireSchedule, retentionPolicyKind, scheduledTestKind, type FiringDeps } from "@mdp/schedules";
+import { fireSchedule, scheduledTestKind, type FiringDeps } from "@mdp/schedules";
 import { TaskLifecycle } from "@mdp/tasks";
 import {
   ROOT,
@@ -41,7 +41,6 @@ describe("who scheduled work acts for", () => {
   let truncations: Producer<"truncate">;
   let syncQueue: Producer<"scheduleSync">;
   let fireTest: (testUrn: string) => Promise<Record<string, unknown>>;
-  let firePolicy: (policyUrn: string) => Promise<Record<string, unknown>>;
 
   const gql = async (query: string, variables: Record<string, unknown>, headers = systemClientHeaders(ROOT)) =>
     (await h.graphql(query, variables, headers)).body;
@@ -104,8 +103,6 @@ describe("who scheduled work acts for", () => {
       rateLimits,
     };
     fireTest = async (testUrn) => (await fireSchedule(scheduledTestKind, testUrn, deps)) as Record<string, unknown>;
-    firePolicy = async (policyUrn) =>
-      (await fireSchedule(retentionPolicyKind, policyUrn.split(":").at(-1)!, deps)) as Record<string, unknown>;
     await grant(h, OTHER_MANAGER, ["MANAGE_TESTS"]);
   }, 60_000);
   afterAll(async () => {

@@ -1,13 +1,11 @@
 /**
- * Incident response and revocation against the real gateway (PostgreSQL, Redis): revoking an access token — one,
- * all of a user's, those outside the duration policy, a family on reuse detection, an idle one, or an ancestor of the
- * token — suspends the scheduled tests, on-change tests and retention policies and turns off the webhook subscriptions
- * last set through it, in its transaction, visibly and audited, and nobody else's work; expiry alone stops nothing;
- * suspended work is resumed by whoever holds what it needs. revokeActorAccess of the root user or the system actor is
- * the root user's and the system client's alone, and a user's revocation leaves the work of the users it minted
- * personal tokens for alone (docs/authorization.md "Deferred work", "Incident response").
+ * Revocation against the real gateway (PostgreSQL, Redis): revoking an access token (one, all of a user's, those
+ * outside the duration policy, a family on reuse detection, an idle one, or an ancestor of the token) suspends the
+ * scheduled tests, on-change tests and retention policies and turns off the webhook subscriptions last set through it,
+ * in its transaction, visibly and audited, and nobody else's work; expiry alone stops nothing; suspended work is resumed
+ * by whoever holds what it needs (docs/authorization.md "Deferred work", "Incident response").
  */
-import { DEVELOPMENT_SECRETS, SYSTEM_ACTOR_URN } from "@mdp/core";
+import { SYSTEM_ACTOR_URN } from "@mdp/core";
 import { eventually } from "@mdp/core/testing";
 import {
   ROOT,
@@ -19,39 +17,22 @@ import {
   type GraphQLBody,
   type Harness,
 } from "./support/gateway-harness";
-
-const IDLE_DAYS = 30;
-/** What setting each kind of deferred work needs. */
-const WORKER_PRIVILEGES = ["MANAGE_TESTS", "MANAGE_SYSTEM_OPERATIONS", "GENERATE_PERSONAL_ACCESS_TOKENS"];
-
-const CREATE_TEST = `mutation($i: CreateTestInput!) { createTest(input: $i) }`;
-const TEST = `query($u: String!) { test(urn: $u) { ownerUrn suspendedAt suspendedReason } }`;
-const CREATE_POLICY = `mutation($i: CreateRetentionPolicyInput!) { createRetentionPolicy(input: $i) { urn } }`;
-const POLICY = `query($u: String!) { retentionPolicy(urn: $u) { ownerUrn suspendedAt suspendedReason } }`;
-const CREATE_HOOK = `mutation($i: CreateWebhookSubscriptionInput!) { createWebhookSubscription(input: $i) { subscription { id } } }`;
-const HOOKS = `query($o: String!) { listWebhookSubscriptions(input: {ownerUrn: $o}) { subscriptions { id active disabledReason } } }`;
-const REVOKE = `mutation($t: String!) { revokeAccessToken(tokenId: $t) }`;
-const REVOKE_ALL = `mutation($u: String!) { revokeAccessTokens(actorUrn: $u) }`;
-const REVOKE_ACTOR = `mutation($u: String!) {
-  revokeActorAccess(input: {actorUrn: $u, reason: "incident"}) { revokedTokenIds suspendedWork { kind urn ownerUrn } }
-}`;
-const ROTATE = `mutation($t: String!) { rotateAccessToken(tokenId: $t) { accessToken metadata { id } } }`;
-const ME = `{ me { urn } }`;
-
-/** What one token set: a scheduled test, an on-change test, a retention policy and a webhook subscription. */
-interface Work {
-  owner: string;
-  scheduled: string;
-  onChange: string;
-  policy: string;
-  webhook: string;
-}
-
-/** How a piece of work stands, as its owner and an admin read it. */
-interface Standing {
-  suspendedAt: number | null;
-  suspendedReason: string | null;
-}
+import {
+  IDLE_DAYS,
+  WORKER_PRIVILEGES,
+  CREATE_TEST,
+  TEST,
+  CREATE_POLICY,
+  POLICY,
+  CREATE_HOOK,
+  HOOKS,
+  REVOKE,
+  REVOKE_ALL,
+  ROTATE,
+  ME,
+  Work,
+  Standing,
+} from "./support/incident-response";
 
 describe("revocation stops the work set through a token", () => {
   let h: Harness;
@@ -362,125 +343,5 @@ describe("revocation stops the work set through a token", () => {
     });
     expect(await standing(work)).toEqual(running);
     expect(await suspensionRows(work)).toEqual([]);
-  });
-});
-
-describe("revokeActorAccess", () => {
-  let h: Harness;
-  const root = systemClientHeaders(ROOT);
-  /** The system client acting as itself, the system actor: no X-Platform-Actor. */
-  const systemClient = {
-    authorization: `Basic ${Buffer.from(`${DEVELOPMENT_SECRETS.SYSTEM_CLIENT_ID}:${DEVELOPMENT_SECRETS.SYSTEM_CLIENT_SECRET}`).toString("base64")}`,
-  };
-  const MANAGER = "urn:li:corpuser:ir-access-manager";
-  const USER = "urn:li:corpuser:ir-minted-for";
-  const PRIVILEGES = ["MANAGE_TESTS", "MANAGE_SYSTEM_OPERATIONS", "GENERATE_PERSONAL_ACCESS_TOKENS"];
-
-  const gql = async (query: string, variables: Record<string, unknown>, headers = root): Promise<GraphQLBody> =>
-    (await h.graphql(query, variables, headers)).body;
-
-  beforeAll(async () => {
-    h = await startGateway();
-    await grant(h, MANAGER, [...PRIVILEGES, "MANAGE_ACCESS_TOKENS"]);
-    await grant(h, USER, PRIVILEGES);
-  });
-  afterAll(async () => {
-    await h?.close();
-  });
-
-  it("of the root user or the system actor is refused to a MANAGE_ACCESS_TOKENS holder: nothing is revoked", async () => {
-    const rootToken = await createToken(h, ROOT);
-    for (const headers of [systemClientHeaders(MANAGER), bearer((await createToken(h, MANAGER)).token)]) {
-      for (const [target, what] of [
-        [ROOT, "the root user"],
-        [SYSTEM_ACTOR_URN, "the system actor"],
-      ] as const) {
-        const refused = await h.graphql(REVOKE_ACTOR, { u: target }, headers);
-        expect(refused.status).toBe(200);
-        expect(refused.body.errors?.[0]).toMatchObject({
-          extensions: { code: "FORBIDDEN" },
-          message: `${MANAGER} is unauthorized to revoke the access of ${target}, ${what}: only the root user and the system client may.`,
-        });
-      }
-    }
-    expect((await h.graphql(ME, {}, bearer(rootToken.token))).status).toBe(200);
-    expect(await h.prisma.auditEvent.count({ where: { action: "actor.revokeAccess" } })).toBe(0);
-  });
-
-  it("a user's revocation leaves alone the work of a user it minted a personal token for", async () => {
-    // The manager mints a personal token for the user (who acts through it, bounded by the manager at every use).
-    const minted = await createToken(h, USER, systemClientHeaders(MANAGER));
-    const as = bearer(minted.token);
-    const definition = JSON.stringify({ on: { types: ["dataset"] }, rules: { property: "urn", operator: "exists" } });
-    const created = await gql(
-      `mutation($i: CreateTestInput!) { createTest(input: $i) }`,
-      {
-        i: {
-          id: "minted-for",
-          name: "n",
-          category: "c",
-          definition: { json: definition },
-          schedule: { cron: "0 6 * * *" },
-        },
-      },
-      as,
-    );
-    expect(created.errors).toBeUndefined();
-    const policy = await gql(
-      `mutation($i: CreateRetentionPolicyInput!) { createRetentionPolicy(input: $i) { urn } }`,
-      { i: { entityType: "dataset", aspect: "datasetProfile", retainDays: 30, cron: "0 6 * * *" } },
-      as,
-    );
-    expect(policy.errors).toBeUndefined();
-    const hook = await gql(
-      CREATE_HOOK,
-      { i: { url: "https://hooks.example/minted", eventTypes: ["MetadataChangeLog_v1"] } },
-      as,
-    );
-    expect(hook.errors).toBeUndefined();
-
-    const answer = await gql(REVOKE_ACTOR, { u: MANAGER });
-    expect(answer.errors).toBeUndefined();
-    const { revokedTokenIds, suspendedWork } = answer.data!.revokeActorAccess as {
-      revokedTokenIds: string[];
-      suspendedWork: Array<{ ownerUrn: string }>;
-    };
-    expect(revokedTokenIds).not.toContain(minted.id);
-    expect(suspendedWork.filter((w) => w.ownerUrn === USER)).toEqual([]);
-    expect(await h.prisma.metadataTest.findUniqueOrThrow({ where: { urn: "urn:li:test:minted-for" } })).toMatchObject({
-      ownerUrn: USER,
-      suspendedAt: null,
-    });
-    expect(await h.prisma.retentionPolicy.findMany({ where: { ownerUrn: USER } })).toEqual([
-      expect.objectContaining({ suspendedAt: null }),
-    ]);
-    expect(await h.prisma.webhookSubscription.findMany({ where: { ownerUrn: USER } })).toEqual([
-      expect.objectContaining({ active: true, disabledReason: null }),
-    ]);
-    // The token itself goes on, bounded by its minter's privileges at every use.
-    expect((await h.graphql(ME, {}, as)).status).toBe(200);
-  });
-
-  it("of the system actor and of the root user is the root user's and the system client's to do", async () => {
-    const byRoot = await gql(REVOKE_ACTOR, { u: SYSTEM_ACTOR_URN });
-    expect(byRoot.errors).toBeUndefined();
-    const rootToken = await createToken(h, ROOT);
-    const bySystem = await gql(REVOKE_ACTOR, { u: ROOT }, systemClient);
-    expect(bySystem.errors).toBeUndefined();
-    expect((bySystem.data!.revokeActorAccess as { revokedTokenIds: string[] }).revokedTokenIds).toContain(rootToken.id);
-    // The root user, with its own token, on itself.
-    const own = await createToken(h, ROOT);
-    const byItself = await gql(REVOKE_ACTOR, { u: ROOT }, bearer(own.token));
-    expect(byItself.errors).toBeUndefined();
-    const rows = await h.prisma.auditEvent.findMany({
-      where: { action: "actor.revokeAccess" },
-      orderBy: { id: "asc" },
-    });
-    expect(rows.map((r) => [r.actorUrn, r.targetUrn])).toEqual([
-      [ROOT, MANAGER],
-      [ROOT, SYSTEM_ACTOR_URN],
-      [SYSTEM_ACTOR_URN, ROOT],
-      [ROOT, ROOT],
-    ]);
   });
 });
