@@ -1,7 +1,7 @@
 /**
  * The CLI's API types, generated from the checked-in API descriptions (docs/api/, written by `pnpm api:write`):
  * openapi-typescript turns the OpenAPI document into the HTTP actions' request and answer types, graphql-codegen
- * types each document in src/graphql-operations.ts against the GraphQL SDL. Both files are checked in under
+ * types each document in src/graphql-operations/ against the GraphQL SDL. Both files are checked in under
  * src/generated/ (types only: nothing of them is left in dist/, so the CLI still installs alone);
  * src/api-types.spec.ts fails when they are stale.
  */
@@ -27,7 +27,7 @@ export async function apiTypes(): Promise<Record<string, string>> {
       cwd: ROOT,
       silent: true,
       schema: "docs/api/schema.graphql",
-      documents: "cli/src/graphql-operations.ts",
+      documents: "cli/src/graphql-operations/*.ts",
       generates: {
         [GRAPHQL_TYPES_FILE]: {
           plugins: ["typescript-operations"],

@@ -1,5 +1,5 @@
 /**
- * The CLI's generated API types are what `pnpm cli:types` makes of docs/api/ and graphql-operations.ts now: a change
+ * The CLI's generated API types are what `pnpm cli:types` makes of docs/api/ and graphql-operations/ now: a change
  * to the API descriptions (`pnpm api:write`, which ends with `pnpm cli:types`) or to a GraphQL document the CLI sends
  * fails here until the types are written again and committed.
  */

@@ -30,7 +30,7 @@ export class ApiClient {
   }
 
   /**
-   * A GraphQL operation of graphql-operations.ts → its `data`, typed by generated/graphql.ts; the first error, as the
+   * A GraphQL operation of graphql-operations/ → its `data`, typed by generated/graphql.ts; the first error, as the
    * server phrased it, otherwise.
    */
   async graphql<T, V extends Record<string, unknown> = Record<string, never>>(

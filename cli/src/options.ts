@@ -2,7 +2,7 @@ import { InvalidArgumentError, type Command } from "commander";
 import { ApiClient } from "./client";
 import { credentials } from "./config";
 import type { MeQuery } from "./generated/graphql";
-import { ME } from "./graphql-operations";
+import { ME } from "./graphql-operations/me";
 import type { GlobalOptions } from "./output";
 
 /** The client of the stored login, or of MDP_URL/MDP_TOKEN. */

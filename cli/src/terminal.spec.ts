@@ -1,4 +1,4 @@
-/** The confirmation destructive commands ask for (the terminal itself: test/e2e/cli.e2e.spec.ts). */
+/** The confirmation destructive commands ask for (the terminal itself: test/e2e/cli-login-and-tokens.e2e.spec.ts). */
 import { confirmationStep, isYes } from "./terminal";
 
 describe("a destructive command's confirmation", () => {

@@ -2,9 +2,8 @@
  * Two gateway processes (and an evaluation worker) on one PostgreSQL and Redis, as in a scaled deployment: a
  * revocation (one token, or all of a user's at once) or a policy change made through one is enforced by the other
  * within a second; each receives the results of its own evaluations. Their logs, at the most verbose level, never hold
- * a token.
+ * a token. (Its users and documents: test/support/replicas.ts.)
  */
-import { eventually } from "@mdp/core/testing";
 import { createTestDatabase } from "@mdp/db/testing";
 import {
   freePort,
@@ -13,38 +12,8 @@ import {
   waitForOutput,
   waitUntilReady,
   type RunningService,
-  systemClient,
 } from "../support/services";
-
-const ROOT = "urn:li:corpuser:admin";
-const ALICE = "urn:li:corpuser:alice";
-const system = systemClient;
-
-interface GraphQLResult {
-  status: number;
-  data?: Record<string, unknown>;
-  errors?: Array<{ message: string; extensions?: { code?: string } }>;
-}
-
-async function graphql(
-  baseUrl: string,
-  query: string,
-  variables: Record<string, unknown>,
-  headers: Record<string, string>,
-) {
-  const res = await fetch(`${baseUrl}/api/graphql`, {
-    method: "POST",
-    headers: { "content-type": "application/json", ...headers },
-    body: JSON.stringify({ query, variables }),
-  });
-  return { status: res.status, ...((await res.json()) as Omit<GraphQLResult, "status">) };
-}
-
-/** Polls until `refused` holds; returns how long that took after `since`. */
-async function msUntil(since: number, refused: () => Promise<boolean>, limitMs = 5_000): Promise<number> {
-  await eventually("enforced", refused, { timeoutMs: since + limitMs - Date.now() });
-  return Date.now() - since;
-}
+import { ROOT, ALICE, system, graphql, msUntil } from "../support/replicas";
 
 describe("two gateway replicas", () => {
   let db: Awaited<ReturnType<typeof createTestDatabase>>;

@@ -1,6 +1,6 @@
 import { InvalidArgumentError, type Command } from "commander";
 import type { ListPlatformEventsQuery, ListPlatformEventsQueryVariables } from "../generated/graphql";
-import { LIST_PLATFORM_EVENTS } from "../graphql-operations";
+import { LIST_PLATFORM_EVENTS } from "../graphql-operations/platform-events";
 import { apiClient, globalsOf, oneOf, wholeNumber } from "../options";
 import { formatTime, printJson, printLine, printTable } from "../output";
 

@@ -3,7 +3,7 @@ import { ApiClient } from "../client";
 import { configFile, normalizeUrl, removeLogin, writeLogin } from "../config";
 import { CliError, EXIT, usageError } from "../exit-codes";
 import type { MeQuery } from "../generated/graphql";
-import { ME } from "../graphql-operations";
+import { ME } from "../graphql-operations/me";
 import { apiClient, globalsOf } from "../options";
 import { counted, printJson, printLine } from "../output";
 

@@ -9,7 +9,7 @@ import type {
   ListPoliciesQueryVariables,
   PolicyFieldsFragment,
 } from "../generated/graphql";
-import { CREATE_POLICY, DELETE_POLICY, LIST_POLICIES } from "../graphql-operations";
+import { CREATE_POLICY, DELETE_POLICY, LIST_POLICIES } from "../graphql-operations/policies";
 import { apiClient, globalsOf, wholeNumber } from "../options";
 import { printJson, printLine, printRecord, printTable } from "../output";
 import { confirmDestructive, YES_HELP } from "../terminal";

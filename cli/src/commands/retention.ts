@@ -19,7 +19,7 @@ import {
   LIST_RETENTION_POLICIES,
   RUN_RETENTION_POLICY,
   UPDATE_RETENTION_POLICY,
-} from "../graphql-operations";
+} from "../graphql-operations/retention";
 import { apiClient, globalsOf, wholeNumber } from "../options";
 import { counted, formatTime, printJson, printLine, printRecord, printTable, reportText } from "../output";
 import { confirmDestructive, YES_HELP } from "../terminal";

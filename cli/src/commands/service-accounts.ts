@@ -12,11 +12,11 @@ import type {
   ListServiceAccountsQueryVariables,
 } from "../generated/graphql";
 import {
-  CREATE_ACCESS_TOKEN,
   CREATE_SERVICE_ACCOUNT,
   DELETE_SERVICE_ACCOUNT,
   LIST_SERVICE_ACCOUNTS,
-} from "../graphql-operations";
+} from "../graphql-operations/service-accounts";
+import { CREATE_ACCESS_TOKEN } from "../graphql-operations/tokens";
 import { formatTime, printJson, printLine, printRecord, printTable } from "../output";
 import { confirmDestructive, YES_HELP } from "../terminal";
 import { chosenLifetime, DURATIONS, pageLine, printCreatedToken } from "./tokens";

@@ -26,7 +26,7 @@ import {
   TEST,
   TEST_RUN_DIFF,
   UPDATE_TEST,
-} from "../graphql-operations";
+} from "../graphql-operations/tests";
 import { apiClient, globalsOf, oneOf, wholeNumber } from "../options";
 import { counted, formatCount, formatTime, printJson, printLine, printTable } from "../output";
 import { readTestDocument, readTestFile, runningFields, type TestOptions } from "./test-file";

@@ -23,7 +23,7 @@ import {
   LIST_ACCESS_TOKENS,
   REVOKE_ACCESS_TOKEN,
   REVOKE_ACCESS_TOKENS,
-} from "../graphql-operations";
+} from "../graphql-operations/tokens";
 import { credentials } from "../config";
 import { counted, formatCount, formatTime, printJson, printLine, printRecord, printTable } from "../output";
 import { confirmDestructive, YES_HELP } from "../terminal";

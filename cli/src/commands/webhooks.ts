@@ -24,7 +24,7 @@ import {
   REPLAY_WEBHOOK_DELIVERIES,
   ROTATE_WEBHOOK_SECRET,
   UPDATE_WEBHOOK,
-} from "../graphql-operations";
+} from "../graphql-operations/webhooks";
 import { INSTANT_HELP, parseInstant } from "../instants";
 import { counted, formatCount, formatTime, printJson, printLine, printRecord, printTable } from "../output";
 import { confirmDestructive, YES_HELP } from "../terminal";

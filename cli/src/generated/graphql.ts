@@ -288,100 +288,46 @@ export type UpdateWebhookSubscriptionInput = {
   url?: string | null | undefined;
 };
 
-export type TokenFieldsFragment = { urn: string, id: string, name: string, description: string | null, actorUrn: string, ownerUrn: string, createdAt: number, expiresAt: number | null, lastUsedAt: number | null, scopes: Array<string> | null };
-
-export type RetentionPolicyFieldsFragment = { urn: string, entityType: string, aspect: string, retainDays: number, cron: string, nextRunTime: number | null, lastTaskId: string | null, lastTaskState: TaskState | null, createdBy: string, ownerUrn: string, suspendedAt: number | null, suspendedReason: string | null, createdAt: number, updatedAt: number };
-
 export type MeQueryVariables = Exact<{ [key: string]: never; }>;
 
 
 export type MeQuery = { me: { urn: string, privileges: Array<string> } };
 
-export type CreateAccessTokenMutationVariables = Exact<{
-  input: GetAccessTokenInput;
-}>;
-
-
-export type CreateAccessTokenMutation = { createAccessToken: { accessToken: string, metadata: { urn: string, id: string, name: string, description: string | null, actorUrn: string, ownerUrn: string, createdAt: number, expiresAt: number | null, lastUsedAt: number | null, scopes: Array<string> | null } } | null };
-
-export type ListAccessTokensQueryVariables = Exact<{
-  input: ListAccessTokenInput;
-}>;
-
-
-export type ListAccessTokensQuery = { listAccessTokens: { start: number, count: number, total: number, tokens: Array<{ urn: string, id: string, name: string, description: string | null, actorUrn: string, ownerUrn: string, createdAt: number, expiresAt: number | null, lastUsedAt: number | null, scopes: Array<string> | null }> } };
-
-export type RevokeAccessTokenMutationVariables = Exact<{
-  id: string;
-}>;
-
-
-export type RevokeAccessTokenMutation = { revokeAccessToken: boolean };
-
-export type RevokeAccessTokensMutationVariables = Exact<{
-  a: string;
-}>;
-
-
-export type RevokeAccessTokensMutation = { revokeAccessTokens: number };
-
-export type RotateAccessTokenMutationVariables = Exact<{
-  id: string;
-  grace?: number | null | undefined;
-}>;
-
-
-export type RotateAccessTokenMutation = { rotateAccessToken: { accessToken: string, metadata: { rotatedFromId: string | null, urn: string, id: string, name: string, description: string | null, actorUrn: string, ownerUrn: string, createdAt: number, expiresAt: number | null, lastUsedAt: number | null, scopes: Array<string> | null } } };
-
-export type AccessTokenUsageQueryVariables = Exact<{
-  input: ListAccessTokenInput;
-}>;
-
-
-export type AccessTokenUsageQuery = { listAccessTokens: { tokens: Array<{ id: string, name: string, actorUrn: string, lastUsedAt: number | null, rotatedFromId: string | null, rotatedToId: string | null, rotatedAt: number | null, usage: { total: number, clients: Array<{ ip: string, userAgent: string, lastSeenAt: number }>, operations: Array<{ operation: string, count: number }> } }> } };
-
-export type CreateTestMutationVariables = Exact<{
-  input: CreateTestInput;
-}>;
-
-
-export type CreateTestMutation = { createTest: string };
-
-export type ListTestsQueryVariables = Exact<{
-  input: ListTestsInput;
-}>;
-
-
-export type ListTestsQuery = { listTests: { start: number, count: number, total: number, tests: Array<{ urn: string, name: string, category: string, description: string | null, state: TestState, onTypes: Array<string>, createdBy: string, ownerUrn: string, updatedAt: number, schedule: { cron: string, nextRunAt: number | null, suspendedAt: number | null } | null }> } };
-
-export type TestResultHistoryQueryVariables = Exact<{
-  urn: string;
-  testUrn: string;
-  start?: number | null | undefined;
+export type ListPlatformEventsQueryVariables = Exact<{
+  since?: string | null | undefined;
   count?: number | null | undefined;
+  eventTypes?: Array<string> | string | null | undefined;
+  categories?: Array<string> | string | null | undefined;
+  entityUrn?: string | null | undefined;
 }>;
 
 
-export type TestResultHistoryQuery = { testResultHistory: { start: number, count: number, total: number, transitions: Array<{ type: TestResultType, previousType: TestResultType | null, at: number }> } };
+export type ListPlatformEventsQuery = { listPlatformEvents: { next: string, oldest: string | null, events: Array<{ seq: string, eventType: string, category: string | null, operation: string | null, entityType: string, entityUrn: string, createdAt: number, payload: string }> } };
 
-export type TestRunDiffQueryVariables = Exact<{
-  testUrn: string;
-  runId?: string | null | undefined;
+export type PolicyFieldsFragment = { urn: string, type: PolicyType, name: string, description: string | null, state: PolicyState, privileges: Array<string>, editable: boolean, actors: { users: Array<string>, groups: Array<string>, allUsers: boolean } };
+
+export type ListPoliciesQueryVariables = Exact<{
+  input: ListPoliciesInput;
 }>;
 
 
-export type TestRunDiffQuery = { testRunDiff: { testUrn: string, runId: string, previousRunId: string | null, startedAt: number, baselineAt: number, lastBatchAt: number | null, evaluated: number, flapChanges: number, flapRuns: number, flapSince: number, newlyFailing: { total: number, truncated: boolean, entities: Array<{ urn: string, type: TestResultType, previousType: TestResultType | null, changes: number | null }> }, newlyPassing: { total: number, truncated: boolean, entities: Array<{ urn: string, type: TestResultType, previousType: TestResultType | null, changes: number | null }> }, flapping: { total: number, truncated: boolean, entities: Array<{ urn: string, type: TestResultType, previousType: TestResultType | null, changes: number | null }> } } };
+export type ListPoliciesQuery = { listPolicies: { start: number, count: number, total: number, policies: Array<{ urn: string, type: PolicyType, name: string, description: string | null, state: PolicyState, privileges: Array<string>, editable: boolean, actors: { users: Array<string>, groups: Array<string>, allUsers: boolean } }> } };
 
-export type RunDiffEntitiesFragment = { total: number, truncated: boolean, entities: Array<{ urn: string, type: TestResultType, previousType: TestResultType | null, changes: number | null }> };
+export type CreatePolicyMutationVariables = Exact<{
+  input: PolicyUpdateInput;
+}>;
 
-export type PreviewTestImpactQueryVariables = Exact<{
+
+export type CreatePolicyMutation = { createPolicy: string };
+
+export type DeletePolicyMutationVariables = Exact<{
   urn: string;
-  json: string;
-  sampleSize?: number | null | undefined;
 }>;
 
 
-export type PreviewTestImpactQuery = { previewTestImpact: { testUrn: string, evaluatedAt: number, total: number, sampled: number, sampleSize: number, whole: boolean, startsApplying: number, stopsApplying: number, unchangedPassing: number, unchangedFailing: number, passToFail: { count: number, examples: Array<string> }, failToPass: { count: number, examples: Array<string> }, actions: Array<{ on: TestResultType, type: string, params: string, entities: number, newly: number }> } };
+export type DeletePolicyMutation = { deletePolicy: string };
+
+export type RetentionPolicyFieldsFragment = { urn: string, entityType: string, aspect: string, retainDays: number, cron: string, nextRunTime: number | null, lastTaskId: string | null, lastTaskState: TaskState | null, createdBy: string, ownerUrn: string, suspendedAt: number | null, suspendedReason: string | null, createdAt: number, updatedAt: number };
 
 export type CreateRetentionPolicyMutationVariables = Exact<{
   input: CreateRetentionPolicyInput;
@@ -443,6 +389,109 @@ export type DeleteServiceAccountMutationVariables = Exact<{
 
 export type DeleteServiceAccountMutation = { deleteServiceAccount: boolean };
 
+export type CreateTestMutationVariables = Exact<{
+  input: CreateTestInput;
+}>;
+
+
+export type CreateTestMutation = { createTest: string };
+
+export type ListTestsQueryVariables = Exact<{
+  input: ListTestsInput;
+}>;
+
+
+export type ListTestsQuery = { listTests: { start: number, count: number, total: number, tests: Array<{ urn: string, name: string, category: string, description: string | null, state: TestState, onTypes: Array<string>, createdBy: string, ownerUrn: string, updatedAt: number, schedule: { cron: string, nextRunAt: number | null, suspendedAt: number | null } | null }> } };
+
+export type TestResultHistoryQueryVariables = Exact<{
+  urn: string;
+  testUrn: string;
+  start?: number | null | undefined;
+  count?: number | null | undefined;
+}>;
+
+
+export type TestResultHistoryQuery = { testResultHistory: { start: number, count: number, total: number, transitions: Array<{ type: TestResultType, previousType: TestResultType | null, at: number }> } };
+
+export type TestRunDiffQueryVariables = Exact<{
+  testUrn: string;
+  runId?: string | null | undefined;
+}>;
+
+
+export type TestRunDiffQuery = { testRunDiff: { testUrn: string, runId: string, previousRunId: string | null, startedAt: number, baselineAt: number, lastBatchAt: number | null, evaluated: number, flapChanges: number, flapRuns: number, flapSince: number, newlyFailing: { total: number, truncated: boolean, entities: Array<{ urn: string, type: TestResultType, previousType: TestResultType | null, changes: number | null }> }, newlyPassing: { total: number, truncated: boolean, entities: Array<{ urn: string, type: TestResultType, previousType: TestResultType | null, changes: number | null }> }, flapping: { total: number, truncated: boolean, entities: Array<{ urn: string, type: TestResultType, previousType: TestResultType | null, changes: number | null }> } } };
+
+export type RunDiffEntitiesFragment = { total: number, truncated: boolean, entities: Array<{ urn: string, type: TestResultType, previousType: TestResultType | null, changes: number | null }> };
+
+export type PreviewTestImpactQueryVariables = Exact<{
+  urn: string;
+  json: string;
+  sampleSize?: number | null | undefined;
+}>;
+
+
+export type PreviewTestImpactQuery = { previewTestImpact: { testUrn: string, evaluatedAt: number, total: number, sampled: number, sampleSize: number, whole: boolean, startsApplying: number, stopsApplying: number, unchangedPassing: number, unchangedFailing: number, passToFail: { count: number, examples: Array<string> }, failToPass: { count: number, examples: Array<string> }, actions: Array<{ on: TestResultType, type: string, params: string, entities: number, newly: number }> } };
+
+export type TestQueryVariables = Exact<{
+  urn: string;
+}>;
+
+
+export type TestQuery = { test: { urn: string, name: string, category: string, description: string | null } | null };
+
+export type UpdateTestMutationVariables = Exact<{
+  urn: string;
+  input: UpdateTestInput;
+}>;
+
+
+export type UpdateTestMutation = { updateTest: string };
+
+export type TokenFieldsFragment = { urn: string, id: string, name: string, description: string | null, actorUrn: string, ownerUrn: string, createdAt: number, expiresAt: number | null, lastUsedAt: number | null, scopes: Array<string> | null };
+
+export type CreateAccessTokenMutationVariables = Exact<{
+  input: GetAccessTokenInput;
+}>;
+
+
+export type CreateAccessTokenMutation = { createAccessToken: { accessToken: string, metadata: { urn: string, id: string, name: string, description: string | null, actorUrn: string, ownerUrn: string, createdAt: number, expiresAt: number | null, lastUsedAt: number | null, scopes: Array<string> | null } } | null };
+
+export type ListAccessTokensQueryVariables = Exact<{
+  input: ListAccessTokenInput;
+}>;
+
+
+export type ListAccessTokensQuery = { listAccessTokens: { start: number, count: number, total: number, tokens: Array<{ urn: string, id: string, name: string, description: string | null, actorUrn: string, ownerUrn: string, createdAt: number, expiresAt: number | null, lastUsedAt: number | null, scopes: Array<string> | null }> } };
+
+export type RevokeAccessTokenMutationVariables = Exact<{
+  id: string;
+}>;
+
+
+export type RevokeAccessTokenMutation = { revokeAccessToken: boolean };
+
+export type RevokeAccessTokensMutationVariables = Exact<{
+  a: string;
+}>;
+
+
+export type RevokeAccessTokensMutation = { revokeAccessTokens: number };
+
+export type RotateAccessTokenMutationVariables = Exact<{
+  id: string;
+  grace?: number | null | undefined;
+}>;
+
+
+export type RotateAccessTokenMutation = { rotateAccessToken: { accessToken: string, metadata: { rotatedFromId: string | null, urn: string, id: string, name: string, description: string | null, actorUrn: string, ownerUrn: string, createdAt: number, expiresAt: number | null, lastUsedAt: number | null, scopes: Array<string> | null } } };
+
+export type AccessTokenUsageQueryVariables = Exact<{
+  input: ListAccessTokenInput;
+}>;
+
+
+export type AccessTokenUsageQuery = { listAccessTokens: { tokens: Array<{ id: string, name: string, actorUrn: string, lastUsedAt: number | null, rotatedFromId: string | null, rotatedToId: string | null, rotatedAt: number | null, usage: { total: number, clients: Array<{ ip: string, userAgent: string, lastSeenAt: number }>, operations: Array<{ operation: string, count: number }> } }> } };
+
 export type WebhookFieldsFragment = { id: string, ownerUrn: string, url: string, eventTypes: Array<string>, categories: Array<string>, entityUrn: string | null, actorUrn: string | null, testUrn: string | null, description: string | null, active: boolean, disabledReason: string | null, createdAt: number };
 
 export type CreateWebhookMutationVariables = Exact<{
@@ -494,52 +543,3 @@ export type ReplayWebhookDeliveriesMutationVariables = Exact<{
 
 
 export type ReplayWebhookDeliveriesMutation = { replayWebhookDeliveries: { replayed: number, deliveryIds: Array<string> } };
-
-export type ListPlatformEventsQueryVariables = Exact<{
-  since?: string | null | undefined;
-  count?: number | null | undefined;
-  eventTypes?: Array<string> | string | null | undefined;
-  categories?: Array<string> | string | null | undefined;
-  entityUrn?: string | null | undefined;
-}>;
-
-
-export type ListPlatformEventsQuery = { listPlatformEvents: { next: string, oldest: string | null, events: Array<{ seq: string, eventType: string, category: string | null, operation: string | null, entityType: string, entityUrn: string, createdAt: number, payload: string }> } };
-
-export type PolicyFieldsFragment = { urn: string, type: PolicyType, name: string, description: string | null, state: PolicyState, privileges: Array<string>, editable: boolean, actors: { users: Array<string>, groups: Array<string>, allUsers: boolean } };
-
-export type ListPoliciesQueryVariables = Exact<{
-  input: ListPoliciesInput;
-}>;
-
-
-export type ListPoliciesQuery = { listPolicies: { start: number, count: number, total: number, policies: Array<{ urn: string, type: PolicyType, name: string, description: string | null, state: PolicyState, privileges: Array<string>, editable: boolean, actors: { users: Array<string>, groups: Array<string>, allUsers: boolean } }> } };
-
-export type CreatePolicyMutationVariables = Exact<{
-  input: PolicyUpdateInput;
-}>;
-
-
-export type CreatePolicyMutation = { createPolicy: string };
-
-export type DeletePolicyMutationVariables = Exact<{
-  urn: string;
-}>;
-
-
-export type DeletePolicyMutation = { deletePolicy: string };
-
-export type TestQueryVariables = Exact<{
-  urn: string;
-}>;
-
-
-export type TestQuery = { test: { urn: string, name: string, category: string, description: string | null } | null };
-
-export type UpdateTestMutationVariables = Exact<{
-  urn: string;
-  input: UpdateTestInput;
-}>;
-
-
-export type UpdateTestMutation = { updateTest: string };

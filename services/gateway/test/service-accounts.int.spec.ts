@@ -3,7 +3,7 @@
  * one Redis: a service account's token acts with the account's current grants (and its chain's), never its minter's;
  * deleting the account revokes its tokens on the other replica within 1 s and suspends the work it owns; a mint that
  * races the deletion leaves no live token; the bounds of docs/limits.md. DataHub's own documents are answered in
- * datahub-clients.int.spec.ts; who may call each operation, in authorization-every-operation.int.spec.ts.
+ * datahub-service-accounts.int.spec.ts; who may call each operation, in authorization-every-operation.int.spec.ts.
  */
 import { eventually } from "@mdp/core/testing";
 import { ownerPrivilegesReader } from "@mdp/db";

@@ -9,12 +9,12 @@
  * - each pending delivery shows its next attempt (WEBHOOK_RETRY_SCHEDULE);
  * - deliveries verify with the official `standardwebhooks` library, before and across a secret's rotation;
  * - the worker's metrics count deliveries, their latency, what is pending and open circuits.
+ * Its users and documents: support/webhook-isolation.ts.
  */
 import { randomUUID } from "node:crypto";
 import { Webhook } from "standardwebhooks";
 import { type Config } from "@mdp/core";
 import { STANDARD_WEBHOOK_HEADERS, verifyWebhookSignature, WEBHOOK_HEADERS } from "@mdp/webhooks";
-import { eventually } from "@mdp/core/testing";
 import { registerWebhookGauges, webhookRegistry } from "webhook-worker";
 import {
   describeDatasets,
@@ -26,51 +26,16 @@ import {
 } from "./support/gateway-harness";
 import { startReceiver, type Receiver } from "./support/webhook-receiver";
 import { startWebhookWorker } from "./support/webhook-worker";
-
-const dataset = (name: string) => `urn:li:dataset:(urn:li:dataPlatform:hive,db.isolation_${name},PROD)`;
-const CREATE = `mutation($i: CreateWebhookSubscriptionInput!) {
-  createWebhookSubscription(input: $i) { secret subscription { id } }
-}`;
-const DELIVERIES = `query($i: ListWebhookDeliveriesInput!) {
-  listWebhookDeliveries(input: $i) { total deliveries { id eventSeq status attempts error nextAttemptAt updatedAt } }
-}`;
-const SUBSCRIPTIONS = `query($i: ListWebhookSubscriptionsInput) {
-  listWebhookSubscriptions(input: $i) {
-    subscriptions { id active disabledReason droppedDeliveries consecutiveFailures failingSince
-                    previousSecretExpiresAt circuit { state openedAt nextProbeAt } }
-  }
-}`;
-
-interface Delivery {
-  id: string;
-  eventSeq: string;
-  status: string;
-  attempts: number;
-  error: string | null;
-  nextAttemptAt: number | null;
-  updatedAt: number;
-}
-interface Subscription {
-  id: string;
-  active: boolean;
-  disabledReason: string | null;
-  droppedDeliveries: number;
-  consecutiveFailures: number;
-  failingSince: number | null;
-  previousSecretExpiresAt: number | null;
-  circuit: { state: string; openedAt: number | null; nextProbeAt: number | null };
-}
-
-const holds = (check: () => unknown, options?: { timeoutMs?: number }) =>
-  eventually(
-    "the expectations",
-    async () => {
-      await check();
-      return true;
-    },
-    options,
-  );
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+import {
+  dataset,
+  CREATE,
+  DELIVERIES,
+  SUBSCRIPTIONS,
+  Delivery,
+  Subscription,
+  holds,
+  sleep,
+} from "./support/webhook-isolation";
 
 describe("webhook isolation", () => {
   let h: Harness;
