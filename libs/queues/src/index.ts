@@ -7,6 +7,7 @@ export * from "./payloads";
 export * from "./producer";
 export * from "./replies";
 export * from "./results";
+export * from "./preview-results";
 export * from "./worker";
 export * from "./worker-process";
 export * from "./worker-monitor";

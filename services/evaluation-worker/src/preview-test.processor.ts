@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { Job } from "bullmq";
-import type { Payload } from "@mdp/queues";
+import type { ImpactAction, ImpactPreview, Payload } from "@mdp/queues";
 import type { EntityEvaluation, ParsedDefinition } from "@mdp/metadata-tests";
 import { EvaluationLimitError, StoredDefinitionError } from "./evaluation-pool";
 import type { EvaluateDeps } from "./evaluation-deps";
@@ -14,38 +14,6 @@ const EDITED = "urn:li:test:__impact-preview__";
 export const PREVIEW_EXAMPLES = 20;
 
 type Outcome = "PASS" | "FAIL" | "NONE";
-
-export interface ImpactAction {
-  /** SUCCESS: a passing action; FAILURE: a failing one */
-  on: "SUCCESS" | "FAILURE";
-  type: string;
-  params: Record<string, string[]>;
-  /** sampled entities whose edited result would run it at a push */
-  entities: number;
-  /** of those, the ones whose result under the current definition would not have run it */
-  newly: number;
-}
-
-/** What previewTestImpact answers (the gateway checks its shape). */
-export type ImpactPreview =
-  | {
-      testUrn: string;
-      evaluatedAt: number;
-      /** entities either definition selects by type */
-      total: number;
-      /** entities evaluated: the first `sampleSize` in urn order */
-      sampled: number;
-      passToFail: { count: number; examples: string[] };
-      failToPass: { count: number; examples: string[] };
-      /** not selected by the current definition, selected by the edited one */
-      startsApplying: number;
-      /** selected by the current definition, no longer by the edited one */
-      stopsApplying: number;
-      unchangedPassing: number;
-      unchangedFailing: number;
-      actions: ImpactAction[];
-    }
-  | { refused: "missing" | "limit" | "stored"; message: string };
 
 /**
  * An impact preview: the test's current definition and the edited one are evaluated side by side, in one request to

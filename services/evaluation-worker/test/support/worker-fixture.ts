@@ -31,7 +31,7 @@ import {
   onChangeRunStarter,
 } from "../../src/index";
 import type { OnChangePass, OnChangeSettings } from "../../src/on-change-settings";
-import type { ImpactPreview } from "../../src/preview-test.processor";
+import type { ImpactPreview } from "@mdp/queues";
 import { startTestEnvironment } from "../../../../test/support/test-environment";
 import { waitForState } from "../../../../test/support/wait-for-state";
 

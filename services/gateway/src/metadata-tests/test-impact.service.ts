@@ -6,6 +6,7 @@ import {
   JobFailedError,
   JobWaitTimeoutError,
   PREVIEW_MAX_SAMPLE,
+  previewTestReply,
   ReplyChannelLostError,
   type Producer,
   type ReplyInbox,
@@ -35,33 +36,6 @@ const previewArgs = (registry: EntityRegistry) =>
       .nullish()
       .transform((n) => n ?? DEFAULT_PREVIEW_SAMPLE),
   });
-
-const flips = z.object({ count: z.number(), examples: z.array(z.string()) });
-/** The worker's answer (services/evaluation-worker/src/preview-test.processor.ts). */
-const previewReply = z.union([
-  z.object({
-    testUrn: z.string(),
-    evaluatedAt: z.number(),
-    total: z.number(),
-    sampled: z.number(),
-    passToFail: flips,
-    failToPass: flips,
-    startsApplying: z.number(),
-    stopsApplying: z.number(),
-    unchangedPassing: z.number(),
-    unchangedFailing: z.number(),
-    actions: z.array(
-      z.object({
-        on: z.enum(["SUCCESS", "FAILURE"]),
-        type: z.string(),
-        params: z.record(z.string(), z.array(z.string())),
-        entities: z.number(),
-        newly: z.number(),
-      }),
-    ),
-  }),
-  z.object({ refused: z.enum(["missing", "limit", "stored"]), message: z.string() }),
-]);
 
 export interface TestImpactServiceDeps {
   prisma: PrismaClient;
@@ -138,7 +112,7 @@ export class TestImpactService {
       }
       throw error;
     }
-    const parsed = previewReply.safeParse(returned);
+    const parsed = previewTestReply.safeParse(returned);
     if (!parsed.success) {
       this.logger.error({ jobId, err: parsed.error.message }, "the evaluation worker returned an unexpected preview");
       throw new AppError("INTERNAL_SERVER_ERROR", "The evaluation worker returned an unexpected result.");
