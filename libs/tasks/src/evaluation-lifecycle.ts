@@ -8,7 +8,6 @@ import {
   type Queryable,
   type StoredAnswer,
 } from "@mdp/db";
-import { failureText } from "./task-status";
 
 /** An evaluation's row as its transitions write it: everything but the state, which the transition decides. */
 export type EvaluationRecord = Omit<EvaluationRow, "state" | "result" | "failedReason" | "reply">;
@@ -104,10 +103,13 @@ export class EvaluationLifecycle {
     );
   }
 
-  /** What an attempt of `job` that failed with `error` means for its rows: a retry to wait for, or the end. */
+  /**
+   * What an attempt of `job` that failed with `error` means for its rows: a retry to wait for, or the end. The
+   * reason keeps the error's own words: a waiting gateway reads an outage from them (a 503 with Retry-After).
+   */
   failedAttempt(job: Pick<Job, "attemptsMade" | "opts">, error: unknown): FailedEvaluationAttempt {
     const final = isLastAttempt(job);
-    const message = failureText(error);
+    const message = error instanceof Error ? error.message : String(error);
     return { final, failedReason: final ? message : `Attempt ${job.attemptsMade + 1} failed, retrying: ${message}` };
   }
 
