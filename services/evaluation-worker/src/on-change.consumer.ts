@@ -5,14 +5,10 @@ import {
   advancePartition,
   backlogOf,
   carryOver,
-  claimPartitions,
-  ensurePartitionLayout,
   inTransaction,
   ownersWithBacklog,
   partitionEventsAfter,
-  releasePartitions,
   removeFromBacklog,
-  repartitionBacklog,
   sequencePlatformEvents,
   streamEnd,
   type BacklogEntry,
@@ -20,11 +16,12 @@ import {
 } from "@mdp/db";
 import type { EvaluateDeps } from "./evaluation-deps";
 import type { StoredTest } from "./evaluation.store";
-import { countCarried, countOnChange, setPartitionsHeld } from "./evaluation-metrics";
+import { countCarried, countOnChange } from "./evaluation-metrics";
 import { changesOf, entitySnapshots, evaluateForOwner } from "./on-change-evaluation";
 import { emptyPass, ON_CHANGE_CONSUMER, type OnChangePass, type OnChangeSettings } from "./on-change-settings";
 import { OnChangeTests } from "./on-change-tests";
 import { OwnerLanes, type OwnerLane } from "./owner-lanes";
+import { PartitionClaims } from "./partition-claims";
 import type { PushItem } from "./results.pusher";
 
 /** Entities of one owner's backlog evaluated (and pushed) together. */
@@ -55,9 +52,7 @@ const LOST = Symbol("lost");
  */
 export class OnChangeEvaluator {
   readonly holder: string;
-  private held = new Map<number, HeldPartition>();
-  private claimedAt = 0;
-  private laidOut = false;
+  private readonly held: PartitionClaims;
   private closed = false;
   private readonly lanes: OwnerLanes;
   private readonly inFlight = new Set<Promise<unknown>>();
@@ -70,11 +65,26 @@ export class OnChangeEvaluator {
     this.holder = settings.holder ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
     this.lanes = new OwnerLanes(settings);
     this.tests = new OnChangeTests(deps, settings);
+    this.held = new PartitionClaims(
+      deps.db.pool,
+      this.holder,
+      settings,
+      async (partition) => {
+        for (const ownerUrn of await ownersWithBacklog(deps.db.pool, partition))
+          this.lanes.lane(partition, ownerUrn).backlog = true;
+      },
+      deps.logger,
+    );
   }
 
   /** The partitions this worker holds (as of its last claim). */
   partitionsHeld(): number[] {
-    return [...this.held.keys()].sort((a, b) => a - b);
+    return this.held.ids();
+  }
+
+  /** Keeps the leases between passes (see PartitionClaims); the loop starts it, close stops it. */
+  keepLeases(): void {
+    this.held.keep();
   }
 
   /**
@@ -121,9 +131,8 @@ export class OnChangeEvaluator {
       new Promise((resolve) => (timer = setTimeout(resolve, waitMs))),
     ]);
     clearTimeout(timer);
-    this.held.clear();
     try {
-      await releasePartitions(this.deps.db.pool, ON_CHANGE_CONSUMER, this.holder);
+      await this.held.release();
     } finally {
       this.closed = false;
     }
@@ -133,15 +142,15 @@ export class OnChangeEvaluator {
     if (this.closed) return null;
     // Committed events get their positions first, in a transaction of their own (see sequencePlatformEvents).
     await inTransaction(this.deps.db.pool, (client) => sequencePlatformEvents(client, this.settings.batchSize));
-    if (this.held.size === 0 || Date.now() - this.claimedAt >= this.settings.leaseMs / 5) await this.claim();
+    await this.held.claimForPass();
     if (this.held.size === 0) return null;
     // Where the stream ends, read once for every partition: an idle pass costs two statements, not one a partition.
     const end = await streamEnd(this.deps.db.pool);
-    let passes = await Promise.all([...this.held.values()].map((held) => this.partitionPass(held, end)));
+    let passes = await Promise.all(this.held.values().map((held) => this.partitionPass(held, end)));
     if (passes.some((p) => p === LOST)) {
       // A partition was taken over (this worker's lease lapsed): claim again at once, and pass what it holds now.
-      await this.claim();
-      passes = await Promise.all([...this.held.values()].map((held) => this.partitionPass(held, end)));
+      await this.held.claimForPass(true);
+      passes = await Promise.all(this.held.values().map((held) => this.partitionPass(held, end)));
     }
     const done = emptyPass();
     for (const pass of passes) {
@@ -149,31 +158,6 @@ export class OnChangeEvaluator {
       for (const key of Object.keys(done) as Array<keyof OnChangePass>) done[key] += pass[key];
     }
     return { done, full: passes.some((p) => p !== LOST && p.events >= this.settings.batchSize) };
-  }
-
-  /** A claim round (renewals, this worker's share); the backlogs of partitions new to it are drained here from now on. */
-  private async claim(): Promise<void> {
-    const { pool } = this.deps.db;
-    const { partitions, leaseMs } = this.settings;
-    if (!this.laidOut) {
-      await inTransaction(pool, (client) =>
-        ensurePartitionLayout(client, ON_CHANGE_CONSUMER, partitions, (c) => repartitionBacklog(c, partitions)),
-      );
-      this.laidOut = true;
-    }
-    const claimedAt = Date.now();
-    const held = await inTransaction(pool, (client) =>
-      claimPartitions(client, ON_CHANGE_CONSUMER, this.holder, leaseMs),
-    );
-    const before = this.held;
-    this.held = new Map(held.map((h) => [h.partition, h]));
-    this.claimedAt = claimedAt;
-    setPartitionsHeld(this.held.size);
-    for (const h of held) {
-      if (before.has(h.partition)) continue;
-      for (const ownerUrn of await ownersWithBacklog(pool, h.partition))
-        this.lanes.lane(h.partition, ownerUrn).backlog = true;
-    }
   }
 
   private async partitionPass(held: HeldPartition, end: string): Promise<OnChangePass | typeof LOST> {
@@ -212,8 +196,7 @@ export class OnChangeEvaluator {
         committed.resolve(false);
         if (!(error instanceof LostPartition)) throw error;
         // Another worker holds it now and reads these events again: nothing of this pass is lost.
-        this.held.delete(held.partition);
-        setPartitionsHeld(this.held.size);
+        this.held.lost(held.partition);
         return LOST;
       }
       countOnChange(pass, events);
@@ -387,6 +370,7 @@ function deferred<T>(): { promise: Promise<T>; resolve: (value: T) => void } {
  */
 export function onChangeLoop(evaluator: OnChangeEvaluator, pollMs: number, logger: Logger): PeriodicLoop {
   const loop = outboxConsumerLoop("evaluate-on-change", () => evaluator.drain(), pollMs, logger);
+  evaluator.keepLeases();
   return {
     async stop() {
       await loop.stop();

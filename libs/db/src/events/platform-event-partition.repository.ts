@@ -65,14 +65,16 @@ export interface HeldPartition {
 /**
  * One claim round of `holder` (in its own transaction): renews the leases it holds and its membership, then keeps its
  * fair share — the partitions divided by the live members (itself included), rounded up — releasing
- * what it holds past it (highest first, for a worker that just started) and claiming free or lapsed partitions up to
- * it. Answers what it holds now.
+ * what it holds past it (highest first, for a worker that just started; unless `releaseExtra` is false: a renewal
+ * between passes gives nothing up under a pass in flight) and claiming free or lapsed partitions up to it. Answers
+ * what it holds now.
  */
 export async function claimPartitions(
   client: Queryable,
   consumer: string,
   holder: string,
   leaseMs: number,
+  { releaseExtra = true }: { releaseExtra?: boolean } = {},
 ): Promise<HeldPartition[]> {
   const { rows: mine } = await client.query<{ partition: number; partitions: number }>(
     `UPDATE platform_event_partition SET lease_until = now() + make_interval(secs => $3::float8 / 1000)
@@ -97,7 +99,7 @@ export async function claimPartitions(
     [consumer],
   );
   const share = Math.ceil(layout[0]!.partitions / Math.max(1, layout[0]!.members));
-  if (mine.length > share) {
+  if (mine.length > share && releaseExtra) {
     const extra = mine
       .map((m) => m.partition)
       .sort((a, b) => b - a)

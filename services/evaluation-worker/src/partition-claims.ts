@@ -1,0 +1,129 @@
+import type { Logger } from "@mdp/core";
+import {
+  claimPartitions,
+  ensurePartitionLayout,
+  inTransaction,
+  releasePartitions,
+  repartitionBacklog,
+  type HeldPartition,
+} from "@mdp/db";
+import type { Pool } from "pg";
+import { setPartitionsHeld } from "./evaluation-metrics";
+import { ON_CHANGE_CONSUMER } from "./on-change-settings";
+
+/**
+ * The on-change partitions one worker holds under their leases (platform-event-partition.repository.ts). A pass
+ * claims at its start (renewals, this worker's fair share, extras released); between passes, and during a long one, a
+ * keeper renews and takes lapsed partitions every fifth of a lease, releasing nothing. So a worker busy in a pass
+ * longer than its lease keeps what it holds, and a dead worker's partitions go to a live one within the lease and a
+ * fifth, pass or no pass.
+ */
+export class PartitionClaims {
+  private readonly held = new Map<number, HeldPartition>();
+  private claimedAt = 0;
+  private laidOut = false;
+  private claiming: Promise<void> | null = null;
+  private keeper: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly pool: Pool,
+    private readonly holder: string,
+    private readonly settings: { partitions: number; leaseMs: number },
+    /** called for each partition new to this worker, before its first pass (its owners' backlogs to drain) */
+    private readonly taken: (partition: number) => Promise<void>,
+    private readonly logger: Logger,
+  ) {}
+
+  get size(): number {
+    return this.held.size;
+  }
+
+  /** The partitions held as of the last claim, each with its position (moved by the passes). */
+  values(): HeldPartition[] {
+    return [...this.held.values()];
+  }
+
+  has(partition: number): boolean {
+    return this.held.has(partition);
+  }
+
+  ids(): number[] {
+    return [...this.held.keys()].sort((a, b) => a - b);
+  }
+
+  /** A partition another worker took over (found by a pass): forgotten until a claim gets it back. */
+  lost(partition: number): void {
+    this.held.delete(partition);
+    setPartitionsHeld(this.held.size);
+  }
+
+  /** A pass's claim: when none is held or the last pass's claim is a fifth of a lease old, or `now`. */
+  async claimForPass(now = false): Promise<void> {
+    if (!now && this.held.size > 0 && Date.now() - this.claimedAt < this.settings.leaseMs / 5) return;
+    const claimedAt = Date.now();
+    await this.claim(true);
+    this.claimedAt = claimedAt;
+  }
+
+  /** Starts the keeper (the worker's loop does; stopped by release). */
+  keep(): void {
+    if (this.keeper) return;
+    this.keeper = setInterval(() => {
+      if (this.claiming) return;
+      this.claim(false).catch((error: unknown) =>
+        this.logger.warn({ err: error }, "evaluation on change: renewing the partitions' leases failed"),
+      );
+    }, this.settings.leaseMs / 5);
+    this.keeper.unref();
+  }
+
+  /** Stops the keeper and gives up every partition (and the membership) for the other workers to take at once. */
+  async release(): Promise<void> {
+    clearInterval(this.keeper);
+    this.keeper = undefined;
+    await this.claiming?.catch(() => undefined);
+    this.held.clear();
+    setPartitionsHeld(0);
+    await releasePartitions(this.pool, ON_CHANGE_CONSUMER, this.holder);
+  }
+
+  /** One claim round at a time: a keeper's tick waits for none, a pass's waits for the one in flight and claims again. */
+  private async claim(releaseExtra: boolean): Promise<void> {
+    while (this.claiming) await this.claiming.catch(() => undefined);
+    this.claiming = this.claimRound(releaseExtra);
+    try {
+      await this.claiming;
+    } finally {
+      this.claiming = null;
+    }
+  }
+
+  private async claimRound(releaseExtra: boolean): Promise<void> {
+    const { partitions, leaseMs } = this.settings;
+    if (!this.laidOut) {
+      await inTransaction(this.pool, (client) =>
+        ensurePartitionLayout(client, ON_CHANGE_CONSUMER, partitions, (c) => repartitionBacklog(c, partitions)),
+      );
+      this.laidOut = true;
+    }
+    const rows = await inTransaction(this.pool, (client) =>
+      claimPartitions(client, ON_CHANGE_CONSUMER, this.holder, leaseMs, { releaseExtra }),
+    );
+    const now = new Set(rows.map((row) => row.partition));
+    for (const partition of this.held.keys()) if (!now.has(partition)) this.held.delete(partition);
+    const taken: number[] = [];
+    for (const row of rows) {
+      const mine = this.held.get(row.partition);
+      if (!mine) {
+        this.held.set(row.partition, row);
+        taken.push(row.partition);
+        continue;
+      }
+      // The same object a pass in flight moves: never back past what it (or another worker meanwhile) committed.
+      if (BigInt(row.seq) > BigInt(mine.seq)) mine.seq = row.seq;
+      mine.partitions = row.partitions;
+    }
+    setPartitionsHeld(this.held.size);
+    for (const partition of taken) await this.taken(partition);
+  }
+}
