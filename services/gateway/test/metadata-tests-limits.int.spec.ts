@@ -247,8 +247,9 @@ describe("metadata tests: evaluations past the worker's limits", () => {
         h.post(EVALUATE, { urn: DATASET, testUrns: [OLD] }, asRoot),
         h.post(EVALUATE, { urn: DATASET, testUrns: ["urn:li:test:described"] }, systemClientHeaders(VIEWER)),
       ]);
-      // A failure would be retried 5 times, 0.25 to 4 s apart (7.75 s), then answered 500.
-      expect(performance.now() - started).toBeLessThan(2_000);
+      // A failure would be retried 5 times, 0.25 to 4 s apart (at least 7.75 s), then answered 500; a loaded CI
+      // machine has taken more than 2 s to answer at once.
+      expect(performance.now() - started).toBeLessThan(5_000);
       expect(old).toMatchObject({
         status: 400,
         body: { code: "BAD_USER_INPUT", message: expect.stringContaining(refusal) },
