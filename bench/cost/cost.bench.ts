@@ -11,7 +11,6 @@
 import http from "node:http";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
-import autocannon from "autocannon";
 import { Redis } from "ioredis";
 import { bulkLoad, createDatabase, DAY_MILLIS } from "@mdp/db";
 import { startRedisCluster } from "../../scripts/redis-cluster";
@@ -35,8 +34,9 @@ import {
 } from "../evaluate/evaluate.bench";
 import { spawnBenchProcess } from "../support/bench-process";
 import { productionSetup } from "../support/production";
-import { cores, cpuSeconds, loadAverage, machineBusySeconds, memoryMb, type Measured } from "./proc";
-import { startPrivateStack, type CommandCount, type PrivateStack, type StatementCount } from "./private-stack";
+import { cores, loadAverage, type Measured } from "./proc";
+import { cannon, Meter, type Cost, type LoadTarget } from "./meter";
+import { startPrivateStack, type PrivateStack } from "./private-stack";
 
 const SECONDS = Number(process.env.BENCH_COST_SECONDS ?? 4);
 const WARM_UP_SECONDS = 2;
@@ -65,34 +65,6 @@ const ROWS_PER_BATCH = 1000;
 const ROOT = "urn:li:corpuser:admin";
 const BULK = "urn:li:corpuser:bulk";
 const DAY = Date.UTC(2026, 4, 1);
-
-interface Snapshot {
-  at: number;
-  cpu: Record<string, number>;
-  statements: StatementCount;
-  commands: CommandCount;
-  machine: number;
-}
-
-/** One operation's figures, per unit (a request, a million rows, a thousand entities). */
-export interface Cost {
-  operation: string;
-  unit: string;
-  units: number;
-  seconds: number;
-  load: string;
-  /** CPU seconds per unit, by process name */
-  cpu: Record<string, number>;
-  statements: number;
-  controlStatements: number;
-  commands: number;
-  scriptCommands: number;
-  restMb: Record<string, number>;
-  peakMb: Record<string, number>;
-  /** CPU seconds per second of the machine's processes that are not this run's (other people's work) */
-  othersCores: number;
-  note?: string;
-}
 
 export async function benchCost(): Promise<void> {
   process.stdout.write(
@@ -354,81 +326,6 @@ export async function benchCost(): Promise<void> {
   }
 }
 
-/** Snapshots of every process's CPU, the statement and command counters, and the machine's busy time. */
-class Meter {
-  /** per second at rest: CPU seconds by process, statements, commands */
-  rest = { cpu: {} as Record<string, number>, statements: 0, commands: 0, mb: {} as Record<string, number> };
-
-  constructor(
-    private readonly processes: Measured[],
-    private readonly stack: PrivateStack,
-  ) {}
-
-  private async snapshot(): Promise<Snapshot> {
-    const [statements, commands] = await Promise.all([this.stack.statements(), this.stack.commands()]);
-    const cpu = Object.fromEntries(this.processes.map((p) => [p.name, cpuSeconds(p)]));
-    return { at: performance.now(), cpu, statements, commands, machine: machineBusySeconds() };
-  }
-
-  async measureRest(seconds: number): Promise<void> {
-    const a = await this.snapshot();
-    await new Promise((r) => setTimeout(r, seconds * 1000));
-    const b = await this.snapshot();
-    const dt = (b.at - a.at) / 1000;
-    for (const p of this.processes) {
-      this.rest.cpu[p.name] = (b.cpu[p.name]! - a.cpu[p.name]!) / dt;
-      this.rest.mb[p.name] = memoryMb(p);
-    }
-    // The two snapshots' own reads are not the application's; at rest they are most of what is counted.
-    this.rest.statements = (b.statements.total - a.statements.total) / dt;
-    this.rest.commands = (b.commands.total - a.commands.total) / dt;
-  }
-
-  /** Runs `drive` and divides what it cost (less the rest rates over its duration) by the units it reports. */
-  async window(operation: string, unit: string, drive: () => Promise<{ units: number }>): Promise<Cost> {
-    const peakMb: Record<string, number> = {};
-    const sample = () => {
-      for (const p of this.processes) peakMb[p.name] = Math.max(peakMb[p.name] ?? 0, memoryMb(p));
-    };
-    const sampler = setInterval(sample, 250);
-    const load = loadAverage();
-    const a = await this.snapshot();
-    let units: number;
-    try {
-      units = (await drive()).units;
-    } finally {
-      clearInterval(sampler);
-    }
-    const b = await this.snapshot();
-    sample();
-    const dt = (b.at - a.at) / 1000;
-    const cpu: Record<string, number> = {};
-    let ours = 0;
-    for (const p of this.processes) {
-      const used = b.cpu[p.name]! - a.cpu[p.name]!;
-      ours += used;
-      cpu[p.name] = Math.max(0, used - (this.rest.cpu[p.name] ?? 0) * dt) / units;
-    }
-    const statements = b.statements.total - a.statements.total - this.rest.statements * dt;
-    const commands = b.commands.total - a.commands.total - this.rest.commands * dt;
-    return {
-      operation,
-      unit,
-      units,
-      seconds: dt,
-      load,
-      cpu,
-      statements: Math.max(0, statements) / units,
-      controlStatements: (b.statements.control - a.statements.control) / units,
-      commands: Math.max(0, commands) / units,
-      scriptCommands: (b.commands.scripts - a.commands.scripts) / units,
-      restMb: this.rest.mb,
-      peakMb,
-      othersCores: Math.max(0, (b.machine - a.machine - ours) / dt),
-    };
-  }
-}
-
 /**
  * The queues' commands over a Redis Cluster's masters: a private 3-master cluster (scripts/redis-cluster.ts), a
  * gateway and an evaluation worker on it (the same database), system-client evaluates (no rate-limit counters: only
@@ -507,27 +404,6 @@ async function clusterSpread(env: Record<string, string>, headers: Record<string
       rows.join("\n") +
       "\n",
   );
-}
-
-interface LoadTarget {
-  url: string;
-  headers: Record<string, string>;
-  body: string;
-}
-
-/** Bounded autocannon runs against `targets` at once, `connections` each; the number of 2xx answers. */
-async function cannon(targets: LoadTarget[], connections: number, seconds: number): Promise<number> {
-  const results = await Promise.all(
-    targets.map((t) =>
-      autocannon({ url: t.url, method: "POST", headers: t.headers, body: t.body, connections, duration: seconds }),
-    ),
-  );
-  let ok = 0;
-  for (const [i, r] of results.entries()) {
-    if (r.errors + r.non2xx > 0) throw new Error(`${targets[i]!.url}: ${r.errors + r.non2xx} requests failed`);
-    ok += r["2xx"];
-  }
-  return ok;
 }
 
 /** ingestProposalBatch of 1,000 time-series rows, INGEST_CONCURRENCY at once, each body new (new days included). */
