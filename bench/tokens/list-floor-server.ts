@@ -1,12 +1,12 @@
 /**
  * The floor of listAccessTokens: a bare express 5 route (express.json, nothing else) that runs the gateway's list
- * statement (floor-statements.ts, prepared the same way, on a pool of the gateway's size) and answers the
- * fields the benchmark's GraphQL query selects. No authentication, policy check or GraphQL: what serving this SQL over
- * HTTP costs at the least. Not a target. Exits on SIGTERM.
+ * statement (../support/token-floor-statements.ts, prepared the same way, on a pool of the gateway's size) and answers
+ * the fields the benchmark's GraphQL query selects. No authentication, policy check or GraphQL: what serving this SQL
+ * over HTTP costs at the least. Not a target. Exits on SIGTERM.
  */
 import express from "express";
 import pg from "pg";
-import { listTokens } from "./floor-statements";
+import { listTokens } from "../support/token-floor-statements";
 
 async function main(): Promise<void> {
   const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });

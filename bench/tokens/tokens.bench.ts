@@ -2,24 +2,24 @@
  * bench/tokens: createAccessToken, listAccessTokens (a page of 100 out of 10,000 tokens) and a bearer-authenticated
  * request, each against a bare Apollo echo mutation on the same stack, measured in the same run: rounds in which each
  * of them runs once, so each ratio is the median of ratios between runs made moments apart. Create and list are each
- * shown beside their floors: the same operation on bare Apollo doing only its core work (apollo-floor-server.ts), and
- * for the list also its SQL behind bare express (list-floor-server.ts). Targets: create >= 0.9x its bare-Apollo
- * floor, list >= 0.9x the same SQL behind bare express, bearer >= 0.9x the system client; the bearer path with usage
- * recording (token-usage.recorder.ts) >= 0.95x the same path on a second gateway of the same database with
- * ACCESS_TOKEN_USAGE_RECORDING=false, in rounds of their own.
+ * shown beside their floors: the same operation on bare Apollo doing only its core work
+ * (../support/token-floor-server.ts), and for the list also its SQL behind bare express (list-floor-server.ts).
+ * Targets: create >= 0.9x its bare-Apollo floor, list >= 0.9x the same SQL behind bare express, bearer >= 0.9x the
+ * system client; the bearer path with usage recording (token-usage.recorder.ts) >= 0.95x the same path on a second
+ * gateway of the same database with ACCESS_TOKEN_USAGE_RECORDING=false, in rounds of their own.
  */
 import { createHmac, hash, timingSafeEqual } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
-import { buildClientSchema, getIntrospectionQuery, printSchema, type IntrospectionQuery } from "graphql";
 import { Client } from "pg";
 import { createTestDatabase } from "@mdp/db/testing";
 import { freePort, startService, uniqueName, waitUntilReady } from "../../test/support/services";
 import { measureInterleaved, ratio } from "../support/load";
 import { productionSetup } from "../support/production";
 import { spawnBenchProcess } from "../support/bench-process";
+import { gatewaySchema } from "../support/gateway-schema";
 import { printReport } from "../support/report";
 
 const ROOT = "urn:li:corpuser:admin";
@@ -71,7 +71,7 @@ export async function benchTokens(): Promise<void> {
     await waitUntilReady(`http://127.0.0.1:${unrecordedPort}`, unrecorded);
     const schemaFile = path.join(schemaDir, "schema.graphql");
     writeFileSync(schemaFile, await gatewaySchema(base, asRoot));
-    apolloFloor = spawnBenchProcess(path.join(__dirname, "apollo-floor-server.ts"), {
+    apolloFloor = spawnBenchProcess(path.join(__dirname, "../support/token-floor-server.ts"), {
       PORT: String(apolloFloorPort),
       DATABASE_URL: db.url,
       LIST_ACTOR_URN: BULK,
@@ -283,18 +283,6 @@ async function createToken(url: string, headers: Record<string, string>): Promis
   });
   const body = (await res.json()) as { data: { createAccessToken: { accessToken: string } } };
   return body.data.createAccessToken.accessToken;
-}
-
-/** The gateway's schema as SDL, from its own introspection (which is on), for the floor to serve. */
-async function gatewaySchema(url: string, headers: Record<string, string>): Promise<string> {
-  const res = await fetch(url, {
-    method: "POST",
-    headers: { "content-type": "application/json", ...headers },
-    body: JSON.stringify({ query: getIntrospectionQuery() }),
-  });
-  const body = (await res.json()) as { data?: IntrospectionQuery; errors?: unknown };
-  if (!body.data) throw new Error(`introspection of the gateway failed: ${JSON.stringify(body.errors)}`);
-  return printSchema(buildClientSchema(body.data));
 }
 
 /**

@@ -1,17 +1,18 @@
 /**
- * The floors of listAccessTokens and createAccessToken on the gateway's own stack: Apollo Server 5 behind
+ * The floors of the token operations (bench/tokens, bench/cost) on the gateway's own stack: Apollo Server 5 behind
  * express 5, set up like the echo baseline, serving the gateway's own schema (as the running gateway describes it by
- * introspection, read by tokens.bench.ts into SCHEMA_FILE) with resolvers that do only the bare minimum. No authentication, policy check, logging or metrics. Not targets: they show how far Apollo alone
- * lets each operation go.
- * - listAccessTokens answers a constant page of 100 tokens held in memory: no database at all.
- * - createAccessToken runs the gateway's create statement (floor-statements.ts) and answers a constant token: no
- *   signing, hashing or validation.
+ * introspection: gateway-schema.ts, written to SCHEMA_FILE) with resolvers that do only the bare minimum. No
+ * authentication, policy check, logging or metrics. They show how far Apollo alone lets each operation go.
+ * - me answers ME_URN from memory.
+ * - listAccessTokens answers a constant page of 100 tokens of LIST_ACTOR_URN held in memory: no database at all.
+ * - createAccessToken runs the gateway's create statement (token-floor-statements.ts, on DATABASE_URL) and answers a
+ *   constant token: no signing, hashing or validation.
  */
 import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import pg from "pg";
-import { serveBareApollo } from "../support/bare-apollo";
-import { createToken } from "./floor-statements";
+import { serveBareApollo } from "./bare-apollo";
+import { createToken } from "./token-floor-statements";
 
 /** AccessTokenMetadata as the schema has it. */
 interface TokenMetadata {
@@ -29,6 +30,9 @@ interface TokenMetadata {
 async function main(): Promise<void> {
   const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
   const actorUrn = process.env.LIST_ACTOR_URN!;
+  const me = { urn: process.env.ME_URN ?? "urn:li:corpuser:admin" };
+  // The token a bearer caller authenticated with, which the gateway records as the new token's parent.
+  const parentTokenId = randomUUID();
   const createdAt = Date.now();
   const page: TokenMetadata[] = Array.from({ length: 100 }, (_, i) => {
     const id = randomUUID();
@@ -45,10 +49,13 @@ async function main(): Promise<void> {
     };
   });
   const accessToken = "x".repeat(400); // about the length of a real one
-  await serveBareApollo("apollo floor server", {
+  await serveBareApollo("token floor server", {
     typeDefs: readFileSync(process.env.SCHEMA_FILE!, "utf8"),
     resolvers: {
-      Query: { listAccessTokens: () => ({ start: 0, count: page.length, total: 10_000, tokens: page }) },
+      Query: {
+        me: () => me,
+        listAccessTokens: () => ({ start: 0, count: page.length, total: 10_000, tokens: page }),
+      },
       Mutation: {
         createAccessToken: async (_: unknown, { input }: { input: { actorUrn: string; name: string } }) => {
           const id = randomUUID();
@@ -58,7 +65,7 @@ async function main(): Promise<void> {
             ...{ actorUrn: input.actorUrn, ownerUrn: input.actorUrn },
           };
           await createToken(pool, {
-            ...{ id, urn: metadata.urn, name: input.name, actorUrn: input.actorUrn },
+            ...{ id, name: input.name, actorUrn: input.actorUrn, parentTokenId },
             ...{ tokenHash: randomUUID().replaceAll("-", "").repeat(2), createdAt },
             exp: Math.floor(createdAt / 1000) + 3600,
           });
