@@ -34,9 +34,11 @@ import {
 } from "../evaluate/evaluate.bench";
 import { spawnBenchProcess } from "../support/bench-process";
 import { productionSetup } from "../support/production";
+import { printGoals, type Goal } from "./goals";
 import { cores, loadAverage, type Measured } from "./proc";
 import { cannon, Meter, type Cost, type LoadTarget } from "./meter";
 import { startPrivateStack, type PrivateStack } from "./private-stack";
+import { tokenFloorGoals, type TokenFloorsContext } from "./token-floors";
 
 const SECONDS = Number(process.env.BENCH_COST_SECONDS ?? 4);
 const WARM_UP_SECONDS = 2;
@@ -176,15 +178,22 @@ export async function benchCost(): Promise<void> {
     const meter = new Meter([...processes, echoMeasured], stack);
     await meter.measureRest(3);
     const costs: Cost[] = [];
+    const goals: Goal[] = [];
+    const floors: TokenFloorsContext = {
+      ...{ stack, systemHeaders: production.systemClient(ROOT), requests, listActorUrn: BULK, meUrn: ROOT },
+      ...{ connections: CONNECTIONS, seconds: SECONDS, warmUpSeconds: WARM_UP_SECONDS },
+    };
     const http1 = (operation: string, t: LoadTarget, connections = CONNECTIONS) =>
       meter.window(operation, "request", async () => ({ units: await cannon([t], connections, SECONDS) }));
 
     const floor = await http1("floor: bare Apollo echo mutation", requests.echo);
     if (only) {
+      const measured: Partial<Record<string, Cost>> = {};
       for (const name of only) {
         const connections = name.startsWith("evaluate") ? EVALUATE_CONNECTIONS : CONNECTIONS;
-        costs.push(await http1(name, requests[name], connections));
+        costs.push((measured[name] = await http1(name, requests[name], connections)));
       }
+      goals.push(...(await tokenFloorGoals(floors, measured)));
       let urn: string | undefined;
       if (ONLY!.includes(RUN_TEST)) {
         const run = await runTests(meter, api, system, database.pool, stack);
@@ -212,11 +221,16 @@ export async function benchCost(): Promise<void> {
         });
       }
       if (ONLY!.includes(CLUSTER)) await clusterSpread(env, production.systemClient(ROOT));
+      printGoals(goals);
       return;
     }
-    costs.push(await http1("bearer request (GraphQL me)", requests.me));
-    costs.push(await http1("listAccessTokens (100 of 10,000)", requests.list));
-    costs.push(await http1("createAccessToken", requests.create));
+    const tokens = {
+      me: await http1("bearer request (GraphQL me)", requests.me),
+      list: await http1("listAccessTokens (100 of 10,000)", requests.list),
+      create: await http1("createAccessToken", requests.create),
+    };
+    costs.push(tokens.me, tokens.list, tokens.create);
+    goals.push(...(await tokenFloorGoals(floors, tokens)));
     costs.push({
       ...(await http1("evaluate (10 tests, one entity)", requests.evaluate, EVALUATE_CONNECTIONS)),
       note: `${EVALUATE_CONNECTIONS} connections: the gateway puts what arrives together into one job`,
@@ -311,6 +325,7 @@ export async function benchCost(): Promise<void> {
       replicaGateway: { service: gateway3, base: base3, prefix: replicaEnv.QUEUE_PREFIX! },
     });
     await clusterSpread(env, production.systemClient(ROOT));
+    printGoals(goals);
   } finally {
     agent.destroy();
     echo.kill("SIGTERM");

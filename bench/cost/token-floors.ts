@@ -1,0 +1,158 @@
+/**
+ * bench/cost's floors of the token operations, measured in the same run as the gateway's windows, on the same private
+ * PostgreSQL, with the same connections, and compared with them as goals (goals.ts):
+ * - me: a bare Apollo serving the gateway's schema (../support/token-floor-server.ts, its own process, as the gateway)
+ *   answering the same query from memory, no authentication; the gateway's CPU per request ≤ 1.5× its.
+ * - listAccessTokens: that server answering the same 100 tokens from memory (gateway ≤ 2×); and the gateway's list
+ *   statement (token-floor-statements.ts) run bare by a pg client in this process at the same concurrency, for
+ *   PostgreSQL's CPU per call (PostgreSQL ≤ 1.5×: what the gateway runs beside it, an authentication lookup or usage
+ *   recording, is what the ratio shows).
+ * - createAccessToken: that server running the gateway's create statement; gateway ≤ 1.5×, PostgreSQL ≤ 1.5×.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { performance } from "node:perf_hooks";
+import pg from "pg";
+import { freePort } from "../../test/support/services";
+import { spawnBenchProcess } from "../support/bench-process";
+import { gatewaySchema } from "../support/gateway-schema";
+import { listTokens } from "../support/token-floor-statements";
+import { goalOf, type Goal } from "./goals";
+import { cannon, Meter, type Cost, type LoadTarget } from "./meter";
+import type { PrivateStack } from "./private-stack";
+
+export const TOKEN_OPERATIONS = ["me", "list", "create"] as const;
+export type TokenOperation = (typeof TOKEN_OPERATIONS)[number];
+
+export interface TokenFloorsContext {
+  stack: PrivateStack;
+  /** a system client's headers: the gateway's schema, by introspection, for the floor to serve */
+  systemHeaders: Record<string, string>;
+  /** the requests of the gateway's windows (to its GraphQL endpoint): the floor server is sent the same */
+  requests: Record<TokenOperation, LoadTarget>;
+  /** whose 10,000 tokens the list reads; whom `me` answers */
+  listActorUrn: string;
+  meUrn: string;
+  connections: number;
+  seconds: number;
+  warmUpSeconds: number;
+}
+
+const FLOOR = "bare Apollo floor";
+
+/**
+ * The floors' windows of the operations the gateway's windows `measured` (any of me, list, create; others are left
+ * alone) and their goals. Starts the floor server for them and stops it after.
+ */
+export async function tokenFloorGoals(
+  ctx: TokenFloorsContext,
+  measured: Partial<Record<string, Cost>>,
+): Promise<Goal[]> {
+  const operations = TOKEN_OPERATIONS.filter((op) => measured[op]);
+  if (operations.length === 0) return [];
+  const dir = mkdtempSync(path.join(tmpdir(), "bench-cost-floor-"));
+  const schemaFile = path.join(dir, "schema.graphql");
+  writeFileSync(schemaFile, await gatewaySchema(ctx.requests.me.url, ctx.systemHeaders));
+  const port = await freePort();
+  const server = spawnBenchProcess(path.join(__dirname, "../support/token-floor-server.ts"), {
+    PORT: String(port),
+    DATABASE_URL: ctx.stack.databaseUrl,
+    LIST_ACTOR_URN: ctx.listActorUrn,
+    ME_URN: ctx.meUrn,
+    SCHEMA_FILE: schemaFile,
+  });
+  const pool = new pg.Pool({ connectionString: ctx.stack.databaseUrl, max: ctx.connections });
+  try {
+    await new Promise((resolve, reject) => {
+      server.stdout!.once("data", resolve);
+      server.once("exit", (code) => reject(new Error(`the token floor server exited (${code})`)));
+    });
+    const floorOf = (op: TokenOperation): LoadTarget => ({
+      ...ctx.requests[op],
+      url: `http://127.0.0.1:${port}/api/graphql`,
+    });
+    // Apollo answers a resolver's error with 200: each floor's answer is checked once, so none is timed failing.
+    for (const op of operations) await answered(floorOf(op));
+    for (const op of operations) await cannon([floorOf(op)], ctx.connections, ctx.warmUpSeconds);
+    const listSql = () => listCalls(pool, ctx.listActorUrn, ctx.connections, ctx.seconds);
+    if (operations.includes("list")) await listCalls(pool, ctx.listActorUrn, ctx.connections, ctx.warmUpSeconds);
+    // What the warm-up's creations left for autovacuum is done now, as before the gateway's windows.
+    await pool.query("VACUUM ANALYZE access_token");
+
+    const meter = new Meter(
+      [
+        { name: FLOOR, pid: server.pid! },
+        { name: "PostgreSQL", pid: ctx.stack.postmasterPid, tree: true },
+        { name: "load generator", pid: process.pid },
+      ],
+      ctx.stack,
+    );
+    await meter.measureRest(3);
+    const http = async (op: TokenOperation, what: string) =>
+      report(
+        await meter.window(`floor of ${op}: ${what}`, "request", async () => ({
+          units: await cannon([floorOf(op)], ctx.connections, ctx.seconds),
+        })),
+      );
+    const goals: Goal[] = [];
+    if (measured.me) {
+      const floor = await http("me", "bare Apollo, from memory");
+      goals.push(goalOf(measured.me, "gateway", floor, FLOOR, "bare Apollo, from memory", 1.5));
+    }
+    if (measured.list) {
+      const floor = await http("list", "bare Apollo, 100 tokens from memory");
+      const sql = report(await meter.window("floor of list: its SQL, a bare pg client", "call", listSql));
+      goals.push(
+        goalOf(measured.list, "gateway", floor, FLOOR, "bare Apollo, 100 tokens from memory", 2),
+        goalOf(measured.list, "PostgreSQL", sql, "PostgreSQL", "its SQL, a bare pg client", 1.5),
+      );
+    }
+    if (measured.create) {
+      const floor = await http("create", "the same INSERT, bare Apollo");
+      goals.push(
+        goalOf(measured.create, "gateway", floor, FLOOR, "the same INSERT, bare Apollo", 1.5),
+        goalOf(measured.create, "PostgreSQL", floor, "PostgreSQL", "the same INSERT, bare Apollo", 1.5),
+      );
+    }
+    return goals;
+  } finally {
+    server.kill("SIGTERM");
+    await pool.end();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** One request to `target`, which must answer data and no errors. */
+async function answered(target: LoadTarget): Promise<void> {
+  const res = await fetch(target.url, { method: "POST", headers: target.headers, body: target.body });
+  const body = (await res.json()) as { data?: unknown; errors?: unknown };
+  if (!res.ok || body.errors || !body.data) throw new Error(`${target.url}: ${res.status} ${JSON.stringify(body)}`);
+}
+
+/** The list statement run by `connections` callers at once for `seconds`; how many calls it answered. */
+async function listCalls(pool: pg.Pool, actorUrn: string, connections: number, seconds: number) {
+  const end = performance.now() + seconds * 1000;
+  let units = 0;
+  await Promise.all(
+    Array.from({ length: connections }, async () => {
+      while (performance.now() < end) {
+        const rows = await listTokens(pool, actorUrn, new Date(), 0, 100);
+        if (rows.length !== 100) throw new Error(`the list floor's statement read ${rows.length} tokens, not 100`);
+        units++;
+      }
+    }),
+  );
+  return { units };
+}
+
+/** A floor's window in one line: its rate, its process's and PostgreSQL's CPU, its statements per unit. */
+function report(cost: Cost): Cost {
+  const us = (name: string) => `${((cost.cpu[name] ?? 0) * 1e6).toFixed(0)} µs`;
+  process.stdout.write(
+    `\n${cost.operation}: ${(cost.units / cost.seconds).toFixed(0)} per s (load average ${cost.load}); CPU per ` +
+      `${cost.unit}: ${FLOOR} ${us(FLOOR)}, PostgreSQL ${us("PostgreSQL")}, load generator ${us("load generator")}; ` +
+      `PostgreSQL statements per ${cost.unit}: ${cost.statements.toFixed(2)}\n`,
+  );
+  return cost;
+}
