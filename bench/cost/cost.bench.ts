@@ -39,6 +39,7 @@ import { cores, loadAverage, type Measured } from "./proc";
 import { cannon, Meter, type Cost, type LoadTarget } from "./meter";
 import { startPrivateStack, type PrivateStack } from "./private-stack";
 import { tokenFloorGoals, type TokenFloorsContext } from "./token-floors";
+import { evaluateFloorGoals, runTestFloorGoals } from "./evaluation-floors";
 
 const SECONDS = Number(process.env.BENCH_COST_SECONDS ?? 4);
 const WARM_UP_SECONDS = 2;
@@ -183,6 +184,15 @@ export async function benchCost(): Promise<void> {
       ...{ stack, systemHeaders: production.systemClient(ROOT), requests, listActorUrn: BULK, meUrn: ROOT },
       ...{ connections: CONNECTIONS, seconds: SECONDS, warmUpSeconds: WARM_UP_SECONDS },
     };
+    const evaluationFloors = (evaluate: Cost) =>
+      evaluateFloorGoals({
+        stack,
+        evaluate,
+        entity: ENTITY,
+        connections: EVALUATE_CONNECTIONS,
+        seconds: SECONDS,
+        warmUpSeconds: WARM_UP_SECONDS,
+      });
     const http1 = (operation: string, t: LoadTarget, connections = CONNECTIONS) =>
       meter.window(operation, "request", async () => ({ units: await cannon([t], connections, SECONDS) }));
 
@@ -192,6 +202,7 @@ export async function benchCost(): Promise<void> {
       for (const name of only) {
         const connections = name.startsWith("evaluate") ? EVALUATE_CONNECTIONS : CONNECTIONS;
         costs.push((measured[name] = await http1(name, requests[name], connections)));
+        if (name === "evaluate") goals.push(...(await evaluationFloors(costs.at(-1)!)));
       }
       goals.push(...(await tokenFloorGoals(floors, measured)));
       let urn: string | undefined;
@@ -199,6 +210,7 @@ export async function benchCost(): Promise<void> {
         const run = await runTests(meter, api, system, database.pool, stack);
         costs.push(...run.costs);
         urn = run.urn;
+        goals.push(...run.goals);
       }
       const floorCpu = floor.cpu["bare Apollo echo"]!;
       process.stdout.write(`\nfloor: bare Apollo echo ${us(floorCpu)} µs per request (load average ${floor.load})\n`);
@@ -235,6 +247,7 @@ export async function benchCost(): Promise<void> {
       ...(await http1("evaluate (10 tests, one entity)", requests.evaluate, EVALUATE_CONNECTIONS)),
       note: `${EVALUATE_CONNECTIONS} connections: the gateway puts what arrives together into one job`,
     });
+    goals.push(...(await evaluationFloors(costs.at(-1)!)));
     costs.push({
       ...(await http1("evaluate, system client", requests.evaluateSystem, EVALUATE_CONNECTIONS)),
       note: "the same as the system client, which is never rate-limited: the difference is the per-actor rate limits",
@@ -243,6 +256,7 @@ export async function benchCost(): Promise<void> {
     costs.push(...(await truncation(meter, api, database.pool)));
     const runTestCosts = await runTests(meter, api, system, database.pool, stack);
     costs.push(...runTestCosts.costs);
+    goals.push(...runTestCosts.goals);
 
     printRest(meter.rest);
     const floorCpu = floor.cpu["bare Apollo echo"]!;
@@ -549,7 +563,7 @@ async function runTests(
   system: ApiClient,
   pool: import("pg").Pool,
   stack: PrivateStack,
-): Promise<{ costs: Cost[]; urn: string }> {
+): Promise<{ costs: Cost[]; urn: string; goals: Goal[] }> {
   process.stdout.write(`bench/cost: loading ${ENTITIES} datasets...\n`);
   await loadDatasets(pool, ENTITIES);
   const urn = await createRunTestTest(system);
@@ -564,7 +578,9 @@ async function runTests(
         `per thousand entities:\n${statementsByTime(before, await stack.statementTimes(), cost.units)}`,
     });
   }
-  return { costs, urn };
+  // After the product's push: its floor's results, stored first, would leave the product's push nothing to write.
+  const goals = await runTestFloorGoals({ stack, push: costs.at(-1)!, testUrn: urn });
+  return { costs, urn, goals };
 }
 
 /** One runTest of `urn` through `api`, polled every 250 ms until it completes, as a window per thousand entities. */

@@ -5,7 +5,8 @@
  *   hop, which is how much of the distance between evaluate and the bare round trip any HTTP service must travel.
  * - `/batched` puts the requests read in the same turn of the event loop into one no-op job, as the gateway does with
  *   evaluations (EvaluationBatcher), and answers them all when it finishes: how far batching alone can take an HTTP
- *   front, before any authentication, database read or evaluation.
+ *   front, before any authentication, database read or evaluation. Against a worker that answers a job with one
+ *   value per request (bench/cost/evaluating-worker.ts), each request gets its own.
  * Exits on SIGTERM.
  */
 import { randomUUID } from "node:crypto";
@@ -41,7 +42,11 @@ async function main(): Promise<void> {
     queue
       .add("noop", { requests: waiting.length }, jobOptions("evaluate", randomUUID()))
       .then((job) => job.waitUntilFinished(events, 30_000))
-      .then((value) => waiting.forEach((w) => w.resolve(value)))
+      .then((value) =>
+        waiting.forEach((w, i) =>
+          w.resolve(Array.isArray(value) && value.length === waiting.length ? value[i] : value),
+        ),
+      )
       .catch((error: unknown) => waiting.forEach((w) => w.reject(error)));
   }
   const port = Number(process.env.PORT);

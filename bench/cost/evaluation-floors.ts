@@ -1,0 +1,196 @@
+/**
+ * bench/cost's floors of evaluation, measured in the same run on the same private PostgreSQL and Redis, and their goals
+ * (goals.ts):
+ * - evaluate: http-floor-server.ts's `/batched` (bare express, the requests read together put into one BullMQ job, as
+ *   the gateway batches them) in front of evaluating-worker.ts (a bare BullMQ worker reading the entity's aspects and
+ *   evaluating the same tests in process), on a queue prefix and name of their own, loaded as evaluate is, in one
+ *   window: the gateway's CPU per request against the floor server's, the evaluation worker's against the bare
+ *   worker's.
+ * - runTest with push: run-test-floor.ts (the same datasets read in the worker's batches, the test evaluated in
+ *   process, one multi-row INSERT of testResults versions per batch), one pass in a window after an unmeasured one:
+ *   the evaluation worker's CPU per thousand entities against that process's, PostgreSQL's against PostgreSQL's.
+ */
+import type { ChildProcess } from "node:child_process";
+import path from "node:path";
+import { DEFAULT_RUN_BATCH_SIZE } from "@mdp/queues";
+import { freePort, uniqueName } from "../../test/support/services";
+import { spawnBenchProcess } from "../support/bench-process";
+import { goalOf, type Goal } from "./goals";
+import { cannon, Meter, type Cost } from "./meter";
+import type { PrivateStack } from "./private-stack";
+import type { Measured } from "./proc";
+
+/** each process's CPU at most this many times its floor's */
+const LIMIT = 1.5;
+const WORKER_CONCURRENCY = 8; // EVALUATION_CONCURRENCY's default
+const LOAD_GENERATOR: Measured = { name: "load generator", pid: process.pid };
+
+/** Resolves with the first line of `child`'s stdout that starts with `prefix`; rejects if it exits first. */
+function lineOf(child: ChildProcess, prefix: string, timeoutMs = 60_000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let output = "";
+    const done = (error?: Error, line?: string) => {
+      clearTimeout(timer);
+      child.stdout!.off("data", onData);
+      child.off("exit", onExit);
+      if (error) reject(error);
+      else resolve(line!);
+    };
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      const lines = output.split("\n");
+      output = lines.pop()!;
+      const line = lines.find((l) => l.startsWith(prefix));
+      if (line !== undefined) done(undefined, line);
+    };
+    const onExit = (code: number | null) => done(new Error(`exited (${code}) before '${prefix}'`));
+    const timer = setTimeout(() => done(new Error(`timed out waiting for '${prefix}'`)), timeoutMs);
+    child.stdout!.on("data", onData);
+    child.once("exit", onExit);
+  });
+}
+
+function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    child.once("exit", () => resolve());
+    child.kill("SIGTERM");
+  });
+}
+
+/**
+ * evaluate's floor pair, warmed up, then loaded as `evaluate` was (`connections` on `/batched`, `seconds`): the goals
+ * of the gateway and the evaluation worker against it. Run while only the seeded tests exist (before runTest's test):
+ * the bare worker evaluates every ACTIVE test of the entity's type, as the evaluation worker does.
+ */
+export async function evaluateFloorGoals(ctx: {
+  stack: PrivateStack;
+  evaluate: Cost;
+  entity: string;
+  connections: number;
+  seconds: number;
+  warmUpSeconds: number;
+}): Promise<Goal[]> {
+  const port = await freePort();
+  const queueEnv = {
+    REDIS_URL: ctx.stack.redisUrl,
+    QUEUE_PREFIX: uniqueName("bench-cost-floor"),
+    QUEUE_NAME: "evaluate-floor",
+  };
+  const server = spawnBenchProcess(path.join(__dirname, "../evaluate/http-floor-server.ts"), {
+    ...queueEnv,
+    PORT: String(port),
+  });
+  const worker = spawnBenchProcess(path.join(__dirname, "evaluating-worker.ts"), {
+    ...queueEnv,
+    DATABASE_URL: ctx.stack.databaseUrl,
+    ENTITY_URN: ctx.entity,
+    CONCURRENCY: String(WORKER_CONCURRENCY),
+  });
+  try {
+    const [, ready] = await Promise.all([
+      lineOf(server, "http floor server listening"),
+      lineOf(worker, "bare evaluating worker running"),
+    ]);
+    const target = {
+      url: `http://127.0.0.1:${port}/batched`,
+      headers: { "content-type": "application/json" },
+      body: "{}",
+    };
+    await cannon([target], ctx.connections, ctx.warmUpSeconds);
+    const meter = new Meter(
+      [
+        { name: "http floor server", pid: server.pid! },
+        { name: "bare evaluating worker", pid: worker.pid! },
+        { name: "PostgreSQL", pid: ctx.stack.postmasterPid, tree: true },
+        { name: "Redis", pid: ctx.stack.redisPid },
+        LOAD_GENERATOR,
+      ],
+      ctx.stack,
+    );
+    await meter.measureRest(2);
+    const floor = await meter.window("floor: evaluate", "request", async () => ({
+      units: await cannon([target], ctx.connections, ctx.seconds),
+    }));
+    const tests = /\((\d+) tests\)/.exec(ready)?.[1] ?? "?";
+    process.stdout.write(
+      `\nfloor of evaluate (bare express /batched → bare BullMQ worker reading the entity and evaluating its ${tests} ` +
+        `tests in process): ${floor.units} requests in ${floor.seconds.toFixed(1)} s; CPU per request ` +
+        Object.entries(floor.cpu)
+          .map(([name, s]) => `${name} ${(s * 1e6).toFixed(0)} µs`)
+          .join(", ") +
+        `; Redis commands ${floor.commands.toFixed(2)}, PostgreSQL statements ${floor.statements.toFixed(2)} per request\n`,
+    );
+    return [
+      goalOf(ctx.evaluate, "gateway", floor, "http floor server", "bare express /batched", LIMIT),
+      goalOf(
+        ctx.evaluate,
+        "evaluation worker",
+        floor,
+        "bare evaluating worker",
+        `bare BullMQ worker, ${tests} tests in process`,
+        LIMIT,
+      ),
+    ];
+  } finally {
+    await Promise.all([stop(server), stop(worker)]);
+  }
+}
+
+/**
+ * runTest with push's floor: run-test-floor.ts over the same datasets and test, one unmeasured pass, then one in a
+ * window per thousand entities: the goals of the evaluation worker and PostgreSQL against it (`push`: the product's
+ * window, run before, so that the product's push finds no results of the floor's stored).
+ */
+export async function runTestFloorGoals(ctx: { stack: PrivateStack; push: Cost; testUrn: string }): Promise<Goal[]> {
+  const floorProcess = spawnBenchProcess(path.join(__dirname, "run-test-floor.ts"), {
+    DATABASE_URL: ctx.stack.databaseUrl,
+    TEST_URN: ctx.testUrn,
+    BATCH_SIZE: String(DEFAULT_RUN_BATCH_SIZE),
+  });
+  const pass = async () => {
+    const done = lineOf(floorProcess, "run-test floor done", 600_000);
+    floorProcess.kill("SIGUSR2");
+    const [evaluated, written] = (await done).split(" ").slice(-2).map(Number) as [number, number];
+    return { evaluated, written };
+  };
+  try {
+    await lineOf(floorProcess, "run-test floor ready");
+    await pass(); // warm-up: V8 compiles, and the pages are read, as the product's earlier windows did for it
+    const meter = new Meter(
+      [
+        { name: "run-test floor", pid: floorProcess.pid! },
+        { name: "PostgreSQL", pid: ctx.stack.postmasterPid, tree: true },
+        LOAD_GENERATOR,
+      ],
+      ctx.stack,
+    );
+    await meter.measureRest(2);
+    let written = 0;
+    const floor = await meter.window("floor: runTest, push", "thousand entities", async () => {
+      const run = await pass();
+      written = run.written;
+      return { units: run.evaluated / 1000 };
+    });
+    const ms = (s: number | undefined) => `${((s ?? NaN) * 1e3).toFixed(1)} ms`;
+    process.stdout.write(
+      `\nfloor of runTest with push (batches of ${DEFAULT_RUN_BATCH_SIZE} read, evaluated in process, one INSERT of ` +
+        `testResults per batch): ${(floor.units * 1000).toFixed(0)} entities (${written} results written) in ` +
+        `${floor.seconds.toFixed(1)} s; CPU per thousand entities: process ${ms(floor.cpu["run-test floor"])}, ` +
+        `PostgreSQL ${ms(floor.cpu.PostgreSQL)}; PostgreSQL statements ${floor.statements.toFixed(2)} per thousand\n`,
+    );
+    return [
+      goalOf(
+        ctx.push,
+        "evaluation worker",
+        floor,
+        "run-test floor",
+        "bare process: batch read, in-process evaluation, one INSERT",
+        LIMIT,
+      ),
+      goalOf(ctx.push, "PostgreSQL", floor, "PostgreSQL", "the bare process's statements", LIMIT),
+    ];
+  } finally {
+    await stop(floorProcess);
+  }
+}
