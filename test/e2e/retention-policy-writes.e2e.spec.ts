@@ -4,103 +4,13 @@
  * updates, more than 100 policies), and the same through mdp retention.
  */
 import { spawn } from "node:child_process";
-import { Queue } from "bullmq";
-import { createDatabase, DAY_MILLIS, type Database } from "@mdp/db";
-import { createTestDatabase } from "@mdp/db/testing";
-import { closeRedis, createRedis, QUEUE_NAMES, type RedisConnection } from "@mdp/queues";
-import {
-  freePort,
-  queuePrefix,
-  startService,
-  waitFor,
-  waitForOutput,
-  waitUntilReady,
-  type RunningService,
-} from "../support/services";
-import { ROOT, REDIS_URL, headers, GraphQLAnswer, Policy, MDP, POLICY_FIELDS } from "../support/retention";
+import { DAY_MILLIS } from "@mdp/db";
+import { ROOT, Policy, MDP, POLICY_FIELDS } from "../support/retention";
+import { startRetentionHarness } from "../support/retention-harness";
 
 describe("retention policies (two gateways, two truncation workers)", () => {
-  let db: Awaited<ReturnType<typeof createTestDatabase>>;
-  let database: Database;
-  let redis: RedisConnection;
-  let scheduleQueue: Queue;
-  const services: RunningService[] = [];
-  const urls: string[] = [];
-  let env: Record<string, string>;
-
-  const graphql = async (query: string, variables: Record<string, unknown> = {}, url = urls[0]!) => {
-    const res = await fetch(`${url}/api/graphql`, {
-      method: "POST",
-      headers,
-      body: JSON.stringify({ query, variables }),
-    });
-    return (await res.json()) as GraphQLAnswer;
-  };
-  const ok = async <T>(field: string, query: string, variables: Record<string, unknown> = {}, url?: string) => {
-    const answer = await graphql(query, variables, url);
-    if (answer.errors) throw new Error(JSON.stringify(answer.errors));
-    return answer.data![field] as T;
-  };
-  const create = (input: Record<string, unknown>, url?: string) =>
-    ok<Policy>(
-      "createRetentionPolicy",
-      `mutation($i: CreateRetentionPolicyInput!) { createRetentionPolicy(input: $i) { ${POLICY_FIELDS} } }`,
-      { i: input },
-      url,
-    );
-  const get = (urn: string) =>
-    ok<Policy | null>("retentionPolicy", `query($u: String!) { retentionPolicy(urn: $u) { ${POLICY_FIELDS} } }`, {
-      u: urn,
-    });
-  const remove = (urn: string, url?: string) =>
-    ok<boolean>("deleteRetentionPolicy", `mutation($u: String!) { deleteRetentionPolicy(urn: $u) }`, { u: urn }, url);
-  const run = (urn: string, dryRun?: boolean) =>
-    ok<string>(
-      "runRetentionPolicy",
-      dryRun === undefined
-        ? `mutation($u: String!) { runRetentionPolicy(urn: $u) }`
-        : `mutation($u: String!, $d: Boolean) { runRetentionPolicy(urn: $u, dryRun: $d) }`,
-      { u: urn, d: dryRun },
-    );
-  beforeAll(async () => {
-    db = await createTestDatabase("e2e_retention");
-    database = createDatabase(db.url);
-    const prefix = queuePrefix("e2e-retention");
-    // A per-second cron below: the scheduler's own tests lower the shortest interval between firings.
-    // More schedules than the 100 policies the limit's test creates, all owned by the root user.
-    env = {
-      DATABASE_URL: db.url,
-      REDIS_URL,
-      QUEUE_PREFIX: prefix,
-      SCHEDULE_MIN_INTERVAL_SECONDS: "1",
-      MAX_SCHEDULES_PER_USER: "200",
-    };
-    for (let i = 0; i < 2; i++) {
-      const port = await freePort();
-      urls.push(`http://127.0.0.1:${port}`);
-      services.push(startService("gateway", { ...env, PORT: String(port) }));
-      services.push(startService("truncation-worker", env));
-    }
-    await Promise.all(
-      services.map((s, i) =>
-        s.name === "gateway" ? waitUntilReady(urls[i / 2]!, s) : waitForOutput(s, "worker running"),
-      ),
-    );
-    redis = createRedis(REDIS_URL, "producer");
-    scheduleQueue = new Queue(QUEUE_NAMES.retention, { connection: redis, prefix });
-  }, 120_000);
-
-  /** The schedule sync (a worker's job, asked for by each write) has made the schedulers this many. */
-  const schedulersAre = (count: number) =>
-    waitFor(`${count} retention schedulers`, async () => (await scheduleQueue.getJobSchedulersCount()) === count);
-
-  afterAll(async () => {
-    await Promise.all(services.map((s) => s.stop()));
-    await scheduleQueue?.close();
-    if (redis) await closeRedis(redis);
-    await database?.close();
-    await db?.drop();
-  });
+  const harness = startRetentionHarness();
+  const { urls, graphql, ok, create, get, remove, run, schedulersAre } = harness;
 
   it("creates, reads, lists, updates and deletes a policy, scheduled in step with its row, and audits each", async () => {
     const created = await create({
@@ -151,7 +61,7 @@ describe("retention policies (two gateways, two truncation workers)", () => {
     );
     expect(again.errors?.[0]?.extensions?.code).toBe("NOT_FOUND");
 
-    const { rows } = await database.pool.query<{ action: string }>(
+    const { rows } = await harness.database.pool.query<{ action: string }>(
       `SELECT action FROM audit_event WHERE target_urn = $1 ORDER BY id`,
       [created.urn],
     );

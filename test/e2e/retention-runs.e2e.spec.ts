@@ -6,65 +6,15 @@
  * nothing until a holder resumes it; a worker starting converges the schedules with the rows.
  */
 import { isDeepStrictEqual } from "node:util";
-import { Queue } from "bullmq";
-import { bulkLoad, createDatabase, DAY_MILLIS, type Database } from "@mdp/db";
-import { createTestDatabase } from "@mdp/db/testing";
-import { closeRedis, createRedis, QUEUE_NAMES, type RedisConnection } from "@mdp/queues";
-import {
-  freePort,
-  queuePrefix,
-  startService,
-  systemClient,
-  waitFor,
-  waitForOutput,
-  waitUntilReady,
-  type RunningService,
-} from "../support/services";
-import { ROOT, REDIS_URL, headers, GraphQLAnswer, Policy, TaskStatus, POLICY_FIELDS } from "../support/retention";
+import { bulkLoad, DAY_MILLIS } from "@mdp/db";
+import { startService, systemClient, waitFor } from "../support/services";
+import { ROOT, headers, GraphQLAnswer, Policy, TaskStatus, POLICY_FIELDS } from "../support/retention";
+import { startRetentionHarness } from "../support/retention-harness";
 
 describe("retention policies (two gateways, two truncation workers)", () => {
-  let db: Awaited<ReturnType<typeof createTestDatabase>>;
-  let database: Database;
-  let redis: RedisConnection;
-  let scheduleQueue: Queue;
-  const services: RunningService[] = [];
-  const urls: string[] = [];
-  let env: Record<string, string>;
+  const harness = startRetentionHarness();
+  const { services, urls, ok, create, get, remove, run, schedulersAre } = harness;
 
-  const graphql = async (query: string, variables: Record<string, unknown> = {}, url = urls[0]!) => {
-    const res = await fetch(`${url}/api/graphql`, {
-      method: "POST",
-      headers,
-      body: JSON.stringify({ query, variables }),
-    });
-    return (await res.json()) as GraphQLAnswer;
-  };
-  const ok = async <T>(field: string, query: string, variables: Record<string, unknown> = {}, url?: string) => {
-    const answer = await graphql(query, variables, url);
-    if (answer.errors) throw new Error(JSON.stringify(answer.errors));
-    return answer.data![field] as T;
-  };
-  const create = (input: Record<string, unknown>, url?: string) =>
-    ok<Policy>(
-      "createRetentionPolicy",
-      `mutation($i: CreateRetentionPolicyInput!) { createRetentionPolicy(input: $i) { ${POLICY_FIELDS} } }`,
-      { i: input },
-      url,
-    );
-  const get = (urn: string) =>
-    ok<Policy | null>("retentionPolicy", `query($u: String!) { retentionPolicy(urn: $u) { ${POLICY_FIELDS} } }`, {
-      u: urn,
-    });
-  const remove = (urn: string, url?: string) =>
-    ok<boolean>("deleteRetentionPolicy", `mutation($u: String!) { deleteRetentionPolicy(urn: $u) }`, { u: urn }, url);
-  const run = (urn: string, dryRun?: boolean) =>
-    ok<string>(
-      "runRetentionPolicy",
-      dryRun === undefined
-        ? `mutation($u: String!) { runRetentionPolicy(urn: $u) }`
-        : `mutation($u: String!, $d: Boolean) { runRetentionPolicy(urn: $u, dryRun: $d) }`,
-      { u: urn, d: dryRun },
-    );
   const post = async (action: string, body: unknown) => {
     const res = await fetch(`${urls[0]}/gms/operations?action=${action}`, {
       method: "POST",
@@ -83,57 +33,17 @@ describe("retention policies (two gateways, two truncation workers)", () => {
   };
   /** The policy's tasks, oldest first. */
   const tasksOf = async (urn: string) => {
-    const { rows } = await database.pool.query<{ id: string }>(
+    const { rows } = await harness.database.pool.query<{ id: string }>(
       `SELECT id FROM task WHERE request->>'retentionPolicy' = $1 ORDER BY created_at`,
       [urn],
     );
     return Promise.all(rows.map((r) => status(r.id)));
   };
 
-  beforeAll(async () => {
-    db = await createTestDatabase("e2e_retention");
-    database = createDatabase(db.url);
-    const prefix = queuePrefix("e2e-retention");
-    // A per-second cron below: the scheduler's own tests lower the shortest interval between firings.
-    // More schedules than the 100 policies the limit's test creates, all owned by the root user.
-    env = {
-      DATABASE_URL: db.url,
-      REDIS_URL,
-      QUEUE_PREFIX: prefix,
-      SCHEDULE_MIN_INTERVAL_SECONDS: "1",
-      MAX_SCHEDULES_PER_USER: "200",
-    };
-    for (let i = 0; i < 2; i++) {
-      const port = await freePort();
-      urls.push(`http://127.0.0.1:${port}`);
-      services.push(startService("gateway", { ...env, PORT: String(port) }));
-      services.push(startService("truncation-worker", env));
-    }
-    await Promise.all(
-      services.map((s, i) =>
-        s.name === "gateway" ? waitUntilReady(urls[i / 2]!, s) : waitForOutput(s, "worker running"),
-      ),
-    );
-    redis = createRedis(REDIS_URL, "producer");
-    scheduleQueue = new Queue(QUEUE_NAMES.retention, { connection: redis, prefix });
-  }, 120_000);
-
-  /** The schedule sync (a worker's job, asked for by each write) has made the schedulers this many. */
-  const schedulersAre = (count: number) =>
-    waitFor(`${count} retention schedulers`, async () => (await scheduleQueue.getJobSchedulersCount()) === count);
-
-  afterAll(async () => {
-    await Promise.all(services.map((s) => s.stop()));
-    await scheduleQueue?.close();
-    if (redis) await closeRedis(redis);
-    await database?.close();
-    await db?.drop();
-  });
-
   it("dry-runs with truncateTimeseriesAspect's report, then runs as a truncation task with exact counts", async () => {
     const now = Date.now();
     // 1,000 rows 30 to 21 days old, 500 from 4 days ago to the end of today: a 10-day policy deletes exactly the first.
-    await bulkLoad(database.pool, {
+    await bulkLoad(harness.database.pool, {
       entityType: "dataset",
       aspectName: "datasetProfile",
       rows: 1000,
@@ -141,7 +51,7 @@ describe("retention policies (two gateways, two truncation workers)", () => {
       endMillis: now - 21 * DAY_MILLIS,
       urns: 10,
     });
-    await bulkLoad(database.pool, {
+    await bulkLoad(harness.database.pool, {
       entityType: "dataset",
       aspectName: "datasetProfile",
       rows: 500,
@@ -175,7 +85,7 @@ describe("retention policies (two gateways, two truncation workers)", () => {
     expect(await get(policy.urn)).toMatchObject({ lastTaskId: taskId, lastTaskState: "completed" });
     const listed = await post("listTasks", { type: "TRUNCATE_TIMESERIES" });
     expect((listed.body.value as { tasks: TaskStatus[] }).tasks.map((t) => t.taskId)).toContain(taskId);
-    const { rows } = await database.pool.query<{ action: string; target_urn: string }>(
+    const { rows } = await harness.database.pool.query<{ action: string; target_urn: string }>(
       `SELECT action, target_urn FROM audit_event WHERE details->>'taskId' = $1 ORDER BY id`,
       [taskId],
     );
@@ -187,7 +97,7 @@ describe("retention policies (two gateways, two truncation workers)", () => {
   }, 90_000);
 
   it("runs a schedule every second by itself on the workers, never twice at once, until the policy is deleted", async () => {
-    await bulkLoad(database.pool, {
+    await bulkLoad(harness.database.pool, {
       entityType: "dataset",
       aspectName: "datasetUsageStatistics",
       rows: 300,
@@ -229,7 +139,7 @@ describe("retention policies (two gateways, two truncation workers)", () => {
       expect(tasks[i]!.startedAt!).toBeGreaterThanOrEqual(tasks[i - 1]!.finishedAt!);
     }
     // One firing per second at most, each turned into one task by one of the two workers.
-    const { rows: audit } = await database.pool.query<{ task_id: string; via: string }>(
+    const { rows: audit } = await harness.database.pool.query<{ task_id: string; via: string }>(
       `SELECT details->>'taskId' AS task_id, details->>'via' AS via FROM audit_event
         WHERE action = 'retentionPolicy.run' AND target_urn = $1`,
       [policy.urn],
@@ -270,7 +180,7 @@ describe("retention policies (two gateways, two truncation workers)", () => {
     await ok("deletePolicy", `mutation($u: String!) { deletePolicy(urn: $u) }`, { u: grantUrn });
     const suspensions = async () =>
       (
-        await database.pool.query<{ actor_urn: string; details: Record<string, unknown> }>(
+        await harness.database.pool.query<{ actor_urn: string; details: Record<string, unknown> }>(
           `SELECT actor_urn, details FROM audit_event WHERE action = 'retentionPolicy.suspended' AND target_urn = $1`,
           [policy.urn],
         )
@@ -289,7 +199,7 @@ describe("retention policies (two gateways, two truncation workers)", () => {
     const before = (await tasksOf(policy.urn)).length;
     // Two more firings start nothing and write nothing.
     const skipped = async () =>
-      (await scheduleQueue.getCompleted(0, 10_000)).filter(
+      (await harness.scheduleQueue.getCompleted(0, 10_000)).filter(
         (job) =>
           policy.urn.endsWith((job.data as { policyId: string }).policyId) &&
           (job.returnvalue as { skipped?: string } | null)?.skipped === "SUSPENDED",
@@ -318,18 +228,18 @@ describe("retention policies (two gateways, two truncation workers)", () => {
     const id = policy.urn.split(":").at(-1)!;
     await schedulersAre(1);
     // As if Redis had refused the upsert after the row was written, and the removal after a row was deleted.
-    expect(await scheduleQueue.removeJobScheduler(`retention-policy-${id}`)).toBe(true);
-    await scheduleQueue.upsertJobScheduler(
+    expect(await harness.scheduleQueue.removeJobScheduler(`retention-policy-${id}`)).toBe(true);
+    await harness.scheduleQueue.upsertJobScheduler(
       "retention-policy-00000000-0000-4000-8000-000000000000",
       { pattern: "0 5 * * *", tz: "UTC" },
       { name: "retention", data: { policyId: "00000000-0000-4000-8000-000000000000" } },
     );
     expect((await get(policy.urn))!.nextRunTime).toBeNull();
 
-    const restarted = startService("truncation-worker", env);
+    const restarted = startService("truncation-worker", harness.env);
     services.push(restarted);
     // It asks for a full sync at its start, which whichever worker takes it runs.
-    const schedulers = async () => (await scheduleQueue.getJobSchedulers(0, -1)).map((s) => [s.key, s.pattern]);
+    const schedulers = async () => (await harness.scheduleQueue.getJobSchedulers(0, -1)).map((s) => [s.key, s.pattern]);
     await waitFor("the full sync", async () =>
       isDeepStrictEqual(await schedulers(), [[`retention-policy-${id}`, "0 5 * * *"]]),
     );
