@@ -8,84 +8,13 @@
 import { randomUUID } from "node:crypto";
 import { verifyWebhookSignature, WEBHOOK_HEADERS } from "@mdp/webhooks";
 import { pruneWebhookDeliveriesFully, settleWebhookDeliveriesFully } from "webhook-worker";
-import { ROOT, createToken, grant, startGateway, systemClientHeaders, type Harness } from "./support/gateway-harness";
-import { startReceiver, type Receiver } from "./support/webhook-receiver";
-import { startWebhookWorker, type WebhookWorker } from "./support/webhook-worker";
-import {
-  READER,
-  BLIND,
-  LOSER,
-  ADMIN,
-  REPLAYER,
-  dataset,
-  CREATE,
-  DELIVERIES,
-  Delivery,
-  holds,
-} from "./support/webhooks";
+import { ROOT, createToken, grant } from "./support/gateway-harness";
+import { READER, BLIND, REPLAYER, dataset, holds } from "./support/webhooks";
+import { startWebhooksHarness } from "./support/webhooks-harness";
 
 describe("webhooks", () => {
-  let h: Harness;
-  let w: WebhookWorker;
-  const receivers: Receiver[] = [];
-
-  const gql = async <T = Record<string, unknown>>(query: string, variables: Record<string, unknown>, actor = ROOT) => {
-    const body = (await h.graphql(query, variables, systemClientHeaders(actor))).body;
-    if (body.errors) throw new Error(JSON.stringify(body.errors));
-    return body.data as T;
-  };
-  const gqlError = async (query: string, variables: Record<string, unknown>, actor = ROOT) => {
-    const body = (await h.graphql(query, variables, systemClientHeaders(actor))).body;
-    return body.errors?.[0];
-  };
-  const receiver = async () => {
-    const r = await startReceiver();
-    receivers.push(r);
-    return r;
-  };
-  const subscribe = async (actor: string, url: string, more: Record<string, unknown> = {}) =>
-    (
-      await gql<{ createWebhookSubscription: { secret: string; subscription: { id: string } } }>(
-        CREATE,
-        { i: { url, eventTypes: ["MetadataChangeLog_v1"], ...more } },
-        actor,
-      )
-    ).createWebhookSubscription;
-  const ingest = async (urn: string, description: string) => {
-    const proposal = {
-      entityType: "dataset",
-      entityUrn: urn,
-      aspectName: "datasetProperties",
-      changeType: "UPSERT",
-      aspect: { contentType: "application/json", value: JSON.stringify({ description }) },
-    };
-    const res = await h.post("/gms/aspects?action=ingestProposalBatch", { proposals: [proposal] });
-    if (res.status !== 200) throw new Error(JSON.stringify(res.body));
-  };
-  const deliveries = async (subscriptionId: string, actor = ROOT) =>
-    (await gql<{ listWebhookDeliveries: { deliveries: Delivery[] } }>(DELIVERIES, { i: { subscriptionId } }, actor))
-      .listWebhookDeliveries.deliveries;
-
-  beforeAll(async () => {
-    h = await startGateway({
-      WEBHOOK_RETRY_SCHEDULE: "0,100ms,200ms,400ms,800ms",
-      WEBHOOK_TIMEOUT_MS: "30000",
-      WEBHOOK_DELIVERY_CONCURRENCY: "4",
-      WEBHOOK_SUBSCRIPTION_CONCURRENCY: "1",
-      MAX_WEBHOOK_SUBSCRIPTIONS_PER_USER: "4",
-    });
-    await grant(h, READER, ["GET_ENTITY"]);
-    await grant(h, LOSER, ["GET_ENTITY"]);
-    await grant(h, ADMIN, ["MANAGE_SYSTEM_OPERATIONS"]);
-    await grant(h, REPLAYER, ["GET_ENTITY"]);
-    w = await startWebhookWorker(h);
-  });
-  afterAll(async () => {
-    for (const r of receivers) r.release();
-    await w?.close();
-    await Promise.all(receivers.map((r) => r.close()));
-    await h?.close();
-  });
+  const hooks = startWebhooksHarness();
+  const { gql, gqlError, receiver, subscribe, ingest, deliveries } = hooks;
 
   it("signs each delivery so that the receiver verifies it, with the event's id, type and a timestamp", async () => {
     const r = await receiver();
@@ -93,7 +22,7 @@ describe("webhooks", () => {
     expect(secret).toMatch(/^whsec_/);
     await ingest(dataset("signed"), "first");
     await ingest(dataset("other"), "not this one");
-    await w.fanOut();
+    await hooks.worker.fanOut();
     await holds(() => expect(r.received).toHaveLength(1));
     const [got] = r.received;
     const signature = got!.headers[WEBHOOK_HEADERS.signature] as string;
@@ -106,7 +35,7 @@ describe("webhooks", () => {
     expect(body.event.entityUrn).toBe(dataset("signed"));
     expect(got!.headers[WEBHOOK_HEADERS.eventId]).toBe(body.id);
     // The secret is stored sealed, never as given.
-    const stored = await h.prisma.webhookSubscription.findUniqueOrThrow({ where: { id: subscription.id } });
+    const stored = await hooks.gateway.prisma.webhookSubscription.findUniqueOrThrow({ where: { id: subscription.id } });
     expect(stored.secretSealed).not.toContain(secret.slice(6));
     await holds(async () =>
       expect(await deliveries(subscription.id, READER)).toEqual([
@@ -118,18 +47,18 @@ describe("webhooks", () => {
   it("delivers a token's EntityChangeEvent_v1 to its actor and to MANAGE_ACCESS_TOKENS holders only, nothing to others", async () => {
     const holder = "urn:li:corpuser:hooks-token-holder";
     const tokenAdmin = "urn:li:corpuser:hooks-token-admin";
-    await grant(h, tokenAdmin, ["MANAGE_ACCESS_TOKENS"]);
+    await grant(hooks.gateway, tokenAdmin, ["MANAGE_ACCESS_TOKENS"]);
     // its own tokens' events need what the API asks to see its own tokens
-    await grant(h, holder, ["GENERATE_PERSONAL_ACCESS_TOKENS"]);
+    await grant(hooks.gateway, holder, ["GENERATE_PERSONAL_ACCESS_TOKENS"]);
     const tokenEvents = { eventTypes: ["EntityChangeEvent_v1"], categories: ["ACCESS_TOKEN"], actorUrn: holder };
     const [own, admin, other] = [await receiver(), await receiver(), await receiver()];
     await subscribe(holder, own.url, tokenEvents);
     await subscribe(tokenAdmin, admin.url, tokenEvents);
     const entityReader = "urn:li:corpuser:hooks-entity-reader";
-    await grant(h, entityReader, ["GET_ENTITY"]);
+    await grant(hooks.gateway, entityReader, ["GET_ENTITY"]);
     const blind = await subscribe(entityReader, other.url, tokenEvents); // GET_ENTITY reads no token's events
-    const { id } = await createToken(h, holder);
-    await w.fanOut();
+    const { id } = await createToken(hooks.gateway, holder);
+    await hooks.worker.fanOut();
     for (const r of [own, admin]) {
       await holds(() => expect(r.received).toHaveLength(1));
       const body = JSON.parse(r.received[0]!.body) as { eventType: string; event: Record<string, unknown> };
@@ -154,7 +83,7 @@ describe("webhooks", () => {
     r.respond = (_req, i) => (i < 2 ? 503 : i === 2 ? 429 : 200);
     const { subscription } = await subscribe(READER, r.url, { entityUrn: dataset("flaky") });
     await ingest(dataset("flaky"), "retry me");
-    await w.fanOut();
+    await hooks.worker.fanOut();
     await holds(() => expect(r.received).toHaveLength(4), { timeoutMs: 20_000 });
     const ids = new Set(r.received.map((q) => q.headers[WEBHOOK_HEADERS.eventId]));
     const deliveryIds = new Set(r.received.map((q) => q.headers[WEBHOOK_HEADERS.deliveryId]));
@@ -176,7 +105,7 @@ describe("webhooks", () => {
     r.respond = () => 400;
     const { subscription } = await subscribe(READER, r.url, { entityUrn: dataset("refusing") });
     await ingest(dataset("refusing"), "refused");
-    await w.fanOut();
+    await hooks.worker.fanOut();
     await holds(async () =>
       expect(await deliveries(subscription.id)).toEqual([
         expect.objectContaining({ status: "FAILED", attempts: 1, responseStatus: 400, error: "HTTP 400: refused 0" }),
@@ -190,7 +119,7 @@ describe("webhooks", () => {
     const { secret, subscription } = await subscribe(READER, r.url, { entityUrn: dataset("replayed") });
     await ingest(dataset("replayed"), "one");
     await ingest(dataset("replayed"), "two");
-    await w.fanOut();
+    await hooks.worker.fanOut();
     await holds(() => expect(r.received).toHaveLength(2));
     const first = await deliveries(subscription.id);
     const since = Date.now() - 60_000;
@@ -217,7 +146,7 @@ describe("webhooks", () => {
       BLIND,
     );
     expect(refused?.extensions?.code).toBe("FORBIDDEN");
-    const audit = await h.prisma.auditEvent.findMany({ where: { action: "webhook.replay" } });
+    const audit = await hooks.gateway.prisma.auditEvent.findMany({ where: { action: "webhook.replay" } });
     expect(audit).toEqual([expect.objectContaining({ actorUrn: READER })]);
   });
 
@@ -225,12 +154,12 @@ describe("webhooks", () => {
     const r = await receiver();
     const { subscription } = await subscribe(REPLAYER, r.url, { entityUrn: dataset("replay-flood") });
     await ingest(dataset("replay-flood"), "once");
-    await w.fanOut();
+    await hooks.worker.fanOut();
     await holds(() => expect(r.received).toHaveLength(1));
     const REPLAY = `mutation($i: ReplayWebhookDeliveriesInput!) { replayWebhookDeliveries(input: $i) { replayed } }`;
     const since = Date.now() - 60_000;
     // As if replay had been called in a loop faster than the receiver takes them: 1,000 replays waiting (no jobs).
-    await h.database.pool.query(
+    await hooks.gateway.database.pool.query(
       `INSERT INTO webhook_delivery (id, subscription_id, event_seq, event_id, event_type, generation, status, body,
                                      entity_type, category, subject_actor)
        SELECT gen_random_uuid(), subscription_id, event_seq, event_id, event_type, 1000 + g, 'PENDING', body,
@@ -242,12 +171,13 @@ describe("webhooks", () => {
     expect(refused?.extensions?.code).toBe("CONFLICT");
     expect(refused?.message).toContain("1000 replayed deliveries waiting");
     const waiting = () =>
-      h.database.pool.query(`SELECT count(*)::int AS n FROM webhook_delivery WHERE subscription_id = $1::uuid`, [
-        subscription.id,
-      ]);
+      hooks.gateway.database.pool.query(
+        `SELECT count(*)::int AS n FROM webhook_delivery WHERE subscription_id = $1::uuid`,
+        [subscription.id],
+      );
     expect((await waiting()).rows[0].n).toBe(1001);
     // Once they are sent, replaying works again.
-    await h.database.pool.query(
+    await hooks.gateway.database.pool.query(
       `UPDATE webhook_delivery SET status = 'DELIVERED' WHERE subscription_id = $1::uuid AND generation > 0`,
       [subscription.id],
     );
@@ -266,20 +196,20 @@ describe("webhooks", () => {
   it("lets go of a delivery whose worker died holding it (its lease ended), and another worker sends it", async () => {
     const r = await receiver();
     const { subscription } = await subscribe(ROOT, r.url, { entityUrn: dataset("lost") });
-    await w.pause();
+    await hooks.worker.pause();
     await ingest(dataset("lost"), "its worker dies");
-    await w.fanOut();
+    await hooks.worker.fanOut();
     const [pending] = await deliveries(subscription.id);
     expect(pending).toMatchObject({ status: "PENDING" });
     // As if a worker had claimed it and died mid-POST: held, its lease over.
-    await h.database.pool.query(
+    await hooks.gateway.database.pool.query(
       `UPDATE webhook_delivery SET lease_until = now() - interval '1 second' WHERE id = $1::uuid`,
       [pending!.id],
     );
-    w.resume();
+    hooks.worker.resume();
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     expect(r.received).toHaveLength(0); // held: nobody claims it
-    expect(await settleWebhookDeliveriesFully(h.database.pool)).toMatchObject({ released: 1 });
+    expect(await settleWebhookDeliveriesFully(hooks.gateway.database.pool)).toMatchObject({ released: 1 });
     await holds(() => expect(r.received).toHaveLength(1));
     expect(r.received[0]!.headers[WEBHOOK_HEADERS.deliveryId]).toBe(pending!.id);
     await holds(async () => expect((await deliveries(subscription.id))[0]).toMatchObject({ status: "DELIVERED" }));
@@ -293,7 +223,7 @@ describe("webhooks", () => {
     await subscribe(ROOT, quick.url, { entityUrn: dataset("busy"), description: "answers" });
     for (let i = 0; i < 8; i++) await ingest(dataset("busy"), `change ${i}`);
     const started = Date.now();
-    await w.fanOut();
+    await hooks.worker.fanOut();
     // 8 deliveries each, 4 slots in the worker; the hanging endpoint holds one (WEBHOOK_SUBSCRIPTION_CONCURRENCY),
     // the other's arrive meanwhile, well within one of the hanging requests' 30 s timeout.
     await holds(() => expect(quick.received).toHaveLength(8), { timeoutMs: 10_000 });
@@ -307,8 +237,8 @@ describe("webhooks", () => {
   it("one user's hanging subscriptions never hold every delivery slot: another user's deliveries go on", async () => {
     const hog = `urn:li:corpuser:hooks-hog-${randomUUID()}`;
     const other = `urn:li:corpuser:hooks-other-${randomUUID()}`;
-    await grant(h, hog, ["GET_ENTITY"]);
-    await grant(h, other, ["GET_ENTITY"]);
+    await grant(hooks.gateway, hog, ["GET_ENTITY"]);
+    await grant(hooks.gateway, other, ["GET_ENTITY"]);
     const hanging = await receiver();
     hanging.respond = () => "hang";
     const quick = await receiver();
@@ -319,7 +249,7 @@ describe("webhooks", () => {
     await subscribe(other, quick.url, { entityUrn: dataset("not-hogged") });
     await ingest(dataset("hogged"), "four deliveries that hang");
     await ingest(dataset("not-hogged"), "one that is answered");
-    await w.fanOut();
+    await hooks.worker.fanOut();
     // The hanging ones time out after 30 s; the other user's arrives well before.
     await holds(() => expect(quick.received).toHaveLength(1), { timeoutMs: 10_000 });
     expect(hanging.received.length).toBeLessThanOrEqual(2); // half the worker's slots at most
@@ -333,16 +263,16 @@ describe("webhooks", () => {
     const { subscription } = await subscribe(ROOT, r.url, { entityUrn: dataset("pruned") });
     await ingest(dataset("pruned"), "old news");
     await ingest(dataset("pruned"), "older news");
-    await w.fanOut();
+    await hooks.worker.fanOut();
     await holds(async () =>
       expect((await deliveries(subscription.id)).map((d) => d.status)).toEqual(["DELIVERED", "DELIVERED"]),
     );
     const [kept, aged] = await deliveries(subscription.id);
-    await h.database.pool.query(
+    await hooks.gateway.database.pool.query(
       "UPDATE webhook_delivery SET created_at = now() - interval '8 days' WHERE id = $1::uuid",
       [aged!.id],
     );
-    expect(await pruneWebhookDeliveriesFully(h.database.pool, 7)).toBe(1);
+    expect(await pruneWebhookDeliveriesFully(hooks.gateway.database.pool, 7)).toBe(1);
     expect((await deliveries(subscription.id)).map((d) => d.id)).toEqual([kept!.id]);
   });
 });

@@ -7,59 +7,13 @@ import { randomUUID } from "node:crypto";
 import { createLogger, type Config } from "@mdp/core";
 import { postWebhook } from "webhook-worker";
 import { WebhookService } from "../src/webhooks/webhook.service";
-import { ROOT, grant, startGateway, systemClientHeaders, type Harness } from "./support/gateway-harness";
-import { startReceiver, type Receiver } from "./support/webhook-receiver";
-import { startWebhookWorker, type WebhookWorker } from "./support/webhook-worker";
-import { READER, BLIND, LOSER, ADMIN, REPLAYER, CREATE } from "./support/webhooks";
+import { systemClientHeaders } from "./support/gateway-harness";
+import { BLIND, ADMIN, CREATE } from "./support/webhooks";
+import { startWebhooksHarness } from "./support/webhooks-harness";
 
 describe("webhooks", () => {
-  let h: Harness;
-  let w: WebhookWorker;
-  const receivers: Receiver[] = [];
-
-  const gql = async <T = Record<string, unknown>>(query: string, variables: Record<string, unknown>, actor = ROOT) => {
-    const body = (await h.graphql(query, variables, systemClientHeaders(actor))).body;
-    if (body.errors) throw new Error(JSON.stringify(body.errors));
-    return body.data as T;
-  };
-  const gqlError = async (query: string, variables: Record<string, unknown>, actor = ROOT) => {
-    const body = (await h.graphql(query, variables, systemClientHeaders(actor))).body;
-    return body.errors?.[0];
-  };
-  const receiver = async () => {
-    const r = await startReceiver();
-    receivers.push(r);
-    return r;
-  };
-  const subscribe = async (actor: string, url: string, more: Record<string, unknown> = {}) =>
-    (
-      await gql<{ createWebhookSubscription: { secret: string; subscription: { id: string } } }>(
-        CREATE,
-        { i: { url, eventTypes: ["MetadataChangeLog_v1"], ...more } },
-        actor,
-      )
-    ).createWebhookSubscription;
-
-  beforeAll(async () => {
-    h = await startGateway({
-      WEBHOOK_RETRY_SCHEDULE: "0,100ms,200ms,400ms,800ms",
-      WEBHOOK_TIMEOUT_MS: "30000",
-      WEBHOOK_DELIVERY_CONCURRENCY: "4",
-      WEBHOOK_SUBSCRIPTION_CONCURRENCY: "1",
-      MAX_WEBHOOK_SUBSCRIPTIONS_PER_USER: "4",
-    });
-    await grant(h, READER, ["GET_ENTITY"]);
-    await grant(h, LOSER, ["GET_ENTITY"]);
-    await grant(h, ADMIN, ["MANAGE_SYSTEM_OPERATIONS"]);
-    await grant(h, REPLAYER, ["GET_ENTITY"]);
-    w = await startWebhookWorker(h);
-  });
-  afterAll(async () => {
-    for (const r of receivers) r.release();
-    await w?.close();
-    await Promise.all(receivers.map((r) => r.close()));
-    await h?.close();
-  });
+  const hooks = startWebhooksHarness();
+  const { gql, gqlError, receiver, subscribe } = hooks;
 
   it("refuses private targets in production at subscription time (naming the field) and again at delivery", async () => {
     const production: Pick<Config, "NODE_ENV" | "WEBHOOK_ALLOW_PRIVATE_TARGETS"> = {
@@ -72,9 +26,9 @@ describe("webhooks", () => {
         : [{ address: "93.184.216.34", family: 4 }]) as never;
     const logger = createLogger("webhooks-test", "silent");
     const service = new WebhookService({
-      db: h.database,
-      engine: h.services.engine,
-      config: { ...h.config, ...production },
+      db: hooks.gateway.database,
+      engine: hooks.gateway.services.engine,
+      config: { ...hooks.gateway.config, ...production },
       logger,
       lookup,
     });
@@ -105,9 +59,9 @@ describe("webhooks", () => {
       service.create(actor, { input: { url: "https://hooks.example/ok", eventTypes: ["MetadataChangeLog_v1"] } }),
     ).resolves.toMatchObject({ secret: expect.any(String) });
     const allowed = new WebhookService({
-      db: h.database,
-      engine: h.services.engine,
-      config: { ...h.config, ...production, WEBHOOK_ALLOW_PRIVATE_TARGETS: true },
+      db: hooks.gateway.database,
+      engine: hooks.gateway.services.engine,
+      config: { ...hooks.gateway.config, ...production, WEBHOOK_ALLOW_PRIVATE_TARGETS: true },
       logger,
       lookup,
     });
@@ -135,9 +89,14 @@ describe("webhooks", () => {
     expect(outcome).toMatchObject({ status: null, refused: false, error: expect.stringContaining("300 ms") });
     {
       const service = new WebhookService({
-        db: h.database,
-        engine: h.services.engine,
-        config: { ...h.config, NODE_ENV: "production", WEBHOOK_ALLOW_PRIVATE_TARGETS: false, WEBHOOK_TIMEOUT_MS: 300 },
+        db: hooks.gateway.database,
+        engine: hooks.gateway.services.engine,
+        config: {
+          ...hooks.gateway.config,
+          NODE_ENV: "production",
+          WEBHOOK_ALLOW_PRIVATE_TARGETS: false,
+          WEBHOOK_TIMEOUT_MS: 300,
+        },
         logger: createLogger("webhooks-test", "silent"),
         lookup: never,
       });
@@ -196,7 +155,9 @@ describe("webhooks", () => {
     const DELETE = `mutation($id: String!) { deleteWebhookSubscription(id: $id) }`;
     expect((await gqlError(DELETE, { id: victim }, BLIND))?.extensions?.code).toBe("FORBIDDEN");
     expect(await gql(DELETE, { id: victim }, ADMIN)).toEqual({ deleteWebhookSubscription: true });
-    expect(await h.prisma.auditEvent.count({ where: { action: "webhook.delete", actorUrn: ADMIN } })).toBe(1);
+    expect(await hooks.gateway.prisma.auditEvent.count({ where: { action: "webhook.delete", actorUrn: ADMIN } })).toBe(
+      1,
+    );
   });
 
   it("budgets each caller's webhook writes: past 30 at once, a write is refused with 429 before anything is written", async () => {
@@ -209,10 +170,14 @@ describe("webhooks", () => {
     const DELETE = `mutation($id: String!) { deleteWebhookSubscription(id: $id) }`;
     const writes = {
       create: (i: number) =>
-        h.graphql(CREATE, { i: { url: `https://x.example/more-${i}`, eventTypes: ["MetadataChangeLog_v1"] } }, as),
-      update: (i: number) => h.graphql(UPDATE, { i: { id: kept.id, description: `write ${i}` } }, as),
-      replay: () => h.graphql(REPLAY, { i: { subscriptionId: kept.id, since: 0 } }, as),
-      delete: () => h.graphql(DELETE, { id: doomed.id }, as),
+        hooks.gateway.graphql(
+          CREATE,
+          { i: { url: `https://x.example/more-${i}`, eventTypes: ["MetadataChangeLog_v1"] } },
+          as,
+        ),
+      update: (i: number) => hooks.gateway.graphql(UPDATE, { i: { id: kept.id, description: `write ${i}` } }, as),
+      replay: () => hooks.gateway.graphql(REPLAY, { i: { subscriptionId: kept.id, since: 0 } }, as),
+      delete: () => hooks.gateway.graphql(DELETE, { id: doomed.id }, as),
     };
     const tooMany = {
       extensions: { code: "TOO_MANY_REQUESTS" },
@@ -252,9 +217,11 @@ describe("webhooks", () => {
     // What refilled since the refusal (one every 2 s), however slowly the burst was answered.
     expect(through.length).toBeLessThanOrEqual(1 + Math.ceil((Date.now() - refusedAt) / 2000));
     // Refused before anything was written: one audit row per write let through, and nothing else changed.
-    expect(await h.prisma.auditEvent.count({ where: { actorUrn: user } })).toBe(admitted + through.length);
+    expect(await hooks.gateway.prisma.auditEvent.count({ where: { actorUrn: user } })).toBe(admitted + through.length);
     const created = through.filter((a) => a.kind === "create").length;
     const deleted = through.some((a) => a.kind === "delete") ? 1 : 0;
-    expect(await h.prisma.webhookSubscription.count({ where: { ownerUrn: user } })).toBe(2 + created - deleted);
+    expect(await hooks.gateway.prisma.webhookSubscription.count({ where: { ownerUrn: user } })).toBe(
+      2 + created - deleted,
+    );
   });
 });
