@@ -4,119 +4,37 @@
  * through a token another user minted answers to that minter too; a retention policy acts for whoever last changed it;
  * a user owns at most MAX_SCHEDULES_PER_USER schedules; firings spend their owner's runTest budget.
  */
-import { createLogger } from "@mdp/core";
-import { closeRedis, createRedis, Producer, RateLimits, ScheduleSyncRequests, type RedisConnection } from "@mdp/queues";
-import { fireSchedule, retentionPolicyKind, scheduledTestKind, type FiringDeps } from "@mdp/schedules";
-import { TaskLifecycle } from "@mdp/tasks";
+import { ROOT, bearer, createToken, grant, systemClientHeaders } from "./support/gateway-harness";
 import {
-  ROOT,
-  bearer,
-  createToken,
-  grant,
-  startGateway,
-  systemClientHeaders,
-  type GraphQLBody,
-  type Harness,
-} from "./support/gateway-harness";
-import {
-  OTHER_MANAGER,
   OPS,
   CAPPER,
   RUNNER,
   definition,
   TAGGING,
-  CREATE_TEST,
   UPDATE_TEST,
-  TEST,
   CREATE_POLICY,
   UPDATE_POLICY,
   POLICY,
   RESUME_POLICY,
-  TestView,
   PolicyView,
 } from "./support/schedule-ownership";
+import { startScheduleOwnershipHarness } from "./support/schedule-ownership-harness";
 
 describe("who scheduled work acts for", () => {
-  let h: Harness;
-  let connection: RedisConnection;
-  let rateLimits: RateLimits;
-  let runs: Producer<"evaluate">;
-  let truncations: Producer<"truncate">;
-  let syncQueue: Producer<"scheduleSync">;
-  let fireTest: (testUrn: string) => Promise<Record<string, unknown>>;
-  let firePolicy: (policyUrn: string) => Promise<Record<string, unknown>>;
-
-  const gql = async (query: string, variables: Record<string, unknown>, headers = systemClientHeaders(ROOT)) =>
-    (await h.graphql(query, variables, headers)).body;
-  const ok = async <T>(field: string, query: string, variables: Record<string, unknown>, headers?: object) => {
-    const body: GraphQLBody = await gql(query, variables, headers as Record<string, string> | undefined);
-    if (body.errors) throw new Error(JSON.stringify(body.errors));
-    return body.data![field] as T;
-  };
-  /** A policy granting `privileges` to `user`; returns its urn, so the grant can be taken away. */
-  const grantPolicy = (user: string, privileges: string[]) =>
-    ok<string>("createPolicy", `mutation($i: PolicyUpdateInput!) { createPolicy(input: $i) }`, {
-      i: { name: `${user} ${privileges.join(",")}`, state: "ACTIVE", privileges, actors: { users: [user] } },
-    });
-  const revokePolicy = (urn: string) =>
-    ok<boolean>("deletePolicy", `mutation($u: String!) { deletePolicy(urn: $u) }`, { u: urn });
-  const createTest = (id: string, cron: string | null, headers: Record<string, string>, actions?: unknown) =>
-    gql(
-      CREATE_TEST,
-      {
-        input: {
-          id,
-          name: id,
-          category: "Ownership",
-          definition: { json: definition(actions) },
-          ...(cron && { schedule: { cron } }),
-        },
-      },
-      headers,
-    );
-  const viewTest = (urn: string) => ok<TestView>("test", TEST, { urn });
-  const tasksOf = async (testUrn: string) =>
-    (
-      await h.database.pool.query<{ id: string; created_by: string; created_via: string | null; state: string }>(
-        `SELECT id, created_by, created_via, state FROM task WHERE request->>'testUrn' = $1 ORDER BY created_at`,
-        [testUrn],
-      )
-    ).rows;
-  const audit = (action: string, targetUrn: string) =>
-    h.prisma.auditEvent.findMany({ where: { action, targetUrn }, orderBy: { id: "asc" } });
-  /** As if the runs queued so far had finished: the next firing starts a task rather than joining one. */
-  const finishTasks = () => h.database.pool.query(`UPDATE task SET state = 'completed' WHERE state = 'waiting'`);
-
-  beforeAll(async () => {
-    h = await startGateway({ SCHEDULE_MIN_INTERVAL_SECONDS: "2" });
-    const logger = createLogger("schedule-ownership-test", h.config.LOG_LEVEL);
-    connection = createRedis(h.config.REDIS_URL, "producer");
-    rateLimits = new RateLimits(RateLimits.connect(h.config, logger), h.config);
-    runs = new Producer("evaluate", connection, h.config.QUEUE_PREFIX);
-    truncations = new Producer("truncate", connection, h.config.QUEUE_PREFIX);
-    syncQueue = new Producer("scheduleSync", connection, h.config.QUEUE_PREFIX);
-    // The workers' own firing runner, as a firing runs it (no evaluation or truncation runs: the tasks stay waiting).
-    const deps: FiringDeps = {
-      db: h.database,
-      tasks: new TaskLifecycle(h.database, logger),
-      producers: { evaluate: runs, truncate: truncations },
-      sync: new ScheduleSyncRequests(syncQueue),
-      logger,
-      urnNamespace: h.config.URN_NAMESPACE,
-      rootUserUrn: h.config.ROOT_USER_URN,
-      rateLimits,
-    };
-    fireTest = async (testUrn) => (await fireSchedule(scheduledTestKind, testUrn, deps)) as Record<string, unknown>;
-    firePolicy = async (policyUrn) =>
-      (await fireSchedule(retentionPolicyKind, policyUrn.split(":").at(-1)!, deps)) as Record<string, unknown>;
-    await grant(h, OTHER_MANAGER, ["MANAGE_TESTS"]);
-  }, 60_000);
-  afterAll(async () => {
-    await Promise.all([runs?.close(), truncations?.close(), syncQueue?.close()]);
-    await rateLimits?.close();
-    if (connection) await closeRedis(connection);
-    await h?.close();
-  });
+  const sched = startScheduleOwnershipHarness();
+  const {
+    gql,
+    ok,
+    grantPolicy,
+    revokePolicy,
+    createTest,
+    viewTest,
+    tasksOf,
+    audit,
+    finishTasks,
+    fireTest,
+    firePolicy,
+  } = sched;
 
   it("work set through a token another user minted answers to that minter too: the firing suspends when the minter loses what it needs", async () => {
     const MINTER = "urn:li:corpuser:chain-minter";
@@ -124,7 +42,7 @@ describe("who scheduled work acts for", () => {
     const minterGrant = await grantPolicy(MINTER, ["MANAGE_ACCESS_TOKENS", "MANAGE_TESTS", "EDIT_ENTITY_TAGS"]);
     await grantPolicy(HOLDER, ["MANAGE_TESTS", "EDIT_ENTITY_TAGS"]);
     // The minter, through the system client, mints a token for the holder, and sets up a tagging schedule with it.
-    const minted = await createToken(h, HOLDER, systemClientHeaders(MINTER));
+    const minted = await createToken(sched.gateway, HOLDER, systemClientHeaders(MINTER));
     expect((await createTest("chain-made", "0 3 * * *", bearer(minted.token), TAGGING)).errors).toBeUndefined();
     const testUrn = "urn:li:test:chain-made";
     expect(await viewTest(testUrn)).toMatchObject({ ownerUrn: HOLDER });
@@ -151,9 +69,9 @@ describe("who scheduled work acts for", () => {
     expect(changed).toMatchObject({ createdBy: ROOT, ownerUrn: OPS });
 
     const fired = await firePolicy(created.urn);
-    const task = await h.prisma.task.findUnique({ where: { id: fired.taskId as string } });
+    const task = await sched.gateway.prisma.task.findUnique({ where: { id: fired.taskId as string } });
     expect(task).toMatchObject({ createdBy: OPS, type: "TRUNCATE_TIMESERIES" });
-    const runRows = await h.prisma.auditEvent.findMany({
+    const runRows = await sched.gateway.prisma.auditEvent.findMany({
       where: { details: { path: ["taskId"], equals: fired.taskId as string } },
     });
     expect(runRows.map((r) => [r.action, r.actorUrn])).toEqual([
@@ -176,7 +94,7 @@ describe("who scheduled work acts for", () => {
       }),
     ]);
     expect(await firePolicy(created.urn)).toEqual({ skipped: "SUSPENDED" });
-    expect(await h.prisma.task.count({ where: { state: "waiting" } })).toBe(0);
+    expect(await sched.gateway.prisma.task.count({ where: { state: "waiting" } })).toBe(0);
 
     const byOps = await gql(RESUME_POLICY, { u: created.urn }, systemClientHeaders(OPS));
     expect(byOps.errors?.[0]?.extensions?.code).toBe("FORBIDDEN");
@@ -186,7 +104,7 @@ describe("who scheduled work acts for", () => {
       expect.objectContaining({ actorUrn: ROOT, details: expect.objectContaining({ previousOwner: OPS }) }),
     ]);
     const after = await firePolicy(created.urn);
-    expect(await h.prisma.task.findUnique({ where: { id: after.taskId as string } })).toMatchObject({
+    expect(await sched.gateway.prisma.task.findUnique({ where: { id: after.taskId as string } })).toMatchObject({
       createdBy: ROOT,
     });
     await finishTasks();
@@ -194,7 +112,7 @@ describe("who scheduled work acts for", () => {
   });
 
   it("refuses a user's 21st schedule naming MAX_SCHEDULES_PER_USER, even when two race for the last place", async () => {
-    await grant(h, CAPPER, ["MANAGE_TESTS", "MANAGE_SYSTEM_OPERATIONS"]);
+    await grant(sched.gateway, CAPPER, ["MANAGE_TESTS", "MANAGE_SYSTEM_OPERATIONS"]);
     const as = systemClientHeaders(CAPPER);
     for (let i = 0; i < 19; i++) {
       const body = await createTest(`capped-${i}`, "0 4 * * *", as);
@@ -231,16 +149,18 @@ describe("who scheduled work acts for", () => {
       as,
     );
     expect(scheduling.errors?.[0]?.message).toContain("MAX_SCHEDULES_PER_USER");
-    expect(await h.prisma.metadataTest.count({ where: { ownerUrn: CAPPER, scheduleCron: { not: null } } })).toBe(20);
+    expect(
+      await sched.gateway.prisma.metadataTest.count({ where: { ownerUrn: CAPPER, scheduleCron: { not: null } } }),
+    ).toBe(20);
   });
 
   it("counts each firing against its owner's runTest limit: with the budget spent, a firing starts nothing", async () => {
-    await grant(h, RUNNER, ["MANAGE_TESTS", "GENERATE_PERSONAL_ACCESS_TOKENS"]);
-    const runner = await createToken(h, RUNNER);
+    await grant(sched.gateway, RUNNER, ["MANAGE_TESTS", "GENERATE_PERSONAL_ACCESS_TOKENS"]);
+    const runner = await createToken(sched.gateway, RUNNER);
     expect((await createTest("runner-scheduled", "0 7 * * *", bearer(runner.token))).errors).toBeUndefined();
     expect((await createTest("runner-manual", null, bearer(runner.token))).errors).toBeUndefined();
     // The owner's own runTest calls spend the minute's budget (RATE_LIMIT_TEST_RUNS_PER_MINUTE, 10)...
-    for (let i = 0; i < h.config.RATE_LIMIT_TEST_RUNS_PER_MINUTE; i++) {
+    for (let i = 0; i < sched.gateway.config.RATE_LIMIT_TEST_RUNS_PER_MINUTE; i++) {
       const body = await gql(`mutation { runTest(urn: "urn:li:test:runner-manual") }`, {}, bearer(runner.token));
       expect(body.errors).toBeUndefined();
     }
@@ -262,10 +182,10 @@ describe("who scheduled work acts for", () => {
 
   it("spends the owner's runTest budget with its firings: the owner's next runTest is refused", async () => {
     const FIRER = "urn:li:corpuser:firer";
-    await grant(h, FIRER, ["MANAGE_TESTS", "GENERATE_PERSONAL_ACCESS_TOKENS"]);
-    const firer = await createToken(h, FIRER);
+    await grant(sched.gateway, FIRER, ["MANAGE_TESTS", "GENERATE_PERSONAL_ACCESS_TOKENS"]);
+    const firer = await createToken(sched.gateway, FIRER);
     expect((await createTest("firer-scheduled", "0 8 * * *", bearer(firer.token))).errors).toBeUndefined();
-    for (let i = 0; i < h.config.RATE_LIMIT_TEST_RUNS_PER_MINUTE; i++) {
+    for (let i = 0; i < sched.gateway.config.RATE_LIMIT_TEST_RUNS_PER_MINUTE; i++) {
       expect(await fireTest("urn:li:test:firer-scheduled")).toHaveProperty("taskId");
     }
     const refused = await gql(`mutation { runTest(urn: "urn:li:test:firer-scheduled") }`, {}, bearer(firer.token));

@@ -3,101 +3,17 @@
  * schedule handlers run in process on real PostgreSQL and Redis: revokeActorAccess suspends and lists a user's work;
  * delegatedWork lists what a token set in motion.
  */
-import { createLogger } from "@mdp/core";
-import { closeRedis, createRedis, Producer, RateLimits, ScheduleSyncRequests, type RedisConnection } from "@mdp/queues";
-import { fireSchedule, retentionPolicyKind, scheduledTestKind, type FiringDeps } from "@mdp/schedules";
-import { TaskLifecycle } from "@mdp/tasks";
-import {
-  ROOT,
-  bearer,
-  createToken,
-  grant,
-  startGateway,
-  systemClientHeaders,
-  type GraphQLBody,
-  type Harness,
-} from "./support/gateway-harness";
-import {
-  OTHER_MANAGER,
-  VICTIM,
-  NOBODY,
-  definition,
-  CREATE_TEST,
-  CREATE_POLICY,
-  DELEGATED,
-  REVOKE,
-  PolicyView,
-  Work,
-} from "./support/schedule-ownership";
+import { ROOT, bearer, createToken, grant, systemClientHeaders } from "./support/gateway-harness";
+import { VICTIM, NOBODY, CREATE_POLICY, DELEGATED, REVOKE, PolicyView, Work } from "./support/schedule-ownership";
+import { startScheduleOwnershipHarness } from "./support/schedule-ownership-harness";
 
 describe("who scheduled work acts for", () => {
-  let h: Harness;
-  let connection: RedisConnection;
-  let rateLimits: RateLimits;
-  let runs: Producer<"evaluate">;
-  let truncations: Producer<"truncate">;
-  let syncQueue: Producer<"scheduleSync">;
-  let fireTest: (testUrn: string) => Promise<Record<string, unknown>>;
-  let firePolicy: (policyUrn: string) => Promise<Record<string, unknown>>;
-
-  const gql = async (query: string, variables: Record<string, unknown>, headers = systemClientHeaders(ROOT)) =>
-    (await h.graphql(query, variables, headers)).body;
-  const ok = async <T>(field: string, query: string, variables: Record<string, unknown>, headers?: object) => {
-    const body: GraphQLBody = await gql(query, variables, headers as Record<string, string> | undefined);
-    if (body.errors) throw new Error(JSON.stringify(body.errors));
-    return body.data![field] as T;
-  };
-  const createTest = (id: string, cron: string | null, headers: Record<string, string>, actions?: unknown) =>
-    gql(
-      CREATE_TEST,
-      {
-        input: {
-          id,
-          name: id,
-          category: "Ownership",
-          definition: { json: definition(actions) },
-          ...(cron && { schedule: { cron } }),
-        },
-      },
-      headers,
-    );
-  /** As if the runs queued so far had finished: the next firing starts a task rather than joining one. */
-  const finishTasks = () => h.database.pool.query(`UPDATE task SET state = 'completed' WHERE state = 'waiting'`);
-
-  beforeAll(async () => {
-    h = await startGateway({ SCHEDULE_MIN_INTERVAL_SECONDS: "2" });
-    const logger = createLogger("schedule-ownership-test", h.config.LOG_LEVEL);
-    connection = createRedis(h.config.REDIS_URL, "producer");
-    rateLimits = new RateLimits(RateLimits.connect(h.config, logger), h.config);
-    runs = new Producer("evaluate", connection, h.config.QUEUE_PREFIX);
-    truncations = new Producer("truncate", connection, h.config.QUEUE_PREFIX);
-    syncQueue = new Producer("scheduleSync", connection, h.config.QUEUE_PREFIX);
-    // The workers' own firing runner, as a firing runs it (no evaluation or truncation runs: the tasks stay waiting).
-    const deps: FiringDeps = {
-      db: h.database,
-      tasks: new TaskLifecycle(h.database, logger),
-      producers: { evaluate: runs, truncate: truncations },
-      sync: new ScheduleSyncRequests(syncQueue),
-      logger,
-      urnNamespace: h.config.URN_NAMESPACE,
-      rootUserUrn: h.config.ROOT_USER_URN,
-      rateLimits,
-    };
-    fireTest = async (testUrn) => (await fireSchedule(scheduledTestKind, testUrn, deps)) as Record<string, unknown>;
-    firePolicy = async (policyUrn) =>
-      (await fireSchedule(retentionPolicyKind, policyUrn.split(":").at(-1)!, deps)) as Record<string, unknown>;
-    await grant(h, OTHER_MANAGER, ["MANAGE_TESTS"]);
-  }, 60_000);
-  afterAll(async () => {
-    await Promise.all([runs?.close(), truncations?.close(), syncQueue?.close()]);
-    await rateLimits?.close();
-    if (connection) await closeRedis(connection);
-    await h?.close();
-  });
+  const sched = startScheduleOwnershipHarness();
+  const { gql, ok, createTest, finishTasks, fireTest, firePolicy } = sched;
 
   it("revokeActorAccess revokes the user's tokens, suspends its schedules and stops its tasks, and lists them", async () => {
-    await grant(h, VICTIM, ["MANAGE_TESTS", "MANAGE_SYSTEM_OPERATIONS", "GENERATE_PERSONAL_ACCESS_TOKENS"]);
-    const token = await createToken(h, VICTIM);
+    await grant(sched.gateway, VICTIM, ["MANAGE_TESTS", "MANAGE_SYSTEM_OPERATIONS", "GENERATE_PERSONAL_ACCESS_TOKENS"]);
+    const token = await createToken(sched.gateway, VICTIM);
     const as = bearer(token.token);
     expect((await createTest("victim-scheduled", "0 9 * * *", as)).errors).toBeUndefined();
     const policy = await ok<PolicyView>(
@@ -136,11 +52,11 @@ describe("who scheduled work acts for", () => {
       }),
     ]);
     // The token no longer works; the schedule's firings start nothing.
-    const me = await h.graphql(`{ me { urn } }`, {}, as);
+    const me = await sched.gateway.graphql(`{ me { urn } }`, {}, as);
     expect(me.status).toBe(401);
     expect(await fireTest("urn:li:test:victim-scheduled")).toEqual({ skipped: "SUSPENDED" });
     expect(await firePolicy(policy.urn)).toEqual({ skipped: "SUSPENDED" });
-    const rows = await h.prisma.auditEvent.findMany({
+    const rows = await sched.gateway.prisma.auditEvent.findMany({
       where: { actorUrn: ROOT, createdAt: { gte: new Date(answer.suspendedWork[0]!.suspendedAt! - 1000) } },
       orderBy: { id: "asc" },
     });
@@ -162,9 +78,9 @@ describe("who scheduled work acts for", () => {
 
   it("delegatedWork lists what one token set in motion, to its user or a MANAGE_ACCESS_TOKENS holder", async () => {
     const USER = "urn:li:corpuser:delegator";
-    await grant(h, USER, ["MANAGE_TESTS", "GENERATE_PERSONAL_ACCESS_TOKENS"]);
-    const first = await createToken(h, USER);
-    const second = await createToken(h, USER);
+    await grant(sched.gateway, USER, ["MANAGE_TESTS", "GENERATE_PERSONAL_ACCESS_TOKENS"]);
+    const first = await createToken(sched.gateway, USER);
+    const second = await createToken(sched.gateway, USER);
     expect((await createTest("via-first", "0 10 * * *", bearer(first.token))).errors).toBeUndefined();
     const firstTask = await ok<string>(
       "runTest",
@@ -174,8 +90,8 @@ describe("who scheduled work acts for", () => {
     );
     await ok("runTest", `mutation { runTest(urn: "urn:li:test:via-first", batchSize: 5) }`, {}, bearer(second.token));
     // A token minted with the first (as the token chain records it).
-    const child = await createToken(h, USER);
-    await h.prisma.accessToken.update({ where: { id: child.id }, data: { parentTokenId: first.id } });
+    const child = await createToken(sched.gateway, USER);
+    await sched.gateway.prisma.accessToken.update({ where: { id: child.id }, data: { parentTokenId: first.id } });
 
     const listed = await ok<Work[]>("delegatedWork", DELEGATED, { i: { tokenId: first.id } }, bearer(first.token));
     expect(listed.map((w) => [w.kind, w.urn, w.viaTokenId, w.state])).toEqual([
@@ -191,7 +107,7 @@ describe("who scheduled work acts for", () => {
     const tooMany = await gql(DELEGATED, { i: { ownerUrn: USER, limit: 1001 } });
     expect(tooMany.errors?.[0]?.message).toContain("input.limit must be a whole number from 1 to 1000");
     const NOSY = "urn:li:corpuser:nosy";
-    await grant(h, NOSY, ["GENERATE_PERSONAL_ACCESS_TOKENS"]);
+    await grant(sched.gateway, NOSY, ["GENERATE_PERSONAL_ACCESS_TOKENS"]);
     const nosy = await gql(DELEGATED, { i: { tokenId: first.id } }, systemClientHeaders(NOSY));
     expect(nosy.errors?.[0]?.extensions?.code).toBe("FORBIDDEN");
     const neither = await gql(DELEGATED, { i: {} });

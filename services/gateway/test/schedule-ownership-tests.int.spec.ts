@@ -5,20 +5,7 @@
  * holder) once the owner lacks what they need; what a schedule needs is checked against the request's own privileges;
  * another caller's runTest is a run of its own; setting a test ACTIVE or evaluating on change takes it over.
  */
-import { createLogger } from "@mdp/core";
-import { closeRedis, createRedis, Producer, RateLimits, ScheduleSyncRequests, type RedisConnection } from "@mdp/queues";
-import { fireSchedule, scheduledTestKind, type FiringDeps } from "@mdp/schedules";
-import { TaskLifecycle } from "@mdp/tasks";
-import {
-  ROOT,
-  bearer,
-  createToken,
-  grant,
-  startGateway,
-  systemClientHeaders,
-  type GraphQLBody,
-  type Harness,
-} from "./support/gateway-harness";
+import { ROOT, bearer, createToken, grant, systemClientHeaders, type GraphQLBody } from "./support/gateway-harness";
 import {
   EDITOR,
   OTHER_MANAGER,
@@ -28,89 +15,13 @@ import {
   OWNING,
   CREATE_TEST,
   UPDATE_TEST,
-  TEST,
   RESUME_TEST,
-  TestView,
 } from "./support/schedule-ownership";
+import { startScheduleOwnershipHarness } from "./support/schedule-ownership-harness";
 
 describe("who scheduled work acts for", () => {
-  let h: Harness;
-  let connection: RedisConnection;
-  let rateLimits: RateLimits;
-  let runs: Producer<"evaluate">;
-  let truncations: Producer<"truncate">;
-  let syncQueue: Producer<"scheduleSync">;
-  let fireTest: (testUrn: string) => Promise<Record<string, unknown>>;
-
-  const gql = async (query: string, variables: Record<string, unknown>, headers = systemClientHeaders(ROOT)) =>
-    (await h.graphql(query, variables, headers)).body;
-  const ok = async <T>(field: string, query: string, variables: Record<string, unknown>, headers?: object) => {
-    const body: GraphQLBody = await gql(query, variables, headers as Record<string, string> | undefined);
-    if (body.errors) throw new Error(JSON.stringify(body.errors));
-    return body.data![field] as T;
-  };
-  /** A policy granting `privileges` to `user`; returns its urn, so the grant can be taken away. */
-  const grantPolicy = (user: string, privileges: string[]) =>
-    ok<string>("createPolicy", `mutation($i: PolicyUpdateInput!) { createPolicy(input: $i) }`, {
-      i: { name: `${user} ${privileges.join(",")}`, state: "ACTIVE", privileges, actors: { users: [user] } },
-    });
-  const revokePolicy = (urn: string) =>
-    ok<boolean>("deletePolicy", `mutation($u: String!) { deletePolicy(urn: $u) }`, { u: urn });
-  const createTest = (id: string, cron: string | null, headers: Record<string, string>, actions?: unknown) =>
-    gql(
-      CREATE_TEST,
-      {
-        input: {
-          id,
-          name: id,
-          category: "Ownership",
-          definition: { json: definition(actions) },
-          ...(cron && { schedule: { cron } }),
-        },
-      },
-      headers,
-    );
-  const viewTest = (urn: string) => ok<TestView>("test", TEST, { urn });
-  const tasksOf = async (testUrn: string) =>
-    (
-      await h.database.pool.query<{ id: string; created_by: string; created_via: string | null; state: string }>(
-        `SELECT id, created_by, created_via, state FROM task WHERE request->>'testUrn' = $1 ORDER BY created_at`,
-        [testUrn],
-      )
-    ).rows;
-  const audit = (action: string, targetUrn: string) =>
-    h.prisma.auditEvent.findMany({ where: { action, targetUrn }, orderBy: { id: "asc" } });
-  /** As if the runs queued so far had finished: the next firing starts a task rather than joining one. */
-  const finishTasks = () => h.database.pool.query(`UPDATE task SET state = 'completed' WHERE state = 'waiting'`);
-
-  beforeAll(async () => {
-    h = await startGateway({ SCHEDULE_MIN_INTERVAL_SECONDS: "2" });
-    const logger = createLogger("schedule-ownership-test", h.config.LOG_LEVEL);
-    connection = createRedis(h.config.REDIS_URL, "producer");
-    rateLimits = new RateLimits(RateLimits.connect(h.config, logger), h.config);
-    runs = new Producer("evaluate", connection, h.config.QUEUE_PREFIX);
-    truncations = new Producer("truncate", connection, h.config.QUEUE_PREFIX);
-    syncQueue = new Producer("scheduleSync", connection, h.config.QUEUE_PREFIX);
-    // The workers' own firing runner, as a firing runs it (no evaluation or truncation runs: the tasks stay waiting).
-    const deps: FiringDeps = {
-      db: h.database,
-      tasks: new TaskLifecycle(h.database, logger),
-      producers: { evaluate: runs, truncate: truncations },
-      sync: new ScheduleSyncRequests(syncQueue),
-      logger,
-      urnNamespace: h.config.URN_NAMESPACE,
-      rootUserUrn: h.config.ROOT_USER_URN,
-      rateLimits,
-    };
-    fireTest = async (testUrn) => (await fireSchedule(scheduledTestKind, testUrn, deps)) as Record<string, unknown>;
-    await grant(h, OTHER_MANAGER, ["MANAGE_TESTS"]);
-  }, 60_000);
-  afterAll(async () => {
-    await Promise.all([runs?.close(), truncations?.close(), syncQueue?.close()]);
-    await rateLimits?.close();
-    if (connection) await closeRedis(connection);
-    await h?.close();
-  });
+  const sched = startScheduleOwnershipHarness();
+  const { gql, ok, grantPolicy, revokePolicy, createTest, viewTest, tasksOf, audit, finishTasks, fireTest } = sched;
 
   it("a scheduled test acts for whoever last set what it does, is suspended when they lose it, and a holder resumes it", async () => {
     const testUrn = "urn:li:test:root-made";
@@ -120,7 +31,7 @@ describe("who scheduled work acts for", () => {
       "EDIT_ENTITY_TAGS",
       "GENERATE_PERSONAL_ACCESS_TOKENS",
     ]);
-    const editorToken = await createToken(h, EDITOR);
+    const editorToken = await createToken(sched.gateway, EDITOR);
 
     // A rename changes what the test does in nothing: the root user still owns it.
     const renamed = await gql(
@@ -169,7 +80,7 @@ describe("who scheduled work acts for", () => {
       createdBy: ROOT,
       schedule: { cron: "*/2 * * * * *", suspendedAt: null, suspendedReason: null },
     });
-    expect(await h.prisma.metadataTest.findUnique({ where: { urn: testUrn } })).toMatchObject({
+    expect(await sched.gateway.prisma.metadataTest.findUnique({ where: { urn: testUrn } })).toMatchObject({
       ownerTokenId: editorToken.id,
     });
 
@@ -182,7 +93,7 @@ describe("who scheduled work acts for", () => {
     expect(await audit("test.run", testUrn)).toEqual([
       expect.objectContaining({ actorUrn: EDITOR, details: expect.objectContaining({ via: "test-schedule" }) }),
     ]);
-    const job = await runs.queue.getJob(fired.taskId as string);
+    const job = await sched.runs.queue.getJob(fired.taskId as string);
     expect(job?.data).toMatchObject({ actorUrn: EDITOR });
     await finishTasks();
 
@@ -227,19 +138,21 @@ describe("who scheduled work acts for", () => {
 
   it("checks what a schedule needs against the request's own privileges: a scoped token's scopes leave it out", async () => {
     const SCOPED = "urn:li:corpuser:scoped-scheduler";
-    await grant(h, SCOPED, ["MANAGE_TESTS", "EDIT_ENTITY_TAGS"]);
-    const scoped = await createToken(h, SCOPED, systemClientHeaders(ROOT), { scopes: ["MANAGE_TESTS"] });
+    await grant(sched.gateway, SCOPED, ["MANAGE_TESTS", "EDIT_ENTITY_TAGS"]);
+    const scoped = await createToken(sched.gateway, SCOPED, systemClientHeaders(ROOT), { scopes: ["MANAGE_TESTS"] });
     const refused = await createTest("scoped-tagging", "0 11 * * *", bearer(scoped.token), TAGGING);
     expect(refused.errors?.[0]?.extensions?.code).toBe("FORBIDDEN");
     expect(refused.errors?.[0]?.message).toContain("need EDIT_ENTITY_TAGS");
-    expect(await h.prisma.metadataTest.findUnique({ where: { urn: "urn:li:test:scoped-tagging" } })).toBeNull();
+    expect(
+      await sched.gateway.prisma.metadataTest.findUnique({ where: { urn: "urn:li:test:scoped-tagging" } }),
+    ).toBeNull();
     // Without actions, MANAGE_TESTS (within the scopes) is all its runs need.
     expect((await createTest("scoped-plain", "0 11 * * *", bearer(scoped.token))).errors).toBeUndefined();
   });
 
   it("runs another caller's runTest as a run of its own: it neither joins the owner's run nor has a firing join it", async () => {
     const JOINER = "urn:li:corpuser:joiner";
-    await grant(h, JOINER, ["MANAGE_TESTS"]);
+    await grant(sched.gateway, JOINER, ["MANAGE_TESTS"]);
     const testUrn = "urn:li:test:shared-run";
     expect((await createTest("shared-run", "0 12 * * *", systemClientHeaders(ROOT))).errors).toBeUndefined();
     const run = () => ok<string>("runTest", `mutation { runTest(urn: "${testUrn}") }`, {}, systemClientHeaders(JOINER));
@@ -266,8 +179,8 @@ describe("who scheduled work acts for", () => {
 
   it("setting a test ACTIVE, or turning its evaluation on change on, takes it over: the caller must hold what its actions need", async () => {
     const TAKER = "urn:li:corpuser:taker";
-    await grant(h, TAKER, ["MANAGE_TESTS", "EDIT_ENTITY_TAGS"]);
-    const taker = await createToken(h, TAKER);
+    await grant(sched.gateway, TAKER, ["MANAGE_TESTS", "EDIT_ENTITY_TAGS"]);
+    const taker = await createToken(sched.gateway, TAKER);
     const asRoot = systemClientHeaders(ROOT);
     const update = (id: string, more: Record<string, unknown>, headers: Record<string, string>) =>
       gql(
@@ -278,7 +191,7 @@ describe("who scheduled work acts for", () => {
         },
         headers,
       );
-    const row = (id: string) => h.prisma.metadataTest.findUnique({ where: { urn: `urn:li:test:${id}` } });
+    const row = (id: string) => sched.gateway.prisma.metadataTest.findUnique({ where: { urn: `urn:li:test:${id}` } });
     const refusedFor = (body: GraphQLBody) => {
       expect(body.errors?.[0]?.extensions?.code).toBe("FORBIDDEN");
       expect(body.errors?.[0]?.message).toBe(
@@ -335,7 +248,7 @@ describe("who scheduled work acts for", () => {
 
     // A suspended schedule set ACTIVE again is taken over and runs again, for the caller.
     expect((await createTest("suspended-tagging", "0 13 * * *", asRoot, TAGGING)).errors).toBeUndefined();
-    await h.prisma.metadataTest.update({
+    await sched.gateway.prisma.metadataTest.update({
       where: { urn: "urn:li:test:suspended-tagging" },
       data: { suspendedAt: new Date(), suspendedReason: "suspended for the test" },
     });
