@@ -5,75 +5,15 @@
  */
 import { randomUUID } from "node:crypto";
 import { UnrecoverableError, Worker } from "bullmq";
-import { createLogger } from "@mdp/core";
 import { eventually } from "@mdp/core/testing";
 import { createDatabase, type Database } from "@mdp/db";
-import { createTestDatabase, type TestDatabase } from "@mdp/db/testing";
-import { closeRedis, createRedis, Producer, QUEUE_NAMES, type RedisConnection } from "@mdp/queues";
+import { closeRedis, createRedis, Producer, QUEUE_NAMES } from "@mdp/queues";
 import { LeaseLostError, presentState, TaskLifecycle, TaskReconciler, type Lease } from "../src";
-
-const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
-const logger = createLogger("test", "silent");
-const LEASE_MS = 300;
+import { LEASE_MS, REDIS_URL, logger, request, startLifecycleHarness } from "./support/lifecycle-harness";
 
 describe("task lifecycle", () => {
-  let testDb: TestDatabase;
-  let db: Database;
-  let redis: RedisConnection;
-  let producer: Producer<"truncate">;
-  let prefix: string;
-  let tasks: TaskLifecycle;
-
-  beforeAll(async () => {
-    testDb = await createTestDatabase("tasks_lifecycle");
-    db = createDatabase(testDb.url);
-    redis = createRedis(REDIS_URL, "worker");
-    prefix = `{test-tasks-${randomUUID()}}`;
-    producer = new Producer("truncate", redis, prefix);
-    tasks = new TaskLifecycle(db, logger, { leaseMs: LEASE_MS });
-  });
-  afterAll(async () => {
-    await producer.queue.obliterate({ force: true });
-    await producer.close();
-    await closeRedis(redis);
-    await db.close();
-    await testDb.drop();
-  });
-
-  const request = (n: number) => ({ entityType: "dataset", aspect: "datasetProfile", endTimeMillis: n, batchSize: 10 });
-  const queueing = {
-    enqueue: (taskId: string) => producer.enqueue(taskId, { taskId, ...request(1) }),
-    jobExists: async (taskId: string) => (await producer.queue.getJob(taskId)) !== undefined,
-  };
-  const create = (dedupKey = randomUUID()) =>
-    tasks.create(
-      {
-        type: "TRUNCATE_TIMESERIES",
-        request: request(1),
-        dedupKey,
-        progress: { deleted: 0 },
-        createdBy: "urn:li:corpuser:admin",
-        what: "a test task",
-      },
-      queueing,
-    );
-  const claimed = async (taskId: string): Promise<Lease> => {
-    const claim = await tasks.claim(taskId);
-    if (claim.outcome !== "claimed") throw new Error(`not claimed: ${claim.outcome}`);
-    return claim.lease;
-  };
-  const row = async (taskId: string) => (await tasks.read(taskId))!;
-  /** Until the database's clock passes the expiry of the lease the task holds now: unrenewed, it would have lapsed. */
-  const pastItsLease = async (taskId: string) => {
-    const { leaseExpiresAt } = await row(taskId);
-    await eventually(
-      `the database's clock past task ${taskId}'s lease`,
-      async () =>
-        (await db.pool.query<{ past: boolean }>("SELECT clock_timestamp() > $1 AS past", [leaseExpiresAt])).rows[0]!
-          .past,
-      { timeoutMs: LEASE_MS * 3 },
-    );
-  };
+  const lc = startLifecycleHarness();
+  const { queueing, create, claimed, row, pastItsLease } = lc;
 
   describe("a worker process's leases under faults", () => {
     let workerDb: Database;
@@ -84,9 +24,9 @@ describe("task lifecycle", () => {
     const keepers: Array<{ stop(): void }> = [];
 
     beforeEach(() => {
-      workerDb = createDatabase(testDb.url);
+      workerDb = createDatabase(lc.testDb.url);
       worker = new TaskLifecycle(workerDb, logger, { leaseMs: LEASE_MS });
-      other = new TaskLifecycle(db, logger, { leaseMs: LEASE_MS });
+      other = new TaskLifecycle(lc.db, logger, { leaseMs: LEASE_MS });
     });
     afterEach(async () => {
       keepers.splice(0).forEach((k) => k.stop());
@@ -163,7 +103,7 @@ describe("task lifecycle", () => {
       const unrecorded = await create();
       const lost = await claimedBy(worker, unrecorded.taskId);
       await outage(() => worker.failAttempt(lost, new Error("Connection terminated unexpectedly"), false));
-      expect(await tasks.requestCancel(unrecorded.taskId, async () => false)).toMatchObject({ state: "active" });
+      expect(await lc.tasks.requestCancel(unrecorded.taskId, async () => false)).toMatchObject({ state: "active" });
       await worker.renewLeases();
       expect(await row(unrecorded.taskId)).toMatchObject({
         state: "cancelled",
@@ -175,7 +115,7 @@ describe("task lifecycle", () => {
       const stuck = await claimedBy(worker, hung.taskId);
       keepers.push(worker.keepLeases());
       const askedAt = Date.now();
-      await tasks.requestCancel(hung.taskId, async () => false);
+      await lc.tasks.requestCancel(hung.taskId, async () => false);
       await eventually("the hung attempt's cancel", async () => (await row(hung.taskId)).state === "cancelled", {
         timeoutMs: LEASE_MS * 3,
       });
@@ -187,25 +127,25 @@ describe("task lifecycle", () => {
       const orphaned = await create();
       await claimedBy(other, orphaned.taskId);
       await eventually("the orphaned task's lease lapsed", async () => (await row(orphaned.taskId)).leaseLapsed);
-      expect(await tasks.requestCancel(orphaned.taskId, async () => false)).toMatchObject({
+      expect(await lc.tasks.requestCancel(orphaned.taskId, async () => false)).toMatchObject({
         state: "cancelled",
         failedReason: "Cancelled; 0 rows were deleted before the cancellation",
       });
     });
   });
 
-  it("reconcile: lapsed leases wait again; waiting tasks whose job vanished are queued again", async () => {
+  it("reconcile: lapsed leases wait again; waiting lc.tasks whose job vanished are queued again", async () => {
     const lapsed = await create();
     await claimed(lapsed.taskId);
     const orphan = await create();
-    await (await producer.queue.getJob(orphan.taskId))!.remove();
-    await (await producer.queue.getJob(lapsed.taskId))!.remove();
+    await (await lc.producer.queue.getJob(orphan.taskId))!.remove();
+    await (await lc.producer.queue.getJob(lapsed.taskId))!.remove();
     await eventually("the lease lapsed", async () => (await row(lapsed.taskId)).leaseLapsed);
     const requeue = jest.fn(async (task: { id: string }) => {
       await queueing.enqueue(task.id);
     });
     const reconciler = new TaskReconciler(
-      tasks,
+      lc.tasks,
       [{ type: "TRUNCATE_TIMESERIES", jobExists: queueing.jobExists, requeue }],
       logger,
       { graceMs: 0 },
@@ -223,8 +163,8 @@ describe("task lifecycle", () => {
   });
 
   it("reconcile: a waiting task whose job failed for good (its ending never written) ends failed, with BullMQ's reason in our words", async () => {
-    const own = new Producer("truncate", redis, `{test-tasks-failed-${randomUUID()}}`);
-    const { taskId } = await tasks.create(
+    const own = new Producer("truncate", lc.redis, `{test-lc.tasks-failed-${randomUUID()}}`);
+    const { taskId } = await lc.tasks.create(
       {
         type: "TRUNCATE_TIMESERIES",
         request: request(3),
@@ -252,7 +192,7 @@ describe("task lifecycle", () => {
     expect(await row(taskId)).toMatchObject({ state: "waiting" });
 
     const reconciler = new TaskReconciler(
-      tasks,
+      lc.tasks,
       [
         {
           type: "TRUNCATE_TIMESERIES",
