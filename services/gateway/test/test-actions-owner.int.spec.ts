@@ -3,96 +3,23 @@
  * worker, real PostgreSQL): saving them needs their privileges (EDIT_ENTITY_*), and each push leaves out, and audits,
  * those its owner no longer holds.
  */
-import { startEvaluationWorker, type RunningWorker } from "./support/evaluation-worker";
-import {
-  bearer,
-  createToken,
-  grant,
-  ROOT,
-  startGateway,
-  systemClientHeaders,
-  type Harness,
-} from "./support/gateway-harness";
+import { bearer, createToken, grant, ROOT, systemClientHeaders } from "./support/gateway-harness";
 import {
   DATASET,
-  NEW,
-  BATCHED,
-  RUN_1,
-  RUN_2,
   ANN,
   STEWARDS,
   NEEDS_DOC,
-  FLAG,
-  CLEAR,
-  ACTION_ASPECTS,
   DESCRIBED,
   FLAG_DEFINITION,
-  CLEAR_DEFINITION,
   CREATE,
   UPDATE,
   AUDIT,
-  Evaluation,
-  proposal,
 } from "./support/test-actions";
+import { startTestActionsHarness } from "./support/test-actions-harness";
 
 describe("test actions", () => {
-  let h: Harness;
-  let worker: RunningWorker;
-  const asRoot = systemClientHeaders(ROOT);
-  let undocumented: (urn: string) => unknown[];
-
-  const gql = async (query: string, variables: Record<string, unknown>) =>
-    (await h.graphql(query, variables, asRoot)).body;
-  const ingest = async (...proposals: unknown[]) => {
-    const res = await h.post("/gms/aspects?action=ingestProposalBatch", { proposals }, asRoot);
-    if (res.status !== 200) throw new Error(JSON.stringify(res.body));
-  };
-  const evaluate = async (urn: string, push: boolean, testUrns = [FLAG, CLEAR]) => {
-    const res = await h.post("/gms/test?action=evaluate", { urn, push, testUrns }, asRoot);
-    if (res.status !== 200) throw new Error(`${res.status} ${JSON.stringify(res.body)}`);
-    return res.body.value as Evaluation;
-  };
-  /** Every stored version of the aspects actions write, per aspect: [version, value] newest last. */
-  const versions = async (urn: string) => {
-    const { rows } = await h.database.pool.query<{ aspect_name: string; version: number; value: unknown }>(
-      `SELECT aspect_name, version, value FROM aspect
-        WHERE urn = $1 AND aspect_name = ANY($2::text[]) ORDER BY aspect_name, version`,
-      [urn, [...ACTION_ASPECTS, "testResults"]],
-    );
-    const byAspect: Record<string, unknown[]> = {};
-    for (const r of rows) (byAspect[r.aspect_name] ??= []).push(r.value);
-    return byAspect;
-  };
-  const latest = async (urn: string) =>
-    Object.fromEntries(Object.entries(await versions(urn)).map(([aspect, values]) => [aspect, values.at(-1)]));
-  const auditOf = async (urn: string) => {
-    const body = await gql(AUDIT, { input: { action: "test.actions", targetUrn: urn, count: 100 } });
-    if (body.errors) throw new Error(JSON.stringify(body.errors));
-    const page = body.data!.listAuditEvents as { events: Array<Record<string, unknown>> };
-    return page.events.map((e) => ({ ...e, details: JSON.parse(e.details as string) as Record<string, unknown> }));
-  };
-
-  beforeAll(async () => {
-    h = await startGateway();
-    worker = await startEvaluationWorker(h);
-    for (const [id, definition] of [
-      ["flag-undocumented", FLAG_DEFINITION],
-      ["clear-documented", CLEAR_DEFINITION],
-    ]) {
-      const body = await gql(CREATE, { input: { id, name: id, category: "Docs", definition: { json: definition } } });
-      if (body.errors) throw new Error(JSON.stringify(body.errors));
-    }
-    undocumented = (urn: string) => [
-      proposal(urn, "datasetProperties", { name: urn }),
-      proposal(urn, "globalTags", { tags: [{ tag: "urn:li:tag:finance" }] }),
-      proposal(urn, "ownership", { owners: [{ owner: ANN, type: "TECHNICAL_OWNER" }] }),
-    ];
-    await ingest(...[NEW, BATCHED, RUN_1, RUN_2].flatMap(undocumented));
-  });
-  afterAll(async () => {
-    await worker?.close();
-    await h?.close();
-  });
+  const ta = startTestActionsHarness();
+  const { asRoot, undocumented, gql, ingest, evaluate, versions, latest, auditOf } = ta;
 
   describe("what their owner may write", () => {
     const TAGGER = "urn:li:corpuser:tagger";
@@ -122,12 +49,12 @@ describe("test actions", () => {
       code: body.errors?.[0]?.extensions?.code,
       message: body.errors?.[0]?.message,
     });
-    const testRow = (id: string) => h.prisma.metadataTest.findUnique({ where: { urn: `urn:li:test:${id}` } });
+    const testRow = (id: string) => ta.gateway.prisma.metadataTest.findUnique({ where: { urn: `urn:li:test:${id}` } });
 
     it("saves actions only for a caller who holds their privileges: MANAGE_TESTS alone is not enough", async () => {
-      await grant(h, TAGGER, ["MANAGE_TESTS"]);
+      await grant(ta.gateway, TAGGER, ["MANAGE_TESTS"]);
       const asTagger = systemClientHeaders(TAGGER);
-      const refused = await h.graphql(CREATE, input("tagger-1", TAG_AND_OWN), asTagger);
+      const refused = await ta.gateway.graphql(CREATE, input("tagger-1", TAG_AND_OWN), asTagger);
       expect(errorOf(refused.body)).toEqual({
         code: "FORBIDDEN",
         message:
@@ -137,12 +64,12 @@ describe("test actions", () => {
       expect(await testRow("tagger-1")).toBeNull();
       // A test without actions needs nothing more.
       const plain = JSON.stringify({ on: { types: ["dataset"] }, rules: [DESCRIBED] });
-      expect((await h.graphql(CREATE, input("tagger-plain", plain), asTagger)).body.errors).toBeUndefined();
+      expect((await ta.gateway.graphql(CREATE, input("tagger-plain", plain), asTagger)).body.errors).toBeUndefined();
 
       // EDIT_ENTITY_TAGS granted: tag actions are saved, ownership ones still refused, naming only what is missing.
-      await grant(h, TAGGER, ["EDIT_ENTITY_TAGS"]);
-      expect((await h.graphql(CREATE, input("tagger-1", TAG_ONLY), asTagger)).body.errors).toBeUndefined();
-      expect(errorOf((await h.graphql(CREATE, input("tagger-2", TAG_AND_OWN), asTagger)).body)).toEqual({
+      await grant(ta.gateway, TAGGER, ["EDIT_ENTITY_TAGS"]);
+      expect((await ta.gateway.graphql(CREATE, input("tagger-1", TAG_ONLY), asTagger)).body.errors).toBeUndefined();
+      expect(errorOf((await ta.gateway.graphql(CREATE, input("tagger-2", TAG_AND_OWN), asTagger)).body)).toEqual({
         code: "FORBIDDEN",
         message: expect.stringContaining("they need EDIT_ENTITY_OWNERS (for ADD_OWNERS), which it does not hold"),
       });
@@ -150,7 +77,7 @@ describe("test actions", () => {
       const rootsTest = await gql(CREATE, input("roots-tag-and-own", TAG_AND_OWN));
       expect(rootsTest.errors).toBeUndefined();
       const changedRules = TAG_AND_OWN.replace("datasetProperties.description", "datasetProperties.name");
-      const edit = await h.graphql(
+      const edit = await ta.gateway.graphql(
         UPDATE,
         {
           urn: "urn:li:test:roots-tag-and-own",
@@ -163,7 +90,7 @@ describe("test actions", () => {
         message: expect.stringContaining("EDIT_ENTITY_OWNERS"),
       });
       // ...while renaming it, its definition as it was, needs none of its actions' privileges.
-      const rename = await h.graphql(
+      const rename = await ta.gateway.graphql(
         UPDATE,
         {
           urn: "urn:li:test:roots-tag-and-own",
@@ -175,14 +102,18 @@ describe("test actions", () => {
       expect(await testRow("roots-tag-and-own")).toMatchObject({ name: "renamed", definitionText: TAG_AND_OWN });
 
       // INGEST_METADATA implies every EDIT_ENTITY_* privilege.
-      await grant(h, INGESTER, ["MANAGE_TESTS", "INGEST_METADATA"]);
-      const ingester = await h.graphql(CREATE, input("ingester-all", FLAG_DEFINITION), systemClientHeaders(INGESTER));
+      await grant(ta.gateway, INGESTER, ["MANAGE_TESTS", "INGEST_METADATA"]);
+      const ingester = await ta.gateway.graphql(
+        CREATE,
+        input("ingester-all", FLAG_DEFINITION),
+        systemClientHeaders(INGESTER),
+      );
       expect(ingester.body.errors).toBeUndefined();
     });
 
     it("refuses them through a scoped token whose scopes leave a privilege out, though its user holds it", async () => {
-      const scoped = bearer((await createToken(h, TAGGER, asRoot, { scopes: ["MANAGE_TESTS"] })).token);
-      const res = await h.graphql(CREATE, input("scoped-tagger", TAG_ONLY), scoped);
+      const scoped = bearer((await createToken(ta.gateway, TAGGER, asRoot, { scopes: ["MANAGE_TESTS"] })).token);
+      const res = await ta.gateway.graphql(CREATE, input("scoped-tagger", TAG_ONLY), scoped);
       expect(errorOf(res.body)).toEqual({
         code: "FORBIDDEN",
         message:
@@ -191,9 +122,9 @@ describe("test actions", () => {
       });
       expect(await testRow("scoped-tagger")).toBeNull();
       const wider = bearer(
-        (await createToken(h, TAGGER, asRoot, { scopes: ["MANAGE_TESTS", "EDIT_ENTITY_TAGS"] })).token,
+        (await createToken(ta.gateway, TAGGER, asRoot, { scopes: ["MANAGE_TESTS", "EDIT_ENTITY_TAGS"] })).token,
       );
-      expect((await h.graphql(CREATE, input("scoped-tagger", TAG_ONLY), wider)).body.errors).toBeUndefined();
+      expect((await ta.gateway.graphql(CREATE, input("scoped-tagger", TAG_ONLY), wider)).body.errors).toBeUndefined();
     });
 
     it("leaves out of each push, and audits, the actions whose privilege the owner has lost since; the results are pushed", async () => {
@@ -201,8 +132,8 @@ describe("test actions", () => {
         i: { name: "leaver owners", state: "ACTIVE", privileges: ["EDIT_ENTITY_OWNERS"], actors: { users: [LEAVER] } },
       });
       if (body.errors) throw new Error(JSON.stringify(body.errors));
-      await grant(h, LEAVER, ["MANAGE_TESTS", "EDIT_ENTITY_TAGS"]);
-      const saved = await h.graphql(CREATE, input("leavers", TAG_AND_OWN), systemClientHeaders(LEAVER));
+      await grant(ta.gateway, LEAVER, ["MANAGE_TESTS", "EDIT_ENTITY_TAGS"]);
+      const saved = await ta.gateway.graphql(CREATE, input("leavers", TAG_AND_OWN), systemClientHeaders(LEAVER));
       expect(saved.body.errors).toBeUndefined();
       const TEST = "urn:li:test:leavers";
       const [ONE, TWO] = [DATASET("leaver_1"), DATASET("leaver_2")];
@@ -224,7 +155,7 @@ describe("test actions", () => {
         { type: "REMOVE_TAGS", params: { values: ["urn:li:tag:reviewed"] }, wouldChange: false },
       ]);
 
-      const res = await h.post(
+      const res = await ta.gateway.post(
         "/gms/test?action=batchEvaluate",
         { urns: [ONE, TWO], push: true, testUrns: [TEST] },
         asRoot,
@@ -267,7 +198,7 @@ describe("test actions", () => {
       ]);
 
       // Regranted: the next push adds the stewards, and nothing more is refused.
-      await grant(h, LEAVER, ["EDIT_ENTITY_OWNERS"]);
+      await grant(ta.gateway, LEAVER, ["EDIT_ENTITY_OWNERS"]);
       await evaluate(ONE, true, [TEST]);
       expect((await latest(ONE)).ownership).toEqual(
         expect.objectContaining({

@@ -6,8 +6,7 @@
  * results back with it.
  */
 import { eventually } from "@mdp/core/testing";
-import { startEvaluationWorker, type RunningWorker } from "./support/evaluation-worker";
-import { ROOT, startGateway, systemClientHeaders, type Harness } from "./support/gateway-harness";
+import { ROOT } from "./support/gateway-harness";
 import {
   NEW,
   BATCHED,
@@ -21,74 +20,15 @@ import {
   QUARANTINE,
   FLAG,
   CLEAR,
-  ACTION_ASPECTS,
-  FLAG_DEFINITION,
-  CLEAR_DEFINITION,
   CREATE,
   RUN,
-  AUDIT,
-  Evaluation,
   proposal,
 } from "./support/test-actions";
+import { startTestActionsHarness } from "./support/test-actions-harness";
 
 describe("test actions", () => {
-  let h: Harness;
-  let worker: RunningWorker;
-  const asRoot = systemClientHeaders(ROOT);
-  let undocumented: (urn: string) => unknown[];
-
-  const gql = async (query: string, variables: Record<string, unknown>) =>
-    (await h.graphql(query, variables, asRoot)).body;
-  const ingest = async (...proposals: unknown[]) => {
-    const res = await h.post("/gms/aspects?action=ingestProposalBatch", { proposals }, asRoot);
-    if (res.status !== 200) throw new Error(JSON.stringify(res.body));
-  };
-  const evaluate = async (urn: string, push: boolean, testUrns = [FLAG, CLEAR]) => {
-    const res = await h.post("/gms/test?action=evaluate", { urn, push, testUrns }, asRoot);
-    if (res.status !== 200) throw new Error(`${res.status} ${JSON.stringify(res.body)}`);
-    return res.body.value as Evaluation;
-  };
-  /** Every stored version of the aspects actions write, per aspect: [version, value] newest last. */
-  const versions = async (urn: string) => {
-    const { rows } = await h.database.pool.query<{ aspect_name: string; version: number; value: unknown }>(
-      `SELECT aspect_name, version, value FROM aspect
-        WHERE urn = $1 AND aspect_name = ANY($2::text[]) ORDER BY aspect_name, version`,
-      [urn, [...ACTION_ASPECTS, "testResults"]],
-    );
-    const byAspect: Record<string, unknown[]> = {};
-    for (const r of rows) (byAspect[r.aspect_name] ??= []).push(r.value);
-    return byAspect;
-  };
-  const latest = async (urn: string) =>
-    Object.fromEntries(Object.entries(await versions(urn)).map(([aspect, values]) => [aspect, values.at(-1)]));
-  const auditOf = async (urn: string) => {
-    const body = await gql(AUDIT, { input: { action: "test.actions", targetUrn: urn, count: 100 } });
-    if (body.errors) throw new Error(JSON.stringify(body.errors));
-    const page = body.data!.listAuditEvents as { events: Array<Record<string, unknown>> };
-    return page.events.map((e) => ({ ...e, details: JSON.parse(e.details as string) as Record<string, unknown> }));
-  };
-
-  beforeAll(async () => {
-    h = await startGateway();
-    worker = await startEvaluationWorker(h);
-    for (const [id, definition] of [
-      ["flag-undocumented", FLAG_DEFINITION],
-      ["clear-documented", CLEAR_DEFINITION],
-    ]) {
-      const body = await gql(CREATE, { input: { id, name: id, category: "Docs", definition: { json: definition } } });
-      if (body.errors) throw new Error(JSON.stringify(body.errors));
-    }
-    undocumented = (urn: string) => [
-      proposal(urn, "datasetProperties", { name: urn }),
-      proposal(urn, "globalTags", { tags: [{ tag: "urn:li:tag:finance" }] }),
-      proposal(urn, "ownership", { owners: [{ owner: ANN, type: "TECHNICAL_OWNER" }] }),
-    ];
-    await ingest(...[NEW, BATCHED, RUN_1, RUN_2].flatMap(undocumented));
-  });
-  afterAll(async () => {
-    await worker?.close();
-    await h?.close();
-  });
+  const ta = startTestActionsHarness();
+  const { asRoot, undocumented, gql, ingest, evaluate, versions, latest, auditOf } = ta;
 
   it("lists in the dry view what each result's actions would do, and writes nothing", async () => {
     const before = await versions(NEW);
@@ -130,7 +70,7 @@ describe("test actions", () => {
       testResults: expect.objectContaining({ failing: [expect.anything(), expect.objectContaining({ test: FLAG })] }),
     });
     // The entity's own GET shows them, as any ingested aspect.
-    const res = await fetch(`${h.baseUrl}/gms/entities/${encodeURIComponent(NEW)}`, { headers: asRoot });
+    const res = await fetch(`${ta.gateway.baseUrl}/gms/entities/${encodeURIComponent(NEW)}`, { headers: asRoot });
     const entity = (await res.json()) as { value: { aspects: Record<string, unknown> } };
     expect(entity.value.aspects.domains).toEqual({ domains: [QUARANTINE] });
 
@@ -162,7 +102,7 @@ describe("test actions", () => {
 
   it("takes each mark back through batchEvaluate once the test passes, keeping what others wrote", async () => {
     const batch = async () => {
-      const res = await h.post(
+      const res = await ta.gateway.post(
         "/gms/test?action=batchEvaluate",
         { urns: [BATCHED], push: true, testUrns: [FLAG, CLEAR] },
         asRoot,
@@ -198,7 +138,9 @@ describe("test actions", () => {
     const ended = await eventually(
       "runTest's task ended",
       async () =>
-        (await h.post("/gms/operations?action=getTaskStatus", { taskId }, asRoot)).body.value as { state: string },
+        (await ta.gateway.post("/gms/operations?action=getTaskStatus", { taskId }, asRoot)).body.value as {
+          state: string;
+        },
       { timeoutMs: 30_000, until: (status) => status.state === "completed" || status.state === "failed" },
     );
     expect(ended).toMatchObject({ state: "completed" });
@@ -212,7 +154,7 @@ describe("test actions", () => {
 
   it("writes actions in the results' transaction: an action's write PostgreSQL refuses leaves no results either", async () => {
     // A trigger in this test's own database refuses deprecation writes, as a full disk or a broken constraint would.
-    await h.database.pool.query(`
+    await ta.gateway.database.pool.query(`
       CREATE FUNCTION refuse_deprecation() RETURNS trigger LANGUAGE plpgsql AS
         $$ BEGIN RAISE EXCEPTION 'deprecation refused for the test'; END $$;
       CREATE TRIGGER refuse_deprecation BEFORE INSERT ON aspect
@@ -221,14 +163,20 @@ describe("test actions", () => {
       // Ingested only now: the runTest above would otherwise have marked it already.
       await ingest(...undocumented(BROKEN));
       const before = await versions(BROKEN);
-      const res = await h.post("/gms/test?action=evaluate", { urn: BROKEN, push: true, testUrns: [FLAG] }, asRoot);
+      const res = await ta.gateway.post(
+        "/gms/test?action=evaluate",
+        { urn: BROKEN, push: true, testUrns: [FLAG] },
+        asRoot,
+      );
       expect(res.status).toBe(500);
       // Neither the testResults nor the tags, terms, owners or domain written before the refused write remain.
       expect(await versions(BROKEN)).toEqual(before);
       expect(before.testResults).toBeUndefined();
       expect(await auditOf(BROKEN)).toEqual([]);
     } finally {
-      await h.database.pool.query("DROP TRIGGER refuse_deprecation ON aspect; DROP FUNCTION refuse_deprecation();");
+      await ta.gateway.database.pool.query(
+        "DROP TRIGGER refuse_deprecation ON aspect; DROP FUNCTION refuse_deprecation();",
+      );
     }
     await evaluate(BROKEN, true, [FLAG]);
     expect((await latest(BROKEN)).deprecation).toEqual({ deprecated: true, note: "no description", actor: FLAG });
