@@ -4,11 +4,8 @@
  * documents are known (fixtures/datahub/smoke-tests.graphql, terraform-metadata-tests.graphql), and as
  * tests-ui-inferred.graphql writes them where they are not.
  */
-import { eventually } from "@mdp/core/testing";
 import { DEFINITION_LIMITS } from "@mdp/metadata-tests";
-import { startEvaluationWorker, type RunningWorker } from "./support/evaluation-worker";
-import { ROOT, grant, startGateway, systemClientHeaders, type Harness } from "./support/gateway-harness";
-import { frontendProxyHeaders } from "./fixtures/datahub/requests";
+import { ROOT, systemClientHeaders } from "./support/gateway-harness";
 import {
   SMOKE_TEST_CATEGORY,
   SMOKE_TEST_DEFINITION_JSON,
@@ -34,93 +31,42 @@ import {
   HAS_DESCRIPTION,
   PII_TAG,
   TAGS_UNDESCRIBED,
-  aspect,
 } from "./support/datahub-tests-ui";
+import { startTestsUiHarness } from "./support/datahub-tests-ui-harness";
 
 describe("DataHub's metadata tests UI operations", () => {
-  let h: Harness;
-  let worker: RunningWorker;
-  const asRoot = systemClientHeaders(ROOT);
-  /** As the web app and the smoke tests reach GMS: the frontend's proxy, with the system client and the user. */
-  const frontend = (user: string) => {
-    // The harness sets the content type itself.
-    const { "Content-Type": _json, ...headers } = frontendProxyHeaders(
-      h.config.SYSTEM_CLIENT_ID,
-      h.config.SYSTEM_CLIENT_SECRET,
-      user,
-    );
-    return headers;
-  };
-  const tagsOf = async (urn: string) =>
-    (
-      await h.database.pool.query<{ value: { tags: Array<{ tag: string }> } }>(
-        `SELECT value FROM aspect WHERE urn = $1 AND aspect_name = 'globalTags' ORDER BY version DESC LIMIT 1`,
-        [urn],
-      )
-    ).rows[0]?.value.tags.map((t) => t.tag) ?? [];
-  const countRows = async (table: "metadata_test" | "aspect" | "test_result_transition") =>
-    Number((await h.database.pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${table}`)).rows[0]!.n);
-  const runTest = async (urn: string, push: boolean) => {
-    const res = await h.graphql(
-      `mutation($u: String!, $p: Boolean) { runTest(urn: $u, push: $p) }`,
-      { u: urn, p: push },
-      asRoot,
-    );
-    const taskId = res.body.data!.runTest as string;
-    return eventually(
-      `run ${taskId} completed`,
-      async () =>
-        (await h.post("/gms/operations?action=getTaskStatus", { taskId }, asRoot)).body.value as { state: string },
-      { timeoutMs: 20_000, until: (s) => s.state === "completed" || s.state === "failed" },
-    );
-  };
-
-  beforeAll(async () => {
-    h = await startGateway({ EVALUATION_TIME_LIMIT_MS: String(TIME_LIMIT_MS) });
-    worker = await startEvaluationWorker(h);
-    await grant(h, VIEWER, ["VIEW_TESTS"]);
-    await grant(h, MANAGER, ["MANAGE_TESTS", "EDIT_ENTITY_TAGS"]);
-    await grant(h, TESTER, ["MANAGE_TESTS"]);
-    const res = await h.post(
-      "/gms/aspects?action=ingestProposalBatch",
-      {
-        proposals: [
-          aspect(DESCRIBED, "datasetProperties", { description: "Described" }),
-          aspect(BARE, "globalTags", { tags: [{ tag: "urn:li:tag:other" }] }),
-          aspect(CHART, "chartInfo", { title: "A chart" }),
-          aspect(HOG, "datasetProperties", { description: "plain" }),
-        ],
-      },
-      asRoot,
-    );
-    expect(res.status).toBe(200);
-  });
-  afterAll(async () => {
-    await worker?.close();
-    await h?.close();
-  });
+  const ui = startTestsUiHarness();
+  const { asRoot, frontend, tagsOf, countRows, runTest } = ui;
 
   describe("validateTest (the Terraform provider's document)", () => {
     it("answers isValid for a definition createTest accepts, and saves nothing", async () => {
       const before = await countRows("metadata_test");
-      const res = await h.graphql(TERRAFORM.validateTest!, terraformValidateVariables(HAS_DESCRIPTION), asRoot);
+      const res = await ui.gateway.graphql(
+        TERRAFORM.validateTest!,
+        terraformValidateVariables(HAS_DESCRIPTION),
+        asRoot,
+      );
       expect(res.body).toEqual({ data: { validateTest: { isValid: true, messages: [] } } });
       expect(await countRows("metadata_test")).toBe(before);
     });
 
     it("answers each problem as a message naming where it is, as createTest would refuse it", async () => {
       const badOperator = definition({ property: "x", operator: "no_such_op" });
-      const operatorAnswer = await h.graphql(TERRAFORM.validateTest!, terraformValidateVariables(badOperator), asRoot);
+      const operatorAnswer = await ui.gateway.graphql(
+        TERRAFORM.validateTest!,
+        terraformValidateVariables(badOperator),
+        asRoot,
+      );
       expect(operatorAnswer.body.data!.validateTest).toEqual({
         isValid: false,
         messages: [expect.stringMatching(/^rules\.operator: unknown operator 'no_such_op'/)],
       });
       const json = JSON.stringify({ on: { types: ["datasett"] }, rules: { property: "x", operator: "exists" } });
-      const res = await h.graphql(TERRAFORM.validateTest!, terraformValidateVariables(json), asRoot);
+      const res = await ui.gateway.graphql(TERRAFORM.validateTest!, terraformValidateVariables(json), asRoot);
       const result = res.body.data!.validateTest as { isValid: boolean; messages: string[] };
       expect(result.isValid).toBe(false);
       expect(result.messages).toEqual([expect.stringMatching(/^on\.types\[0\]: unknown entity type 'datasett'/)]);
-      const created = await h.graphql(
+      const created = await ui.gateway.graphql(
         SMOKE.createTest!,
         { input: { id: "refused", name: "r", category: "c", definition: { json } } },
         asRoot,
@@ -134,7 +80,7 @@ describe("DataHub's metadata tests UI operations", () => {
         operator: "equals",
         value: "x".repeat(DEFINITION_LIMITS.bytes),
       });
-      const res = await h.graphql(TERRAFORM.validateTest!, terraformValidateVariables(json), asRoot);
+      const res = await ui.gateway.graphql(TERRAFORM.validateTest!, terraformValidateVariables(json), asRoot);
       expect(res.body.data!.validateTest).toEqual({
         isValid: false,
         messages: [expect.stringContaining(`more than the limit of ${DEFINITION_LIMITS.bytes}`)],
@@ -145,10 +91,10 @@ describe("DataHub's metadata tests UI operations", () => {
   describe("Test.results (the smoke tests' documents, through the frontend's proxy)", () => {
     it("creates the smoke test's test, answers its definition as sent and counts what passes and fails it", async () => {
       const testId = `test-create-id_${Math.floor(Date.now() / 1000)}`;
-      const created = await h.graphql(SMOKE.createTest!, smokeCreateTestVariables(testId), frontend(ROOT));
+      const created = await ui.gateway.graphql(SMOKE.createTest!, smokeCreateTestVariables(testId), frontend(ROOT));
       expect(created.body).toEqual({ data: { createTest: `urn:li:test:${testId}` } });
       const urn = `urn:li:test:${testId}`;
-      const read = async () => (await h.graphql(SMOKE.test!, { urn }, frontend(ROOT))).body;
+      const read = async () => (await ui.gateway.graphql(SMOKE.test!, { urn }, frontend(ROOT))).body;
       expect(await read()).toEqual({
         data: {
           test: {
@@ -167,7 +113,7 @@ describe("DataHub's metadata tests UI operations", () => {
       expect((await read()).data!.test).toMatchObject({ results: { passingCount: 2, failingCount: 1 } });
 
       // The test edited away from datasets: their results no longer stand, nor are they counted.
-      const updated = await h.graphql(
+      const updated = await ui.gateway.graphql(
         SMOKE.updateTest!,
         {
           urn,
@@ -194,7 +140,7 @@ describe("DataHub's metadata tests UI operations", () => {
     it("answers PASS, FAIL and NONE for a definition that is not saved, as the web app sends it", async () => {
       const tests = await countRows("metadata_test");
       const status = async (urn: string, json: string) => {
-        const res = await h.graphql(
+        const res = await ui.gateway.graphql(
           UI.runTestDefinition!,
           webAppRunTestDefinitionVariables(urn, json),
           frontend(MANAGER),
@@ -210,7 +156,7 @@ describe("DataHub's metadata tests UI operations", () => {
 
     it("EVALUATE_ONLY writes nothing; DEFAULT applies the definition's actions for the caller, storing no result", async () => {
       const run = (mode: string, actor = MANAGER) =>
-        h.graphql(
+        ui.gateway.graphql(
           `mutation($u: String!, $t: TestDefinitionInput!, $m: TestEvaluationMode) {
              runTestDefinition(urn: $u, test: $t, mode: $m) { status }
            }`,
@@ -222,7 +168,7 @@ describe("DataHub's metadata tests UI operations", () => {
       const testResultsVersions = async () =>
         Number(
           (
-            await h.database.pool.query<{ n: string }>(
+            await ui.gateway.database.pool.query<{ n: string }>(
               `SELECT count(*) AS n FROM aspect WHERE aspect_name = 'testResults'`,
             )
           ).rows[0]!.n,
@@ -248,12 +194,14 @@ describe("DataHub's metadata tests UI operations", () => {
       // No testResults for a test that does not exist, and no history.
       expect(await testResultsVersions()).toBe(results);
       expect(await countRows("test_result_transition")).toBe(history);
-      const audit = await h.prisma.auditEvent.findFirst({ where: { action: "test.actions", targetUrn: BARE } });
+      const audit = await ui.gateway.prisma.auditEvent.findFirst({
+        where: { action: "test.actions", targetUrn: BARE },
+      });
       expect(audit).toMatchObject({ actorUrn: MANAGER, details: expect.objectContaining({ unsaved: true }) });
     });
 
     it("refuses a definition createTest would refuse, naming the field", async () => {
-      const res = await h.graphql(
+      const res = await ui.gateway.graphql(
         UI.runTestDefinition!,
         webAppRunTestDefinitionVariables(BARE, '{"on": {"types": ["dataset"]}}'),
         frontend(MANAGER),
@@ -268,7 +216,7 @@ describe("DataHub's metadata tests UI operations", () => {
       // 2 MB of tags, written straight to the table (more than one ingestion request may carry), and a legal
       // definition whose evaluation on it takes seconds (as metadata-tests-limits.int.spec.ts's time limit test).
       const tags = Array.from({ length: 20_000 }, (_, i) => ({ tag: `urn:li:tag:${"t".repeat(80)}${i}` }));
-      await h.database.pool.query(
+      await ui.gateway.database.pool.query(
         `INSERT INTO aspect (urn, aspect_name, version, entity_type, value, created_by)
          VALUES ($1, 'globalTags', 0, 'dataset', $2::jsonb, $3)`,
         [HOG, JSON.stringify({ tags }), ROOT],
@@ -281,11 +229,11 @@ describe("DataHub's metadata tests UI operations", () => {
         })),
       });
       let settled = false;
-      const trying = h
+      const trying = ui.gateway
         .graphql(UI.runTestDefinition!, webAppRunTestDefinitionVariables(HOG, slow), frontend(MANAGER))
         .finally(() => (settled = true));
       // Answered while the evaluation runs: it is not on the gateway's event loop.
-      const me = await h.graphql("{ me { urn } }", {}, asRoot);
+      const me = await ui.gateway.graphql("{ me { urn } }", {}, asRoot);
       expect(me.body.data).toEqual({ me: { urn: ROOT } });
       expect(settled).toBe(false);
       const res = await trying;

@@ -7,87 +7,12 @@ import { eventually } from "@mdp/core/testing";
 import { closeRedis, createRedis, Producer, RateLimits, ScheduleSyncRequests } from "@mdp/queues";
 import { fireSchedule, scheduledTestKind } from "@mdp/schedules";
 import { TaskLifecycle } from "@mdp/tasks";
-import { startEvaluationWorker, type RunningWorker } from "./support/evaluation-worker";
-import { ROOT, grant, startGateway, systemClientHeaders, type Harness } from "./support/gateway-harness";
-import { frontendProxyHeaders } from "./fixtures/datahub/requests";
-import {
-  SMOKE,
-  UI,
-  DESCRIBED,
-  BARE,
-  CHART,
-  HOG,
-  VIEWER,
-  MANAGER,
-  TESTER,
-  TIME_LIMIT_MS,
-  definition,
-  HAS_DESCRIPTION,
-  aspect,
-} from "./support/datahub-tests-ui";
+import { UI, DESCRIBED, BARE, CHART, VIEWER, MANAGER, definition, HAS_DESCRIPTION } from "./support/datahub-tests-ui";
+import { startTestsUiHarness } from "./support/datahub-tests-ui-harness";
 
 describe("DataHub's metadata tests UI operations", () => {
-  let h: Harness;
-  let worker: RunningWorker;
-  const asRoot = systemClientHeaders(ROOT);
-  /** As the web app and the smoke tests reach GMS: the frontend's proxy, with the system client and the user. */
-  const frontend = (user: string) => {
-    // The harness sets the content type itself.
-    const { "Content-Type": _json, ...headers } = frontendProxyHeaders(
-      h.config.SYSTEM_CLIENT_ID,
-      h.config.SYSTEM_CLIENT_SECRET,
-      user,
-    );
-    return headers;
-  };
-  const createTest = async (id: string, json: string, extra: Record<string, unknown> = {}) => {
-    const res = await h.graphql(
-      SMOKE.createTest!,
-      { input: { id, name: id, category: "ui", definition: { json }, ...extra } },
-      asRoot,
-    );
-    expect(res.body.errors).toBeUndefined();
-    return res.body.data!.createTest as string;
-  };
-  const runTest = async (urn: string, push: boolean) => {
-    const res = await h.graphql(
-      `mutation($u: String!, $p: Boolean) { runTest(urn: $u, push: $p) }`,
-      { u: urn, p: push },
-      asRoot,
-    );
-    const taskId = res.body.data!.runTest as string;
-    return eventually(
-      `run ${taskId} completed`,
-      async () =>
-        (await h.post("/gms/operations?action=getTaskStatus", { taskId }, asRoot)).body.value as { state: string },
-      { timeoutMs: 20_000, until: (s) => s.state === "completed" || s.state === "failed" },
-    );
-  };
-
-  beforeAll(async () => {
-    h = await startGateway({ EVALUATION_TIME_LIMIT_MS: String(TIME_LIMIT_MS) });
-    worker = await startEvaluationWorker(h);
-    await grant(h, VIEWER, ["VIEW_TESTS"]);
-    await grant(h, MANAGER, ["MANAGE_TESTS", "EDIT_ENTITY_TAGS"]);
-    await grant(h, TESTER, ["MANAGE_TESTS"]);
-    const res = await h.post(
-      "/gms/aspects?action=ingestProposalBatch",
-      {
-        proposals: [
-          aspect(DESCRIBED, "datasetProperties", { description: "Described" }),
-          aspect(BARE, "globalTags", { tags: [{ tag: "urn:li:tag:other" }] }),
-          aspect(CHART, "chartInfo", { title: "A chart" }),
-          aspect(HOG, "datasetProperties", { description: "plain" }),
-        ],
-      },
-      asRoot,
-    );
-    expect(res.status).toBe(200);
-  });
-  afterAll(async () => {
-    await worker?.close();
-    await h?.close();
-  });
+  const ui = startTestsUiHarness();
+  const { asRoot, frontend, createTest, runTest } = ui;
 
   describe("runTests and Test.batchRunEvents", () => {
     it("evaluates and pushes every ACTIVE test of the entity; true only when none fails", async () => {
@@ -96,9 +21,9 @@ describe("DataHub's metadata tests UI operations", () => {
         "ui-tagged",
         definition({ property: "globalTags.tags.tag", operator: "contains_any", values: ["urn:li:tag:other"] }),
       );
-      const res = await h.graphql(UI.runTests!, { urn: BARE }, frontend(MANAGER));
+      const res = await ui.gateway.graphql(UI.runTests!, { urn: BARE }, frontend(MANAGER));
       expect(res.body).toEqual({ data: { runTests: false } });
-      const stored = await h.graphql(
+      const stored = await ui.gateway.graphql(
         `query($u: String!) { testResults(urn: $u) { passing { test { urn } } failing { test { urn } } } }`,
         { u: BARE },
         asRoot,
@@ -108,19 +33,21 @@ describe("DataHub's metadata tests UI operations", () => {
         failing: expect.arrayContaining([{ test: { urn: described } }]),
       });
       // DESCRIBED passes ui-described, and fails ui-tagged.
-      expect((await h.graphql(UI.runTests!, { urn: DESCRIBED }, frontend(MANAGER))).body).toEqual({
+      expect((await ui.gateway.graphql(UI.runTests!, { urn: DESCRIBED }, frontend(MANAGER))).body).toEqual({
         data: { runTests: false },
       });
       // The one ACTIVE test of charts (the smoke test, edited to them above) passes.
-      expect((await h.graphql(UI.runTests!, { urn: CHART }, frontend(MANAGER))).body).toEqual({
+      expect((await ui.gateway.graphql(UI.runTests!, { urn: CHART }, frontend(MANAGER))).body).toEqual({
         data: { runTests: true },
       });
       // Pushing needs MANAGE_TESTS.
-      expect((await h.graphql(UI.runTests!, { urn: DESCRIBED }, frontend(VIEWER))).body.errors?.[0]).toMatchObject({
+      expect(
+        (await ui.gateway.graphql(UI.runTests!, { urn: DESCRIBED }, frontend(VIEWER))).body.errors?.[0],
+      ).toMatchObject({
         extensions: { code: "FORBIDDEN" },
       });
       // The UI's summary of the test follows the pushes.
-      const summary = await h.graphql(UI.getTestResultsSummary!, { urn: described }, frontend(VIEWER));
+      const summary = await ui.gateway.graphql(UI.getTestResultsSummary!, { urn: described }, frontend(VIEWER));
       expect(summary.body).toEqual({
         data: { test: { urn: described, results: { passingCount: 1, failingCount: 1 } } },
       });
@@ -129,7 +56,7 @@ describe("DataHub's metadata tests UI operations", () => {
     it("lists the test's completed pushed runs newest first, with their counts; a dry run is not one", async () => {
       const urn = await createTest("ui-events", HAS_DESCRIPTION);
       const events = async (variables: Record<string, unknown> = {}) =>
-        h.graphql(UI.getTestRunEvents!, { urn, ...variables }, frontend(VIEWER));
+        ui.gateway.graphql(UI.getTestRunEvents!, { urn, ...variables }, frontend(VIEWER));
       expect((await events()).body.data).toEqual({ test: { urn, batchRunEvents: { batchRunEvents: [] } } });
 
       const before = Date.now();
@@ -155,28 +82,29 @@ describe("DataHub's metadata tests UI operations", () => {
 
     it("counts a scheduled firing's run among the test's runs", async () => {
       const urn = await createTest("ui-scheduled", HAS_DESCRIPTION, { schedule: { cron: "0 3 * * *" } });
-      const logger = createLogger("tests-ui-test", h.config.LOG_LEVEL);
-      const connection = createRedis(h.config.REDIS_URL, "producer");
-      const rateLimits = new RateLimits(RateLimits.connect(h.config, logger), h.config);
-      const runs = new Producer("evaluate", connection, h.config.QUEUE_PREFIX);
-      const truncations = new Producer("truncate", connection, h.config.QUEUE_PREFIX);
-      const syncQueue = new Producer("scheduleSync", connection, h.config.QUEUE_PREFIX);
+      const logger = createLogger("tests-ui-test", ui.gateway.config.LOG_LEVEL);
+      const connection = createRedis(ui.gateway.config.REDIS_URL, "producer");
+      const rateLimits = new RateLimits(RateLimits.connect(ui.gateway.config, logger), ui.gateway.config);
+      const runs = new Producer("evaluate", connection, ui.gateway.config.QUEUE_PREFIX);
+      const truncations = new Producer("truncate", connection, ui.gateway.config.QUEUE_PREFIX);
+      const syncQueue = new Producer("scheduleSync", connection, ui.gateway.config.QUEUE_PREFIX);
       try {
         // The workers' own firing runner, as the schedule's job runs it; the worker of this file runs the task.
         const fired = (await fireSchedule(scheduledTestKind, urn, {
-          db: h.database,
-          tasks: new TaskLifecycle(h.database, logger),
+          db: ui.gateway.database,
+          tasks: new TaskLifecycle(ui.gateway.database, logger),
           producers: { evaluate: runs, truncate: truncations },
           sync: new ScheduleSyncRequests(syncQueue),
           logger,
-          urnNamespace: h.config.URN_NAMESPACE,
-          rootUserUrn: h.config.ROOT_USER_URN,
+          urnNamespace: ui.gateway.config.URN_NAMESPACE,
+          rootUserUrn: ui.gateway.config.ROOT_USER_URN,
           rateLimits,
         })) as { taskId: string };
         await eventually(
           `scheduled run ${fired.taskId} completed`,
           async () =>
-            (await h.post("/gms/operations?action=getTaskStatus", { taskId: fired.taskId }, asRoot)).body.value as {
+            (await ui.gateway.post("/gms/operations?action=getTaskStatus", { taskId: fired.taskId }, asRoot)).body
+              .value as {
               state: string;
             },
           { timeoutMs: 20_000, until: (status) => status.state === "completed" },
@@ -186,7 +114,7 @@ describe("DataHub's metadata tests UI operations", () => {
         await rateLimits.close();
         await closeRedis(connection);
       }
-      const events = await h.graphql(UI.getTestRunEvents!, { urn }, frontend(VIEWER));
+      const events = await ui.gateway.graphql(UI.getTestRunEvents!, { urn }, frontend(VIEWER));
       expect(events.body.data).toEqual({
         test: {
           urn,
@@ -206,7 +134,7 @@ describe("DataHub's metadata tests UI operations", () => {
     it("refuses a limit or a window past its bounds, naming them", async () => {
       const urn = await createTest("ui-bounds", HAS_DESCRIPTION);
       const refused = async (variables: Record<string, unknown>) =>
-        (await h.graphql(UI.getTestRunEvents!, { urn, ...variables }, asRoot)).body.errors?.[0];
+        (await ui.gateway.graphql(UI.getTestRunEvents!, { urn, ...variables }, asRoot)).body.errors?.[0];
       expect(await refused({ limit: 101 })).toMatchObject({
         extensions: { code: "BAD_USER_INPUT" },
         message: "limit must be between 1 and 100",
