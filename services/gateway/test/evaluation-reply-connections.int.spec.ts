@@ -6,88 +6,25 @@ import { Redis } from "ioredis";
 import { eventually } from "@mdp/core/testing";
 import { QUEUE_NAMES } from "@mdp/queues";
 import { Queue } from "bullmq";
-import { startEvaluationWorker, type RunningWorker } from "./support/evaluation-worker";
-import { ROOT, grant, startGateway, systemClientHeaders, type Harness } from "./support/gateway-harness";
-import {
-  EVALUATE,
-  BATCH,
-  VIEWER,
-  READER,
-  TASKS,
-  MANAGER,
-  LONG,
-  TAGGED,
-  taggedNumber,
-  DESCRIPTION,
-  TAGS,
-  failingRules,
-} from "./support/evaluation-results";
+import { EVALUATE, BATCH, VIEWER, LONG, TAGGED } from "./support/evaluation-results";
+import { startEvaluationResultsHarness } from "./support/evaluation-results-harness";
 
 describe("evaluation results: bounded, and values only for GET_ENTITY", () => {
-  let h: Harness;
-  let worker: RunningWorker;
-  const asRoot = systemClientHeaders(ROOT);
-
-  const insert = async (urn: string, aspectName: string, value: unknown) => {
-    // Straight to the table: faster than ingestion for values this size, and the same rows.
-    await h.database.pool.query(
-      `INSERT INTO aspect (urn, aspect_name, version, entity_type, value, created_by)
-       VALUES ($1, $2, 0, 'dataset', $3::jsonb, $4)`,
-      [urn, aspectName, JSON.stringify(value), ROOT],
-    );
-  };
-  const createTest = async (id: string, json: string) => {
-    const res = await h.graphql(
-      `mutation($input: CreateTestInput!) { createTest(input: $input) }`,
-      { input: { id, name: id, category: "x", definition: { json } } },
-      asRoot,
-    );
-    expect(res.body).toEqual({ data: { createTest: `urn:li:test:${id}` } });
-  };
-  /** The answer as text: its size is what the byte bounds bound. */
-  const post = async (path: string, body: unknown, actor = ROOT) => {
-    const res = await fetch(`${h.baseUrl}${path}`, {
-      method: "POST",
-      headers: { "content-type": "application/json", ...systemClientHeaders(actor) },
-      body: JSON.stringify(body),
-    });
-    const text = await res.text();
-    return { status: res.status, bytes: Buffer.byteLength(text), body: JSON.parse(text) as Record<string, unknown> };
-  };
-
-  beforeAll(async () => {
-    h = await startGateway();
-    worker = await startEvaluationWorker(h);
-    await grant(h, VIEWER, ["VIEW_TESTS"]);
-    await grant(h, READER, ["VIEW_TESTS", "GET_ENTITY"]);
-    await grant(h, TASKS, ["GET_TASK_STATUS"]);
-    await grant(h, MANAGER, ["MANAGE_TESTS"]);
-    await insert(LONG, "datasetProperties", { description: DESCRIPTION });
-    await insert(TAGGED, "globalTags", { tags: TAGS });
-    for (let i = 0; i < 10; i++) await insert(taggedNumber(i), "globalTags", { tags: TAGS });
-    await createTest("long", failingRules(50, "datasetProperties.description"));
-    // 199 rules, each finding 20 values of 300+ characters: about 2 MB of failed rules even with every value cut.
-    await createTest("wide", failingRules(199, "globalTags.tags.tag"));
-    // About 460 KB per entity (9 KB a rule): under the entity limit, 10 entities of it over the answer limit.
-    await createTest("medium", failingRules(52, "globalTags.tags.tag"));
-  });
-  afterAll(async () => {
-    await worker?.close();
-    await h?.close();
-  });
+  const ev = startEvaluationResultsHarness();
+  const { post } = ev;
 
   describe("evaluation replies and invalidations on separate subscriber connections", () => {
     /** Cuts a connection from the server's side, as Redis does past a client's output buffer limit. */
     const kill = async (connection: unknown) => {
       const socket = (connection as Redis).stream;
-      const admin = new Redis(h.config.REDIS_URL);
+      const admin = new Redis(ev.gateway.config.REDIS_URL);
       try {
         await admin.client("KILL", "ADDR", `${socket.localAddress}:${socket.localPort}`);
       } finally {
         admin.disconnect();
       }
     };
-    const onCluster = () => !(h.connections.replySubscriber instanceof Redis);
+    const onCluster = () => !(ev.gateway.connections.replySubscriber instanceof Redis);
     const waitFor = async (condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000) => {
       await eventually(what, condition, { timeoutMs });
     };
@@ -95,7 +32,7 @@ describe("evaluation results: bounded, and values only for GET_ENTITY", () => {
     /** How many channels Redis has the connection subscribed to (CLIENT LIST's sub=). */
     const subscriptionsOf = async (connection: unknown) => {
       const socket = (connection as Redis).stream;
-      const admin = new Redis(h.config.REDIS_URL);
+      const admin = new Redis(ev.gateway.config.REDIS_URL);
       try {
         const list = (await admin.client("LIST")) as string;
         const line = list.split("\n").find((l) => l.includes(` addr=${socket.localAddress}:${socket.localPort} `));
@@ -106,8 +43,8 @@ describe("evaluation results: bounded, and values only for GET_ENTITY", () => {
     };
     /** Runs `during` while an evaluate request waits for its reply (the queue paused), then answers it. */
     const whileWaiting = async (during: () => Promise<void>) => {
-      const connection = new Redis(h.config.REDIS_URL, { maxRetriesPerRequest: null });
-      const queue = new Queue(QUEUE_NAMES.evaluate, { connection, prefix: h.config.QUEUE_PREFIX });
+      const connection = new Redis(ev.gateway.config.REDIS_URL, { maxRetriesPerRequest: null });
+      const queue = new Queue(QUEUE_NAMES.evaluate, { connection, prefix: ev.gateway.config.QUEUE_PREFIX });
       await queue.pause();
       try {
         const started = Date.now();
@@ -126,8 +63,8 @@ describe("evaluation results: bounded, and values only for GET_ENTITY", () => {
 
     it("subscribes the invalidations and the replies on two connections, one channel each", async () => {
       if (onCluster()) return;
-      expect(await subscriptionsOf(h.connections.subscriber)).toBe(1);
-      expect(await subscriptionsOf(h.connections.replySubscriber)).toBe(1);
+      expect(await subscriptionsOf(ev.gateway.connections.subscriber)).toBe(1);
+      expect(await subscriptionsOf(ev.gateway.connections.replySubscriber)).toBe(1);
     });
 
     /** An answer's text with its evaluation times left out: two evaluations of one request differ only in them. */
@@ -135,13 +72,13 @@ describe("evaluation results: bounded, and values only for GET_ENTITY", () => {
 
     it("answers a caller waiting when the reply subscriber drops, once its job has run (no 503), and keeps delivering invalidations", async () => {
       if (onCluster()) return; // CLIENT KILL ADDR of one node's socket: a single server's test
-      const { subscriber, replySubscriber } = h.connections;
+      const { subscriber, replySubscriber } = ev.gateway.connections;
       let invalidationsClosed = 0;
       const closed = () => invalidationsClosed++;
       subscriber.on("close", closed);
       let heard = 0;
       const onMessage = (channel: string) => {
-        if (channel === `${h.config.QUEUE_PREFIX}:invalidations`) heard++;
+        if (channel === `${ev.gateway.config.QUEUE_PREFIX}:invalidations`) heard++;
       };
       subscriber.on("message", onMessage);
       try {
@@ -166,11 +103,11 @@ describe("evaluation results: bounded, and values only for GET_ENTITY", () => {
 
     it("answers a caller whose reply reached no gateway from the answer its worker kept, exactly, within seconds", async () => {
       if (onCluster()) return; // UNSUBSCRIBE on one node's connection: a single server's test
-      const replySubscriber = h.connections.replySubscriber as Redis;
-      const admin = new Redis(h.config.REDIS_URL);
+      const replySubscriber = ev.gateway.connections.replySubscriber as Redis;
+      const admin = new Redis(ev.gateway.config.REDIS_URL);
       const [channel] = (await admin.pubsub(
         "CHANNELS",
-        `${h.config.QUEUE_PREFIX}:${QUEUE_NAMES.evaluate}:replies:*`,
+        `${ev.gateway.config.QUEUE_PREFIX}:${QUEUE_NAMES.evaluate}:replies:*`,
       )) as string[];
       admin.disconnect();
       const expected = await post(BATCH, { urns: [LONG, TAGGED], testUrns: ["urn:li:test:long"] }, VIEWER);
@@ -199,13 +136,13 @@ describe("evaluation results: bounded, and values only for GET_ENTITY", () => {
 
     it("answers a caller waiting when the invalidation subscriber drops, its reply arriving on its own connection", async () => {
       if (onCluster()) return;
-      const { subscriber, replySubscriber } = h.connections;
+      const { subscriber, replySubscriber } = ev.gateway.connections;
       let repliesClosed = 0;
       const closed = () => repliesClosed++;
       replySubscriber.on("close", closed);
       let replies = 0;
       const onReply = (channel: string) => {
-        if (channel.startsWith(`${h.config.QUEUE_PREFIX}:${QUEUE_NAMES.evaluate}:replies:`)) replies++;
+        if (channel.startsWith(`${ev.gateway.config.QUEUE_PREFIX}:${QUEUE_NAMES.evaluate}:replies:`)) replies++;
       };
       replySubscriber.on("message", onReply);
       try {

@@ -8,8 +8,7 @@
 import { randomUUID } from "node:crypto";
 import { eventually } from "@mdp/core/testing";
 import { closeRedis, createRedis, Producer, whenReady } from "@mdp/queues";
-import { startEvaluationWorker, type RunningWorker } from "./support/evaluation-worker";
-import { ROOT, grant, startGateway, systemClientHeaders, type Harness } from "./support/gateway-harness";
+import { ROOT, systemClientHeaders } from "./support/gateway-harness";
 import {
   EVALUATE,
   BATCH,
@@ -21,73 +20,15 @@ import {
   TAGGED,
   taggedNumber,
   DESCRIPTION,
-  TAGS,
   FailedRule,
   Evaluation,
-  failingRules,
   escape,
 } from "./support/evaluation-results";
+import { startEvaluationResultsHarness } from "./support/evaluation-results-harness";
 
 describe("evaluation results: bounded, and values only for GET_ENTITY", () => {
-  let h: Harness;
-  let worker: RunningWorker;
-  const asRoot = systemClientHeaders(ROOT);
-
-  const insert = async (urn: string, aspectName: string, value: unknown) => {
-    // Straight to the table: faster than ingestion for values this size, and the same rows.
-    await h.database.pool.query(
-      `INSERT INTO aspect (urn, aspect_name, version, entity_type, value, created_by)
-       VALUES ($1, $2, 0, 'dataset', $3::jsonb, $4)`,
-      [urn, aspectName, JSON.stringify(value), ROOT],
-    );
-  };
-  const createTest = async (id: string, json: string) => {
-    const res = await h.graphql(
-      `mutation($input: CreateTestInput!) { createTest(input: $input) }`,
-      { input: { id, name: id, category: "x", definition: { json } } },
-      asRoot,
-    );
-    expect(res.body).toEqual({ data: { createTest: `urn:li:test:${id}` } });
-  };
-  /** The answer as text: its size is what the byte bounds bound. */
-  const post = async (path: string, body: unknown, actor = ROOT) => {
-    const res = await fetch(`${h.baseUrl}${path}`, {
-      method: "POST",
-      headers: { "content-type": "application/json", ...systemClientHeaders(actor) },
-      body: JSON.stringify(body),
-    });
-    const text = await res.text();
-    return { status: res.status, bytes: Buffer.byteLength(text), body: JSON.parse(text) as Record<string, unknown> };
-  };
-  const rawTestResults = async (urn: string) =>
-    (
-      await h.database.pool.query<{ value: unknown; bytes: number }>(
-        `SELECT value, octet_length(value::text) AS bytes FROM aspect
-          WHERE urn = $1 AND aspect_name = 'testResults' ORDER BY version DESC LIMIT 1`,
-        [urn],
-      )
-    ).rows[0];
-
-  beforeAll(async () => {
-    h = await startGateway();
-    worker = await startEvaluationWorker(h);
-    await grant(h, VIEWER, ["VIEW_TESTS"]);
-    await grant(h, READER, ["VIEW_TESTS", "GET_ENTITY"]);
-    await grant(h, TASKS, ["GET_TASK_STATUS"]);
-    await grant(h, MANAGER, ["MANAGE_TESTS"]);
-    await insert(LONG, "datasetProperties", { description: DESCRIPTION });
-    await insert(TAGGED, "globalTags", { tags: TAGS });
-    for (let i = 0; i < 10; i++) await insert(taggedNumber(i), "globalTags", { tags: TAGS });
-    await createTest("long", failingRules(50, "datasetProperties.description"));
-    // 199 rules, each finding 20 values of 300+ characters: about 2 MB of failed rules even with every value cut.
-    await createTest("wide", failingRules(199, "globalTags.tags.tag"));
-    // About 460 KB per entity (9 KB a rule): under the entity limit, 10 entities of it over the answer limit.
-    await createTest("medium", failingRules(52, "globalTags.tags.tag"));
-  });
-  afterAll(async () => {
-    await worker?.close();
-    await h?.close();
-  });
+  const ev = startEvaluationResultsHarness();
+  const { asRoot, post, rawTestResults } = ev;
 
   it("cuts each value a failed rule shows: 50 rules on a 200 KB description answer a few KB per rule", async () => {
     const res = await post(EVALUATE, { urn: LONG, testUrns: ["urn:li:test:long"] });
@@ -137,7 +78,7 @@ describe("evaluation results: bounded, and values only for GET_ENTITY", () => {
   });
 
   it("stores a runTest's results within the per-entity limit: the heaviest rules lose their values, counts stay", async () => {
-    const run = await h.graphql(
+    const run = await ev.gateway.graphql(
       `mutation { runTest(urn: "urn:li:test:wide", push: true, batchSize: 100) }`,
       {},
       asRoot,
@@ -174,7 +115,7 @@ describe("evaluation results: bounded, and values only for GET_ENTITY", () => {
   });
 
   it("stores the values of a push by a caller without GET_ENTITY, and answers it without them", async () => {
-    await h.database.pool.query("DELETE FROM aspect WHERE urn = $1 AND aspect_name = 'testResults'", [LONG]);
+    await ev.gateway.database.pool.query("DELETE FROM aspect WHERE urn = $1 AND aspect_name = 'testResults'", [LONG]);
     const res = await post(EVALUATE, { urn: LONG, testUrns: ["urn:li:test:long"], push: true }, MANAGER);
     expect(res.status).toBe(200);
     expect(JSON.stringify(res.body)).not.toContain("secret-owner-text");
@@ -185,7 +126,7 @@ describe("evaluation results: bounded, and values only for GET_ENTITY", () => {
   it("shows stored testResults (GraphQL) without values to a caller without GET_ENTITY", async () => {
     const query = `query($urn: String!) { testResults(urn: $urn) { failing { failedRules { actual actualCount message } } } }`;
     const rulesFor = async (actor: string) => {
-      const res = await h.graphql(query, { urn: LONG }, systemClientHeaders(actor));
+      const res = await ev.gateway.graphql(query, { urn: LONG }, systemClientHeaders(actor));
       const data = res.body.data as { testResults: { failing: Array<{ failedRules: FailedRule[] }> } };
       return data.testResults.failing[0]!.failedRules;
     };
@@ -197,9 +138,9 @@ describe("evaluation results: bounded, and values only for GET_ENTITY", () => {
 
   it("shows an evaluation task's result without values to a GET_TASK_STATUS holder without GET_ENTITY", async () => {
     // An evaluate job nobody waits for records its task row (as a 504'd one does).
-    const redis = createRedis(h.config.REDIS_URL, "producer");
+    const redis = createRedis(ev.gateway.config.REDIS_URL, "producer");
     await whenReady(redis);
-    const producer = new Producer("evaluate", redis, h.config.QUEUE_PREFIX);
+    const producer = new Producer("evaluate", redis, ev.gateway.config.QUEUE_PREFIX);
     const taskId = randomUUID();
     try {
       await producer.enqueue(randomUUID(), {
@@ -241,7 +182,7 @@ describe("evaluation results: bounded, and values only for GET_ENTITY", () => {
     const ids = Array.from({ length: 4 }, () => randomUUID());
     for (const [i, id] of ids.entries()) {
       const result = { results: { [LONG]: { urn: LONG, padding: "p".repeat(1_500_000) } } };
-      await h.database.pool.query(
+      await ev.gateway.database.pool.query(
         `INSERT INTO task (id, type, state, request, progress, result, created_by, created_at, finished_at)
          VALUES ($1, 'EVALUATE_TESTS', 'completed', '{}', '{}', $2::jsonb, $3, now() - ($4 || ' ms')::interval, now())`,
         [id, JSON.stringify(result), creator, String(i)],
