@@ -2,44 +2,14 @@
  * truncateTimeseriesAspect's requests in one process, the gateway over real HTTP on real PostgreSQL partitions:
  * dry-run reports and validation (execution: truncation-tasks and truncation-timeouts).
  */
-import { DAY_MILLIS, inTransaction, TimeseriesStore, type TimeseriesAspectRef } from "@mdp/db";
-import { startGateway, systemClientHeaders, type Harness } from "./support/gateway-harness";
+import { DAY_MILLIS } from "@mdp/db";
+import { systemClientHeaders } from "./support/gateway-harness";
 import { PROFILE, T0, TRUNCATE } from "./support/truncation";
+import { startTruncationHarness } from "./support/truncation-harness";
 
 describe("time-series truncation", () => {
-  let h: Harness;
-  let store: TimeseriesStore;
-
-  const load = async (ref: TimeseriesAspectRef, timestamps: number[]) => {
-    const rows = timestamps.map((t, i) => ({
-      urn: `urn:li:${ref.entityType}:(urn:li:dataPlatform:x,t${i % 7},PROD)`,
-      timestampMillis: t,
-      valueJson: JSON.stringify({ timestampMillis: t }),
-    }));
-    await store.prepare([{ ...ref, rows }]);
-    await inTransaction(h.database.pool, (client) => store.append(client, ref, rows));
-  };
-  const timestampsOf = async (ref: TimeseriesAspectRef) => {
-    const { rows } = await h.database.pool.query<{ t: string }>(
-      `SELECT timestamp_millis AS t FROM timeseries."ts_${ref.entityType}_${ref.aspectName}" ORDER BY 1`,
-    );
-    return rows.map((r) => Number(r.t));
-  };
-  /** Drops every aspect table (their partitions go with them) and the bookkeeping. */
-  const clear = async () => {
-    const { rows } = await h.database.pool.query<{ table_name: string }>(
-      "SELECT table_name FROM timeseries.aspect_table",
-    );
-    for (const r of rows) await h.database.pool.query(`DROP TABLE timeseries."${r.table_name}"`);
-    await h.database.pool.query("DELETE FROM timeseries.aspect_table");
-    store = new TimeseriesStore(h.database.pool); // forgets the partitions it had seen
-  };
-
-  beforeAll(async () => {
-    h = await startGateway();
-    store = new TimeseriesStore(h.database.pool);
-  });
-  afterAll(() => h.close());
+  const tr = startTruncationHarness();
+  const { load, timestampsOf, clear } = tr;
 
   describe("dry run", () => {
     beforeAll(async () => {
@@ -53,7 +23,11 @@ describe("time-series truncation", () => {
 
     it("is the default, reports exact numbers and the strategy, and changes nothing", async () => {
       const cutoff = T0 + 5 * DAY_MILLIS + 50 * 1000; // 5 whole days + 50 rows of the sixth
-      const res = await h.post(TRUNCATE, { entityType: "dataset", aspect: "datasetProfile", endTimeMillis: cutoff });
+      const res = await tr.gateway.post(TRUNCATE, {
+        entityType: "dataset",
+        aspect: "datasetProfile",
+        endTimeMillis: cutoff,
+      });
       expect(res).toMatchObject({
         status: 200,
         body: {
@@ -66,7 +40,7 @@ describe("time-series truncation", () => {
     });
 
     it("names a delete by query when only part of one day goes", async () => {
-      const res = await h.post(TRUNCATE, {
+      const res = await tr.gateway.post(TRUNCATE, {
         entityType: "dataset",
         aspect: "datasetProfile",
         endTimeMillis: T0 + 12_500,
@@ -78,7 +52,11 @@ describe("time-series truncation", () => {
     });
 
     it("counts rows strictly older than the cutoff", async () => {
-      const res = await h.post(TRUNCATE, { entityType: "dataset", aspect: "datasetProfile", endTimeMillis: T0 });
+      const res = await tr.gateway.post(TRUNCATE, {
+        entityType: "dataset",
+        aspect: "datasetProfile",
+        endTimeMillis: T0,
+      });
       expect(res.body.value).toMatch(/^Delete 0 out of 1000 rows \(0\.00%\)/);
     });
   });
@@ -105,13 +83,17 @@ describe("time-series truncation", () => {
       ],
       [{ entityType: "dataset", aspect: "datasetProfile", endTimeMillis: 1, force: true }, "unknown field(s) force"],
     ])("refuses %p with a 400 naming the field", async (body, message) => {
-      const res = await h.post(TRUNCATE, body);
+      const res = await tr.gateway.post(TRUNCATE, body);
       expect(res.status).toBe(400);
       expect(res.body.message).toContain(message);
     });
 
     it("answers 404 listing the known time-series aspects for an unknown one", async () => {
-      const res = await h.post(TRUNCATE, { entityType: "dataset", aspect: "datasetProperties", endTimeMillis: 1 });
+      const res = await tr.gateway.post(TRUNCATE, {
+        entityType: "dataset",
+        aspect: "datasetProperties",
+        endTimeMillis: 1,
+      });
       expect(res.status).toBe(404);
       expect(res.body.message).toContain(
         "known: dataset/datasetProfile, dataset/datasetUsageStatistics, dataset/operation",
@@ -119,7 +101,7 @@ describe("time-series truncation", () => {
     });
 
     it("refuses a caller without TRUNCATE_TIMESERIES_INDEX", async () => {
-      const res = await h.post(
+      const res = await tr.gateway.post(
         TRUNCATE,
         { entityType: "dataset", aspect: "datasetProfile", endTimeMillis: 1 },
         systemClientHeaders("urn:li:corpuser:viewer"),

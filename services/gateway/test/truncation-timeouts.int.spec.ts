@@ -3,74 +3,29 @@
  * BullMQ truncation worker, real PostgreSQL partitions. timeoutSeconds holds between batches, inside a step and while
  * planning; a randomized check that exactly the rows older than the cutoff go.
  */
-import { DAY_MILLIS, inTransaction, TimeseriesStore, type TimeseriesAspectRef } from "@mdp/db";
-import { startGateway, startTruncationWorker, type Harness } from "./support/gateway-harness";
-import { CHART, PROFILE, T0, TRUNCATE, USAGE, waitForTaskState } from "./support/truncation";
+import { DAY_MILLIS, TimeseriesStore } from "@mdp/db";
+import { CHART, PROFILE, T0, USAGE } from "./support/truncation";
+import { startTruncationHarness } from "./support/truncation-harness";
 
 describe("time-series truncation", () => {
-  let h: Harness;
-  let store: TimeseriesStore;
-
-  const load = async (ref: TimeseriesAspectRef, timestamps: number[]) => {
-    const rows = timestamps.map((t, i) => ({
-      urn: `urn:li:${ref.entityType}:(urn:li:dataPlatform:x,t${i % 7},PROD)`,
-      timestampMillis: t,
-      valueJson: JSON.stringify({ timestampMillis: t }),
-    }));
-    await store.prepare([{ ...ref, rows }]);
-    await inTransaction(h.database.pool, (client) => store.append(client, ref, rows));
-  };
-  const timestampsOf = async (ref: TimeseriesAspectRef) => {
-    const { rows } = await h.database.pool.query<{ t: string }>(
-      `SELECT timestamp_millis AS t FROM timeseries."ts_${ref.entityType}_${ref.aspectName}" ORDER BY 1`,
-    );
-    return rows.map((r) => Number(r.t));
-  };
-  const counters = async (ref: TimeseriesAspectRef) =>
-    (await store.partitions(ref)).reduce((s, p) => s + p.rowCount, 0);
-  /** Drops every aspect table (their partitions go with them) and the bookkeeping. */
-  const clear = async () => {
-    const { rows } = await h.database.pool.query<{ table_name: string }>(
-      "SELECT table_name FROM timeseries.aspect_table",
-    );
-    for (const r of rows) await h.database.pool.query(`DROP TABLE timeseries."${r.table_name}"`);
-    await h.database.pool.query("DELETE FROM timeseries.aspect_table");
-    store = new TimeseriesStore(h.database.pool); // forgets the partitions it had seen
-  };
-
-  beforeAll(async () => {
-    h = await startGateway();
-    store = new TimeseriesStore(h.database.pool);
-  });
-  afterAll(() => h.close());
+  const tr = startTruncationHarness();
+  const { load, timestampsOf, counters, clear, startWorker, startTask, waitForState } = tr;
 
   describe("execution", () => {
-    let worker: { close(): Promise<void> } | undefined;
-    afterEach(async () => {
-      await worker?.close();
-      worker = undefined;
-    });
-
-    const waitForState = (taskId: string, states: string[], timeoutMs?: number) =>
-      waitForTaskState(h, taskId, states, timeoutMs);
-
     it("stops cleanly at timeoutSeconds with the rows deleted so far reported", async () => {
       await clear();
       await load(
         PROFILE,
         Array.from({ length: 20_000 }, (_, i) => T0 + i),
       );
-      worker = await startTruncationWorker(h);
-      const taskId = (
-        await h.post(TRUNCATE, {
-          entityType: "dataset",
-          aspect: "datasetProfile",
-          endTimeMillis: T0 + 20_000,
-          dryRun: false,
-          batchSize: 1,
-          timeoutSeconds: 1,
-        })
-      ).body.value as string;
+      await startWorker();
+      const taskId = await startTask({
+        entityType: "dataset",
+        aspect: "datasetProfile",
+        endTimeMillis: T0 + 20_000,
+        batchSize: 1,
+        timeoutSeconds: 1,
+      });
       const end = await waitForState(taskId, ["failed", "completed"], 30_000);
       const deleted = (end.progress as { deleted: number }).deleted;
       expect(end).toMatchObject({
@@ -87,22 +42,19 @@ describe("time-series truncation", () => {
     const timesOutBehindLock = async (mode: string, whileWaiting?: (taskId: string) => Promise<void>) => {
       await clear();
       await load(PROFILE, [T0, T0 + 1, T0 + 2]);
-      const [partition] = await new TimeseriesStore(h.database.pool).partitions(PROFILE);
-      const locker = await h.database.pool.connect();
+      const [partition] = await new TimeseriesStore(tr.gateway.database.pool).partitions(PROFILE);
+      const locker = await tr.gateway.database.pool.connect();
       try {
         await locker.query("BEGIN");
         await locker.query(`LOCK TABLE timeseries."${partition!.table}" IN ${mode} MODE`);
-        worker = await startTruncationWorker(h);
+        await startWorker();
         const started = Date.now();
-        const taskId = (
-          await h.post(TRUNCATE, {
-            entityType: "dataset",
-            aspect: "datasetProfile",
-            endTimeMillis: T0 + 2,
-            dryRun: false,
-            timeoutSeconds: 1,
-          })
-        ).body.value as string;
+        const taskId = await startTask({
+          entityType: "dataset",
+          aspect: "datasetProfile",
+          endTimeMillis: T0 + 2,
+          timeoutSeconds: 1,
+        });
         await whileWaiting?.(taskId);
         const end = await waitForState(taskId, ["failed", "completed"], 8_000);
         expect(end).toMatchObject({
@@ -130,7 +82,7 @@ describe("time-series truncation", () => {
     });
 
     it("deletes exactly the older rows of the one aspect, over many random layouts and cutoffs", async () => {
-      worker = await startTruncationWorker(h);
+      await startWorker();
       let seed = 42;
       const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
       for (let round = 0; round < 12; round++) {
@@ -146,15 +98,12 @@ describe("time-series truncation", () => {
         const cutoffs = [...profile, T0, T0 + 3 * DAY_MILLIS, T0 + 9 * DAY_MILLIS];
         const cutoff = cutoffs[Math.floor(random() * cutoffs.length)]! + (random() < 0.5 ? 0 : 1);
         const batchSize = 1 + Math.floor(random() * 60);
-        const taskId = (
-          await h.post(TRUNCATE, {
-            entityType: "dataset",
-            aspect: "datasetProfile",
-            endTimeMillis: cutoff,
-            dryRun: false,
-            batchSize,
-          })
-        ).body.value as string;
+        const taskId = await startTask({
+          entityType: "dataset",
+          aspect: "datasetProfile",
+          endTimeMillis: cutoff,
+          batchSize,
+        });
         const end = await waitForState(taskId, ["completed", "failed"]);
         const expected = profile.filter((t) => t >= cutoff).sort((a, b) => a - b);
         const context = `round ${round}: cutoff ${cutoff}, batchSize ${batchSize}`;
