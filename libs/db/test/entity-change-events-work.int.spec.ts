@@ -5,9 +5,6 @@
  * after pruning.
  */
 import { randomUUID } from "node:crypto";
-import { ENTITY_CHANGE_EVENT } from "@mdp/core";
-import { createDatabase, type Database } from "@mdp/db";
-import { createTestDatabase, type TestDatabase } from "@mdp/db/testing";
 import {
   entityChangePayload,
   inPrismaTransaction,
@@ -22,42 +19,25 @@ import {
   TaskRepository,
   type ReaderScope,
 } from "../src";
-import { SYSTEM, EventRow } from "./support/entity-change-events";
+import { SYSTEM } from "./support/entity-change-events";
+import { startEntityChangeEventsHarness } from "./support/entity-change-events-harness";
 
 describe("EntityChangeEvent_v1 writers", () => {
-  let testDb: TestDatabase;
-  let db: Database;
-
-  beforeAll(async () => {
-    testDb = await createTestDatabase("entity_change_events");
-    db = createDatabase(testDb.url, { poolMax: 6 });
-  });
-  afterAll(async () => {
-    await db.close();
-    await testDb.drop();
-  });
-
-  const eventsOf = async (urn: string): Promise<EventRow[]> =>
-    (
-      await db.pool.query<EventRow>(
-        `SELECT entity_urn, category, subject_actor, payload FROM platform_event
-          WHERE event_type = $1 AND entity_urn = $2 ORDER BY id`,
-        [ENTITY_CHANGE_EVENT, urn],
-      )
-    ).rows;
+  const ece = startEntityChangeEventsHarness();
+  const { eventsOf } = ece;
 
   it("writes a TEST_RESULT event when a result flips between pass and fail, none for a first or unchanged one", async () => {
     const urn = "urn:li:dataset:(urn:li:dataPlatform:hive,ev.flip,PROD)";
     const test = "urn:li:test:ev-flip";
     const push = (passing: boolean) =>
-      inTransaction(db.pool, (client) => insertTransitions(client, [{ urn, test, passing, at: Date.now() }]));
+      inTransaction(ece.db.pool, (client) => insertTransitions(client, [{ urn, test, passing, at: Date.now() }]));
     await push(true); // first result: no flip
     await push(true); // unchanged
     expect(await eventsOf(urn)).toEqual([]);
     await push(false);
     await push(false);
     await expect(
-      inTransaction(db.pool, async (client) => {
+      inTransaction(ece.db.pool, async (client) => {
         await insertTransitions(client, [{ urn, test, passing: true, at: Date.now() }]);
         throw new Error("rolled back");
       }),
@@ -74,10 +54,10 @@ describe("EntityChangeEvent_v1 writers", () => {
   });
 
   it("writes a TASK event with a truncation's final transition, and none for a stale attempt's", async () => {
-    const tasks = new TaskRepository(db);
+    const tasks = new TaskRepository(ece.db);
     const create = async (request: Record<string, unknown>) => {
       const id = randomUUID();
-      await db.prisma.task.create({
+      await ece.db.prisma.task.create({
         data: {
           id,
           type: "TRUNCATE_TIMESERIES",
@@ -126,7 +106,7 @@ describe("EntityChangeEvent_v1 writers", () => {
 
   it("writes SCHEDULE SUSPEND with a suspension, about the owner, and none when it rolls back", async () => {
     const make = async (urn: string) =>
-      db.prisma.metadataTest.create({
+      ece.db.prisma.metadataTest.create({
         data: {
           urn,
           name: "t",
@@ -141,19 +121,19 @@ describe("EntityChangeEvent_v1 writers", () => {
       });
     await make("urn:li:test:ev-suspended");
     await make("urn:li:test:ev-rolled-back");
-    await inPrismaTransaction(db.prisma, (tx) =>
+    await inPrismaTransaction(ece.db.prisma, (tx) =>
       suspendIn(tx, { kind: "SCHEDULED_TEST", urn: "urn:li:test:ev-suspended" }, "owner lost it", undefined, {
         missingPrivileges: ["MANAGE_TESTS"],
       }),
     );
     await expect(
-      inPrismaTransaction(db.prisma, async (tx) => {
+      inPrismaTransaction(ece.db.prisma, async (tx) => {
         await suspendIn(tx, { kind: "SCHEDULED_TEST", urn: "urn:li:test:ev-rolled-back" }, "x");
         throw new Error("rolled back");
       }),
     ).rejects.toThrow("rolled back");
     // Suspended already: no second event.
-    await inPrismaTransaction(db.prisma, (tx) =>
+    await inPrismaTransaction(ece.db.prisma, (tx) =>
       suspendIn(tx, { kind: "SCHEDULED_TEST", urn: "urn:li:test:ev-suspended" }, "again"),
     );
     const events = await eventsOf("urn:li:test:ev-suspended");
@@ -193,20 +173,20 @@ describe("EntityChangeEvent_v1 writers", () => {
     } else {
       expect(payload.parametersCut).toBe(true);
     }
-    await insertEntityChangeEvents(db.pool, [change]);
-    const stored = await db.pool.query<{ bytes: number }>(
+    await insertEntityChangeEvents(ece.db.pool, [change]);
+    const stored = await ece.db.pool.query<{ bytes: number }>(
       "SELECT octet_length(payload::text) AS bytes FROM platform_event WHERE entity_urn = 'urn:li:test:ev-bounds'",
     );
     expect(stored.rows[0]!.bytes).toBeLessThanOrEqual(PLATFORM_EVENT_PAYLOAD.maxBytes + 256); // jsonb's spacing
   });
 
   it("lists a window of the stream for a reader's scope, moving past what it cannot read, and reports oldest", async () => {
-    await inTransaction(db.pool, (client) => sequencePlatformEvents(client, 10_000));
+    await inTransaction(ece.db.pool, (client) => sequencePlatformEvents(client, 10_000));
     const mine = "urn:li:corpuser:ev-reader";
-    const before = await db.pool.query<{ max: string | null }>("SELECT max(seq)::text AS max FROM platform_event");
+    const before = await ece.db.pool.query<{ max: string | null }>("SELECT max(seq)::text AS max FROM platform_event");
     const since = before.rows[0]!.max ?? "0";
     await insertEntityChangeEvents(
-      db.pool,
+      ece.db.pool,
       ["urn:li:corpuser:someone", mine, "urn:li:corpuser:someone"].map((subject, i) => ({
         category: "ACCESS_TOKEN",
         operation: "CREATE",
@@ -216,7 +196,7 @@ describe("EntityChangeEvent_v1 writers", () => {
         subjectActor: subject,
       })),
     );
-    await inTransaction(db.pool, (client) => sequencePlatformEvents(client, 10_000));
+    await inTransaction(ece.db.pool, (client) => sequencePlatformEvents(client, 10_000));
     const nothing: ReaderScope = {
       urn: mine,
       mclTests: false,
@@ -226,10 +206,10 @@ describe("EntityChangeEvent_v1 writers", () => {
       scheduleOther: false,
       subjectCategories: ["ACCESS_TOKEN"], // its own token events: it may list its own tokens
     };
-    const page = await listPlatformEventRows(db.pool, { since, count: 10, scan: 10, scope: nothing, filter: {} });
+    const page = await listPlatformEventRows(ece.db.pool, { since, count: 10, scan: 10, scope: nothing, filter: {} });
     expect(page.events.map((e) => e.entityUrn)).toEqual(["urn:li:dataHubAccessToken:list-1"]);
     expect(BigInt(page.scannedTo!)).toBe(BigInt(since) + 3n); // past the two it may not read
-    const all = await listPlatformEventRows(db.pool, {
+    const all = await listPlatformEventRows(ece.db.pool, {
       since,
       count: 10,
       scan: 2,
@@ -242,10 +222,18 @@ describe("EntityChangeEvent_v1 writers", () => {
     ]); // a window of two rows
     expect(all.oldest).toBe("1");
 
-    await db.pool.query("UPDATE platform_event SET created_at = now() - interval '3 days' WHERE seq <= $1", [since]);
-    await db.pool.query("INSERT INTO platform_event_cursor (consumer, seq) VALUES ('ev-test', $1)", [since]);
-    expect(await prunePlatformEvents(db.pool, 1, 10_000)).toBeGreaterThan(0);
-    const after = await listPlatformEventRows(db.pool, { since: "0", count: 10, scan: 10, scope: nothing, filter: {} });
+    await ece.db.pool.query("UPDATE platform_event SET created_at = now() - interval '3 days' WHERE seq <= $1", [
+      since,
+    ]);
+    await ece.db.pool.query("INSERT INTO platform_event_cursor (consumer, seq) VALUES ('ev-test', $1)", [since]);
+    expect(await prunePlatformEvents(ece.db.pool, 1, 10_000)).toBeGreaterThan(0);
+    const after = await listPlatformEventRows(ece.db.pool, {
+      since: "0",
+      count: 10,
+      scan: 10,
+      scope: nothing,
+      filter: {},
+    });
     expect(after.oldest).toBe((BigInt(since) + 1n).toString());
   });
 });

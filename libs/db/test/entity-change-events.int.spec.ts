@@ -4,10 +4,7 @@
  * EXPIRING_SOON once per token and threshold with two chores racing.
  */
 import { randomUUID } from "node:crypto";
-import { ENTITY_CHANGE_EVENT } from "@mdp/core";
 import { eventually } from "@mdp/core/testing";
-import { createDatabase, type Database } from "@mdp/db";
-import { createTestDatabase, type TestDatabase } from "@mdp/db/testing";
 import {
   inPrismaTransaction,
   insertAccessTokenWithAudit,
@@ -20,33 +17,16 @@ import {
   rotateAccessToken,
   writeTokenExpiryNotices,
 } from "../src";
-import { DAY, SYSTEM, EventRow } from "./support/entity-change-events";
+import { DAY, SYSTEM } from "./support/entity-change-events";
+import { startEntityChangeEventsHarness } from "./support/entity-change-events-harness";
 
 describe("EntityChangeEvent_v1 writers", () => {
-  let testDb: TestDatabase;
-  let db: Database;
-
-  beforeAll(async () => {
-    testDb = await createTestDatabase("entity_change_events");
-    db = createDatabase(testDb.url, { poolMax: 6 });
-  });
-  afterAll(async () => {
-    await db.close();
-    await testDb.drop();
-  });
-
-  const eventsOf = async (urn: string): Promise<EventRow[]> =>
-    (
-      await db.pool.query<EventRow>(
-        `SELECT entity_urn, category, subject_actor, payload FROM platform_event
-          WHERE event_type = $1 AND entity_urn = $2 ORDER BY id`,
-        [ENTITY_CHANGE_EVENT, urn],
-      )
-    ).rows;
+  const ece = startEntityChangeEventsHarness();
+  const { eventsOf } = ece;
 
   async function insertToken(actorUrn: string, createdAgoMs: number, expiresInMs: number): Promise<string> {
     const id = randomUUID();
-    await db.prisma.accessToken.create({
+    await ece.db.prisma.accessToken.create({
       data: {
         id,
         name: "t",
@@ -63,16 +43,16 @@ describe("EntityChangeEvent_v1 writers", () => {
   it("writes a token's REVOKE with its revocation, and none when the revocation rolls back", async () => {
     const kept = await insertToken("urn:li:corpuser:ev-a", 0, DAY);
     const rolledBack = await insertToken("urn:li:corpuser:ev-a", 0, DAY);
-    await inPrismaTransaction(db.prisma, (tx) => revokeAccessToken(tx, kept, "urn:li:corpuser:admin"));
+    await inPrismaTransaction(ece.db.prisma, (tx) => revokeAccessToken(tx, kept, "urn:li:corpuser:admin"));
     await expect(
-      inPrismaTransaction(db.prisma, async (tx) => {
+      inPrismaTransaction(ece.db.prisma, async (tx) => {
         await revokeAccessToken(tx, rolledBack, "urn:li:corpuser:admin");
         throw new Error("rolled back");
       }),
     ).rejects.toThrow("rolled back");
 
     // Revoked again (two revocations racing): left as it was, no second event.
-    await inPrismaTransaction(db.prisma, (tx) => revokeAccessToken(tx, kept, "urn:li:corpuser:other"));
+    await inPrismaTransaction(ece.db.prisma, (tx) => revokeAccessToken(tx, kept, "urn:li:corpuser:other"));
     expect(await eventsOf(`urn:li:dataHubAccessToken:${kept}`)).toHaveLength(1);
     const [revoked] = await eventsOf(`urn:li:dataHubAccessToken:${kept}`);
     expect(revoked).toMatchObject({
@@ -105,8 +85,8 @@ describe("EntityChangeEvent_v1 writers", () => {
       parentTokenId: null,
       audit: { actorUrn: "urn:li:corpuser:admin", targetUrn: `urn:li:accessToken:${id}`, details: {} },
     };
-    await insertAccessTokenWithAudit(db.pool, token);
-    await expect(insertAccessTokenWithAudit(db.pool, token)).rejects.toThrow(); // the same id: refused whole
+    await insertAccessTokenWithAudit(ece.db.pool, token);
+    await expect(insertAccessTokenWithAudit(ece.db.pool, token)).rejects.toThrow(); // the same id: refused whole
     const created = await eventsOf(`urn:li:dataHubAccessToken:${id}`);
     expect(created.map((e) => e.payload.operation)).toEqual(["CREATE"]);
     expect(created[0]!.payload.parameters).toMatchObject({
@@ -118,7 +98,7 @@ describe("EntityChangeEvent_v1 writers", () => {
 
     const successor = randomUUID();
     await expect(
-      inPrismaTransaction(db.prisma, async (tx) => {
+      inPrismaTransaction(ece.db.prisma, async (tx) => {
         await rotateAccessToken(tx, {
           predecessorId: id,
           graceEndsAt: Date.now(),
@@ -138,7 +118,7 @@ describe("EntityChangeEvent_v1 writers", () => {
     // A family: a token rotated into a successor, then the rotated-out one reused.
     const first = await insertToken("urn:li:corpuser:ev-family", 0, DAY);
     const second = randomUUID();
-    const familyId = await inPrismaTransaction(db.prisma, (tx) =>
+    const familyId = await inPrismaTransaction(ece.db.prisma, (tx) =>
       rotateAccessToken(tx, {
         predecessorId: first,
         graceEndsAt: Date.now() + 60_000,
@@ -158,7 +138,7 @@ describe("EntityChangeEvent_v1 writers", () => {
         audit: { actorUrn: "urn:li:corpuser:ev-family", predecessorUrn: "p", successorUrn: "s", details: {} },
       }),
     );
-    await inPrismaTransaction(db.prisma, (tx) =>
+    await inPrismaTransaction(ece.db.prisma, (tx) =>
       revokeAccessTokenFamily(tx, {
         familyId: familyId!,
         reusedTokenId: first,
@@ -175,17 +155,17 @@ describe("EntityChangeEvent_v1 writers", () => {
     expect(await reasonsOf(second)).toEqual([undefined, "reuseDetected"]); // CREATE (rotatedFrom), REVOKE
 
     const idle = await insertToken("urn:li:corpuser:ev-idle", 40 * DAY, DAY);
-    await inPrismaTransaction(db.prisma, (tx) => revokeIdleAccessTokens(tx, 30, SYSTEM, (id) => id, {}));
+    await inPrismaTransaction(ece.db.prisma, (tx) => revokeIdleAccessTokens(tx, 30, SYSTEM, (id) => id, {}));
     expect(await reasonsOf(idle)).toEqual(["idle"]);
 
     const odd = await insertToken("urn:li:corpuser:ev-policy", 0, 12_345_000);
-    await inPrismaTransaction(db.prisma, (tx) =>
+    await inPrismaTransaction(ece.db.prisma, (tx) =>
       revokeLiveAccessTokensOutside(tx, { allowedSeconds: [3600, 86_400], allowNoExpiry: false }, SYSTEM),
     );
     expect(await reasonsOf(odd)).toEqual(["durationPolicy"]);
 
     const minted = randomUUID();
-    await db.prisma.accessToken.create({
+    await ece.db.prisma.accessToken.create({
       data: {
         id: minted,
         type: "SERVICE_ACCOUNT",
@@ -196,7 +176,7 @@ describe("EntityChangeEvent_v1 writers", () => {
         expiresAt: new Date(Date.now() + DAY),
       },
     });
-    await inPrismaTransaction(db.prisma, (tx) =>
+    await inPrismaTransaction(ece.db.prisma, (tx) =>
       revokeLiveServiceAccountTokensMintedBy(tx, "urn:li:corpuser:ev-minter", SYSTEM),
     );
     const [event] = await eventsOf(`urn:li:dataHubAccessToken:${minted}`);
@@ -214,14 +194,14 @@ describe("EntityChangeEvent_v1 writers", () => {
 
     // Two chores at once: the second runs while the first has written its markers but not committed, waits on them,
     // and writes nothing once the first commits.
-    const first = await db.pool.connect();
+    const first = await ece.db.pool.connect();
     let second: Promise<number> | undefined;
     try {
       await first.query("BEGIN");
       expect(await writeTokenExpiryNotices(first, SYSTEM, 1000)).toBe(2);
-      second = inTransaction(db.pool, (client) => writeTokenExpiryNotices(client, SYSTEM, 1000));
+      second = inTransaction(ece.db.pool, (client) => writeTokenExpiryNotices(client, SYSTEM, 1000));
       await eventually("the second chore waiting on the first's markers", async () => {
-        const { rows } = await db.pool.query<{ n: number }>(
+        const { rows } = await ece.db.pool.query<{ n: number }>(
           `SELECT count(*)::int AS n FROM pg_stat_activity
             WHERE wait_event_type = 'Lock' AND query LIKE '%access_token_expiry_notice%'`,
         );
@@ -232,7 +212,7 @@ describe("EntityChangeEvent_v1 writers", () => {
       first.release();
     }
     expect(await second).toBe(0);
-    expect(await writeTokenExpiryNotices(db.pool, SYSTEM, 1000)).toBe(0);
+    expect(await writeTokenExpiryNotices(ece.db.pool, SYSTEM, 1000)).toBe(0);
 
     const week = await eventsOf(`urn:li:dataHubAccessToken:${weekAway}`);
     expect(week).toHaveLength(1);
@@ -249,19 +229,21 @@ describe("EntityChangeEvent_v1 writers", () => {
     // A firing that rolls back leaves neither marker nor event: the next one tells the token.
     const later = await insertToken("urn:li:corpuser:ev-exp", 20 * DAY, 3 * DAY);
     await expect(
-      inTransaction(db.pool, async (client) => {
+      inTransaction(ece.db.pool, async (client) => {
         expect(await writeTokenExpiryNotices(client, SYSTEM, 1000)).toBe(1);
         throw new Error("rolled back");
       }),
     ).rejects.toThrow("rolled back");
     expect(await eventsOf(`urn:li:dataHubAccessToken:${later}`)).toEqual([]);
-    expect(await writeTokenExpiryNotices(db.pool, SYSTEM, 1000)).toBe(1);
+    expect(await writeTokenExpiryNotices(ece.db.pool, SYSTEM, 1000)).toBe(1);
     expect(await eventsOf(`urn:li:dataHubAccessToken:${later}`)).toHaveLength(1);
 
     // Six days on, the 7-day token reaches its 1-day threshold: told once more, at 1.
-    await db.pool.query("UPDATE access_token SET expires_at = now() + interval '20 hours' WHERE id = $1", [weekAway]);
-    expect(await writeTokenExpiryNotices(db.pool, SYSTEM, 1000)).toBe(1);
-    expect(await writeTokenExpiryNotices(db.pool, SYSTEM, 1000)).toBe(0);
+    await ece.db.pool.query("UPDATE access_token SET expires_at = now() + interval '20 hours' WHERE id = $1", [
+      weekAway,
+    ]);
+    expect(await writeTokenExpiryNotices(ece.db.pool, SYSTEM, 1000)).toBe(1);
+    expect(await writeTokenExpiryNotices(ece.db.pool, SYSTEM, 1000)).toBe(0);
     expect(
       (await eventsOf(`urn:li:dataHubAccessToken:${weekAway}`)).map((e) => e.payload.parameters!.daysLeft),
     ).toEqual([7, 1]);
