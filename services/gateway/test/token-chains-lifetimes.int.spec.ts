@@ -5,55 +5,17 @@
  * client naming no user acts as the system actor.
  */
 import { MAX_TOKEN_CHAIN_DEPTH, SYSTEM_ACTOR_URN } from "@mdp/core";
-import {
-  ROOT,
-  bearer,
-  grant,
-  mintToken,
-  startGateway,
-  systemClientHeaders,
-  type Harness,
-} from "./support/gateway-harness";
-import { ME, CREATE, Created, msUntil, idOf, errorOf } from "./support/token-chains";
+import { ROOT, bearer, grant, mintToken, systemClientHeaders } from "./support/gateway-harness";
+import { ME, Created, msUntil, idOf } from "./support/token-chains";
+import { startTokenChainsHarness } from "./support/token-chains-harness";
 
 describe("a token's chain", () => {
-  let h: Harness;
-  /** a second replica on the same database, Redis and prefix */
-  let b: Harness;
-  const asRoot = systemClientHeaders(ROOT);
-  const input = (actorUrn: string, more: Record<string, unknown> = {}) => ({
-    i: { type: "PERSONAL", actorUrn, duration: "ONE_HOUR", name: "chained", ...more },
-  });
-  /** createAccessToken as `headers`; the token, or the refusal */
-  const create = async (headers: Record<string, string>, actorUrn: string, more: Record<string, unknown> = {}) => {
-    const res = await h.graphql(CREATE, input(actorUrn, more), headers);
-    return {
-      created: (res.body.data?.createAccessToken ?? undefined) as Created | undefined,
-      error: errorOf(res.body),
-    };
-  };
-  const mint = async (headers: Record<string, string>, actorUrn: string, more: Record<string, unknown> = {}) => {
-    const { created, error } = await create(headers, actorUrn, more);
-    if (!created) throw new Error(JSON.stringify(error));
-    return created;
-  };
-
-  beforeAll(async () => {
-    h = await startGateway({ ACCESS_TOKEN_ALLOW_NO_EXPIRY: "true" });
-    b = await startGateway({
-      DATABASE_URL: h.config.DATABASE_URL,
-      QUEUE_PREFIX: h.config.QUEUE_PREFIX,
-      ACCESS_TOKEN_ALLOW_NO_EXPIRY: "true",
-    });
-  });
-  afterAll(async () => {
-    await b?.close();
-    await h?.close();
-  });
+  const tc = startTokenChainsHarness();
+  const { asRoot, create, mint } = tc;
 
   describe("a token does not outlive the token it was minted with", () => {
     const USER = "urn:li:corpuser:c-user";
-    beforeAll(() => grant(h, USER, ["GENERATE_PERSONAL_ACCESS_TOKENS", "GET_ENTITY"]));
+    beforeAll(() => grant(tc.gateway, USER, ["GENERATE_PERSONAL_ACCESS_TOKENS", "GET_ENTITY"]));
 
     it.each(["ONE_YEAR", "ONE_DAY", "NO_EXPIRY"])(
       "refuses a %s token minted with a one-hour scoped token: 400 naming input.duration and when the parent expires",
@@ -62,7 +24,7 @@ describe("a token's chain", () => {
           duration: "ONE_HOUR",
           scopes: ["GENERATE_PERSONAL_ACCESS_TOKENS", "GET_ENTITY"],
         });
-        const before = await h.prisma.accessToken.count();
+        const before = await tc.gateway.prisma.accessToken.count();
         const { created, error } = await create(bearer(parent.accessToken), USER, { duration });
         expect(created).toBeUndefined();
         expect(error).toEqual({
@@ -72,7 +34,7 @@ describe("a token's chain", () => {
             `${new Date(parent.metadata.expiresAt!).toISOString()}: a token created with another may not expire ` +
             `after it; choose a shorter duration, or create it with a longer-lived token`,
         });
-        expect(await h.prisma.accessToken.count()).toBe(before);
+        expect(await tc.gateway.prisma.accessToken.count()).toBe(before);
       },
     );
 
@@ -81,13 +43,13 @@ describe("a token's chain", () => {
       const child = await mint(bearer(parent.accessToken), USER, { duration: "ONE_HOUR" });
       expect(child.metadata.parentTokenId).toBe(parent.metadata.id);
       expect(child.metadata.expiresAt!).toBeLessThanOrEqual(parent.metadata.expiresAt!);
-      const listed = await h.graphql(
+      const listed = await tc.gateway.graphql(
         `{ listAccessTokens(input: {filters: [{field: "id", value: "${child.metadata.id}"}]}) { tokens { parentTokenId } } }`,
         {},
         asRoot,
       );
       expect(listed.body.data).toEqual({ listAccessTokens: { tokens: [{ parentTokenId: parent.metadata.id }] } });
-      const audit = await h.prisma.auditEvent.findFirstOrThrow({
+      const audit = await tc.gateway.prisma.auditEvent.findFirstOrThrow({
         where: { action: "accessToken.create", targetUrn: `urn:li:dataHubAccessToken:${child.metadata.id}` },
       });
       expect(audit.details).toMatchObject({ parentTokenId: parent.metadata.id, via: "token" });
@@ -97,10 +59,11 @@ describe("a token's chain", () => {
       const parent = await mint(asRoot, USER, { duration: "ONE_DAY" });
       const child = await mint(bearer(parent.accessToken), USER);
       // Both replicas verify (and cache) the child and its parent.
-      for (const on of [h, b]) expect((await on.graphql(ME, {}, bearer(child.accessToken))).status).toBe(200);
+      for (const on of [tc.gateway, tc.replica])
+        expect((await on.graphql(ME, {}, bearer(child.accessToken))).status).toBe(200);
 
       const startedAt = Date.now();
-      const revoked = await h.graphql(
+      const revoked = await tc.gateway.graphql(
         `mutation($t: String!) { revokeAccessToken(tokenId: $t) }`,
         {
           t: parent.metadata.id,
@@ -109,42 +72,54 @@ describe("a token's chain", () => {
       );
       expect(revoked.body.data).toEqual({ revokeAccessToken: true });
       const ms = await msUntil(startedAt, async () => {
-        const answers = await Promise.all([h, b].map((on) => on.graphql(ME, {}, bearer(child.accessToken))));
+        const answers = await Promise.all(
+          [tc.gateway, tc.replica].map((on) => on.graphql(ME, {}, bearer(child.accessToken))),
+        );
         return answers.every((r) => r.status === 401);
       });
       expect(ms).toBeLessThan(1000);
-      const refused = await b.graphql(ME, {}, bearer(child.accessToken));
+      const refused = await tc.replica.graphql(ME, {}, bearer(child.accessToken));
       expect(refused.body.errors?.[0]?.message).toBe(
         `Token has been revoked: the access token it was created with (${parent.metadata.id}) is revoked.`,
       );
       // Counted as a revocation.
-      const metrics = await (await fetch(`${b.baseUrl}/metrics`)).text();
+      const metrics = await (await fetch(`${tc.replica.baseUrl}/metrics`)).text();
       expect(metrics).toMatch(/mdp_token_verifications_total\{result="refused",reason="revoked"\} [1-9]/);
     });
 
     it("refuses a child whose parent's user had all tokens revoked, on both replicas within 1 s", async () => {
       const MANAGER = "urn:li:corpuser:c-manager";
-      await grant(h, MANAGER, ["MANAGE_ACCESS_TOKENS", "GET_ENTITY"]);
+      await grant(tc.gateway, MANAGER, ["MANAGE_ACCESS_TOKENS", "GET_ENTITY"]);
       const parent = await mint(asRoot, MANAGER, { duration: "ONE_DAY" });
       const child = await mint(bearer(parent.accessToken), USER); // another user's token: not revoked by the call
-      for (const on of [h, b]) expect((await on.graphql(ME, {}, bearer(child.accessToken))).status).toBe(200);
+      for (const on of [tc.gateway, tc.replica])
+        expect((await on.graphql(ME, {}, bearer(child.accessToken))).status).toBe(200);
 
       const startedAt = Date.now();
-      const res = await h.graphql(`mutation($a: String!) { revokeAccessTokens(actorUrn: $a) }`, { a: MANAGER }, asRoot);
+      const res = await tc.gateway.graphql(
+        `mutation($a: String!) { revokeAccessTokens(actorUrn: $a) }`,
+        { a: MANAGER },
+        asRoot,
+      );
       expect(res.body.data).toEqual({ revokeAccessTokens: 1 });
       const ms = await msUntil(startedAt, async () => {
-        const answers = await Promise.all([h, b].map((on) => on.graphql(ME, {}, bearer(child.accessToken))));
+        const answers = await Promise.all(
+          [tc.gateway, tc.replica].map((on) => on.graphql(ME, {}, bearer(child.accessToken))),
+        );
         return answers.every((r) => r.status === 401);
       });
       expect(ms).toBeLessThan(1000);
     });
 
     it("refuses a child whose parent expired (a row made so: minting never lets a child outlive its parent)", async () => {
-      const expired = await mintToken(h, USER, Math.floor(Date.now() / 1000) - 60);
+      const expired = await mintToken(tc.gateway, USER, Math.floor(Date.now() / 1000) - 60);
       const parentId = idOf(expired);
       const child = await mint(asRoot, USER);
-      await h.prisma.accessToken.update({ where: { id: child.metadata.id }, data: { parentTokenId: parentId } });
-      const refused = await h.graphql(ME, {}, bearer(child.accessToken));
+      await tc.gateway.prisma.accessToken.update({
+        where: { id: child.metadata.id },
+        data: { parentTokenId: parentId },
+      });
+      const refused = await tc.gateway.graphql(ME, {}, bearer(child.accessToken));
       expect(refused.status).toBe(401);
       expect(refused.body.errors?.[0]?.message).toBe(
         `Token has been revoked: the access token it was created with (${parentId}) has expired.`,
@@ -154,14 +129,14 @@ describe("a token's chain", () => {
 
   describe(`chains of at most ${MAX_TOKEN_CHAIN_DEPTH} tokens`, () => {
     const USER = "urn:li:corpuser:depth-user";
-    beforeAll(() => grant(h, USER, ["GENERATE_PERSONAL_ACCESS_TOKENS"]));
+    beforeAll(() => grant(tc.gateway, USER, ["GENERATE_PERSONAL_ACCESS_TOKENS"]));
 
     it(`the ${MAX_TOKEN_CHAIN_DEPTH}th token of a chain cannot create another (400 naming the limit)`, async () => {
       let token = await mint(asRoot, USER, { duration: "NO_EXPIRY" });
       for (let i = 1; i < MAX_TOKEN_CHAIN_DEPTH; i++) {
         token = await mint(bearer(token.accessToken), USER, { duration: "NO_EXPIRY" });
       }
-      expect((await h.graphql(ME, {}, bearer(token.accessToken))).status).toBe(200);
+      expect((await tc.gateway.graphql(ME, {}, bearer(token.accessToken))).status).toBe(200);
       const { error } = await create(bearer(token.accessToken), USER, { duration: "NO_EXPIRY" });
       expect(error).toEqual({
         code: "BAD_USER_INPUT",
@@ -173,15 +148,15 @@ describe("a token's chain", () => {
 
     it("refuses a token whose chain of rows loops (not made by this service) rather than following it", async () => {
       const [first, second] = [await mint(asRoot, USER), await mint(asRoot, USER)];
-      await h.prisma.accessToken.update({
+      await tc.gateway.prisma.accessToken.update({
         where: { id: first.metadata.id },
         data: { parentTokenId: second.metadata.id },
       });
-      await h.prisma.accessToken.update({
+      await tc.gateway.prisma.accessToken.update({
         where: { id: second.metadata.id },
         data: { parentTokenId: first.metadata.id },
       });
-      const res = await h.graphql(ME, {}, bearer(first.accessToken));
+      const res = await tc.gateway.graphql(ME, {}, bearer(first.accessToken));
       expect(res.status).toBe(401);
       expect(res.body.errors?.[0]?.message).toBe("Unable to verify the provided token.");
     });
@@ -192,14 +167,14 @@ describe("a token's chain", () => {
     const scoped = { scopes: ["MANAGE_ACCESS_TOKENS"] }; // privileges the holder holds, so no other check refuses
     let holderToken: Created;
     const basicRaw = { authorization: systemClientHeaders(ROOT).authorization! };
-    const tokensFor = (actorUrn: string) => h.prisma.accessToken.count({ where: { actorUrn } });
+    const tokensFor = (actorUrn: string) => tc.gateway.prisma.accessToken.count({ where: { actorUrn } });
     const createRows = (actorUrn: string) =>
-      h.prisma.auditEvent.count({
+      tc.gateway.prisma.auditEvent.count({
         where: { action: "accessToken.create", details: { path: ["actorUrn"], equals: actorUrn } },
       });
 
     beforeAll(async () => {
-      await grant(h, HOLDER, ["MANAGE_ACCESS_TOKENS"]);
+      await grant(tc.gateway, HOLDER, ["MANAGE_ACCESS_TOKENS"]);
       holderToken = await mint(systemClientHeaders(HOLDER), HOLDER);
     });
 
@@ -222,8 +197,8 @@ describe("a token's chain", () => {
     });
 
     it("refuses, as unverifiable, a token acting as the system actor that exists from before", async () => {
-      const earlier = await mintToken(h, SYSTEM_ACTOR_URN, Math.floor(Date.now() / 1000) + 3600);
-      const res = await h.graphql(`{ me { urn } }`, {}, bearer(earlier));
+      const earlier = await mintToken(tc.gateway, SYSTEM_ACTOR_URN, Math.floor(Date.now() / 1000) + 3600);
+      const res = await tc.gateway.graphql(`{ me { urn } }`, {}, bearer(earlier));
       expect(res.status).toBe(401);
       expect(res.body.errors?.[0]?.message).toBe("Unable to verify the provided token.");
     });
@@ -261,19 +236,19 @@ describe("a token's chain", () => {
     };
 
     it("acts as the system actor, whose audit rows name it", async () => {
-      expect((await h.graphql(`{ me { urn } }`, {}, basicRaw)).body).toEqual({
+      expect((await tc.gateway.graphql(`{ me { urn } }`, {}, basicRaw)).body).toEqual({
         data: { me: { urn: SYSTEM_ACTOR_URN } },
       });
       const USER = "urn:li:corpuser:e-user";
       const created = await mint(basicRaw, USER);
       expect(created.metadata).toMatchObject({ ownerUrn: SYSTEM_ACTOR_URN, parentTokenId: null });
-      const revoked = await h.graphql(
+      const revoked = await tc.gateway.graphql(
         `mutation($t: String!) { revokeAccessToken(tokenId: $t) }`,
         { t: created.metadata.id },
         basicRaw,
       );
       expect(revoked.body.data).toEqual({ revokeAccessToken: true });
-      const rows = await h.prisma.auditEvent.findMany({
+      const rows = await tc.gateway.prisma.auditEvent.findMany({
         where: { targetUrn: `urn:li:dataHubAccessToken:${created.metadata.id}` },
         orderBy: { id: "asc" },
       });
@@ -286,7 +261,11 @@ describe("a token's chain", () => {
     });
 
     it("still acts for the user an actor header names", async () => {
-      const res = await h.graphql(`{ me { urn } }`, {}, { ...basicRaw, "x-datahub-actor": "urn:li:corpuser:e-other" });
+      const res = await tc.gateway.graphql(
+        `{ me { urn } }`,
+        {},
+        { ...basicRaw, "x-datahub-actor": "urn:li:corpuser:e-other" },
+      );
       expect(res.body).toEqual({ data: { me: { urn: "urn:li:corpuser:e-other" } } });
     });
   });
