@@ -112,7 +112,8 @@ export class ResultsPusher {
         createdVia: item.actorTokenId ?? null,
       });
     }
-    await this.aspects.upsert(client, writes, "system");
+    // Every written urn's lock is held: taken above, or by the caller (`locked`).
+    await this.aspects.upsert(client, writes, "system", null, null, true);
     // The results' actions, in this transaction, as far as their owners and the push's caller may write them
     // (test-actions.ts).
     await applyTestActions(client, this.aspects, items, this.ownerPrivileges);

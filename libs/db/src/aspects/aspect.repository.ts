@@ -45,9 +45,11 @@ export class AspectRepository {
     createdVia: string | null = null,
     /** where the writes come from, in their events' systemMetadata.properties.appSource (DataHub's field) */
     appSource: string | null = null,
+    /** the caller took these writes' locks (`lock`) in this transaction: not taken again (a round trip per batch) */
+    locked = false,
   ): Promise<void> {
     if (writes.length === 0) return;
-    await this.lock(client, writes);
+    if (!locked) await this.lock(client, writes);
     const keyOf = (w: VersionedAspectWrite) => JSON.stringify([w.urn, w.aspectName]);
     // Several versions of one aspect in one batch apply in order: the n-th gets max + n.
     const seen = new Map<string, number>();
