@@ -50,7 +50,7 @@ describe("EntityChangeEvent_v1 writers", () => {
     const urn = "urn:li:dataset:(urn:li:dataPlatform:hive,ev.flip,PROD)";
     const test = "urn:li:test:ev-flip";
     const push = (passing: boolean) =>
-      inTransaction(db.pool, (client) => insertTransitions(client, [{ urn, test, passing, at: Date.now() }]));
+      inTransaction(db.pool, (client) => insertTransitions(client, [{ urn, test, passing, at: Date.now() }], 1_000));
     await push(true); // first result: no flip
     await push(true); // unchanged
     expect(await eventsOf(urn)).toEqual([]);
@@ -58,7 +58,7 @@ describe("EntityChangeEvent_v1 writers", () => {
     await push(false);
     await expect(
       inTransaction(db.pool, async (client) => {
-        await insertTransitions(client, [{ urn, test, passing: true, at: Date.now() }]);
+        await insertTransitions(client, [{ urn, test, passing: true, at: Date.now() }], 1_000);
         throw new Error("rolled back");
       }),
     ).rejects.toThrow("rolled back");

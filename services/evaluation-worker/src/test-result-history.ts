@@ -1,5 +1,5 @@
 import { pruneInBatches } from "@mdp/core";
-import { insertTransitions, pruneRunDiffs, pruneTransitions, trimTransitions } from "@mdp/db";
+import { insertTransitions, pruneRunDiffs, pruneTransitions } from "@mdp/db";
 import type { TestResultsAspect } from "@mdp/metadata-tests";
 import type pg from "pg";
 import type { PushItem } from "./results.pusher";
@@ -45,10 +45,8 @@ export class TestResultHistory {
       }
     }
     if (latest.size === 0) return 0;
-    const written = await insertTransitions(client, [...latest.values()]);
-    // Only pairs that just grew can be over the cap.
-    if (written.length > 0) await trimTransitions(client, written, this.maxPerPair);
-    return written.length;
+    // Only pairs that just grew can be over the cap: the same statement trims them.
+    return insertTransitions(client, [...latest.values()], this.maxPerPair);
   }
 }
 
