@@ -96,8 +96,12 @@ export class AspectRepository {
   async lock(client: pg.ClientBase, aspects: ReadonlyArray<{ urn: string; aspectName: string }>): Promise<void> {
     if (aspects.length === 0) return;
     const keys = [...new Set(aspects.map((a) => JSON.stringify([a.urn, a.aspectName])))];
-    // Locks are taken in one order (the statement's ORDER BY) by every writer, so two writers cannot deadlock.
-    await client.query("SELECT pg_advisory_xact_lock(hashtext(k)) FROM unnest($1::text[]) AS k ORDER BY k", [keys]);
+    // Locks are taken in one order (the subquery's ORDER BY: the locks are evaluated after its sort) by every writer,
+    // so two writers cannot deadlock. One row back, a count, rather than a row per lock for pg to parse.
+    await client.query(
+      "SELECT count(*)::int AS locked FROM (SELECT pg_advisory_xact_lock(hashtext(k)) FROM unnest($1::text[]) AS k ORDER BY k) l",
+      [keys],
+    );
   }
 
   /** The current value of one aspect for each of `urns` that has it. */
