@@ -119,9 +119,10 @@ export async function batchEntityStates(
     passing: boolean;
     previous: boolean | null;
     changes: number;
-    latest_at: Date;
+    latest_at: number;
   }>(
-    `SELECT u.urn, latest.passing, before.passing AS previous, latest.at AS latest_at,
+    // latest_at as epoch ms: pg reads a float8 with parseFloat, a timestamptz with a parser of dates in JavaScript.
+    `SELECT u.urn, latest.passing, before.passing AS previous, round(extract(epoch FROM latest.at) * 1000)::float8 AS latest_at,
             (SELECT count(*)::int FROM test_result_transition c
               WHERE c.urn = u.urn AND c.test_urn = $1 AND c.at > $4 AND c.previous IS NOT NULL) AS changes
        FROM unnest($2::text[]) AS u(urn)
@@ -141,7 +142,7 @@ export async function batchEntityStates(
     passing: r.passing,
     previous: r.previous,
     changes: r.changes,
-    latestAt: r.latest_at.getTime(),
+    latestAt: r.latest_at,
   }));
 }
 
