@@ -30,7 +30,9 @@ describe("EntityChangeEvent_v1 writers", () => {
     const urn = "urn:li:dataset:(urn:li:dataPlatform:hive,ev.flip,PROD)";
     const test = "urn:li:test:ev-flip";
     const push = (passing: boolean) =>
-      inTransaction(ece.db.pool, (client) => insertTransitions(client, [{ urn, test, passing, at: Date.now() }]));
+      inTransaction(ece.db.pool, (client) =>
+        insertTransitions(client, [{ urn, test, passing, at: Date.now() }], 1_000),
+      );
     await push(true); // first result: no flip
     await push(true); // unchanged
     expect(await eventsOf(urn)).toEqual([]);
@@ -38,7 +40,7 @@ describe("EntityChangeEvent_v1 writers", () => {
     await push(false);
     await expect(
       inTransaction(ece.db.pool, async (client) => {
-        await insertTransitions(client, [{ urn, test, passing: true, at: Date.now() }]);
+        await insertTransitions(client, [{ urn, test, passing: true, at: Date.now() }], 1_000);
         throw new Error("rolled back");
       }),
     ).rejects.toThrow("rolled back");

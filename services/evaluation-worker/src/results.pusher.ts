@@ -65,16 +65,17 @@ export class ResultsPusher {
     locked?: { stored: ReadonlyMap<string, unknown> },
   ): Promise<number> {
     if (items.length === 0) return 0;
-    const urns = [...new Set(items.map((i) => i.evaluation.urn))];
     let stored = locked?.stored;
     if (!stored) {
+      const urns = [...new Set(items.map((i) => i.evaluation.urn))];
       await this.aspects.lock(
         client,
         urns.map((urn) => ({ urn, aspectName: TEST_RESULTS_ASPECT })),
       );
       stored = await this.aspects.latestOfEach(client, TEST_RESULTS_ASPECT, urns);
     }
-    const current = new Map([...stored].map(([urn, value]) => [urn, readTestResults(value)]));
+    const current = new Map<string, TestResultsAspect>();
+    for (const [urn, value] of stored) current.set(urn, readTestResults(value));
     const selects = await this.testsSelecting(client, current, items);
     const writes: VersionedAspectWrite[] = [];
     for (const item of items) {
@@ -112,7 +113,8 @@ export class ResultsPusher {
         createdVia: item.actorTokenId ?? null,
       });
     }
-    await this.aspects.upsert(client, writes, "system");
+    // Every written urn's lock is held: taken above, or by the caller (`locked`).
+    await this.aspects.upsert(client, writes, "system", null, null, true);
     // The results' actions, in this transaction, as far as their owners and the push's caller may write them
     // (test-actions.ts).
     await applyTestActions(client, this.aspects, items, this.ownerPrivileges);
@@ -146,7 +148,8 @@ export class ResultsPusher {
   ): Promise<Map<string, string[]>> {
     const mentioned = new Set<string>();
     for (const results of stored.values()) {
-      for (const entry of [...results.passing, ...results.failing]) mentioned.add(entry.test);
+      for (const entry of results.passing) mentioned.add(entry.test);
+      for (const entry of results.failing) mentioned.add(entry.test);
     }
     for (const item of items) for (const test of item.evaluated) mentioned.add(test);
     if (mentioned.size === 0) return new Map();

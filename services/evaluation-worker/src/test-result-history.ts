@@ -1,5 +1,5 @@
 import { pruneInBatches } from "@mdp/core";
-import { insertTransitions, pruneRunDiffs, pruneTransitions, trimTransitions } from "@mdp/db";
+import { insertTransitions, pruneRunDiffs, pruneTransitions } from "@mdp/db";
 import type { TestResultsAspect } from "@mdp/metadata-tests";
 import type pg from "pg";
 import type { PushItem } from "./results.pusher";
@@ -35,20 +35,18 @@ export class TestResultHistory {
       const urn = item.evaluation.urn;
       const results = stored.get(urn);
       if (!results) continue;
-      const passing = new Set(results.passing.map((r) => r.test));
-      const failing = new Set(results.failing.map((r) => r.test));
       for (const test of item.evaluated) {
-        if (!passing.has(test) && !failing.has(test)) continue;
-        const key = JSON.stringify([urn, test]);
+        // An entity's entries are few (one per test that has results on it): a scan, not a Set built per item.
+        const passing = results.passing.some((r) => r.test === test);
+        if (!passing && !results.failing.some((r) => r.test === test)) continue;
+        const key = `${urn}\u0000${test}`;
         const at = Math.max(item.evaluation.evaluatedAt, latest.get(key)?.at ?? 0);
-        latest.set(key, { urn, test, passing: passing.has(test), at });
+        latest.set(key, { urn, test, passing, at });
       }
     }
     if (latest.size === 0) return 0;
-    const written = await insertTransitions(client, [...latest.values()]);
-    // Only pairs that just grew can be over the cap.
-    if (written.length > 0) await trimTransitions(client, written, this.maxPerPair);
-    return written.length;
+    // Only pairs that just grew can be over the cap: the same statement trims them.
+    return insertTransitions(client, [...latest.values()], this.maxPerPair);
   }
 }
 

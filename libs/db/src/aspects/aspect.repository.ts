@@ -45,9 +45,11 @@ export class AspectRepository {
     createdVia: string | null = null,
     /** where the writes come from, in their events' systemMetadata.properties.appSource (DataHub's field) */
     appSource: string | null = null,
+    /** the caller took these writes' locks (`lock`) in this transaction: not taken again (a round trip per batch) */
+    locked = false,
   ): Promise<void> {
     if (writes.length === 0) return;
-    await this.lock(client, writes);
+    if (!locked) await this.lock(client, writes);
     const keyOf = (w: VersionedAspectWrite) => JSON.stringify([w.urn, w.aspectName]);
     // Several versions of one aspect in one batch apply in order: the n-th gets max + n.
     const seen = new Map<string, number>();
@@ -94,8 +96,12 @@ export class AspectRepository {
   async lock(client: pg.ClientBase, aspects: ReadonlyArray<{ urn: string; aspectName: string }>): Promise<void> {
     if (aspects.length === 0) return;
     const keys = [...new Set(aspects.map((a) => JSON.stringify([a.urn, a.aspectName])))];
-    // Locks are taken in one order (the statement's ORDER BY) by every writer, so two writers cannot deadlock.
-    await client.query("SELECT pg_advisory_xact_lock(hashtext(k)) FROM unnest($1::text[]) AS k ORDER BY k", [keys]);
+    // Locks are taken in one order (the subquery's ORDER BY: the locks are evaluated after its sort) by every writer,
+    // so two writers cannot deadlock. One row back, a count, rather than a row per lock for pg to parse.
+    await client.query(
+      "SELECT count(*)::int AS locked FROM (SELECT pg_advisory_xact_lock(hashtext(k)) FROM unnest($1::text[]) AS k ORDER BY k) l",
+      [keys],
+    );
   }
 
   /** The current value of one aspect for each of `urns` that has it. */

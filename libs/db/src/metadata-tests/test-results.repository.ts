@@ -22,13 +22,18 @@ export interface PushedResult {
 /**
  * Inserts a transition for each result that differs from its pair's last recorded one (or is its first), at the
  * later of its time and that row's (times never go backwards within a pair), and a TEST_RESULT platform event for
- * each that flips between pass and fail (not a first result), in the same statement; answers the pairs that got a row.
+ * each that flips between pass and fail (not a first result), in the same statement; answers how many pairs got a
+ * row. The same statement trims each pair that got one to its newest `maxPerPair` rows (the oldest go): the new row
+ * is its pair's newest (its time is the pair's latest or later, its id the highest), so the pair keeps it and its
+ * newest `maxPerPair - 1` earlier rows, read from the statement's snapshot (each trim reads the pair's index past
+ * them). One statement and no rows back per batch, where an insert answering its pairs and a trim of them took two.
  */
 export async function insertTransitions(
   client: Pick<pg.ClientBase, "query">,
   results: readonly PushedResult[],
-): Promise<Array<{ urn: string; test_urn: string }>> {
-  const { rows } = await client.query<{ urn: string; test_urn: string }>(
+  maxPerPair: number,
+): Promise<number> {
+  const { rows } = await client.query<{ written: number }>(
     `WITH input AS (
          SELECT * FROM unnest($1::text[], $2::text[], $3::boolean[], $4::timestamptz[]) AS i(urn, test_urn, passing, at)
        ), compared AS (
@@ -44,40 +49,30 @@ export async function insertTransitions(
          SELECT urn, test_urn, passing, previous, GREATEST(at, previous_at) FROM compared
           WHERE previous IS DISTINCT FROM passing
          RETURNING urn, test_urn, passing, previous, at
-       ), flipped AS (${testResultFlipEventInsert("inserted", SYSTEM_ACTOR_URN)})
-       SELECT urn, test_urn FROM inserted`,
+       ), flipped AS (${testResultFlipEventInsert("inserted", SYSTEM_ACTOR_URN)}
+       ), trimmed AS (
+         DELETE FROM test_result_transition t
+          USING (
+            SELECT old.id FROM compared c
+            CROSS JOIN LATERAL (
+              SELECT x.id FROM test_result_transition x
+               WHERE x.urn = c.urn AND x.test_urn = c.test_urn
+               ORDER BY x.at DESC, x.id DESC OFFSET $5::int - 1
+            ) old
+             WHERE c.previous IS NOT NULL AND c.previous IS DISTINCT FROM c.passing
+          ) d
+         WHERE t.id = d.id
+       )
+       SELECT count(*)::int AS written FROM inserted`,
     [
       results.map((r) => r.urn),
       results.map((r) => r.test),
       results.map((r) => r.passing),
       results.map((r) => new Date(r.at).toISOString()),
+      maxPerPair,
     ],
   );
-  return rows;
-}
-
-/**
- * Trims each of these pairs to its newest `maxPerPair` transitions (the oldest go). Each trim reads the pair's index
- * past its first maxPerPair rows.
- */
-export async function trimTransitions(
-  client: Pick<pg.ClientBase, "query">,
-  pairs: ReadonlyArray<{ urn: string; test_urn: string }>,
-  maxPerPair: number,
-): Promise<void> {
-  await client.query(
-    `DELETE FROM test_result_transition t
-          USING (
-            SELECT old.id FROM unnest($1::text[], $2::text[]) AS p(urn, test_urn)
-            CROSS JOIN LATERAL (
-              SELECT x.id FROM test_result_transition x
-               WHERE x.urn = p.urn AND x.test_urn = p.test_urn
-               ORDER BY x.at DESC, x.id DESC OFFSET $3
-            ) old
-          ) d
-         WHERE t.id = d.id`,
-    [pairs.map((w) => w.urn), pairs.map((w) => w.test_urn), maxPerPair],
-  );
+  return rows[0]!.written;
 }
 
 /**

@@ -58,6 +58,11 @@ export async function openRunDiff(
   client: Pick<pg.ClientBase, "query">,
   run: { runId: string; testUrn: string; at: Date; flapChanges: number; flapRuns: number; maxRuns: number },
 ): Promise<RunDiffRow> {
+  // After the run's first batch the row exists: locking it is the one statement of a batch.
+  const locked = () =>
+    client.query<RunDiffRow>(`SELECT ${COLUMNS} FROM test_run_diff WHERE run_id = $1 FOR UPDATE`, [run.runId]);
+  const existing = (await locked()).rows[0];
+  if (existing) return existing;
   const { rowCount } = await client.query(
     `WITH earlier AS (
          SELECT run_id, started_at, COALESCE(last_batch_at, started_at) AS ended_at FROM test_run_diff
@@ -82,10 +87,7 @@ export async function openRunDiff(
       [run.testUrn, run.maxRuns],
     );
   }
-  const { rows } = await client.query<RunDiffRow>(`SELECT ${COLUMNS} FROM test_run_diff WHERE run_id = $1 FOR UPDATE`, [
-    run.runId,
-  ]);
-  return rows[0]!;
+  return (await locked()).rows[0]!;
 }
 
 /** One entity of a batch, as the result history has it after the batch's push. */
@@ -117,9 +119,10 @@ export async function batchEntityStates(
     passing: boolean;
     previous: boolean | null;
     changes: number;
-    latest_at: Date;
+    latest_at: number;
   }>(
-    `SELECT u.urn, latest.passing, before.passing AS previous, latest.at AS latest_at,
+    // latest_at as epoch ms: pg reads a float8 with parseFloat, a timestamptz with a parser of dates in JavaScript.
+    `SELECT u.urn, latest.passing, before.passing AS previous, round(extract(epoch FROM latest.at) * 1000)::float8 AS latest_at,
             (SELECT count(*)::int FROM test_result_transition c
               WHERE c.urn = u.urn AND c.test_urn = $1 AND c.at > $4 AND c.previous IS NOT NULL) AS changes
        FROM unnest($2::text[]) AS u(urn)
@@ -139,7 +142,7 @@ export async function batchEntityStates(
     passing: r.passing,
     previous: r.previous,
     changes: r.changes,
-    latestAt: r.latest_at.getTime(),
+    latestAt: r.latest_at,
   }));
 }
 
