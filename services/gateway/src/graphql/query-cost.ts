@@ -1,4 +1,3 @@
-import type { ApolloServerPlugin } from "@apollo/server";
 import {
   getNamedType,
   getNullableType,
@@ -145,19 +144,17 @@ const sizeOf = (value: unknown): number | undefined =>
  * Validation rules are cached per document and never see variables, so this runs per request, once the operation
  * is known.
  */
-export const queryCostLimit: ApolloServerPlugin = {
-  async requestDidStart() {
-    return {
-      async didResolveOperation({ schema, document, operation, request }) {
-        if (!operation) return; // Apollo refuses a request naming no operation of the document
-        const cost = operationCost(schema, document, operation, request.variables ?? {});
-        if (cost > MAX_COST) {
-          const shown = Number.isSafeInteger(cost) ? String(cost) : "more than 2^53";
-          throw limitError(`Query costs ${shown}; the limit is ${MAX_COST}.`, {
-            cost: { requested: Number.isFinite(cost) ? cost : null, limit: MAX_COST },
-          });
-        }
-      },
-    };
-  },
-};
+export function refuseCostlyOperation(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operation: OperationDefinitionNode,
+  variables: Record<string, unknown>,
+): void {
+  const cost = operationCost(schema, document, operation, variables);
+  if (cost > MAX_COST) {
+    const shown = Number.isSafeInteger(cost) ? String(cost) : "more than 2^53";
+    throw limitError(`Query costs ${shown}; the limit is ${MAX_COST}.`, {
+      cost: { requested: Number.isFinite(cost) ? cost : null, limit: MAX_COST },
+    });
+  }
+}
