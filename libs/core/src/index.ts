@@ -1,5 +1,6 @@
 export * from "./config";
 export * from "./errors";
+export * from "./async-scope";
 export * from "./log-context";
 export * from "./logger";
 export * from "./outages";

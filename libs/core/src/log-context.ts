@@ -1,4 +1,4 @@
-import { AsyncLocalStorage } from "node:async_hooks";
+import { runInScope, scopeValue } from "./async-scope";
 
 /** What every log line written while a request or job is being handled says about it (logger.ts's mixin). */
 export interface LogContext {
@@ -8,14 +8,12 @@ export interface LogContext {
   requestIds?: readonly string[];
 }
 
-const storage = new AsyncLocalStorage<LogContext>();
-
 /** Runs `fn` with `context` on every log line written inside it (and in what it awaits or schedules). */
 export function withLogContext<T>(context: LogContext, fn: () => T): T {
-  return storage.run(context, fn);
+  return runInScope("log", context, fn);
 }
 
 /** The context of the request or job being handled, if any: producers read the request id here. */
 export function currentLogContext(): LogContext | undefined {
-  return storage.getStore();
+  return scopeValue("log") as LogContext | undefined;
 }

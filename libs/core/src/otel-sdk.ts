@@ -1,4 +1,5 @@
 import { leanContextManager } from "./otel-context";
+import { traceIncomingRequests } from "./otel-incoming";
 
 /**
  * Registers the OpenTelemetry SDK. It must run before express, pg or ioredis are loaded for their instrumentation to
@@ -8,8 +9,9 @@ import { leanContextManager } from "./otel-context";
  *   and pg instrumentation).
  * - unset: nothing is recorded or exported, but trace and span ids still exist, so that log lines carry `trace_id` and
  *   `span_id` (logger.ts) and a request's id reaches the jobs it queues (BullMQ's integration, @mdp/queues): a sampler
- *   that records nothing still hands out ids (non-recording spans), and only the http instrumentation is loaded, the
- *   one that opens a span per request. The cost is that of a context per request, not of spans kept or sent.
+ *   that records nothing still hands out ids (non-recording spans). Only the http instrumentation is loaded, for
+ *   outgoing requests; incoming ones get their span and context from traceIncomingRequests (otel-incoming.ts), which
+ *   skips the span attributes and duration metrics nothing records. The cost is that of a context per request.
  *
  * Both run with leanContextManager (otel-context.ts): OpenTelemetry's AsyncLocalStorage context manager, binding the
  * request and response emitters to the request's context by wrapping their `emit` once instead of every listener.
@@ -24,7 +26,12 @@ export function startTelemetry(serviceName: string, env: NodeJS.ProcessEnv = pro
   /* eslint-enable @typescript-eslint/no-require-imports */
   const sdk = endpoint ? exporting(endpoint) : idsOnly();
   sdk.start();
-  return () => sdk.shutdown();
+  // ids-only: incoming requests get their context from otel-incoming.ts, with no span attributes computed
+  const untrace = endpoint ? undefined : traceIncomingRequests(`@mdp/${serviceName}`);
+  return () => {
+    untrace?.();
+    return sdk.shutdown();
+  };
 
   function exporting(url: string) {
     /* eslint-disable @typescript-eslint/no-require-imports */
@@ -73,7 +80,7 @@ export function startTelemetry(serviceName: string, env: NodeJS.ProcessEnv = pro
       metricReaders: [],
       logRecordProcessors: [],
       autoDetectResources: false,
-      instrumentations: [new HttpInstrumentation()],
+      instrumentations: [new HttpInstrumentation({ disableIncomingRequestInstrumentation: true })],
     });
   }
 }

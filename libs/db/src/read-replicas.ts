@@ -1,7 +1,6 @@
-import { AsyncLocalStorage } from "node:async_hooks";
 import { PrismaPg } from "@prisma/adapter-pg";
 import pg from "pg";
-import { withTimeout } from "@mdp/core";
+import { runInScope, scopeValue, withTimeout } from "@mdp/core";
 import { PrismaClient } from "./generated/prisma/client";
 
 /** A server a read runs on: Prisma and pg on its one pool. */
@@ -77,26 +76,27 @@ interface Reader {
   actor: string;
   reads: StaleReads;
 }
-const readers = new AsyncLocalStorage<Reader>();
+/** The current request's or job's reader (@mdp/core's async scope: one storage for it, the log and the trace). */
+const currentReaderOf = () => scopeValue("reader") as Reader | undefined;
 
 /** Runs `fn` (and what it awaits) as `actor`'s: its stale-tolerant reads see its own writes noted with readerWrote. */
 export function withReader<T>(actor: string, reads: StaleReads, fn: () => T): T {
-  return readers.run({ actor, reads }, fn);
+  return runInScope("reader", { actor, reads } satisfies Reader, fn);
 }
 
 export function currentReader(): string | undefined {
-  return readers.getStore()?.actor;
+  return currentReaderOf()?.actor;
 }
 
 /** The current reader's recent write, as a WAL position a job it queues carries to a worker (readAfter). */
 export async function readerPosition(): Promise<string | undefined> {
-  const reader = readers.getStore();
+  const reader = currentReaderOf();
   return reader?.reads.positionOf(reader.actor);
 }
 
 /** The current reader has written: notes the primary's position for its next reads (nothing without replicas). */
 export async function readerWrote(): Promise<void> {
-  const reader = readers.getStore();
+  const reader = currentReaderOf();
   if (reader) await reader.reads.noteWrite(reader.actor);
 }
 

@@ -1,5 +1,5 @@
 import { buildSchema, Kind, parse, type OperationDefinitionNode } from "graphql";
-import { MAX_COST, operationCost } from "./query-cost";
+import { MAX_COST, operationCost, refuseCostlyOperation } from "./query-cost";
 import { typeDefs } from "./schema";
 
 const schema = buildSchema(typeDefs.join("\n"));
@@ -50,5 +50,35 @@ describe("query cost of a test's results and runs", () => {
         `{ test(urn: "urn:li:test:t") { batchRunEvents(limit: 100) { batchRunEvents { timestampMillis result { passingCount } } } } }`,
       ),
     ).toBe(1 + 5 + 1 + 2 + 100 * (1 + 1));
+  });
+});
+
+describe("refusing a costly operation, request after request", () => {
+  const operationOf = (query: string) => {
+    const document = parse(query);
+    const operation = document.definitions.find(
+      (d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION,
+    )!;
+    return (variables: Record<string, unknown> = {}) =>
+      () =>
+        refuseCostlyOperation(schema, document, operation, variables);
+  };
+
+  it("refuses the same document every time it is sent, and lets a cheap one through every time", () => {
+    const costly = operationOf(`{ listTests(input: {count: 1000}) { tests { definition { normalized } } } }`);
+    const cheap = operationOf(`{ listTests(input: {count: 10}) { tests { definition { normalized } } } }`);
+    for (let i = 0; i < 3; i++) {
+      expect(costly()).toThrow(/^Query costs \d+; the limit is 5000\.$/);
+      expect(cheap()).not.toThrow();
+    }
+  });
+
+  it("costs an operation with variables with each request's own", () => {
+    const page = operationOf(
+      `query($n: Int) { listTests(input: {count: $n}) { tests { definition { normalized } } } }`,
+    );
+    expect(page({ n: 10 })).not.toThrow();
+    expect(page({ n: 1000 })).toThrow(/^Query costs/);
+    expect(page({ n: 10 })).not.toThrow();
   });
 });

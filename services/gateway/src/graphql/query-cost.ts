@@ -1,4 +1,3 @@
-import type { ApolloServerPlugin } from "@apollo/server";
 import {
   getNamedType,
   getNullableType,
@@ -141,23 +140,34 @@ const sizeOf = (value: unknown): number | undefined =>
   typeof value === "number" && Number.isFinite(value) ? Math.max(0, value) : undefined;
 
 /**
+ * The cost of operations that declare no variables, by their node: such a cost depends on the document alone, and a
+ * repeated query text is the same node every time (Apollo's document cache), so it is walked once. An operation with
+ * variables is costed on every request, with them. Weak keys: the entry goes with its document.
+ */
+const costWithoutVariables = new WeakMap<OperationDefinitionNode, number>();
+
+/**
  * Refuses, before any resolver runs, an operation costing more than MAX_COST, naming its cost and the limit.
  * Validation rules are cached per document and never see variables, so this runs per request, once the operation
  * is known.
  */
-export const queryCostLimit: ApolloServerPlugin = {
-  async requestDidStart() {
-    return {
-      async didResolveOperation({ schema, document, operation, request }) {
-        if (!operation) return; // Apollo refuses a request naming no operation of the document
-        const cost = operationCost(schema, document, operation, request.variables ?? {});
-        if (cost > MAX_COST) {
-          const shown = Number.isSafeInteger(cost) ? String(cost) : "more than 2^53";
-          throw limitError(`Query costs ${shown}; the limit is ${MAX_COST}.`, {
-            cost: { requested: Number.isFinite(cost) ? cost : null, limit: MAX_COST },
-          });
-        }
-      },
-    };
-  },
-};
+export function refuseCostlyOperation(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operation: OperationDefinitionNode,
+  variables: Record<string, unknown>,
+): void {
+  let cost: number;
+  if (operation.variableDefinitions?.length) cost = operationCost(schema, document, operation, variables);
+  else {
+    const known = costWithoutVariables.get(operation);
+    cost = known ?? operationCost(schema, document, operation, {});
+    if (known === undefined) costWithoutVariables.set(operation, cost);
+  }
+  if (cost > MAX_COST) {
+    const shown = Number.isSafeInteger(cost) ? String(cost) : "more than 2^53";
+    throw limitError(`Query costs ${shown}; the limit is ${MAX_COST}.`, {
+      cost: { requested: Number.isFinite(cost) ? cost : null, limit: MAX_COST },
+    });
+  }
+}

@@ -1,4 +1,4 @@
-import type { ApolloServerPlugin } from "@apollo/server";
+import type { GraphQLRequest, GraphQLResponse } from "@apollo/server";
 
 const GRAPHQL_RESPONSE_JSON = "application/graphql-response+json";
 
@@ -35,13 +35,8 @@ export function prefersGraphQLResponseJson(accept: string | undefined): boolean 
  * A client that asks for application/graphql-response+json keeps Apollo's 400. Other statuses (429, 503 with
  * Retry-After: retry-status.ts) are left as they are.
  */
-export const requestErrorStatus: ApolloServerPlugin = {
-  async requestDidStart({ request }) {
-    const keep400 = prefersGraphQLResponseJson(request.http?.headers.get("accept"));
-    return {
-      async willSendResponse({ response }) {
-        if (!keep400 && response.http.status === 400 && response.body.kind === "single") response.http.status = 200;
-      },
-    };
-  },
-};
+export function setRequestErrorStatus(request: GraphQLRequest, response: GraphQLResponse): void {
+  if (response.http.status !== 400 || response.body.kind !== "single") return;
+  // The Accept header is read only for a 400: most answers are not one.
+  if (!prefersGraphQLResponseJson(request.http?.headers.get("accept"))) response.http.status = 200;
+}

@@ -1,4 +1,4 @@
-import type { ApolloServerPlugin } from "@apollo/server";
+import type { ApolloServerPlugin, GraphQLResponse } from "@apollo/server";
 import type { GraphQLFormattedError } from "graphql";
 import { OUTAGE_RETRY_AFTER_SECONDS } from "@mdp/core";
 
@@ -22,25 +22,28 @@ function retryAfterSeconds(error: GraphQLFormattedError, defaultSeconds: number)
  *   operation that also failed for another reason keeps 200: retrying would not make it succeed.
  * `Retry-After` is the longest `extensions.details.retryAfterSeconds` among them.
  */
+export function setRetryAfterStatus(response: GraphQLResponse): void {
+  if (response.body.kind !== "single") return;
+  const errors = response.body.singleResult.errors ?? [];
+  if (errors.length === 0) return;
+  const waitOut = (code: keyof typeof WAIT_OUT) => {
+    const { status, defaultSeconds } = WAIT_OUT[code];
+    const seconds = errors
+      .filter((error) => error.extensions?.code === code)
+      .map((error) => retryAfterSeconds(error, defaultSeconds));
+    response.http.status = status;
+    response.http.headers.set("retry-after", String(Math.max(...seconds)));
+  };
+  if (errors.some((error) => error.extensions?.code === "TOO_MANY_REQUESTS")) waitOut("TOO_MANY_REQUESTS");
+  else if (errors.every((error) => error.extensions?.code === "SERVICE_UNAVAILABLE")) waitOut("SERVICE_UNAVAILABLE");
+}
+
+/** setRetryAfterStatus as a plugin of its own (the gateway runs it in server.ts's one per-request plugin). */
 export const retryAfterStatus: ApolloServerPlugin = {
   async requestDidStart() {
     return {
       async willSendResponse({ response }) {
-        if (response.body.kind !== "single") return;
-        const errors = response.body.singleResult.errors ?? [];
-        if (errors.length === 0) return;
-        const waitOut = (code: keyof typeof WAIT_OUT) => {
-          const { status, defaultSeconds } = WAIT_OUT[code];
-          const seconds = errors
-            .filter((error) => error.extensions?.code === code)
-            .map((error) => retryAfterSeconds(error, defaultSeconds));
-          response.http.status = status;
-          response.http.headers.set("retry-after", String(Math.max(...seconds)));
-        };
-        if (errors.some((error) => error.extensions?.code === "TOO_MANY_REQUESTS")) waitOut("TOO_MANY_REQUESTS");
-        else if (errors.every((error) => error.extensions?.code === "SERVICE_UNAVAILABLE")) {
-          waitOut("SERVICE_UNAVAILABLE");
-        }
+        setRetryAfterStatus(response);
       },
     };
   },

@@ -1,5 +1,8 @@
 import { ApolloServer, type ApolloServerPlugin } from "@apollo/server";
-import { ApolloServerPluginCacheControlDisabled } from "@apollo/server/plugin/disabled";
+import {
+  ApolloServerPluginCacheControlDisabled,
+  ApolloServerPluginInlineTraceDisabled,
+} from "@apollo/server/plugin/disabled";
 import { ApolloServerPluginDrainHttpServer } from "@apollo/server/plugin/drainHttpServer";
 import { expressMiddleware } from "@as-integrations/express5";
 import type { RequestHandler, Response } from "express";
@@ -12,10 +15,10 @@ import type { GraphQLContext, Services } from "./context";
 import { DocumentCache } from "./document-cache";
 import { PARSE_OPTIONS, refuseOversizedDocuments } from "./document-limits";
 import { formatError } from "./errors";
-import { queryCostLimit } from "./query-cost";
+import { refuseCostlyOperation } from "./query-cost";
 import { armor, INTROSPECTION, queryLimits } from "./query-limits";
-import { requestErrorStatus } from "./request-error-status";
-import { retryAfterStatus } from "./retry-status";
+import { setRequestErrorStatus } from "./request-error-status";
+import { setRetryAfterStatus } from "./retry-status";
 import { resolvers, typeDefs } from "./schema";
 import { rewriteTypeAliases } from "./type-aliases";
 
@@ -25,46 +28,39 @@ export interface GraphQLDeps {
   services: Services;
 }
 
-const noStore: ApolloServerPlugin<GraphQLContext> = {
-  async requestDidStart() {
-    return {
-      async willSendResponse({ response }) {
-        response.http.headers.set("cache-control", "no-store");
-      },
-    };
-  },
-};
-
-/**
- * After a mutation, before its answer leaves: the primary's WAL position noted for its caller, whose next listings
- * then read a replica only once it has replayed the mutation (read-replicas.ts; nothing without replicas).
- */
-const readYourWrites: ApolloServerPlugin<GraphQLContext> = {
-  async requestDidStart() {
-    return {
-      async willSendResponse({ operation }) {
-        if (operation?.operation === "mutation") await readerWrote();
-      },
-    };
-  },
-};
-
 /** The express response of a request, in its context (a key of ours: Apollo hands plugins a copy of the context). */
 const RESPONSE = Symbol("express response");
 
 /**
- * Labels the request's HTTP metrics with its operation type (`query`, `mutation`: http/metrics.ts reads
- * `res.locals.action`) once the document is parsed.
+ * Every per-request hook of the gateway's, in one plugin: Apollo calls each plugin's listener at every stage of every
+ * request (an async call, its promise and an await per listener, for stages it has no hook for too), so six plugins
+ * of one hook each cost more than their hooks. In order:
+ * - once the operation is known: the request's HTTP metrics and token usage are labelled with its type and root
+ *   fields (`res.locals.action`, `res.locals.operations`: http/metrics.ts, token-usage), a refused one too; then an
+ *   operation costing more than MAX_COST is refused before any resolver runs (query-cost.ts: validation rules are
+ *   cached per document and never see variables, so the cost is per request);
+ * - before the answer leaves: `cache-control: no-store` (answers carry tokens); 429 / 503 with Retry-After for an
+ *   operation refused for a reason to wait out (retry-status.ts); 200 with errors[] for a refused request answered as
+ *   application/json (request-error-status.ts); after a mutation, the primary's WAL position noted for its caller,
+ *   whose next listings then read a replica only once it has replayed it (read-replicas.ts; nothing without replicas).
  */
-const operationLabel: ApolloServerPlugin<GraphQLContext> = {
+const perRequest: ApolloServerPlugin<GraphQLContext> = {
   async requestDidStart() {
     return {
-      async didResolveOperation({ operation, contextValue }) {
+      async didResolveOperation({ schema, document, operation, request, contextValue }) {
+        if (!operation) return; // Apollo refuses a request naming no operation of the document
         const res = (contextValue as { [RESPONSE]?: Response })[RESPONSE];
-        if (res && operation) {
+        if (res) {
           res.locals.action = operation.operation;
           res.locals.operations = rootFieldsOf(operation);
         }
+        refuseCostlyOperation(schema, document, operation, request.variables ?? {});
+      },
+      async willSendResponse({ request, response, operation }) {
+        response.http.headers.set("cache-control", "no-store");
+        setRetryAfterStatus(response);
+        setRequestErrorStatus(request, response);
+        if (operation?.operation === "mutation") await readerWrote();
       },
     };
   },
@@ -99,7 +95,7 @@ export async function createGraphQLMiddleware(
     stopOnTerminationSignals: false,
     // Limits, in the order a document meets them: its text (refuseOversizedDocuments, before anything parses it), its
     // tokens (graphql-js' parser), what it selects (queryLimits first, then armor's rules), what it costs with its
-    // variables (queryCostLimit).
+    // variables (refuseCostlyOperation, in perRequest).
     parseOptions: PARSE_OPTIONS,
     validationRules: [queryLimits, ...armor.validationRules],
     // Parsed documents bounded by the heap they hold, not by their count or JSON (document-cache.ts).
@@ -114,15 +110,11 @@ export async function createGraphQLMiddleware(
       // tenth of the request's CPU) to work out a max-age that, with no @cacheControl hints in this schema, is always
       // 0: it only ever answered `cache-control: no-store`. That header is kept (responses carry tokens), the hooks go.
       ApolloServerPluginCacheControlDisabled(),
-      noStore,
-      // 429 / 503 with Retry-After for an operation refused for a reason to wait out (rate limit, outage)
-      retryAfterStatus,
-      // 200 with errors[] for a refused request answered as application/json (DataHub's clients read nothing else)
-      requestErrorStatus,
-      queryCostLimit,
+      // Federation's inline traces, which Apollo adds to do nothing unless the schema is a subgraph (it is not): one
+      // listener less per request.
+      ApolloServerPluginInlineTraceDisabled(),
       ...armor.plugins,
-      operationLabel,
-      readYourWrites,
+      perRequest,
     ],
   });
   await server.start();

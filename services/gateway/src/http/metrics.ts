@@ -35,8 +35,13 @@ export function httpMetrics(extra: readonly Registry[] = []): {
     const started = process.hrtime.bigint();
     res.once("finish", () => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      const labels = { method: req.method, route: bounded(routeOf(req)), action: actionLabel(req, res.locals) };
-      duration.observe({ ...labels, status: res.statusCode }, seconds);
+      const labels = {
+        method: req.method,
+        route: bounded(routeOf(req)),
+        action: actionLabel(req, res.locals),
+        status: res.statusCode,
+      };
+      duration.observe(labels, seconds);
     });
     next();
   };
@@ -72,6 +77,8 @@ const MAX_ROUTE_LABELS = 200;
 export function routeOf(req: Request): string {
   const path = (req.route as { path?: string | string[] } | undefined)?.path;
   if (path === undefined) return "unmatched"; // answered before any route, e.g. a 401
+  // A URL spelled exactly as one of the route's paths (`/api/graphql`, most requests) is its own label.
+  if (path === req.originalUrl || (Array.isArray(path) && path.includes(req.originalUrl))) return req.originalUrl;
   // Routes match whatever the letter case (and `//`, a trailing slash): the label is the lower-case, single-slash
   // form, so `/GMS/operations` and `/gms/operations` are one series, not one per spelling a client invents.
   const url = req.originalUrl
