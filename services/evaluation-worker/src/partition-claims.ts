@@ -1,4 +1,4 @@
-import type { Logger } from "@mdp/core";
+import { every, type Logger, type PeriodicLoop } from "@mdp/core";
 import {
   claimPartitions,
   ensurePartitionLayout,
@@ -23,7 +23,7 @@ export class PartitionClaims {
   private claimedAt = 0;
   private laidOut = false;
   private claiming: Promise<void> | null = null;
-  private keeper: NodeJS.Timeout | undefined;
+  private keeper: PeriodicLoop | undefined;
 
   constructor(
     private readonly pool: Pool,
@@ -67,19 +67,19 @@ export class PartitionClaims {
 
   /** Starts the keeper (the worker's loop does; stopped by release). */
   keep(): void {
-    if (this.keeper) return;
-    this.keeper = setInterval(() => {
-      if (this.claiming) return;
-      this.claim(false).catch((error: unknown) =>
-        this.logger.warn({ err: error }, "evaluation on change: renewing the partitions' leases failed"),
-      );
-    }, this.settings.leaseMs / 5);
-    this.keeper.unref();
+    this.keeper ??= every(
+      "on-change partition leases",
+      this.settings.leaseMs / 5,
+      async () => {
+        if (!this.claiming) await this.claim(false);
+      },
+      { logger: this.logger },
+    );
   }
 
   /** Stops the keeper and gives up every partition (and the membership) for the other workers to take at once. */
   async release(): Promise<void> {
-    clearInterval(this.keeper);
+    await this.keeper?.stop();
     this.keeper = undefined;
     await this.claiming?.catch(() => undefined);
     this.held.clear();
