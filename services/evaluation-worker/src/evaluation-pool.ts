@@ -3,7 +3,13 @@ import v8 from "node:v8";
 import { Piscina } from "piscina";
 import type { EntityEvaluation, EntitySnapshot } from "@mdp/metadata-tests";
 import type { StoredTest } from "./evaluation.store";
-import { WHERE, type EvaluationTask, type ThreadItem, type ThreadItemResult } from "./evaluation-thread";
+import {
+  WHERE,
+  type EvaluationsJson,
+  type EvaluationTask,
+  type ThreadItem,
+  type ThreadItemResult,
+} from "./evaluation-thread";
 import { JobShare, ThreadShare } from "./fair-share";
 
 export interface PoolSettings {
@@ -101,6 +107,9 @@ export class StoredDefinitionError extends Error {
 
 export type PoolOutcome = EntityEvaluation[] | EvaluationLimitError | StoredDefinitionError;
 
+/** The outcome of an item: JSON text (EvaluationsJson) only where the item asked for it (ThreadItem.json). */
+export type OutcomeOf<I extends ThreadItem> = I extends { json: true } ? PoolOutcome | EvaluationsJson : PoolOutcome;
+
 export interface PoolInput {
   /**
    * the user the evaluation is for (the system client acting for a user counts as that user): the pool shares its
@@ -179,21 +188,21 @@ export class EvaluationPool {
    * against `input`; each item's evaluations, the EvaluationLimitError it was stopped with, or the
    * StoredDefinitionError of a test it needs whose stored definition no longer parses. Other errors are thrown.
    */
-  async evaluate(
+  async evaluate<I extends ThreadItem>(
     input: PoolInput,
-    items: readonly ThreadItem[],
+    items: readonly I[],
     limitText = `${this.settings.timeLimitMs} ms (EVALUATION_TIME_LIMIT_MS)`,
-  ): Promise<PoolOutcome[]> {
+  ): Promise<Array<OutcomeOf<I>>> {
     return (await this.evaluateTimed(input, items, limitText)).outcomes;
   }
 
   /** Like evaluate, also saying how long the evaluation held a thread (ms): the cost charged to its actor. */
-  async evaluateTimed(
+  async evaluateTimed<I extends ThreadItem>(
     input: PoolInput,
-    items: readonly ThreadItem[],
+    items: readonly I[],
     limitText = `${this.settings.timeLimitMs} ms (EVALUATION_TIME_LIMIT_MS)`,
-  ): Promise<{ outcomes: PoolOutcome[]; threadMs: number }> {
-    const outcomes = new Array<PoolOutcome>(items.length);
+  ): Promise<{ outcomes: Array<OutcomeOf<I>>; threadMs: number }> {
+    const outcomes = new Array<OutcomeOf<I>>(items.length);
     let threadMs = 0;
     let pending = items.map((_, i) => i);
     while (pending.length > 0) {
@@ -213,11 +222,14 @@ export class EvaluationPool {
       if (Array.isArray(result)) {
         run.forEach((i, k) => {
           const one = result[k]!;
-          outcomes[i] = Array.isArray(one) ? one : new StoredDefinitionError(one.invalidTest, one.message);
+          // JSON text comes only for the items that asked for it (OutcomeOf).
+          outcomes[i] = (
+            "invalidTest" in one ? new StoredDefinitionError(one.invalidTest, one.message) : one
+          ) as OutcomeOf<I>;
         });
         return { outcomes, threadMs };
       }
-      outcomes[run[result.item]!] = result.error;
+      outcomes[run[result.item]!] = result.error as OutcomeOf<I>;
       // The others lost their results with the thread: they run again, each with the whole limit.
       pending = run.filter((_, k) => k !== result.item);
     }
