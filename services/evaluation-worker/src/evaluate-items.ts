@@ -144,10 +144,11 @@ function answered(
 }
 
 /**
- * Each urn's result as JSON text (`jsons`, in the order of `urns`, serialized once: in the thread, or from the objects of an item pushed), or
- * why the request is refused: one entity's result over RESULT_LIMITS.entityBytes, or all of them together over
- * RESULT_LIMITS.answerBytes (a 400 naming the limit; nothing is pushed). The checks cost the texts' lengths (bytes are
- * counted only when the length allows more); `evaluation` gives the i-th result's object, for a refusal's words.
+ * Each urn's result as JSON text (`jsons`, in the order of `urns`, serialized once: in the thread, or from the objects
+ * of an item pushed), or why the request is refused: one entity's result over RESULT_LIMITS.entityBytes, or all of
+ * them together over RESULT_LIMITS.answerBytes (a 400 naming the limit; nothing is pushed). The checks cost the texts'
+ * lengths (bytes are counted only when the length allows more); `evaluation` gives the i-th result's object, for a
+ * refusal's words.
  */
 function checkResults(
   urns: readonly string[],
