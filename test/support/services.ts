@@ -3,6 +3,7 @@
  * test database and a queue prefix of the test's own, and stops them again.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { DEVELOPMENT_SECRETS } from "@mdp/core";
@@ -50,6 +51,13 @@ export function startService(
     },
   );
   let output = "";
+  // SERVICE_OUTPUT_DIR: each service's output also goes to <dir>/<name>-<pid>.log (e.g. with --trace-gc in SERVICE_NODE_ARGS).
+  const outputDir = process.env.SERVICE_OUTPUT_DIR;
+  if (outputDir) {
+    const file = fs.createWriteStream(path.join(outputDir, `${name}-${child.pid}.log`));
+    child.stdout.pipe(file);
+    child.stderr.pipe(file);
+  }
   child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
   child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));

@@ -78,3 +78,31 @@ export function toItemReply(result: EvaluationItemResult): EvaluationItemReply {
   for (const [urn, evaluation] of Object.entries(result.results)) resultsJson[urn] = JSON.stringify(evaluation);
   return { resultsJson };
 }
+
+/**
+ * evaluateJobReply's check of a reply, with a fast path for the shape a worker of this version sends: every item its
+ * results as JSON text (strings by urn) and its evaluation time. That shape is checked field by field here, as the
+ * schema would, without building a copy of the reply; any other (a refusal, an earlier worker's objects, anything
+ * malformed) goes through the schema, which names what is wrong.
+ */
+export function checkEvaluateJobReply(value: unknown): ReturnType<typeof evaluateJobReply.safeParse> {
+  return isAnsweredReply(value) ? { success: true, data: value } : evaluateJobReply.safeParse(value);
+}
+
+function isAnsweredReply(value: unknown): value is EvaluateJobReply {
+  if (!isRecord(value) || !isRecord(value.items) || (value.partial !== undefined && value.partial !== true)) {
+    return false;
+  }
+  for (const taskId in value.items) {
+    const item = value.items[taskId];
+    if (!isRecord(item) || !isRecord(item.resultsJson)) return false;
+    const ms = item.evaluationMs;
+    if (ms !== undefined && !(typeof ms === "number" && Number.isFinite(ms) && ms >= 0)) return false;
+    for (const urn in item.resultsJson) if (typeof item.resultsJson[urn] !== "string") return false;
+  }
+  return true;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}

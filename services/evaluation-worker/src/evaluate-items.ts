@@ -14,13 +14,19 @@ import { ActionAuthority, callerKey, callerOf, type PushCaller } from "./action-
 import type { EvaluationInput, StoredTest } from "./evaluation.store";
 import type { EvaluateDeps } from "./evaluation-deps";
 import { EvaluationLimitError, StoredDefinitionError } from "./evaluation-pool";
+import { tallyOf, type EvaluationsJson, type Tally } from "./evaluation-thread";
 
 /** What one item came to, before it is answered and recorded. */
 export interface ItemOutcome {
   item: EvaluationItem;
   result: EvaluationItemResult;
-  /** the evaluations with the values found (cut) when there are any: what a push stores */
-  evaluations: EntityEvaluation[];
+  /**
+   * the evaluations with the values found (cut) when there are any: what a push stores. An item only answered has them
+   * as JSON text (resultsJson), parsed only if read (a task row's result).
+   */
+  readonly evaluations: EntityEvaluation[];
+  /** what `evaluations` count: the task's progress and the metrics */
+  tally: Tally;
   /** each urn's result as answered (its values only for a caller who may read them), serialized once */
   resultsJson?: Record<string, string>;
   /** how long its evaluation held a thread: the gateway charges it to the caller's evaluation-time budget */
@@ -72,14 +78,14 @@ async function evaluateGroup(
     authority,
   );
   // Its actor's share of the threads (see EvaluationPool), and the thread time to charge to it.
-  // Values are built only for a caller who may read them (GET_ENTITY, decided by its gateway) or to be stored.
+  // Values are built only for a caller who may read them (GET_ENTITY, decided by its gateway) or to be stored. An
+  // item only answered comes back as JSON text: its results are not needed as objects.
   const { outcomes, threadMs } = await deps.pool.evaluateTimed(
     { actor, at, tests, entities: input.entities },
-    group.map((item) => ({
-      urns: item.urns,
-      testUrns: item.testUrns,
-      withValues: item.push || item.showValues === true,
-    })),
+    group.map((item) => {
+      const one = { urns: item.urns, testUrns: item.testUrns, withValues: item.push || item.showValues === true };
+      return item.push ? one : { ...one, json: true as const };
+    }),
   );
   // The task's thread time, shared by its requests: all of one actor, whose budget the gateway charges.
   const share = threadMs / group.length;
@@ -88,41 +94,80 @@ async function evaluateGroup(
     if (outcome instanceof EvaluationLimitError || outcome instanceof StoredDefinitionError) {
       return { ...refusal(item, "BAD_USER_INPUT", outcome.message), threadMs: share };
     }
+    if ("json" in outcome) {
+      const checked = checkResults(item.urns, outcome.json, (i) => JSON.parse(outcome.json[i]!) as EntityEvaluation);
+      if ("tooLarge" in checked) return { ...refusal(item, "BAD_USER_INPUT", checked.tooLarge), threadMs: share };
+      return answered(item, outcome, checked.resultsJson, share);
+    }
     // Evaluated with values only to push them: the answer hides them again (without a push there are none to hide).
     const shown = item.showValues === true || !item.push ? outcome : outcome.map(evaluationWithoutValues);
-    const serialized = serializeResults(shown);
+    const serialized = checkResults(
+      item.urns,
+      shown.map((e) => JSON.stringify(e)),
+      (i) => shown[i]!,
+    );
     if ("tooLarge" in serialized) return { ...refusal(item, "BAD_USER_INPUT", serialized.tooLarge), threadMs: share };
     return {
       item,
       result: { results: Object.fromEntries(shown.map((e) => [e.urn, e])) },
       resultsJson: serialized.resultsJson,
       evaluations: outcome,
+      tally: tallyOf(outcome),
       threadMs: share,
     };
   });
 }
 
+/** The outcome of an item answered from its thread's JSON text: its objects are parsed only if they are read. */
+function answered(
+  item: EvaluationItem,
+  outcome: EvaluationsJson,
+  resultsJson: Record<string, string>,
+  threadMs: number,
+): ItemOutcome {
+  let parsed: EntityEvaluation[] | undefined;
+  const evaluations = () => (parsed ??= outcome.json.map((json) => JSON.parse(json) as EntityEvaluation));
+  return {
+    item,
+    result: {
+      get results() {
+        return Object.fromEntries(evaluations().map((e) => [e.urn, e]));
+      },
+    },
+    resultsJson,
+    get evaluations() {
+      return evaluations();
+    },
+    tally: outcome.tally,
+    threadMs,
+  };
+}
+
 /**
- * Each urn's result as JSON text, or why the request is refused: one entity's result over RESULT_LIMITS.entityBytes,
- * or all of them together over RESULT_LIMITS.answerBytes (a 400 naming the limit; nothing is pushed). The results
- * are serialized once, here, and the checks cost their lengths (bytes are counted only when the length allows more).
+ * Each urn's result as JSON text (`jsons`, in the order of `urns`, serialized once: in the thread, or from the objects
+ * of an item pushed), or why the request is refused: one entity's result over RESULT_LIMITS.entityBytes, or all of
+ * them together over RESULT_LIMITS.answerBytes (a 400 naming the limit; nothing is pushed). The checks cost the texts'
+ * lengths (bytes are counted only when the length allows more); `evaluation` gives the i-th result's object, for a
+ * refusal's words.
  */
-function serializeResults(
-  evaluations: readonly EntityEvaluation[],
+function checkResults(
+  urns: readonly string[],
+  jsons: readonly string[],
+  evaluation: (i: number) => EntityEvaluation,
 ): { resultsJson: Record<string, string> } | { tooLarge: string } {
   const resultsJson: Record<string, string> = {};
   let characters = 0;
-  for (const evaluation of evaluations) {
-    const json = JSON.stringify(evaluation);
+  for (let i = 0; i < jsons.length; i++) {
+    const json = jsons[i]!;
     const bytes = utf8Bytes(json, RESULT_LIMITS.entityBytes);
-    if (bytes > RESULT_LIMITS.entityBytes) return { tooLarge: entityResultTooLarge(evaluation, bytes) };
+    if (bytes > RESULT_LIMITS.entityBytes) return { tooLarge: entityResultTooLarge(evaluation(i), bytes) };
     characters += json.length;
-    resultsJson[evaluation.urn] = json;
+    resultsJson[urns[i]!] = json;
   }
   if (characters * 3 > RESULT_LIMITS.answerBytes) {
     let bytes = 0;
     for (const json of Object.values(resultsJson)) bytes += Buffer.byteLength(json, "utf8");
-    if (bytes > RESULT_LIMITS.answerBytes) return { tooLarge: answerTooLarge(evaluations.length, bytes) };
+    if (bytes > RESULT_LIMITS.answerBytes) return { tooLarge: answerTooLarge(jsons.length, bytes) };
   }
   return { resultsJson };
 }
@@ -132,8 +177,10 @@ function refusal(
   code: "NOT_FOUND" | "CONFLICT" | "BAD_USER_INPUT",
   message: string,
 ): ItemOutcome {
-  return { item, result: { refused: { code, message } }, evaluations: [] };
+  return { item, result: { refused: { code, message } }, evaluations: [], tally: NOTHING };
 }
+
+const NOTHING: Tally = Object.freeze({ entities: 0, passing: 0, failing: 0, notApplicable: 0 });
 
 /** The refusal of an item that is not evaluated at all (cancelled, or naming what does not exist), if any. */
 function refusalOf(item: EvaluationItem, input: EvaluationInput): ItemOutcome | undefined {

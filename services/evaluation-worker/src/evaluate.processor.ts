@@ -1,7 +1,7 @@
 import type { Job } from "bullmq";
 import { perTurn } from "@mdp/core";
 import { inTransaction } from "@mdp/db";
-import { actionsFromJson, RESULT_LIMITS, type EntityEvaluation } from "@mdp/metadata-tests";
+import { actionsFromJson, RESULT_LIMITS } from "@mdp/metadata-tests";
 import {
   toItemReply,
   type EvaluateJobReply,
@@ -15,6 +15,7 @@ import type { EvaluateDeps } from "./evaluation-deps";
 import { countRequest } from "./evaluation-metrics";
 import { cancelledOutcome, evaluateItems, type ItemOutcome } from "./evaluate-items";
 import type { PushItem } from "./results.pusher";
+import type { Tally } from "./evaluation-thread";
 import type { UnsavedTestActions } from "./test-actions";
 import type { EvaluationEnding, EvaluationProgress, EvaluationRecord, FailedEvaluationAttempt } from "@mdp/tasks";
 
@@ -70,7 +71,7 @@ export async function evaluate(
       let ready = done;
       const pushing = done.filter((o) => (o.item.push || appliesActions(o.item)) && !("refused" in o.result));
       if (pushing.length > 0) {
-        const claimed = pushing.map((o) => recordOf(job, startedAt, o.item, progressOf([], o.item.urns.length)));
+        const claimed = pushing.map((o) => recordOf(job, startedAt, o.item, progressOf(NONE, o.item.urns.length)));
         for (const row of claimed) withRow.add(row.taskId);
         const stopped = await inTransaction(deps.db.pool, (client) =>
           deps.tasks.evaluations.claimForPush(client, claimed),
@@ -87,7 +88,7 @@ export async function evaluate(
         for (const taskId of stopped) cancelled.add(taskId);
         ready = done.map((o) => (stopped.has(o.item.taskId) ? cancelledOutcome(o.item) : o));
       }
-      for (const o of ready) countRequest("refused" in o.result, o.evaluations);
+      for (const o of ready) countRequest("refused" in o.result, o.tally);
       if (payload.replyTo) {
         unsent -= ready.length;
         // Each message at most about one answer's worth (RESULT_LIMITS.answerBytes): items answered in one turn
@@ -176,8 +177,12 @@ function endingOf(job: Job, startedAt: Date, outcome: ItemOutcome, sentReply: un
   const { item, result } = outcome;
   const reply = sentReply === undefined ? {} : { reply: sentReply };
   return "refused" in result
-    ? { ...recordOf(job, startedAt, item, progressOf([], item.urns.length)), refusal: result.refused.message, ...reply }
-    : { ...recordOf(job, startedAt, item, progressOf(outcome.evaluations, item.urns.length)), result, ...reply };
+    ? {
+        ...recordOf(job, startedAt, item, progressOf(NONE, item.urns.length)),
+        refusal: result.refused.message,
+        ...reply,
+      }
+    : { ...recordOf(job, startedAt, item, progressOf(outcome.tally, item.urns.length)), result, ...reply };
 }
 
 /**
@@ -194,7 +199,7 @@ export async function recordEvaluateFailure(
 ): Promise<void> {
   await deps.tasks.evaluations
     .failAttempt(
-      payload.items.map((item) => recordOf(job, startedAt, item, progressOf([], item.urns.length))),
+      payload.items.map((item) => recordOf(job, startedAt, item, progressOf(NONE, item.urns.length))),
       attempt,
     )
     .catch(() => undefined); // PostgreSQL itself may be what failed; BullMQ still records the failure
@@ -310,18 +315,20 @@ function unsavedActionsOf(item: EvaluationItem): Map<string, UnsavedTestActions>
 /** What the queue dashboard shows of one item: its refusal, or how many results of each kind it got. */
 function summaryOf(outcome: ItemOutcome) {
   if ("refused" in outcome.result) return { refused: outcome.result.refused.code };
-  const { passing, failing, notApplicable } = progressOf(outcome.evaluations, outcome.item.urns.length);
+  const { passing, failing, notApplicable } = progressOf(outcome.tally, outcome.item.urns.length);
   return { urns: outcome.item.urns.length, passing, failing, notApplicable };
 }
 
-function progressOf(evaluations: readonly EntityEvaluation[], total: number): EvaluationProgress {
-  const count = (pick: (e: EntityEvaluation) => unknown[]) => evaluations.reduce((n, e) => n + pick(e).length, 0);
+/** nothing evaluated yet */
+const NONE: Tally = { entities: 0, passing: 0, failing: 0, notApplicable: 0 };
+
+function progressOf(tally: Tally, total: number): EvaluationProgress {
   return {
-    evaluated: evaluations.length,
+    evaluated: tally.entities,
     total,
-    passing: count((e) => e.passing),
-    failing: count((e) => e.failing),
-    notApplicable: count((e) => e.notApplicable),
-    percent: evaluations.length === total ? 100 : 0,
+    passing: tally.passing,
+    failing: tally.failing,
+    notApplicable: tally.notApplicable,
+    percent: tally.entities === total ? 100 : 0,
   };
 }

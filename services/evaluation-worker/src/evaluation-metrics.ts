@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { EntityEvaluation } from "@mdp/metadata-tests";
+import { tallyOf, type Tally } from "./evaluation-thread";
 
 /**
  * What the evaluation worker adds to its /metrics (served with the queue's metrics, @mdp/queues' worker monitor):
@@ -29,26 +30,22 @@ for (const outcome of ["evaluated", "refused"]) requests.inc({ outcome }, 0);
 for (const result of ["passing", "failing", "not_applicable"]) testResults.inc({ result }, 0);
 
 /** One evaluate request's end: refused (nothing evaluated), or its entities' evaluations. */
-export function countRequest(refused: boolean, evaluations: readonly EntityEvaluation[]): void {
+export function countRequest(refused: boolean, tally: Tally): void {
   requests.inc({ outcome: refused ? "refused" : "evaluated" });
-  countEvaluations(evaluations);
+  countTally(tally);
 }
 
 /** Entities evaluated, and what their tests found. */
 export function countEvaluations(evaluations: readonly EntityEvaluation[]): void {
-  if (evaluations.length === 0) return;
-  entities.inc(evaluations.length);
-  let passing = 0;
-  let failing = 0;
-  let notApplicable = 0;
-  for (const e of evaluations) {
-    passing += e.passing.length;
-    failing += e.failing.length;
-    notApplicable += e.notApplicable.length;
-  }
-  testResults.inc({ result: "passing" }, passing);
-  testResults.inc({ result: "failing" }, failing);
-  testResults.inc({ result: "not_applicable" }, notApplicable);
+  countTally(tallyOf(evaluations));
+}
+
+function countTally(tally: Tally): void {
+  if (tally.entities === 0) return;
+  entities.inc(tally.entities);
+  testResults.inc({ result: "passing" }, tally.passing);
+  testResults.inc({ result: "failing" }, tally.failing);
+  testResults.inc({ result: "not_applicable" }, tally.notApplicable);
 }
 
 const onChangeEvents = new Counter({

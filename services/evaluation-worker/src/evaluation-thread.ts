@@ -24,6 +24,26 @@ export interface ThreadItem {
    * (unset: none are built)
    */
   withValues?: boolean;
+  /**
+   * answer the evaluations as JSON text (EvaluationsJson) rather than objects: an item only answered, never pushed.
+   * Serialized here, its results cross to the main thread as strings, where a structured clone of every object and
+   * a JSON.stringify of each result again cost the main thread more than the evaluation itself.
+   */
+  json?: boolean;
+}
+
+/** How many entities were evaluated and what their tests found: the counts a task row and the metrics keep. */
+export interface Tally {
+  entities: number;
+  passing: number;
+  failing: number;
+  notApplicable: number;
+}
+
+/** An item's evaluations as JSON text (one per urn, in the item's urn order; see ThreadItem.json), and their tally. */
+export interface EvaluationsJson {
+  json: string[];
+  tally: Tally;
 }
 
 export interface EvaluationTask {
@@ -60,9 +80,22 @@ export interface InvalidDefinition {
   message: string;
 }
 
-export type ThreadItemResult = EntityEvaluation[] | InvalidDefinition;
+export type ThreadItemResult = EntityEvaluation[] | EvaluationsJson | InvalidDefinition;
 
-/** Each item's evaluations, one per urn, in the item's urn order; or the stored definition it could not parse. */
+export function tallyOf(evaluations: readonly EntityEvaluation[]): Tally {
+  const tally = { entities: evaluations.length, passing: 0, failing: 0, notApplicable: 0 };
+  for (const e of evaluations) {
+    tally.passing += e.passing.length;
+    tally.failing += e.failing.length;
+    tally.notApplicable += e.notApplicable.length;
+  }
+  return tally;
+}
+
+/**
+ * Each item's evaluations, one per urn, in the item's urn order (objects, or JSON text: ThreadItem.json); or the stored
+ * definition it could not parse.
+ */
 export default function evaluateTask(task: EvaluationTask): ThreadItemResult[] {
   const where = new Int32Array(task.where);
   Atomics.store(where, WHERE.began, Date.now() - task.base);
@@ -117,7 +150,9 @@ export default function evaluateTask(task: EvaluationTask): ThreadItemResult[] {
         (test) => notApplied.get(test),
       );
     });
-    out.push(invalid ?? evaluations);
+    if (invalid) out.push(invalid);
+    else if (item.json) out.push({ json: evaluations.map((e) => JSON.stringify(e)), tally: tallyOf(evaluations) });
+    else out.push(evaluations);
   }
   return out;
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { every, perTurn, type Logger, type PeriodicLoop } from "@mdp/core";
 import {
-  evaluateJobReply,
+  checkEvaluateJobReply,
   evaluationItemReply,
   JobFailedError,
   ReplyChannelLostError,
@@ -219,7 +219,7 @@ export class EvaluationBatcher {
         // The worker answers each request as soon as it is done (a slow one never holds the others' answers): each
         // reply answers the requests in it at once, and the last one (not partial) the job's remaining requests.
         (returned) => {
-          const parsed = evaluateJobReply.safeParse(returned);
+          const parsed = checkEvaluateJobReply(returned);
           if (!parsed.success) throw new UnexpectedResultError(parsed.error.message);
           for (const [taskId, reply] of Object.entries(parsed.data.items)) {
             const waiting = unanswered.get(taskId);
