@@ -25,6 +25,13 @@ describe("checkEvaluateJobReply", () => {
     expect(checkEvaluateJobReply(reply)).toEqual(evaluateJobReply.safeParse(reply));
   });
 
+  it("answers a reply with keys beside the results as the schema does (stripped), never with them", () => {
+    const reply = { items: { t: { resultsJson: {}, refused: null } }, extra: 1 };
+    const checked = checkEvaluateJobReply(reply);
+    expect(checked).toEqual(evaluateJobReply.safeParse(reply));
+    if (checked.success) expect(checked.data.items.t).not.toHaveProperty("refused");
+  });
+
   it.each([
     ["a result that is not text", { items: { t: { resultsJson: { u: { urn: "u" } } } } }],
     ["a negative evaluation time", { items: { t: { resultsJson: {}, evaluationMs: -1 } } }],

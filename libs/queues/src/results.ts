@@ -93,13 +93,23 @@ function isAnsweredReply(value: unknown): value is EvaluateJobReply {
   if (!isRecord(value) || !isRecord(value.items) || (value.partial !== undefined && value.partial !== true)) {
     return false;
   }
+  // Only the keys of that shape: the schema strips others, and a stray `refused` beside the results must not survive.
+  if (!onlyKeys(value, REPLY_KEYS)) return false;
   for (const taskId in value.items) {
     const item = value.items[taskId];
-    if (!isRecord(item) || !isRecord(item.resultsJson)) return false;
+    if (!isRecord(item) || !isRecord(item.resultsJson) || !onlyKeys(item, ITEM_KEYS)) return false;
     const ms = item.evaluationMs;
     if (ms !== undefined && !(typeof ms === "number" && Number.isFinite(ms) && ms >= 0)) return false;
     for (const urn in item.resultsJson) if (typeof item.resultsJson[urn] !== "string") return false;
   }
+  return true;
+}
+
+const REPLY_KEYS = new Set(["items", "partial"]);
+const ITEM_KEYS = new Set(["resultsJson", "evaluationMs"]);
+
+function onlyKeys(value: Record<string, unknown>, allowed: Set<string>): boolean {
+  for (const key in value) if (!allowed.has(key)) return false;
   return true;
 }
 

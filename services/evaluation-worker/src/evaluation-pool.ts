@@ -72,7 +72,8 @@ export const YOUNG_GENERATION_MB = 16;
  * given from the start. Started at V8's default of 1 MB, it rarely grows under evaluation's short-lived garbage: a
  * thread scavenged every 2 MB allocated, about 100 scavenges per bench/cost evaluate run against 35 with this. Its
  * memory is within YOUNG_GENERATION_MB, which the budget counts already. A V8 flag is read when an isolate is created:
- * set before the pool starts, it sizes the threads' isolates only (the main one exists already).
+ * set before the pool starts, it sizes every thread the process starts from then on (the pool's: it starts no other),
+ * not the main isolate, which exists already.
  */
 const THREAD_SEMI_SPACE_MB = Math.floor(YOUNG_GENERATION_MB / 3);
 

@@ -68,7 +68,8 @@ export class OnChangeEvaluator {
     this.held = new PartitionClaims(
       deps.db.pool,
       this.holder,
-      settings,
+      // A pass waits at most the owners' budget for evaluation; five leases more is hung, not slow.
+      { ...settings, stuckAfterMs: settings.ownerBudgetMs + 5 * settings.leaseMs },
       async (partition) => {
         for (const ownerUrn of await ownersWithBacklog(deps.db.pool, partition))
           this.lanes.lane(partition, ownerUrn).backlog = true;
@@ -146,11 +147,13 @@ export class OnChangeEvaluator {
     if (this.held.size === 0) return null;
     // Where the stream ends, read once for every partition: an idle pass costs two statements, not one a partition.
     const end = await streamEnd(this.deps.db.pool);
-    let passes = await Promise.all(this.held.values().map((held) => this.partitionPass(held, end)));
+    const passAll = () =>
+      this.held.during(() => Promise.all(this.held.values().map((h) => this.partitionPass(h, end))));
+    let passes = await passAll();
     if (passes.some((p) => p === LOST)) {
       // A partition was taken over (this worker's lease lapsed): claim again at once, and pass what it holds now.
       await this.held.claimForPass(true);
-      passes = await Promise.all(this.held.values().map((held) => this.partitionPass(held, end)));
+      passes = await passAll();
     }
     const done = emptyPass();
     for (const pass of passes) {
@@ -179,18 +182,11 @@ export class OnChangeEvaluator {
       try {
         await inTransaction(this.deps.db.pool, async (client) => {
           await carryOver(client, held.partition, outcome.carried);
-          const ok = await advancePartition(
-            client,
-            ON_CHANGE_CONSUMER,
-            held.partition,
-            this.holder,
-            upTo,
-            this.settings.leaseMs,
-          );
+          const ok = await advancePartition(client, ON_CHANGE_CONSUMER, held, this.holder, upTo, this.settings.leaseMs);
           if (!ok) throw new LostPartition(`partition ${held.partition} was taken over`);
         });
         committed.resolve(true);
-        held.seq = upTo;
+        if (BigInt(upTo) > BigInt(held.seq)) held.seq = upTo; // never back past what a claim found meanwhile
         for (const entry of outcome.carried) this.lanes.lane(held.partition, entry.ownerUrn).backlog = true;
       } catch (error) {
         committed.resolve(false);

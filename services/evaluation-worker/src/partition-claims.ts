@@ -16,7 +16,8 @@ import { ON_CHANGE_CONSUMER } from "./on-change-settings";
  * claims at its start (renewals, this worker's fair share, extras released); between passes, and during a long one, a
  * keeper renews and takes lapsed partitions every fifth of a lease, releasing nothing. So a worker busy in a pass
  * longer than its lease keeps what it holds, and a dead worker's partitions go to a live one within the lease and a
- * fifth, pass or no pass.
+ * fifth, pass or no pass. A pass that has run past `stuckAfterMs` is taken for hung: the keeper renews nothing while
+ * it goes on, so its partitions lapse to the other workers (and its commit, if it ever comes, finds them gone).
  */
 export class PartitionClaims {
   private readonly held = new Map<number, HeldPartition>();
@@ -24,11 +25,15 @@ export class PartitionClaims {
   private laidOut = false;
   private claiming: Promise<void> | null = null;
   private keeper: PeriodicLoop | undefined;
+  /** since when the pass in flight runs */
+  private passSince: number | undefined;
+  /** moved by release: a claim that was waiting when it came claims nothing */
+  private generation = 0;
 
   constructor(
     private readonly pool: Pool,
     private readonly holder: string,
-    private readonly settings: { partitions: number; leaseMs: number },
+    private readonly settings: { partitions: number; leaseMs: number; stuckAfterMs: number },
     /** called for each partition new to this worker, before its first pass (its owners' backlogs to drain) */
     private readonly taken: (partition: number) => Promise<void>,
     private readonly logger: Logger,
@@ -65,12 +70,25 @@ export class PartitionClaims {
     this.claimedAt = claimedAt;
   }
 
+  /** Runs a pass, timed for the keeper (see the class). */
+  async during<T>(pass: () => Promise<T>): Promise<T> {
+    this.passSince = Date.now();
+    try {
+      return await pass();
+    } finally {
+      this.passSince = undefined;
+    }
+  }
+
   /** Starts the keeper (the worker's loop does; stopped by release). */
   keep(): void {
     this.keeper ??= every(
       "on-change partition leases",
       this.settings.leaseMs / 5,
       async () => {
+        if (this.passSince !== undefined && Date.now() - this.passSince > this.settings.stuckAfterMs) {
+          return { renewed: 0, passRunningMs: Date.now() - this.passSince };
+        }
         if (!this.claiming) await this.claim(false);
       },
       { logger: this.logger },
@@ -79,6 +97,7 @@ export class PartitionClaims {
 
   /** Stops the keeper and gives up every partition (and the membership) for the other workers to take at once. */
   async release(): Promise<void> {
+    this.generation++;
     await this.keeper?.stop();
     this.keeper = undefined;
     await this.claiming?.catch(() => undefined);
@@ -89,7 +108,9 @@ export class PartitionClaims {
 
   /** One claim round at a time: a keeper's tick waits for none, a pass's waits for the one in flight and claims again. */
   private async claim(releaseExtra: boolean): Promise<void> {
+    const generation = this.generation;
     while (this.claiming) await this.claiming.catch(() => undefined);
+    if (generation !== this.generation) return;
     this.claiming = this.claimRound(releaseExtra);
     try {
       await this.claiming;
@@ -119,9 +140,14 @@ export class PartitionClaims {
         taken.push(row.partition);
         continue;
       }
+      if (mine.partitions !== row.partitions) {
+        // Laid out again: the new layout's position, never the old one's (a pass of the old layout commits nothing).
+        this.held.set(row.partition, row);
+        taken.push(row.partition);
+        continue;
+      }
       // The same object a pass in flight moves: never back past what it (or another worker meanwhile) committed.
       if (BigInt(row.seq) > BigInt(mine.seq)) mine.seq = row.seq;
-      mine.partitions = row.partitions;
     }
     setPartitionsHeld(this.held.size);
     for (const partition of taken) await this.taken(partition);

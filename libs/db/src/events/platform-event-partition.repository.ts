@@ -174,13 +174,14 @@ export async function partitionEventsAfter(
 }
 
 /**
- * Moves a partition's position to `to`, if `holder` still holds it (renewing its lease); false when it does not (its
- * lease lapsed and another took it over): the caller's transaction must then not commit what it read.
+ * Moves a partition's position to `to`, if `holder` still holds it in the layout it read it in (renewing its lease);
+ * false when it does not (its lease lapsed and another took it over, or the partitions were laid out again): the
+ * caller's transaction must then not commit what it read.
  */
 export async function advancePartition(
   client: Queryable,
   consumer: string,
-  partition: number,
+  held: { partition: number; partitions: number },
   holder: string,
   to: string,
   leaseMs: number,
@@ -189,8 +190,8 @@ export async function advancePartition(
     `UPDATE platform_event_partition
         SET seq = GREATEST(seq, $4::int8), updated_at = now(),
             lease_until = now() + make_interval(secs => $5::float8 / 1000)
-      WHERE consumer = $1 AND partition = $2 AND holder = $3 AND lease_until > now()`,
-    [consumer, partition, holder, to, leaseMs],
+      WHERE consumer = $1 AND partition = $2 AND holder = $3 AND lease_until > now() AND partitions = $6`,
+    [consumer, held.partition, holder, to, leaseMs, held.partitions],
   );
   return rowCount === 1;
 }
