@@ -14,6 +14,42 @@ import type { RequestHandler } from "express";
  * decision for the whole domain.
  */
 export function securityHeaders(): RequestHandler {
+  const headers = staticHeadersOf(helmetMiddleware());
+  // helmet runs a dozen middleware per request, each setting one header whose value never changes: the same headers
+  // are taken from it once and set in one loop (about 3% of the gateway's CPU on a GraphQL `me`).
+  return (_req, res, next) => {
+    for (let i = 0; i < headers.length; i += 2) res.setHeader(headers[i]!, headers[i + 1]!);
+    next();
+  };
+}
+
+/**
+ * The headers `middleware` sets, as [name, value, name, value…], from one run against a stand-in response. Refuses a
+ * middleware whose headers could vary per request (one reading the request, or removing or appending headers).
+ */
+function staticHeadersOf(middleware: RequestHandler): string[] {
+  const headers: string[] = [];
+  const unexpected = (what: string) => () => {
+    throw new Error(`security headers: helmet ${what}, so its headers cannot be computed once`);
+  };
+  const req = new Proxy({}, { get: unexpected("read the request") });
+  const res = {
+    setHeader: (name: string, value: string | number | readonly string[]) => {
+      if (typeof value !== "string") unexpected(`set ${name} to a non-string`)();
+      headers.push(name, value as string);
+    },
+    // helmet drops X-Powered-By, which express never sets here (app.disable("x-powered-by"))
+    removeHeader: () => {},
+  };
+  let called = false;
+  middleware(req as never, res as never, () => {
+    called = true;
+  });
+  if (!called) unexpected("did not call next synchronously")();
+  return headers;
+}
+
+function helmetMiddleware(): RequestHandler {
   return helmet({
     contentSecurityPolicy: {
       directives: {
