@@ -74,7 +74,8 @@ export function requestLogger(
     (req, res, next) => {
       const id = requestId(req, res);
       req.id = id;
-      withLogContext({ requestId: id }, () => (inner ? inner(req, res, next) : next()));
+      if (inner) withLogContext({ requestId: id }, () => inner(req, res, next));
+      else withLogContext({ requestId: id }, next as () => void);
     };
   if (!logger.isLevelEnabled("info")) return withRequestId();
   return withRequestId(
