@@ -84,13 +84,23 @@ export async function accessTokenPage(
                                          LIMIT ${count} OFFSET ${start}) AS p)::text AS tokens`;
   // Prepared per filter shape (the text depends on the fields filtered, not the values): planning this statement
   // cost PostgreSQL about as much as running it. Only for a few filters, so each connection keeps a bounded set.
-  const name =
-    filters.length <= MAX_PREPARED_FILTERS
-      ? `access-token-list-${hash("sha1", statement.text, "hex").slice(0, 16)}`
-      : undefined;
+  const name = filters.length <= MAX_PREPARED_FILTERS ? statementName(statement.text) : undefined;
   const [row] = await run<{ total: number; tokens: string | null }>(pool, statement, name);
   // An empty page aggregates to NULL.
   return { total: row!.total, tokens: row!.tokens === null ? [] : (JSON.parse(row!.tokens) as AccessTokenPageToken[]) };
+}
+
+/** statement text → its prepared statement's name; the few filter shapes in use (hashing each request's showed up). */
+const statementNames = new Map<string, string>();
+
+function statementName(text: string): string {
+  let name = statementNames.get(text);
+  if (name === undefined) {
+    if (statementNames.size >= 256) statementNames.clear();
+    name = `access-token-list-${hash("sha1", text, "hex").slice(0, 16)}`;
+    statementNames.set(text, name);
+  }
+  return name;
 }
 
 /** A timestamptz(3) column as epoch ms: exact for any ms timestamp, a JSON integer. */
