@@ -137,8 +137,8 @@ async function listCalls(pool: pg.Pool, actorUrn: string, connections: number, s
   await Promise.all(
     Array.from({ length: connections }, async () => {
       while (performance.now() < end) {
-        const { tokens } = await listTokens(pool, actorUrn, new Date(), 0, 100);
-        if (tokens.length !== 100) throw new Error(`the list floor's statement read ${tokens.length} tokens, not 100`);
+        const rows = await listTokens(pool, actorUrn, new Date(), 0, 100);
+        if (rows.length !== 100) throw new Error(`the list floor's statement read ${rows.length} tokens, not 100`);
         units++;
       }
     }),

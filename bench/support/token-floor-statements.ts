@@ -72,38 +72,35 @@ export function createToken(
   });
 }
 
-const epochMs = (column: string) => `round(date_part('epoch', ${column}) * 1000)::int8`;
+const epochMs = (column: string) => `round(date_part('epoch', ${column}) * 1000)`;
 const LIVE_OF_ACTOR = (actor: string) => `revoked_at IS NULL AND type <> 'SESSION' AND actor_urn = ${actor}`;
-const PAGE_JSON = `json_agg(json_build_object(
-    'urn', 'urn:li:dataHubAccessToken:' || p.id, 'id', p.id, 'name', p.name, 'description', p.description,
-    'actorUrn', p.actor_urn, 'ownerUrn', p.owner_urn, 'createdAt', ${epochMs("p.created_at")},
-    'expiresAt', ${epochMs("p.expires_at")}, 'lastUsedAt', ${epochMs("p.last_used_at")},
-    'scopes', CASE WHEN cardinality(p.scopes) > 0 THEN p.scopes END, 'parentTokenId', p.parent_token_id,
-    'rotatedFromId', p.rotated_from_id, 'rotatedToId', p.rotated_to_id, 'rotatedAt', ${epochMs("p.rotated_at")})
-  ORDER BY p.created_at DESC, p.id DESC)`;
 
-/**
- * A page of one actor's live tokens, newest first, with their total: the list statement for one actorUrn filter,
- * its page one JSON text parsed as the gateway does.
- */
+/** A page of one actor's live tokens, newest first, with their total: the list statement for one actorUrn filter. */
 export async function listTokens(
   pool: pg.Pool,
   actorUrn: string,
   now: Date,
   start: number,
   count: number,
-): Promise<{ total: number; tokens: Array<{ urn: string; id: string; actorUrn: string }> }> {
-  const result = await pool.query<{ total: number; tokens: string | null }>({
+): Promise<Array<{ total: number; id: string | null; actor_urn: string }>> {
+  const result = await pool.query<{ total: number; id: string | null; actor_urn: string }>({
     name: "access-token-list-floor",
     text: `
-      SELECT ((SELECT count(*) FROM access_token WHERE ${LIVE_OF_ACTOR("$1")} AND expires_at IS NULL)
-              + (SELECT count(*) FROM access_token WHERE ${LIVE_OF_ACTOR("$2")} AND expires_at > $3::timestamptz))::int AS total,
-             (SELECT ${PAGE_JSON} FROM (SELECT * FROM access_token
-                                         WHERE ${LIVE_OF_ACTOR("$4")} AND (expires_at IS NULL OR expires_at > $5::timestamptz)
-                                         ORDER BY created_at DESC, id DESC
-                                         LIMIT $6 OFFSET $7) AS p)::text AS tokens`,
+      SELECT c.total, p.id, p.name, p.description, p.actor_urn, p.owner_urn,
+             ${epochMs("p.created_at")} AS created_at, ${epochMs("p.expires_at")} AS expires_at,
+             ${epochMs("p.last_used_at")} AS last_used_at, CASE WHEN cardinality(p.scopes) > 0 THEN p.scopes END AS scopes,
+             p.parent_token_id::text AS parent_token_id,
+             p.rotated_from_id::text AS rotated_from_id, p.rotated_to_id::text AS rotated_to_id,
+             ${epochMs("p.rotated_at")} AS rotated_at
+        FROM (SELECT ((SELECT count(*) FROM access_token WHERE ${LIVE_OF_ACTOR("$1")} AND expires_at IS NULL)
+                      + (SELECT count(*) FROM access_token WHERE ${LIVE_OF_ACTOR("$2")} AND expires_at > $3::timestamptz))::int
+                     AS total) AS c
+        LEFT JOIN LATERAL (SELECT * FROM access_token
+                            WHERE ${LIVE_OF_ACTOR("$4")} AND (expires_at IS NULL OR expires_at > $5::timestamptz)
+                            ORDER BY created_at DESC, id DESC
+                            LIMIT $6 OFFSET $7) AS p ON true
+       ORDER BY p.created_at DESC, p.id DESC`,
     values: [actorUrn, actorUrn, now, actorUrn, now, count, start],
   });
-  const row = result.rows[0]!;
-  return { total: row.total, tokens: row.tokens === null ? [] : JSON.parse(row.tokens) };
+  return result.rows;
 }

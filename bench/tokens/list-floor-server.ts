@@ -15,9 +15,11 @@ async function main(): Promise<void> {
   app.use(express.json({ limit: "1mb" }));
   app.post("/list", (_req, res, next) => {
     listTokens(pool, actorUrn, new Date(), 0, 100)
-      .then(({ total, tokens }) => {
-        const selected = tokens.map((t) => ({ urn: t.urn, id: t.id, actorUrn: t.actorUrn }));
-        res.json({ data: { listAccessTokens: { total, tokens: selected } } });
+      .then((rows) => {
+        const tokens = rows
+          .filter((row) => row.id !== null)
+          .map((row) => ({ urn: `urn:li:dataHubAccessToken:${row.id}`, id: row.id, actorUrn: row.actor_urn }));
+        res.json({ data: { listAccessTokens: { total: rows[0]!.total, tokens } } });
       })
       .catch(next);
   });

@@ -3,7 +3,7 @@ import { Prisma } from "../generated/prisma/client";
 import type { Queryable } from "../timeseries/timeseries.store";
 import { withinPolicy, type DurationPolicy } from "./access-token-duration-policy";
 import { isAccessTokenId } from "./access-token.repository";
-import { run } from "./pool-statement";
+import { accessTokenEventUrn } from "../events/entity-change-events";
 
 /** The token list (access_token): a page of live tokens with its total, its filters as SQL, the owners' page. */
 
@@ -51,9 +51,9 @@ const MAX_PREPARED_FILTERS = 4;
  * A page of live tokens (neither revoked nor expired at `now`), newest first, and how many there are in all. Count
  * and page in one statement: one round trip and one snapshot, so `total` and `tokens` always agree (two statements,
  * even in a transaction, each see their own snapshot under READ COMMITTED). The count is split so each half is an
- * index-only range scan of access_token_*_expires_at_idx. PostgreSQL builds the page as one JSON text, its tokens
- * already shaped as AccessTokenPageToken: one JSON.parse instead of pg's JavaScript parser per column and row, and
- * no second copy of each token to map it.
+ * index-only range scan of access_token_*_expires_at_idx. The page is joined to the count so that an empty page
+ * still brings the total (one row, page columns null); times come back as epoch ms, scopes null when none (pg then
+ * skips its array parser). Rows come as arrays, each made once into its token (pg's row objects would be a second copy).
  */
 export async function accessTokenPage(
   pool: Queryable,
@@ -71,24 +71,72 @@ export async function accessTokenPage(
   // tokens to revoke them); the list is then what the filters select, still never a revoked token.
   const statement = filters.some((f) => f.field === "expiresAt")
     ? Prisma.sql`
-      SELECT (SELECT count(*) FROM access_token WHERE ${where})::int AS total,
-             (SELECT ${PAGE_JSON} FROM (SELECT * FROM access_token WHERE ${where}
-                                         ORDER BY created_at DESC, id DESC
-                                         LIMIT ${count} OFFSET ${start}) AS p)::text AS tokens`
+      SELECT c.total, p.id, p.name, p.description, p.actor_urn, p.owner_urn,
+             ${epochMs("p.created_at")} AS created_at, ${epochMs("p.expires_at")} AS expires_at,
+             ${epochMs("p.last_used_at")} AS last_used_at, ${SCOPES}, p.parent_token_id::text AS parent_token_id,
+             p.rotated_from_id::text AS rotated_from_id, p.rotated_to_id::text AS rotated_to_id,
+             ${epochMs("p.rotated_at")} AS rotated_at
+        FROM (SELECT count(*)::int AS total FROM access_token WHERE ${where}) AS c
+        LEFT JOIN LATERAL (SELECT * FROM access_token WHERE ${where}
+                            ORDER BY created_at DESC, id DESC
+                            LIMIT ${count} OFFSET ${start}) AS p ON true
+       ORDER BY p.created_at DESC, p.id DESC`
     : Prisma.sql`
-      SELECT ((SELECT count(*) FROM access_token WHERE ${where} AND expires_at IS NULL)
-              + (SELECT count(*) FROM access_token WHERE ${where} AND expires_at > ${now}::timestamptz))::int AS total,
-             (SELECT ${PAGE_JSON} FROM (SELECT * FROM access_token
-                                         WHERE ${where} AND (expires_at IS NULL OR expires_at > ${now}::timestamptz)
-                                         ORDER BY created_at DESC, id DESC
-                                         LIMIT ${count} OFFSET ${start}) AS p)::text AS tokens`;
+      SELECT c.total, p.id, p.name, p.description, p.actor_urn, p.owner_urn,
+             ${epochMs("p.created_at")} AS created_at, ${epochMs("p.expires_at")} AS expires_at,
+             ${epochMs("p.last_used_at")} AS last_used_at, ${SCOPES}, p.parent_token_id::text AS parent_token_id,
+             p.rotated_from_id::text AS rotated_from_id, p.rotated_to_id::text AS rotated_to_id,
+             ${epochMs("p.rotated_at")} AS rotated_at
+        FROM (SELECT ((SELECT count(*) FROM access_token WHERE ${where} AND expires_at IS NULL)
+                      + (SELECT count(*) FROM access_token WHERE ${where} AND expires_at > ${now}::timestamptz))::int
+                     AS total) AS c
+        LEFT JOIN LATERAL (SELECT * FROM access_token
+                            WHERE ${where} AND (expires_at IS NULL OR expires_at > ${now}::timestamptz)
+                            ORDER BY created_at DESC, id DESC
+                            LIMIT ${count} OFFSET ${start}) AS p ON true
+       ORDER BY p.created_at DESC, p.id DESC`;
   // Prepared per filter shape (the text depends on the fields filtered, not the values): planning this statement
   // cost PostgreSQL about as much as running it. Only for a few filters, so each connection keeps a bounded set.
   const name = filters.length <= MAX_PREPARED_FILTERS ? statementName(statement.text) : undefined;
-  const [row] = await run<{ total: number; tokens: string | null }>(pool, statement, name);
-  // An empty page aggregates to NULL.
-  return { total: row!.total, tokens: row!.tokens === null ? [] : (JSON.parse(row!.tokens) as AccessTokenPageToken[]) };
+  const { rows } = await pool.query<PageRow>({
+    name,
+    text: statement.text,
+    values: statement.values,
+    rowMode: "array",
+  });
+  const tokens: AccessTokenPageToken[] = [];
+  for (const r of rows) {
+    if (r[1] === null) continue; // the empty page's row
+    tokens.push({
+      urn: accessTokenEventUrn(r[1]),
+      id: r[1],
+      name: r[2],
+      description: r[3],
+      actorUrn: r[4],
+      ownerUrn: r[5],
+      createdAt: r[6],
+      expiresAt: r[7],
+      lastUsedAt: r[8],
+      scopes: r[9],
+      parentTokenId: r[10],
+      rotatedFromId: r[11],
+      rotatedToId: r[12],
+      rotatedAt: r[13],
+    });
+  }
+  return { total: rows[0]![0], tokens };
 }
+
+/** A row of the list statement, its columns in order: the total, and a token of the page (null when it is empty). */
+type PageRow = [
+  total: number,
+  ...[id: string | null, name: string, description: string | null, actorUrn: string, ownerUrn: string],
+  ...[createdAt: number, expiresAt: number | null, lastUsedAt: number | null, scopes: string[] | null],
+  ...[parentTokenId: string | null, rotatedFromId: string | null, rotatedToId: string | null, rotatedAt: number | null],
+];
+
+/** The scopes column, null when there are none (an empty or NULL column). */
+const SCOPES = Prisma.raw(`CASE WHEN cardinality(p.scopes) > 0 THEN p.scopes END AS scopes`);
 
 /** statement text → its prepared statement's name; the few filter shapes in use (hashing each request's showed up). */
 const statementNames = new Map<string, string>();
@@ -103,20 +151,10 @@ function statementName(text: string): string {
   return name;
 }
 
-/** A timestamptz(3) column as epoch ms: exact for any ms timestamp, a JSON integer. */
-const epochMs = (column: string) => `round(date_part('epoch', ${column}) * 1000)::int8`;
-
-/**
- * The page's tokens (the rows of p) as a JSON array of AccessTokenPageToken, newest first; the urn is
- * entity-change-events.ts accessTokenEventUrn's.
- */
-const PAGE_JSON = Prisma.raw(`json_agg(json_build_object(
-    'urn', 'urn:li:dataHubAccessToken:' || p.id, 'id', p.id, 'name', p.name, 'description', p.description,
-    'actorUrn', p.actor_urn, 'ownerUrn', p.owner_urn, 'createdAt', ${epochMs("p.created_at")},
-    'expiresAt', ${epochMs("p.expires_at")}, 'lastUsedAt', ${epochMs("p.last_used_at")},
-    'scopes', CASE WHEN cardinality(p.scopes) > 0 THEN p.scopes END, 'parentTokenId', p.parent_token_id,
-    'rotatedFromId', p.rotated_from_id, 'rotatedToId', p.rotated_to_id, 'rotatedAt', ${epochMs("p.rotated_at")})
-  ORDER BY p.created_at DESC, p.id DESC)`);
+/** A timestamptz(3) column as epoch ms: a double, which pg hands over as a number, exact for any ms timestamp. */
+function epochMs(column: string): Prisma.Sql {
+  return Prisma.raw(`round(date_part('epoch', ${column}) * 1000)`);
+}
 
 /**
  * One filter as SQL: `=` for one value, so the (column, created_at) index also gives the order; ANY for several; NOT
