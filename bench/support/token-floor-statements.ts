@@ -88,7 +88,8 @@ export async function listTokens(
     text: `
       SELECT c.total, p.id, p.name, p.description, p.actor_urn, p.owner_urn,
              ${epochMs("p.created_at")} AS created_at, ${epochMs("p.expires_at")} AS expires_at,
-             ${epochMs("p.last_used_at")} AS last_used_at, p.scopes, p.parent_token_id::text AS parent_token_id,
+             ${epochMs("p.last_used_at")} AS last_used_at, CASE WHEN cardinality(p.scopes) > 0 THEN p.scopes END AS scopes,
+             p.parent_token_id::text AS parent_token_id,
              p.rotated_from_id::text AS rotated_from_id, p.rotated_to_id::text AS rotated_to_id,
              ${epochMs("p.rotated_at")} AS rotated_at
         FROM (SELECT ((SELECT count(*) FROM access_token WHERE ${LIVE_OF_ACTOR("$1")} AND expires_at IS NULL)

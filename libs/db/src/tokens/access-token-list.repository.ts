@@ -3,7 +3,7 @@ import { Prisma } from "../generated/prisma/client";
 import type { Queryable } from "../timeseries/timeseries.store";
 import { withinPolicy, type DurationPolicy } from "./access-token-duration-policy";
 import { isAccessTokenId } from "./access-token.repository";
-import { run } from "./pool-statement";
+import { accessTokenEventUrn } from "../events/entity-change-events";
 
 /** The token list (access_token): a page of live tokens with its total, its filters as SQL, the owners' page. */
 
@@ -15,21 +15,25 @@ export type AccessTokenFilter =
   /** neither used nor created within the last `days` days */
   | { field: "unusedForDays"; days: number };
 
-/** A token of a list page; times are epoch ms. */
-export interface AccessTokenPageRow {
+/**
+ * A token of a list page, as the gateway's TokenMetadata has it (its urn included); times are epoch ms; scopes as
+ * stored, null when there are none.
+ */
+export interface AccessTokenPageToken {
+  urn: string;
   id: string;
   name: string;
   description: string | null;
-  actor_urn: string;
-  owner_urn: string;
-  created_at: number;
-  expires_at: number | null;
-  last_used_at: number | null;
+  actorUrn: string;
+  ownerUrn: string;
+  createdAt: number;
+  expiresAt: number | null;
+  lastUsedAt: number | null;
   scopes: string[] | null;
-  parent_token_id: string | null;
-  rotated_from_id: string | null;
-  rotated_to_id: string | null;
-  rotated_at: number | null;
+  parentTokenId: string | null;
+  rotatedFromId: string | null;
+  rotatedToId: string | null;
+  rotatedAt: number | null;
 }
 
 /** filterable fields → their columns */
@@ -48,7 +52,8 @@ const MAX_PREPARED_FILTERS = 4;
  * and page in one statement: one round trip and one snapshot, so `total` and `tokens` always agree (two statements,
  * even in a transaction, each see their own snapshot under READ COMMITTED). The count is split so each half is an
  * index-only range scan of access_token_*_expires_at_idx. The page is joined to the count so that an empty page
- * still brings the total (one row, page columns null); times come back as epoch ms.
+ * still brings the total (one row, page columns null); times come back as epoch ms, scopes null when none (pg then
+ * skips its array parser). Rows come as arrays, each made once into its token (pg's row objects would be a second copy).
  */
 export async function accessTokenPage(
   pool: Queryable,
@@ -56,7 +61,7 @@ export async function accessTokenPage(
   now: Date,
   start: number,
   count: number,
-): Promise<{ total: number; rows: AccessTokenPageRow[] }> {
+): Promise<{ total: number; tokens: AccessTokenPageToken[] }> {
   // A session is a signed-in user's, not one of the personal access tokens the list is of (DataHub's are not stored).
   const where = Prisma.join(
     [Prisma.sql`revoked_at IS NULL`, Prisma.sql`type <> 'SESSION'`, ...filters.map(filterCondition)],
@@ -68,7 +73,7 @@ export async function accessTokenPage(
     ? Prisma.sql`
       SELECT c.total, p.id, p.name, p.description, p.actor_urn, p.owner_urn,
              ${epochMs("p.created_at")} AS created_at, ${epochMs("p.expires_at")} AS expires_at,
-             ${epochMs("p.last_used_at")} AS last_used_at, p.scopes, p.parent_token_id::text AS parent_token_id,
+             ${epochMs("p.last_used_at")} AS last_used_at, ${SCOPES}, p.parent_token_id::text AS parent_token_id,
              p.rotated_from_id::text AS rotated_from_id, p.rotated_to_id::text AS rotated_to_id,
              ${epochMs("p.rotated_at")} AS rotated_at
         FROM (SELECT count(*)::int AS total FROM access_token WHERE ${where}) AS c
@@ -79,7 +84,7 @@ export async function accessTokenPage(
     : Prisma.sql`
       SELECT c.total, p.id, p.name, p.description, p.actor_urn, p.owner_urn,
              ${epochMs("p.created_at")} AS created_at, ${epochMs("p.expires_at")} AS expires_at,
-             ${epochMs("p.last_used_at")} AS last_used_at, p.scopes, p.parent_token_id::text AS parent_token_id,
+             ${epochMs("p.last_used_at")} AS last_used_at, ${SCOPES}, p.parent_token_id::text AS parent_token_id,
              p.rotated_from_id::text AS rotated_from_id, p.rotated_to_id::text AS rotated_to_id,
              ${epochMs("p.rotated_at")} AS rotated_at
         FROM (SELECT ((SELECT count(*) FROM access_token WHERE ${where} AND expires_at IS NULL)
@@ -92,19 +97,59 @@ export async function accessTokenPage(
        ORDER BY p.created_at DESC, p.id DESC`;
   // Prepared per filter shape (the text depends on the fields filtered, not the values): planning this statement
   // cost PostgreSQL about as much as running it. Only for a few filters, so each connection keeps a bounded set.
-  const name =
-    filters.length <= MAX_PREPARED_FILTERS
-      ? `access-token-list-${hash("sha1", statement.text, "hex").slice(0, 16)}`
-      : undefined;
-  const rows = await run<{ total: number } & NullablePageRow>(pool, statement, name);
-  return {
-    total: rows[0]!.total,
-    rows: rows.filter((row): row is { total: number } & AccessTokenPageRow => row.id !== null),
-  };
+  const name = filters.length <= MAX_PREPARED_FILTERS ? statementName(statement.text) : undefined;
+  const { rows } = await pool.query<PageRow>({
+    name,
+    text: statement.text,
+    values: statement.values,
+    rowMode: "array",
+  });
+  const tokens: AccessTokenPageToken[] = [];
+  for (const r of rows) {
+    if (r[1] === null) continue; // the empty page's row
+    tokens.push({
+      urn: accessTokenEventUrn(r[1]),
+      id: r[1],
+      name: r[2],
+      description: r[3],
+      actorUrn: r[4],
+      ownerUrn: r[5],
+      createdAt: r[6],
+      expiresAt: r[7],
+      lastUsedAt: r[8],
+      scopes: r[9],
+      parentTokenId: r[10],
+      rotatedFromId: r[11],
+      rotatedToId: r[12],
+      rotatedAt: r[13],
+    });
+  }
+  return { total: rows[0]![0], tokens };
 }
 
-/** A row of the list statement: the total, and a token of the page (all null when the page is empty). */
-type NullablePageRow = Omit<AccessTokenPageRow, "id"> & { id: string | null };
+/** A row of the list statement, its columns in order: the total, and a token of the page (null when it is empty). */
+type PageRow = [
+  total: number,
+  ...[id: string | null, name: string, description: string | null, actorUrn: string, ownerUrn: string],
+  ...[createdAt: number, expiresAt: number | null, lastUsedAt: number | null, scopes: string[] | null],
+  ...[parentTokenId: string | null, rotatedFromId: string | null, rotatedToId: string | null, rotatedAt: number | null],
+];
+
+/** The scopes column, null when there are none (an empty or NULL column). */
+const SCOPES = Prisma.raw(`CASE WHEN cardinality(p.scopes) > 0 THEN p.scopes END AS scopes`);
+
+/** statement text → its prepared statement's name; the few filter shapes in use (hashing each request's showed up). */
+const statementNames = new Map<string, string>();
+
+function statementName(text: string): string {
+  let name = statementNames.get(text);
+  if (name === undefined) {
+    if (statementNames.size >= 256) statementNames.clear();
+    name = `access-token-list-${hash("sha1", text, "hex").slice(0, 16)}`;
+    statementNames.set(text, name);
+  }
+  return name;
+}
 
 /** A timestamptz(3) column as epoch ms: a double, which pg hands over as a number, exact for any ms timestamp. */
 function epochMs(column: string): Prisma.Sql {

@@ -3,7 +3,6 @@ import {
   type AccessToken,
   accessTokenEventUrn,
   type AccessTokenFilter,
-  type AccessTokenPageRow,
   type Database,
   type DurationPolicy,
   findAccessToken,
@@ -177,8 +176,10 @@ export class TokenStore {
     start: number,
     count: number,
   ): Promise<{ total: number; tokens: TokenMetadata[] }> {
-    const { total, rows } = await replicaReads.accessTokenPage(this.stale, filters, now, start, count);
-    return { total, tokens: rows.map((row) => this.metadataOfPageRow(row)) };
+    const page = await replicaReads.accessTokenPage(this.stale, filters, now, start, count);
+    // The tokens come shaped as TokenMetadata (accessTokenPage): only stored scopes are still names to canonicalise.
+    for (const token of page.tokens) if (token.scopes !== null) token.scopes = scopesOf(token.scopes);
+    return page as { total: number; tokens: TokenMetadata[] };
   }
 
   /** The token of that id (in any letter case, as PostgreSQL matches a uuid), or null; not a uuid: null. */
@@ -325,25 +326,6 @@ export class TokenStore {
       );
       return revoked;
     });
-  }
-
-  private metadataOfPageRow(row: AccessTokenPageRow): TokenMetadata {
-    return {
-      urn: this.urnOf(row.id),
-      id: row.id,
-      name: row.name,
-      description: row.description,
-      actorUrn: row.actor_urn,
-      ownerUrn: row.owner_urn,
-      createdAt: row.created_at,
-      expiresAt: row.expires_at,
-      lastUsedAt: row.last_used_at,
-      scopes: scopesOf(row.scopes),
-      parentTokenId: row.parent_token_id,
-      rotatedFromId: row.rotated_from_id,
-      rotatedToId: row.rotated_to_id,
-      rotatedAt: row.rotated_at,
-    };
   }
 
   private metadataOf(row: AccessToken): TokenMetadata {
