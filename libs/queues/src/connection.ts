@@ -2,7 +2,7 @@ import type { EventEmitter } from "node:events";
 import { Cluster, Redis, type RedisOptions } from "ioredis";
 // Not re-exported by ioredis's index; its `Connector` option (public) takes a subclass of it.
 import StandaloneConnector, { type StandaloneConnectionOptions } from "ioredis/built/connectors/StandaloneConnector";
-import { parseRedisUrl } from "@mdp/core";
+import { parseRedisUrl, withTimeout } from "@mdp/core";
 
 /**
  * A connection to REDIS_URL: one server, or a Redis Cluster (`redis-cluster://h1:p1,h2:p2`, see @mdp/core's
@@ -113,17 +113,11 @@ function closingOnce(cluster: Cluster): Cluster {
 /** Resolves once the connection is ready; producers fail fast while it is not, so start-up waits for it. */
 export function whenReady(redis: RedisConnection, timeoutMs = 10_000): Promise<void> {
   if (redis.status === "ready") return Promise.resolve();
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      redis.off("ready", onReady);
-      reject(new Error(`Redis did not become ready within ${timeoutMs} ms`));
-    }, timeoutMs);
-    const onReady = () => {
-      clearTimeout(timer);
-      resolve();
-    };
-    redis.once("ready", onReady);
-  });
+  let onReady: (() => void) | undefined;
+  const ready = new Promise<void>((resolve) => redis.once("ready", (onReady = resolve)));
+  return withTimeout(ready, timeoutMs, () => new Error(`Redis did not become ready within ${timeoutMs} ms`)).finally(
+    () => redis.off("ready", onReady!),
+  );
 }
 
 /** How long closing waits for a connection that is reconnecting: ioredis retries within 2 s of its server's return. */

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import { outboxConsumerLoop, type Logger, type PeriodicLoop } from "@mdp/core";
+import { outboxConsumerLoop, withTimeout, type Logger, type PeriodicLoop } from "@mdp/core";
 import {
   advancePartition,
   backlogOf,
@@ -126,12 +126,8 @@ export class OnChangeEvaluator {
    */
   async close(waitMs = 10_000): Promise<void> {
     this.closed = true;
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      Promise.allSettled([...this.inFlight]),
-      new Promise((resolve) => (timer = setTimeout(resolve, waitMs))),
-    ]);
-    clearTimeout(timer);
+    // Past waitMs the work goes on unwaited for: its partitions are released below all the same.
+    await withTimeout(Promise.allSettled([...this.inFlight]), waitMs).catch(() => undefined);
     try {
       await this.held.release();
     } finally {

@@ -1,4 +1,4 @@
-import { pruneInBatches, SYSTEM_ACTOR_URN, type Config, type Logger, type RunSummary } from "@mdp/core";
+import { perTurn, pruneInBatches, SYSTEM_ACTOR_URN, type Config, type Logger, type RunSummary } from "@mdp/core";
 import {
   accessTokenUsageOf,
   inPrismaTransaction,
@@ -59,48 +59,25 @@ export class TokenUsageService {
   }
 
   /**
-   * A loader per request (keyed by its context): the usage of every token a list resolves is read in one batch, not
-   * a query per token.
+   * A loader per request (keyed by its context): the usage of every token a list resolves is read in one batch
+   * (`perTurn`: graphql-js resolves a list's items in one pass), not a query per token.
    */
   loaderFor(context: object): (tokenId: string) => Promise<TokenUsage> {
     let loader = loaders.get(context);
     if (!loader) {
-      const pending: {
-        batch: Map<string, Array<{ resolve: (u: TokenUsage) => void; reject: (e: unknown) => void }>> | null;
-      } = { batch: null };
-      loader = (tokenId) =>
-        new Promise<TokenUsage>((resolve, reject) => {
-          let batch = pending.batch;
-          if (batch === null) {
-            const current = (batch = pending.batch = new Map());
-            // graphql-js resolves a list's items in one synchronous pass: they are all here by the next tick.
-            process.nextTick(() => {
-              pending.batch = null;
-              this.load(current);
-            });
-          }
-          const waiting = batch.get(tokenId) ?? [];
-          waiting.push({ resolve, reject });
-          batch.set(tokenId, waiting);
-        });
+      loader = perTurn((tokenIds: string[]) => this.usageOf(tokenIds));
       loaders.set(context, loader);
     }
     return loader;
   }
 
-  private load(batch: Map<string, Array<{ resolve: (u: TokenUsage) => void; reject: (e: unknown) => void }>>): void {
-    accessTokenUsageOf(this.prisma, [...batch.keys()]).then(
-      (usage) => {
-        for (const [id, waiting] of batch) {
-          const row = usage.get(id) ?? { clients: [], operations: [] };
-          const answer = { ...row, total: row.operations.reduce((sum, o) => sum + o.count, 0) };
-          for (const w of waiting) w.resolve(answer);
-        }
-      },
-      (error: unknown) => {
-        for (const waiting of batch.values()) for (const w of waiting) w.reject(error);
-      },
-    );
+  /** The usage of each token of `tokenIds`, in their order (a token named twice is read once). */
+  private async usageOf(tokenIds: string[]): Promise<TokenUsage[]> {
+    const usage = await accessTokenUsageOf(this.prisma, [...new Set(tokenIds)]);
+    return tokenIds.map((id) => {
+      const row = usage.get(id) ?? { clients: [], operations: [] };
+      return { ...row, total: row.operations.reduce((sum, o) => sum + o.count, 0) };
+    });
   }
 
   /** The gateways' chores (run by one gateway per firing, libs/queues/src/chores.ts). */
