@@ -116,7 +116,6 @@ export async function composeServices(config: Config, connections: Connections, 
     registry,
     store: timeseries,
     producer: truncateProducer,
-    engine,
     logger,
     urnNamespace: config.URN_NAMESPACE,
   });
@@ -242,7 +241,7 @@ export async function composeServices(config: Config, connections: Connections, 
     webhooks: new WebhookService({ db: connections.db, engine, config, logger }),
     webApp: new WebAppService(connections.db, prisma, engine),
   };
-  const ingestion = new IngestionService(connections.db, registry, aspects, timeseries, engine);
+  const ingestion = new IngestionService(connections.db, registry, aspects, timeseries);
   const http = {
     ...{ db: connections.db, registry, aspects, timeseries, ingestion, engine, truncation, tasks, evaluation },
     reads: connections.db.stale,

@@ -1,6 +1,5 @@
-import type { GraphQLContext } from "../graphql/context";
 import { needs, resolver } from "../graphql/resolver";
-import { delegatedWorkArgs } from "./delegated-work.service";
+import { delegatedWorkArgs, revokeActorAccessArgs } from "./delegated-work.service";
 
 export const delegatedWorkTypeDefs = /* GraphQL */ `
   "What a user, or one of its tokens, set in motion that acts for it without it being there."
@@ -87,8 +86,8 @@ export const delegatedWorkTypeDefs = /* GraphQL */ `
 `;
 
 /**
- * delegatedWork declares its privilege and contract here; revokeActorAccess's service checks its own, since whose
- * access it ends decides which privilege it needs (and deleteServiceAccount ends access through the same code).
+ * Both declare their privilege and contract here; revokeActorAccess's service also checks MANAGE_ACCESS_TOKENS when
+ * the access it ends is another user's, which only its input tells.
  */
 export const delegatedWorkResolvers = {
   Query: {
@@ -98,7 +97,9 @@ export const delegatedWorkResolvers = {
     ),
   },
   Mutation: {
-    revokeActorAccess: (_: unknown, args: unknown, ctx: GraphQLContext) =>
-      ctx.services.delegatedWork.revokeActorAccess(ctx.actor, args),
+    revokeActorAccess: resolver(
+      { requires: needs("GENERATE_PERSONAL_ACCESS_TOKENS", "revoke access tokens"), args: revokeActorAccessArgs },
+      (s, actor, args) => s.delegatedWork.revokeActorAccess(actor, args),
+    ),
   },
 };

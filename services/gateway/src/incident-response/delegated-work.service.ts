@@ -18,7 +18,7 @@ import { recordAudit } from "../audit/audit.service";
 import type { Actor } from "../auth/actor";
 import type { TaskService } from "../operations/task.service";
 import { taskUrn } from "../operations/task.service";
-import { idField, parseArgs, said, textField, urnField, wholeNumberField } from "../shared/validate";
+import { idField, said, textField, urnField, wholeNumberField } from "../shared/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
 import { stopWorkSetThrough } from "../tokens/revoked-token-work";
 import { requireMayEndPlatformAccess } from "../tokens/platform-principals";
@@ -70,7 +70,7 @@ export const delegatedWorkArgs = z.object({
     ),
 });
 
-const revokeActorAccessArgs = z.object({
+export const revokeActorAccessArgs = z.object({
   input: z.object({
     actorUrn: urnField("corpuser"),
     suspendWork: z
@@ -136,9 +136,8 @@ export class DelegatedWorkService {
    * to stop — in one transaction, each change with its audit row, plus `actor.revokeAccess` on the user. Then every
    * replica is told of the revocation, and the cancelled tasks still waiting are taken off their queues.
    */
-  async revokeActorAccess(actor: Actor, args: unknown) {
-    await this.engine.require(actor, "GENERATE_PERSONAL_ACCESS_TOKENS", "revoke access tokens");
-    const { actorUrn: userUrn, reason: given, suspendWork } = parseArgs(revokeActorAccessArgs, args).input;
+  async revokeActorAccess(actor: Actor, { input }: z.output<typeof revokeActorAccessArgs>) {
+    const { actorUrn: userUrn, reason: given, suspendWork } = input;
     if (userUrn !== actor.urn) {
       await this.engine.require(actor, "MANAGE_ACCESS_TOKENS", "revoke the access tokens of other users");
     }

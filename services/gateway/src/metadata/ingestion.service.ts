@@ -9,7 +9,6 @@ import {
 } from "@mdp/db";
 import type { PoolClient } from "pg";
 import type { Actor } from "../auth/actor";
-import type { PolicyEngine } from "../policies/policy-engine";
 import { numberPostgresCannotStore, refuseServiceWrittenAspect, validateProposal, type Proposal } from "./proposal";
 
 export const MAX_BATCH = 10_000;
@@ -26,11 +25,10 @@ export class IngestionService {
     private readonly registry: EntityRegistry,
     private readonly aspects: AspectRepository,
     private readonly timeseries: TimeseriesStore,
-    private readonly engine: PolicyEngine,
   ) {}
 
+  /** Writes `proposals` for a caller its route checked for INGEST_METADATA. */
   async ingest(actor: Actor, proposals: Array<{ proposal: Proposal; at: string }>): Promise<string[]> {
-    await this.engine.require(actor, "INGEST_METADATA", "ingest metadata");
     if (proposals.length > MAX_BATCH) throw badInput(`proposals may hold at most ${MAX_BATCH} proposals`);
     const versioned: VersionedAspectWrite[] = [];
     const series = new Map<string, { entityType: string; aspectName: string; rows: TimeseriesRow[] }>();

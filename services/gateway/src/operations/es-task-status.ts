@@ -35,7 +35,7 @@ export async function esTaskStatus(
         : "task is required: the taskId truncateTimeseriesAspect answered",
     );
   }
-  const status: TaskStatus = await tasks.status(actor, request.task); // checks GET_TASK_STATUS
+  const status: TaskStatus = await tasks.status(actor, request.task); // its action checked GET_TASK_STATUS
   const runTimeMs = status.startedAt === null ? 0 : (status.finishedAt ?? Date.now()) - status.startedAt;
   return JSON.stringify({
     completed: FINISHED.has(status.state),

@@ -15,7 +15,6 @@ import type { Producer } from "@mdp/queues";
 import { presentState, TaskLifecycle, type TaskRow, type TaskState, type TaskType } from "@mdp/tasks";
 import { recordAudit } from "../audit/audit.service";
 import type { Actor } from "../auth/actor";
-import { parseBody } from "../shared/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
 import type { Privilege } from "../policies/privileges";
 
@@ -135,16 +134,18 @@ export class TaskService {
     this.tasks = new TaskLifecycle(db, logger);
   }
 
+  /** A task's status, for a caller its edge checked for GET_TASK_STATUS. */
   async status(actor: Actor, taskId: string): Promise<TaskStatus> {
-    await this.engine.require(actor, "GET_TASK_STATUS", "get task status");
     const [status] = await this.readable(actor, [statusOf(await this.find(taskId))]);
     return status!;
   }
 
-  /** listTasks: tasks newest first, filtered by type, state (as status shows it), creator and creation time. */
-  async list(actor: Actor, body: unknown): Promise<TaskList> {
-    await this.engine.require(actor, "GET_TASK_STATUS", "list tasks");
-    const { start, count, ...filter } = parseBody(listTasksRequest, body ?? {});
+  /**
+   * listTasks: tasks newest first, filtered by type, state (as status shows it), creator and creation time; for a
+   * caller its edge checked for GET_TASK_STATUS, with the input its edge parsed.
+   */
+  async list(actor: Actor, input: z.output<typeof listTasksRequest>): Promise<TaskList> {
+    const { start, count, ...filter } = input;
     // A mistyped user would otherwise list nothing, which reads as "they started no task".
     if (filter.createdBy !== undefined) parseUrnField("createdBy", filter.createdBy, "corpuser");
     const page = await replicaReads.listTasks(this.db.stale, filter, { start, count });

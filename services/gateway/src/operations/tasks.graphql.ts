@@ -1,5 +1,7 @@
-import type { GraphQLContext } from "../graphql/context";
-import type { TaskStatus } from "./task.service";
+import { z } from "zod";
+import { needs, resolver } from "../graphql/resolver";
+import { parseBody } from "../shared/validate";
+import { listTasksRequest, type TaskStatus } from "./task.service";
 
 export const taskTypeDefs = /* GraphQL */ `
   enum TaskType {
@@ -70,8 +72,18 @@ export const taskTypeDefs = /* GraphQL */ `
 `;
 
 /** GraphQL gives null for a field left out; the shared request schema wants it absent. */
-const withoutNulls = (input: Record<string, unknown>) =>
-  Object.fromEntries(Object.entries(input).filter(([, value]) => value !== null));
+const withoutNulls = (input: unknown) =>
+  input !== null && typeof input === "object"
+    ? Object.fromEntries(Object.entries(input).filter(([, value]) => value !== null))
+    : input;
+
+/**
+ * listTasks' arguments: GraphQL has typed `input`; its contract is the HTTP action's, read as the action reads its
+ * body (a problem names its field as the action's does).
+ */
+const listTasksArgs = z.object({
+  input: z.unknown().transform((input) => parseBody(listTasksRequest, withoutNulls(input))),
+});
 
 const jsonText = (value: unknown) => JSON.stringify(value ?? null);
 
@@ -82,7 +94,8 @@ export const taskResolvers = {
     result: (task: TaskStatus) => (task.result === null || task.result === undefined ? null : jsonText(task.result)),
   },
   Query: {
-    listTasks: (_: unknown, args: { input: Record<string, unknown> }, ctx: GraphQLContext) =>
-      ctx.services.tasks.list(ctx.actor, withoutNulls(args.input)),
+    listTasks: resolver({ requires: needs("GET_TASK_STATUS", "list tasks"), args: listTasksArgs }, (s, actor, args) =>
+      s.tasks.list(actor, args.input),
+    ),
   },
 };

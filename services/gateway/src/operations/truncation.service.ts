@@ -16,7 +16,6 @@ import { TaskLifecycle } from "@mdp/tasks";
 import { recordAudit } from "../audit/audit.service";
 import type { Actor } from "../auth/actor";
 import { parseBody } from "../shared/validate";
-import type { PolicyEngine } from "../policies/policy-engine";
 import { taskUrn } from "./task.service";
 import { dryRunPlanOf, MAX_ROWS_PER_SECOND, MIN_ROWS_PER_SECOND, type DryRunPlan } from "./truncation-plan";
 
@@ -56,7 +55,6 @@ export interface TruncationServiceDeps {
   registry: EntityRegistry;
   store: TimeseriesStore;
   producer: Producer<"truncate">;
-  engine: PolicyEngine;
   logger: Logger;
   urnNamespace: string;
 }
@@ -69,7 +67,6 @@ export class TruncationService {
   private readonly registry: EntityRegistry;
   private readonly store: TimeseriesStore;
   private readonly producer: Producer<"truncate">;
-  private readonly engine: PolicyEngine;
   private readonly urnNamespace: string;
 
   constructor(deps: TruncationServiceDeps) {
@@ -77,13 +74,15 @@ export class TruncationService {
     this.registry = deps.registry;
     this.store = deps.store;
     this.producer = deps.producer;
-    this.engine = deps.engine;
     this.urnNamespace = deps.urnNamespace;
     this.tasks = new TaskLifecycle(deps.db, deps.logger);
   }
 
+  /**
+   * truncateTimeseriesAspect, for a caller its edge checked for TRUNCATE_TIMESERIES_INDEX (the HTTP action; a
+   * retention policy's dry run, whose MANAGE_SYSTEM_OPERATIONS implies it).
+   */
   async truncate(actor: Actor, body: unknown): Promise<TruncateAnswer> {
-    await this.engine.require(actor, "TRUNCATE_TIMESERIES_INDEX", "truncate time-series indexes");
     const { forceDeleteByQuery, forceReindex, ...parsed } = parseBody(truncateRequest, body);
     if (forceDeleteByQuery !== undefined && forceDeleteByQuery === forceReindex) {
       throw badInput("Set only one of forceDeleteByQuery and forceReindex to true (as DataHub asks).");

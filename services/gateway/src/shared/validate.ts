@@ -13,7 +13,8 @@ import {
 /**
  * Every operation's input is a zod schema declared beside the operation and parsed here, after the operation's
  * privilege check (a caller without the privilege gets its 403 whatever it sent): an HTTP action's body by
- * `addActions` (action-router.ts), a GraphQL operation's arguments by its service, with `parseArgs`.
+ * `addActions` (action-router.ts), a GraphQL operation's arguments by its `resolver` (graphql/resolver.ts), with
+ * `parseArgs`, or by its service where which privilege applies depends on them (minting, rotation).
  */
 
 /** Parses a request body with a zod schema; a failure is a 400 naming every problem by its path in the body. */

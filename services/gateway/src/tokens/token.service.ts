@@ -26,10 +26,11 @@ export type { TokenMetadata } from "./token.store";
 export const TOKEN_ISSUER = "metadata-admin";
 export const TOKEN_VERSION = 2;
 
-const listTokensArgs = pageInput({ filters: tokenFilters });
-
-const revokeTokenArgs = z.object({ tokenId: idField() });
-const revokeTokensArgs = z.object({ actorUrn: urnField("corpuser") });
+/** The arguments of the operations whose privilege and contract their resolvers declare (tokens.graphql.ts). */
+export const listTokensArgs = pageInput({ filters: tokenFilters });
+export const revokeTokenArgs = z.object({ tokenId: idField() });
+export const revokeTokensArgs = z.object({ actorUrn: urnField("corpuser") });
+export const tokenMetadataArgs = z.object({ token: z.string() });
 
 export interface TokenServiceDeps {
   store: TokenStore;
@@ -153,9 +154,7 @@ export class TokenService {
     return { accessToken, metadata };
   }
 
-  async list(actor: Actor, args: unknown) {
-    await this.requireTokenApi(actor, "list access tokens");
-    const { start, count, filters } = parseArgs(listTokensArgs, args).input;
+  async list(actor: Actor, { input: { start, count, filters } }: z.output<typeof listTokensArgs>) {
     if (!(await this.policies.has(actor, "MANAGE_ACCESS_TOKENS"))) {
       // A negated filter on yourself lists everyone else's: only a plain equality on your own urn is "your tokens".
       const ownOnly = filters.some(
@@ -183,9 +182,7 @@ export class TokenService {
     return { start, count: tokens.length, total, tokens };
   }
 
-  async revoke(actor: Actor, args: unknown): Promise<boolean> {
-    await this.requireTokenApi(actor, "revoke access tokens");
-    const { tokenId } = parseArgs(revokeTokenArgs, args);
+  async revoke(actor: Actor, { tokenId }: z.output<typeof revokeTokenArgs>): Promise<boolean> {
     const stored = await this.store.find(tokenId);
     // Whether the caller may revoke it is settled before whether it exists is told: without MANAGE_ACCESS_TOKENS, an
     // unknown id gets the same 403 as another user's token.
@@ -212,9 +209,7 @@ export class TokenService {
    * message; returns how many. The user itself may; anyone else needs MANAGE_ACCESS_TOKENS. Checked before anything
    * is looked up, so the answer says nothing of another user's tokens to a caller who may not revoke them.
    */
-  async revokeAll(actor: Actor, args: unknown): Promise<number> {
-    await this.requireTokenApi(actor, "revoke access tokens");
-    const { actorUrn } = parseArgs(revokeTokensArgs, args);
+  async revokeAll(actor: Actor, { actorUrn }: z.output<typeof revokeTokensArgs>): Promise<number> {
     if (actorUrn !== actor.urn) {
       await this.policies.require(actor, "MANAGE_ACCESS_TOKENS", "revoke the access tokens of other users");
     }
@@ -232,7 +227,6 @@ export class TokenService {
    * every replica is told, one message per user whose tokens went. Returns the ids revoked. MANAGE_ACCESS_TOKENS.
    */
   async revokeOutsidePolicy(actor: Actor): Promise<string[]> {
-    await this.policies.require(actor, "MANAGE_ACCESS_TOKENS", "revoke the access tokens of other users");
     const revoked = await this.store.revokeOutside(this.durationPolicy(), actor);
     // As for revokeAccessTokens: the commit revokes, this only shortens every replica's cache (bounded, never failing).
     for (const actorUrn of new Set(revoked.map((t) => t.actorUrn))) await this.verifier.revokedAllOf(actorUrn);
@@ -246,8 +240,7 @@ export class TokenService {
     };
   }
 
-  async metadataFor(actor: Actor, token: string): Promise<TokenMetadata> {
-    await this.requireTokenApi(actor, "read access token metadata");
+  async metadataFor(actor: Actor, { token }: z.output<typeof tokenMetadataArgs>): Promise<TokenMetadata> {
     // The token asked about is not the caller's credential: one that fails its checks is unknown here, not a reason to
     // answer UNAUTHENTICATED (which clients take to mean their own session has ended).
     let claims: AccessTokenClaims;

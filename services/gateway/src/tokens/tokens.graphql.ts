@@ -1,5 +1,8 @@
+import { z } from "zod";
 import type { GraphQLContext } from "../graphql/context";
+import { needs, resolver } from "../graphql/resolver";
 import { corpUserOf } from "../shared/corp-user";
+import { listTokensArgs, revokeTokenArgs, revokeTokensArgs, tokenMetadataArgs } from "./token.service";
 
 export const tokenTypeDefs = /* GraphQL */ `
   """
@@ -284,6 +287,9 @@ export const tokenTypeDefs = /* GraphQL */ `
   }
 `;
 
+/** The token API's privilege, named "to <to>" in a refusal. */
+const tokenApi = (to: string) => needs("GENERATE_PERSONAL_ACCESS_TOKENS", to);
+
 export const tokenResolvers = {
   AccessTokenMetadata: {
     type: () => "ACCESS_TOKEN",
@@ -294,22 +300,34 @@ export const tokenResolvers = {
     usage: (token: { id: string }, _args: unknown, ctx: GraphQLContext) =>
       ctx.services.tokenUsage.loaderFor(ctx)(token.id),
   },
-  // Each operation's service checks its privilege, then parses these arguments with the operation's contract.
+  // An operation whose privilege depends on its arguments (minting: for whom, of which type; rotating: whose token)
+  // has its service check it; the others declare it here, with their contract.
   Query: {
     getAccessToken: (_: unknown, args: { input: { name?: string | null } }, ctx: GraphQLContext) =>
       ctx.services.tokens.create(ctx.actor, { input: { ...args.input, name: args.input.name ?? "getAccessToken" } }),
-    listAccessTokens: (_: unknown, args: unknown, ctx: GraphQLContext) => ctx.services.tokens.list(ctx.actor, args),
-    getAccessTokenMetadata: (_: unknown, args: { token: string }, ctx: GraphQLContext) =>
-      ctx.services.tokens.metadataFor(ctx.actor, args.token),
+    listAccessTokens: resolver({ requires: tokenApi("list access tokens"), args: listTokensArgs }, (s, actor, args) =>
+      s.tokens.list(actor, args),
+    ),
+    getAccessTokenMetadata: resolver(
+      { requires: tokenApi("read access token metadata"), args: tokenMetadataArgs },
+      (s, actor, args) => s.tokens.metadataFor(actor, args),
+    ),
   },
   Mutation: {
     // Rate-limited by the token service, once the request has passed its checks.
     createAccessToken: (_: unknown, args: unknown, ctx: GraphQLContext) => ctx.services.tokens.create(ctx.actor, args),
-    revokeAccessToken: (_: unknown, args: unknown, ctx: GraphQLContext) => ctx.services.tokens.revoke(ctx.actor, args),
-    revokeAccessTokens: (_: unknown, args: unknown, ctx: GraphQLContext) =>
-      ctx.services.tokens.revokeAll(ctx.actor, args),
-    revokeAccessTokensOutsidePolicy: (_: unknown, _args: unknown, ctx: GraphQLContext) =>
-      ctx.services.tokens.revokeOutsidePolicy(ctx.actor),
+    revokeAccessToken: resolver(
+      { requires: tokenApi("revoke access tokens"), args: revokeTokenArgs },
+      (s, actor, args) => s.tokens.revoke(actor, args),
+    ),
+    revokeAccessTokens: resolver(
+      { requires: tokenApi("revoke access tokens"), args: revokeTokensArgs },
+      (s, actor, args) => s.tokens.revokeAll(actor, args),
+    ),
+    revokeAccessTokensOutsidePolicy: resolver(
+      { requires: needs("MANAGE_ACCESS_TOKENS", "revoke the access tokens of other users"), args: z.object({}) },
+      (s, actor) => s.tokens.revokeOutsidePolicy(actor),
+    ),
     // Rate-limited as createAccessToken, once the request has passed its checks.
     rotateAccessToken: (_: unknown, args: unknown, ctx: GraphQLContext) =>
       ctx.services.tokenRotation.rotate(ctx.actor, args),
