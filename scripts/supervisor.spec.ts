@@ -90,15 +90,26 @@ describe("Supervisor", () => {
   });
 
   it("restarts nothing once stopped: neither a service waiting for its restart nor one that exits", async () => {
-    const run = supervise([node("crasher", "process.exit(2)"), node("steady", RUNS)], { initialDelayMs: 300 });
-    run.supervisor.start();
-    await until("the crasher's first exit", () => run.lines.some((line) => line.includes("restarting it in 0.3 s")));
-    await run.supervisor.stop();
-    const startsAtStop = run.starts.length;
-    await new Promise((resolve) => setTimeout(resolve, 500)); // past the restart the crasher was waiting for
-    expect(run.starts).toHaveLength(startsAtStop);
-    expect(run.supervisor.pid("steady")).toBeUndefined();
-    expect(run.lines.join("\n")).toMatch(/steady \(pid \d+\) stopped \(SIGTERM\)/);
+    // The supervisor's timers on a fake clock, moved well past the restart the crasher waits for; the children are
+    // real processes, waited for on the real clock.
+    const realSetTimeout = setTimeout;
+    jest.useFakeTimers({ doNotFake: ["nextTick", "setImmediate", "queueMicrotask"] });
+    try {
+      const run = supervise([node("crasher", "process.exit(2)"), node("steady", RUNS)], { initialDelayMs: 300 });
+      run.supervisor.start();
+      for (let waited = 0; !run.lines.some((line) => line.includes("restarting it in 0.3 s")); waited += 20) {
+        if (waited > 15_000) throw new Error(`the crasher did not exit: ${run.lines.join("\n")}`);
+        await new Promise((resolve) => realSetTimeout(resolve, 20));
+      }
+      await run.supervisor.stop();
+      const startsAtStop = run.starts.length;
+      await jest.advanceTimersByTimeAsync(60_000);
+      expect(run.starts).toHaveLength(startsAtStop);
+      expect(run.supervisor.pid("steady")).toBeUndefined();
+      expect(run.lines.join("\n")).toMatch(/steady \(pid \d+\) stopped \(SIGTERM\)/);
+    } finally {
+      jest.useRealTimers();
+    }
   });
 
   it("SIGKILLs a service that ignores SIGTERM once the stop timeout passes", async () => {

@@ -207,8 +207,10 @@ describe("webhooks", () => {
       [pending!.id],
     );
     hooks.worker.resume();
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
-    expect(r.received).toHaveLength(0); // held: nobody claims it
+    // Held: two whole claim rounds of the dispatcher (the first has ended once the second starts) pass it over.
+    const rounds = hooks.worker.webhooks.dispatcher.claims;
+    await holds(() => expect(hooks.worker.webhooks.dispatcher.claims).toBeGreaterThanOrEqual(rounds + 2));
+    expect([hooks.worker.webhooks.dispatcher.inFlight, r.received.length]).toEqual([0, 0]); // no POST sent or under way
     expect(await settleWebhookDeliveriesFully(hooks.gateway.database.pool)).toMatchObject({ released: 1 });
     await holds(() => expect(r.received).toHaveLength(1));
     expect(r.received[0]!.headers[WEBHOOK_HEADERS.deliveryId]).toBe(pending!.id);
