@@ -6,10 +6,14 @@
 import { randomUUID } from "node:crypto";
 import { createLogger, type Config } from "@mdp/core";
 import { postWebhook } from "webhook-worker";
+import { createArgs } from "../src/webhooks/webhook-contracts";
 import { WebhookService } from "../src/webhooks/webhook.service";
 import { systemClientHeaders } from "./support/gateway-harness";
 import { BLIND, ADMIN, CREATE } from "./support/webhooks";
 import { startWebhooksHarness } from "./support/webhooks-harness";
+
+/** createWebhookSubscription's arguments for `url`, as its resolver hands them to the service. */
+const createInput = (url: string) => createArgs.parse({ input: { url, eventTypes: ["MetadataChangeLog_v1"] } });
 
 describe("webhooks", () => {
   const hooks = startWebhooksHarness();
@@ -42,22 +46,18 @@ describe("webhooks", () => {
       "http://[fd00::1]/hook",
       "http://rebind.example/hook",
     ]) {
-      await expect(
-        service.create(actor, { input: { url, eventTypes: ["MetadataChangeLog_v1"] } }),
-      ).rejects.toMatchObject({
+      await expect(service.create(actor, createInput(url))).rejects.toMatchObject({
         code: "BAD_USER_INPUT",
         message: expect.stringMatching(/^input\.url: .*WEBHOOK_ALLOW_PRIVATE_TARGETS/),
       });
     }
     // A name's private address is not told to whoever asks: the answer would map the network behind the service.
-    await expect(
-      service.create(actor, { input: { url: "http://rebind.example/hook", eventTypes: ["MetadataChangeLog_v1"] } }),
-    ).rejects.toMatchObject({
+    await expect(service.create(actor, createInput("http://rebind.example/hook"))).rejects.toMatchObject({
       message: expect.not.stringContaining("10.1.2.3"),
     });
-    await expect(
-      service.create(actor, { input: { url: "https://hooks.example/ok", eventTypes: ["MetadataChangeLog_v1"] } }),
-    ).resolves.toMatchObject({ secret: expect.any(String) });
+    await expect(service.create(actor, createInput("https://hooks.example/ok"))).resolves.toMatchObject({
+      secret: expect.any(String),
+    });
     const allowed = new WebhookService({
       db: hooks.gateway.database,
       engine: hooks.gateway.services.engine,
@@ -65,9 +65,9 @@ describe("webhooks", () => {
       logger,
       lookup,
     });
-    await expect(
-      allowed.create(actor, { input: { url: "http://127.0.0.1:9/hook", eventTypes: ["MetadataChangeLog_v1"] } }),
-    ).resolves.toMatchObject({ secret: expect.any(String) });
+    await expect(allowed.create(actor, createInput("http://127.0.0.1:9/hook"))).resolves.toMatchObject({
+      secret: expect.any(String),
+    });
     // At delivery: nothing is sent to a private address, however it was subscribed.
     const r = await receiver();
     const outcome = await postWebhook(r.url, {}, "{}", { timeoutMs: 1000, policy: { allowPrivate: false } });
@@ -101,11 +101,10 @@ describe("webhooks", () => {
         lookup: never,
       });
       const actor = { urn: `urn:li:corpuser:hooks-dns-${randomUUID()}`, via: "system" as const };
-      await expect(
-        service.create(actor, {
-          input: { url: "https://never-answers.example/", eventTypes: ["MetadataChangeLog_v1"] },
-        }),
-      ).rejects.toMatchObject({ code: "BAD_USER_INPUT", message: expect.stringMatching(/^input\.url: .*300 ms/) });
+      await expect(service.create(actor, createInput("https://never-answers.example/"))).rejects.toMatchObject({
+        code: "BAD_USER_INPUT",
+        message: expect.stringMatching(/^input\.url: .*300 ms/),
+      });
     }
     expect(Date.now() - started).toBeLessThan(5_000);
   }, 15_000);

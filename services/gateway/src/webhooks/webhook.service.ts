@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import type { z } from "zod";
 import { AppError, badInput, conflict, forbidden, notFound, type Config, type Logger } from "@mdp/core";
 import {
   newWebhookSecret,
@@ -30,7 +31,6 @@ import {
 } from "@mdp/db";
 import { recordAudit } from "../audit/audit.service";
 import { ownedBy, type Actor } from "../auth/actor";
-import { parseArgs } from "../shared/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
 import {
   createArgs,
@@ -93,8 +93,10 @@ export class WebhookService {
     this.lookup = deps.lookup ?? webhookLookup(this.policy);
   }
 
-  async create(actor: Actor, args: unknown): Promise<{ subscription: WebhookSubscriptionView; secret: string }> {
-    const input = parseArgs(createArgs, args).input;
+  async create(
+    actor: Actor,
+    { input }: z.output<typeof createArgs>,
+  ): Promise<{ subscription: WebhookSubscriptionView; secret: string }> {
     await this.requireTarget(input.url, "input.url");
     const secret = newWebhookSecret();
     const row = await inPrismaTransaction(this.db.prisma, async (tx) => {
@@ -125,8 +127,10 @@ export class WebhookService {
     return { subscription: view(this.config.URN_NAMESPACE, row), secret };
   }
 
-  async list(actor: Actor, args: unknown): Promise<{ total: number; subscriptions: WebhookSubscriptionView[] }> {
-    const input = parseArgs(listArgs, args).input;
+  async list(
+    actor: Actor,
+    { input }: z.output<typeof listArgs>,
+  ): Promise<{ total: number; subscriptions: WebhookSubscriptionView[] }> {
     const ownerUrn = input.all ? null : (input.ownerUrn ?? actor.urn);
     if (ownerUrn !== actor.urn) {
       await this.engine.require(actor, WEBHOOK_ADMIN_PRIVILEGE, "list the webhook subscriptions of other users");
@@ -135,8 +139,10 @@ export class WebhookService {
     return { total, subscriptions: rows.map((r) => view(this.config.URN_NAMESPACE, r)) };
   }
 
-  async update(actor: Actor, args: unknown): Promise<WebhookSubscriptionView> {
-    const { id, ...input } = parseArgs(updateArgs, args).input;
+  async update(
+    actor: Actor,
+    { input: { id, ...input } }: z.output<typeof updateArgs>,
+  ): Promise<WebhookSubscriptionView> {
     if (input.url != null) await this.requireTarget(input.url, "input.url");
     const row = await inPrismaTransaction(this.db.prisma, async (tx) => {
       const found = await this.mayChange(actor, await findWebhookSubscription(tx, id), "change");
@@ -180,8 +186,7 @@ export class WebhookService {
     return view(this.config.URN_NAMESPACE, row);
   }
 
-  async delete(actor: Actor, args: unknown): Promise<boolean> {
-    const { id } = parseArgs(idArgs, args);
+  async delete(actor: Actor, { id }: z.output<typeof idArgs>): Promise<boolean> {
     return inPrismaTransaction(this.db.prisma, async (tx) => {
       const found = await this.mayChange(actor, await findWebhookSubscription(tx, id), "delete");
       this.takeBudget(actor);
@@ -199,8 +204,10 @@ export class WebhookService {
    * delivery meanwhile. Its owner only: the secret proves deliveries to the owner's receiver, so whoever held it could
    * forge them. Answers the new secret once.
    */
-  async rotateSecret(actor: Actor, args: unknown): Promise<{ subscription: WebhookSubscriptionView; secret: string }> {
-    const input = parseArgs(rotateArgs, args);
+  async rotateSecret(
+    actor: Actor,
+    input: z.output<typeof rotateArgs>,
+  ): Promise<{ subscription: WebhookSubscriptionView; secret: string }> {
     const secret = newWebhookSecret();
     const row = await inPrismaTransaction(this.db.prisma, async (tx) => {
       const found = await this.mayChange(actor, await findWebhookSubscription(tx, input.id), "rotate the secret of");
@@ -227,8 +234,10 @@ export class WebhookService {
     return { subscription: view(this.config.URN_NAMESPACE, row), secret };
   }
 
-  async listDeliveries(actor: Actor, args: unknown): Promise<{ total: number; deliveries: WebhookDeliveryRow[] }> {
-    const input = parseArgs(deliveriesArgs, args).input;
+  async listDeliveries(
+    actor: Actor,
+    { input }: z.output<typeof deliveriesArgs>,
+  ): Promise<{ total: number; deliveries: WebhookDeliveryRow[] }> {
     await this.mayChange(actor, await findWebhookSubscription(this.db.prisma, input.subscriptionId), "view");
     const { total, rows } = await replicaReads.listWebhookDeliveries(this.db.stale, input.subscriptionId, {
       status: input.status ?? null,
@@ -243,8 +252,10 @@ export class WebhookService {
    * are sent again as new deliveries carrying the same event ids and bodies, each signed afresh, and read again for
    * the owner at delivery (an event it may no longer read is skipped). Within the subscription's pending bound.
    */
-  async replay(actor: Actor, args: unknown): Promise<{ replayed: number; deliveryIds: string[] }> {
-    const input = parseArgs(replayArgs, args).input;
+  async replay(
+    actor: Actor,
+    { input }: z.output<typeof replayArgs>,
+  ): Promise<{ replayed: number; deliveryIds: string[] }> {
     const ids = await inPrismaTransaction(this.db.prisma, async (tx) => {
       const found = await this.mayChange(actor, await findWebhookSubscription(tx, input.subscriptionId), "replay");
       if (!found.active) {

@@ -1,4 +1,5 @@
-import type { GraphQLContext } from "../graphql/context";
+import { resolver } from "../graphql/resolver";
+import { createArgs, deliveriesArgs, idArgs, listArgs, replayArgs, rotateArgs, updateArgs } from "./webhook-contracts";
 
 export const webhookTypeDefs = /* GraphQL */ `
   "A webhook subscription (docs/webhooks.md): events its owner may read, POSTed signed to its url."
@@ -207,23 +208,34 @@ export const webhookTypeDefs = /* GraphQL */ `
   }
 `;
 
+/**
+ * Any authenticated caller may manage its own subscriptions: each operation declares its contract here, and its
+ * service checks the admin privilege where the subscription, or the owner asked for, is another user's.
+ */
 export const webhookResolvers = {
   Query: {
-    listWebhookSubscriptions: (_: unknown, args: unknown, ctx: GraphQLContext) =>
-      ctx.services.webhooks.list(ctx.actor, args),
-    listWebhookDeliveries: (_: unknown, args: unknown, ctx: GraphQLContext) =>
-      ctx.services.webhooks.listDeliveries(ctx.actor, args),
+    listWebhookSubscriptions: resolver({ requires: null, args: listArgs }, (s, actor, args) =>
+      s.webhooks.list(actor, args),
+    ),
+    listWebhookDeliveries: resolver({ requires: null, args: deliveriesArgs }, (s, actor, args) =>
+      s.webhooks.listDeliveries(actor, args),
+    ),
   },
   Mutation: {
-    createWebhookSubscription: (_: unknown, args: unknown, ctx: GraphQLContext) =>
-      ctx.services.webhooks.create(ctx.actor, args),
-    updateWebhookSubscription: (_: unknown, args: unknown, ctx: GraphQLContext) =>
-      ctx.services.webhooks.update(ctx.actor, args),
-    deleteWebhookSubscription: (_: unknown, args: unknown, ctx: GraphQLContext) =>
-      ctx.services.webhooks.delete(ctx.actor, args),
-    replayWebhookDeliveries: (_: unknown, args: unknown, ctx: GraphQLContext) =>
-      ctx.services.webhooks.replay(ctx.actor, args),
-    rotateWebhookSecret: (_: unknown, args: unknown, ctx: GraphQLContext) =>
-      ctx.services.webhooks.rotateSecret(ctx.actor, args),
+    createWebhookSubscription: resolver({ requires: null, args: createArgs }, (s, actor, args) =>
+      s.webhooks.create(actor, args),
+    ),
+    updateWebhookSubscription: resolver({ requires: null, args: updateArgs }, (s, actor, args) =>
+      s.webhooks.update(actor, args),
+    ),
+    deleteWebhookSubscription: resolver({ requires: null, args: idArgs }, (s, actor, args) =>
+      s.webhooks.delete(actor, args),
+    ),
+    replayWebhookDeliveries: resolver({ requires: null, args: replayArgs }, (s, actor, args) =>
+      s.webhooks.replay(actor, args),
+    ),
+    rotateWebhookSecret: resolver({ requires: null, args: rotateArgs }, (s, actor, args) =>
+      s.webhooks.rotateSecret(actor, args),
+    ),
   },
 };
