@@ -1,4 +1,5 @@
-import type { GraphQLContext } from "../graphql/context";
+import { resolver } from "../graphql/resolver";
+import { listPlatformEventsArgs } from "./platform-events.service";
 
 export const platformEventsTypeDefs = /* GraphQL */ `
   "A platform event (docs/events.md): DataHub's PlatformEvent kinds, MetadataChangeLog_v1 and EntityChangeEvent_v1."
@@ -54,7 +55,9 @@ export const platformEventsTypeDefs = /* GraphQL */ `
 
 export const platformEventsResolvers = {
   Query: {
-    listPlatformEvents: (_: unknown, args: unknown, ctx: GraphQLContext) =>
-      ctx.services.platformEvents.list(ctx.actor, args),
+    // Any caller: each sees only the events it may read now (the service filters them).
+    listPlatformEvents: resolver({ requires: null, args: listPlatformEventsArgs }, (s, actor, args) =>
+      s.platformEvents.list(actor, args),
+    ),
   },
 };

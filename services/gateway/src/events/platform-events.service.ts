@@ -11,7 +11,7 @@ import {
 import { RESULT_LIMITS } from "@mdp/metadata-tests";
 import { type Database, PLATFORM_EVENT_LISTING, type ReaderScope, replicaReads } from "@mdp/db";
 import type { Actor } from "../auth/actor";
-import { parseArgs, said, urnField, wholeNumberField } from "../shared/validate";
+import { said, urnField, wholeNumberField } from "../shared/validate";
 import type { PolicyEngine } from "../policies/policy-engine";
 
 /** listPlatformEvents' bounds (docs/limits.md "Platform events"). */
@@ -42,7 +42,8 @@ const nameList = (allowed: readonly string[], what: string) =>
     )
     .nullish();
 
-const listArgs = z.object({
+/** listPlatformEvents' arguments (declared at its resolver, platform-events.graphql.ts). */
+export const listPlatformEventsArgs = z.object({
   // A position of the stream (a seq, as `next` and `oldest` answer it): digits, at most a bigint's.
   since: z
     .string()
@@ -89,8 +90,7 @@ export class PlatformEventsService {
     private readonly engine: PolicyEngine,
   ) {}
 
-  async list(actor: Actor, args: unknown): Promise<PlatformEventPage> {
-    const input = parseArgs(listArgs, args);
+  async list(actor: Actor, input: z.output<typeof listPlatformEventsArgs>): Promise<PlatformEventPage> {
     const reader: PlatformEventReader = { urn: actor.urn, privileges: await this.engine.privilegesOf(actor) };
     const since = input.since ?? "0";
     const { events, scannedTo, oldest } = await replicaReads.listPlatformEventRows(this.db.stale, {

@@ -3,7 +3,7 @@ import type { GraphQLContext } from "../graphql/context";
 import { corpUserOf } from "../shared/corp-user";
 import type { RelationshipsPage } from "./web-app.service";
 import { needs, resolver } from "../graphql/resolver";
-import { listUsersArgs } from "./web-app.service";
+import { listRolesArgs, listUsersArgs } from "./web-app.service";
 
 /**
  * DataHub's types the web app's shell and settings pages select (datahub-graphql-core's app.graphql and entity.graphql,
@@ -334,6 +334,6 @@ export const webAppResolvers = {
       { requires: needs("MANAGE_ACCESS_TOKENS", "list the users holding access tokens"), args: listUsersArgs },
       (s, _actor, args) => s.webApp.listUsers(args),
     ),
-    listRoles: (_: unknown, args: unknown, ctx: GraphQLContext) => ctx.services.webApp.listRoles(ctx.actor, args),
+    listRoles: resolver({ requires: null, args: listRolesArgs }, (s, _actor, args) => s.webApp.listRoles(args)),
   },
 };

@@ -111,7 +111,8 @@ const relationshipsArgs = z.object({
   }),
 });
 export const listUsersArgs = pageInput({ query: textField({ max: 256 }).nullish() });
-const listRolesArgs = pageInput({ query: textField({ max: 256 }).nullish() });
+/** listRoles' arguments (declared at its resolver, web-app.graphql.ts). */
+export const listRolesArgs = pageInput({ query: textField({ max: 256 }).nullish() });
 
 export interface RelationshipsPage {
   start: number;
@@ -167,8 +168,7 @@ export class WebAppService {
   }
 
   /** DataHub's listRoles: this service holds no roles (policies and groups grant privileges), so none, to anyone. */
-  listRoles(_actor: Actor, args: unknown) {
-    const { start } = parseArgs(listRolesArgs, args).input;
+  listRoles({ input: { start } }: z.output<typeof listRolesArgs>) {
     return { start, count: 0, total: 0, roles: [] };
   }
 }
