@@ -102,6 +102,8 @@ describe("Supervisor", () => {
         await new Promise((resolve) => realSetTimeout(resolve, 20));
       }
       await run.supervisor.stop();
+      // Nothing is left armed: a restart timer stop did not clear would fire later, whatever guards it then.
+      expect(jest.getTimerCount()).toBe(0);
       const startsAtStop = run.starts.length;
       await jest.advanceTimersByTimeAsync(60_000);
       expect(run.starts).toHaveLength(startsAtStop);

@@ -77,13 +77,7 @@ const withoutNulls = (input: unknown) =>
     ? Object.fromEntries(Object.entries(input).filter(([, value]) => value !== null))
     : input;
 
-/**
- * listTasks' arguments: GraphQL has typed `input`; its contract is the HTTP action's, read as the action reads its
- * body (a problem names its field as the action's does).
- */
-const listTasksArgs = z.object({
-  input: z.unknown().transform((input) => parseBody(listTasksRequest, withoutNulls(input))),
-});
+const listTasksArgs = z.object({ input: z.unknown() });
 
 const jsonText = (value: unknown) => JSON.stringify(value ?? null);
 
@@ -95,7 +89,9 @@ export const taskResolvers = {
   },
   Query: {
     listTasks: resolver({ requires: needs("GET_TASK_STATUS", "list tasks"), args: listTasksArgs }, (s, actor, args) =>
-      s.tasks.list(actor, args.input),
+      // GraphQL has typed `input`; its contract is the HTTP action's, read as the action reads its body (a problem
+      // names its field as the action's does).
+      s.tasks.list(actor, parseBody(listTasksRequest, withoutNulls(args.input))),
     ),
   },
 };

@@ -28,3 +28,11 @@ describe("token scopes", () => {
     expect(withinScopes(held, undefined)).toBe(held);
   });
 });
+
+describe("implications the edges rely on", () => {
+  it("MANAGE_SYSTEM_OPERATIONS implies TRUNCATE_TIMESERIES_INDEX: a retention policy's dry run truncates under it", () => {
+    // runRetentionPolicy requires MANAGE_SYSTEM_OPERATIONS and its dry run calls the truncation service, which leaves
+    // TRUNCATE_TIMESERIES_INDEX to its edges.
+    expect(withImplied(["MANAGE_SYSTEM_OPERATIONS"]).has("TRUNCATE_TIMESERIES_INDEX")).toBe(true);
+  });
+});
