@@ -73,7 +73,9 @@ export function createToken(
 }
 
 const epochMs = (column: string) => `round(date_part('epoch', ${column}) * 1000)`;
-const LIVE_OF_ACTOR = (actor: string) => `revoked_at IS NULL AND type <> 'SESSION' AND actor_urn = ${actor}`;
+// one actor as the repository writes it (ANY of one value, so the page is read along the actor's index)
+const LIVE_OF_ONE_ACTOR = (actor: string) =>
+  `revoked_at IS NULL AND type <> 'SESSION' AND actor_urn = ANY(ARRAY[${actor}]::text[])`;
 
 /** A page of one actor's live tokens, newest first, with their total: the list statement for one actorUrn filter. */
 export async function listTokens(
@@ -92,12 +94,12 @@ export async function listTokens(
              p.parent_token_id::text AS parent_token_id,
              p.rotated_from_id::text AS rotated_from_id, p.rotated_to_id::text AS rotated_to_id,
              ${epochMs("p.rotated_at")} AS rotated_at
-        FROM (SELECT ((SELECT count(*) FROM access_token WHERE ${LIVE_OF_ACTOR("$1")} AND expires_at IS NULL)
-                      + (SELECT count(*) FROM access_token WHERE ${LIVE_OF_ACTOR("$2")} AND expires_at > $3::timestamptz))::int
+        FROM (SELECT ((SELECT count(*) FROM access_token WHERE ${LIVE_OF_ONE_ACTOR("$1")} AND expires_at IS NULL)
+                      + (SELECT count(*) FROM access_token WHERE ${LIVE_OF_ONE_ACTOR("$2")} AND expires_at > $3::timestamptz))::int
                      AS total) AS c
         LEFT JOIN LATERAL (SELECT * FROM access_token
-                            WHERE ${LIVE_OF_ACTOR("$4")} AND (expires_at IS NULL OR expires_at > $5::timestamptz)
-                            ORDER BY created_at DESC, id DESC
+                            WHERE ${LIVE_OF_ONE_ACTOR("$4")} AND (expires_at IS NULL OR expires_at > $5::timestamptz)
+                            ORDER BY actor_urn, created_at DESC, id DESC
                             LIMIT $6 OFFSET $7) AS p ON true
        ORDER BY p.created_at DESC, p.id DESC`,
     values: [actorUrn, actorUrn, now, actorUrn, now, count, start],
