@@ -68,7 +68,7 @@ export async function accessTokenPage(
     [
       Prisma.sql`revoked_at IS NULL`,
       Prisma.sql`type <> 'SESSION'`,
-      ...filters.map((f) => (f === leading ? oneUserCondition(f) : filterCondition(f))),
+      ...filters.map((f) => (leading !== undefined && f === leading ? oneUserCondition(leading) : filterCondition(f))),
     ],
     " AND ",
   );
