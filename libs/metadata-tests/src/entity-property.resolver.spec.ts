@@ -90,4 +90,14 @@ describe("special properties", () => {
   it("platform is missing when neither the urn nor an aspect says", () => {
     expect(valuesOf("platform", { urn: "urn:li:chart:(looker,42)", entityType: "chart", aspects: {} })).toEqual([]);
   });
+
+  it("platform of each dataset is its own past the number of urns it remembers", () => {
+    for (let i = 0; i < 3000; i++) {
+      const urn = `urn:li:dataset:(urn:li:dataPlatform:p${i},db.t,PROD)`;
+      expect(valuesOf("platform", dataset({}, urn))).toEqual([`urn:li:dataPlatform:p${i}`]);
+    }
+    const broken = dataset({ dataPlatformInstance: { platform: "urn:li:dataPlatform:x" } }, "urn:li:dataset:nope");
+    expect(valuesOf("platform", broken)).toEqual(["urn:li:dataPlatform:x"]);
+    expect(valuesOf("platform", broken)).toEqual(["urn:li:dataPlatform:x"]);
+  });
 });

@@ -36,7 +36,24 @@ function platformOf(entity: EntitySnapshot): string | undefined {
   return typeof platform === "string" ? platform : undefined;
 }
 
+/**
+ * dataset urn → its platform (null: none), for the entities being evaluated: every test naming `platform` parsed the
+ * urn twice again. Bounded; a urn is immutable, so an entry is never stale.
+ */
+const platforms = new Map<string, string | null>();
+const MAX_PLATFORMS = 1024;
+
 function datasetPlatform(urn: string): string | undefined {
+  let platform = platforms.get(urn);
+  if (platform === undefined) {
+    platform = platformInUrn(urn) ?? null;
+    if (platforms.size >= MAX_PLATFORMS) platforms.clear();
+    platforms.set(urn, platform);
+  }
+  return platform ?? undefined;
+}
+
+function platformInUrn(urn: string): string | undefined {
   try {
     const [first] = parseUrn(urn).idParts;
     return first !== undefined && parseUrn(first).entityType === "dataPlatform" ? first : undefined;

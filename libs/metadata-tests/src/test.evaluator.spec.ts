@@ -1,7 +1,7 @@
 import { definitionFromJson, parseTestDefinition } from "./definition.parser";
 import type { EntitySnapshot } from "./entity.types";
 import { MAX_ACTUAL } from "./failed-rule";
-import { appliesToEntityType, evaluateTest, type TestOutcome } from "./test.evaluator";
+import { appliesToEntityType, entityTypeMatches, evaluateTest, type TestOutcome } from "./test.evaluator";
 
 const hiveTable = (aspects: Record<string, unknown> = {}): EntitySnapshot => ({
   urn: "urn:li:dataset:(urn:li:dataPlatform:hive,db.orders,PROD)",
@@ -64,6 +64,13 @@ rules:
     expect(appliesToEntityType(graphqlSpelling, "dataset")).toBe(true);
     expect(appliesToEntityType(graphqlSpelling, "dataFlow")).toBe(false);
     expect(evaluateTest(graphqlSpelling, hiveTable(described))).toMatchObject({ applies: true, passed: true });
+  });
+
+  it("matches the same way past the number of type spellings it remembers", () => {
+    const spellings = Array.from({ length: 3000 }, (_, i) => `TYPE_${i}`);
+    for (const [i, type] of spellings.entries()) expect(entityTypeMatches(type, `type${i}`)).toBe(true);
+    for (const [i, type] of spellings.entries()) expect(entityTypeMatches(type, `type${i + 1}`)).toBe(false);
+    expect(entityTypeMatches("DATA_JOB", "dataJob")).toBe(true);
   });
 });
 
