@@ -61,7 +61,7 @@ const alone: Write = async (client, writes) => {
     writes.map((w) => w.urn),
     writes.map((w) => w.aspectName),
     writes.map((w) => w.entityType),
-    writes.map((w) => w.valueJson),
+    `[${writes.map((w) => w.valueJson).join(",")}]`,
     ordinals,
     writes.map(() => "urn:li:corpuser:bench"),
     writes.map(() => null),

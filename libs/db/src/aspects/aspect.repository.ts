@@ -7,7 +7,10 @@ export interface VersionedAspectWrite {
   urn: string;
   entityType: string;
   aspectName: string;
-  /** JSON text of the aspect value */
+  /**
+   * JSON text of the aspect value: one JSON value, as JSON.stringify writes it or as a request's validated body held it
+   * (the upsert sends the batch's values inside one JSON array, unescaped)
+   */
   valueJson: string;
   /** who wrote this version, when not the `createdBy` of the whole upsert */
   createdBy?: string;
@@ -64,9 +67,10 @@ export class AspectRepository {
     await client.query(
       `WITH written AS (
          INSERT INTO aspect (urn, aspect_name, version, entity_type, value, created_by, created_via, system_metadata)
-         SELECT d.urn, d.aspect_name, COALESCE(m.version, 0) + d.ordinal, d.entity_type, d.value::jsonb, d.created_by,
+         SELECT d.urn, d.aspect_name, COALESCE(m.version, 0) + d.ordinal, d.entity_type, d.value, d.created_by,
                 d.created_via, d.system_metadata::jsonb
-           FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[], $9::text[])
+           FROM ROWS FROM (unnest($1::text[]), unnest($2::text[]), unnest($3::text[]), jsonb_array_elements($4::jsonb),
+                           unnest($5::int[]), unnest($6::text[]), unnest($7::text[]), unnest($9::text[]))
                 AS d(urn, aspect_name, entity_type, value, ordinal, created_by, created_via, system_metadata)
            LEFT JOIN LATERAL (
              SELECT max(a.version) AS version FROM aspect a WHERE a.urn = d.urn AND a.aspect_name = d.aspect_name
@@ -77,7 +81,9 @@ export class AspectRepository {
         writes.map((w) => w.urn),
         writes.map((w) => w.aspectName),
         writes.map((w) => w.entityType),
-        writes.map((w) => w.valueJson),
+        // The values as one JSON array of their texts: pg escapes every element of a text[] with regular expressions
+        // in JavaScript (half the client's cost of a batch of a thousand), PostgreSQL parses the values either way.
+        `[${writes.map((w) => w.valueJson).join(",")}]`,
         ordinals,
         writes.map((w) => w.createdBy ?? createdBy),
         // a write naming its own writer names its own token too, so a version never pairs one writer with another's

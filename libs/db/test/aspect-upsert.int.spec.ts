@@ -1,0 +1,73 @@
+/**
+ * AspectRepository.upsert against real PostgreSQL: a batch's values travel as one JSON array of their texts, so each
+ * version must get exactly its own write's value, whatever the text holds (quotes, backslashes, escapes, nesting,
+ * whitespace), and several versions of one aspect in a batch apply in order.
+ */
+import { createDatabase, type Database } from "@mdp/db";
+import { createTestDatabase, type TestDatabase } from "@mdp/db/testing";
+import { AspectRepository, inTransaction } from "../src";
+
+const aspects = new AspectRepository();
+
+describe("AspectRepository.upsert", () => {
+  let testDb: TestDatabase;
+  let db: Database;
+
+  beforeAll(async () => {
+    testDb = await createTestDatabase("aspect_upsert");
+    db = createDatabase(testDb.url, { poolMax: 2 });
+  });
+  afterAll(async () => {
+    await db.close();
+    await testDb.drop();
+  });
+
+  it("stores each write's value with its own urn and version, whatever its text", async () => {
+    const values: string[] = [
+      JSON.stringify({ description: 'a "quoted", comma\'d, {braced} [bracketed] text' }),
+      JSON.stringify({ path: "C:\\dir\\file", newline: "one\ntwo", tab: "\t", unicode: "é ✓ \u2028" }),
+      '  {"spaced" : [1, 2, {"nested": [true, null]}] }\n',
+      '{"escaped":"\\u0041\\"\\\\"}',
+      JSON.stringify({ list: [[], {}, [[["deep"]]]], number: -1.5e3 }),
+    ];
+    const writes = values.map((valueJson, i) => ({
+      urn: `urn:li:dataset:v${i}`,
+      entityType: "dataset",
+      aspectName: "datasetProperties",
+      valueJson,
+    }));
+    await inTransaction(db.pool, (client) => aspects.upsert(client, writes, "urn:li:corpuser:w"));
+    const { rows } = await db.pool.query<{ urn: string; version: number; value: unknown }>(
+      "SELECT urn, version, value FROM aspect WHERE urn LIKE 'urn:li:dataset:v%' ORDER BY urn",
+    );
+    expect(rows).toEqual(values.map((v, i) => ({ urn: `urn:li:dataset:v${i}`, version: 1, value: JSON.parse(v) })));
+  });
+
+  it("applies several versions of one aspect in a batch in order, each with its own value", async () => {
+    const write = (urn: string, n: number) => ({
+      urn,
+      entityType: "dataset",
+      aspectName: "datasetProperties",
+      valueJson: JSON.stringify({ n }),
+    });
+    await inTransaction(db.pool, (client) =>
+      aspects.upsert(client, [write("urn:li:dataset:o", 0)], "urn:li:corpuser:w"),
+    );
+    await inTransaction(db.pool, (client) =>
+      aspects.upsert(
+        client,
+        [write("urn:li:dataset:o", 1), write("urn:li:dataset:p", 1), write("urn:li:dataset:o", 2)],
+        "urn:li:corpuser:w",
+      ),
+    );
+    const { rows } = await db.pool.query<{ urn: string; version: number; value: unknown }>(
+      "SELECT urn, version, value FROM aspect WHERE urn IN ('urn:li:dataset:o', 'urn:li:dataset:p') ORDER BY urn, version",
+    );
+    expect(rows).toEqual([
+      { urn: "urn:li:dataset:o", version: 1, value: { n: 0 } },
+      { urn: "urn:li:dataset:o", version: 2, value: { n: 1 } },
+      { urn: "urn:li:dataset:o", version: 3, value: { n: 2 } },
+      { urn: "urn:li:dataset:p", version: 1, value: { n: 1 } },
+    ]);
+  });
+});
