@@ -50,7 +50,7 @@ function countTally(tally: Tally): void {
 
 const onChangeEvents = new Counter({
   name: "mdp_on_change_events_total",
-  help: "Platform events read by evaluation on change",
+  help: "Aspect changes read by evaluation on change (pushed testResults and test actions' writes are passed over)",
   registers: [evaluationRegistry],
 });
 const onChangeEntities = new Counter({

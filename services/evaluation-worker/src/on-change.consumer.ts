@@ -11,6 +11,8 @@ import {
   removeFromBacklog,
   sequencePlatformEvents,
   streamEnd,
+  TEST_ACTIONS_APP_SOURCE,
+  type AspectChangeFilter,
   type BacklogEntry,
   type HeldPartition,
 } from "@mdp/db";
@@ -22,7 +24,13 @@ import { emptyPass, ON_CHANGE_CONSUMER, type OnChangePass, type OnChangeSettings
 import { OnChangeTests } from "./on-change-tests";
 import { OwnerLanes, type OwnerLane } from "./owner-lanes";
 import { PartitionClaims } from "./partition-claims";
-import type { PushItem } from "./results.pusher";
+import { TEST_RESULTS_ASPECT, type PushItem } from "./results.pusher";
+
+/** The events evaluation on change reads (changesOf drops the rest). */
+const CHANGES_TESTS_READ: AspectChangeFilter = {
+  skipAspects: [TEST_RESULTS_ASPECT],
+  skipAppSource: TEST_ACTIONS_APP_SOURCE,
+};
 
 /** Entities of one owner's backlog evaluated (and pushed) together. */
 const BACKLOG_BATCH = 100;
@@ -156,14 +164,26 @@ export class OnChangeEvaluator {
       if (pass === LOST) continue;
       for (const key of Object.keys(done) as Array<keyof OnChangePass>) done[key] += pass[key];
     }
-    return { done, full: passes.some((p) => p !== LOST && p.events >= this.settings.batchSize) };
+    return { done, full: passes.some((p) => p !== LOST && p.more) };
   }
 
-  private async partitionPass(held: HeldPartition, end: string): Promise<OnChangePass | typeof LOST> {
+  private async partitionPass(
+    held: HeldPartition,
+    end: string,
+  ): Promise<(OnChangePass & { more: boolean }) | typeof LOST> {
     const { batchSize } = this.settings;
     const window = batchSize * held.partitions * 4;
-    const { events, upTo } = await partitionEventsAfter(this.deps.db.pool, held, held.seq, batchSize, window, end);
-    const pass = emptyPass(events.length);
+    // Only the events changesOf keeps: PostgreSQL passes over the rest (a run's testResults versions, test actions').
+    const { events, upTo, more } = await partitionEventsAfter(
+      this.deps.db.pool,
+      held,
+      held.seq,
+      batchSize,
+      window,
+      end,
+      CHANGES_TESTS_READ,
+    );
+    const pass = { ...emptyPass(events.length), more };
     if (upTo !== held.seq) {
       const { changed, edited } = changesOf(events, this.settings.storable);
       const refused = new Set<string>();

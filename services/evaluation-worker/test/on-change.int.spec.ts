@@ -8,7 +8,7 @@
  * services/gateway/test/evaluation-on-change.int.spec.ts.
  */
 import { eventually } from "@mdp/core/testing";
-import { deletePolicy, findTest } from "@mdp/db";
+import { deletePolicy, findTest, inTransaction, sequencePlatformEvents } from "@mdp/db";
 import { workerTest, type WorkerFixture } from "./support/worker-fixture";
 
 const MANAGER = "urn:li:corpuser:onchange-manager";
@@ -79,6 +79,23 @@ describe("evaluation on change, in the worker", () => {
       for (const urn of burst) expect(await w.resultOf(urn, onTest)).toBe("passing");
     },
     { onChange: { batchSize: 3 } },
+  );
+
+  workerTest(
+    "passes over pushed results in PostgreSQL, and reads on at once past a window of nothing but them",
+    async (w) => {
+      const onTest = await onChangeTest(w);
+      // A run's pushes: more testResults events than ten passes' windows (a batch of 2, one partition: 8 positions)
+      // would read were they counted against the batch, then one change behind them.
+      for (let i = 0; i < 30; i++) await w.ingest(dataset(`pushed${i}`), "testResults", { passing: [], failing: [] });
+      const behind = dataset("behind");
+      await describeAs(w, behind, "orders");
+      await inTransaction(w.database.pool, (client) => sequencePlatformEvents(client, 10_000));
+      // One drain: only the change is read (the pushed results never reach the worker), none of it waits for a poll.
+      expect(await w.onChange.drain()).toMatchObject({ events: 1, entities: 1, pushed: 1 });
+      expect(await w.resultOf(behind, onTest)).toBe("passing");
+    },
+    { onChange: { batchSize: 2 } },
   );
 
   workerTest("evaluates a change committed before its worker died, once a worker is back", async (w) => {

@@ -1,3 +1,4 @@
+import { METADATA_CHANGE_LOG } from "@mdp/core";
 import type { Queryable } from "../timeseries/timeseries.store";
 import { PLATFORM_EVENT_LIMITS, type PlatformEventRow } from "./platform-event.repository";
 
@@ -144,10 +145,22 @@ export async function streamEnd(db: Queryable): Promise<string> {
 }
 
 /**
+ * Which events a consumer of aspect changes reads: MetadataChangeLog_v1 events, less those of `skipAspects` and those
+ * whose writer named `skipAppSource` (systemMetadata.properties.appSource). Filtered by PostgreSQL: the rows a
+ * consumer would only drop (a run's thousand testResults versions per batch) are not sent, nor parsed.
+ */
+export interface AspectChangeFilter {
+  skipAspects: readonly string[];
+  skipAppSource: string;
+}
+
+/**
  * Up to `limit` sequenced events of one partition after position `after`, in order, looking at most `window`
  * positions ahead and no further than `end` (streamEnd's, read before); `upTo`: the position the partition has read
  * to when it has handled them (the last event's when the limit was reached, else the end of what it looked at), so a
- * partition with few events moves on with the stream rather than scanning the same stretch at each pass.
+ * partition with few events moves on with the stream rather than scanning the same stretch at each pass. `only`:
+ * the events outside it are passed over (upTo moves past them all the same). `more`: the partition has events past
+ * upTo (the limit was reached, or the window ended before `end`), to read at once.
  */
 export async function partitionEventsAfter(
   db: Queryable,
@@ -156,21 +169,34 @@ export async function partitionEventsAfter(
   limit: number,
   window: number,
   end: string,
-): Promise<{ events: PlatformEventRow[]; upTo: string }> {
+  only?: AspectChangeFilter,
+): Promise<{ events: PlatformEventRow[]; upTo: string; more: boolean }> {
   const upTo = String(BigInt(after) >= BigInt(end) ? BigInt(after) : min(BigInt(after) + BigInt(window), BigInt(end)));
-  if (upTo === after) return { events: [], upTo };
+  if (upTo === after) return { events: [], upTo, more: false };
   const capped = Math.min(limit, PLATFORM_EVENT_LIMITS.maxReadBatch);
+  const filter = only
+    ? `AND event_type = '${METADATA_CHANGE_LOG}' AND (aspect_name IS NULL OR aspect_name <> ALL($6::text[]))
+       AND (payload #>> '{systemMetadata,properties,appSource}') IS DISTINCT FROM $7`
+    : "";
   const { rows } = await db.query<PlatformEventRow>(
     `SELECT seq::text AS seq, event_type AS "eventType", entity_urn AS "entityUrn", entity_type AS "entityType",
             aspect_name AS "aspectName", (extract(epoch FROM created_at) * 1000)::float8 AS "createdAt",
             payload #>> '{systemMetadata,properties,appSource}' AS "appSource"
        FROM platform_event
-      WHERE seq > $1::int8 AND seq <= $2::int8 AND ${partitionOfSql("entity_urn", "$3")} = $4
+      WHERE seq > $1::int8 AND seq <= $2::int8 AND ${partitionOfSql("entity_urn", "$3")} = $4 ${filter}
       ORDER BY seq
       LIMIT $5`,
-    [after, upTo, partition.partitions, partition.partition, capped],
+    [
+      after,
+      upTo,
+      partition.partitions,
+      partition.partition,
+      capped,
+      ...(only ? [only.skipAspects, only.skipAppSource] : []),
+    ],
   );
-  return { events: rows, upTo: rows.length === capped ? rows.at(-1)!.seq : upTo };
+  if (rows.length === capped) return { events: rows, upTo: rows.at(-1)!.seq, more: true };
+  return { events: rows, upTo, more: BigInt(upTo) < BigInt(end) };
 }
 
 /**
