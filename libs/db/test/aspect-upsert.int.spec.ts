@@ -1,7 +1,9 @@
 /**
  * AspectRepository.upsert against real PostgreSQL: a batch's values travel as one JSON array of their texts, so each
  * version must get exactly its own write's value, whatever the text holds (quotes, backslashes, escapes, nesting,
- * whitespace), and several versions of one aspect in a batch apply in order.
+ * whitespace), and several versions of one aspect in a batch apply in order. `lock` takes each aspect's advisory lock
+ * on the same key text as every version before it did (a worker of the last release and one of this release, side by
+ * side during a deploy, must lock one aspect alike).
  */
 import { createDatabase, type Database } from "@mdp/db";
 import { createTestDatabase, type TestDatabase } from "@mdp/db/testing";
@@ -69,5 +71,27 @@ describe("AspectRepository.upsert", () => {
       { urn: "urn:li:dataset:o", version: 3, value: { n: 2 } },
       { urn: "urn:li:dataset:p", version: 1, value: { n: 1 } },
     ]);
+  });
+
+  it("locks each (urn, aspect) on hashtext of its JSON [urn, aspectName], whatever the urn holds", async () => {
+    const wanted = [
+      { urn: 'urn:li:dataset:(urn:li:dataPlatform:hive,db."quoted"\\name,PROD)', aspectName: "testResults" },
+      { urn: "urn:li:dataset:plain", aspectName: "globalTags" },
+      { urn: "urn:li:dataset:plain", aspectName: "globalTags" },
+    ];
+    const held = await inTransaction(db.pool, async (client) => {
+      await aspects.lock(client, wanted);
+      // A bigint advisory lock shows as its high (classid) and low (objid) 32 bits.
+      const { rows } = await client.query<{ key: string }>(
+        `SELECT ((classid::int8 << 32) | objid::int8)::text AS key FROM pg_locks
+          WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted ORDER BY 1`,
+      );
+      return rows.map((r) => r.key);
+    });
+    const { rows } = await db.pool.query<{ key: string }>(
+      "SELECT hashtext(k)::int8::text AS key FROM unnest($1::text[]) AS k ORDER BY 1",
+      [[...new Set(wanted.map((w) => JSON.stringify([w.urn, w.aspectName])))]],
+    );
+    expect(held).toEqual(rows.map((r) => r.key));
   });
 });

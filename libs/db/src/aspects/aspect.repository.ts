@@ -103,10 +103,12 @@ export class AspectRepository {
     if (aspects.length === 0) return;
     const keys = [...new Set(aspects.map((a) => JSON.stringify([a.urn, a.aspectName])))];
     // Locks are taken in one order (the subquery's ORDER BY: the locks are evaluated after its sort) by every writer,
-    // so two writers cannot deadlock. One row back, a count, rather than a row per lock for pg to parse.
+    // so two writers cannot deadlock. One row back, a count, rather than a row per lock for pg to parse. The keys
+    // travel as one JSON text (JSON.stringify escapes their quotes natively, where pg's text[] escaping runs regular
+    // expressions per key); each is the same text, so the same lock, as before.
     await client.query(
-      "SELECT count(*)::int AS locked FROM (SELECT pg_advisory_xact_lock(hashtext(k)) FROM unnest($1::text[]) AS k ORDER BY k) l",
-      [keys],
+      "SELECT count(*)::int AS locked FROM (SELECT pg_advisory_xact_lock(hashtext(k)) FROM jsonb_array_elements_text($1::jsonb) AS k ORDER BY k) l",
+      [JSON.stringify(keys)],
     );
   }
 
