@@ -43,9 +43,11 @@ export class TestRunDiffs {
     const evaluatedAt = evaluations[0]!.evaluatedAt;
     // Just before its first evaluation: the run's own transitions come after its start (the first run's baseline).
     const row = await openRunDiff(client, { ...run, at: new Date(evaluatedAt - 1), ...this.settings });
-    const decided = evaluations
-      .filter((e) => [...e.passing, ...e.failing].some((r) => r.test === run.testUrn))
-      .map((e) => e.urn);
+    const decided: string[] = [];
+    for (const e of evaluations) {
+      if (e.passing.some((r) => r.test === run.testUrn) || e.failing.some((r) => r.test === run.testUrn))
+        decided.push(e.urn);
+    }
     const states = await batchEntityStates(client, run.testUrn, decided, row.baselineAt, row.flapSince);
     await saveRunDiff(client, withBatch(row, states, evaluatedAt));
   }

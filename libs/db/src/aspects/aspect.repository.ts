@@ -53,7 +53,8 @@ export class AspectRepository {
   ): Promise<void> {
     if (writes.length === 0) return;
     if (!locked) await this.lock(client, writes);
-    const keyOf = (w: VersionedAspectWrite) => JSON.stringify([w.urn, w.aspectName]);
+    // Neither a urn nor an aspect name holds a NUL (PostgreSQL cannot store one): a key without a JSON text per write.
+    const keyOf = (w: VersionedAspectWrite) => `${w.urn}\u0000${w.aspectName}`;
     // Several versions of one aspect in one batch apply in order: the n-th gets max + n.
     const seen = new Map<string, number>();
     const ordinals = writes.map((w) => {
