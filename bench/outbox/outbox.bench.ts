@@ -65,6 +65,7 @@ const alone: Write = async (client, writes) => {
     ordinals,
     writes.map(() => "urn:li:corpuser:bench"),
     writes.map(() => null),
+    writes.map(() => null),
   ]);
 };
 

@@ -73,6 +73,49 @@ describe("AspectRepository.upsert", () => {
     ]);
   });
 
+  it("takes a write's currentVersion as the aspect's latest (read under its lock), looking up only the others", async () => {
+    const write = (urn: string, n: number, currentVersion?: number) => ({
+      urn,
+      entityType: "dataset",
+      aspectName: "status",
+      valueJson: JSON.stringify({ n }),
+      ...(currentVersion !== undefined && { currentVersion }),
+    });
+    await inTransaction(db.pool, (client) =>
+      aspects.upsert(client, [write("urn:li:dataset:k", 0), write("urn:li:dataset:u", 0)], "urn:li:corpuser:w"),
+    );
+    await inTransaction(db.pool, async (client) => {
+      await aspects.lock(client, [{ urn: "urn:li:dataset:k", aspectName: "status" }]);
+      await aspects.upsert(
+        client,
+        // k's latest as its caller read it (1), twice; u's looked up; a new aspect's 0.
+        [write("urn:li:dataset:k", 1, 1), write("urn:li:dataset:u", 1), write("urn:li:dataset:k", 2, 1)].concat(
+          write("urn:li:dataset:new", 1, 0),
+        ),
+        "urn:li:corpuser:w",
+      );
+    });
+    const { rows } = await db.pool.query<{ urn: string; version: number; value: unknown }>(
+      `SELECT urn, version, value FROM aspect WHERE aspect_name = 'status' ORDER BY urn, version`,
+    );
+    expect(rows).toEqual([
+      { urn: "urn:li:dataset:k", version: 1, value: { n: 0 } },
+      { urn: "urn:li:dataset:k", version: 2, value: { n: 1 } },
+      { urn: "urn:li:dataset:k", version: 3, value: { n: 2 } },
+      { urn: "urn:li:dataset:new", version: 1, value: { n: 1 } },
+      { urn: "urn:li:dataset:u", version: 1, value: { n: 0 } },
+      { urn: "urn:li:dataset:u", version: 2, value: { n: 1 } },
+    ]);
+    // The version it was given is the one it builds on: a (wrong) 7 makes 8, so it was not looked up.
+    await inTransaction(db.pool, (client) =>
+      aspects.upsert(client, [write("urn:li:dataset:u", 9, 7)], "urn:li:corpuser:w"),
+    );
+    const { rows: latest } = await db.pool.query<{ version: number }>(
+      `SELECT max(version) AS version FROM aspect WHERE urn = 'urn:li:dataset:u' AND aspect_name = 'status'`,
+    );
+    expect(latest[0]!.version).toBe(8);
+  });
+
   it("locks each (urn, aspect) on hashtext of its JSON [urn, aspectName], whatever the urn holds", async () => {
     const wanted = [
       { urn: 'urn:li:dataset:(urn:li:dataPlatform:hive,db."quoted"\\name,PROD)', aspectName: "testResults" },

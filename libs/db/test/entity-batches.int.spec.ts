@@ -80,10 +80,14 @@ describe("runTest's entity batches", () => {
       [dataset(5)]: { tags: [{ tag: "urn:li:tag:t5" }] },
     });
     // The status aspect's latest version, and nothing for an aspect no entity has.
-    expect(JSON.parse((await entityBatchOf(pool, [dataset(4)], "status")).aspect!)).toEqual({
-      [dataset(4)]: { removed: false },
-    });
-    expect((await entityBatchOf(pool, [dataset(4)], "testResults")).aspect).toBe("{}");
-    expect((await entityBatchOf(pool, [], "testResults")).aspect).toBe("{}");
+    const status = await entityBatchOf(pool, [dataset(4)], "status");
+    expect(JSON.parse(status.aspect!)).toEqual({ [dataset(4)]: { removed: false } });
+    // Their versions beside them (the push's upsert does not look them up again).
+    expect(JSON.parse(status.versions!)).toEqual({ [dataset(4)]: 2 });
+    expect(JSON.parse(batch.versions!)).toEqual({ [dataset(4)]: 1, [dataset(5)]: 1 });
+    const none = await entityBatchOf(pool, [dataset(4)], "testResults");
+    expect([none.aspect, none.versions]).toEqual(["{}", "{}"]);
+    const empty = await entityBatchOf(pool, [], "testResults");
+    expect([empty.aspect, empty.versions]).toEqual(["{}", "{}"]);
   });
 });

@@ -57,12 +57,13 @@ export class ResultsPusher {
   /**
    * Returns how many new testResults versions were written. `locked`: the caller already holds these entities' locks
    * (`lock`, in this transaction) and read their stored testResults after taking them (runTest's batch read brings
-   * them: see nextBatch), so the push neither locks nor reads them again: they cannot have changed since.
+   * them: see nextBatch), so the push neither locks nor reads them again: they cannot have changed since. With their
+   * `versions` (read with them; an entity absent has none), the upsert does not look the latest versions up either.
    */
   async push(
     client: pg.ClientBase,
     items: readonly PushItem[],
-    locked?: { stored: ReadonlyMap<string, unknown> },
+    locked?: { stored: ReadonlyMap<string, unknown>; versions?: ReadonlyMap<string, number> },
   ): Promise<number> {
     if (items.length === 0) return 0;
     let stored = locked?.stored;
@@ -111,6 +112,7 @@ export class ResultsPusher {
         valueJson: json,
         createdBy: item.actorUrn,
         createdVia: item.actorTokenId ?? null,
+        ...(locked?.versions && { currentVersion: locked.versions.get(urn) ?? 0 }),
       });
     }
     // Every written urn's lock is held: taken above, or by the caller (`locked`).

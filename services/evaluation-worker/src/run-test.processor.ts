@@ -145,9 +145,16 @@ export function runTestTask(deps: EvaluateDeps) {
           actorUrn: input.actorUrn,
           ...(input.actorTokenId !== undefined && { actorTokenId: input.actorTokenId }),
         }));
-        // The batch was read under these entities' locks, stored results included: the push reads them no more.
-        const stored = batch.aspect === undefined ? undefined : new Map(Object.entries(JSON.parse(batch.aspect)));
-        pushed = await deps.pusher.push(client, items, stored && { stored });
+        // The batch was read under these entities' locks, stored results and their versions included: the push reads
+        // them no more.
+        const locked =
+          batch.aspect === undefined
+            ? undefined
+            : {
+                stored: new Map(Object.entries(JSON.parse(batch.aspect) as Record<string, unknown>)),
+                versions: new Map(Object.entries(JSON.parse(batch.versions ?? "{}") as Record<string, number>)),
+              };
+        pushed = await deps.pusher.push(client, items, locked);
         // What this batch changed since the test's last run, from the history the push just wrote (test-run-diff.ts).
         await deps.runDiffs?.record(client, { runId: input.taskId, testUrn: input.testUrn }, results);
       }

@@ -59,6 +59,23 @@ describe("runTest, in the worker", () => {
   );
 
   workerTest(
+    "a run again writes each changed result as the entity's next testResults version, and nothing for the others",
+    async (w) => {
+      const test = await datasetsAndTest(w);
+      expect(
+        await w.waitForTask(await w.runTest(test, OWNER, { batchSize: 10 }), ["completed", "failed"]),
+      ).toMatchObject({ state: "completed" });
+      await w.ingest(datasetUrn(1), "datasetProperties", { description: "now described" });
+      const again = await w.waitForTask(await w.runTest(test, OWNER, { batchSize: 10 }), ["completed", "failed"]);
+      expect(again).toMatchObject({ state: "completed", progress: { evaluated: N, pushed: 1 } });
+      // The batch read brought each entity's stored version under its lock: the push built on it.
+      expect(await w.latest(datasetUrn(1), "testResults")).toMatchObject({ version: 2 });
+      expect(await w.resultOf(datasetUrn(1), test)).toBe("passing");
+      expect(await w.latest(datasetUrn(0), "testResults")).toMatchObject({ version: 1 });
+    },
+  );
+
+  workerTest(
     "without push, walks every entity once in batches read ahead of their evaluation, with exact counts",
     async (w) => {
       const test = await datasetsAndTest(w);

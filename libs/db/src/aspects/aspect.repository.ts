@@ -18,6 +18,11 @@ export interface VersionedAspectWrite {
   createdVia?: string | null;
   /** the proposal's systemMetadata as JSON text (DataHub's SystemMetadata), kept with the version; absent: none */
   systemMetadataJson?: string;
+  /**
+   * the aspect's latest version (0: none), read by the caller in this transaction after taking its lock, so none can
+   * have been written since: the upsert does not look it up again (runTest's batch read brings it). Absent: looked up.
+   */
+  currentVersion?: number;
 }
 
 /** Who wrote an aspect's version, when, and through which access token: DataHub's audit stamp, as stored. */
@@ -55,7 +60,8 @@ export class AspectRepository {
     if (!locked) await this.lock(client, writes);
     // Neither a urn nor an aspect name holds a NUL (PostgreSQL cannot store one): a key without a JSON text per write.
     const keyOf = (w: VersionedAspectWrite) => `${w.urn}\u0000${w.aspectName}`;
-    // Several versions of one aspect in one batch apply in order: the n-th gets max + n.
+    // Several versions of one aspect in one batch apply in order: the n-th gets max + n (max: the write's
+    // currentVersion when its caller read it under the lock, else looked up; the lookup's one-time filter skips it).
     const seen = new Map<string, number>();
     const ordinals = writes.map((w) => {
       const key = keyOf(w);
@@ -68,13 +74,16 @@ export class AspectRepository {
     await client.query(
       `WITH written AS (
          INSERT INTO aspect (urn, aspect_name, version, entity_type, value, created_by, created_via, system_metadata)
-         SELECT d.urn, d.aspect_name, COALESCE(m.version, 0) + d.ordinal, d.entity_type, d.value, d.created_by,
-                d.created_via, d.system_metadata::jsonb
+         SELECT d.urn, d.aspect_name, COALESCE(d.current_version, m.version, 0) + d.ordinal, d.entity_type, d.value,
+                d.created_by, d.created_via, d.system_metadata::jsonb
            FROM ROWS FROM (unnest($1::text[]), unnest($2::text[]), unnest($3::text[]), jsonb_array_elements($4::jsonb),
-                           unnest($5::int[]), unnest($6::text[]), unnest($7::text[]), unnest($9::text[]))
-                AS d(urn, aspect_name, entity_type, value, ordinal, created_by, created_via, system_metadata)
+                           unnest($5::int[]), unnest($6::text[]), unnest($7::text[]), unnest($9::text[]),
+                           unnest($10::int[]))
+                AS d(urn, aspect_name, entity_type, value, ordinal, created_by, created_via, system_metadata,
+                     current_version)
            LEFT JOIN LATERAL (
-             SELECT max(a.version) AS version FROM aspect a WHERE a.urn = d.urn AND a.aspect_name = d.aspect_name
+             SELECT max(a.version) AS version FROM aspect a
+              WHERE d.current_version IS NULL AND a.urn = d.urn AND a.aspect_name = d.aspect_name
            ) m ON true
          RETURNING urn, aspect_name, entity_type, version, created_by, created_at)
        ${metadataChangeLogInsert("written", "$8::text")}`,
@@ -91,6 +100,7 @@ export class AspectRepository {
         writes.map((w) => (w.createdBy !== undefined ? (w.createdVia ?? null) : createdVia)),
         appSource,
         writes.map((w) => w.systemMetadataJson ?? null),
+        writes.map((w) => w.currentVersion ?? null),
       ],
     );
   }
@@ -250,6 +260,8 @@ export interface EntityBatch {
    * text `{urn: value}` for the main thread (read in the same statement as the batch, so under the same locks).
    */
   aspect?: string;
+  /** with `aspect`: those values' versions, as one JSON text `{urn: version}` (VersionedAspectWrite.currentVersion) */
+  versions?: string;
 }
 
 const EMPTY_BATCH: EntityBatch = { urns: [], entityTypes: [], json: "[]" };
@@ -259,16 +271,20 @@ const EMPTY_BATCH: EntityBatch = { urns: [], entityTypes: [], json: "[]" };
  * `aspectParam` (the placeholder of an aspect name), that aspect's values as `aspect` too.
  */
 const entityBatchSql = (batch: string, aspectParam?: string) => {
-  const kept = aspectParam ? `, (array_agg(value) FILTER (WHERE aspect_name = ${aspectParam}::text))[1] AS kept` : "";
+  const kept = aspectParam
+    ? `, (array_agg(value) FILTER (WHERE aspect_name = ${aspectParam}::text))[1] AS kept,
+         (array_agg(version) FILTER (WHERE aspect_name = ${aspectParam}::text))[1] AS kept_version`
+    : "";
   const aspect = aspectParam
-    ? `, COALESCE(json_object_agg(urn, kept) FILTER (WHERE kept IS NOT NULL), '{}')::text AS aspect`
+    ? `, COALESCE(json_object_agg(urn, kept) FILTER (WHERE kept IS NOT NULL), '{}')::text AS aspect,
+         COALESCE(json_object_agg(urn, kept_version) FILTER (WHERE kept IS NOT NULL), '{}')::text AS versions`
     : "";
   return `
   WITH batch AS (${batch}),
   latest AS (
     SELECT l.* FROM batch b
      CROSS JOIN LATERAL (
-       SELECT DISTINCT ON (a.aspect_name) a.urn, a.entity_type, a.aspect_name, a.value
+       SELECT DISTINCT ON (a.aspect_name) a.urn, a.entity_type, a.aspect_name, a.value${aspectParam ? ", a.version" : ""}
          FROM aspect a WHERE a.urn = b.urn ORDER BY a.aspect_name, a.version DESC) l),
   entities AS (
     SELECT urn, min(entity_type) AS entity_type, json_object_agg(aspect_name, value) AS aspects${kept}
@@ -285,6 +301,7 @@ interface BatchRow {
   keys: string | null;
   json: string;
   aspect?: string;
+  versions?: string;
 }
 
 /**
@@ -297,6 +314,7 @@ function batchOf(row: BatchRow | undefined, empty: EntityBatch): EntityBatch {
   if (!keys.urns) return empty;
   const batch: EntityBatch = { urns: keys.urns, entityTypes: keys.entityTypes, json: row.json };
   if (row.aspect !== undefined) batch.aspect = row.aspect;
+  if (row.versions !== undefined) batch.versions = row.versions;
   return batch;
 }
 
@@ -324,7 +342,7 @@ export async function entityBatchAfter(
  * that aspect's values also as `aspect` (runTest with push: the stored testResults its push merges onto).
  */
 export async function entityBatchOf(db: Queryable, urns: readonly string[], aspectName?: string): Promise<EntityBatch> {
-  const empty = aspectName === undefined ? EMPTY_BATCH : { ...EMPTY_BATCH, aspect: "{}" };
+  const empty = aspectName === undefined ? EMPTY_BATCH : { ...EMPTY_BATCH, aspect: "{}", versions: "{}" };
   if (urns.length === 0) return empty;
   const from = "SELECT urn FROM unnest($1::text[]) AS u(urn)";
   const { rows } =
