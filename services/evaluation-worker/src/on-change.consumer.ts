@@ -97,8 +97,8 @@ export class OnChangeEvaluator {
   }
 
   /**
-   * Passes until one reads less than a batch in every partition (caught up) or `maxPasses` ran; null when this worker
-   * holds no partition. The sum of what the passes did.
+   * Passes until one leaves no partition with more to read (caught up: see partitionEventsAfter's `more`) or
+   * `maxPasses` ran; null when this worker holds no partition. The sum of what the passes did.
    */
   async drain(maxPasses = 10): Promise<OnChangePass | null> {
     const total = emptyPass();
