@@ -3,7 +3,7 @@ import { hostname } from "node:os";
 import { outboxConsumerLoop, withTimeout, type Logger, type PeriodicLoop } from "@mdp/core";
 import {
   advancePartition,
-  backlogOf,
+  backlogOfOwner,
   carryOver,
   inTransaction,
   ownersWithBacklog,
@@ -274,7 +274,7 @@ export class OnChangeEvaluator {
           if (!carriedOver) return this.push(items);
           // Past the budget: pushed once the pass committed its entries, which leave the backlog with the push.
           const wrote = await committed;
-          return this.push(items, wrote ? { partition, entries } : undefined);
+          return this.push(items, wrote ? entries.map((e) => ({ ...e, partition })) : []);
         })
         .finally(() => (settled = true));
       this.track(
@@ -308,57 +308,76 @@ export class OnChangeEvaluator {
   /** Pushes an owner's results in a transaction of their own; `backlog`: the entries they leave, in the same one. */
   private async push(
     items: readonly PushItem[],
-    backlog?: { partition: number; entries: readonly BacklogEntry[] },
+    backlog: ReadonlyArray<BacklogEntry & { partition: number }> = [],
   ): Promise<number> {
-    if (items.length === 0 && !backlog) return 0;
+    if (items.length === 0 && backlog.length === 0) return 0;
     return inTransaction(this.deps.db.pool, async (client) => {
       const pushed = await this.deps.pusher.push(client, items);
-      if (backlog) await removeFromBacklog(client, backlog.partition, backlog.entries);
+      if (backlog.length > 0) await removeFromBacklog(client, backlog);
       return pushed;
     });
   }
 
-  /** Drains one owner's backlog in a partition, a batch at a time in order, while this worker holds the partition. */
+  /**
+   * Drains an owner's backlogs, of every partition this worker holds, in order: a batch is the oldest entries of them
+   * all (one pool task, one push), so an owner whose changes fall in every partition pays a batch's round trips once,
+   * not once a partition, and catches up within a batch rather than a round of them.
+   */
   private startDrain(lane: OwnerLane): void {
-    if (lane.busy || this.closed || Date.now() < lane.retryAt) return;
-    lane.busy = true;
+    const owner = lane.ownerUrn;
+    const held = (partition: number) => this.held.has(partition);
+    // A drain running takes this lane at its next batch; none to drain yet (a retry, a budget): nothing starts.
+    if (this.closed || this.lanes.draining.has(owner) || this.lanes.drainable(owner, held).length === 0) return;
+    this.lanes.draining.add(owner);
     const drained = (async () => {
       try {
-        while (this.held.has(lane.partition) && !this.closed && !(await this.lanes.budgetSpent(lane))) {
-          const entries = await backlogOf(this.deps.db.pool, lane.partition, lane.ownerUrn, BACKLOG_BATCH);
-          if (entries.length === 0) {
-            lane.backlog = false;
-            return;
+        for (;;) {
+          const lanes = this.lanes.drainable(owner, held);
+          if (lanes.length === 0 || this.closed || (await this.lanes.budgetSpent(lanes[0]!, lanes))) return;
+          for (const l of lanes) l.busy = true;
+          try {
+            await this.drainBatch(owner, lanes);
+          } catch (error) {
+            // Its entries stay in the backlog: taken again after a second.
+            for (const l of lanes) Object.assign(l, { backlog: true, retryAt: Date.now() + 1_000 });
+            this.deps.logger.warn(
+              { err: error, owner, partitions: lanes.map((l) => l.partition) },
+              "evaluation on change: an owner's backlog batch failed; it is taken again",
+            );
+          } finally {
+            for (const l of lanes) l.busy = false;
           }
-          await this.lanes.ownerTurn(lane.ownerUrn, async () => {
-            const types = [...new Set(entries.map((e) => e.entityType))];
-            const refused = new Set<string>();
-            const tests = await this.tests.permitted(await this.tests.testsSelecting(types, lane.ownerUrn), refused);
-            const snapshots =
-              tests.length === 0
-                ? new Map()
-                : await entitySnapshots(
-                    this.deps.db.pool,
-                    entries.map((e) => e.entityUrn),
-                  );
-            const items =
-              tests.length === 0
-                ? []
-                : await evaluateForOwner(this.deps, this.settings.rateLimits, tests, snapshots, Date.now());
-            await this.push(items, { partition: lane.partition, entries });
-          });
         }
-      } catch (error) {
-        lane.retryAt = Date.now() + 1_000;
-        this.deps.logger.warn(
-          { err: error, owner: lane.ownerUrn, partition: lane.partition },
-          "evaluation on change: an owner's backlog batch failed; it is taken again",
-        );
       } finally {
-        lane.busy = false;
+        this.lanes.draining.delete(owner);
       }
     })();
     this.track(drained);
+  }
+
+  private async drainBatch(owner: string, lanes: readonly OwnerLane[]): Promise<void> {
+    const partitions = lanes.map((l) => l.partition);
+    const entries = await backlogOfOwner(this.deps.db.pool, partitions, owner, BACKLOG_BATCH);
+    // Read whole: what a pass carries from now on sets the flag again (these lanes are busy meanwhile).
+    if (entries.length < BACKLOG_BATCH) for (const l of lanes) l.backlog = false;
+    if (entries.length === 0) return;
+    await this.lanes.ownerTurn(owner, async () => {
+      const types = [...new Set(entries.map((e) => e.entityType))];
+      const refused = new Set<string>();
+      const tests = await this.tests.permitted(await this.tests.testsSelecting(types, owner), refused);
+      const urns = entries.map((e) => e.entityUrn);
+      const items =
+        tests.length === 0
+          ? []
+          : await evaluateForOwner(
+              this.deps,
+              this.settings.rateLimits,
+              tests,
+              await entitySnapshots(this.deps.db.pool, urns),
+              Date.now(),
+            );
+      await this.push(items, entries);
+    });
   }
 
   private track(work: Promise<unknown>): void {

@@ -18,6 +18,8 @@ export interface OwnerLane {
 /** Per owner and partition, its lane; per owner, its turn at this worker's threads (evaluation on change). */
 export class OwnerLanes {
   private readonly lanes = new Map<string, OwnerLane>();
+  /** the owners whose backlogs this worker is draining (one drain per owner, over its partitions) */
+  readonly draining = new Set<string>();
   /** per owner, the end of its last backlog batch queued (ownerTurn) */
   private readonly turns = new Map<string, Promise<void>>();
 
@@ -52,7 +54,7 @@ export class OwnerLanes {
    * waits in its backlog, not run, until the budget refills (the lane retries then), so one owner's tests take at
    * most its budget of the threads, whatever rate of changes they select.
    */
-  async budgetSpent(lane: OwnerLane): Promise<boolean> {
+  async budgetSpent(lane: OwnerLane, alike: readonly OwnerLane[] = []): Promise<boolean> {
     if (Date.now() < lane.budgetAt) return true;
     try {
       await this.settings.rateLimits?.refuseIfSpent({ urn: lane.ownerUrn }, "evaluationTime");
@@ -60,10 +62,21 @@ export class OwnerLanes {
     } catch (error) {
       if (!(error instanceof AppError) || error.code !== "TOO_MANY_REQUESTS") throw error;
       const seconds = Number((error.details as { retryAfterSeconds?: number } | undefined)?.retryAfterSeconds ?? 1);
-      lane.budgetAt = Date.now() + seconds * 1000;
-      lane.retryAt = lane.budgetAt;
+      // The budget is the owner's: its other lanes (`alike`) wait as long.
+      for (const l of [lane, ...alike]) {
+        l.budgetAt = Date.now() + seconds * 1000;
+        l.retryAt = l.budgetAt;
+      }
       return true;
     }
+  }
+
+  /** The owner's lanes whose backlog may be drained now: in a partition held, not busy, not waiting for a retry. */
+  drainable(ownerUrn: string, held: (partition: number) => boolean): OwnerLane[] {
+    const now = Date.now();
+    return [...this.lanes.values()].filter(
+      (l) => l.ownerUrn === ownerUrn && l.backlog && !l.busy && now >= l.retryAt && held(l.partition),
+    );
   }
 
   lane(partition: number, ownerUrn: string): OwnerLane {

@@ -6,9 +6,11 @@
  * - an owner past its evaluation-time budget has its changes carried over, not evaluated, until it refills;
  * - a user owns at most MAX_ON_CHANGE_TESTS_PER_USER tests that evaluate on change;
  * - the stream is read in partitions shared by the live workers; a worker that stops renewing its lease has its
- *   partitions taken over by another, and every change is evaluated.
+ *   partitions taken over by another, and every change is evaluated;
+ * - an owner's backlogs of several partitions drain together: one batch, one push, not one a partition.
  */
 import { eventually } from "@mdp/core/testing";
+import { partitionOfSql } from "@mdp/db";
 import { startEvaluationWorker, type RunningWorker } from "./support/evaluation-worker";
 import {
   ROOT,
@@ -243,6 +245,41 @@ describe("evaluation on change: owners apart, partitions shared", () => {
     } finally {
       await a.close();
       await b.close();
+    }
+  });
+
+  it("drains an owner's backlogs of every partition it holds as one batch: one evaluation, one push", async () => {
+    // Entities written without events (nothing but the backlog names them), in the owner's backlog of 4 partitions.
+    const urns = Array.from({ length: 12 }, (_, i) => dataset(`backlogged${i}`));
+    for (const urn of urns) {
+      await h.database.pool.query(
+        `INSERT INTO aspect (urn, aspect_name, version, entity_type, value, created_by)
+         VALUES ($1, 'datasetProperties', 0, 'dataset', '{"description": "carried"}', $2)`,
+        [urn, ROOT],
+      );
+    }
+    const { rows: placed } = await h.database.pool.query<{ partition: number }>(
+      `INSERT INTO on_change_backlog (partition, owner_urn, entity_urn, entity_type, seq)
+       SELECT ${partitionOfSql("urn", "4")}, $1, urn, 'dataset', 1 FROM unnest($2::text[]) AS u(urn)
+       RETURNING partition`,
+      [OWNER, urns],
+    );
+    expect(new Set(placed.map((r) => r.partition)).size).toBeGreaterThan(1);
+    // Its first claim finds the backlogs (ownersWithBacklog); the pass starts their drain.
+    const worker = await startEvaluationWorker(h, 2, { onChange: { partitions: 4, holder: "drain-all" } });
+    try {
+      await settle(worker);
+      for (const urn of urns) expect(await resultOf(urn, "urn:li:test:quick")).toBe("passing");
+      expect((await h.database.pool.query("SELECT 1 FROM on_change_backlog")).rowCount).toBe(0);
+      // A transaction's versions share its start time: one push wrote them all.
+      const { rows } = await h.database.pool.query<{ pushes: number }>(
+        `SELECT count(DISTINCT created_at)::int AS pushes FROM aspect
+          WHERE urn = ANY($1) AND aspect_name = 'testResults' AND created_by = $2`,
+        [urns, OWNER],
+      );
+      expect(rows[0]!.pushes).toBe(1);
+    } finally {
+      await worker.close();
     }
   });
 });

@@ -48,38 +48,48 @@ export async function ownersWithBacklog(db: Queryable, partition: number): Promi
   return rows.map((r) => r.owner_urn);
 }
 
-/** The oldest `limit` entries of an owner's backlog in this partition, in the order of their changes. */
-export async function backlogOf(
+/**
+ * The oldest `limit` entries of an owner's backlogs in these partitions together, in the order of their changes, each
+ * with its partition: one batch of an owner's work however many partitions its changes fell in. Each partition is read
+ * through its (partition, owner, seq) index up to `limit`, so a long backlog is never sorted whole.
+ */
+export async function backlogOfOwner(
   db: Queryable,
-  partition: number,
+  partitions: readonly number[],
   ownerUrn: string,
   limit: number,
-): Promise<BacklogEntry[]> {
-  const { rows } = await db.query<BacklogEntry>(
-    `SELECT owner_urn AS "ownerUrn", entity_urn AS "entityUrn", entity_type AS "entityType", seq::text AS seq
-       FROM on_change_backlog WHERE partition = $1 AND owner_urn = $2
-      ORDER BY seq LIMIT $3`,
-    [partition, ownerUrn, Math.min(limit, BACKLOG_BATCH)],
+): Promise<Array<BacklogEntry & { partition: number }>> {
+  const { rows } = await db.query<BacklogEntry & { partition: number }>(
+    `SELECT b.* FROM unnest($1::int[]) AS p(partition) CROSS JOIN LATERAL (
+       SELECT partition, owner_urn AS "ownerUrn", entity_urn AS "entityUrn", entity_type AS "entityType", seq::text AS seq
+         FROM on_change_backlog WHERE partition = p.partition AND owner_urn = $2 ORDER BY seq LIMIT $3) b
+      ORDER BY b.seq LIMIT $3`,
+    [partitions, ownerUrn, Math.min(limit, BACKLOG_BATCH)],
   );
   return rows;
 }
 
 /**
- * Removes evaluated entries (in the transaction that pushed their results): each only if no later change was carried
+ * Removes evaluated entries, each of its partition (in the transaction that pushed their results): each only if no later change was carried
  * over for it meanwhile (its position still at most the one evaluated), which stays to be evaluated again.
  */
 export async function removeFromBacklog(
   client: Queryable,
-  partition: number,
-  entries: readonly BacklogEntry[],
+  entries: ReadonlyArray<BacklogEntry & { partition: number }>,
 ): Promise<void> {
   for (let i = 0; i < entries.length; i += BACKLOG_BATCH) {
     const batch = entries.slice(i, i + BACKLOG_BATCH);
     await client.query(
       `DELETE FROM on_change_backlog b
-        USING unnest($2::text[], $3::text[], $4::int8[]) AS d(owner_urn, entity_urn, seq)
-        WHERE b.partition = $1 AND b.owner_urn = d.owner_urn AND b.entity_urn = d.entity_urn AND b.seq <= d.seq`,
-      [partition, batch.map((e) => e.ownerUrn), batch.map((e) => e.entityUrn), batch.map((e) => e.seq)],
+        USING unnest($1::int[], $2::text[], $3::text[], $4::int8[]) AS d(partition, owner_urn, entity_urn, seq)
+        WHERE b.partition = d.partition AND b.owner_urn = d.owner_urn AND b.entity_urn = d.entity_urn
+          AND b.seq <= d.seq`,
+      [
+        batch.map((e) => e.partition),
+        batch.map((e) => e.ownerUrn),
+        batch.map((e) => e.entityUrn),
+        batch.map((e) => e.seq),
+      ],
     );
   }
 }
