@@ -44,6 +44,7 @@ export async function benchOnChange(): Promise<void> {
   if (SECONDS > 0 && RATE > 0) {
     const alone = await inDeployment(async ({ api, pool }) => {
       await createFresh(api);
+      await settle(api, pool, 1, "alone");
       return benchFreshness(api, pool, "alone");
     });
     if (NEIGHBOUR_TESTS > 0) {
@@ -52,12 +53,14 @@ export async function benchOnChange(): Promise<void> {
       const beside = await inDeployment(async ({ api, pool, as }) => {
         await createFresh(api);
         await addNeighbour(api, as(NEIGHBOUR));
+        await settle(api, pool, 1 + NEIGHBOUR_TESTS, "beside");
         return benchFreshness(api, pool, "beside");
       });
       const burned =
         BURNERS > 0
           ? await inDeployment(async ({ api, pool }) => {
               await createFresh(api);
+              await settle(api, pool, 1, "burner");
               return withBurners(BURNERS, () => benchFreshness(api, pool, "burner"));
             })
           : undefined;
@@ -87,6 +90,51 @@ const createFresh = (api: ApiClient) =>
   api.graphql(`mutation($input: CreateTestInput!) { createTest(input: $input) }`, {
     input: { id: "fresh", name: "fresh", category: "Bench", definition: { json: definition("orders") } },
   });
+
+/**
+ * Before a freshness run, in every deployment alike: the runs the tests' creation started (one per test, a runTest
+ * task each) have ended, and one change has been evaluated and pushed (the worker's first pass after the tests exist
+ * reads and parses their definitions). Without it the neighbour's 80 creation runs, started by the worker's pass and
+ * queued behind each other, ran during the measured run over the datasets ingested so far, each batch holding those
+ * entities' testResults locks while it evaluated: a neighbour's runTest, not its evaluation on change.
+ */
+async function settle(api: ApiClient, pool: import("pg").Pool, tests: number, label: string): Promise<void> {
+  const until = Date.now() + 120_000;
+  let tasks: string[] = [];
+  while (Date.now() < until) {
+    const { rows } = await pool.query<{ id: string }>(`SELECT id FROM task WHERE type = 'EVALUATE_TESTS'`);
+    tasks = rows.map((r) => r.id);
+    if (tasks.length >= tests) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  for (const id of tasks) await waitForTask(api, id);
+  const urn = `urn:li:dataset:(urn:li:dataPlatform:hive,db.warm-${label},PROD)`;
+  const sent = performance.now();
+  await api.post("/gms/aspects?action=ingestProposalBatch", {
+    proposals: [
+      {
+        entityType: "dataset",
+        entityUrn: urn,
+        aspectName: "datasetProperties",
+        changeType: "UPSERT",
+        aspect: { contentType: "application/json", value: JSON.stringify({ description: "orders" }) },
+      },
+    ],
+  });
+  for (;;) {
+    const { rowCount } = await pool.query(
+      `SELECT 1 FROM aspect WHERE urn = $1 AND aspect_name = 'testResults' AND value::text LIKE '%"urn:li:test:fresh"%'`,
+      [urn],
+    );
+    if (rowCount) break;
+    if (Date.now() > until) throw new Error(`${label}: the warm-up change was not evaluated within 120 s`);
+    await new Promise((r) => setTimeout(r, WATCH_MS));
+  }
+  process.stdout.write(
+    `\nbench/on-change (${label}): ${tasks.length} creation runs ended; the warm-up change pushed ` +
+      `${(performance.now() - sent).toFixed(0)} ms after its ingest\n`,
+  );
+}
 
 /**
  * `fn` while `count` plain CPU-bound processes (a node busy loop each, at this process's priority, as the services
