@@ -51,18 +51,33 @@ export class Meter {
     return { at: performance.now(), cpu, statements, commands, machine: machineBusySeconds() };
   }
 
+  /**
+   * The rest rates: the least of one-second samples over `seconds`, per process and counter. A burst of background
+   * work in one sample (a chore's firing, an outbox consumer finishing what the last window wrote) would otherwise be
+   * subtracted from every later window as if it were idle cost, down to a window of no CPU at all.
+   */
   async measureRest(seconds: number): Promise<void> {
-    const a = await this.snapshot();
-    await new Promise((r) => setTimeout(r, seconds * 1000));
-    const b = await this.snapshot();
-    const dt = (b.at - a.at) / 1000;
-    for (const p of this.processes) {
-      this.rest.cpu[p.name] = (b.cpu[p.name]! - a.cpu[p.name]!) / dt;
-      this.rest.mb[p.name] = memoryMb(p);
+    const samples = Math.max(1, Math.round(seconds));
+    const cpu: Record<string, number> = {};
+    let statements = Infinity;
+    let commands = Infinity;
+    let a = await this.snapshot();
+    for (let i = 0; i < samples; i++) {
+      await new Promise((r) => setTimeout(r, (seconds * 1000) / samples));
+      const b = await this.snapshot();
+      const dt = (b.at - a.at) / 1000;
+      for (const p of this.processes) {
+        cpu[p.name] = Math.min(cpu[p.name] ?? Infinity, (b.cpu[p.name]! - a.cpu[p.name]!) / dt);
+      }
+      // The two snapshots' own reads are not the application's; at rest they are most of what is counted.
+      statements = Math.min(statements, (b.statements.total - a.statements.total) / dt);
+      commands = Math.min(commands, (b.commands.total - a.commands.total) / dt);
+      a = b;
     }
-    // The two snapshots' own reads are not the application's; at rest they are most of what is counted.
-    this.rest.statements = (b.statements.total - a.statements.total) / dt;
-    this.rest.commands = (b.commands.total - a.commands.total) / dt;
+    for (const p of this.processes) this.rest.mb[p.name] = memoryMb(p);
+    this.rest.cpu = cpu;
+    this.rest.statements = statements;
+    this.rest.commands = commands;
   }
 
   /** Runs `drive` and divides what it cost (less the rest rates over its duration) by the units it reports. */
