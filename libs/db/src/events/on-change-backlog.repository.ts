@@ -60,10 +60,12 @@ export async function backlogOfOwner(
   limit: number,
 ): Promise<Array<BacklogEntry & { partition: number }>> {
   const { rows } = await db.query<BacklogEntry & { partition: number }>(
-    `SELECT b.* FROM unnest($1::int[]) AS p(partition) CROSS JOIN LATERAL (
-       SELECT partition, owner_urn AS "ownerUrn", entity_urn AS "entityUrn", entity_type AS "entityType", seq::text AS seq
+    // Ordered by the int8 position (as text, 10000001 would sort before 9999990), cast to text only to answer.
+    `SELECT b.partition, b."ownerUrn", b."entityUrn", b."entityType", b.pos::text AS seq
+       FROM unnest($1::int[]) AS p(partition) CROSS JOIN LATERAL (
+       SELECT partition, owner_urn AS "ownerUrn", entity_urn AS "entityUrn", entity_type AS "entityType", seq AS pos
          FROM on_change_backlog WHERE partition = p.partition AND owner_urn = $2 ORDER BY seq LIMIT $3) b
-      ORDER BY b.seq LIMIT $3`,
+      ORDER BY b.pos LIMIT $3`,
     [partitions, ownerUrn, Math.min(limit, BACKLOG_BATCH)],
   );
   return rows;
