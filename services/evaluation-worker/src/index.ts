@@ -12,7 +12,8 @@ export {
 export { TestHistoryRetention, TestResultHistory } from "./test-result-history";
 export { ResultsPusher, type PushItem } from "./results.pusher";
 export { TABLE_PRUNE_EVERY_MS, tableRetentionChores, type TableRetentionConfig } from "./table-retention";
-export { OnChangeEvaluator, onChangeLoop } from "./on-change.consumer";
+export { OnChangeEvaluator } from "./on-change.consumer";
+export { onChangeLoop } from "./on-change-loop";
 export {
   ON_CHANGE_CONSUMER,
   ON_CHANGE_SUSPENDED_ACTION,

@@ -19,7 +19,8 @@ import { evaluationRegistry } from "./evaluation-metrics";
 import { TASK_PRUNE_EVERY_MS, TaskRetention } from "./task-retention";
 import { HISTORY_PRUNE_EVERY_MS, TestHistoryRetention } from "./test-result-history";
 import { tableRetentionChores } from "./table-retention";
-import { OnChangeEvaluator, onChangeLoop } from "./on-change.consumer";
+import { OnChangeEvaluator } from "./on-change.consumer";
+import { onChangeLoop } from "./on-change-loop";
 import { onChangeRunStarter } from "./on-change-run-starter";
 import { EVENT_PRUNE_EVERY_MS, prunePlatformEventsFully } from "./platform-event-prune";
 

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import { outboxConsumerLoop, withTimeout, type Logger, type PeriodicLoop } from "@mdp/core";
+import { withTimeout } from "@mdp/core";
 import {
   advancePartition,
   backlogOfOwner,
@@ -8,7 +8,6 @@ import {
   inTransaction,
   ownersWithBacklog,
   partitionEventsAfter,
-  removeFromBacklog,
   sequencePlatformEvents,
   streamEnd,
   TEST_ACTIONS_APP_SOURCE,
@@ -22,9 +21,10 @@ import { countCarried, countOnChange } from "./evaluation-metrics";
 import { changesOf, entitySnapshots, evaluateForOwner } from "./on-change-evaluation";
 import { emptyPass, ON_CHANGE_CONSUMER, type OnChangePass, type OnChangeSettings } from "./on-change-settings";
 import { OnChangeTests } from "./on-change-tests";
+import { fenceOf, LostPartition, pushFenced } from "./on-change-push";
 import { OwnerLanes, type OwnerLane } from "./owner-lanes";
 import { PartitionClaims } from "./partition-claims";
-import { TEST_RESULTS_ASPECT, type PushItem } from "./results.pusher";
+import { TEST_RESULTS_ASPECT } from "./results.pusher";
 
 /** The events evaluation on change reads (changesOf drops the rest). */
 const CHANGES_TESTS_READ: AspectChangeFilter = {
@@ -35,28 +35,17 @@ const CHANGES_TESTS_READ: AspectChangeFilter = {
 /** Entities of one owner's backlog evaluated (and pushed) together. */
 const BACKLOG_BATCH = 100;
 
-class LostPartition extends Error {}
 /** A partition pass whose partition another worker had taken over: it committed nothing. */
 const LOST = Symbol("lost");
 
 /**
- * Evaluation on change (docs/evaluation-on-change.md): the first consumer of the platform-event outbox, read in
- * partitions by entity urn (ON_CHANGE_PARTITIONS), each held by one worker at a time under a lease and shared fairly
- * between the live workers (platform-event-partition.repository.ts). A pass, per partition held: read its next events
- * of transactions that have ended, re-evaluate each entity they name once (changes to one entity read in one pass
- * coalesce) against the tests that evaluate on change and select its type, push the results, and move the
- * partition's position past the events. A worker that dies, or PostgreSQL going away, mid-pass leaves the position
- * where it was, and the next pass (on any worker) does the work again; Redis is not involved at all but for a test
- * run's job. Entities are read after the events that name them committed, and a write commits whole, so no entity is
- * evaluated against half a change.
- *
- * The work is the tests' owners', never the writer's, and one owner's never holds another's: each owner's tests are
- * evaluated as that owner's task in the pool (its share of the threads against every other caller, its thread time
- * charged to its evaluation-time budget) and pushed in a transaction of its own, stamped with the owner (as a
- * scheduled run's are). An owner's evaluation not done within ON_CHANGE_OWNER_BUDGET_MS of the pass goes on behind it:
- * its entities are carried over to that owner's backlog (on_change_backlog) with the position's move, the pass moves
- * on, and that owner's next changes queue behind its backlog, evaluated (in order) as it drains. A test whose owner
- * lacks what it needs now (MANAGE_TESTS, and what its actions write) is suspended, as a scheduled test's firing is.
+ * Evaluation on change (docs/evaluation-on-change.md): the platform-event outbox read in partitions by entity urn,
+ * each held by one worker at a time under a lease (partition-claims.ts). A pass, per partition held: read its next
+ * committed events, evaluate each entity they name once against the tests that evaluate on change and select it, push
+ * the results, and move the partition's position past the events; a pass that fails, or whose partition was taken
+ * over, commits nothing and is redone. Each owner's tests are evaluated as that owner's pool task and pushed in a
+ * transaction of its own; an owner not done within ON_CHANGE_OWNER_BUDGET_MS is carried over to its backlog
+ * (on_change_backlog) with the position's move, and its next changes queue behind the backlog as it drains, in order.
  */
 export class OnChangeEvaluator {
   readonly holder: string;
@@ -190,7 +179,16 @@ export class OnChangeEvaluator {
       // Runs first: a worker that cannot start them has pushed nothing of the pass.
       pass.runs = await this.tests.runEdited(edited, refused);
       const committed = deferred<boolean>();
-      const outcome = await this.evaluateChanged(held.partition, changed, refused, committed.promise);
+      let outcome: Awaited<ReturnType<OnChangeEvaluator["evaluateChanged"]>>;
+      try {
+        outcome = await this.evaluateChanged(held, changed, refused, committed.promise);
+      } catch (error) {
+        committed.resolve(false);
+        if (!(error instanceof LostPartition)) throw error;
+        // A push found the partition taken over: the new holder reads these events again.
+        this.held.lost(held.partition);
+        return LOST;
+      }
       pass.entities = outcome.entities;
       pass.pushed = outcome.pushed;
       pass.carried = outcome.carried.length;
@@ -227,12 +225,14 @@ export class OnChangeEvaluator {
    * still running pushes once that committed, taking its entries off the backlog in the push's transaction.
    */
   private async evaluateChanged(
-    partition: number,
+    held: HeldPartition,
     changed: ReadonlyMap<string, { type: string; seq: string }>,
     refused: Set<string>,
     committed: Promise<boolean>,
   ): Promise<{ entities: number; pushed: number; carried: BacklogEntry[] }> {
     const none = { entities: 0, pushed: 0, carried: [] };
+    const { partition } = held;
+    const fence = { partitions: [partition], layout: held.partitions };
     if (changed.size === 0) return none;
     const types = [...new Set([...changed.values()].map((c) => c.type))];
     const tests = await this.tests.permitted(await this.tests.testsSelecting(types), refused);
@@ -271,10 +271,17 @@ export class OnChangeEvaluator {
       const work = this.lanes
         .ownerTurn(ownerUrn, async () => {
           const items = await evaluateForOwner(this.deps, this.settings.rateLimits, ownerTests, entities, at);
-          if (!carriedOver) return this.push(items);
-          // Past the budget: pushed once the pass committed its entries, which leave the backlog with the push.
-          const wrote = await committed;
-          return this.push(items, wrote ? entries.map((e) => ({ ...e, partition })) : []);
+          if (!carriedOver) return pushFenced(this.deps, this.holder, items, [], fence);
+          // Past the budget: pushed once the pass committed its entries, which leave the backlog with the push. A
+          // pass that committed nothing is done again, this evaluation with it.
+          if (!(await committed)) return 0;
+          return pushFenced(
+            this.deps,
+            this.holder,
+            items,
+            entries.map((e) => ({ ...e, partition })),
+            fence,
+          );
         })
         .finally(() => (settled = true));
       this.track(
@@ -305,19 +312,6 @@ export class OnChangeEvaluator {
     }
   }
 
-  /** Pushes an owner's results in a transaction of their own; `backlog`: the entries they leave, in the same one. */
-  private async push(
-    items: readonly PushItem[],
-    backlog: ReadonlyArray<BacklogEntry & { partition: number }> = [],
-  ): Promise<number> {
-    if (items.length === 0 && backlog.length === 0) return 0;
-    return inTransaction(this.deps.db.pool, async (client) => {
-      const pushed = await this.deps.pusher.push(client, items);
-      if (backlog.length > 0) await removeFromBacklog(client, backlog);
-      return pushed;
-    });
-  }
-
   /**
    * Drains an owner's backlogs, of every partition this worker holds, in order: a batch is the oldest entries of them
    * all (one pool task, one push), so an owner whose changes fall in every partition pays a batch's round trips once,
@@ -338,8 +332,9 @@ export class OnChangeEvaluator {
           try {
             await this.drainBatch(owner, lanes);
           } catch (error) {
-            // Its entries stay in the backlog: taken again after a second.
+            // Its entries stay in the backlog: taken again after a second (by this worker if it still holds them).
             for (const l of lanes) Object.assign(l, { backlog: true, retryAt: Date.now() + 1_000 });
+            if (error instanceof LostPartition) continue;
             this.deps.logger.warn(
               { err: error, owner, partitions: lanes.map((l) => l.partition) },
               "evaluation on change: an owner's backlog batch failed; it is taken again",
@@ -376,14 +371,20 @@ export class OnChangeEvaluator {
               await entitySnapshots(this.deps.db.pool, urns),
               Date.now(),
             );
-      await this.push(items, entries);
+      const fence = fenceOf(
+        this.held.values(),
+        entries.map((e) => e.partition),
+      );
+      await pushFenced(this.deps, this.holder, items, entries, fence);
     });
   }
 
   private track(work: Promise<unknown>): void {
-    const tracked = work.catch((error: unknown) =>
-      this.deps.logger.warn({ err: error }, "evaluation on change: an owner's work carried past its pass failed"),
-    );
+    const tracked = work.catch((error: unknown) => {
+      // Its partition's new holder evaluates the same changes again: nothing is lost, nothing to warn of.
+      if (error instanceof LostPartition) return;
+      this.deps.logger.warn({ err: error }, "evaluation on change: an owner's work carried past its pass failed");
+    });
     this.inFlight.add(tracked);
     void tracked.finally(() => this.inFlight.delete(tracked));
   }
@@ -393,19 +394,4 @@ function deferred<T>(): { promise: Promise<T>; resolve: (value: T) => void } {
   let resolve!: (value: T) => void;
   const promise = new Promise<T>((r) => (resolve = r));
   return { promise, resolve };
-}
-
-/**
- * Each worker process's share of evaluation on change (outboxConsumerLoop): its partitions' passes; stopped, it ends
- * its owners' work in flight and releases its partitions for the other workers to take at once.
- */
-export function onChangeLoop(evaluator: OnChangeEvaluator, pollMs: number, logger: Logger): PeriodicLoop {
-  const loop = outboxConsumerLoop("evaluate-on-change", () => evaluator.drain(), pollMs, logger);
-  evaluator.keepLeases();
-  return {
-    async stop() {
-      await loop.stop();
-      await evaluator.close();
-    },
-  };
 }

@@ -9,6 +9,7 @@
  */
 import { eventually } from "@mdp/core/testing";
 import { deletePolicy, findTest, inTransaction, sequencePlatformEvents } from "@mdp/db";
+import { ON_CHANGE_CONSUMER } from "../src/on-change-settings";
 import { workerTest, type WorkerFixture } from "./support/worker-fixture";
 
 const MANAGER = "urn:li:corpuser:onchange-manager";
@@ -196,4 +197,42 @@ describe("evaluation on change, in the worker", () => {
     expect(await w.settle()).toMatchObject({ entities: 1, refused: 0 });
     expect(await w.resultOf(returns, leavers)).toBeUndefined();
   });
+  workerTest(
+    "a push whose partition another worker took over before it committed lands nothing; the new holder's does",
+    async (w) => {
+      const onTest = await onChangeTest(w);
+      await w.onChange.close(); // the fixture's holder lets go: the two below hold the partition in turn
+      const handedOver = dataset("handed-over");
+      const partitionRow = async () =>
+        (
+          await w.database.pool.query<{ holder: string; seq: string }>(
+            "SELECT holder, seq::text AS seq FROM platform_event_partition WHERE consumer = $1",
+            [ON_CHANGE_CONSUMER],
+          )
+        ).rows[0]!;
+      // Worker b takes the partition over (a's lease lapsed, say) while a's push of its evaluation is in flight.
+      const slow: WorkerFixture["pusher"] = Object.create(w.pusher);
+      slow.push = async (client, items) => {
+        await w.database.pool.query(
+          "UPDATE platform_event_partition SET holder = 'test:b', lease_until = now() + interval '1 minute' WHERE consumer = $1",
+          [ON_CHANGE_CONSUMER],
+        );
+        return w.pusher.push(client, items);
+      };
+      const a = w.newOnChange({ holder: "test:a" }, { pusher: slow });
+      const b = w.newOnChange({ holder: "test:b" });
+      try {
+        await describeAs(w, handedOver, "All orders");
+        const before = await partitionRow();
+        await a.pass();
+        expect(await w.resultOf(handedOver, onTest)).toBeUndefined();
+        expect(await partitionRow()).toEqual({ holder: "test:b", seq: before.seq });
+        await w.settle(b);
+        expect(await w.resultOf(handedOver, onTest)).toBe("passing");
+      } finally {
+        await a.close();
+        await b.close();
+      }
+    },
+  );
 });

@@ -222,4 +222,27 @@ export async function advancePartition(
   return rowCount === 1;
 }
 
+/**
+ * Whether `holder` still holds every one of these partitions of the layout, under a live lease, locking their rows
+ * (FOR SHARE) to the caller's commit: run last in a transaction that writes what its holder evaluated of them (a push
+ * of results), so a partition taken over meanwhile makes it roll back rather than land after the new holder's newer
+ * results, and no claim or release moves the partition until it commits. Take it after the transaction's other locks:
+ * nothing that holds a partition's row waits for an aspect's lock, so there is no cycle.
+ */
+export async function holdsPartitions(
+  client: Queryable,
+  consumer: string,
+  holder: string,
+  held: { partitions: readonly number[]; layout: number },
+): Promise<boolean> {
+  const wanted = [...new Set(held.partitions)];
+  const { rowCount } = await client.query(
+    `SELECT partition FROM platform_event_partition
+      WHERE consumer = $1 AND holder = $2 AND partition = ANY($3::int[]) AND partitions = $4 AND lease_until > now()
+        FOR SHARE`,
+    [consumer, holder, wanted, held.layout],
+  );
+  return rowCount === wanted.length;
+}
+
 const min = (a: bigint, b: bigint) => (a < b ? a : b);

@@ -30,6 +30,7 @@ import {
   onChangeLoop,
   onChangeRunStarter,
 } from "../../src/index";
+import type { EvaluateDeps } from "../../src/evaluation-deps";
 import type { OnChangePass, OnChangeSettings } from "../../src/on-change-settings";
 import type { ImpactPreview } from "@mdp/queues";
 import { startTestEnvironment } from "../../../../test/support/test-environment";
@@ -53,7 +54,9 @@ export interface WorkerFixture {
    * Another worker's evaluation on change on the same database (the caller closes it): one whose settings differ, or
    * one that dies in the middle of a pass.
    */
-  newOnChange(settings?: Partial<OnChangeSettings>): OnChangeEvaluator;
+  newOnChange(settings?: Partial<OnChangeSettings>, deps?: Pick<EvaluateDeps, "pusher">): OnChangeEvaluator;
+  /** the worker's results pusher (a test wraps it to act in the middle of a push) */
+  pusher: EvaluateDeps["pusher"];
   /** evaluation on change (this worker's, or `on`) until caught up with every committed change, as its loop does */
   settle(on?: OnChangeEvaluator): Promise<Omit<OnChangePass, "carried">>;
   /** writes a version of an aspect and its outbox event, as ingestion does, written by `actor` */
@@ -128,23 +131,26 @@ export async function startWorkerFixture({ env = {}, onChange = {} }: WorkerOpti
   await worker.waitUntilReady();
   const producer = new Producer("evaluate", producerConnection, config.QUEUE_PREFIX);
   const rateLimits = new RateLimits(RateLimits.connect(config, logger), config);
-  const newOnChange = (settings: Partial<OnChangeSettings> = {}) =>
-    new OnChangeEvaluator(handler.deps, {
-      batchSize: 1000,
-      rootUserUrn: config.ROOT_USER_URN,
-      storable: () => true,
-      startRun: onChangeRunStarter(handler.deps, producer, rateLimits),
-      rateLimits,
-      // One partition and one holder for every evaluator of the test's database: a test calls their passes in turn.
-      // A pass waits for every owner's evaluation (threads starting cold take longer than the production budget), so
-      // what a pass answers is all it did.
-      partitions: 1,
-      leaseMs: config.ON_CHANGE_LEASE_MS,
-      ownerBudgetMs: 60_000,
-      holder: `test:${config.DATABASE_URL}`,
-      ...onChange,
-      ...settings,
-    });
+  const newOnChange = (settings: Partial<OnChangeSettings> = {}, deps: Partial<Pick<EvaluateDeps, "pusher">> = {}) =>
+    new OnChangeEvaluator(
+      { ...handler.deps, ...deps },
+      {
+        batchSize: 1000,
+        rootUserUrn: config.ROOT_USER_URN,
+        storable: () => true,
+        startRun: onChangeRunStarter(handler.deps, producer, rateLimits),
+        rateLimits,
+        // One partition and one holder for every evaluator of the test's database: a test calls their passes in turn.
+        // A pass waits for every owner's evaluation (threads starting cold take longer than the production budget), so
+        // what a pass answers is all it did.
+        partitions: 1,
+        leaseMs: config.ON_CHANGE_LEASE_MS,
+        ownerBudgetMs: 60_000,
+        holder: `test:${config.DATABASE_URL}`,
+        ...onChange,
+        ...settings,
+      },
+    );
   const evaluator = newOnChange();
   let loop: PeriodicLoop | undefined;
   const cleanups: Array<() => Promise<void>> = [];
@@ -171,6 +177,7 @@ export async function startWorkerFixture({ env = {}, onChange = {} }: WorkerOpti
     onChange: evaluator,
     startOnChange: (pollMs = 50) => (loop ??= onChangeLoop(evaluator, pollMs, logger)),
     newOnChange,
+    pusher: handler.deps.pusher,
     async settle(on = evaluator) {
       const done = { events: 0, entities: 0, pushed: 0, runs: 0, refused: 0 };
       for (;;) {
