@@ -36,6 +36,12 @@ export interface WorkerOptions<Q extends QueueKey = QueueKey> {
    * chores' firings (every 15 s) log at debug, so a terminal running the services is not a scroll of them.
    */
   jobLogLevel?: "info" | "debug";
+  /**
+   * the level of a job's `job started` line, when not jobLogLevel: the evaluation worker's evaluate batches (many a
+   * second, each over in milliseconds) log it at debug, their `job ended` line saying all it did (queue, job id and
+   * name, attempt, items, request ids) with the outcome and duration, so each costs one synchronous write, not two
+   */
+  jobStartLogLevel?: (job: Job) => "info" | "debug";
 }
 
 /**
@@ -94,9 +100,16 @@ export function createWorker<Q extends QueueKey>(key: Q, handler: JobHandler<Q>,
   // that queued it: every line logged for the job carries both. One line when it starts, one when it ends.
   const processor: Processor = (job, token) =>
     withLogContext(logContextOf(job.data), async () => {
-      const fields = { queue: QUEUE_NAMES[key], jobId: job.id, jobName: job.name, attempt: job.attemptsMade + 1 };
+      const items = (job.data as { items?: unknown } | undefined)?.items;
+      const fields = {
+        queue: QUEUE_NAMES[key],
+        jobId: job.id,
+        jobName: job.name,
+        attempt: job.attemptsMade + 1,
+        ...(Array.isArray(items) ? { items: items.length } : {}),
+      };
       const level = options.jobLogLevel ?? "info";
-      options.logger[level](fields, "job started");
+      options.logger[options.jobStartLogLevel?.(job) ?? level](fields, "job started");
       const started = performance.now();
       const ended = (outcome: JobOutcome, error?: unknown) => {
         const ms = performance.now() - started;

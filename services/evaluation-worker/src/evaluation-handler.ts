@@ -21,6 +21,15 @@ import { DEFAULT_RUN_DIFF_SETTINGS, TestRunDiffs, type RunDiffSettings } from ".
 import { runTestKind, runTestRunner } from "./run-test.processor";
 import { previewTest } from "./preview-test.processor";
 
+/**
+ * The level of a job's `job started` line (createWorker's jobStartLogLevel): an evaluate batch's at debug, its
+ * `job ended` line (at info) saying all the start line did (queue, job, attempt, items, request ids); a runTest's or
+ * previewTest's at info, as they can run for minutes.
+ */
+export function jobStartLogLevel(job: Pick<Job, "data">): "info" | "debug" {
+  return (job.data as { kind?: unknown } | undefined)?.kind === "evaluate" ? "debug" : "info";
+}
+
 /** The evaluate-tests handler: an "evaluate" job answers waiting callers; a "runTest" job is a background task. */
 export function createEvaluateHandler(deps: EvaluateDeps): JobHandler<"evaluate"> {
   const runTest = runTestRunner(deps).handler("runTest");

@@ -14,7 +14,7 @@ import {
 } from "@mdp/queues";
 import { scheduledTestKind, startSchedules } from "@mdp/schedules";
 import { RECONCILE_INTERVAL_MS, TaskLifecycle, TaskReconciler } from "@mdp/tasks";
-import { evaluationGivenUp, evaluationHandler, evaluationsReconciled } from "./evaluation-handler";
+import { evaluationGivenUp, evaluationHandler, evaluationsReconciled, jobStartLogLevel } from "./evaluation-handler";
 import { evaluationRegistry } from "./evaluation-metrics";
 import { TASK_PRUNE_EVERY_MS, TaskRetention } from "./task-retention";
 import { HISTORY_PRUNE_EVERY_MS, TestHistoryRetention } from "./test-result-history";
@@ -69,6 +69,7 @@ const worker = createShardWorkers("evaluate", handler, {
   observer: metrics,
   leaseMs: tasks.leaseMs,
   onGivenUp: evaluationGivenUp(db, connection, logger, tasks),
+  jobStartLogLevel,
 });
 const retention = new TaskRetention(tasks.evaluations);
 // Test result transitions older than TEST_HISTORY_RETENTION_DAYS (each live pair's latest kept).
