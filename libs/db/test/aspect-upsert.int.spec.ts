@@ -73,6 +73,54 @@ describe("AspectRepository.upsert", () => {
     ]);
   });
 
+  it("splits a batch past the value text one statement may send, with the same versions as one statement", async () => {
+    const write = (urn: string, n: number, currentVersion?: number) => ({
+      urn,
+      entityType: "dataset",
+      aspectName: "datasetProperties",
+      valueJson: JSON.stringify({ n }),
+      ...(currentVersion === undefined ? {} : { currentVersion }),
+    });
+    const versions = async (urn: string) =>
+      (
+        await db.pool.query<{ version: number; value: { n: number } }>(
+          "SELECT version, value FROM aspect WHERE urn = $1 ORDER BY version",
+          [urn],
+        )
+      ).rows.map((r) => [r.version, r.value.n]);
+    const limit = AspectRepository.maxValueTextPerStatement;
+    AspectRepository.maxValueTextPerStatement = 10; // every write its own statement
+    try {
+      // Looked up: each statement's lookup sees the versions of the batch's earlier ones.
+      await inTransaction(db.pool, (client) =>
+        aspects.upsert(
+          client,
+          [1, 2, 3].map((n) => write("urn:li:dataset:split", n)),
+          "urn:li:corpuser:w",
+        ),
+      );
+      expect(await versions("urn:li:dataset:split")).toEqual([
+        [1, 1],
+        [2, 2],
+        [3, 3],
+      ]);
+      // Read under the lock by the caller (version 3): counted over the whole batch.
+      await inTransaction(db.pool, (client) =>
+        aspects.upsert(
+          client,
+          [4, 5].map((n) => write("urn:li:dataset:split", n, 3)),
+          "urn:li:corpuser:w",
+        ),
+      );
+      expect((await versions("urn:li:dataset:split")).slice(3)).toEqual([
+        [4, 4],
+        [5, 5],
+      ]);
+    } finally {
+      AspectRepository.maxValueTextPerStatement = limit;
+    }
+  });
+
   it("takes a write's currentVersion as the aspect's latest (read under its lock), looking up only the others", async () => {
     const write = (urn: string, n: number, currentVersion?: number) => ({
       urn,

@@ -62,13 +62,37 @@ export class AspectRepository {
     const keyOf = (w: VersionedAspectWrite) => `${w.urn}\u0000${w.aspectName}`;
     // Several versions of one aspect in one batch apply in order: the n-th gets max + n (max: the write's
     // currentVersion when its caller read it under the lock, else looked up; the lookup's one-time filter skips it).
+    // A write with its currentVersion counts n over the whole batch; one looked up counts within its statement, whose
+    // lookup sees the versions the batch's earlier statements wrote.
     const seen = new Map<string, number>();
-    const ordinals = writes.map((w) => {
-      const key = keyOf(w);
-      const n = (seen.get(key) ?? 0) + 1;
-      seen.set(key, n);
-      return n;
-    });
+    for (const chunk of byValueText(writes, AspectRepository.maxValueTextPerStatement)) {
+      const seenHere = new Map<string, number>();
+      const ordinals = chunk.map((w) => {
+        const key = keyOf(w);
+        const inBatch = (seen.get(key) ?? 0) + 1;
+        const inStatement = (seenHere.get(key) ?? 0) + 1;
+        seen.set(key, inBatch);
+        seenHere.set(key, inStatement);
+        return w.currentVersion !== undefined ? inBatch : inStatement;
+      });
+      await this.insertVersions(client, chunk, ordinals, createdBy, createdVia, appSource);
+    }
+  }
+
+  /**
+   * The most value text one statement sends, in characters (at most 192 MiB of UTF-8): PostgreSQL refuses a jsonb
+   * array whose elements pass 256 MB, so a larger batch goes in several statements of the caller's one transaction.
+   */
+  static maxValueTextPerStatement = 64 * 1024 * 1024;
+
+  private async insertVersions(
+    client: pg.ClientBase,
+    writes: readonly VersionedAspectWrite[],
+    ordinals: readonly number[],
+    createdBy: string,
+    createdVia: string | null,
+    appSource: string | null,
+  ): Promise<void> {
     // Each version and its MetadataChangeLog_v1 event in the platform-event outbox, in one statement of the caller's
     // transaction: the event commits exactly when the version does (events/platform-event.repository.ts).
     await client.query(
@@ -377,4 +401,20 @@ export async function latestAspectsOfEntities(db: Queryable, urns: readonly stri
     [urns],
   );
   return JSON.parse(rows[0]?.doc ?? "[]") as LatestAspectRow[];
+}
+
+/** The writes in runs of at most `max` characters of value text (a write longer than that alone in its own). */
+function* byValueText(writes: readonly VersionedAspectWrite[], max: number): Generator<VersionedAspectWrite[]> {
+  let chunk: VersionedAspectWrite[] = [];
+  let length = 0;
+  for (const w of writes) {
+    if (chunk.length > 0 && length + w.valueJson.length > max) {
+      yield chunk;
+      chunk = [];
+      length = 0;
+    }
+    chunk.push(w);
+    length += w.valueJson.length;
+  }
+  if (chunk.length > 0) yield chunk;
 }
