@@ -15,94 +15,52 @@
  *   100 ms) to one subscription whose receiver answers at once; from each event's creation (its `createdAt`) to its
  *   POST received, p50 and p99. Floor: the same bodies at the same pace added to a bare BullMQ worker's queue, from
  *   the add to the POST received. Target: p99 under 1 s (reported with its ratio to the floor's p99).
+ * - beside a hanging neighbour (bench/webhooks/neighbour.ts, on servers of its own): the calm stream's p99 with
+ *   another user's 10 hanging receivers and 6,000 of their deliveries pending, against the same without them; and
+ *   every process's CPU with that backlog and no new events.
+ * BENCH_WEBHOOK_ONLY=neighbour runs only that last part, =delivery only the three before it.
  */
 import { createHmac } from "node:crypto";
 import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { performance } from "node:perf_hooks";
 import { Queue, Worker } from "bullmq";
 import { closeRedis, createRedis } from "@mdp/queues";
 import { createDatabase } from "@mdp/db";
 import { createTestDatabase } from "@mdp/db/testing";
 import { freePort, startService, uniqueName, waitForOutput, waitUntilReady } from "../../test/support/services";
-import { apiClient, type ApiClient } from "../evaluate/evaluate.bench";
+import { apiClient } from "../evaluate/evaluate.bench";
 import { productionSetup } from "../support/production";
 import { printReport, type Row } from "../support/report";
+import { benchWebhookNeighbour } from "./neighbour";
+import {
+  ADMIN,
+  BATCH,
+  CALM_RATE,
+  ingest,
+  paced,
+  percentile,
+  proposals,
+  startReceiver,
+  until,
+  type Receiver,
+} from "./support";
 
 const EVENTS = Number(process.env.BENCH_WEBHOOK_EVENTS ?? 3_000);
 const SUBS = Number(process.env.BENCH_WEBHOOK_SUBS ?? 10);
 const INGEST_ROUND = Number(process.env.BENCH_WEBHOOK_INGEST ?? 1_500);
-const BATCH = 100;
 const CONCURRENCY = 16;
 const ROUNDS = Number(process.env.BENCH_WEBHOOK_ROUNDS ?? 3);
 const CALM_SECONDS = Number(process.env.BENCH_WEBHOOK_CALM_SECONDS ?? 10);
-const CALM_RATE = 100;
-const ADMIN = "urn:li:corpuser:admin";
-
-interface Receiver {
-  url: string;
-  count: number;
-  lastAt: number;
-  /** when set, each body's `createdAt` (epoch ms) is read and the time since it recorded here */
-  latencies?: number[];
-  close(): Promise<void>;
-}
-
-async function startReceiver(): Promise<Receiver> {
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (chunk: Buffer) => receiver.latencies && chunks.push(chunk));
-    req.on("end", () => {
-      if (receiver.latencies) {
-        const { createdAt } = JSON.parse(Buffer.concat(chunks).toString()) as { createdAt: number };
-        receiver.latencies.push(Date.now() - createdAt);
-      }
-      receiver.count++;
-      receiver.lastAt = performance.now();
-      res.writeHead(204).end();
-    });
-  });
-  server.keepAliveTimeout = 5_000;
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const receiver: Receiver = {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
-    count: 0,
-    lastAt: 0,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-  return receiver;
-}
-
-const until = async (what: string, check: () => boolean, timeoutMs: number) => {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-};
-
-const proposals = (prefix: string, from: number, n: number) =>
-  Array.from({ length: n }, (_, i) => ({
-    entityType: "dataset",
-    entityUrn: `urn:li:dataset:(urn:li:dataPlatform:hive,db.${prefix}_${from + i},PROD)`,
-    aspectName: "datasetProperties",
-    changeType: "UPSERT",
-    aspect: { contentType: "application/json", value: JSON.stringify({ description: `d${from + i}` }) },
-  }));
-
-async function ingest(api: ApiClient, prefix: string, total: number): Promise<number> {
-  const started = performance.now();
-  for (let i = 0; i < total; i += BATCH) {
-    await api.post("/gms/aspects?action=ingestProposalBatch", { proposals: proposals(prefix, i, BATCH) });
-  }
-  return performance.now() - started;
-}
+const ONLY = process.env.BENCH_WEBHOOK_ONLY ?? "all";
 
 export async function benchWebhooks(): Promise<void> {
+  if (!["all", "delivery", "neighbour"].includes(ONLY))
+    throw new Error(`BENCH_WEBHOOK_ONLY=${ONLY}: one of all, delivery, neighbour`);
+  if (ONLY !== "neighbour") await benchDelivery();
+  if (ONLY !== "delivery") await benchWebhookNeighbour();
+}
+
+async function benchDelivery(): Promise<void> {
   const db = await createTestDatabase("bench_webhooks");
   const database = createDatabase(db.url);
   const port = await freePort();
@@ -300,23 +258,6 @@ function bareWorkerFloor(redisUrl: string, prefix: string, receiver: Receiver, r
     await until("the floor's POSTs", () => receiver.count >= rows.length, 600_000);
     return receiver.lastAt - started;
   });
-}
-
-const percentile = (xs: number[], q: number) =>
-  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * q))] ?? NaN;
-
-/** `send(first, n)` for `total` items at CALM_RATE a second, in tenths of a second; the sends overlap if they lag. */
-async function paced(total: number, send: (first: number, n: number) => Promise<unknown>): Promise<void> {
-  const perTick = CALM_RATE / 10;
-  const started = performance.now();
-  const sent: Array<Promise<unknown>> = [];
-  for (let i = 0; i < total; i += perTick) {
-    const due = started + (i / perTick) * 100;
-    const wait = due - performance.now();
-    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-    sent.push(send(i, Math.min(perTick, total - i)));
-  }
-  await Promise.all(sent);
 }
 
 /** The calm stream's floor: the same bodies at the same pace through the bare worker (createdAt: the add). */
