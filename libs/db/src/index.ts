@@ -1,6 +1,7 @@
 /** @mdp/db: the Prisma client factory, the generated models and enums, the repositories, and the migration applier. */
 export { createDatabase, createPrismaClient, pingDatabase, type Database, type PrismaClientOptions } from "./client";
 export * from "./aspects/aspect.repository";
+export * from "./aspects/entity-batches";
 export { inPrismaTransaction, inTransaction, isStatementTimeout, setStatementTimeout } from "./transaction";
 export * from "./timeseries/timeseries-tables";
 export * from "./timeseries/timeseries-limits";

@@ -1,0 +1,108 @@
+import type { Queryable } from "../timeseries/timeseries.store";
+
+/**
+ * A batch of entities with their latest aspects, as runTest hands it to an evaluation thread: the urns and types in
+ * urn order for the main thread (push, progress), and the entities themselves as one JSON text (`[{urn, entityType,
+ * aspects: {name: value}}]`, the EntitySnapshot shape), which the thread parses itself. A string crosses to a thread
+ * as one copy, where the parsed objects cost a structured clone there and back plus a JSON.parse on the main thread.
+ */
+export interface EntityBatch {
+  urns: string[];
+  entityTypes: string[];
+  json: string;
+  /**
+   * Asked for by entityBatchOf's `aspectName`: that aspect's latest value of each entity that has it, as one JSON
+   * text `{urn: value}` for the main thread (read in the same statement as the batch, so under the same locks).
+   */
+  aspect?: string;
+  /** with `aspect`: those values' versions, as one JSON text `{urn: version}` (VersionedAspectWrite.currentVersion) */
+  versions?: string;
+}
+
+const EMPTY_BATCH: EntityBatch = { urns: [], entityTypes: [], json: "[]" };
+
+/**
+ * The latest aspects of the urns `batch` selects (its text: a CTE yielding `urn`), as one EntityBatch row; with
+ * `aspectParam` (the placeholder of an aspect name), that aspect's values as `aspect` too.
+ */
+const entityBatchSql = (batch: string, aspectParam?: string) => {
+  const kept = aspectParam
+    ? `, (array_agg(value) FILTER (WHERE aspect_name = ${aspectParam}::text))[1] AS kept,
+         (array_agg(version) FILTER (WHERE aspect_name = ${aspectParam}::text))[1] AS kept_version`
+    : "";
+  const aspect = aspectParam
+    ? `, COALESCE(json_object_agg(urn, kept) FILTER (WHERE kept IS NOT NULL), '{}')::text AS aspect,
+         COALESCE(json_object_agg(urn, kept_version) FILTER (WHERE kept IS NOT NULL), '{}')::text AS versions`
+    : "";
+  return `
+  WITH batch AS (${batch}),
+  latest AS (
+    SELECT l.* FROM batch b
+     CROSS JOIN LATERAL (
+       SELECT DISTINCT ON (a.aspect_name) a.urn, a.entity_type, a.aspect_name, a.value${aspectParam ? ", a.version" : ""}
+         FROM aspect a WHERE a.urn = b.urn ORDER BY a.aspect_name, a.version DESC) l),
+  entities AS (
+    SELECT urn, min(entity_type) AS entity_type, json_object_agg(aspect_name, value) AS aspects${kept}
+      FROM latest GROUP BY urn)
+  SELECT json_build_object('urns', array_agg(urn ORDER BY urn), 'entityTypes', array_agg(entity_type ORDER BY urn))::text
+           AS keys,
+         json_agg(json_build_object('urn', urn, 'entityType', entity_type, 'aspects', aspects) ORDER BY urn)::text
+           AS json${aspect}
+    FROM entities`;
+};
+
+/** entityBatchSql's row: `keys` is `{urns, entityTypes}` (null arrays when no entity was read). */
+interface BatchRow {
+  keys: string | null;
+  json: string;
+  aspect?: string;
+  versions?: string;
+}
+
+/**
+ * The batch's row as an EntityBatch: the urns and types come as one JSON text (JSON.parse is native, where pg parses
+ * a text[] of a thousand urns character by character in JavaScript); no row, or no entity: `empty`.
+ */
+function batchOf(row: BatchRow | undefined, empty: EntityBatch): EntityBatch {
+  if (!row?.keys) return empty;
+  const keys = JSON.parse(row.keys) as { urns: string[] | null; entityTypes: string[] };
+  if (!keys.urns) return empty;
+  const batch: EntityBatch = { urns: keys.urns, entityTypes: keys.entityTypes, json: row.json };
+  if (row.aspect !== undefined) batch.aspect = row.aspect;
+  if (row.versions !== undefined) batch.versions = row.versions;
+  return batch;
+}
+
+/**
+ * The next `limit` entities of these types after `afterUrn` (as entityUrnsAfter) with their latest aspects, in one
+ * statement: runTest's read of a batch it does not lock (push false).
+ */
+export async function entityBatchAfter(
+  db: Queryable,
+  entityTypes: readonly string[],
+  afterUrn: string,
+  limit: number,
+): Promise<EntityBatch> {
+  const { rows } = await db.query<BatchRow>(
+    entityBatchSql(
+      "SELECT urn FROM aspect WHERE urn > $2 AND entity_type = ANY($1::text[]) GROUP BY urn ORDER BY urn LIMIT $3",
+    ),
+    [entityTypes, afterUrn, limit],
+  );
+  return batchOf(rows[0], EMPTY_BATCH);
+}
+
+/**
+ * The latest aspects of these entities as an EntityBatch (those with no aspect left are absent); with `aspectName`,
+ * that aspect's values also as `aspect` (runTest with push: the stored testResults its push merges onto).
+ */
+export async function entityBatchOf(db: Queryable, urns: readonly string[], aspectName?: string): Promise<EntityBatch> {
+  const empty = aspectName === undefined ? EMPTY_BATCH : { ...EMPTY_BATCH, aspect: "{}", versions: "{}" };
+  if (urns.length === 0) return empty;
+  const from = "SELECT urn FROM unnest($1::text[]) AS u(urn)";
+  const { rows } =
+    aspectName === undefined
+      ? await db.query<BatchRow>(entityBatchSql(from), [urns])
+      : await db.query<BatchRow>(entityBatchSql(from, "$2"), [urns, aspectName]);
+  return batchOf(rows[0], empty);
+}
