@@ -135,7 +135,9 @@ export class OnChangeEvaluator {
   private async passReporting(): Promise<{ done: OnChangePass; full: boolean } | null> {
     if (this.closed) return null;
     // Committed events get their positions first, in a transaction of their own (see sequencePlatformEvents).
-    await inTransaction(this.deps.db.pool, (client) => sequencePlatformEvents(client, this.settings.batchSize));
+    const sequenced = await inTransaction(this.deps.db.pool, (client) =>
+      sequencePlatformEvents(client, this.settings.batchSize),
+    );
     await this.held.claimForPass();
     if (this.held.size === 0) return null;
     // Where the stream ends, read once for every partition: an idle pass costs two statements, not one a partition.
@@ -153,7 +155,8 @@ export class OnChangeEvaluator {
       if (pass === LOST) continue;
       for (const key of Object.keys(done) as Array<keyof OnChangePass>) done[key] += pass[key];
     }
-    return { done, full: passes.some((p) => p !== LOST && p.more) };
+    // More to read: a partition's batch was full, or the sequencer numbered a whole batch (more may wait unnumbered).
+    return { done, full: sequenced >= this.settings.batchSize || passes.some((p) => p !== LOST && p.more) };
   }
 
   private async partitionPass(

@@ -99,6 +99,21 @@ describe("evaluation on change, in the worker", () => {
     { onChange: { batchSize: 2 } },
   );
 
+  workerTest(
+    "reads on at once while the sequencer still numbers a burst, though what it numbered is all passed over",
+    async (w) => {
+      const onTest = await onChangeTest(w);
+      // Twelve pushed results, then a change: the sequencer numbers two a pass, none of the first six passes' is read.
+      for (let i = 0; i < 12; i++)
+        await w.ingest(dataset(`unnumbered${i}`), "testResults", { passing: [], failing: [] });
+      const behind = dataset("behind-unnumbered");
+      await describeAs(w, behind, "orders");
+      expect(await w.onChange.drain()).toMatchObject({ events: 1, entities: 1, pushed: 1 });
+      expect(await w.resultOf(behind, onTest)).toBe("passing");
+    },
+    { onChange: { batchSize: 2 } },
+  );
+
   workerTest("evaluates a change committed before its worker died, once a worker is back", async (w) => {
     const onTest = await onChangeTest(w);
     const refunds = dataset("refunds");
