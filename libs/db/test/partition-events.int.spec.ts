@@ -6,7 +6,15 @@
 import { METADATA_CHANGE_LOG } from "@mdp/core";
 import { createDatabase, type Database } from "@mdp/db";
 import { createTestDatabase, type TestDatabase } from "@mdp/db/testing";
-import { inTransaction, partitionEventsAfter, sequencePlatformEvents, streamEnd } from "../src";
+import {
+  inTransaction,
+  partitionEventsAfter,
+  partitionOfSql,
+  partitionsEventsAfter,
+  sequencePlatformEvents,
+  streamEnd,
+  type Queryable,
+} from "../src";
 
 const ONE = { partition: 0, partitions: 1 };
 const ONLY = { skipAspects: ["testResults"], skipAppSource: "metadataTestActions" };
@@ -92,5 +100,56 @@ describe("partitionEventsAfter", () => {
       upTo: end,
       more: false,
     });
+  });
+
+  it("reads several partitions, each from its own position, in one statement while their positions are close", async () => {
+    const layout = 4;
+    const urns = Array.from({ length: 40 }, (_, i) => `urn:li:dataset:many-${i}`);
+    const { rows } = await db.pool.query<{ urn: string; partition: number }>(
+      `SELECT u AS urn, ${partitionOfSql("u", "$2")} AS partition FROM unnest($1::text[]) AS u`,
+      [urns, layout],
+    );
+    const partitionOf = new Map(rows.map((r) => [r.urn, r.partition]));
+    const start = await streamEnd(db.pool);
+    const seqs = await events(urns.map((urn, i) => ({ urn, aspect: i % 5 === 0 ? "testResults" : "ownership" })));
+    const end = await streamEnd(db.pool);
+    const kept = urns.map((urn, i) => ({ urn, seq: seqs[i]!, kept: i % 5 !== 0 })).filter((e) => e.kept);
+    const expected = (partition: number, after: string, limit: number) =>
+      kept.filter((e) => partitionOf.get(e.urn) === partition && BigInt(e.seq) > BigInt(after)).slice(0, limit);
+    // Partition 1 has read further than the others already.
+    const positions = [start, seqs[10]!, start, start];
+    const statements: string[] = [];
+    const counting: Queryable = {
+      query: ((text: string, values?: unknown[]) => {
+        statements.push(text);
+        return db.pool.query(text, values);
+      }) as Queryable["query"],
+    };
+    const held = positions.map((seq, partition) => ({ partition, partitions: layout, seq }));
+    const reads = await partitionsEventsAfter(counting, held, 3, 100, end, ONLY);
+    expect(statements).toHaveLength(1);
+    reads.forEach((read, partition) => {
+      const want = expected(partition, positions[partition]!, 3);
+      expect(read.events.map((e) => [e.seq, e.entityUrn])).toEqual(want.map((e) => [e.seq, e.urn]));
+      // Each partition's own limit: full, up to its last event and more to come; else up to the end.
+      if (want.length === 3) expect(read).toMatchObject({ upTo: want[2]!.seq, more: true });
+      else expect(read).toMatchObject({ upTo: end, more: false });
+    });
+    // Positions more than a window apart are read apart, each no further than its own window.
+    statements.length = 0;
+    const apart = [
+      { partition: 0, partitions: layout, seq: start },
+      { partition: 2, partitions: layout, seq: seqs[30]! },
+    ];
+    const [first, second] = await partitionsEventsAfter(counting, apart, 100, 10, end, ONLY);
+    expect(statements).toHaveLength(2);
+    expect(first!.upTo).toBe(String(BigInt(start) + 10n));
+    expect(first!.events.map((e) => e.seq)).toEqual(
+      expected(0, start, 100)
+        .filter((e) => BigInt(e.seq) <= BigInt(start) + 10n)
+        .map((e) => e.seq),
+    );
+    expect(second!.events.map((e) => e.seq)).toEqual(expected(2, seqs[30]!, 100).map((e) => e.seq));
+    expect(second).toMatchObject({ upTo: end, more: false });
   });
 });

@@ -7,13 +7,14 @@ import {
   carryOver,
   inTransaction,
   ownersWithBacklog,
-  partitionEventsAfter,
+  partitionsEventsAfter,
   sequencePlatformEvents,
   streamEnd,
   TEST_ACTIONS_APP_SOURCE,
   type AspectChangeFilter,
   type BacklogEntry,
   type HeldPartition,
+  type PartitionRead,
 } from "@mdp/db";
 import type { EvaluateDeps } from "./evaluation-deps";
 import type { StoredTest } from "./evaluation.store";
@@ -143,7 +144,15 @@ export class OnChangeEvaluator {
     // Where the stream ends, read once for every partition: an idle pass costs two statements, not one a partition.
     const end = await streamEnd(this.deps.db.pool);
     const passAll = () =>
-      this.held.during(() => Promise.all(this.held.values().map((h) => this.partitionPass(h, end))));
+      this.held.during(async () => {
+        const held = this.held.values();
+        // Every partition's next events in one scan of the stream (see partitionsEventsAfter); the filter keeps only
+        // what changesOf keeps: PostgreSQL passes over the rest (a run's testResults versions, test actions').
+        const { batchSize } = this.settings;
+        const window = batchSize * (held[0]?.partitions ?? 1) * 4;
+        const reads = await partitionsEventsAfter(this.deps.db.pool, held, batchSize, window, end, CHANGES_TESTS_READ);
+        return Promise.all(held.map((h, i) => this.partitionPass(h, reads[i]!)));
+      });
     let passes = await passAll();
     if (passes.some((p) => p === LOST)) {
       // A partition was taken over (this worker's lease lapsed): claim again at once, and pass what it holds now.
@@ -161,20 +170,8 @@ export class OnChangeEvaluator {
 
   private async partitionPass(
     held: HeldPartition,
-    end: string,
+    { events, upTo, more }: PartitionRead,
   ): Promise<(OnChangePass & { more: boolean }) | typeof LOST> {
-    const { batchSize } = this.settings;
-    const window = batchSize * held.partitions * 4;
-    // Only the events changesOf keeps: PostgreSQL passes over the rest (a run's testResults versions, test actions').
-    const { events, upTo, more } = await partitionEventsAfter(
-      this.deps.db.pool,
-      held,
-      held.seq,
-      batchSize,
-      window,
-      end,
-      CHANGES_TESTS_READ,
-    );
     const pass = { ...emptyPass(events.length), more };
     if (upTo !== held.seq) {
       const { changed, edited } = changesOf(events, this.settings.storable);

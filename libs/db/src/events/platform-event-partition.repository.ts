@@ -154,6 +154,15 @@ export interface AspectChangeFilter {
   skipAppSource: string;
 }
 
+/** A partition's events read by partitionsEventsAfter, and where it has read to. */
+export interface PartitionRead {
+  events: PlatformEventRow[];
+  /** the position the partition has read to when it has handled `events` */
+  upTo: string;
+  /** it has events past upTo, to read at once */
+  more: boolean;
+}
+
 /**
  * Up to `limit` sequenced events of one partition after position `after`, in order, looking at most `window`
  * positions ahead and no further than `end` (streamEnd's, read before); `upTo`: the position the partition has read
@@ -170,33 +179,87 @@ export async function partitionEventsAfter(
   window: number,
   end: string,
   only?: AspectChangeFilter,
-): Promise<{ events: PlatformEventRow[]; upTo: string; more: boolean }> {
-  const upTo = String(BigInt(after) >= BigInt(end) ? BigInt(after) : min(BigInt(after) + BigInt(window), BigInt(end)));
-  if (upTo === after) return { events: [], upTo, more: false };
+): Promise<PartitionRead> {
+  const [read] = await partitionsEventsAfter(db, [{ ...partition, seq: after }], limit, window, end, only);
+  return read!;
+}
+
+/**
+ * partitionEventsAfter for several partitions of one worker, each from its own position (`seq`), in as few statements
+ * as their positions allow: the partitions share one stretch of the stream, so each statement scans it once for all
+ * of them (one scan a partition read it as many times over). Partitions whose positions are more than a window apart
+ * are read apart, so no statement scans more than two windows. Answers in the order of `partitions`.
+ */
+export async function partitionsEventsAfter(
+  db: Queryable,
+  partitions: ReadonlyArray<{ partition: number; partitions: number; seq: string }>,
+  limit: number,
+  window: number,
+  end: string,
+  only?: AspectChangeFilter,
+): Promise<PartitionRead[]> {
+  const reads = partitions.map((p) => {
+    const after = BigInt(p.seq);
+    const upTo = after >= BigInt(end) ? after : min(after + BigInt(window), BigInt(end));
+    return { ...p, after, upTo };
+  });
+  const answers = new Map<(typeof reads)[number], PartitionRead>();
+  // Groups of one layout whose positions lie within a window of their first (in position order).
+  const groups: Array<typeof reads> = [];
+  for (const read of [...reads].sort((a, b) => (a.after < b.after ? -1 : a.after > b.after ? 1 : 0))) {
+    if (read.upTo === read.after) {
+      answers.set(read, { events: [], upTo: String(read.upTo), more: false });
+      continue;
+    }
+    const group = groups.find((g) => g[0]!.partitions === read.partitions && read.after - g[0]!.after <= window);
+    if (group) group.push(read);
+    else groups.push([read]);
+  }
   const capped = Math.min(limit, PLATFORM_EVENT_LIMITS.maxReadBatch);
   const filter = only
-    ? `AND event_type = '${METADATA_CHANGE_LOG}' AND (aspect_name IS NULL OR aspect_name <> ALL($6::text[]))
-       AND (payload #>> '{systemMetadata,properties,appSource}') IS DISTINCT FROM $7`
+    ? `AND e.event_type = '${METADATA_CHANGE_LOG}' AND (e.aspect_name IS NULL OR e.aspect_name <> ALL($8::text[]))
+       AND (e.payload #>> '{systemMetadata,properties,appSource}') IS DISTINCT FROM $9`
     : "";
-  const { rows } = await db.query<PlatformEventRow>(
-    `SELECT seq::text AS seq, event_type AS "eventType", entity_urn AS "entityUrn", entity_type AS "entityType",
-            aspect_name AS "aspectName", (extract(epoch FROM created_at) * 1000)::float8 AS "createdAt",
-            payload #>> '{systemMetadata,properties,appSource}' AS "appSource"
-       FROM platform_event
-      WHERE seq > $1::int8 AND seq <= $2::int8 AND ${partitionOfSql("entity_urn", "$3")} = $4 ${filter}
-      ORDER BY seq
-      LIMIT $5`,
-    [
-      after,
-      upTo,
-      partition.partitions,
-      partition.partition,
-      capped,
-      ...(only ? [only.skipAspects, only.skipAppSource] : []),
-    ],
+  await Promise.all(
+    groups.map(async (group) => {
+      const { rows } = await db.query<PlatformEventRow & { partition: number }>(
+        `WITH p AS (SELECT * FROM unnest($1::int[], $2::int8[], $3::int8[]) AS p(partition, after, up_to)),
+              read AS (
+                SELECT e.seq, e.event_type, e.entity_urn, e.entity_type, e.aspect_name, e.created_at, e.payload,
+                       p.partition, row_number() OVER (PARTITION BY p.partition ORDER BY e.seq) AS n
+                  FROM platform_event e
+                  JOIN p ON p.partition = ${partitionOfSql("e.entity_urn", "$6")} AND e.seq > p.after AND e.seq <= p.up_to
+                 WHERE e.seq > $4::int8 AND e.seq <= $5::int8 ${filter})
+         SELECT partition, seq::text AS seq, event_type AS "eventType", entity_urn AS "entityUrn",
+                entity_type AS "entityType", aspect_name AS "aspectName",
+                (extract(epoch FROM created_at) * 1000)::float8 AS "createdAt",
+                payload #>> '{systemMetadata,properties,appSource}' AS "appSource"
+           FROM read WHERE n <= $7 ORDER BY partition, seq`,
+        [
+          group.map((r) => r.partition),
+          group.map((r) => String(r.after)),
+          group.map((r) => String(r.upTo)),
+          String(group[0]!.after),
+          String(group.reduce((m, r) => (r.upTo > m ? r.upTo : m), 0n)),
+          group[0]!.partitions,
+          capped,
+          ...(only ? [only.skipAspects, only.skipAppSource] : []),
+        ],
+      );
+      for (const read of group) {
+        const events = rows
+          .filter((row) => row.partition === read.partition)
+          .map(({ partition: _, ...event }) => event);
+        answers.set(
+          read,
+          events.length === capped
+            ? { events, upTo: events.at(-1)!.seq, more: true }
+            : { events, upTo: String(read.upTo), more: read.upTo < BigInt(end) },
+        );
+      }
+    }),
   );
-  if (rows.length === capped) return { events: rows, upTo: rows.at(-1)!.seq, more: true };
-  return { events: rows, upTo, more: BigInt(upTo) < BigInt(end) };
+  return reads.map((read) => answers.get(read)!);
 }
 
 /**
