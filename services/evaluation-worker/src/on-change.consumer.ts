@@ -7,7 +7,6 @@ import {
   carryOver,
   inTransaction,
   ownersWithBacklog,
-  partitionsEventsAfter,
   sequencePlatformEvents,
   streamEnd,
   TEST_ACTIONS_APP_SOURCE,
@@ -145,13 +144,10 @@ export class OnChangeEvaluator {
     const end = await streamEnd(this.deps.db.pool);
     const passAll = () =>
       this.held.during(async () => {
-        const held = this.held.values();
-        // Every partition's next events in one scan of the stream (see partitionsEventsAfter); the filter keeps only
-        // what changesOf keeps: PostgreSQL passes over the rest (a run's testResults versions, test actions').
-        const { batchSize } = this.settings;
-        const window = batchSize * (held[0]?.partitions ?? 1) * 4;
-        const reads = await partitionsEventsAfter(this.deps.db.pool, held, batchSize, window, end, CHANGES_TESTS_READ);
-        return Promise.all(held.map((h, i) => this.partitionPass(h, reads[i]!)));
+        const reads = await this.held.readNext(this.settings.batchSize, end, CHANGES_TESTS_READ);
+        return Promise.all(
+          reads.map(({ held, read }) => (read ? this.partitionPass(held, read) : Promise.resolve(LOST))),
+        );
       });
     let passes = await passAll();
     if (passes.some((p) => p === LOST)) {

@@ -1,11 +1,15 @@
 import { every, type Logger, type PeriodicLoop } from "@mdp/core";
 import {
+  advancePartitions,
   claimPartitions,
   ensurePartitionLayout,
   inTransaction,
+  partitionsEventsAfter,
   releasePartitions,
   repartitionBacklog,
+  type AspectChangeFilter,
   type HeldPartition,
+  type PartitionRead,
 } from "@mdp/db";
 import type { Pool } from "pg";
 import { setPartitionsHeld } from "./evaluation-metrics";
@@ -60,6 +64,37 @@ export class PartitionClaims {
   lost(partition: number): void {
     this.held.delete(partition);
     setPartitionsHeld(this.held.size);
+  }
+
+  /**
+   * Each held partition's next events (up to `batchSize`, from its position), all read in one scan of the stream
+   * (partitionsEventsAfter; a window of four batches a partition); `only` keeps what the pass acts on. Those that read
+   * nothing to act on are moved on at once, together, in one statement rather than a transaction each; one found
+   * taken over meanwhile has no read (forgotten as lost: its new holder reads the same events again).
+   */
+  async readNext(
+    batchSize: number,
+    end: string,
+    only: AspectChangeFilter,
+  ): Promise<Array<{ held: HeldPartition; read?: PartitionRead }>> {
+    const held = this.values();
+    const window = batchSize * (held[0]?.partitions ?? this.settings.partitions) * 4;
+    const reads = await partitionsEventsAfter(this.pool, held, batchSize, window, end, only);
+    const quiet = held.flatMap((h, i) => {
+      const { events, upTo } = reads[i]!;
+      return events.length === 0 && upTo !== h.seq ? [{ ...h, to: upTo }] : [];
+    });
+    const moved = await advancePartitions(this.pool, ON_CHANGE_CONSUMER, this.holder, quiet, this.settings.leaseMs);
+    for (const move of quiet) {
+      const mine = this.held.get(move.partition);
+      if (!moved.has(move.partition)) this.lost(move.partition);
+      else if (mine && BigInt(move.to) > BigInt(mine.seq)) mine.seq = move.to; // never back past a claim's
+    }
+    return held.map((h, i) =>
+      quiet.some((q) => q.partition === h.partition) && !moved.has(h.partition)
+        ? { held: h }
+        : { held: h, read: reads[i]! },
+    );
   }
 
   /** A pass's claim: when none is held or the last pass's claim is a fifth of a lease old, or `now`. */

@@ -275,14 +275,38 @@ export async function advancePartition(
   to: string,
   leaseMs: number,
 ): Promise<boolean> {
-  const { rowCount } = await client.query(
-    `UPDATE platform_event_partition
-        SET seq = GREATEST(seq, $4::int8), updated_at = now(),
-            lease_until = now() + make_interval(secs => $5::float8 / 1000)
-      WHERE consumer = $1 AND partition = $2 AND holder = $3 AND lease_until > now() AND partitions = $6`,
-    [consumer, held.partition, holder, to, leaseMs, held.partitions],
+  const moved = await advancePartitions(client, consumer, holder, [{ ...held, to }], leaseMs);
+  return moved.has(held.partition);
+}
+
+/**
+ * advancePartition for several partitions in one statement (those of a pass that read nothing to act on); answers
+ * the partitions moved: the others `holder` no longer holds. Their rows are locked in partition order, as
+ * holdsPartitions locks them, so the two never wait for each other in a cycle.
+ */
+export async function advancePartitions(
+  client: Queryable,
+  consumer: string,
+  holder: string,
+  moves: ReadonlyArray<{ partition: number; partitions: number; to: string }>,
+  leaseMs: number,
+): Promise<Set<number>> {
+  if (moves.length === 0) return new Set();
+  const { rows } = await client.query<{ partition: number }>(
+    `WITH m AS (SELECT * FROM unnest($3::int[], $4::int[], $5::int8[]) AS m(partition, partitions, seq)),
+          mine AS (
+            SELECT p.partition, m.seq FROM platform_event_partition p JOIN m USING (partition)
+             WHERE p.consumer = $1 AND p.holder = $2 AND p.lease_until > now() AND p.partitions = m.partitions
+             ORDER BY p.partition FOR UPDATE OF p)
+     UPDATE platform_event_partition p
+        SET seq = GREATEST(p.seq, mine.seq), updated_at = now(),
+            lease_until = now() + make_interval(secs => $6::float8 / 1000)
+       FROM mine
+      WHERE p.consumer = $1 AND p.partition = mine.partition
+     RETURNING p.partition`,
+    [consumer, holder, moves.map((m) => m.partition), moves.map((m) => m.partitions), moves.map((m) => m.to), leaseMs],
   );
-  return rowCount === 1;
+  return new Set(rows.map((row) => row.partition));
 }
 
 /**
@@ -302,7 +326,7 @@ export async function holdsPartitions(
   const { rowCount } = await client.query(
     `SELECT partition FROM platform_event_partition
       WHERE consumer = $1 AND holder = $2 AND partition = ANY($3::int[]) AND partitions = $4 AND lease_until > now()
-        FOR SHARE`,
+      ORDER BY partition FOR SHARE`,
     [consumer, holder, wanted, held.layout],
   );
   return rowCount === wanted.length;
