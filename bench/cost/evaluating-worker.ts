@@ -2,15 +2,64 @@
  * evaluate's worker floor: a bare BullMQ worker, in a process of its own like the evaluation worker and with its
  * concurrency, that per job reads one entity's latest aspects from PostgreSQL (the aspects part of the evaluation
  * worker's read: libs/db's evaluation-input.repository.ts, a copy; keep them in step) and evaluates the ACTIVE tests
- * of its type, read once at start, in this process with @mdp/metadata-tests (no thread pool), once per request the
+ * of its type, read once at start, in this process with @mdp/metadata-tests (unless IN_THREADS=1), once per request the
  * job carries (http-floor-server.ts's `/batched` puts that count in the job, as the gateway puts one item per request),
  * answering each request's evaluation. No task rows, authority checks, replies over pub/sub or limits.
+ *
+ * IN_THREADS=1: the same worker evaluating each job in a piscina pool configured as the evaluation worker's
+ * (services/evaluation-worker/src/evaluation-pool.ts; keep them in step): its threads (EVALUATION_THREADS' default),
+ * all started at once and kept, a queue of one task per job run at once, each thread's heap limits and semi-space, and
+ * each task abortable at the time limit (one timer per task: no per-request watchdog slots, no fair share). The job's
+ * requests go to one thread as one task, the entity's aspects as the JSON text read, the tests handed to each thread
+ * once at its start (evaluating-thread.ts). What an evaluation kept off the event loop costs a bare worker.
  * Exits on SIGTERM.
  */
+import path from "node:path";
+import v8 from "node:v8";
 import { Worker } from "bullmq";
 import pg from "pg";
-import { definitionFromJson, evaluateEntity, type EntitySnapshot, type TestToRun } from "@mdp/metadata-tests";
+import { Piscina } from "piscina";
+import {
+  definitionFromJson,
+  evaluateEntity,
+  type EntityEvaluation,
+  type EntitySnapshot,
+  type TestToRun,
+} from "@mdp/metadata-tests";
 import { closeRedis, createRedis } from "@mdp/queues";
+import type { FloorTask } from "./evaluating-thread";
+
+/** The evaluation worker's pool settings (config-runtime.ts' defaults, evaluation-pool.ts' constants). */
+const THREADS = 4; // EVALUATION_THREADS
+const MEMORY_LIMIT_MB = 128; // EVALUATION_MEMORY_LIMIT_MB
+const TIME_LIMIT_MS = 10_000; // EVALUATION_TIME_LIMIT_MS
+const YOUNG_GENERATION_MB = 16;
+
+/** The pool, as EvaluationPool's constructor makes it; evaluate(task) runs one task under the time limit. */
+function threadPool(tests: { urn: string; definition: unknown }[], jobs: number) {
+  v8.setFlagsFromString(`--min-semi-space-size=${Math.floor(YOUNG_GENERATION_MB / 3)}`);
+  const pool = new Piscina<FloorTask | null, EntityEvaluation[]>({
+    filename: path.join(__dirname, "evaluating-thread.cjs"),
+    minThreads: THREADS,
+    maxThreads: THREADS,
+    idleTimeout: Number.MAX_SAFE_INTEGER,
+    maxQueue: jobs,
+    resourceLimits: { maxOldGenerationSizeMb: MEMORY_LIMIT_MB, maxYoungGenerationSizeMb: YOUNG_GENERATION_MB },
+    workerData: { tests },
+  });
+  return {
+    pool,
+    async evaluate(task: FloorTask): Promise<EntityEvaluation[]> {
+      const abort = new AbortController();
+      const timer = setTimeout(() => abort.abort(), TIME_LIMIT_MS);
+      try {
+        return await pool.run(task, { signal: abort.signal });
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+  };
+}
 
 /** The evaluation worker's read of its entities' latest aspects (ENTITIES_AND_TESTS' `aspects`), as one JSON text. */
 const ASPECTS = `
@@ -31,6 +80,10 @@ async function main(): Promise<void> {
     [urn],
   );
   const tests: TestToRun[] = rows.map((r) => ({ urn: r.urn, definition: definitionFromJson(r.definition) }));
+  const concurrency = Number(process.env.CONCURRENCY ?? 8);
+  const threads = process.env.IN_THREADS === "1" ? threadPool(rows, concurrency) : undefined;
+  // Every thread loaded (a probe each; an idle thread takes one), so that the warm-up is not spent loading modules.
+  if (threads) await Promise.all(Array.from({ length: THREADS }, () => threads.pool.run(null)));
   const connection = createRedis(process.env.REDIS_URL!, "worker");
   const worker = new Worker(
     process.env.QUEUE_NAME!,
@@ -40,21 +93,24 @@ async function main(): Promise<void> {
         text: ASPECTS,
         values: [[urn]],
       });
+      const requests = Number((job.data as { requests?: number }).requests ?? 1);
+      if (threads) return threads.evaluate({ urn, aspectsJson: read[0]!.doc, at: Date.now(), requests });
       const aspects = JSON.parse(read[0]!.doc) as { urn: string; entityType: string; aspect: string; value: unknown }[];
       const entity: EntitySnapshot = { urn, entityType: aspects[0]!.entityType, aspects: {} };
       for (const a of aspects) entity.aspects[a.aspect] = a.value;
       const at = Date.now();
-      const requests = Number((job.data as { requests?: number }).requests ?? 1);
       return Array.from({ length: requests }, () => evaluateEntity(tests, entity, at, true));
     },
-    { connection, prefix: process.env.QUEUE_PREFIX!, concurrency: Number(process.env.CONCURRENCY ?? 8) },
+    { connection, prefix: process.env.QUEUE_PREFIX!, concurrency },
   );
   await worker.waitUntilReady();
-  process.stdout.write(`bare evaluating worker running (${tests.length} tests)\n`);
+  process.stdout.write(
+    `bare evaluating worker running (${tests.length} tests${threads ? `, ${THREADS} threads` : ""})\n`,
+  );
   process.on("SIGTERM", () => {
     void worker
       .close()
-      .then(() => Promise.all([closeRedis(connection), pool.end()]))
+      .then(() => Promise.all([closeRedis(connection), pool.end(), threads?.pool.destroy()]))
       .then(() => process.exit(0));
   });
 }

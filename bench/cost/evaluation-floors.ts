@@ -5,17 +5,19 @@
  *   the gateway batches them) in front of evaluating-worker.ts (a bare BullMQ worker reading the entity's aspects and
  *   evaluating the same tests in process), on a queue prefix and name of their own, loaded as evaluate is, in one
  *   window: the gateway's CPU per request against the floor server's, the evaluation worker's against the bare
- *   worker's.
+ *   worker's. Then, as a reference (not a goal), the evaluation worker's against the same bare worker evaluating in a
+ *   thread pool configured as the evaluation worker's (IN_THREADS=1), in a window of its own.
  * - runTest with push: run-test-floor.ts (the same datasets read in the worker's batches, the test evaluated in
  *   process, one multi-row INSERT of testResults versions per batch), one pass in a window after an unmeasured one:
  *   the evaluation worker's CPU per thousand entities against that process's, PostgreSQL's against PostgreSQL's.
  */
 import type { ChildProcess } from "node:child_process";
 import path from "node:path";
+import { Redis } from "ioredis";
 import { DEFAULT_RUN_BATCH_SIZE } from "@mdp/queues";
 import { freePort, uniqueName } from "../../test/support/services";
 import { spawnBenchProcess } from "../support/bench-process";
-import { goalOf, type Goal } from "./goals";
+import { asReference, goalOf, type Goal } from "./goals";
 import { cannon, Meter, type Cost } from "./meter";
 import type { PrivateStack } from "./private-stack";
 import type { Measured } from "./proc";
@@ -58,10 +60,17 @@ function stop(child: ChildProcess): Promise<void> {
   });
 }
 
+/** The in-process and the threaded bare worker (evaluating-worker.ts, IN_THREADS), as their windows name them. */
+const BARE_WORKER = "bare evaluating worker";
+const THREADED_WORKER = "bare evaluating worker, threads";
+
 /**
- * evaluate's floor pair, warmed up, then loaded as `evaluate` was (`connections` on `/batched`, `seconds`): the goals
- * of the gateway and the evaluation worker against it. Run while only the seeded tests exist (before runTest's test):
- * the bare worker evaluates every ACTIVE test of the entity's type, as the evaluation worker does.
+ * evaluate's floors, warmed up, then loaded as `evaluate` was (`connections` on `/batched`, `seconds`), each in a
+ * window of its own behind the same floor server: the bare worker evaluating in process, then the same worker
+ * evaluating in a thread pool configured as the evaluation worker's. The goals of the gateway and the evaluation worker
+ * against the first, and the evaluation worker against the second as a reference (what keeping evaluation off the
+ * event loop costs is in that floor). Run while only the seeded tests exist (before runTest's test): the bare worker
+ * evaluates every ACTIVE test of the entity's type, as the evaluation worker does.
  */
 export async function evaluateFloorGoals(ctx: {
   stack: PrivateStack;
@@ -81,45 +90,71 @@ export async function evaluateFloorGoals(ctx: {
     ...queueEnv,
     PORT: String(port),
   });
-  const worker = spawnBenchProcess(path.join(__dirname, "evaluating-worker.ts"), {
-    ...queueEnv,
-    DATABASE_URL: ctx.stack.databaseUrl,
-    ENTITY_URN: ctx.entity,
-    CONCURRENCY: String(WORKER_CONCURRENCY),
-  });
+  const target = {
+    url: `http://127.0.0.1:${port}/batched`,
+    headers: { "content-type": "application/json" },
+    body: "{}",
+  };
+  // The jobs the floor server added (BullMQ's id counter): how many requests a job carried, which the worker's timing
+  // decides (the server puts into one job what arrives together), and on which its CPU per request depends.
+  const redis = new Redis(ctx.stack.redisUrl, { maxRetriesPerRequest: 1 });
+  const jobsAdded = async () => Number((await redis.get(`${queueEnv.QUEUE_PREFIX}:${queueEnv.QUEUE_NAME}:id`)) ?? 0);
+  // One bare worker on the floor's queue at a time: started, warmed up, measured, stopped.
+  const floorWindow = async (name: string, inThreads: boolean) => {
+    const worker = spawnBenchProcess(path.join(__dirname, "evaluating-worker.ts"), {
+      ...queueEnv,
+      DATABASE_URL: ctx.stack.databaseUrl,
+      ENTITY_URN: ctx.entity,
+      CONCURRENCY: String(WORKER_CONCURRENCY),
+      IN_THREADS: inThreads ? "1" : "0",
+    });
+    try {
+      const ready = await lineOf(worker, "bare evaluating worker running");
+      await cannon([target], ctx.connections, ctx.warmUpSeconds);
+      const meter = new Meter(
+        [
+          { name: "http floor server", pid: server.pid! },
+          { name, pid: worker.pid! },
+          { name: "PostgreSQL", pid: ctx.stack.postmasterPid, tree: true },
+          { name: "Redis", pid: ctx.stack.redisPid },
+          LOAD_GENERATOR,
+        ],
+        ctx.stack,
+      );
+      await meter.measureRest(2);
+      let jobs = -(await jobsAdded());
+      const cost = await meter.window(`floor: evaluate${inThreads ? ", threads" : ""}`, "request", async () => {
+        const units = await cannon([target], ctx.connections, ctx.seconds);
+        jobs += await jobsAdded();
+        return { units };
+      });
+      return {
+        cost: { ...cost, note: `${jobs} jobs (${(cost.units / jobs).toFixed(1)} requests each)` },
+        tests: /\((\d+) tests/.exec(ready)?.[1] ?? "?",
+        threads: /(\d+) threads/.exec(ready)?.[1],
+      };
+    } finally {
+      await stop(worker);
+    }
+  };
+  const line = (floor: Cost) =>
+    `${floor.units} requests in ${floor.note} in ${floor.seconds.toFixed(1)} s (load average ${floor.load}); CPU per request ` +
+    Object.entries(floor.cpu)
+      .map(([name, s]) => `${name} ${(s * 1e6).toFixed(0)} µs`)
+      .join(", ") +
+    `; Redis commands ${floor.commands.toFixed(2)}, PostgreSQL statements ${floor.statements.toFixed(2)} per request`;
   try {
-    const [, ready] = await Promise.all([
-      lineOf(server, "http floor server listening"),
-      lineOf(worker, "bare evaluating worker running"),
-    ]);
-    const target = {
-      url: `http://127.0.0.1:${port}/batched`,
-      headers: { "content-type": "application/json" },
-      body: "{}",
-    };
-    await cannon([target], ctx.connections, ctx.warmUpSeconds);
-    const meter = new Meter(
-      [
-        { name: "http floor server", pid: server.pid! },
-        { name: "bare evaluating worker", pid: worker.pid! },
-        { name: "PostgreSQL", pid: ctx.stack.postmasterPid, tree: true },
-        { name: "Redis", pid: ctx.stack.redisPid },
-        LOAD_GENERATOR,
-      ],
-      ctx.stack,
-    );
-    await meter.measureRest(2);
-    const floor = await meter.window("floor: evaluate", "request", async () => ({
-      units: await cannon([target], ctx.connections, ctx.seconds),
-    }));
-    const tests = /\((\d+) tests\)/.exec(ready)?.[1] ?? "?";
+    await lineOf(server, "http floor server listening");
+    const { cost: floor, tests } = await floorWindow(BARE_WORKER, false);
     process.stdout.write(
       `\nfloor of evaluate (bare express /batched → bare BullMQ worker reading the entity and evaluating its ${tests} ` +
-        `tests in process): ${floor.units} requests in ${floor.seconds.toFixed(1)} s; CPU per request ` +
-        Object.entries(floor.cpu)
-          .map(([name, s]) => `${name} ${(s * 1e6).toFixed(0)} µs`)
-          .join(", ") +
-        `; Redis commands ${floor.commands.toFixed(2)}, PostgreSQL statements ${floor.statements.toFixed(2)} per request\n`,
+        `tests in process): ${line(floor)}\n`,
+    );
+    const { cost: threaded, threads } = await floorWindow(THREADED_WORKER, true);
+    const times = threaded.cpu[THREADED_WORKER]! / floor.cpu[BARE_WORKER]!;
+    process.stdout.write(
+      `\nfloor of evaluate in threads (the same, evaluating in a piscina pool of ${threads} threads as the evaluation ` +
+        `worker's): ${line(threaded)}; the bare worker's CPU per request ${times.toFixed(2)}× in process\n`,
     );
     return [
       goalOf(ctx.evaluate, "gateway", floor, "http floor server", "bare express /batched", LIMIT),
@@ -127,13 +162,24 @@ export async function evaluateFloorGoals(ctx: {
         ctx.evaluate,
         "evaluation worker",
         floor,
-        "bare evaluating worker",
+        BARE_WORKER,
         `bare BullMQ worker, ${tests} tests in process`,
         LIMIT,
       ),
+      asReference(
+        goalOf(
+          ctx.evaluate,
+          "evaluation worker",
+          threaded,
+          THREADED_WORKER,
+          `bare BullMQ worker, ${tests} tests in a pool of ${threads} threads`,
+          LIMIT,
+        ),
+      ),
     ];
   } finally {
-    await Promise.all([stop(server), stop(worker)]);
+    redis.disconnect();
+    await stop(server);
   }
 }
 
