@@ -579,7 +579,7 @@ async function runTests(
     });
   }
   // After the product's push: its floor's results, stored first, would leave the product's push nothing to write.
-  const goals = await runTestFloorGoals({ stack, push: costs.at(-1)!, testUrn: urn });
+  const goals = await runTestFloorGoals({ stack, pool, push: costs.at(-1)!, testUrn: urn });
   return { costs, urn, goals };
 }
 

@@ -9,11 +9,15 @@
  *   thread pool configured as the evaluation worker's (IN_THREADS=1), in a window of its own.
  * - runTest with push: run-test-floor.ts (the same datasets read in the worker's batches, the test evaluated in
  *   process, one multi-row INSERT of testResults versions per batch), one pass in a window after an unmeasured one:
- *   the evaluation worker's CPU per thousand entities against that process's, PostgreSQL's against PostgreSQL's.
+ *   the evaluation worker's CPU per thousand entities against that process's, PostgreSQL's against PostgreSQL's. And
+ *   as references (printed apart, not counted), the same against that process with GUARANTEES=1 in a window of its
+ *   own: also each version's MetadataChangeLog_v1 event, the history with its flip events, the run diff and the
+ *   outbox sequencer's numbering, bare (run-test-guarantees.ts).
  */
 import type { ChildProcess } from "node:child_process";
 import path from "node:path";
 import { Redis } from "ioredis";
+import type { Pool } from "pg";
 import { DEFAULT_RUN_BATCH_SIZE } from "@mdp/queues";
 import { freePort, uniqueName } from "../../test/support/services";
 import { spawnBenchProcess } from "../support/bench-process";
@@ -29,6 +33,9 @@ const LOAD_GENERATOR: Measured = { name: "load generator", pid: process.pid };
 
 /** Resolves with the first line of `child`'s stdout that starts with `prefix`; rejects if it exits first. */
 function lineOf(child: ChildProcess, prefix: string, timeoutMs = 60_000): Promise<string> {
+  if (child.exitCode !== null || child.signalCode !== null) {
+    return Promise.reject(new Error(`exited (${child.exitCode ?? child.signalCode}) before '${prefix}'`));
+  }
   return new Promise((resolve, reject) => {
     let output = "";
     const done = (error?: Error, line?: string) => {
@@ -184,59 +191,113 @@ export async function evaluateFloorGoals(ctx: {
 }
 
 /**
- * runTest with push's floor: run-test-floor.ts over the same datasets and test, one unmeasured pass, then one in a
- * window per thousand entities: the goals of the evaluation worker and PostgreSQL against it (`push`: the product's
- * window, run before, so that the product's push finds no results of the floor's stored).
+ * runTest with push's floors: run-test-floor.ts over the same datasets and test, and the same with GUARANTEES=1 ("the
+ * floor with its guarantees": also each version's event, the history, the run diff and the sequencer's numbering,
+ * bare), each one unmeasured pass, then one pass each in a window of its own per thousand entities: the goals of the
+ * evaluation worker and PostgreSQL against the plain floor, and the same against the guarantees floor as references
+ * (`push`: the product's window, run before, so that the product's push finds no results of the floors' stored).
  */
-export async function runTestFloorGoals(ctx: { stack: PrivateStack; push: Cost; testUrn: string }): Promise<Goal[]> {
-  const floorProcess = spawnBenchProcess(path.join(__dirname, "run-test-floor.ts"), {
+export async function runTestFloorGoals(ctx: {
+  stack: PrivateStack;
+  pool: Pick<Pool, "query">;
+  push: Cost;
+  testUrn: string;
+}): Promise<Goal[]> {
+  const env = {
     DATABASE_URL: ctx.stack.databaseUrl,
     TEST_URN: ctx.testUrn,
     BATCH_SIZE: String(DEFAULT_RUN_BATCH_SIZE),
-  });
-  const pass = async () => {
+  };
+  const file = path.join(__dirname, "run-test-floor.ts");
+  const plain = spawnBenchProcess(file, env);
+  const guaranteed = spawnBenchProcess(file, { ...env, GUARANTEES: "1" });
+  const pass = async (floorProcess: ChildProcess) => {
     const done = lineOf(floorProcess, "run-test floor done", 600_000);
     floorProcess.kill("SIGUSR2");
     const [evaluated, written] = (await done).split(" ").slice(-2).map(Number) as [number, number];
     return { evaluated, written };
   };
   try {
-    await lineOf(floorProcess, "run-test floor ready");
-    await pass(); // warm-up: V8 compiles, and the pages are read, as the product's earlier windows did for it
+    await Promise.all([lineOf(plain, "run-test floor ready"), lineOf(guaranteed, "run-test floor ready")]);
+    // warm-ups: V8 compiles, and the pages are read, as the product's earlier windows did for it
+    await pass(plain);
+    await pass(guaranteed);
     const meter = new Meter(
       [
-        { name: "run-test floor", pid: floorProcess.pid! },
+        { name: "run-test floor", pid: plain.pid! },
+        { name: "run-test floor with guarantees", pid: guaranteed.pid! },
         { name: "PostgreSQL", pid: ctx.stack.postmasterPid, tree: true },
         LOAD_GENERATOR,
       ],
       ctx.stack,
     );
-    await meter.measureRest(2);
-    let written = 0;
-    const floor = await meter.window("floor: runTest, push", "thousand entities", async () => {
-      const run = await pass();
-      written = run.written;
-      return { units: run.evaluated / 1000 };
-    });
+    const windowOf = async (floorProcess: ChildProcess, operation: string) => {
+      // What the writes before (the product's push, the warm-ups, the other floor's window) left to autovacuum is done
+      // now, not in the rest measured (subtracted from the window as idle cost) nor in the window.
+      await ctx.pool.query("VACUUM ANALYZE");
+      await ctx.pool.query("CHECKPOINT");
+      await meter.measureRest(2);
+      let written = 0;
+      const cost = await meter.window(operation, "thousand entities", async () => {
+        const run = await pass(floorProcess);
+        written = run.written;
+        return { units: run.evaluated / 1000 };
+      });
+      return { cost, written };
+    };
+    const floor = await windowOf(plain, "floor: runTest, push");
+    const withGuarantees = await windowOf(guaranteed, "floor with guarantees: runTest, push");
     const ms = (s: number | undefined) => `${((s ?? NaN) * 1e3).toFixed(1)} ms`;
+    const line = (what: string, run: { cost: Cost; written: number }, process: string, more = "") =>
+      `\n${what}: ${(run.cost.units * 1000).toFixed(0)} entities (${run.written} results written) in ` +
+      `${run.cost.seconds.toFixed(1)} s; CPU per thousand entities: process ${ms(run.cost.cpu[process])}, ` +
+      `PostgreSQL ${ms(run.cost.cpu.PostgreSQL)}; PostgreSQL statements ${run.cost.statements.toFixed(2)} per ` +
+      `thousand${more}\n`;
+    const times = (a: number | undefined, b: number | undefined) => `${((a ?? NaN) / (b ?? NaN)).toFixed(2)}×`;
     process.stdout.write(
-      `\nfloor of runTest with push (batches of ${DEFAULT_RUN_BATCH_SIZE} read, evaluated in process, one INSERT of ` +
-        `testResults per batch): ${(floor.units * 1000).toFixed(0)} entities (${written} results written) in ` +
-        `${floor.seconds.toFixed(1)} s; CPU per thousand entities: process ${ms(floor.cpu["run-test floor"])}, ` +
-        `PostgreSQL ${ms(floor.cpu.PostgreSQL)}; PostgreSQL statements ${floor.statements.toFixed(2)} per thousand\n`,
+      line(
+        `floor of runTest with push (batches of ${DEFAULT_RUN_BATCH_SIZE} read, evaluated in process, one INSERT of ` +
+          `testResults per batch)`,
+        floor,
+        "run-test floor",
+      ) +
+        line(
+          "floor with its guarantees (the same, and in each batch's transaction each version's MetadataChangeLog_v1 " +
+            "event in the INSERT, one statement of history with its flip events, one of the run diff; then the " +
+            "sequencer's numbering of the batch's events)",
+          withGuarantees,
+          "run-test floor with guarantees",
+          `; ÷ the plain floor: process ${times(
+            withGuarantees.cost.cpu["run-test floor with guarantees"],
+            floor.cost.cpu["run-test floor"],
+          )}, PostgreSQL ${times(withGuarantees.cost.cpu.PostgreSQL, floor.cost.cpu.PostgreSQL)}`,
+        ),
     );
     return [
       goalOf(
         ctx.push,
         "evaluation worker",
-        floor,
+        floor.cost,
         "run-test floor",
         "bare process: batch read, in-process evaluation, one INSERT",
         LIMIT,
       ),
-      goalOf(ctx.push, "PostgreSQL", floor, "PostgreSQL", "the bare process's statements", LIMIT),
+      goalOf(ctx.push, "PostgreSQL", floor.cost, "PostgreSQL", "the bare process's statements", LIMIT),
+      asReference(
+        goalOf(
+          ctx.push,
+          "evaluation worker",
+          withGuarantees.cost,
+          "run-test floor with guarantees",
+          "the bare process with events, history, run diff, numbering",
+          LIMIT,
+        ),
+      ),
+      asReference(
+        goalOf(ctx.push, "PostgreSQL", withGuarantees.cost, "PostgreSQL", "the guarantees floor's statements", LIMIT),
+      ),
     ];
   } finally {
-    await stop(floorProcess);
+    await Promise.all([stop(plain), stop(guaranteed)]);
   }
 }

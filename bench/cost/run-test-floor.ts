@@ -7,6 +7,12 @@
  * with stored results, action, event, history or run diff: what the product's batch transaction adds is the distance.
  * Each pass (on SIGUSR2) writes versions of its own below every version the product writes (-1, -2, ...): every write
  * is a new row, as the product's are, and the product's latest version stays its own.
+ *
+ * GUARANTEES=1, "the floor with its guarantees": each batch is also one transaction that writes what the product's
+ * keeps beside the versions, bare (run-test-guarantees.ts): each version's MetadataChangeLog_v1 outbox row in the
+ * INSERT's statement, the history with its flip events in one statement, the run diff's row in one; and once it has
+ * committed, the outbox sequencer numbers its events. Its passes write below -1,000,000 (-1,000,001, ...), so that
+ * neither floor's passes meet the other's rows.
  * Prints "run-test floor done <evaluated> <written>" after each pass; exits on SIGTERM.
  */
 import pg from "pg";
@@ -17,6 +23,7 @@ import {
   testResultsOf,
   type EntitySnapshot,
 } from "@mdp/metadata-tests";
+import { openRun, sequenceEvents, withChangeLogEvents, writeHistoryAndRunDiff } from "./run-test-guarantees";
 
 /** libs/db's entityBatchSql over entityBatchAfter's batch (no aspect asked for). */
 const BATCH = `
@@ -41,8 +48,29 @@ const WRITE = `
     FROM unnest($2::text[], $3::text[], $4::text[]) AS d(urn, entity_type, value)
   ON CONFLICT (urn, aspect_name, version) DO UPDATE SET value = EXCLUDED.value`;
 
+const GUARANTEES = process.env.GUARANTEES === "1";
+
+/** One batch read and evaluated: its applicable results, in urn order. */
+interface Batch {
+  evaluated: number;
+  lastUrn: string;
+  /** the evaluation's time (epoch ms) */
+  at: number;
+  urns: string[];
+  types: string[];
+  /** testResults JSON texts */
+  values: string[];
+  passing: boolean[];
+}
+
+/** the version and its MetadataChangeLog_v1 event in one statement; $5: no appSource, as a push's */
+const WRITE_WITH_EVENTS = withChangeLogEvents(WRITE);
+
 async function main(): Promise<void> {
-  const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 2 });
+  // Idle connections kept (no reconnect in a pass: a backend's start is PostgreSQL CPU); the process lives between
+  // passes however long the other floor's take (the pool's idle sockets were all that kept it alive).
+  const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 2, idleTimeoutMillis: 0 });
+  const alive = setInterval(() => undefined, 60_000);
   const testUrn = process.env.TEST_URN!;
   const batchSize = Number(process.env.BATCH_SIZE);
   const { rows } = await pool.query<{ definition: unknown; onTypes: string[] }>(
@@ -53,38 +81,77 @@ async function main(): Promise<void> {
   const onTypes = rows[0]!.onTypes;
   let pass = 0;
 
+  /** The batch after `afterUrn` read and evaluated: its results to write; null when no entity is left. */
+  async function batchAfter(db: pg.Pool | pg.PoolClient, afterUrn: string): Promise<Batch | null> {
+    const { rows: read } = await db.query<{ keys: string | null; json: string }>(BATCH, [onTypes, afterUrn, batchSize]);
+    const keys = read[0]?.keys ? (JSON.parse(read[0].keys) as { urns: string[] | null }) : null;
+    if (!keys?.urns) return null;
+    const entities = JSON.parse(read[0]!.json) as EntitySnapshot[];
+    const batch: Batch = {
+      evaluated: entities.length,
+      lastUrn: keys.urns.at(-1)!,
+      at: Date.now(),
+      urns: [],
+      types: [],
+      values: [],
+      passing: [],
+    };
+    for (const entity of entities) {
+      const evaluation = evaluateEntity([test], entity, batch.at, true);
+      // As a push: an entity the test did not apply to has no result to store.
+      if (evaluation.passing.length + evaluation.failing.length === 0) continue;
+      batch.urns.push(entity.urn);
+      batch.types.push(entity.entityType);
+      batch.values.push(boundedTestResults(testResultsOf(evaluation)).json);
+      batch.passing.push(evaluation.passing.length > 0);
+    }
+    return batch;
+  }
+
   async function run(): Promise<void> {
-    const version = -++pass;
+    const version = -++pass - (GUARANTEES ? 1_000_000 : 0);
     let lastUrn = "";
     let evaluated = 0;
     let written = 0;
-    for (;;) {
-      const { rows: read } = await pool.query<{ keys: string | null; json: string }>(BATCH, [
-        onTypes,
-        lastUrn,
-        batchSize,
-      ]);
-      const keys = read[0]?.keys ? (JSON.parse(read[0].keys) as { urns: string[] | null }) : null;
-      if (!keys?.urns) break;
-      const entities = JSON.parse(read[0]!.json) as EntitySnapshot[];
-      const at = Date.now();
-      const urns: string[] = [];
-      const types: string[] = [];
-      const values: string[] = [];
-      for (const entity of entities) {
-        const evaluation = evaluateEntity([test], entity, at, true);
-        // As a push: an entity the test did not apply to has no result to store.
-        if (evaluation.passing.length + evaluation.failing.length === 0) continue;
-        urns.push(entity.urn);
-        types.push(entity.entityType);
-        values.push(boundedTestResults(testResultsOf(evaluation)).json);
+    // With guarantees: one client for the batches' transactions, and the pass's own run diff row and history pairs.
+    const client = GUARANTEES ? await pool.connect() : null;
+    const guaranteed = {
+      runId: `bench-floor-${process.pid}-${pass}`,
+      historyTestUrn: `${testUrn}-bench-floor-${pass}`,
+    };
+    try {
+      if (client) await openRun(client, guaranteed, new Date());
+      for (;;) {
+        const batch = client ? await guaranteedBatch(client, lastUrn) : await batchAfter(pool, lastUrn);
+        if (!batch) break;
+        if (!client && batch.urns.length > 0) await pool.query(WRITE, [version, batch.urns, batch.types, batch.values]);
+        evaluated += batch.evaluated;
+        written += batch.urns.length;
+        lastUrn = batch.lastUrn;
       }
-      if (urns.length > 0) await pool.query(WRITE, [version, urns, types, values]);
-      evaluated += entities.length;
-      written += urns.length;
-      lastUrn = keys.urns.at(-1)!;
+    } finally {
+      client?.release();
     }
     process.stdout.write(`run-test floor done ${evaluated} ${written}\n`);
+
+    /** One batch read and written in a transaction with its guarantees, then the sequencer's numbering of its events. */
+    async function guaranteedBatch(c: pg.PoolClient, afterUrn: string): Promise<Batch | null> {
+      await c.query("BEGIN");
+      let batch: Batch | null;
+      try {
+        batch = await batchAfter(c, afterUrn);
+        if (batch && batch.urns.length > 0) {
+          await c.query(WRITE_WITH_EVENTS, [version, batch.urns, batch.types, batch.values, null]);
+          await writeHistoryAndRunDiff(c, guaranteed, batch, batch.at);
+        }
+        await c.query("COMMIT");
+      } catch (error) {
+        await c.query("ROLLBACK");
+        throw error;
+      }
+      if (batch && batch.urns.length > 0) await sequenceEvents(c);
+      return batch;
+    }
   }
 
   let running = Promise.resolve();
@@ -94,7 +161,10 @@ async function main(): Promise<void> {
       process.exit(1);
     });
   });
-  process.on("SIGTERM", () => void pool.end().then(() => process.exit(0)));
+  process.on("SIGTERM", () => {
+    clearInterval(alive);
+    void pool.end().then(() => process.exit(0));
+  });
   process.stdout.write(`run-test floor ready\n`);
 }
 
