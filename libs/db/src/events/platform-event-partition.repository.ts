@@ -225,7 +225,8 @@ export async function partitionsEventsAfter(
       const { rows } = await db.query<PlatformEventRow & { partition: number }>(
         `WITH p AS (SELECT * FROM unnest($1::int[], $2::int8[], $3::int8[]) AS p(partition, after, up_to)),
               read AS (
-                SELECT e.seq, e.event_type, e.entity_urn, e.entity_type, e.aspect_name, e.created_at, e.payload,
+                SELECT e.seq, e.event_type, e.entity_urn, e.entity_type, e.aspect_name, e.created_at,
+                       e.payload #>> '{systemMetadata,properties,appSource}' AS app_source,
                        p.partition, row_number() OVER (PARTITION BY p.partition ORDER BY e.seq) AS n
                   FROM platform_event e
                   JOIN p ON p.partition = ${partitionOfSql("e.entity_urn", "$6")} AND e.seq > p.after AND e.seq <= p.up_to
@@ -233,8 +234,9 @@ export async function partitionsEventsAfter(
          SELECT partition, seq::text AS seq, event_type AS "eventType", entity_urn AS "entityUrn",
                 entity_type AS "entityType", aspect_name AS "aspectName",
                 (extract(epoch FROM created_at) * 1000)::float8 AS "createdAt",
-                payload #>> '{systemMetadata,properties,appSource}' AS "appSource"
-           FROM read WHERE n <= $7 ORDER BY partition, seq`,
+                app_source AS "appSource"
+           FROM read WHERE n <= $7
+          ORDER BY partition, read.seq -- the int8, not the answer's text (10 would sort before 9)`,
         [
           group.map((r) => r.partition),
           group.map((r) => String(r.after)),

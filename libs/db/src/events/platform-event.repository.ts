@@ -110,7 +110,10 @@ export async function lockEventCursor(client: Queryable, consumer: string): Prom
   return rows[0]?.seq ?? null;
 }
 
-/** Up to `limit` sequenced events after position `after`, in order. */
+/**
+ * Up to `limit` sequenced events after position `after`, in order: of the int8 column, qualified (the answer's `seq` is
+ * its text, and `ORDER BY seq` would sort by that: 10 before 9, skipping past what it passed over).
+ */
 export async function eventsAfter(db: Queryable, after: string, limit: number): Promise<PlatformEventRow[]> {
   const { rows } = await db.query<PlatformEventRow>(
     `SELECT seq::text AS seq, event_type AS "eventType", entity_urn AS "entityUrn", entity_type AS "entityType",
@@ -118,7 +121,7 @@ export async function eventsAfter(db: Queryable, after: string, limit: number): 
             payload #>> '{systemMetadata,properties,appSource}' AS "appSource"
        FROM platform_event
       WHERE seq > $1::int8
-      ORDER BY seq
+      ORDER BY platform_event.seq
       LIMIT $2`,
     [after, Math.min(limit, PLATFORM_EVENT_LIMITS.maxReadBatch)],
   );

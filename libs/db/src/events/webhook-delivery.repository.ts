@@ -12,7 +12,10 @@ import { WEBHOOK_LIMITS, type WebhookDeliveryStatus, type WebhookSubscriptionRow
 /** An event as the fan-out reads it: what matching, the reader's check and the body need (the body's own shape). */
 export type WebhookEventRow = WebhookEvent;
 
-/** Up to `limit` sequenced events after `after`, in order, with their payloads. */
+/**
+ * Up to `limit` sequenced events after `after`, in order, with their payloads: ordered by the int8 column, qualified
+ * (the answer's `seq` is its text, and `ORDER BY seq` would sort by that: 10 before 9, skipping past what it passed).
+ */
 export async function webhookEventsAfter(db: Queryable, after: string, limit: number): Promise<WebhookEventRow[]> {
   const { rows } = await db.query<WebhookEventRow>(
     `SELECT id::text AS id, seq::text AS seq, event_type AS "eventType", entity_urn AS "entityUrn",
@@ -20,7 +23,7 @@ export async function webhookEventsAfter(db: Queryable, after: string, limit: nu
             (extract(epoch FROM created_at) * 1000)::float8 AS "createdAt"
        FROM platform_event
       WHERE seq > $1::int8
-      ORDER BY seq
+      ORDER BY platform_event.seq
       LIMIT $2`,
     [after, Math.min(limit, 10_000)],
   );
