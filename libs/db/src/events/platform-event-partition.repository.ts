@@ -77,10 +77,13 @@ export async function claimPartitions(
   leaseMs: number,
   { releaseExtra = true }: { releaseExtra?: boolean } = {},
 ): Promise<HeldPartition[]> {
+  // Its rows locked in partition order, as advancePartitions and holdsPartitions lock them: no cycle among the three.
   const { rows: mine } = await client.query<{ partition: number; partitions: number }>(
-    `UPDATE platform_event_partition SET lease_until = now() + make_interval(secs => $3::float8 / 1000)
-      WHERE consumer = $1 AND holder = $2 AND lease_until > now()
-      RETURNING partition, partitions`,
+    `UPDATE platform_event_partition p SET lease_until = now() + make_interval(secs => $3::float8 / 1000)
+       FROM (SELECT partition FROM platform_event_partition
+              WHERE consumer = $1 AND holder = $2 AND lease_until > now() ORDER BY partition FOR UPDATE) mine
+      WHERE p.consumer = $1 AND p.partition = mine.partition AND p.holder = $2 AND p.lease_until > now()
+      RETURNING p.partition, p.partitions`,
     [consumer, holder, leaseMs],
   );
   // This worker is a member (live, partitions or not) until its lease lapses; members long gone are forgotten.
@@ -283,8 +286,8 @@ export async function advancePartition(
 
 /**
  * advancePartition for several partitions in one statement (those of a pass that read nothing to act on); answers
- * the partitions moved: the others `holder` no longer holds. Their rows are locked in partition order, as
- * holdsPartitions locks them, so the two never wait for each other in a cycle.
+ * the partitions moved: the others `holder` no longer holds. Their rows are locked in partition order, as a claim's
+ * renewal (claimPartitions) and holdsPartitions lock them, so none of them waits for another in a cycle.
  */
 export async function advancePartitions(
   client: Queryable,
