@@ -15,10 +15,8 @@
  * Exits on SIGTERM.
  */
 import path from "node:path";
-import v8 from "node:v8";
 import { Worker } from "bullmq";
 import pg from "pg";
-import { Piscina } from "piscina";
 import {
   definitionFromJson,
   evaluateEntity,
@@ -28,38 +26,7 @@ import {
 } from "@mdp/metadata-tests";
 import { closeRedis, createRedis } from "@mdp/queues";
 import type { FloorTask } from "./evaluating-thread";
-
-/** The evaluation worker's pool settings (config-runtime.ts' defaults, evaluation-pool.ts' constants). */
-const THREADS = 4; // EVALUATION_THREADS
-const MEMORY_LIMIT_MB = 128; // EVALUATION_MEMORY_LIMIT_MB
-const TIME_LIMIT_MS = 10_000; // EVALUATION_TIME_LIMIT_MS
-const YOUNG_GENERATION_MB = 16;
-
-/** The pool, as EvaluationPool's constructor makes it; evaluate(task) runs one task under the time limit. */
-function threadPool(tests: { urn: string; definition: unknown }[], jobs: number) {
-  v8.setFlagsFromString(`--min-semi-space-size=${Math.floor(YOUNG_GENERATION_MB / 3)}`);
-  const pool = new Piscina<FloorTask | null, EntityEvaluation[]>({
-    filename: path.join(__dirname, "evaluating-thread.cjs"),
-    minThreads: THREADS,
-    maxThreads: THREADS,
-    idleTimeout: Number.MAX_SAFE_INTEGER,
-    maxQueue: jobs,
-    resourceLimits: { maxOldGenerationSizeMb: MEMORY_LIMIT_MB, maxYoungGenerationSizeMb: YOUNG_GENERATION_MB },
-    workerData: { tests },
-  });
-  return {
-    pool,
-    async evaluate(task: FloorTask): Promise<EntityEvaluation[]> {
-      const abort = new AbortController();
-      const timer = setTimeout(() => abort.abort(), TIME_LIMIT_MS);
-      try {
-        return await pool.run(task, { signal: abort.signal });
-      } finally {
-        clearTimeout(timer);
-      }
-    },
-  };
-}
+import { productLikePool, THREADS } from "./evaluation-pool-settings";
 
 /** The evaluation worker's read of its entities' latest aspects (ENTITIES_AND_TESTS' `aspects`), as one JSON text. */
 const ASPECTS = `
@@ -81,7 +48,14 @@ async function main(): Promise<void> {
   );
   const tests: TestToRun[] = rows.map((r) => ({ urn: r.urn, definition: definitionFromJson(r.definition) }));
   const concurrency = Number(process.env.CONCURRENCY ?? 8);
-  const threads = process.env.IN_THREADS === "1" ? threadPool(rows, concurrency) : undefined;
+  const threads =
+    process.env.IN_THREADS === "1"
+      ? productLikePool<FloorTask | null, EntityEvaluation[]>(
+          path.join(__dirname, "evaluating-thread.cjs"),
+          { tests: rows },
+          concurrency,
+        )
+      : undefined;
   // Every thread loaded (a probe each; an idle thread takes one), so that the warm-up is not spent loading modules.
   if (threads) await Promise.all(Array.from({ length: THREADS }, () => threads.pool.run(null)));
   const connection = createRedis(process.env.REDIS_URL!, "worker");
@@ -94,7 +68,7 @@ async function main(): Promise<void> {
         values: [[urn]],
       });
       const requests = Number((job.data as { requests?: number }).requests ?? 1);
-      if (threads) return threads.evaluate({ urn, aspectsJson: read[0]!.doc, at: Date.now(), requests });
+      if (threads) return threads.run({ urn, aspectsJson: read[0]!.doc, at: Date.now(), requests });
       const aspects = JSON.parse(read[0]!.doc) as { urn: string; entityType: string; aspect: string; value: unknown }[];
       const entity: EntitySnapshot = { urn, entityType: aspects[0]!.entityType, aspects: {} };
       for (const a of aspects) entity.aspects[a.aspect] = a.value;

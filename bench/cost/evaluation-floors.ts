@@ -12,7 +12,8 @@
  *   the evaluation worker's CPU per thousand entities against that process's, PostgreSQL's against PostgreSQL's. And
  *   as references (printed apart, not counted), the same against that process with GUARANTEES=1 in a window of its
  *   own: also each version's MetadataChangeLog_v1 event, the history with its flip events, the run diff and the
- *   outbox sequencer's numbering, bare (run-test-guarantees.ts).
+ *   outbox sequencer's numbering, bare (run-test-guarantees.ts); and against the same with IN_THREADS=1 too, its batches
+ *   evaluated in a thread pool as the evaluation worker's (run-test-thread.ts).
  */
 import type { ChildProcess } from "node:child_process";
 import path from "node:path";
@@ -211,6 +212,7 @@ export async function runTestFloorGoals(ctx: {
   const file = path.join(__dirname, "run-test-floor.ts");
   const plain = spawnBenchProcess(file, env);
   const guaranteed = spawnBenchProcess(file, { ...env, GUARANTEES: "1" });
+  const threaded = spawnBenchProcess(file, { ...env, GUARANTEES: "1", IN_THREADS: "1" });
   const pass = async (floorProcess: ChildProcess) => {
     const done = lineOf(floorProcess, "run-test floor done", 600_000);
     floorProcess.kill("SIGUSR2");
@@ -218,14 +220,18 @@ export async function runTestFloorGoals(ctx: {
     return { evaluated, written };
   };
   try {
-    await Promise.all([lineOf(plain, "run-test floor ready"), lineOf(guaranteed, "run-test floor ready")]);
+    await Promise.all(
+      [plain, guaranteed, threaded].map((floorProcess) => lineOf(floorProcess, "run-test floor ready")),
+    );
     // warm-ups: V8 compiles, and the pages are read, as the product's earlier windows did for it
     await pass(plain);
     await pass(guaranteed);
+    await pass(threaded);
     const meter = new Meter(
       [
         { name: "run-test floor", pid: plain.pid! },
         { name: "run-test floor with guarantees", pid: guaranteed.pid! },
+        { name: "run-test floor with guarantees, in threads", pid: threaded.pid! },
         { name: "PostgreSQL", pid: ctx.stack.postmasterPid, tree: true },
         LOAD_GENERATOR,
       ],
@@ -247,6 +253,7 @@ export async function runTestFloorGoals(ctx: {
     };
     const floor = await windowOf(plain, "floor: runTest, push");
     const withGuarantees = await windowOf(guaranteed, "floor with guarantees: runTest, push");
+    const inThreads = await windowOf(threaded, "floor with guarantees, in threads: runTest, push");
     const ms = (s: number | undefined) => `${((s ?? NaN) * 1e3).toFixed(1)} ms`;
     const line = (what: string, run: { cost: Cost; written: number }, process: string, more = "") =>
       `\n${what}: ${(run.cost.units * 1000).toFixed(0)} entities (${run.written} results written) in ` +
@@ -271,6 +278,15 @@ export async function runTestFloorGoals(ctx: {
             withGuarantees.cost.cpu["run-test floor with guarantees"],
             floor.cost.cpu["run-test floor"],
           )}, PostgreSQL ${times(withGuarantees.cost.cpu.PostgreSQL, floor.cost.cpu.PostgreSQL)}`,
+        ) +
+        line(
+          "floor with its guarantees, evaluating in threads (each batch in a piscina pool as the evaluation worker's)",
+          inThreads,
+          "run-test floor with guarantees, in threads",
+          `; its process ÷ the plain floor's ${times(
+            inThreads.cost.cpu["run-test floor with guarantees, in threads"],
+            floor.cost.cpu["run-test floor"],
+          )}`,
         ),
     );
     return [
@@ -296,8 +312,18 @@ export async function runTestFloorGoals(ctx: {
       asReference(
         goalOf(ctx.push, "PostgreSQL", withGuarantees.cost, "PostgreSQL", "the guarantees floor's statements", LIMIT),
       ),
+      asReference(
+        goalOf(
+          ctx.push,
+          "evaluation worker",
+          inThreads.cost,
+          "run-test floor with guarantees, in threads",
+          "the same, evaluating in a pool of 4 threads",
+          LIMIT,
+        ),
+      ),
     ];
   } finally {
-    await Promise.all([stop(plain), stop(guaranteed)]);
+    await Promise.all([stop(plain), stop(guaranteed), stop(threaded)]);
   }
 }

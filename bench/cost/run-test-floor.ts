@@ -13,16 +13,16 @@
  * INSERT's statement, the history with its flip events in one statement, the run diff's row in one; and once it has
  * committed, the outbox sequencer numbers its events. Its passes write below -1,000,000 (-1,000,001, ...), so that
  * neither floor's passes meet the other's rows.
+ * IN_THREADS=1: each batch evaluated in a piscina pool set up as the evaluation worker's (evaluation-pool-settings.ts),
+ * its entities' JSON text sent there and its results' texts back (run-test-thread.ts): what keeping the evaluation off
+ * the event loop costs a bare process. Its versions are written below -2,000,000.
  * Prints "run-test floor done <evaluated> <written>" after each pass; exits on SIGTERM.
  */
 import pg from "pg";
-import {
-  boundedTestResults,
-  definitionFromJson,
-  evaluateEntity,
-  testResultsOf,
-  type EntitySnapshot,
-} from "@mdp/metadata-tests";
+import path from "node:path";
+import { definitionFromJson } from "@mdp/metadata-tests";
+import { productLikePool } from "./evaluation-pool-settings";
+import { batchResults, type BatchResults, type BatchTask } from "./run-test-thread";
 import { openRun, sequenceEvents, withChangeLogEvents, writeHistoryAndRunDiff } from "./run-test-guarantees";
 
 /** libs/db's entityBatchSql over entityBatchAfter's batch (no aspect asked for). */
@@ -51,16 +51,11 @@ const WRITE = `
 const GUARANTEES = process.env.GUARANTEES === "1";
 
 /** One batch read and evaluated: its applicable results, in urn order. */
-interface Batch {
+interface Batch extends BatchResults {
   evaluated: number;
   lastUrn: string;
   /** the evaluation's time (epoch ms) */
   at: number;
-  urns: string[];
-  types: string[];
-  /** testResults JSON texts */
-  values: string[];
-  passing: boolean[];
 }
 
 /** the version and its MetadataChangeLog_v1 event in one statement; $5: no appSource, as a push's */
@@ -79,6 +74,16 @@ async function main(): Promise<void> {
   );
   const test = { urn: testUrn, definition: definitionFromJson(rows[0]!.definition) };
   const onTypes = rows[0]!.onTypes;
+  // IN_THREADS=1: each batch evaluated in a pool as the evaluation worker's, its text there and its results' back.
+  const threads =
+    process.env.IN_THREADS === "1"
+      ? productLikePool<BatchTask | null, BatchResults>(
+          path.join(__dirname, "run-test-thread.cjs"),
+          { test: { urn: testUrn, definition: rows[0]!.definition } },
+          1,
+        )
+      : undefined;
+  if (threads) await threads.pool.run(null); // a thread's modules loaded before the first pass
   let pass = 0;
 
   /** The batch after `afterUrn` read and evaluated: its results to write; null when no entity is left. */
@@ -86,30 +91,15 @@ async function main(): Promise<void> {
     const { rows: read } = await db.query<{ keys: string | null; json: string }>(BATCH, [onTypes, afterUrn, batchSize]);
     const keys = read[0]?.keys ? (JSON.parse(read[0].keys) as { urns: string[] | null }) : null;
     if (!keys?.urns) return null;
-    const entities = JSON.parse(read[0]!.json) as EntitySnapshot[];
-    const batch: Batch = {
-      evaluated: entities.length,
-      lastUrn: keys.urns.at(-1)!,
-      at: Date.now(),
-      urns: [],
-      types: [],
-      values: [],
-      passing: [],
-    };
-    for (const entity of entities) {
-      const evaluation = evaluateEntity([test], entity, batch.at, true);
-      // As a push: an entity the test did not apply to has no result to store.
-      if (evaluation.passing.length + evaluation.failing.length === 0) continue;
-      batch.urns.push(entity.urn);
-      batch.types.push(entity.entityType);
-      batch.values.push(boundedTestResults(testResultsOf(evaluation)).json);
-      batch.passing.push(evaluation.passing.length > 0);
-    }
-    return batch;
+    const at = Date.now();
+    const task = { json: read[0]!.json, at };
+    const results = threads ? await threads.run(task) : batchResults(test, task);
+    return { evaluated: keys.urns.length, lastUrn: keys.urns.at(-1)!, at, ...results };
   }
 
   async function run(): Promise<void> {
-    const version = -++pass - (GUARANTEES ? 1_000_000 : 0);
+    // Each floor's versions apart from the others' (the threaded one's below the guarantees floor's).
+    const version = -++pass - (GUARANTEES ? 1_000_000 : 0) - (threads ? 2_000_000 : 0);
     let lastUrn = "";
     let evaluated = 0;
     let written = 0;
@@ -117,7 +107,7 @@ async function main(): Promise<void> {
     const client = GUARANTEES ? await pool.connect() : null;
     const guaranteed = {
       runId: `bench-floor-${process.pid}-${pass}`,
-      historyTestUrn: `${testUrn}-bench-floor-${pass}`,
+      historyTestUrn: `${testUrn}-bench-floor-${process.pid}-${pass}`,
     };
     try {
       if (client) await openRun(client, guaranteed, new Date());
