@@ -22,7 +22,7 @@ import { changesOf, entitySnapshots, evaluateForOwner } from "./on-change-evalua
 import { emptyPass, ON_CHANGE_CONSUMER, type OnChangePass, type OnChangeSettings } from "./on-change-settings";
 import { OnChangeTests } from "./on-change-tests";
 import { fenceOf, LostPartition, pushFenced } from "./on-change-push";
-import { OwnerLanes, type OwnerLane } from "./owner-lanes";
+import { markBacklog, OwnerLanes, type OwnerLane } from "./owner-lanes";
 import { PartitionClaims } from "./partition-claims";
 import { TEST_RESULTS_ASPECT } from "./results.pusher";
 
@@ -69,7 +69,7 @@ export class OnChangeEvaluator {
       { ...settings, stuckAfterMs: settings.ownerBudgetMs + 5 * settings.leaseMs },
       async (partition) => {
         for (const ownerUrn of await ownersWithBacklog(deps.db.pool, partition))
-          this.lanes.lane(partition, ownerUrn).backlog = true;
+          markBacklog(this.lanes.lane(partition, ownerUrn));
       },
       deps.logger,
     );
@@ -197,7 +197,7 @@ export class OnChangeEvaluator {
         });
         committed.resolve(true);
         if (BigInt(upTo) > BigInt(held.seq)) held.seq = upTo; // never back past what a claim found meanwhile
-        for (const entry of outcome.carried) this.lanes.lane(held.partition, entry.ownerUrn).backlog = true;
+        for (const entry of outcome.carried) markBacklog(this.lanes.lane(held.partition, entry.ownerUrn));
       } catch (error) {
         committed.resolve(false);
         if (!(error instanceof LostPartition)) throw error;
@@ -258,7 +258,7 @@ export class OnChangeEvaluator {
       const lane = this.lanes.lane(partition, ownerUrn);
       if (lane.busy || lane.backlog || (await this.lanes.budgetSpent(lane))) {
         carried.push(...entries);
-        lane.backlog = true;
+        markBacklog(lane);
         continue;
       }
       lane.busy = true;
@@ -293,7 +293,7 @@ export class OnChangeEvaluator {
             if (!budgetSpent || settled) return 0;
             carriedOver = true;
             carried.push(...entries);
-            lane.backlog = true;
+            markBacklog(lane);
             return 0;
           }),
         ]),
@@ -329,7 +329,10 @@ export class OnChangeEvaluator {
             await this.drainBatch(owner, lanes);
           } catch (error) {
             // Its entries stay in the backlog: taken again after a second (by this worker if it still holds them).
-            for (const l of lanes) Object.assign(l, { backlog: true, retryAt: Date.now() + 1_000 });
+            for (const l of lanes) {
+              markBacklog(l);
+              l.retryAt = Date.now() + 1_000;
+            }
             if (error instanceof LostPartition) continue;
             this.deps.logger.warn(
               { err: error, owner, partitions: lanes.map((l) => l.partition) },
@@ -348,9 +351,13 @@ export class OnChangeEvaluator {
 
   private async drainBatch(owner: string, lanes: readonly OwnerLane[]): Promise<void> {
     const partitions = lanes.map((l) => l.partition);
+    const marks = lanes.map((l) => l.marks);
     const entries = await backlogOfOwner(this.deps.db.pool, partitions, owner, BACKLOG_BATCH);
-    // Read whole: what a pass carries from now on sets the flag again (these lanes are busy meanwhile).
-    if (entries.length < BACKLOG_BATCH) for (const l of lanes) l.backlog = false;
+    // Read whole: cleared, but not on a lane a pass marked since the read began (its entry may have committed after
+    // the read's snapshot, and clearing would leave it waiting for the owner's next change).
+    lanes.forEach((l, i) => {
+      if (entries.length < BACKLOG_BATCH && l.marks === marks[i]) l.backlog = false;
+    });
     if (entries.length === 0) return;
     await this.lanes.ownerTurn(owner, async () => {
       const types = [...new Set(entries.map((e) => e.entityType))];

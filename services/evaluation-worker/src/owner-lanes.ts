@@ -7,12 +7,20 @@ export interface OwnerLane {
   ownerUrn: string;
   /** work of this owner in flight (an evaluation carried past a pass, or its backlog's) */
   busy: boolean;
-  /** entries wait in on_change_backlog: this owner's new changes queue behind them */
+  /** entries wait in on_change_backlog: this owner's new changes queue behind them (set through markBacklog) */
   backlog: boolean;
+  /** how many times it was marked: a drain clears the flag only if none came since its read of the backlog began */
+  marks: number;
   /** after a failed backlog batch (the database away), or its budget spent: no backlog batch before */
   retryAt: number;
   /** its owner's evaluation-time budget is spent until then: its changes are carried over */
   budgetAt: number;
+}
+
+/** The lane has entries in the backlog (a pass carried some, a batch of them failed, a partition came with them). */
+export function markBacklog(lane: OwnerLane): void {
+  lane.backlog = true;
+  lane.marks++;
 }
 
 /** Per owner and partition, its lane; per owner, its turn at this worker's threads (evaluation on change). */
@@ -83,7 +91,7 @@ export class OwnerLanes {
     const key = `${partition}\n${ownerUrn}`;
     let lane = this.lanes.get(key);
     if (!lane) {
-      lane = { partition, ownerUrn, busy: false, backlog: false, retryAt: 0, budgetAt: 0 };
+      lane = { partition, ownerUrn, busy: false, backlog: false, marks: 0, retryAt: 0, budgetAt: 0 };
       this.lanes.set(key, lane);
     }
     return lane;
