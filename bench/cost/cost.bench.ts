@@ -194,7 +194,7 @@ export async function benchCost(): Promise<void> {
         warmUpSeconds: WARM_UP_SECONDS,
       });
     const http1 = async (operation: string, t: LoadTarget, connections = CONNECTIONS) => {
-      await settle(meter, database.pool);
+      await meter.settle(database.pool);
       return meter.window(operation, "request", async () => ({ units: await cannon([t], connections, SECONDS) }));
     };
 
@@ -484,7 +484,7 @@ async function ingest(
     return done;
   };
   await drive(1); // warm-up
-  await settle(meter, pool);
+  await meter.settle(pool);
   return {
     ...(await meter.window(`ingest batch (${ROWS_PER_BATCH} rows)`, "request", async () => ({
       units: await drive(SECONDS),
@@ -535,7 +535,7 @@ async function truncation(meter: Meter, api: ApiClient, pool: import("pg").Pool)
     endMillis: DAY,
     urns: 1000,
   });
-  await settle(meter, pool);
+  await meter.settle(pool);
   let batchedPolls = 0;
   let deleted = 0;
   const batched = await meter.window("truncation, batched deletes", "million rows", async () => {
@@ -577,7 +577,7 @@ async function runTests(
   const urn = await createRunTestTest(system);
   const costs: Cost[] = [];
   for (const push of [false, true]) {
-    await settle(meter, pool);
+    await meter.settle(pool);
     const before = await stack.statementTimes();
     const { cost, evaluated, polls } = await runTestWindow(meter, api, urn, push, `runTest, push ${push}`);
     costs.push({
@@ -590,18 +590,6 @@ async function runTests(
   // After the product's push: its floor's results, stored first, would leave the product's push nothing to write.
   const goals = await runTestFloorGoals({ stack, pool, push: costs.at(-1)!, testUrn: urn });
   return { costs, urn, goals };
-}
-
-/**
- * Before a window, as before each floor's (evaluation-floors.ts): what the writes before it left to autovacuum (tokens
- * created, rows loaded, a run's versions) is done now and the rest is measured afresh, so a burst of background work
- * is neither subtracted from the window as idle cost nor charged to it. Without it a full run once charged the
- * creations' autovacuum to evaluate's window (PostgreSQL 1,753 µs a request against 115 µs in the next).
- */
-async function settle(meter: Meter, pool: import("pg").Pool): Promise<void> {
-  await pool.query("VACUUM ANALYZE");
-  await pool.query("CHECKPOINT");
-  await meter.measureRest(2);
 }
 
 /** One runTest of `urn` through `api`, polled every 250 ms until it completes, as a window per thousand entities. */

@@ -238,11 +238,7 @@ export async function runTestFloorGoals(ctx: {
       ctx.stack,
     );
     const windowOf = async (floorProcess: ChildProcess, operation: string) => {
-      // What the writes before (the product's push, the warm-ups, the other floor's window) left to autovacuum is done
-      // now, not in the rest measured (subtracted from the window as idle cost) nor in the window.
-      await ctx.pool.query("VACUUM ANALYZE");
-      await ctx.pool.query("CHECKPOINT");
-      await meter.measureRest(2);
+      await meter.settle(ctx.pool); // what the product's push, the warm-ups and the other floors left
       let written = 0;
       const cost = await meter.window(operation, "thousand entities", async () => {
         const run = await pass(floorProcess);
