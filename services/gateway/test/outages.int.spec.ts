@@ -151,10 +151,31 @@ describe("outages", () => {
     expect((await ingest()).status).toBe(200);
   });
 
-  it("an evaluation retries through a PostgreSQL restart and answers", async () => {
-    await pg.stop();
+  /**
+   * POSTs an evaluation that is queued while PostgreSQL is up, then stops PostgreSQL before a worker takes it: the
+   * outage meets the worker's attempts, never the gateway's checks before the job (which read PostgreSQL whenever the
+   * invalidation channel is late, as it is on a loaded machine: the request would then be refused before any job).
+   */
+  const evaluationQueuedBeforeOutage = async () => {
+    await queue.pause();
     const answer = post("/gms/test?action=evaluate", { urn: DATASET });
     try {
+      // a paused queue's jobs wait in its wait list
+      await waitFor(
+        "the evaluation's job to be queued",
+        async () => ((await queue.getJobCounts("wait")).wait ?? 0) > 0,
+      );
+      await pg.stop();
+    } finally {
+      await queue.resume();
+    }
+    return { answer }; // not the promise itself: an async function's caller would wait for the answer
+  };
+
+  it("an evaluation retries through a PostgreSQL restart and answers", async () => {
+    let answer: ReturnType<typeof post>;
+    try {
+      ({ answer } = await evaluationQueuedBeforeOutage());
       // The worker's first attempt has failed and its retry waits: the restart now happens under it.
       await waitFor("a failed attempt", async () => ((await queue.getJobCounts("delayed")).delayed ?? 0) > 0);
     } finally {
@@ -164,10 +185,9 @@ describe("outages", () => {
   });
 
   it("an evaluation through an outage longer than its retries is a 503 without a task id nobody could look up", async () => {
-    await pg.stop();
     let res: Awaited<ReturnType<typeof post>>;
     try {
-      res = await post("/gms/test?action=evaluate", { urn: DATASET });
+      res = await (await evaluationQueuedBeforeOutage()).answer;
     } finally {
       await pg.start();
     }
