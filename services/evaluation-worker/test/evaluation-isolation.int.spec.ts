@@ -176,10 +176,13 @@ describe("evaluation isolation", () => {
       message: expect.stringContaining(`on ${HOG} stopped after ${TIME_LIMIT_MS} ms (EVALUATION_TIME_LIMIT_MS)`),
     });
     expect(ms).toBeGreaterThanOrEqual(TIME_LIMIT_MS);
-    // Answered all along the hog's run, each well within its limit: none waited for it. (Under no other load each
-    // takes a few ms; the bound leaves room for a machine shared with other tests.)
+    // Answered all along the hog's run, none waiting for it: had they queued behind it, one would have taken the hog's
+    // whole TIME_LIMIT_MS and few would have been answered. (Under no other load each takes a few ms; the median's
+    // bound leaves room for a machine shared with other tests, and a single answer's for a spike of its load: a CI
+    // run once saw 546 ms.)
     expect(harmless.length).toBeGreaterThan(5);
-    expect(Math.max(...harmless)).toBeLessThan(TIME_LIMIT_MS / 2);
+    expect([...harmless].sort((a, b) => a - b)[Math.floor(harmless.length / 2)]).toBeLessThan(TIME_LIMIT_MS / 10);
+    expect(Math.max(...harmless)).toBeLessThan(TIME_LIMIT_MS);
     // The worker's event loop, which renews BullMQ's locks, never stalled while the hog ran: had the hog run on it, it
     // would have stalled for the whole TIME_LIMIT_MS. (An absolute bound such as 200 ms measured the machine's load,
     // not the isolation: a CI run shared with other test files once saw 239 ms.)
