@@ -35,10 +35,11 @@ import {
 import { spawnBenchProcess } from "../support/bench-process";
 import { productionSetup } from "../support/production";
 import { printGoals, type Goal } from "./goals";
+import { median } from "../support/load";
 import { cores, loadAverage, type Measured } from "./proc";
 import { cannon, Meter, type Cost, type LoadTarget } from "./meter";
 import { startPrivateStack, type PrivateStack } from "./private-stack";
-import { tokenFloorGoals, type TokenFloorsContext } from "./token-floors";
+import { tokenFloorGoals, type TokenFloorsContext, type TokenOperation } from "./token-floors";
 import { evaluateFloorGoals, runTestFloorGoals } from "./evaluation-floors";
 
 const SECONDS = Number(process.env.BENCH_COST_SECONDS ?? 4);
@@ -184,7 +185,7 @@ export async function benchCost(): Promise<void> {
       ...{ stack, systemHeaders: production.systemClient(ROOT), requests, listActorUrn: BULK, meUrn: ROOT },
       ...{ connections: CONNECTIONS, seconds: SECONDS, warmUpSeconds: WARM_UP_SECONDS },
     };
-    const evaluationFloors = (evaluate: Cost) =>
+    const evaluationFloors = (evaluate: () => Promise<Cost>) =>
       evaluateFloorGoals({
         stack,
         evaluate,
@@ -197,16 +198,29 @@ export async function benchCost(): Promise<void> {
       await meter.settle(database.pool);
       return meter.window(operation, "request", async () => ({ units: await cannon([t], connections, SECONDS) }));
     };
+    const evaluate = () => http1("evaluate (10 tests, one entity)", requests.evaluate, EVALUATE_CONNECTIONS);
+    const tokenWindows = {
+      me: () => http1("bearer request (GraphQL me)", requests.me),
+      list: () => http1("listAccessTokens (100 of 10,000)", requests.list),
+      create: () => http1("createAccessToken", requests.create),
+    };
 
     const floor = await http1("floor: bare Apollo echo mutation", requests.echo);
     if (only) {
-      const measured: Partial<Record<string, Cost>> = {};
+      const tokenOps = only.filter((name): name is TokenOperation => name in tokenWindows);
+      const tokens = await tokenFloorGoals(floors, Object.fromEntries(tokenOps.map((op) => [op, tokenWindows[op]])));
+      goals.push(...tokens.goals);
       for (const name of only) {
-        const connections = name.startsWith("evaluate") ? EVALUATE_CONNECTIONS : CONNECTIONS;
-        costs.push((measured[name] = await http1(name, requests[name], connections)));
-        if (name === "evaluate") goals.push(...(await evaluationFloors(costs.at(-1)!)));
+        if (name === "evaluate") {
+          const evaluated = await evaluationFloors(evaluate);
+          costs.push(evaluated.cost);
+          goals.push(...evaluated.goals);
+        } else if (name === "evaluateSystem") {
+          costs.push(await http1(name, requests[name], EVALUATE_CONNECTIONS));
+        } else if (name !== "echo") {
+          costs.push(tokens.costs[name]!);
+        }
       }
-      goals.push(...(await tokenFloorGoals(floors, measured)));
       let urn: string | undefined;
       if (ONLY!.includes(RUN_TEST)) {
         const run = await runTests(meter, api, system, database.pool, stack);
@@ -238,18 +252,15 @@ export async function benchCost(): Promise<void> {
       printGoals(goals);
       return;
     }
-    const tokens = {
-      me: await http1("bearer request (GraphQL me)", requests.me),
-      list: await http1("listAccessTokens (100 of 10,000)", requests.list),
-      create: await http1("createAccessToken", requests.create),
-    };
-    costs.push(tokens.me, tokens.list, tokens.create);
-    goals.push(...(await tokenFloorGoals(floors, tokens)));
+    const tokens = await tokenFloorGoals(floors, tokenWindows);
+    costs.push(tokens.costs.me!, tokens.costs.list!, tokens.costs.create!);
+    goals.push(...tokens.goals);
+    const evaluated = await evaluationFloors(evaluate);
     costs.push({
-      ...(await http1("evaluate (10 tests, one entity)", requests.evaluate, EVALUATE_CONNECTIONS)),
+      ...evaluated.cost,
       note: `${EVALUATE_CONNECTIONS} connections: the gateway puts what arrives together into one job`,
     });
-    goals.push(...(await evaluationFloors(costs.at(-1)!)));
+    goals.push(...evaluated.goals);
     costs.push({
       ...(await http1("evaluate, system client", requests.evaluateSystem, EVALUATE_CONNECTIONS)),
       note: "the same as the system client, which is never rate-limited: the difference is the per-actor rate limits",
@@ -630,12 +641,6 @@ async function runTestWindow(
 function replicaEnvOf(env: Record<string, string>, standby: { databaseUrl: string }): Record<string, string> {
   return { ...env, DATABASE_REPLICA_URLS: standby.databaseUrl, QUEUE_PREFIX: uniqueName("bench-cost-replica") };
 }
-
-const median = (xs: number[]) => {
-  const sorted = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
 
 /**
  * runTest without push with a read replica: an evaluation worker (and a gateway) with DATABASE_REPLICA_URLS naming

@@ -6,7 +6,8 @@
  *   evaluating the same tests in process), on a queue prefix and name of their own, loaded as evaluate is, in one
  *   window: the gateway's CPU per request against the floor server's, the evaluation worker's against the bare
  *   worker's. Then, as a reference (not a goal), the evaluation worker's against the same bare worker evaluating in a
- *   thread pool configured as the evaluation worker's (IN_THREADS=1), in a window of its own.
+ *   thread pool configured as the evaluation worker's (IN_THREADS=1), in a window of its own. In ROUNDS rounds, each
+ *   evaluate's window and then these two.
  * - runTest with push: run-test-floor.ts (the same datasets read in the worker's batches, the test evaluated in
  *   process, one multi-row INSERT of testResults versions per batch), one pass in a window after an unmeasured one:
  *   the evaluation worker's CPU per thousand entities against that process's, PostgreSQL's against PostgreSQL's. And
@@ -22,7 +23,7 @@ import type { Pool } from "pg";
 import { DEFAULT_RUN_BATCH_SIZE } from "@mdp/queues";
 import { freePort, uniqueName } from "../../test/support/services";
 import { spawnBenchProcess } from "../support/bench-process";
-import { asReference, goalOf, type Goal } from "./goals";
+import { asReference, fromRounds, goalOf, medianCost, ROUNDS, type Goal } from "./goals";
 import { cannon, Meter, type Cost } from "./meter";
 import type { PrivateStack } from "./private-stack";
 import type { Measured } from "./proc";
@@ -73,8 +74,8 @@ const BARE_WORKER = "bare evaluating worker";
 const THREADED_WORKER = "bare evaluating worker, threads";
 
 /**
- * evaluate's floors, warmed up, then loaded as `evaluate` was (`connections` on `/batched`, `seconds`), each in a
- * window of its own behind the same floor server: the bare worker evaluating in process, then the same worker
+ * evaluate's floors, warmed up, then loaded as `evaluate` is (`connections` on `/batched`, `seconds`), each in a
+ * window of its own behind the same floor server, in rounds after evaluate's own window (its median is returned): the bare worker evaluating in process, then the same worker
  * evaluating in a thread pool configured as the evaluation worker's. The goals of the gateway and the evaluation worker
  * against the first, and the evaluation worker against the second as a reference (what keeping evaluation off the
  * event loop costs is in that floor). Run while only the seeded tests exist (before runTest's test): the bare worker
@@ -82,12 +83,13 @@ const THREADED_WORKER = "bare evaluating worker, threads";
  */
 export async function evaluateFloorGoals(ctx: {
   stack: PrivateStack;
-  evaluate: Cost;
+  /** evaluate's window (the gateway's and the evaluation worker's), measured once a round before its floors' */
+  evaluate: () => Promise<Cost>;
   entity: string;
   connections: number;
   seconds: number;
   warmUpSeconds: number;
-}): Promise<Goal[]> {
+}): Promise<{ goals: Goal[]; cost: Cost }> {
   const port = await freePort();
   const queueEnv = {
     REDIS_URL: ctx.stack.redisUrl,
@@ -151,8 +153,9 @@ export async function evaluateFloorGoals(ctx: {
       .map(([name, s]) => `${name} ${(s * 1e6).toFixed(0)} µs`)
       .join(", ") +
     `; Redis commands ${floor.commands.toFixed(2)}, PostgreSQL statements ${floor.statements.toFixed(2)} per request`;
-  try {
-    await lineOf(server, "http floor server listening");
+  /** one round: evaluate's window, then its floors', each printed */
+  const round = async (): Promise<{ goals: Goal[]; evaluate: Cost }> => {
+    const evaluate = await ctx.evaluate();
     const { cost: floor, tests } = await floorWindow(BARE_WORKER, false);
     process.stdout.write(
       `\nfloor of evaluate (bare express /batched → bare BullMQ worker reading the entity and evaluating its ${tests} ` +
@@ -164,19 +167,12 @@ export async function evaluateFloorGoals(ctx: {
       `\nfloor of evaluate in threads (the same, evaluating in a piscina pool of ${threads} threads as the evaluation ` +
         `worker's): ${line(threaded)}; the bare worker's CPU per request ${times.toFixed(2)}× in process\n`,
     );
-    return [
-      goalOf(ctx.evaluate, "gateway", floor, "http floor server", "bare express /batched", LIMIT),
-      goalOf(
-        ctx.evaluate,
-        "evaluation worker",
-        floor,
-        BARE_WORKER,
-        `bare BullMQ worker, ${tests} tests in process`,
-        LIMIT,
-      ),
+    const goals = [
+      goalOf(evaluate, "gateway", floor, "http floor server", "bare express /batched", LIMIT),
+      goalOf(evaluate, "evaluation worker", floor, BARE_WORKER, `bare BullMQ worker, ${tests} tests in process`, LIMIT),
       asReference(
         goalOf(
-          ctx.evaluate,
+          evaluate,
           "evaluation worker",
           threaded,
           THREADED_WORKER,
@@ -185,6 +181,19 @@ export async function evaluateFloorGoals(ctx: {
         ),
       ),
     ];
+    return { goals, evaluate };
+  };
+  try {
+    await lineOf(server, "http floor server listening");
+    const rounds: Awaited<ReturnType<typeof round>>[] = [];
+    for (let r = 0; r < ROUNDS; r++) rounds.push(await round());
+    return {
+      goals: fromRounds(rounds.map((r) => r.goals)),
+      cost: medianCost(
+        rounds.map((r) => r.evaluate),
+        "evaluation worker",
+      ),
+    };
   } finally {
     redis.disconnect();
     await stop(server);

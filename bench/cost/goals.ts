@@ -1,8 +1,15 @@
 /**
  * The goals of bench/cost: an operation's CPU per request in one process against its floor's (the same stack doing the
- * same core work, measured in the same run), as a ratio with its limit, MET or NOT MET.
+ * same core work, measured in the same run), as a ratio with its limit, MET or NOT MET. Where an operation and its
+ * floor are measured in rounds (each round the operation's window, then its floor's), a goal's ratio is the median of
+ * the rounds' ratios: the machine's speed drifts over minutes (an echo floor measured 266 and 576 µs a request minutes
+ * apart), and a floor measured minutes after its operation carried that drift into the ratio.
  */
+import { median } from "../support/load";
 import type { Cost } from "./meter";
+
+/** BENCH_COST_ROUNDS: rounds of paired windows (the operation's, then its floor's) per goal */
+export const ROUNDS = Math.max(1, Number(process.env.BENCH_COST_ROUNDS ?? 3));
 
 export interface Goal {
   /** the operation, as its window names it */
@@ -21,6 +28,8 @@ export interface Goal {
    * its protections), printed in a table of its own and not counted. It shows how much of a goal's distance is those.
    */
   reference?: true;
+  /** each round's ratio, when measured in rounds (their median is the goal's ratio) */
+  rounds?: number[];
 }
 
 /** A goal from two windows: `process` of the operation's against `floorProcess` of the floor's. */
@@ -45,10 +54,42 @@ export function goalOf(
 /** `goal` as a reference (see Goal.reference): its limit is not judged. */
 export const asReference = (goal: Goal): Goal => ({ ...goal, reference: true });
 
-export const ratioOf = (goal: Goal) => goal.measured / goal.floorCpu;
+/**
+ * The goals of several rounds, each round's list in the same order: each goal's ratio the median of its rounds', its
+ * CPU figures the medians of theirs.
+ */
+export function fromRounds(rounds: readonly Goal[][]): Goal[] {
+  return rounds[0]!.map((first, i) => {
+    const all = rounds.map((round) => round[i]!);
+    return {
+      ...first,
+      measured: median(all.map((g) => g.measured)),
+      floorCpu: median(all.map((g) => g.floorCpu)),
+      rounds: all.map((g) => g.measured / g.floorCpu),
+    };
+  });
+}
+
+/**
+ * Of one operation's windows in rounds, the one whose `process` CPU per unit is the median (the lower of the two
+ * middle ones): what the cost table and the capacity model take for that operation.
+ */
+export function medianCost(costs: readonly Cost[], process: string): Cost {
+  const sorted = [...costs].sort((a, b) => (a.cpu[process] ?? 0) - (b.cpu[process] ?? 0));
+  return sorted[Math.floor((sorted.length - 1) / 2)]!;
+}
+
+export const ratioOf = (goal: Goal) => (goal.rounds ? median(goal.rounds) : goal.measured / goal.floorCpu);
 export const met = (goal: Goal) => ratioOf(goal) <= goal.limit;
 
 const us = (seconds: number) => (seconds * 1e6).toFixed(seconds * 1e6 >= 100 ? 0 : 1);
+/** the ratio, and with rounds their range: `1.92× (1.85–2.01, 3 rounds)` */
+const ratioText = (goal: Goal) => {
+  const text = `${ratioOf(goal).toFixed(2)}×`;
+  if (!goal.rounds || goal.rounds.length < 2) return text;
+  const range = `${Math.min(...goal.rounds).toFixed(2)}–${Math.max(...goal.rounds).toFixed(2)}`;
+  return `${text} (${range}, ${goal.rounds.length} rounds)`;
+};
 
 /** The goals as a markdown table, one row each, and how many are met; then the references, if any. */
 export function printGoals(all: Goal[], write: (text: string) => void = (t) => process.stdout.write(t)): void {
@@ -57,10 +98,10 @@ export function printGoals(all: Goal[], write: (text: string) => void = (t) => p
   const rows = goals.map(
     (g) =>
       `| ${g.operation} | ${g.process} | ${us(g.measured)} | ${g.floor}: ${us(g.floorCpu)} | ` +
-      `${ratioOf(g).toFixed(2)}× | ≤ ${g.limit}× | ${met(g) ? "MET" : "NOT MET"} |`,
+      `${ratioText(g)} | ≤ ${g.limit}× | ${met(g) ? "MET" : "NOT MET"} |`,
   );
   write(
-    `\nCPU per request against its floor (µs; the same run)\n\n` +
+    `\nCPU per request against its floor (µs, medians; the same run, each round the operation's window then its floor's)\n\n` +
       `| operation | process | CPU | floor | ratio | goal | |\n| --- | --- | ---: | --- | ---: | ---: | --- |\n` +
       rows.join("\n") +
       `\n\n${goals.filter(met).length} of ${goals.length} goals met\n`,
@@ -72,7 +113,7 @@ export function printGoals(all: Goal[], write: (text: string) => void = (t) => p
       references
         .map(
           (g) =>
-            `| ${g.operation} | ${g.process} | ${us(g.measured)} | ${g.floor}: ${us(g.floorCpu)} | ${ratioOf(g).toFixed(2)}× |`,
+            `| ${g.operation} | ${g.process} | ${us(g.measured)} | ${g.floor}: ${us(g.floorCpu)} | ${ratioText(g)} |`,
         )
         .join("\n") +
       "\n",

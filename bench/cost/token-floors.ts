@@ -1,6 +1,7 @@
 /**
- * bench/cost's floors of the token operations, measured in the same run as the gateway's windows, on the same private
- * PostgreSQL, with the same connections, and compared with them as goals (goals.ts):
+ * bench/cost's floors of the token operations, measured in rounds with the gateway's windows (each round the gateway's
+ * window, then its floors'), on the same private PostgreSQL, with the same connections, and compared with them as
+ * goals (goals.ts):
  * - me: a bare Apollo serving the gateway's schema (../support/token-floor-server.ts, its own process, as the gateway)
  *   answering the same query from memory, no authentication; the gateway's CPU per request ≤ 1.5× its.
  * - listAccessTokens: that server answering the same 100 tokens from memory (gateway ≤ 2×); and the gateway's list
@@ -18,7 +19,7 @@ import { freePort } from "../../test/support/services";
 import { spawnBenchProcess } from "../support/bench-process";
 import { gatewaySchema } from "../support/gateway-schema";
 import { listTokens } from "../support/token-floor-statements";
-import { goalOf, type Goal } from "./goals";
+import { fromRounds, goalOf, medianCost, ROUNDS, type Goal } from "./goals";
 import { cannon, Meter, type Cost, type LoadTarget } from "./meter";
 import type { PrivateStack } from "./private-stack";
 
@@ -42,15 +43,16 @@ export interface TokenFloorsContext {
 const FLOOR = "bare Apollo floor";
 
 /**
- * The floors' windows of the operations the gateway's windows `measured` (any of me, list, create; others are left
- * alone) and their goals. Starts the floor server for them and stops it after.
+ * Each operation given (any of me, list, create) measured in ROUNDS rounds against its floors, each round the
+ * operation's window (`operations[op]`, the gateway's) and then its floors' windows, and their goals from the rounds
+ * (goals.ts); with each operation's median window for the cost table. Starts the floor server and stops it after.
  */
 export async function tokenFloorGoals(
   ctx: TokenFloorsContext,
-  measured: Partial<Record<string, Cost>>,
-): Promise<Goal[]> {
-  const operations = TOKEN_OPERATIONS.filter((op) => measured[op]);
-  if (operations.length === 0) return [];
+  operations: Partial<Record<TokenOperation, () => Promise<Cost>>>,
+): Promise<{ goals: Goal[]; costs: Partial<Record<TokenOperation, Cost>> }> {
+  const measured = TOKEN_OPERATIONS.filter((op) => operations[op]);
+  if (measured.length === 0) return { goals: [], costs: {} };
   const dir = mkdtempSync(path.join(tmpdir(), "bench-cost-floor-"));
   const schemaFile = path.join(dir, "schema.graphql");
   writeFileSync(schemaFile, await gatewaySchema(ctx.requests.me.url, ctx.systemHeaders));
@@ -73,12 +75,10 @@ export async function tokenFloorGoals(
       url: `http://127.0.0.1:${port}/api/graphql`,
     });
     // Apollo answers a resolver's error with 200: each floor's answer is checked once, so none is timed failing.
-    for (const op of operations) await answered(floorOf(op));
-    for (const op of operations) await cannon([floorOf(op)], ctx.connections, ctx.warmUpSeconds);
+    for (const op of measured) await answered(floorOf(op));
+    for (const op of measured) await cannon([floorOf(op)], ctx.connections, ctx.warmUpSeconds);
     const listSql = () => listCalls(pool, ctx.listActorUrn, ctx.connections, ctx.seconds);
-    if (operations.includes("list")) await listCalls(pool, ctx.listActorUrn, ctx.connections, ctx.warmUpSeconds);
-    // What the warm-up's creations left for autovacuum is done now, as before the gateway's windows.
-    await pool.query("VACUUM ANALYZE access_token");
+    if (measured.includes("list")) await listCalls(pool, ctx.listActorUrn, ctx.connections, ctx.warmUpSeconds);
 
     const meter = new Meter(
       [
@@ -88,34 +88,51 @@ export async function tokenFloorGoals(
       ],
       ctx.stack,
     );
-    await meter.measureRest(3);
-    const http = async (op: TokenOperation, what: string) =>
-      report(
-        await meter.window(`floor of ${op}: ${what}`, "request", async () => ({
-          units: await cannon([floorOf(op)], ctx.connections, ctx.seconds),
-        })),
-      );
+    /** a floor window, after what the windows before it left is settled (as before the gateway's) */
+    const settled = async (operation: string, unit: string, drive: () => Promise<{ units: number }>) => {
+      await meter.settle(pool);
+      return report(await meter.window(operation, unit, drive));
+    };
+    const http = (op: TokenOperation, what: string) =>
+      settled(`floor of ${op}: ${what}`, "request", async () => ({
+        units: await cannon([floorOf(op)], ctx.connections, ctx.seconds),
+      }));
+    /** one round's goals of `op`: its window, then its floors' */
+    const round: Record<TokenOperation, (cost: Cost) => Promise<Goal[]>> = {
+      me: async (me) => {
+        const floor = await http("me", "bare Apollo, from memory");
+        return [goalOf(me, "gateway", floor, FLOOR, "bare Apollo, from memory", 1.5)];
+      },
+      list: async (list) => {
+        const floor = await http("list", "bare Apollo, 100 tokens from memory");
+        const sql = await settled("floor of list: its SQL, a bare pg client", "call", listSql);
+        return [
+          goalOf(list, "gateway", floor, FLOOR, "bare Apollo, 100 tokens from memory", 2),
+          goalOf(list, "PostgreSQL", sql, "PostgreSQL", "its SQL, a bare pg client", 1.5),
+        ];
+      },
+      create: async (create) => {
+        const floor = await http("create", "the same INSERT, bare Apollo");
+        return [
+          goalOf(create, "gateway", floor, FLOOR, "the same INSERT, bare Apollo", 1.5),
+          goalOf(create, "PostgreSQL", floor, "PostgreSQL", "the same INSERT, bare Apollo", 1.5),
+        ];
+      },
+    };
     const goals: Goal[] = [];
-    if (measured.me) {
-      const floor = await http("me", "bare Apollo, from memory");
-      goals.push(goalOf(measured.me, "gateway", floor, FLOOR, "bare Apollo, from memory", 1.5));
+    const costs: Partial<Record<TokenOperation, Cost>> = {};
+    for (const op of measured) {
+      const rounds: Goal[][] = [];
+      const windows: Cost[] = [];
+      for (let r = 0; r < ROUNDS; r++) {
+        const cost = await operations[op]!();
+        windows.push(cost);
+        rounds.push(await round[op](cost));
+      }
+      goals.push(...fromRounds(rounds));
+      costs[op] = medianCost(windows, "gateway");
     }
-    if (measured.list) {
-      const floor = await http("list", "bare Apollo, 100 tokens from memory");
-      const sql = report(await meter.window("floor of list: its SQL, a bare pg client", "call", listSql));
-      goals.push(
-        goalOf(measured.list, "gateway", floor, FLOOR, "bare Apollo, 100 tokens from memory", 2),
-        goalOf(measured.list, "PostgreSQL", sql, "PostgreSQL", "its SQL, a bare pg client", 1.5),
-      );
-    }
-    if (measured.create) {
-      const floor = await http("create", "the same INSERT, bare Apollo");
-      goals.push(
-        goalOf(measured.create, "gateway", floor, FLOOR, "the same INSERT, bare Apollo", 1.5),
-        goalOf(measured.create, "PostgreSQL", floor, "PostgreSQL", "the same INSERT, bare Apollo", 1.5),
-      );
-    }
-    return goals;
+    return { goals, costs };
   } finally {
     server.kill("SIGTERM");
     await pool.end();
