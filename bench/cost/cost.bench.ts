@@ -48,11 +48,11 @@ const TRUNCATE_ROWS = Number(process.env.BENCH_COST_TRUNCATE_ROWS ?? 1_000_000);
 const ENTITIES = Number(process.env.BENCH_COST_ENTITIES ?? 20_000);
 /**
  * BENCH_COST_ONLY: a comma-separated list of the HTTP operations to measure (me, list, create, evaluate,
- * evaluateSystem), each after the echo floor, and nothing else (no ingest, truncation or model check): a
- * quick per-request CPU figure for A/B runs and for a profile of one operation. `runTest` in the list adds the runTest
- * windows (push false and true), each with PostgreSQL's statements by execution time; `cluster` the queue commands'
- * spread over a 3-master Redis Cluster (clusterSpread); `replica` runTest without push with a read replica against
- * without one (replicaRunTests).
+ * evaluateSystem), each after the echo floor, and nothing else (no ingest, truncation or model check): a per-request
+ * CPU figure for A/B runs (BENCH_COST_ROUNDS=1 for a quicker one) and for a profile of one operation. `runTest` in the
+ * list adds the runTest windows (push false and true), each with PostgreSQL's statements by execution time; `cluster`
+ * the queue commands' spread over a 3-master Redis Cluster (clusterSpread); `replica` runTest without push with a
+ * read replica against without one (replicaRunTests).
  */
 const ONLY = process.env.BENCH_COST_ONLY?.split(",").map((name) => name.trim());
 const RUN_TEST = "runTest";

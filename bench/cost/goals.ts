@@ -9,7 +9,8 @@ import { median } from "../support/load";
 import type { Cost } from "./meter";
 
 /** BENCH_COST_ROUNDS: rounds of paired windows (the operation's, then its floor's) per goal */
-export const ROUNDS = Math.max(1, Number(process.env.BENCH_COST_ROUNDS ?? 3));
+export const ROUNDS = Number(process.env.BENCH_COST_ROUNDS ?? 3);
+if (!Number.isInteger(ROUNDS) || ROUNDS < 1) throw new Error("BENCH_COST_ROUNDS: a whole number of rounds, at least 1");
 
 export interface Goal {
   /** the operation, as its window names it */
@@ -71,12 +72,12 @@ export function fromRounds(rounds: readonly Goal[][]): Goal[] {
 }
 
 /**
- * Of one operation's windows in rounds, the one whose `process` CPU per unit is the median (the lower of the two
- * middle ones): what the cost table and the capacity model take for that operation.
+ * Of one operation's windows in rounds, the one whose `process` CPU per unit is the median (as `median` picks it):
+ * what the cost table and the capacity model take for that operation.
  */
 export function medianCost(costs: readonly Cost[], process: string): Cost {
   const sorted = [...costs].sort((a, b) => (a.cpu[process] ?? 0) - (b.cpu[process] ?? 0));
-  return sorted[Math.floor((sorted.length - 1) / 2)]!;
+  return sorted[Math.floor(sorted.length / 2)]!;
 }
 
 export const ratioOf = (goal: Goal) => (goal.rounds ? median(goal.rounds) : goal.measured / goal.floorCpu);

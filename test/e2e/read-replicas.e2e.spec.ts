@@ -309,10 +309,18 @@ describe("read replicas: a streaming hot standby beside the primary", () => {
       )[0]!.n > 0;
     /**
      * Ingests `description`, then evaluates as the writer and as another caller before the delayed standby replays
-     * it: when a loaded machine lets the delay run out first, again with a new description (up to three times).
+     * it: when a loaded machine lets the delay run out first, the standby's older copy (`older`) is restored and
+     * replayed, and the write made again under a new description (up to three times).
      */
-    const beforeReplay = async (description: string, via = baseUrl) => {
+    const beforeReplay = async (description: string, older: string, via = baseUrl) => {
       for (let attempt = 1; ; attempt++) {
+        if (attempt > 1) {
+          const restored = `${older} ${attempt}`;
+          await describe(restored);
+          await eventually("the standby to replay the older copy", () => standbyHasDescription(restored), {
+            timeoutMs: 20_000,
+          });
+        }
         const written = `${description} ${attempt}`;
         await describe(written);
         const answers = { writer: await passes(ADMIN, via), other: await passes(undefined, via) };
@@ -321,12 +329,12 @@ describe("read replicas: a streaming hot standby beside the primary", () => {
     };
     // Its writer's evaluation reads the write (the job carries the writer's WAL position), while another caller's is
     // served by the delayed standby, which has not replayed it yet…
-    expect(await beforeReplay("orders")).toEqual({ writer: true, other: false });
+    expect(await beforeReplay("orders", "nothing")).toEqual({ writer: true, other: false });
     // …and sees it once replayed.
     await eventually("the delayed standby to replay the ingestion", () => passes());
 
     // The same through another gateway: the evaluate request there carries the position the ingestion noted here.
-    expect(await beforeReplay("none", baseUrlB)).toEqual({ writer: false, other: true });
+    expect(await beforeReplay("none", "orders", baseUrlB)).toEqual({ writer: false, other: true });
     await servers.delayStandby(0);
   });
 

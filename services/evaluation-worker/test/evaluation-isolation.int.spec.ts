@@ -26,9 +26,16 @@ const HOG_ACTOR = "urn:li:corpuser:hog";
 const SMALL = "urn:li:dataset:(urn:li:dataPlatform:hive,db.small,PROD)";
 const HOG = "urn:li:dataset:(urn:li:dataPlatform:hive,db.hog,PROD)";
 const HUGE = "urn:li:dataset:(urn:li:dataPlatform:hive,db.huge,PROD)";
-const TIME_LIMIT_MS = 1_000;
+/**
+ * Long enough that the bounds below (half of it) leave room for a machine loaded by other suites (harmless answers took
+ * 546 and 600 ms there under a limit of 1 s), and short of the hog's own run.
+ */
+const TIME_LIMIT_MS = 3_000;
 const MEMORY_LIMIT_MB = 32;
-/** Legal, small definitions that together take seconds on HOG: 300 tests × 10 substrings × 20,000 tag urns. */
+/**
+ * Legal, small definitions that together take many seconds on HOG, well past TIME_LIMIT_MS: 300 tests × 30 substrings ×
+ * 20,000 tag urns (with 10 substrings each they took 7 s on a loaded machine).
+ */
 const HOG_TESTS = Array.from({ length: 300 }, (_, i) => `urn:li:test:hog${i}`);
 
 interface ItemReply {
@@ -123,7 +130,7 @@ describe("evaluation isolation", () => {
         test(urn, {
           property: "globalTags.tags.tag",
           operator: "contains_str",
-          values: Array.from({ length: 10 }, (_, j) => `absent-${i}-${j}`),
+          values: Array.from({ length: 30 }, (_, j) => `absent-${i}-${j}`),
         }),
       ),
     ];
@@ -176,13 +183,10 @@ describe("evaluation isolation", () => {
       message: expect.stringContaining(`on ${HOG} stopped after ${TIME_LIMIT_MS} ms (EVALUATION_TIME_LIMIT_MS)`),
     });
     expect(ms).toBeGreaterThanOrEqual(TIME_LIMIT_MS);
-    // Answered all along the hog's run, none waiting for it: had they queued behind it, one would have taken the hog's
-    // whole TIME_LIMIT_MS and few would have been answered. (Under no other load each takes a few ms; the median's
-    // bound leaves room for a machine shared with other tests, and a single answer's for a spike of its load: a CI
-    // run once saw 546 ms.)
+    // Answered all along the hog's run, each well within its limit: none waited for it. (Under no other load each
+    // takes a few ms; the bound leaves room for a machine shared with other tests.)
     expect(harmless.length).toBeGreaterThan(5);
-    expect([...harmless].sort((a, b) => a - b)[Math.floor(harmless.length / 2)]).toBeLessThan(TIME_LIMIT_MS / 10);
-    expect(Math.max(...harmless)).toBeLessThan(TIME_LIMIT_MS);
+    expect(Math.max(...harmless)).toBeLessThan(TIME_LIMIT_MS / 2);
     // The worker's event loop, which renews BullMQ's locks, never stalled while the hog ran: had the hog run on it, it
     // would have stalled for the whole TIME_LIMIT_MS. (An absolute bound such as 200 ms measured the machine's load,
     // not the isolation: a CI run shared with other test files once saw 239 ms.)

@@ -60,15 +60,18 @@ describe("evaluation on change: owners apart, partitions shared", () => {
     );
     return rows[0]?.value.passing.some((r) => r.test === test) ? "passing" : undefined;
   };
-  /** those of `urns` whose latest testResults has `test` failing */
-  const failingOf = async (urns: string[], test: string) => {
-    const { rows } = await h.database.pool.query<{ urn: string; value: { failing?: Array<{ test: string }> } }>(
-      `SELECT DISTINCT ON (urn) urn, value FROM aspect WHERE urn = ANY($1) AND aspect_name = 'testResults'
-        ORDER BY urn, version DESC`,
-      [urns],
-    );
-    return rows.filter((row) => row.value.failing?.some((f) => f.test === test)).map((row) => row.urn);
-  };
+  /** the latest testResults of each of `urns` that has one, in one read */
+  const latestResults = async (urns: string[]) =>
+    (
+      await h.database.pool.query<{
+        urn: string;
+        value: { passing?: Array<{ test: string }>; failing?: Array<{ test: string }> };
+      }>(
+        `SELECT DISTINCT ON (urn) urn, value FROM aspect WHERE urn = ANY($1) AND aspect_name = 'testResults'
+          ORDER BY urn, version DESC`,
+        [urns],
+      )
+    ).rows;
   const settle = async (worker: RunningWorker) => {
     for (;;) {
       const pass = await worker.onChange.pass();
@@ -78,7 +81,13 @@ describe("evaluation on change: owners apart, partitions shared", () => {
   };
 
   beforeAll(async () => {
-    h = await startGateway({ MAX_ON_CHANGE_TESTS_PER_USER: "3", RATE_LIMIT_EVALUATION_SECONDS_PER_MINUTE: "1" });
+    h = await startGateway({
+      MAX_ON_CHANGE_TESTS_PER_USER: "3",
+      RATE_LIMIT_EVALUATION_SECONDS_PER_MINUTE: "1",
+      // the slow owner's evaluation takes about 3 s at rest: a machine loaded by other suites stretches it past the
+      // default 10 s limit, which would refuse it rather than push its results
+      EVALUATION_TIME_LIMIT_MS: "20000",
+    });
     await grant(h, SLOW_OWNER, ["MANAGE_TESTS", "VIEW_TESTS"]);
     await grant(h, OWNER, ["MANAGE_TESTS", "VIEW_TESTS"]);
   });
@@ -118,28 +127,37 @@ describe("evaluation on change: owners apart, partitions shared", () => {
         SLOW_OWNER,
       ]);
       expect(carriedRows.rowCount).toBeGreaterThan(0);
-      // The quick owner's results did not wait for the slow owner's: stored when the pass returns (or, when other
-      // suites load the machine past the quick owner's own budget, carried as well and pushed behind the pass, still
-      // before any of the slow owner's, which take ten times as long).
-      let slowStoredFirst = -1;
-      await eventually("the quick owner's results", async () => {
-        const quick = await Promise.all(entities.map((urn) => resultOf(urn, quickUrn)));
-        if (quick.some((r) => r !== "passing")) return false;
-        slowStoredFirst = (await failingOf(entities, slowUrn)).length;
-        return true;
-      });
-      expect(slowStoredFirst).toBe(0);
-      if (pass.carried === entities.length) expect(pass.pushed).toBe(entities.length);
-      // A second change while the slow owner's work runs: the quick owner's is pushed in its pass, the slow owner's
-      // queued behind its backlog rather than evaluated (or waited for) now.
+      // The quick owner's results did not wait for the slow owner's. Within the quick owner's budget (so on a machine
+      // at rest) they are stored when the pass returns. A machine loaded by other suites can hold the quick owner past
+      // its budget: it is carried as well, and its results pushed behind the pass, still before any of the slow
+      // owner's (which take ten times as long), as one read of both shows.
+      const quickInPass = pass.carried === entities.length;
+      if (quickInPass) {
+        expect(pass.pushed).toBe(entities.length);
+        for (const urn of entities) expect(await resultOf(urn, quickUrn)).toBe("passing");
+      } else {
+        console.log("the quick owner was carried too: its results are checked to come before the slow owner's");
+        const seen = await eventually("the quick owner's results", async () => {
+          const latest = await latestResults(entities);
+          const quick = latest.filter((row) => row.value.passing?.some((r) => r.test === quickUrn));
+          const slow = latest.filter((row) => row.value.failing?.some((r) => r.test === slowUrn));
+          return quick.length === entities.length ? { slow: slow.length } : undefined;
+        });
+        expect(seen).toEqual({ slow: 0 });
+      }
+      // A second change while the slow owner's work runs: the quick owner's is pushed in its pass (if the quick
+      // owner was carried, its lane may still be finishing), the slow owner's queued behind its backlog rather than
+      // evaluated (or waited for) now.
       await describe_([entities[0]!], "described again");
       const second = await worker.onChange.pass();
-      expect(second).toMatchObject({ carried: 1 });
+      if (quickInPass) expect(second).toMatchObject({ carried: 1 });
+      else expect([1, 2]).toContain(second?.carried);
       await worker.onChange.idle();
       const { rowCount } = await h.database.pool.query("SELECT 1 FROM on_change_backlog");
       expect(rowCount).toBe(0);
       // The slow test found none of its substrings: it was evaluated (failing), its results pushed behind the pass.
-      expect(await failingOf(entities, slowUrn)).toHaveLength(entities.length);
+      const latest = await latestResults(entities);
+      expect(latest.filter((row) => row.value.failing?.some((r) => r.test === slowUrn))).toHaveLength(entities.length);
     } finally {
       await worker.close();
     }
