@@ -288,7 +288,14 @@ export async function benchCost(): Promise<void> {
     const me = (p: number) => target("/api/graphql", gql(`{ me { urn } }`), p);
     await cannon([me(port2)], CONNECTIONS, WARM_UP_SECONDS);
     const check = new Meter([...processes, gateway2Measured], stack);
-    check.rest = meter.rest;
+    await check.settle(database.pool);
+    process.stdout.write(
+      `\nat rest before the check (CPU seconds per second): ` +
+        Object.entries(check.rest.cpu)
+          .map(([name, s]) => `${name} ${s.toFixed(3)}`)
+          .join(", ") +
+        "\n",
+    );
     const one = await check.window("check: 1 gateway", "request", async () => ({
       units: await cannon([me(port)], CONNECTIONS, SECONDS),
     }));
