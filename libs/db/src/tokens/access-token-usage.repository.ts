@@ -71,8 +71,9 @@ export interface AccessTokenUsageRow {
 }
 
 /**
- * The usage of each of `ids` (at most a page of a list), in two statements: the client pairs newest first, and the
- * counts of the last USAGE_DAYS days by operation, most first. A token without uses has empty lists.
+ * The usage of each of `ids` (at most a page of a list): the client pairs newest first, and the counts of the last
+ * USAGE_DAYS days by operation, most first; a token without uses has empty lists. One statement, so that both are
+ * read in one snapshot: with two, a gateway's flush committed between them showed a use's count without its client.
  */
 export async function accessTokenUsageOf(
   prisma: Pick<Prisma.TransactionClient, "$queryRaw">,
@@ -80,27 +81,24 @@ export async function accessTokenUsageOf(
 ): Promise<Map<string, AccessTokenUsageRow>> {
   const usage = new Map<string, AccessTokenUsageRow>(ids.map((id) => [id, { clients: [], operations: [] }]));
   if (ids.length === 0) return usage;
-  const [clients, operations] = await Promise.all([
-    prisma.$queryRaw<Array<{ token_id: string; ip: string; user_agent: string; last_seen_at: number }>>`
-        SELECT token_id::text, ip, user_agent, round(date_part('epoch', last_seen_at) * 1000) AS last_seen_at
-          FROM access_token_client WHERE token_id = ANY(${[...ids]}::uuid[])
-         ORDER BY token_id, last_seen_at DESC, ip, user_agent`,
-    prisma.$queryRaw<Array<{ token_id: string; operation: string; count: number }>>`
-        SELECT token_id::text, operation, sum(count)::int8::float8 AS count
-          FROM access_token_operation_count
-         WHERE token_id = ANY(${[...ids]}::uuid[]) AND day > (now() AT TIME ZONE 'UTC')::date - ${USAGE_DAYS}::int
-         GROUP BY token_id, operation
-         ORDER BY token_id, count DESC, operation`,
-  ]);
-  for (const row of clients) {
-    usage.get(row.token_id)?.clients.push({
-      ip: row.ip,
-      userAgent: row.user_agent,
-      lastSeenAt: Number(row.last_seen_at),
-    });
-  }
-  for (const row of operations) {
-    usage.get(row.token_id)?.operations.push({ operation: row.operation, count: Number(row.count) });
+  // A client row: (ip, user_agent, last seen); a count row: (operation, NULL, count). Ordered as each list is.
+  const rows = await prisma.$queryRaw<
+    Array<{ token_id: string; client: boolean; a: string; b: string | null; n: number }>
+  >`
+      SELECT token_id::text, true AS client, ip AS a, user_agent AS b,
+             round(date_part('epoch', last_seen_at) * 1000)::float8 AS n
+        FROM access_token_client WHERE token_id = ANY(${[...ids]}::uuid[])
+      UNION ALL
+      SELECT token_id::text, false, operation, NULL, sum(count)::int8::float8
+        FROM access_token_operation_count
+       WHERE token_id = ANY(${[...ids]}::uuid[]) AND day > (now() AT TIME ZONE 'UTC')::date - ${USAGE_DAYS}::int
+       GROUP BY token_id, operation
+      ORDER BY 1, 2, 5 DESC, 3, 4`;
+  for (const row of rows) {
+    const lists = usage.get(row.token_id);
+    if (!lists) continue;
+    if (row.client) lists.clients.push({ ip: row.a, userAgent: row.b ?? "", lastSeenAt: Number(row.n) });
+    else lists.operations.push({ operation: row.a, count: Number(row.n) });
   }
   return usage;
 }
