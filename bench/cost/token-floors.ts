@@ -3,7 +3,10 @@
  * window, then its floors'), on the same private PostgreSQL, with the same connections, and compared with them as
  * goals (goals.ts):
  * - me: a bare Apollo serving the gateway's schema (../support/token-floor-server.ts, its own process, as the gateway)
- *   answering the same query from memory, no authentication; the gateway's CPU per request ≤ 1.5× its.
+ *   answering the same query from memory, no authentication; the gateway's CPU per request ≤ 1.5× its. And, as a
+ *   reference (not a goal), the same server behind the protections every gateway request pays, done as their libraries
+ *   document them (../support/floor-protections.ts: tracing, security headers, metrics, request ids, authentication):
+ *   the gateway against it, and it against the bare floor (what the protections alone cost on this stack).
  * - listAccessTokens: that server answering the same 100 tokens from memory (gateway ≤ 2×); and the gateway's list
  *   statement (token-floor-statements.ts) run bare by a pg client in this process at the same concurrency, for
  *   PostgreSQL's CPU per call (PostgreSQL ≤ 1.5×: what the gateway runs beside it, an authentication lookup or usage
@@ -19,7 +22,7 @@ import { freePort } from "../../test/support/services";
 import { spawnBenchProcess } from "../support/bench-process";
 import { gatewaySchema } from "../support/gateway-schema";
 import { listTokens } from "../support/token-floor-statements";
-import { fromRounds, goalOf, medianCost, ROUNDS, type Goal } from "./goals";
+import { asReference, fromRounds, goalOf, medianCost, ROUNDS, type Goal } from "./goals";
 import { cannon, Meter, type Cost, type LoadTarget } from "./meter";
 import type { PrivateStack } from "./private-stack";
 
@@ -41,6 +44,8 @@ export interface TokenFloorsContext {
 }
 
 const FLOOR = "bare Apollo floor";
+const PROTECTED = "protected floor";
+const PROTECTED_WHAT = "bare Apollo behind the libraries' protections";
 
 /**
  * Each operation given (any of me, list, create) measured in ROUNDS rounds against its floors, each round the
@@ -56,33 +61,52 @@ export async function tokenFloorGoals(
   const dir = mkdtempSync(path.join(tmpdir(), "bench-cost-floor-"));
   const schemaFile = path.join(dir, "schema.graphql");
   writeFileSync(schemaFile, await gatewaySchema(ctx.requests.me.url, ctx.systemHeaders));
-  const port = await freePort();
-  const server = spawnBenchProcess(path.join(__dirname, "../support/token-floor-server.ts"), {
-    PORT: String(port),
+  const [port, protectedPort] = [await freePort(), await freePort()];
+  const serverEnv = {
     DATABASE_URL: ctx.stack.databaseUrl,
     LIST_ACTOR_URN: ctx.listActorUrn,
     ME_URN: ctx.meUrn,
     SCHEMA_FILE: schemaFile,
-  });
+  };
+  const serverFile = path.join(__dirname, "../support/token-floor-server.ts");
+  const server = spawnBenchProcess(serverFile, { ...serverEnv, PORT: String(port) });
+  const bearer = String(ctx.requests.me.headers?.authorization ?? "").replace(/^Bearer /, "");
+  const guarded = measured.includes("me")
+    ? spawnBenchProcess(serverFile, {
+        ...serverEnv,
+        PORT: String(protectedPort),
+        FLOOR_PROTECTIONS: "1",
+        FLOOR_BEARER: bearer,
+      })
+    : undefined;
   const pool = new pg.Pool({ connectionString: ctx.stack.databaseUrl, max: ctx.connections });
   try {
-    await new Promise((resolve, reject) => {
-      server.stdout!.once("data", resolve);
-      server.once("exit", (code) => reject(new Error(`the token floor server exited (${code})`)));
-    });
+    for (const started of [server, guarded]) {
+      if (!started) continue;
+      await new Promise((resolve, reject) => {
+        started.stdout!.once("data", resolve);
+        started.once("exit", (code) => reject(new Error(`the token floor server exited (${code})`)));
+      });
+    }
     const floorOf = (op: TokenOperation): LoadTarget => ({
       ...ctx.requests[op],
       url: `http://127.0.0.1:${port}/api/graphql`,
     });
+    const guardedMe: LoadTarget = { ...ctx.requests.me, url: `http://127.0.0.1:${protectedPort}/api/graphql` };
     // Apollo answers a resolver's error with 200: each floor's answer is checked once, so none is timed failing.
     for (const op of measured) await answered(floorOf(op));
     for (const op of measured) await cannon([floorOf(op)], ctx.connections, ctx.warmUpSeconds);
+    if (guarded) {
+      await answered(guardedMe);
+      await cannon([guardedMe], ctx.connections, ctx.warmUpSeconds);
+    }
     const listSql = () => listCalls(pool, ctx.listActorUrn, ctx.connections, ctx.seconds);
     if (measured.includes("list")) await listCalls(pool, ctx.listActorUrn, ctx.connections, ctx.warmUpSeconds);
 
     const meter = new Meter(
       [
         { name: FLOOR, pid: server.pid! },
+        ...(guarded ? [{ name: PROTECTED, pid: guarded.pid! }] : []),
         { name: "PostgreSQL", pid: ctx.stack.postmasterPid, tree: true },
         { name: "load generator", pid: process.pid },
       ],
@@ -101,7 +125,14 @@ export async function tokenFloorGoals(
     const round: Record<TokenOperation, (cost: Cost) => Promise<Goal[]>> = {
       me: async (me) => {
         const floor = await http("me", "bare Apollo, from memory");
-        return [goalOf(me, "gateway", floor, FLOOR, "bare Apollo, from memory", 1.5)];
+        const withProtections = await settled(`floor of me: ${PROTECTED_WHAT}`, "request", async () => ({
+          units: await cannon([guardedMe], ctx.connections, ctx.seconds),
+        }));
+        return [
+          goalOf(me, "gateway", floor, FLOOR, "bare Apollo, from memory", 1.5),
+          asReference(goalOf(me, "gateway", withProtections, PROTECTED, PROTECTED_WHAT, 1.5)),
+          asReference(goalOf(withProtections, PROTECTED, floor, FLOOR, "bare Apollo, from memory", 1.5)),
+        ];
       },
       list: async (list) => {
         const floor = await http("list", "bare Apollo, 100 tokens from memory");
@@ -135,6 +166,7 @@ export async function tokenFloorGoals(
     return { goals, costs };
   } finally {
     server.kill("SIGTERM");
+    guarded?.kill("SIGTERM");
     await pool.end();
     rmSync(dir, { recursive: true, force: true });
   }
@@ -165,10 +197,11 @@ async function listCalls(pool: pg.Pool, actorUrn: string, connections: number, s
 
 /** A floor's window in one line: its rate, its process's and PostgreSQL's CPU, its statements per unit. */
 function report(cost: Cost): Cost {
+  const served = (cost.cpu[PROTECTED] ?? 0) > (cost.cpu[FLOOR] ?? 0) ? PROTECTED : FLOOR;
   const us = (name: string) => `${((cost.cpu[name] ?? 0) * 1e6).toFixed(0)} µs`;
   process.stdout.write(
     `\n${cost.operation}: ${(cost.units / cost.seconds).toFixed(0)} per s (load average ${cost.load}); CPU per ` +
-      `${cost.unit}: ${FLOOR} ${us(FLOOR)}, PostgreSQL ${us("PostgreSQL")}, load generator ${us("load generator")}; ` +
+      `${cost.unit}: ${served} ${us(served)}, PostgreSQL ${us("PostgreSQL")}, load generator ${us("load generator")}; ` +
       `PostgreSQL statements per ${cost.unit}: ${cost.statements.toFixed(2)}\n`,
   );
   return cost;

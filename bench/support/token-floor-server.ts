@@ -7,11 +7,15 @@
  * - listAccessTokens answers a constant page of 100 tokens of LIST_ACTOR_URN held in memory: no database at all.
  * - createAccessToken runs the gateway's create statement (token-floor-statements.ts, on DATABASE_URL) and answers a
  *   constant token: no signing, hashing or validation.
+ * With FLOOR_PROTECTIONS set, the protections every gateway request pays as their libraries give them come first
+ * (floor-protections.ts): FLOOR_BEARER is the one bearer token accepted, and `me` answers its caller.
  */
+import "./floor-telemetry";
 import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import pg from "pg";
 import { serveBareApollo } from "./bare-apollo";
+import { callers, protect } from "./floor-protections";
 import { createToken } from "./token-floor-statements";
 
 /** AccessTokenMetadata as the schema has it. */
@@ -49,31 +53,43 @@ async function main(): Promise<void> {
     };
   });
   const accessToken = "x".repeat(400); // about the length of a real one
-  await serveBareApollo("token floor server", {
-    typeDefs: readFileSync(process.env.SCHEMA_FILE!, "utf8"),
-    resolvers: {
-      Query: {
-        me: () => me,
-        listAccessTokens: () => ({ start: 0, count: page.length, total: 10_000, tokens: page }),
-      },
-      Mutation: {
-        createAccessToken: async (_: unknown, { input }: { input: { actorUrn: string; name: string } }) => {
-          const id = randomUUID();
-          const createdAt = Date.now();
-          const metadata = {
-            ...{ urn: `urn:li:dataHubAccessToken:${id}`, id, name: input.name, description: null },
-            ...{ actorUrn: input.actorUrn, ownerUrn: input.actorUrn },
-          };
-          await createToken(pool, {
-            ...{ id, name: input.name, actorUrn: input.actorUrn, parentTokenId },
-            ...{ tokenHash: randomUUID().replaceAll("-", "").repeat(2), createdAt },
-            exp: Math.floor(createdAt / 1000) + 3600,
-          });
-          return { accessToken, metadata };
+  await serveBareApollo(
+    "token floor server",
+    {
+      typeDefs: readFileSync(process.env.SCHEMA_FILE!, "utf8"),
+      resolvers: {
+        Query: {
+          me: () => (callers.getStore() ? { urn: callers.getStore()!.urn } : me),
+          listAccessTokens: () => ({ start: 0, count: page.length, total: 10_000, tokens: page }),
+        },
+        Mutation: {
+          createAccessToken: async (_: unknown, { input }: { input: { actorUrn: string; name: string } }) => {
+            const id = randomUUID();
+            const createdAt = Date.now();
+            const metadata = {
+              ...{ urn: `urn:li:dataHubAccessToken:${id}`, id, name: input.name, description: null },
+              ...{ actorUrn: input.actorUrn, ownerUrn: input.actorUrn },
+            };
+            await createToken(pool, {
+              ...{ id, name: input.name, actorUrn: input.actorUrn, parentTokenId },
+              ...{ tokenHash: randomUUID().replaceAll("-", "").repeat(2), createdAt },
+              exp: Math.floor(createdAt / 1000) + 3600,
+            });
+            return { accessToken, metadata };
+          },
         },
       },
     },
-  });
+    protections(me.urn),
+  );
+}
+
+/** The protections to mount (FLOOR_PROTECTIONS), accepting FLOOR_BEARER for `urn` for a day; none when unset. */
+function protections(urn: string) {
+  const bearer = process.env.FLOOR_BEARER;
+  if (!process.env.FLOOR_PROTECTIONS || !bearer) return undefined;
+  const tokens = new Map([[bearer, { urn, expiresAt: Date.now() + 86_400_000 }]]);
+  return (app: Parameters<typeof protect>[0]) => protect(app, tokens);
 }
 
 void main();
