@@ -190,6 +190,7 @@ export async function benchCost(): Promise<void> {
         stack,
         evaluate,
         entity: ENTITY,
+        bearer: token,
         connections: EVALUATE_CONNECTIONS,
         seconds: SECONDS,
         warmUpSeconds: WARM_UP_SECONDS,

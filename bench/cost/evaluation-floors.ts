@@ -6,8 +6,10 @@
  *   evaluating the same tests in process), on a queue prefix and name of their own, loaded as evaluate is, in one
  *   window: the gateway's CPU per request against the floor server's, the evaluation worker's against the bare
  *   worker's. Then, as a reference (not a goal), the evaluation worker's against the same bare worker evaluating in a
- *   thread pool configured as the evaluation worker's (IN_THREADS=1), in a window of its own. In ROUNDS rounds, each
- *   evaluate's window and then these two.
+ *   thread pool configured as the evaluation worker's (IN_THREADS=1), in a window of its own; and the gateway's against
+ *   the floor server behind the protections every gateway request pays, as their libraries give them
+ *   (../support/floor-protections.ts, FLOOR_PROTECTIONS), in front of the in-process bare worker. In ROUNDS rounds, each
+ *   evaluate's window and then these three.
  * - runTest with push: run-test-floor.ts (the same datasets read in the worker's batches, the test evaluated in
  *   process, one multi-row INSERT of testResults versions per batch), one pass in a window after an unmeasured one:
  *   the evaluation worker's CPU per thousand entities against that process's, PostgreSQL's against PostgreSQL's. And
@@ -23,7 +25,7 @@ import type { Pool } from "pg";
 import { DEFAULT_RUN_BATCH_SIZE } from "@mdp/queues";
 import { freePort, uniqueName } from "../../test/support/services";
 import { spawnBenchProcess } from "../support/bench-process";
-import { asReference, fromRounds, goalOf, medianCost, ROUNDS, type Goal } from "./goals";
+import { asKept, asReference, fromRounds, goalOf, medianCost, ROUNDS, type Goal } from "./goals";
 import { cannon, Meter, type Cost } from "./meter";
 import type { PrivateStack } from "./private-stack";
 import type { Measured } from "./proc";
@@ -71,6 +73,10 @@ function stop(child: ChildProcess): Promise<void> {
 
 /** The in-process and the threaded bare worker (evaluating-worker.ts, IN_THREADS), as their windows name them. */
 const BARE_WORKER = "bare evaluating worker";
+const THREADED_FLOOR = "run-test floor with guarantees, in threads";
+const SERVER = "http floor server";
+const PROTECTED_SERVER = "protected http floor server";
+const PROTECTED_WHAT = "bare express /batched behind the libraries' protections";
 const THREADED_WORKER = "bare evaluating worker, threads";
 
 /**
@@ -86,6 +92,8 @@ export async function evaluateFloorGoals(ctx: {
   /** evaluate's window (the gateway's and the evaluation worker's), measured once a round before its floors' */
   evaluate: () => Promise<Cost>;
   entity: string;
+  /** the bearer token evaluate's requests carry: the protected floor server accepts it */
+  bearer: string;
   connections: number;
   seconds: number;
   warmUpSeconds: number;
@@ -100,17 +108,36 @@ export async function evaluateFloorGoals(ctx: {
     ...queueEnv,
     PORT: String(port),
   });
+  const protectedPort = await freePort();
+  const guarded = spawnBenchProcess(path.join(__dirname, "../evaluate/http-floor-server.ts"), {
+    ...queueEnv,
+    PORT: String(protectedPort),
+    FLOOR_PROTECTIONS: "1",
+    FLOOR_BEARER: ctx.bearer,
+  });
   const target = {
     url: `http://127.0.0.1:${port}/batched`,
     headers: { "content-type": "application/json" },
     body: "{}",
+  };
+  const servers = {
+    bare: { name: SERVER, pid: server.pid!, target },
+    guarded: {
+      name: PROTECTED_SERVER,
+      pid: guarded.pid!,
+      target: {
+        url: `http://127.0.0.1:${protectedPort}/batched`,
+        headers: { ...target.headers, authorization: `Bearer ${ctx.bearer}` },
+        body: "{}",
+      },
+    },
   };
   // The jobs the floor server added (BullMQ's id counter): how many requests a job carried, which the worker's timing
   // decides (the server puts into one job what arrives together), and on which its CPU per request depends.
   const redis = new Redis(ctx.stack.redisUrl, { maxRetriesPerRequest: 1 });
   const jobsAdded = async () => Number((await redis.get(`${queueEnv.QUEUE_PREFIX}:${queueEnv.QUEUE_NAME}:id`)) ?? 0);
   // One bare worker on the floor's queue at a time: started, warmed up, measured, stopped.
-  const floorWindow = async (name: string, inThreads: boolean) => {
+  const floorWindow = async (name: string, inThreads: boolean, via = servers.bare) => {
     const worker = spawnBenchProcess(path.join(__dirname, "evaluating-worker.ts"), {
       ...queueEnv,
       DATABASE_URL: ctx.stack.databaseUrl,
@@ -120,10 +147,10 @@ export async function evaluateFloorGoals(ctx: {
     });
     try {
       const ready = await lineOf(worker, "bare evaluating worker running");
-      await cannon([target], ctx.connections, ctx.warmUpSeconds);
+      await cannon([via.target], ctx.connections, ctx.warmUpSeconds);
       const meter = new Meter(
         [
-          { name: "http floor server", pid: server.pid! },
+          { name: via.name, pid: via.pid },
           { name, pid: worker.pid! },
           { name: "PostgreSQL", pid: ctx.stack.postmasterPid, tree: true },
           { name: "Redis", pid: ctx.stack.redisPid },
@@ -133,8 +160,9 @@ export async function evaluateFloorGoals(ctx: {
       );
       await meter.measureRest(2);
       let jobs = -(await jobsAdded());
-      const cost = await meter.window(`floor: evaluate${inThreads ? ", threads" : ""}`, "request", async () => {
-        const units = await cannon([target], ctx.connections, ctx.seconds);
+      const label = `floor: evaluate${inThreads ? ", threads" : ""}${via === servers.bare ? "" : ", protected"}`;
+      const cost = await meter.window(label, "request", async () => {
+        const units = await cannon([via.target], ctx.connections, ctx.seconds);
         jobs += await jobsAdded();
         return { units };
       });
@@ -167,9 +195,17 @@ export async function evaluateFloorGoals(ctx: {
       `\nfloor of evaluate in threads (the same, evaluating in a piscina pool of ${threads} threads as the evaluation ` +
         `worker's): ${line(threaded)}; the bare worker's CPU per request ${times.toFixed(2)}× in process\n`,
     );
+    const { cost: withProtections } = await floorWindow(BARE_WORKER, false, servers.guarded);
+    process.stdout.write(
+      `\nfloor of evaluate behind protections (the same, the floor server behind the protections every gateway ` +
+        `request pays, as their libraries give them): ${line(withProtections)}\n`,
+    );
+    const gateway = goalOf(evaluate, "gateway", floor, SERVER, "bare express /batched", LIMIT);
+    const inProcess = `bare BullMQ worker, ${tests} tests in process`;
+    const worker = goalOf(evaluate, "evaluation worker", floor, BARE_WORKER, inProcess, LIMIT);
     const goals = [
-      goalOf(evaluate, "gateway", floor, "http floor server", "bare express /batched", LIMIT),
-      goalOf(evaluate, "evaluation worker", floor, BARE_WORKER, `bare BullMQ worker, ${tests} tests in process`, LIMIT),
+      gateway,
+      worker,
       asReference(
         goalOf(
           evaluate,
@@ -180,11 +216,15 @@ export async function evaluateFloorGoals(ctx: {
           LIMIT,
         ),
       ),
+      asReference(goalOf(evaluate, "gateway", withProtections, PROTECTED_SERVER, PROTECTED_WHAT, LIMIT)),
+      asKept(goalOf(withProtections, PROTECTED_SERVER, floor, SERVER, "bare express /batched", LIMIT), gateway),
+      asKept(goalOf(threaded, THREADED_WORKER, floor, BARE_WORKER, inProcess, LIMIT), worker),
     ];
     return { goals, evaluate };
   };
   try {
     await lineOf(server, "http floor server listening");
+    await lineOf(guarded, "http floor server listening");
     const rounds: Awaited<ReturnType<typeof round>>[] = [];
     for (let r = 0; r < ROUNDS; r++) rounds.push(await round());
     return {
@@ -197,6 +237,7 @@ export async function evaluateFloorGoals(ctx: {
   } finally {
     redis.disconnect();
     await stop(server);
+    await stop(guarded);
   }
 }
 
@@ -294,16 +335,12 @@ export async function runTestFloorGoals(ctx: {
           )}`,
         ),
     );
+    const bare = "bare process: batch read, in-process evaluation, one INSERT";
+    const worker = goalOf(ctx.push, "evaluation worker", floor.cost, "run-test floor", bare, LIMIT);
+    const postgres = goalOf(ctx.push, "PostgreSQL", floor.cost, "PostgreSQL", "the bare process's statements", LIMIT);
     return [
-      goalOf(
-        ctx.push,
-        "evaluation worker",
-        floor.cost,
-        "run-test floor",
-        "bare process: batch read, in-process evaluation, one INSERT",
-        LIMIT,
-      ),
-      goalOf(ctx.push, "PostgreSQL", floor.cost, "PostgreSQL", "the bare process's statements", LIMIT),
+      worker,
+      postgres,
       asReference(
         goalOf(
           ctx.push,
@@ -326,6 +363,11 @@ export async function runTestFloorGoals(ctx: {
           "the same, evaluating in a pool of 4 threads",
           LIMIT,
         ),
+      ),
+      asKept(goalOf(inThreads.cost, THREADED_FLOOR, floor.cost, "run-test floor", bare, LIMIT), worker),
+      asKept(
+        goalOf(withGuarantees.cost, "PostgreSQL", floor.cost, "PostgreSQL", "the bare process's statements", LIMIT),
+        postgres,
       ),
     ];
   } finally {

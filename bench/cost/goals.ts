@@ -29,6 +29,12 @@ export interface Goal {
    * its protections), printed in a table of its own and not counted. It shows how much of a goal's distance is those.
    */
   reference?: true;
+  /**
+   * A reference of another kind: a floor that keeps what the product must keep (its protections, guarantees or
+   * isolation) against the bare floor of the goal it names. When it alone passes that goal's limit, the goal is beyond
+   * the stack with what it keeps: no code of the product's can bring it within.
+   */
+  keeps?: { operation: string; process: string };
   /** each round's ratio, when measured in rounds (their median is the goal's ratio) */
   rounds?: number[];
 }
@@ -54,6 +60,13 @@ export function goalOf(
 
 /** `goal` as a reference (see Goal.reference): its limit is not judged. */
 export const asReference = (goal: Goal): Goal => ({ ...goal, reference: true });
+
+/** `floor`, a floor that keeps what the product keeps against `goal`'s bare floor, as a reference (see Goal.keeps). */
+export const asKept = (floor: Goal, goal: Goal): Goal => ({
+  ...floor,
+  reference: true,
+  keeps: { operation: goal.operation, process: goal.process },
+});
 
 /**
  * The goals of several rounds, each round's list in the same order: each goal's ratio the median of its rounds', its
@@ -92,31 +105,54 @@ const ratioText = (goal: Goal) => {
   return `${text} (${range}, ${goal.rounds.length} rounds)`;
 };
 
-/** The goals as a markdown table, one row each, and how many are met; then the references, if any. */
+/**
+ * The goals as a markdown table, one row each, and how many are met (a goal not met whose kept floor alone passes its
+ * limit says so); then the references against the product, then the kept floors against the bare ones, if any.
+ */
 export function printGoals(all: Goal[], write: (text: string) => void = (t) => process.stdout.write(t)): void {
   const goals = all.filter((g) => !g.reference);
-  const references = all.filter((g) => g.reference);
+  const references = all.filter((g) => g.reference && !g.keeps);
+  const kept = all.filter((g) => g.keeps);
+  const keptFor = (g: Goal) => kept.find((k) => k.keeps!.operation === g.operation && k.keeps!.process === g.process);
+  const beyond = (g: Goal) => {
+    const k = keptFor(g);
+    return !met(g) && k !== undefined && ratioOf(k) > g.limit;
+  };
+  const status = (g: Goal) =>
+    met(g) ? "MET" : beyond(g) ? `NOT MET: what it keeps alone is ${ratioOf(keptFor(g)!).toFixed(2)}×` : "NOT MET";
   const rows = goals.map(
     (g) =>
       `| ${g.operation} | ${g.process} | ${us(g.measured)} | ${g.floor}: ${us(g.floorCpu)} | ` +
-      `${ratioText(g)} | ≤ ${g.limit}× | ${met(g) ? "MET" : "NOT MET"} |`,
+      `${ratioText(g)} | ≤ ${g.limit}× | ${status(g)} |`,
   );
+  const beyondCount = goals.filter(beyond).length;
   write(
     `\nCPU per request against its floor (µs, medians; the same run, each round the operation's window then its floor's)\n\n` +
       `| operation | process | CPU | floor | ratio | goal | |\n| --- | --- | ---: | --- | ---: | ---: | --- |\n` +
       rows.join("\n") +
-      `\n\n${goals.filter(met).length} of ${goals.length} goals met\n`,
-  );
-  if (references.length === 0) return;
-  write(
-    `\nAgainst floors that also do what the product keeps (references, not goals)\n\n` +
-      `| operation | process | CPU | floor | ratio |\n| --- | --- | ---: | --- | ---: |\n` +
-      references
-        .map(
-          (g) =>
-            `| ${g.operation} | ${g.process} | ${us(g.measured)} | ${g.floor}: ${us(g.floorCpu)} | ${ratioText(g)} |`,
-        )
-        .join("\n") +
+      `\n\n${goals.filter(met).length} of ${goals.length} goals met` +
+      (beyondCount > 0 ? `; ${beyondCount} beyond the stack with what the product keeps (below)` : "") +
       "\n",
+  );
+  const table = (title: string, head: string, lines: string[]) =>
+    lines.length > 0 && write(`\n${title}\n\n${head}\n${lines.join("\n")}\n`);
+  table(
+    "Against floors that also do what the product keeps (references, not goals)",
+    "| operation | process | CPU | floor | ratio |\n| --- | --- | ---: | --- | ---: |",
+    references.map(
+      (g) => `| ${g.operation} | ${g.process} | ${us(g.measured)} | ${g.floor}: ${us(g.floorCpu)} | ${ratioText(g)} |`,
+    ),
+  );
+  table(
+    "What the product keeps, on its own: a floor that keeps it against the bare floor of the goal it explains",
+    "| floor that keeps it | process | CPU | bare floor | ratio | goal | |\n| --- | --- | ---: | --- | ---: | ---: | --- |",
+    kept.map((k) => {
+      const goal = goals.find((g) => g.operation === k.keeps!.operation && g.process === k.keeps!.process);
+      const limit = goal?.limit ?? k.limit;
+      return (
+        `| ${k.operation} | ${k.process} | ${us(k.measured)} | ${k.floor}: ${us(k.floorCpu)} | ${ratioText(k)} | ` +
+        `${k.keeps!.operation}, ${k.keeps!.process} ≤ ${limit}× | ${ratioOf(k) > limit ? "passes it alone" : "within it"} |`
+      );
+    }),
   );
 }

@@ -22,7 +22,7 @@ import { freePort } from "../../test/support/services";
 import { spawnBenchProcess } from "../support/bench-process";
 import { gatewaySchema } from "../support/gateway-schema";
 import { listTokens } from "../support/token-floor-statements";
-import { asReference, fromRounds, goalOf, medianCost, ROUNDS, type Goal } from "./goals";
+import { asKept, asReference, fromRounds, goalOf, medianCost, ROUNDS, type Goal } from "./goals";
 import { cannon, Meter, type Cost, type LoadTarget } from "./meter";
 import type { PrivateStack } from "./private-stack";
 
@@ -128,10 +128,11 @@ export async function tokenFloorGoals(
         const withProtections = await settled(`floor of me: ${PROTECTED_WHAT}`, "request", async () => ({
           units: await cannon([guardedMe], ctx.connections, ctx.seconds),
         }));
+        const goal = goalOf(me, "gateway", floor, FLOOR, "bare Apollo, from memory", 1.5);
         return [
-          goalOf(me, "gateway", floor, FLOOR, "bare Apollo, from memory", 1.5),
+          goal,
           asReference(goalOf(me, "gateway", withProtections, PROTECTED, PROTECTED_WHAT, 1.5)),
-          asReference(goalOf(withProtections, PROTECTED, floor, FLOOR, "bare Apollo, from memory", 1.5)),
+          asKept(goalOf(withProtections, PROTECTED, floor, FLOOR, "bare Apollo, from memory", 1.5), goal),
         ];
       },
       list: async (list) => {

@@ -7,12 +7,15 @@
  *   evaluations (EvaluationBatcher), and answers them all when it finishes: how far batching alone can take an HTTP
  *   front, before any authentication, database read or evaluation. Against a worker that answers a job with one
  *   value per request (bench/cost/evaluating-worker.ts), each request gets its own.
- * Exits on SIGTERM.
+ * With FLOOR_PROTECTIONS set, the protections every gateway request pays as their libraries give them come first
+ * (../support/floor-protections.ts), accepting FLOOR_BEARER. Exits on SIGTERM.
  */
+import "../support/floor-telemetry";
 import { randomUUID } from "node:crypto";
 import { Queue, QueueEvents } from "bullmq";
 import express from "express";
 import { createRedis, jobOptions } from "@mdp/queues";
+import { protect } from "../support/floor-protections";
 
 async function main(): Promise<void> {
   const redisUrl = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
@@ -23,6 +26,10 @@ async function main(): Promise<void> {
   queue.setMaxListeners(0);
   await events.waitUntilReady();
   const app = express();
+  const bearer = process.env.FLOOR_BEARER;
+  if (process.env.FLOOR_PROTECTIONS && bearer) {
+    protect(app, new Map([[bearer, { urn: "urn:li:corpuser:floor", expiresAt: Date.now() + 86_400_000 }]]));
+  }
   app.use(express.json({ limit: "1mb" }));
   app.post("/noop", (_req, res, next) => {
     queue
