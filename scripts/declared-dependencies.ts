@@ -49,6 +49,9 @@ const NOT_IMPORTED: Record<string, Record<string, string>> = {
     prisma: "the CLI that generates the client (postinstall)",
     tsx: "runs the package's scripts",
   },
+  bench: {
+    "@opentelemetry/api": "the peer of the floors' @opentelemetry/sdk-node: declared so that it is @mdp/core's install",
+  },
   cli: {
     graphql: "peer dependency of the graphql-codegen packages",
     "@graphql-codegen/typescript-operations": "a plugin graphql-codegen loads by name (codegen/api-types.ts)",

@@ -99,18 +99,15 @@ export async function evaluateFloorGoals(ctx: {
   warmUpSeconds: number;
 }): Promise<{ goals: Goal[]; cost: Cost }> {
   const port = await freePort();
-  const queueEnv = {
-    REDIS_URL: ctx.stack.redisUrl,
-    QUEUE_PREFIX: uniqueName("bench-cost-floor"),
-    QUEUE_NAME: "evaluate-floor",
-  };
-  const server = spawnBenchProcess(path.join(__dirname, "../evaluate/http-floor-server.ts"), {
+  let protectedPort = await freePort();
+  while (protectedPort === port) protectedPort = await freePort();
+  const queueEnv = { REDIS_URL: ctx.stack.redisUrl, QUEUE_PREFIX: uniqueName("bench-cost-floor") };
+  // Each server on a queue of its own, so that neither's QueueEvents reads the other's jobs' events.
+  const serverFile = path.join(__dirname, "../evaluate/http-floor-server.ts");
+  const server = spawnBenchProcess(serverFile, { ...queueEnv, QUEUE_NAME: "evaluate-floor", PORT: String(port) });
+  const guarded = spawnBenchProcess(serverFile, {
     ...queueEnv,
-    PORT: String(port),
-  });
-  const protectedPort = await freePort();
-  const guarded = spawnBenchProcess(path.join(__dirname, "../evaluate/http-floor-server.ts"), {
-    ...queueEnv,
+    QUEUE_NAME: "evaluate-floor-protected",
     PORT: String(protectedPort),
     FLOOR_PROTECTIONS: "1",
     FLOOR_BEARER: ctx.bearer,
@@ -121,10 +118,11 @@ export async function evaluateFloorGoals(ctx: {
     body: "{}",
   };
   const servers = {
-    bare: { name: SERVER, pid: server.pid!, target },
+    bare: { name: SERVER, pid: server.pid!, queue: "evaluate-floor", target },
     guarded: {
       name: PROTECTED_SERVER,
       pid: guarded.pid!,
+      queue: "evaluate-floor-protected",
       target: {
         url: `http://127.0.0.1:${protectedPort}/batched`,
         headers: { ...target.headers, authorization: `Bearer ${ctx.bearer}` },
@@ -132,14 +130,15 @@ export async function evaluateFloorGoals(ctx: {
       },
     },
   };
-  // The jobs the floor server added (BullMQ's id counter): how many requests a job carried, which the worker's timing
+  // The jobs a floor server added (BullMQ's id counter): how many requests a job carried, which the worker's timing
   // decides (the server puts into one job what arrives together), and on which its CPU per request depends.
   const redis = new Redis(ctx.stack.redisUrl, { maxRetriesPerRequest: 1 });
-  const jobsAdded = async () => Number((await redis.get(`${queueEnv.QUEUE_PREFIX}:${queueEnv.QUEUE_NAME}:id`)) ?? 0);
+  const jobsAdded = async (queue: string) => Number((await redis.get(`${queueEnv.QUEUE_PREFIX}:${queue}:id`)) ?? 0);
   // One bare worker on the floor's queue at a time: started, warmed up, measured, stopped.
   const floorWindow = async (name: string, inThreads: boolean, via = servers.bare) => {
     const worker = spawnBenchProcess(path.join(__dirname, "evaluating-worker.ts"), {
       ...queueEnv,
+      QUEUE_NAME: via.queue,
       DATABASE_URL: ctx.stack.databaseUrl,
       ENTITY_URN: ctx.entity,
       CONCURRENCY: String(WORKER_CONCURRENCY),
@@ -159,11 +158,11 @@ export async function evaluateFloorGoals(ctx: {
         ctx.stack,
       );
       await meter.measureRest(2);
-      let jobs = -(await jobsAdded());
+      let jobs = -(await jobsAdded(via.queue));
       const label = `floor: evaluate${inThreads ? ", threads" : ""}${via === servers.bare ? "" : ", protected"}`;
       const cost = await meter.window(label, "request", async () => {
         const units = await cannon([via.target], ctx.connections, ctx.seconds);
-        jobs += await jobsAdded();
+        jobs += await jobsAdded(via.queue);
         return { units };
       });
       return {

@@ -61,7 +61,9 @@ export async function tokenFloorGoals(
   const dir = mkdtempSync(path.join(tmpdir(), "bench-cost-floor-"));
   const schemaFile = path.join(dir, "schema.graphql");
   writeFileSync(schemaFile, await gatewaySchema(ctx.requests.me.url, ctx.systemHeaders));
-  const [port, protectedPort] = [await freePort(), await freePort()];
+  const port = await freePort();
+  let protectedPort = await freePort();
+  while (protectedPort === port) protectedPort = await freePort();
   const serverEnv = {
     DATABASE_URL: ctx.stack.databaseUrl,
     LIST_ACTOR_URN: ctx.listActorUrn,

@@ -26,8 +26,9 @@ async function main(): Promise<void> {
   queue.setMaxListeners(0);
   await events.waitUntilReady();
   const app = express();
-  const bearer = process.env.FLOOR_BEARER;
-  if (process.env.FLOOR_PROTECTIONS && bearer) {
+  if (process.env.FLOOR_PROTECTIONS) {
+    const bearer = process.env.FLOOR_BEARER;
+    if (!bearer) throw new Error("FLOOR_PROTECTIONS needs FLOOR_BEARER, the one token the floor accepts");
     protect(app, new Map([[bearer, { urn: "urn:li:corpuser:floor", expiresAt: Date.now() + 86_400_000 }]]));
   }
   app.use(express.json({ limit: "1mb" }));

@@ -59,7 +59,13 @@ async function main(): Promise<void> {
       typeDefs: readFileSync(process.env.SCHEMA_FILE!, "utf8"),
       resolvers: {
         Query: {
-          me: () => (callers.getStore() ? { urn: callers.getStore()!.urn } : me),
+          me: () => {
+            if (!process.env.FLOOR_PROTECTIONS) return me;
+            // Behind the protections, the caller authentication found (none would be a lost context, not a fallback).
+            const caller = callers.getStore();
+            if (!caller) throw new Error("no authenticated caller in the request's context");
+            return { urn: caller.urn };
+          },
           listAccessTokens: () => ({ start: 0, count: page.length, total: 10_000, tokens: page }),
         },
         Mutation: {
@@ -86,8 +92,9 @@ async function main(): Promise<void> {
 
 /** The protections to mount (FLOOR_PROTECTIONS), accepting FLOOR_BEARER for `urn` for a day; none when unset. */
 function protections(urn: string) {
+  if (!process.env.FLOOR_PROTECTIONS) return undefined;
   const bearer = process.env.FLOOR_BEARER;
-  if (!process.env.FLOOR_PROTECTIONS || !bearer) return undefined;
+  if (!bearer) throw new Error("FLOOR_PROTECTIONS needs FLOOR_BEARER, the one token the floor accepts");
   const tokens = new Map([[bearer, { urn, expiresAt: Date.now() + 86_400_000 }]]);
   return (app: Parameters<typeof protect>[0]) => protect(app, tokens);
 }
