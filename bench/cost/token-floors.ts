@@ -3,15 +3,15 @@
  * window, then its floors'), on the same private PostgreSQL, with the same connections, and compared with them as
  * goals (goals.ts):
  * - me: a bare Apollo serving the gateway's schema (../support/token-floor-server.ts, its own process, as the gateway)
- *   answering the same query from memory, no authentication; the gateway's CPU per request ≤ 1.5× its. And, as a
- *   reference (not a goal), the same server behind the protections every gateway request pays, done as their libraries
- *   document them (../support/floor-protections.ts: tracing, security headers, metrics, request ids, authentication):
- *   the gateway against it, and it against the bare floor (what the protections alone cost on this stack).
+ *   answering the same query from memory, no authentication; the gateway's CPU per request ≤ 1.5× its.
  * - listAccessTokens: that server answering the same 100 tokens from memory (gateway ≤ 2×); and the gateway's list
  *   statement (token-floor-statements.ts) run bare by a pg client in this process at the same concurrency, for
  *   PostgreSQL's CPU per call (PostgreSQL ≤ 1.5×: what the gateway runs beside it, an authentication lookup or usage
  *   recording, is what the ratio shows).
  * - createAccessToken: that server running the gateway's create statement; gateway ≤ 1.5×, PostgreSQL ≤ 1.5×.
+ * And for each, as references (not goals), the same server behind the protections every gateway request pays, done as
+ * their libraries document them (../support/floor-protections.ts: tracing, security headers, metrics, request ids,
+ * authentication): the gateway against it, and it against the bare floor (a kept floor: goals.ts asKept).
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -73,18 +73,15 @@ export async function tokenFloorGoals(
   const serverFile = path.join(__dirname, "../support/token-floor-server.ts");
   const server = spawnBenchProcess(serverFile, { ...serverEnv, PORT: String(port) });
   const bearer = String(ctx.requests.me.headers?.authorization ?? "").replace(/^Bearer /, "");
-  const guarded = measured.includes("me")
-    ? spawnBenchProcess(serverFile, {
-        ...serverEnv,
-        PORT: String(protectedPort),
-        FLOOR_PROTECTIONS: "1",
-        FLOOR_BEARER: bearer,
-      })
-    : undefined;
+  const guarded = spawnBenchProcess(serverFile, {
+    ...serverEnv,
+    PORT: String(protectedPort),
+    FLOOR_PROTECTIONS: "1",
+    FLOOR_BEARER: bearer,
+  });
   const pool = new pg.Pool({ connectionString: ctx.stack.databaseUrl, max: ctx.connections });
   try {
     for (const started of [server, guarded]) {
-      if (!started) continue;
       await new Promise((resolve, reject) => {
         started.stdout!.once("data", resolve);
         started.once("exit", (code) => reject(new Error(`the token floor server exited (${code})`)));
@@ -94,21 +91,22 @@ export async function tokenFloorGoals(
       ...ctx.requests[op],
       url: `http://127.0.0.1:${port}/api/graphql`,
     });
-    const guardedMe: LoadTarget = { ...ctx.requests.me, url: `http://127.0.0.1:${protectedPort}/api/graphql` };
+    const guardedOf = (op: TokenOperation): LoadTarget => ({
+      ...ctx.requests[op],
+      url: `http://127.0.0.1:${protectedPort}/api/graphql`,
+    });
     // Apollo answers a resolver's error with 200: each floor's answer is checked once, so none is timed failing.
     for (const op of measured) await answered(floorOf(op));
     for (const op of measured) await cannon([floorOf(op)], ctx.connections, ctx.warmUpSeconds);
-    if (guarded) {
-      await answered(guardedMe);
-      await cannon([guardedMe], ctx.connections, ctx.warmUpSeconds);
-    }
+    for (const op of measured) await answered(guardedOf(op));
+    for (const op of measured) await cannon([guardedOf(op)], ctx.connections, ctx.warmUpSeconds);
     const listSql = () => listCalls(pool, ctx.listActorUrn, ctx.connections, ctx.seconds);
     if (measured.includes("list")) await listCalls(pool, ctx.listActorUrn, ctx.connections, ctx.warmUpSeconds);
 
     const meter = new Meter(
       [
         { name: FLOOR, pid: server.pid! },
-        ...(guarded ? [{ name: PROTECTED, pid: guarded.pid! }] : []),
+        { name: PROTECTED, pid: guarded.pid! },
         { name: "PostgreSQL", pid: ctx.stack.postmasterPid, tree: true },
         { name: "load generator", pid: process.pid },
       ],
@@ -123,33 +121,40 @@ export async function tokenFloorGoals(
       settled(`floor of ${op}: ${what}`, "request", async () => ({
         units: await cannon([floorOf(op)], ctx.connections, ctx.seconds),
       }));
+    /**
+     * `op`'s goal of the gateway against `floor`, then its kept floor (the same server behind the protections) as a
+     * reference against the gateway and against `floor`
+     */
+    const withKept = async (op: TokenOperation, cost: Cost, floor: Cost, what: string, limit: number) => {
+      const guardedFloor = await settled(`floor of ${op}: ${PROTECTED_WHAT}`, "request", async () => ({
+        units: await cannon([guardedOf(op)], ctx.connections, ctx.seconds),
+      }));
+      const goal = goalOf(cost, "gateway", floor, FLOOR, what, limit);
+      return [
+        goal,
+        asReference(goalOf(cost, "gateway", guardedFloor, PROTECTED, PROTECTED_WHAT, limit)),
+        asKept(goalOf(guardedFloor, PROTECTED, floor, FLOOR, what, limit), goal),
+      ];
+    };
     /** one round's goals of `op`: its window, then its floors' */
     const round: Record<TokenOperation, (cost: Cost) => Promise<Goal[]>> = {
-      me: async (me) => {
-        const floor = await http("me", "bare Apollo, from memory");
-        const withProtections = await settled(`floor of me: ${PROTECTED_WHAT}`, "request", async () => ({
-          units: await cannon([guardedMe], ctx.connections, ctx.seconds),
-        }));
-        const goal = goalOf(me, "gateway", floor, FLOOR, "bare Apollo, from memory", 1.5);
-        return [
-          goal,
-          asReference(goalOf(me, "gateway", withProtections, PROTECTED, PROTECTED_WHAT, 1.5)),
-          asKept(goalOf(withProtections, PROTECTED, floor, FLOOR, "bare Apollo, from memory", 1.5), goal),
-        ];
-      },
+      me: async (me) =>
+        withKept("me", me, await http("me", "bare Apollo, from memory"), "bare Apollo, from memory", 1.5),
       list: async (list) => {
-        const floor = await http("list", "bare Apollo, 100 tokens from memory");
+        const what = "bare Apollo, 100 tokens from memory";
+        const floor = await http("list", what);
         const sql = await settled("floor of list: its SQL, a bare pg client", "call", listSql);
         return [
-          goalOf(list, "gateway", floor, FLOOR, "bare Apollo, 100 tokens from memory", 2),
+          ...(await withKept("list", list, floor, what, 2)),
           goalOf(list, "PostgreSQL", sql, "PostgreSQL", "its SQL, a bare pg client", 1.5),
         ];
       },
       create: async (create) => {
-        const floor = await http("create", "the same INSERT, bare Apollo");
+        const what = "the same INSERT, bare Apollo";
+        const floor = await http("create", what);
         return [
-          goalOf(create, "gateway", floor, FLOOR, "the same INSERT, bare Apollo", 1.5),
-          goalOf(create, "PostgreSQL", floor, "PostgreSQL", "the same INSERT, bare Apollo", 1.5),
+          ...(await withKept("create", create, floor, what, 1.5)),
+          goalOf(create, "PostgreSQL", floor, "PostgreSQL", what, 1.5),
         ];
       },
     };
@@ -169,7 +174,7 @@ export async function tokenFloorGoals(
     return { goals, costs };
   } finally {
     server.kill("SIGTERM");
-    guarded?.kill("SIGTERM");
+    guarded.kill("SIGTERM");
     await pool.end();
     rmSync(dir, { recursive: true, force: true });
   }
