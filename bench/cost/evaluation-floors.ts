@@ -73,11 +73,13 @@ function stop(child: ChildProcess): Promise<void> {
 
 /** The in-process and the threaded bare worker (evaluating-worker.ts, IN_THREADS), as their windows name them. */
 const BARE_WORKER = "bare evaluating worker";
-const THREADED_FLOOR = "run-test floor with guarantees, in threads";
+const THREADED_WORKER = "bare evaluating worker, threads";
+/** evaluate's floor server, bare and behind the protections (FLOOR_PROTECTIONS), as their windows name them */
 const SERVER = "http floor server";
 const PROTECTED_SERVER = "protected http floor server";
 const PROTECTED_WHAT = "bare express /batched behind the libraries' protections";
-const THREADED_WORKER = "bare evaluating worker, threads";
+/** runTest's guarantees floor evaluating in threads, as its window names it */
+const THREADED_FLOOR = "run-test floor with guarantees, in threads";
 
 /**
  * evaluate's floors, warmed up, then loaded as `evaluate` is (`connections` on `/batched`, `seconds`), each in a
