@@ -73,21 +73,54 @@ describe("runTest's entity batches", () => {
 
   it("brings one aspect's latest values beside the batch when asked (runTest's stored results, for its push)", async () => {
     const gone = "urn:li:dataset:(urn:li:dataPlatform:hive,gone,PROD)";
-    const batch = await entityBatchOf(pool, [dataset(4), dataset(5), gone], "globalTags");
+    const batch = await entityBatchOf(pool, [dataset(4), dataset(5), gone], { aspectName: "globalTags", testUrns: [] });
     expect(batch.urns).toEqual([dataset(4), dataset(5)]);
     expect(JSON.parse(batch.aspect!)).toEqual({
       [dataset(4)]: { tags: [{ tag: "urn:li:tag:t4" }] },
       [dataset(5)]: { tags: [{ tag: "urn:li:tag:t5" }] },
     });
     // The status aspect's latest version, and nothing for an aspect no entity has.
-    const status = await entityBatchOf(pool, [dataset(4)], "status");
+    const status = await entityBatchOf(pool, [dataset(4)], { aspectName: "status", testUrns: [] });
     expect(JSON.parse(status.aspect!)).toEqual({ [dataset(4)]: { removed: false } });
     // Their versions beside them (the push's upsert does not look them up again).
     expect(JSON.parse(status.versions!)).toEqual({ [dataset(4)]: 2 });
     expect(JSON.parse(batch.versions!)).toEqual({ [dataset(4)]: 1, [dataset(5)]: 1 });
-    const none = await entityBatchOf(pool, [dataset(4)], "testResults");
-    expect([none.aspect, none.versions]).toEqual(["{}", "{}"]);
-    const empty = await entityBatchOf(pool, [], "testResults");
-    expect([empty.aspect, empty.versions]).toEqual(["{}", "{}"]);
+    const none = await entityBatchOf(pool, [dataset(4)], { aspectName: "testResults", testUrns: [] });
+    expect([none.aspect, none.versions, none.onTypes]).toEqual(["{}", "{}", "{}"]);
+    const empty = await entityBatchOf(pool, [], { aspectName: "testResults", testUrns: [] });
+    expect([empty.aspect, empty.versions, empty.onTypes]).toEqual(["{}", "{}", "{}"]);
+  });
+
+  it("brings what the tests named in stored results, and those asked for, select now: the push's merge needs no read", async () => {
+    const test = (name: string, onTypes: string[]) =>
+      pool.query(
+        `INSERT INTO metadata_test (urn, name, category, definition_text, definition, on_types, created_by, owner_urn, updated_at)
+         VALUES ($1, $1::text, 'c', '{}', '{}', $2, 'test', 'test', now())`,
+        [`urn:li:test:${name}`, onTypes],
+      );
+    await test("stored", ["dataset", "chart"]);
+    await test("asked", ["dataset"]);
+    await test("unrelated", ["dataset"]);
+    const results = (urn: string, value: unknown) =>
+      pool.query(
+        `INSERT INTO aspect (urn, aspect_name, version, entity_type, value, created_by) VALUES ($1, 'testResults', 1, 'dataset', $2, 'test')`,
+        [urn, JSON.stringify(value)],
+      );
+    // Entries written by anything: a deleted test, a test that is not a string, lists that are not lists.
+    await results(dataset(6), {
+      passing: [{ test: "urn:li:test:stored" }, { test: 7 }, "x"],
+      failing: [{ test: "urn:li:test:deleted" }],
+    });
+    await results(dataset(7), { passing: "none", failing: null });
+    await results(dataset(8), ["not", "an", "object"]);
+    const batch = await entityBatchOf(pool, [dataset(6), dataset(7), dataset(8), dataset(9)], {
+      aspectName: "testResults",
+      testUrns: ["urn:li:test:asked"],
+    });
+    expect(batch.urns).toHaveLength(4);
+    expect(JSON.parse(batch.onTypes!)).toEqual({
+      "urn:li:test:stored": ["dataset", "chart"],
+      "urn:li:test:asked": ["dataset"],
+    });
   });
 });

@@ -20,6 +20,7 @@ export {
   type StoredTestResult,
   type TestResultsAspect,
 } from "./test-results";
+export { pushedTestResults, type PushedTestResults } from "./pushed-results";
 export { TestDefinitionError, type DefinitionProblem } from "./test-definition.error";
 export { cutValue, withoutValues, MAX_ACTUAL, type FailedRule } from "./failed-rule";
 export {

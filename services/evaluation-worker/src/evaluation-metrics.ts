@@ -40,7 +40,8 @@ export function countEvaluations(evaluations: readonly EntityEvaluation[]): void
   countTally(tallyOf(evaluations));
 }
 
-function countTally(tally: Tally): void {
+/** Entities evaluated, and what their tests found, as counted where they were evaluated (an evaluation thread). */
+export function countTally(tally: Tally): void {
   if (tally.entities === 0) return;
   entities.inc(tally.entities);
   testResults.inc({ result: "passing" }, tally.passing);

@@ -7,6 +7,7 @@ import {
   WHERE,
   type EvaluationsJson,
   type EvaluationTask,
+  type MergedPush,
   type ThreadItem,
   type ThreadItemResult,
 } from "./evaluation-thread";
@@ -108,8 +109,15 @@ export class StoredDefinitionError extends Error {
 
 export type PoolOutcome = EntityEvaluation[] | EvaluationLimitError | StoredDefinitionError;
 
-/** The outcome of an item: JSON text (EvaluationsJson) only where the item asked for it (ThreadItem.json). */
-export type OutcomeOf<I extends ThreadItem> = I extends { json: true } ? PoolOutcome | EvaluationsJson : PoolOutcome;
+/**
+ * The outcome of an item: JSON text (EvaluationsJson) only where the item asked for it (ThreadItem.json), a merged
+ * push only where it may (ThreadItem.merge).
+ */
+export type OutcomeOf<I extends ThreadItem> = I extends { json: true }
+  ? PoolOutcome | EvaluationsJson
+  : "merge" extends keyof I
+    ? PoolOutcome | MergedPush
+    : PoolOutcome;
 
 export interface PoolInput {
   /**

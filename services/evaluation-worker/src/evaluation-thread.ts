@@ -7,6 +7,7 @@ import {
   type TestToRun,
   type EntitySnapshot,
 } from "@mdp/metadata-tests";
+import { mergeBatch, type MergedBatch, type PushMerge } from "./batch-push";
 import { DefinitionCache } from "./definition-cache";
 import type { StoredTest } from "./evaluation.store";
 
@@ -30,6 +31,11 @@ export interface ThreadItem {
    * a JSON.stringify of each result again cost the main thread more than the evaluation itself.
    */
   json?: boolean;
+  /**
+   * push the evaluations of `testUrns` (runTest): merged here onto the stored results (batch-push.ts), answered as
+   * what to write (MergedBatch and its tally) rather than as evaluations
+   */
+  merge?: PushMerge;
 }
 
 /** How many entities were evaluated and what their tests found: the counts a task row and the metrics keep. */
@@ -80,7 +86,12 @@ export interface InvalidDefinition {
   message: string;
 }
 
-export type ThreadItemResult = EntityEvaluation[] | EvaluationsJson | InvalidDefinition;
+/** An item's push, merged (ThreadItem.merge), with the results' tally (the worker's metrics). */
+export interface MergedPush extends MergedBatch {
+  tally: Tally;
+}
+
+export type ThreadItemResult = EntityEvaluation[] | EvaluationsJson | MergedPush | InvalidDefinition;
 
 export function tallyOf(evaluations: readonly EntityEvaluation[]): Tally {
   const tally = { entities: evaluations.length, passing: 0, failing: 0, notApplicable: 0 };
@@ -151,7 +162,17 @@ export default function evaluateTask(task: EvaluationTask): ThreadItemResult[] {
       );
     });
     if (invalid) out.push(invalid);
-    else if (item.json) out.push({ json: evaluations.map((e) => JSON.stringify(e)), tally: tallyOf(evaluations) });
+    else if (item.merge) {
+      const tests = named ?? [];
+      const merged = mergeBatch(
+        evaluations,
+        (urn) => entities.get(urn)!.entityType,
+        new Set(tests.map((t) => task.tests[t]!.urn)),
+        item.merge,
+        tests.map((t) => definitions.toRun(task.tests[t]!).definition),
+      );
+      out.push({ ...merged, tally: tallyOf(evaluations) });
+    } else if (item.json) out.push({ json: evaluations.map((e) => JSON.stringify(e)), tally: tallyOf(evaluations) });
     else out.push(evaluations);
   }
   return out;

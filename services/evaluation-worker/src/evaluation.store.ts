@@ -132,7 +132,8 @@ export class EvaluationStore {
   /**
    * runTest's batch: as nextEntities, the entities as one JSON text for the evaluation thread to parse (EntityBatch).
    * Without a lock, one statement; with one, the urns, their locks, then the read (lock before read, as nextEntities),
-   * which also brings the locked aspect's stored values (`aspect`) for the push to merge onto.
+   * which also brings the locked aspect's stored values (`aspect`) for the push to merge onto, and what the tests
+   * they name, and `testUrns`, select now (`onTypes`).
    */
   async nextBatch(
     entityTypes: readonly string[],
@@ -141,6 +142,8 @@ export class EvaluationStore {
     options: {
       client?: Queryable;
       lockFor?: { lockedAspect: string; lock(client: Queryable, urns: readonly string[]): Promise<void> };
+      /** with lockFor: the tests the batch is evaluated for, whose on.types come with it (EntityBatch.onTypes) */
+      testUrns?: readonly string[];
       /** a run that writes nothing: read on a replica that has replayed `after` (its creator's recent write) */
       replica?: { after?: string };
     } = {},
@@ -153,7 +156,7 @@ export class EvaluationStore {
     if (!options.lockFor) return entityBatchAfter(db, entityTypes, afterUrn, limit);
     const urns = await entityUrnsAfter(db, entityTypes, afterUrn, limit);
     if (urns.length > 0) await options.lockFor.lock(db, urns);
-    return entityBatchOf(db, urns, options.lockFor.lockedAspect);
+    return entityBatchOf(db, urns, { aspectName: options.lockFor.lockedAspect, testUrns: options.testUrns ?? [] });
   }
 }
 

@@ -1,14 +1,7 @@
 import { onTypesOfTests, type AspectRepository, type OwnerPrivileges, type VersionedAspectWrite } from "@mdp/db";
-import {
-  boundedTestResults,
-  mergeTestResults,
-  readTestResults,
-  sameResultsOf,
-  testResultsOf,
-  type EntityEvaluation,
-  type TestResultsAspect,
-} from "@mdp/metadata-tests";
+import { pushedTestResults, readTestResults, type EntityEvaluation, type TestResultsAspect } from "@mdp/metadata-tests";
 import type pg from "pg";
+import type { MergedBatch } from "./batch-push";
 import { applyTestActions, type UnsavedTestActions } from "./test-actions";
 import { TestResultHistory } from "./test-result-history";
 
@@ -54,73 +47,75 @@ export class ResultsPusher {
     );
   }
 
-  /**
-   * Returns how many new testResults versions were written. `locked`: the caller already holds these entities' locks
-   * (`lock`, in this transaction) and read their stored testResults after taking them (runTest's batch read brings
-   * them: see nextBatch), so the push neither locks nor reads them again: they cannot have changed since. With their
-   * `versions` (read with them; an entity absent has none), the upsert does not look the latest versions up either.
-   */
-  async push(
-    client: pg.ClientBase,
-    items: readonly PushItem[],
-    locked?: { stored: ReadonlyMap<string, unknown>; versions?: ReadonlyMap<string, number> },
-  ): Promise<number> {
+  /** Returns how many new testResults versions were written. */
+  async push(client: pg.ClientBase, items: readonly PushItem[]): Promise<number> {
     if (items.length === 0) return 0;
-    let stored = locked?.stored;
-    if (!stored) {
-      const urns = [...new Set(items.map((i) => i.evaluation.urn))];
-      await this.aspects.lock(
-        client,
-        urns.map((urn) => ({ urn, aspectName: TEST_RESULTS_ASPECT })),
-      );
-      stored = await this.aspects.latestOfEach(client, TEST_RESULTS_ASPECT, urns);
-    }
+    const urns = [...new Set(items.map((i) => i.evaluation.urn))];
+    await this.aspects.lock(
+      client,
+      urns.map((urn) => ({ urn, aspectName: TEST_RESULTS_ASPECT })),
+    );
+    const stored = await this.aspects.latestOfEach(client, TEST_RESULTS_ASPECT, urns);
     const current = new Map<string, TestResultsAspect>();
     for (const [urn, value] of stored) current.set(urn, readTestResults(value));
     const selects = await this.testsSelecting(client, current, items);
     const writes: VersionedAspectWrite[] = [];
     for (const item of items) {
       const urn = item.evaluation.urn;
-      const before = current.get(urn);
-      // A result stands while its test exists and its on.types still select the entity's type: a test deleted, or
-      // edited away from this type, since (even while this job ran) loses its entry.
+      // A result stands while its test exists and its on.types still select the entity's type.
       const stands = (test: string) => selects.get(test)?.includes(item.entityType) ?? false;
-      const evaluated = testResultsOf(item.evaluation);
-      const merged = mergeTestResults(
-        before ?? { passing: [], failing: [] },
-        item.evaluated,
-        {
-          passing: evaluated.passing.filter((r) => stands(r.test)),
-          failing: evaluated.failing.filter((r) => stands(r.test)),
-        },
-        stands,
-      );
-      // Within RESULT_LIMITS.entityBytes whatever other tests' entries it keeps (their values go first, see there).
-      const { value: after, json } = boundedTestResults(merged);
-      // Results of the evaluated tests unchanged write nothing, whatever else differs (an entry of a test deleted or
-      // edited away since is dropped only with a write that happens anyway: an unrelated push never rewrites every
-      // entity a deleted test had results on); nor does an entity no test has results for (nothing applied to it).
-      const unchanged = before
-        ? sameResultsOf(before, after, item.evaluated)
-        : after.passing.length + after.failing.length === 0;
-      if (unchanged) continue;
-      current.set(urn, after);
+      const pushed = pushedTestResults(current.get(urn), item.evaluated, item.evaluation, stands);
+      if (!pushed.changed) continue;
+      current.set(urn, pushed.after);
       writes.push({
         urn,
         entityType: item.entityType,
         aspectName: TEST_RESULTS_ASPECT,
-        valueJson: json,
+        valueJson: pushed.json,
         createdBy: item.actorUrn,
         createdVia: item.actorTokenId ?? null,
-        ...(locked?.versions && { currentVersion: locked.versions.get(urn) ?? 0 }),
       });
     }
-    // Every written urn's lock is held: taken above, or by the caller (`locked`).
+    // Every written urn's lock is held: taken above.
     await this.aspects.upsert(client, writes, "system", null, null, true);
     // The results' actions, in this transaction, as far as their owners and the push's caller may write them
     // (test-actions.ts).
     await applyTestActions(client, this.aspects, items, this.ownerPrivileges);
     await this.history.record(client, items, current);
+    return writes.length;
+  }
+
+  /**
+   * Writes a batch's push that its evaluation thread merged (batch-push.ts; runTest): the caller holds the batch's
+   * locks and read, under them, what the thread merged onto and its `versions`, in this transaction. As `push`: the
+   * changed testResults, then the actions of `actionItems` (the batch's evaluations as items, when the thread answered
+   * them: an evaluated test has actions), then the history. Returns how many new testResults versions were written.
+   */
+  async pushMerged(
+    client: pg.ClientBase,
+    merged: MergedBatch,
+    by: { actorUrn: string; actorTokenId?: string | undefined },
+    versions: ReadonlyMap<string, number>,
+    evaluatedAt: number,
+    actionItems: readonly PushItem[] = [],
+  ): Promise<number> {
+    const { urns, entityTypes, values } = merged.writes;
+    const writes: VersionedAspectWrite[] = urns.map((urn, i) => ({
+      urn,
+      entityType: entityTypes[i]!,
+      aspectName: TEST_RESULTS_ASPECT,
+      valueJson: values[i]!,
+      createdBy: by.actorUrn,
+      createdVia: by.actorTokenId ?? null,
+      currentVersion: versions.get(urn) ?? 0,
+    }));
+    await this.aspects.upsert(client, writes, "system", null, null, true);
+    if (actionItems.length > 0) await applyTestActions(client, this.aspects, actionItems, this.ownerPrivileges);
+    const { results } = merged;
+    await this.history.recordResults(
+      client,
+      results.urns.map((urn, i) => ({ urn, test: results.tests[i]!, passing: results.passing[i]!, at: evaluatedAt })),
+    );
     return writes.length;
   }
 

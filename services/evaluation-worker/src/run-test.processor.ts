@@ -2,10 +2,10 @@ import { z } from "zod";
 import { runTestPayload } from "@mdp/queues";
 import { defineTask, percentOf, TaskRunner, type TaskRow } from "@mdp/tasks";
 import type { EntityBatch } from "@mdp/db";
-import type { EntityEvaluation } from "@mdp/metadata-tests";
 import { EvaluationLimitError, StoredDefinitionError } from "./evaluation-pool";
 import type { EvaluateDeps } from "./evaluation-deps";
-import { countEvaluations } from "./evaluation-metrics";
+import { countEvaluations, countTally } from "./evaluation-metrics";
+import { entityCounts, type EntityCounts } from "./batch-push";
 
 const count = z.number().int().nonnegative().default(0);
 /** The task row's progress of a test run: the counts, and where the walk over the entities has got to. */
@@ -99,6 +99,7 @@ export function runTestTask(deps: EvaluateDeps) {
         (ahead && ahead.afterUrn === progress.lastUrn && ahead.types === types ? await ahead.batch : null) ??
         (await deps.store.nextBatch(test.onTypes, progress.lastUrn, input.batchSize, {
           lockFor: input.push ? deps.pusher : undefined,
+          testUrns: [test.urn],
           client,
           // Without push nothing this run reads is followed by a write of it: a read replica's copy serves.
           replica: input.push ? undefined : replicaOf(input),
@@ -118,11 +119,20 @@ export function runTestTask(deps: EvaluateDeps) {
             .catch(() => null),
         });
       }
-      // The batch is one request to the pool: EVALUATION_TIME_LIMIT_MS bounds the batch's evaluation.
+      // The batch is one request to the pool: EVALUATION_TIME_LIMIT_MS bounds the batch's evaluation. With push, the
+      // thread also merges the results onto the stored ones, read with the batch under its locks (batch-push.ts).
+      const at = Date.now();
       const [outcome] = await deps.pool.evaluate(
-        { at: Date.now(), tests: [test], entities: { json: batch.json } },
-        // Values only to store: a run answers counts, nobody reads its failed rules but from testResults.
-        [{ urns: batch.urns, testUrns: [test.urn], withValues: input.push }],
+        { at, tests: [test], entities: { json: batch.json } },
+        [
+          {
+            urns: batch.urns,
+            testUrns: [test.urn],
+            // Values only to store: a run answers counts, nobody reads its failed rules but from testResults.
+            withValues: input.push,
+            ...(input.push && { merge: { stored: batch.aspect ?? "{}", onTypes: batch.onTypes ?? "{}" } }),
+          },
+        ],
         `${deps.pool.settings.timeLimitMs} ms (EVALUATION_TIME_LIMIT_MS) for its batch of ${batch.urns.length} entities`,
       );
       if (outcome instanceof EvaluationLimitError) {
@@ -133,33 +143,41 @@ export function runTestTask(deps: EvaluateDeps) {
       // A stored definition past a limit (written before the limit existed) fails the run at once: no attempt can
       // change it.
       if (outcome instanceof StoredDefinitionError) return fail(outcome.message);
-      const results = outcome!;
-      countEvaluations(results);
-      let pushed = 0;
-      if (input.push) {
-        const evaluated = new Set([input.testUrn]);
-        const items = results.map((evaluation, i) => ({
+      let counted: BatchCounts;
+      if (Array.isArray(outcome)) {
+        countEvaluations(outcome);
+        counted = { evaluated: outcome.length, ...entityCounts(outcome), pushed: 0 };
+      } else {
+        const merged = outcome!;
+        countTally(merged.tally);
+        // The thread answers the evaluations only when the test has actions, which the push runs.
+        const evaluated = new Set([test.urn]);
+        const actionItems = (merged.evaluations ?? []).map((evaluation, i) => ({
           entityType: batch.entityTypes[i]!,
           evaluation,
           evaluated,
           actorUrn: input.actorUrn,
           ...(input.actorTokenId !== undefined && { actorTokenId: input.actorTokenId }),
         }));
-        // The batch was read under these entities' locks, stored results and their versions included: the push reads
-        // them no more.
-        const locked =
-          batch.aspect === undefined
-            ? undefined
-            : {
-                stored: new Map(Object.entries(JSON.parse(batch.aspect) as Record<string, unknown>)),
-                versions: new Map(Object.entries(JSON.parse(batch.versions ?? "{}") as Record<string, number>)),
-              };
-        pushed = await deps.pusher.push(client, items, locked);
+        const versions = new Map(Object.entries(JSON.parse(batch.versions ?? "{}") as Record<string, number>));
+        const pushed = await deps.pusher.pushMerged(
+          client,
+          merged,
+          { actorUrn: input.actorUrn, actorTokenId: input.actorTokenId },
+          versions,
+          at,
+          actionItems,
+        );
         // What this batch changed since the test's last run, from the history the push just wrote (test-run-diff.ts).
-        await deps.runDiffs?.record(client, { runId: input.taskId, testUrn: input.testUrn }, results);
+        await deps.runDiffs?.record(
+          client,
+          { runId: input.taskId, testUrn: input.testUrn },
+          { evaluatedAt: at, decided: merged.decided },
+        );
+        counted = { evaluated: batch.urns.length, ...merged.entities, pushed };
       }
       const lastUrn = batch.urns.at(-1)!;
-      return { progress: (stored) => advance(stored, results, pushed, lastUrn), again: true };
+      return { progress: (stored) => advance(stored, counted, lastUrn), again: true };
     },
     finish: (p) => ({ ...p, total: Math.max(p.total, p.evaluated), percent: 100 }),
     result: (p): RunTestResult => ({
@@ -177,24 +195,25 @@ export function runTestRunner(deps: EvaluateDeps): TaskRunner {
   return new TaskRunner(deps, "evaluate", [runTestTask(deps)]);
 }
 
-function advance(
-  progress: RunProgress,
-  evaluations: readonly EntityEvaluation[],
-  pushed: number,
-  lastUrn: string,
-): RunProgress {
-  const evaluated = progress.evaluated + evaluations.length;
+/** What one batch adds to a run's progress. */
+interface BatchCounts extends EntityCounts {
+  evaluated: number;
+  pushed: number;
+}
+
+function advance(progress: RunProgress, batch: BatchCounts, lastUrn: string): RunProgress {
+  const evaluated = progress.evaluated + batch.evaluated;
   // Entities ingested during the run make total grow rather than percent pass 100.
   const total = Math.max(progress.total, evaluated);
   return {
     evaluated,
     total,
-    passing: progress.passing + evaluations.filter((e) => e.passing.length > 0).length,
-    failing: progress.failing + evaluations.filter((e) => e.failing.length > 0).length,
-    notApplicable: progress.notApplicable + evaluations.filter((e) => e.notApplicable.length > 0).length,
+    passing: progress.passing + batch.passing,
+    failing: progress.failing + batch.failing,
+    notApplicable: progress.notApplicable + batch.notApplicable,
     percent: percentOf(evaluated, total),
     batches: progress.batches + 1,
-    pushed: progress.pushed + pushed,
+    pushed: progress.pushed + batch.pushed,
     lastUrn,
   };
 }

@@ -1,5 +1,5 @@
 import { pruneInBatches } from "@mdp/core";
-import { insertTransitions, pruneRunDiffs, pruneTransitions } from "@mdp/db";
+import { insertTransitions, pruneRunDiffs, pruneTransitions, type PushedResult } from "@mdp/db";
 import type { TestResultsAspect } from "@mdp/metadata-tests";
 import type pg from "pg";
 import type { PushItem } from "./results.pusher";
@@ -44,9 +44,14 @@ export class TestResultHistory {
         latest.set(key, { urn, test, passing, at });
       }
     }
-    if (latest.size === 0) return 0;
+    return this.recordResults(client, [...latest.values()]);
+  }
+
+  /** Records these results, each the final state of its (entity, test) after a push (at most one per pair). */
+  async recordResults(client: Pick<pg.ClientBase, "query">, results: readonly PushedResult[]): Promise<number> {
+    if (results.length === 0) return 0;
     // Only pairs that just grew can be over the cap: the same statement trims them.
-    return insertTransitions(client, [...latest.values()], this.maxPerPair);
+    return insertTransitions(client, results, this.maxPerPair);
   }
 }
 

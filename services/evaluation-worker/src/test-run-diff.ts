@@ -1,5 +1,4 @@
 import { batchEntityStates, openRunDiff, saveRunDiff, type RunDiffRow } from "@mdp/db";
-import type { EntityEvaluation } from "@mdp/metadata-tests";
 import type pg from "pg";
 
 /**
@@ -36,18 +35,12 @@ export class TestRunDiffs {
   async record(
     client: Pick<pg.ClientBase, "query">,
     run: { runId: string; testUrn: string },
-    /** the batch's evaluations, all made at one time (evaluatedAt) */
-    evaluations: readonly EntityEvaluation[],
+    /** the batch: when it was evaluated, and the entities the run's test passed or failed (not those it did not apply to) */
+    batch: { evaluatedAt: number; decided: readonly string[] },
   ): Promise<void> {
-    if (evaluations.length === 0) return;
-    const evaluatedAt = evaluations[0]!.evaluatedAt;
+    const { evaluatedAt, decided } = batch;
     // Just before its first evaluation: the run's own transitions come after its start (the first run's baseline).
     const row = await openRunDiff(client, { ...run, at: new Date(evaluatedAt - 1), ...this.settings });
-    const decided: string[] = [];
-    for (const e of evaluations) {
-      if (e.passing.some((r) => r.test === run.testUrn) || e.failing.some((r) => r.test === run.testUrn))
-        decided.push(e.urn);
-    }
     const states = await batchEntityStates(client, run.testUrn, decided, row.baselineAt, row.flapSince);
     await saveRunDiff(client, withBatch(row, states, evaluatedAt));
   }

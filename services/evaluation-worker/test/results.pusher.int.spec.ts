@@ -2,9 +2,10 @@
  * Pushing results (real PostgreSQL): two requests for one entity that land in the same job both keep their results.
  * The concurrent case across jobs is covered through the gateway in services/gateway/test/metadata-tests-pushes.int.spec.ts.
  */
-import { AspectRepository, createDatabase, inTransaction, type Database } from "@mdp/db";
+import { AspectRepository, createDatabase, entityBatchOf, inTransaction, type Database } from "@mdp/db";
 import { createTestDatabase, type TestDatabase } from "@mdp/db/testing";
 import type { Privilege } from "@mdp/core";
+import { mergeBatch } from "../src/batch-push";
 import { ResultsPusher, TEST_RESULTS_ASPECT } from "../src/results.pusher";
 
 const URN = "urn:li:dataset:(urn:li:dataPlatform:hive,db.t,PROD)";
@@ -58,38 +59,54 @@ describe("ResultsPusher", () => {
     });
   });
 
-  it("merges onto results its caller read under the locks without locking or reading them again", async () => {
+  it("writes a batch its thread merged onto what runTest read under the locks, reading and locking nothing again", async () => {
     const urn = "urn:li:dataset:(urn:li:dataPlatform:hive,db.locked,PROD)";
-    const item = (test: string, passing: boolean) => ({
-      entityType: "dataset",
-      actorUrn: ACTOR,
-      evaluated: new Set([test]),
-      evaluation: {
-        urn,
-        passing: passing ? [{ test, type: "SUCCESS" as const }] : [],
-        failing: passing ? [] : [{ test, type: "FAILURE" as const, failedRules: [] }],
-        notApplicable: [],
-        evaluatedAt: 1,
-      },
+    const evaluation = (test: string, passing: boolean) => ({
+      urn,
+      passing: passing ? [{ test, type: "SUCCESS" as const }] : [],
+      failing: passing ? [] : [{ test, type: "FAILURE" as const, failedRules: [] }],
+      notApplicable: [],
+      evaluatedAt: 1,
     });
     const aspects = new AspectRepository();
     const pusher = new ResultsPusher(aspects, () => Promise.reject(new Error("no actions here")));
-    await inTransaction(database.pool, (client) => pusher.push(client, [item("urn:li:test:a", true)]));
-    // As runTest does: lock, read the batch (stored results included), evaluate, then push what it read.
+    await inTransaction(database.pool, (client) =>
+      pusher.push(client, [
+        {
+          entityType: "dataset",
+          actorUrn: ACTOR,
+          evaluated: new Set(["urn:li:test:a"]),
+          evaluation: evaluation("urn:li:test:a", true),
+        },
+      ]),
+    );
+    // As runTest does: lock, read the batch (stored results, versions, on.types), merge in the thread, then write.
     const sent: string[] = [];
     const pushed = await inTransaction(database.pool, async (client) => {
       await pusher.lock(client, [urn]);
-      const stored = await aspects.latestOfEach(client, TEST_RESULTS_ASPECT, [urn]);
+      const batch = await entityBatchOf(client, [urn], {
+        aspectName: TEST_RESULTS_ASPECT,
+        testUrns: ["urn:li:test:b"],
+      });
+      const merged = mergeBatch(
+        [evaluation("urn:li:test:b", false)],
+        () => "dataset",
+        new Set(["urn:li:test:b"]),
+        { stored: batch.aspect!, onTypes: batch.onTypes! },
+        [],
+      );
       const counting = Object.create(client) as typeof client;
       counting.query = ((text: string, ...rest: unknown[]) => {
         sent.push(text);
         return (client.query as (...a: unknown[]) => unknown)(text, ...rest);
       }) as typeof client.query;
-      return pusher.push(counting, [item("urn:li:test:b", false)], { stored });
+      const versions = new Map(Object.entries(JSON.parse(batch.versions!) as Record<string, number>));
+      return pusher.pushMerged(counting, merged, { actorUrn: ACTOR }, versions, 1);
     });
     expect(pushed).toBe(1);
-    // No lock of its own (nor the upsert's), no read of what is stored: the tests' on.types, the write, the history.
-    expect(sent.filter((q) => /pg_advisory_xact_lock|SELECT DISTINCT ON \(urn\) urn, value/.test(q))).toEqual([]);
+    // No lock of its own (nor the upsert's), no read of what is stored or of the tests: the write and the history.
+    expect(sent).toHaveLength(2);
+    expect(sent.filter((q) => /pg_advisory_xact_lock|SELECT DISTINCT ON|metadata_test/.test(q))).toEqual([]);
     expect((await aspects.latestOfEach(database.pool, TEST_RESULTS_ASPECT, [urn])).get(urn)).toEqual({
       passing: [{ test: "urn:li:test:a", type: "SUCCESS" }],
       failing: [{ test: "urn:li:test:b", type: "FAILURE", failedRules: [] }],

@@ -17,22 +17,35 @@ export interface EntityBatch {
   aspect?: string;
   /** with `aspect`: those values' versions, as one JSON text `{urn: version}` (VersionedAspectWrite.currentVersion) */
   versions?: string;
+  /**
+   * with `aspect`: the entity types that each test named in those values (testResults entries' `test`), or asked for,
+   * selects now (its on.types), as one JSON text `{testUrn: [type]}`; a test that does not exist is absent
+   */
+  onTypes?: string;
 }
 
 const EMPTY_BATCH: EntityBatch = { urns: [], entityTypes: [], json: "[]" };
 
 /**
  * The latest aspects of the urns `batch` selects (its text: a CTE yielding `urn`), as one EntityBatch row; with
- * `aspectParam` (the placeholder of an aspect name), that aspect's values as `aspect` too.
+ * `aspectParam` (the placeholder of a testResults-shaped aspect's name) and `testsParam` (of test urns), that aspect's
+ * values as `aspect` too, and `onTypes`. Entries that are not `{test: string}` name no test (readTestResults drops
+ * them, the aspect can arrive through ingestion, written by anything).
  */
-const entityBatchSql = (batch: string, aspectParam?: string) => {
+const entityBatchSql = (batch: string, aspectParam?: string, testsParam?: string) => {
   const kept = aspectParam
     ? `, (array_agg(value) FILTER (WHERE aspect_name = ${aspectParam}::text))[1] AS kept,
          (array_agg(version) FILTER (WHERE aspect_name = ${aspectParam}::text))[1] AS kept_version`
     : "";
   const aspect = aspectParam
     ? `, COALESCE(json_object_agg(urn, kept) FILTER (WHERE kept IS NOT NULL), '{}')::text AS aspect,
-         COALESCE(json_object_agg(urn, kept_version) FILTER (WHERE kept IS NOT NULL), '{}')::text AS versions`
+         COALESCE(json_object_agg(urn, kept_version) FILTER (WHERE kept IS NOT NULL), '{}')::text AS versions,
+         (SELECT COALESCE(json_object_agg(t.urn, t.on_types), '{}')::text FROM metadata_test t
+           WHERE t.urn = ANY(${testsParam}::text[]) OR t.urn IN (
+             SELECT e.value ->> 'test' FROM entities x CROSS JOIN LATERAL jsonb_array_elements(
+               CASE WHEN jsonb_typeof(x.kept -> 'passing') = 'array' THEN x.kept -> 'passing' ELSE '[]' END ||
+               CASE WHEN jsonb_typeof(x.kept -> 'failing') = 'array' THEN x.kept -> 'failing' ELSE '[]' END) e)
+         ) AS on_types`
     : "";
   return `
   WITH batch AS (${batch}),
@@ -57,6 +70,7 @@ interface BatchRow {
   json: string;
   aspect?: string;
   versions?: string;
+  on_types?: string;
 }
 
 /**
@@ -70,6 +84,7 @@ function batchOf(row: BatchRow | undefined, empty: EntityBatch): EntityBatch {
   const batch: EntityBatch = { urns: keys.urns, entityTypes: keys.entityTypes, json: row.json };
   if (row.aspect !== undefined) batch.aspect = row.aspect;
   if (row.versions !== undefined) batch.versions = row.versions;
+  if (row.on_types !== undefined) batch.onTypes = row.on_types;
   return batch;
 }
 
@@ -93,16 +108,21 @@ export async function entityBatchAfter(
 }
 
 /**
- * The latest aspects of these entities as an EntityBatch (those with no aspect left are absent); with `aspectName`,
- * that aspect's values also as `aspect` (runTest with push: the stored testResults its push merges onto).
+ * The latest aspects of these entities as an EntityBatch (those with no aspect left are absent); with `stored`, that
+ * testResults-shaped aspect's values also as `aspect`, their `versions`, and the `onTypes` of the tests they name and
+ * of `stored.testUrns` (runTest with push: what its push merges onto, read under the batch's locks).
  */
-export async function entityBatchOf(db: Queryable, urns: readonly string[], aspectName?: string): Promise<EntityBatch> {
-  const empty = aspectName === undefined ? EMPTY_BATCH : { ...EMPTY_BATCH, aspect: "{}", versions: "{}" };
+export async function entityBatchOf(
+  db: Queryable,
+  urns: readonly string[],
+  stored?: { aspectName: string; testUrns: readonly string[] },
+): Promise<EntityBatch> {
+  const empty = stored === undefined ? EMPTY_BATCH : { ...EMPTY_BATCH, aspect: "{}", versions: "{}", onTypes: "{}" };
   if (urns.length === 0) return empty;
   const from = "SELECT urn FROM unnest($1::text[]) AS u(urn)";
   const { rows } =
-    aspectName === undefined
+    stored === undefined
       ? await db.query<BatchRow>(entityBatchSql(from), [urns])
-      : await db.query<BatchRow>(entityBatchSql(from, "$2"), [urns, aspectName]);
+      : await db.query<BatchRow>(entityBatchSql(from, "$2", "$3"), [urns, stored.aspectName, stored.testUrns]);
   return batchOf(rows[0], empty);
 }
