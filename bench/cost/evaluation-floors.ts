@@ -243,18 +243,21 @@ export async function evaluateFloorGoals(ctx: {
 }
 
 /**
- * runTest with push's floors: run-test-floor.ts over the same datasets and test, and the same with GUARANTEES=1 ("the
- * floor with its guarantees": also each version's event, the history, the run diff and the sequencer's numbering,
- * bare), each one unmeasured pass, then one pass each in a window of its own per thousand entities: the goals of the
- * evaluation worker and PostgreSQL against the plain floor, and the same against the guarantees floor as references
- * (`push`: the product's window, run before, so that the product's push finds no results of the floors' stored).
+ * runTest with push against its floors, in rounds: run-test-floor.ts over the same datasets and test, the same with
+ * GUARANTEES=1 ("the floor with its guarantees": also each version's event, the history, the run diff and the
+ * sequencer's numbering, bare), and that in threads, each one unmeasured pass first; then ROUNDS rounds, each the
+ * product's push window (`push`, a test's first run with push: see runTests) then one pass of each floor in a window of
+ * its own, per thousand entities. The goals of the evaluation worker and PostgreSQL against the plain floor, the same
+ * against the guarantees floors as references: each ratio the median of the rounds'. Answers the goals and the
+ * product's windows (the cost table takes the median one).
  */
 export async function runTestFloorGoals(ctx: {
   stack: PrivateStack;
   pool: Pick<Pool, "query">;
-  push: Cost;
+  /** one measured window of the product's runTest with push (a round's) */
+  push: () => Promise<Cost>;
   testUrn: string;
-}): Promise<Goal[]> {
+}): Promise<{ goals: Goal[]; pushes: Cost[] }> {
   const env = {
     DATABASE_URL: ctx.stack.databaseUrl,
     TEST_URN: ctx.testUrn,
@@ -298,80 +301,105 @@ export async function runTestFloorGoals(ctx: {
       });
       return { cost, written };
     };
-    const floor = await windowOf(plain, "floor: runTest, push");
-    const withGuarantees = await windowOf(guaranteed, "floor with guarantees: runTest, push");
-    const inThreads = await windowOf(threaded, "floor with guarantees, in threads: runTest, push");
-    const ms = (s: number | undefined) => `${((s ?? NaN) * 1e3).toFixed(1)} ms`;
-    const line = (what: string, run: { cost: Cost; written: number }, process: string, more = "") =>
-      `\n${what}: ${(run.cost.units * 1000).toFixed(0)} entities (${run.written} results written) in ` +
-      `${run.cost.seconds.toFixed(1)} s; CPU per thousand entities: process ${ms(run.cost.cpu[process])}, ` +
-      `PostgreSQL ${ms(run.cost.cpu.PostgreSQL)}; PostgreSQL statements ${run.cost.statements.toFixed(2)} per ` +
-      `thousand${more}\n`;
-    const times = (a: number | undefined, b: number | undefined) => `${((a ?? NaN) / (b ?? NaN)).toFixed(2)}×`;
-    process.stdout.write(
+    const rounds: Goal[][] = [];
+    const pushes: Cost[] = [];
+    let last: { floor: Floored; withGuarantees: Floored; inThreads: Floored } | undefined;
+    for (let round = 0; round < ROUNDS; round++) {
+      const push = await ctx.push();
+      const floor = await windowOf(plain, "floor: runTest, push");
+      const withGuarantees = await windowOf(guaranteed, "floor with guarantees: runTest, push");
+      const inThreads = await windowOf(threaded, "floor with guarantees, in threads: runTest, push");
+      pushes.push(push);
+      rounds.push(runTestGoals(push, floor.cost, withGuarantees.cost, inThreads.cost));
+      last = { floor, withGuarantees, inThreads };
+    }
+    printRunTestFloors(last!);
+    return { goals: fromRounds(rounds), pushes };
+  } finally {
+    await Promise.all([stop(plain), stop(guaranteed), stop(threaded)]);
+  }
+}
+
+/** A floor's window and the results it wrote. */
+interface Floored {
+  cost: Cost;
+  written: number;
+}
+
+/** The last round's floor windows, each with what it wrote (the rounds' ratios are in the goals). */
+function printRunTestFloors({
+  floor,
+  withGuarantees,
+  inThreads,
+}: Record<"floor" | "withGuarantees" | "inThreads", Floored>) {
+  const ms = (s: number | undefined) => `${((s ?? NaN) * 1e3).toFixed(1)} ms`;
+  const line = (what: string, run: Floored, process: string, more = "") =>
+    `\n${what}: ${(run.cost.units * 1000).toFixed(0)} entities (${run.written} results written) in ` +
+    `${run.cost.seconds.toFixed(1)} s; CPU per thousand entities: process ${ms(run.cost.cpu[process])}, ` +
+    `PostgreSQL ${ms(run.cost.cpu.PostgreSQL)}; PostgreSQL statements ${run.cost.statements.toFixed(2)} per ` +
+    `thousand${more}\n`;
+  const times = (a: number | undefined, b: number | undefined) => `${((a ?? NaN) / (b ?? NaN)).toFixed(2)}×`;
+  process.stdout.write(
+    `\nThe floors of runTest with push, the last of ${ROUNDS} rounds:\n` +
       line(
         `floor of runTest with push (batches of ${DEFAULT_RUN_BATCH_SIZE} read, evaluated in process, one INSERT of ` +
           `testResults per batch)`,
         floor,
         "run-test floor",
       ) +
-        line(
-          "floor with its guarantees (the same, and in each batch's transaction each version's MetadataChangeLog_v1 " +
-            "event in the INSERT, one statement of history with its flip events, one of the run diff; then the " +
-            "sequencer's numbering of the batch's events)",
-          withGuarantees,
-          "run-test floor with guarantees",
-          `; ÷ the plain floor: process ${times(
-            withGuarantees.cost.cpu["run-test floor with guarantees"],
-            floor.cost.cpu["run-test floor"],
-          )}, PostgreSQL ${times(withGuarantees.cost.cpu.PostgreSQL, floor.cost.cpu.PostgreSQL)}`,
-        ) +
-        line(
-          "floor with its guarantees, evaluating in threads (each batch in a piscina pool as the evaluation worker's)",
-          inThreads,
-          "run-test floor with guarantees, in threads",
-          `; its process ÷ the plain floor's ${times(
-            inThreads.cost.cpu["run-test floor with guarantees, in threads"],
-            floor.cost.cpu["run-test floor"],
-          )}`,
-        ),
-    );
-    const bare = "bare process: batch read, in-process evaluation, one INSERT";
-    const worker = goalOf(ctx.push, "evaluation worker", floor.cost, "run-test floor", bare, LIMIT);
-    const postgres = goalOf(ctx.push, "PostgreSQL", floor.cost, "PostgreSQL", "the bare process's statements", LIMIT);
-    return [
-      worker,
-      postgres,
-      asReference(
-        goalOf(
-          ctx.push,
-          "evaluation worker",
-          withGuarantees.cost,
-          "run-test floor with guarantees",
-          "the bare process with events, history, run diff, numbering",
-          LIMIT,
-        ),
+      line(
+        "floor with its guarantees (the same, and in each batch's transaction each version's MetadataChangeLog_v1 " +
+          "event in the INSERT, one statement of history with its flip events, one of the run diff; then the " +
+          "sequencer's numbering of the batch's events)",
+        withGuarantees,
+        "run-test floor with guarantees",
+        `; ÷ the plain floor: process ${times(
+          withGuarantees.cost.cpu["run-test floor with guarantees"],
+          floor.cost.cpu["run-test floor"],
+        )}, PostgreSQL ${times(withGuarantees.cost.cpu.PostgreSQL, floor.cost.cpu.PostgreSQL)}`,
+      ) +
+      line(
+        "floor with its guarantees, evaluating in threads (each batch in a piscina pool as the evaluation worker's)",
+        inThreads,
+        "run-test floor with guarantees, in threads",
+        `; its process ÷ the plain floor's ${times(
+          inThreads.cost.cpu["run-test floor with guarantees, in threads"],
+          floor.cost.cpu["run-test floor"],
+        )}`,
       ),
-      asReference(
-        goalOf(ctx.push, "PostgreSQL", withGuarantees.cost, "PostgreSQL", "the guarantees floor's statements", LIMIT),
+  );
+}
+
+/** One round's goals of runTest with push: against the plain floor, and the guarantees floors as references. */
+function runTestGoals(push: Cost, floor: Cost, withGuarantees: Cost, inThreads: Cost): Goal[] {
+  const bare = "bare process: batch read, in-process evaluation, one INSERT";
+  const worker = goalOf(push, "evaluation worker", floor, "run-test floor", bare, LIMIT);
+  const postgres = goalOf(push, "PostgreSQL", floor, "PostgreSQL", "the bare process's statements", LIMIT);
+  return [
+    worker,
+    postgres,
+    asReference(
+      goalOf(
+        push,
+        "evaluation worker",
+        withGuarantees,
+        "run-test floor with guarantees",
+        "the bare process with events, history, run diff, numbering",
+        LIMIT,
       ),
-      asReference(
-        goalOf(
-          ctx.push,
-          "evaluation worker",
-          inThreads.cost,
-          "run-test floor with guarantees, in threads",
-          "the same, evaluating in a pool of 4 threads",
-          LIMIT,
-        ),
+    ),
+    asReference(goalOf(push, "PostgreSQL", withGuarantees, "PostgreSQL", "the guarantees floor's statements", LIMIT)),
+    asReference(
+      goalOf(
+        push,
+        "evaluation worker",
+        inThreads,
+        "run-test floor with guarantees, in threads",
+        "the same, evaluating in a pool of 4 threads",
+        LIMIT,
       ),
-      asKept(goalOf(inThreads.cost, THREADED_FLOOR, floor.cost, "run-test floor", bare, LIMIT), worker),
-      asKept(
-        goalOf(withGuarantees.cost, "PostgreSQL", floor.cost, "PostgreSQL", "the bare process's statements", LIMIT),
-        postgres,
-      ),
-    ];
-  } finally {
-    await Promise.all([stop(plain), stop(guaranteed), stop(threaded)]);
-  }
+    ),
+    asKept(goalOf(inThreads, THREADED_FLOOR, floor, "run-test floor", bare, LIMIT), worker),
+    asKept(goalOf(withGuarantees, "PostgreSQL", floor, "PostgreSQL", "the bare process's statements", LIMIT), postgres),
+  ];
 }

@@ -332,10 +332,10 @@ export async function loadDatasets(pool: import("pg").Pool, n: number): Promise<
 }
 
 /** The test runTest runs over those datasets (kafka ones, three rules); returns its urn. */
-export async function createRunTestTest(api: ApiClient): Promise<string> {
+export async function createRunTestTest(api: ApiClient, id = "bench-run"): Promise<string> {
   const created = (await api.graphql(`mutation($input: CreateTestInput!) { createTest(input: $input) }`, {
     input: {
-      id: "bench-run",
+      id,
       name: "owned and described",
       category: "Bench",
       // Only the runs the benchmark starts: on change (the default), creating the test would start a run of its own
