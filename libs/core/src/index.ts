@@ -19,3 +19,4 @@ export * from "./prune-in-batches";
 export * from "./timeout";
 export * from "./per-turn";
 export * from "./retry-schedule";
+export { setHeapGrowingPercent } from "./heap-growing";

@@ -1,7 +1,6 @@
 import { stopTelemetry } from "./instrument";
 import type { Server } from "node:http";
-import { setFlagsFromString } from "node:v8";
-import { createLogger, loadConfigOrExit, logDestination } from "@mdp/core";
+import { createLogger, loadConfigOrExit, logDestination, setHeapGrowingPercent } from "@mdp/core";
 import { createDatabase } from "@mdp/db";
 import { closeRedis, createRedis, RedisWritePositions, whenReady } from "@mdp/queues";
 import { createGateway } from "./app";
@@ -13,13 +12,9 @@ import { Readiness } from "./readiness";
  * gigabytes to spare lets it grow up to 4x first: garbage that outlives two young-generation collections (the objects
  * of requests in flight, which at a few hundred requests a second span them) took old space from its ~55 MB live to
  * 230-290 MB between full collections, and the gateway past 400 MB RSS (bench/graphql-memory). This is no heap limit:
- * a larger live set still gets the heap it needs. Set at run time, as the gateway's own flag wherever it is started
- * (source, build, image); a --heap-growing-percent given to node wins.
+ * a larger live set still gets the heap it needs.
  */
-const HEAP_GROWING_PERCENT = 50;
-if (![...process.execArgv, process.env.NODE_OPTIONS ?? ""].some((flag) => flag.includes("--heap-growing-percent"))) {
-  setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
-}
+setHeapGrowingPercent(50);
 
 async function main(): Promise<void> {
   const config = loadConfigOrExit();
