@@ -78,7 +78,10 @@ const THREADED_WORKER = "bare evaluating worker, threads";
 const SERVER = "http floor server";
 const PROTECTED_SERVER = "protected http floor server";
 const PROTECTED_WHAT = "bare express /batched behind the libraries' protections";
-/** runTest's guarantees floor evaluating in threads, as its window names it */
+/**
+ * runTest's guarantees floor evaluating in threads, with the batch's locks and the merge onto its stored results: the
+ * floor that keeps what runTest's push keeps, as its window names it
+ */
 const THREADED_FLOOR = "run-test floor with guarantees, in threads";
 
 /**
@@ -245,7 +248,8 @@ export async function evaluateFloorGoals(ctx: {
 /**
  * runTest with push against its floors, in rounds: run-test-floor.ts over the same datasets and test, the same with
  * GUARANTEES=1 ("the floor with its guarantees": also each version's event, the history, the run diff and the
- * sequencer's numbering, bare), and that in threads, each one unmeasured pass first; then ROUNDS rounds, each the
+ * sequencer's numbering, bare), and that in threads with the batch's locks and the merge onto its stored results
+ * (IN_THREADS=1: what runTest's push keeps), each one unmeasured pass first; then ROUNDS rounds, each the
  * product's push window (`push`, a test's first run with push: see runTests) then one pass of each floor in a window of
  * its own, per thousand entities. The goals of the evaluation worker and PostgreSQL against the plain floor, the same
  * against the guarantees floors as references: each ratio the median of the rounds'. Answers the goals and the
@@ -308,7 +312,7 @@ export async function runTestFloorGoals(ctx: {
       const push = await ctx.push();
       const floor = await windowOf(plain, "floor: runTest, push");
       const withGuarantees = await windowOf(guaranteed, "floor with guarantees: runTest, push");
-      const inThreads = await windowOf(threaded, "floor with guarantees, in threads: runTest, push");
+      const inThreads = await windowOf(threaded, "floor with guarantees, locks and merge, in threads: runTest, push");
       pushes.push(push);
       rounds.push(runTestGoals(push, floor.cost, withGuarantees.cost, inThreads.cost));
       last = { floor, withGuarantees, inThreads };
@@ -359,7 +363,8 @@ function printRunTestFloors({
         )}, PostgreSQL ${times(withGuarantees.cost.cpu.PostgreSQL, floor.cost.cpu.PostgreSQL)}`,
       ) +
       line(
-        "floor with its guarantees, evaluating in threads (each batch in a piscina pool as the evaluation worker's)",
+        "floor with its guarantees, locks and merge, in threads (each batch's locks taken before it is read with its " +
+          "stored results, evaluated and merged onto them in a piscina pool as the evaluation worker's)",
         inThreads,
         "run-test floor with guarantees, in threads",
         `; its process ÷ the plain floor's ${times(
@@ -395,7 +400,7 @@ function runTestGoals(push: Cost, floor: Cost, withGuarantees: Cost, inThreads: 
         "evaluation worker",
         inThreads,
         "run-test floor with guarantees, in threads",
-        "the same, evaluating in a pool of 4 threads",
+        "the same in threads, with the locks and the merge onto stored results",
         LIMIT,
       ),
     ),

@@ -15,7 +15,11 @@
  * neither floor's passes meet the other's rows.
  * IN_THREADS=1: each batch evaluated in a piscina pool set up as the evaluation worker's (evaluation-pool-settings.ts),
  * its entities' JSON text sent there and its results' texts back (run-test-thread.ts): what keeping the evaluation off
- * the event loop costs a bare process. Its versions are written below -2,000,000.
+ * the event loop costs a bare process. With it, also what runTest's push keeps per batch beside its guarantees (with
+ * GUARANTEES=1): the batch's testResults locks taken before it is read (AspectRepository.lock's statement), its stored
+ * results, their versions and the on.types of the tests they name read with it (libs/db's entityBatchOf, a copy), and
+ * each result merged onto them in the thread as the product's push merges it (only a change is written). Its
+ * versions are written below -2,000,000.
  * Prints "run-test floor done <evaluated> <written>" after each pass; exits on SIGTERM.
  */
 import pg from "pg";
@@ -42,6 +46,37 @@ const BATCH = `
            AS json
     FROM entities`;
 
+/** runTest's walk, lock and batch read under the locks (IN_THREADS=1): libs/db's, copies; keep them in step. */
+const URNS =
+  "SELECT urn FROM aspect WHERE urn > $2 AND entity_type = ANY($1::text[]) GROUP BY urn ORDER BY urn LIMIT $3";
+const LOCK =
+  "SELECT count(*)::int AS locked FROM (SELECT pg_advisory_xact_lock(hashtext(k)) FROM jsonb_array_elements_text($1::jsonb) AS k ORDER BY k) l";
+const BATCH_WITH_STORED = `
+  WITH batch AS (SELECT urn FROM unnest($1::text[]) AS u(urn)),
+  latest AS (
+    SELECT l.* FROM batch b
+     CROSS JOIN LATERAL (
+       SELECT DISTINCT ON (a.aspect_name) a.urn, a.entity_type, a.aspect_name, a.value, a.version
+         FROM aspect a WHERE a.urn = b.urn ORDER BY a.aspect_name, a.version DESC) l),
+  entities AS (
+    SELECT urn, min(entity_type) AS entity_type, json_object_agg(aspect_name, value) AS aspects,
+           (array_agg(value) FILTER (WHERE aspect_name = $2::text))[1] AS kept,
+           (array_agg(version) FILTER (WHERE aspect_name = $2::text))[1] AS kept_version
+      FROM latest GROUP BY urn)
+  SELECT json_build_object('urns', array_agg(urn ORDER BY urn), 'entityTypes', array_agg(entity_type ORDER BY urn))::text
+           AS keys,
+         json_agg(json_build_object('urn', urn, 'entityType', entity_type, 'aspects', aspects) ORDER BY urn)::text
+           AS json,
+         COALESCE(json_object_agg(urn, kept) FILTER (WHERE kept IS NOT NULL), '{}')::text AS aspect,
+         COALESCE(json_object_agg(urn, kept_version) FILTER (WHERE kept IS NOT NULL), '{}')::text AS versions,
+         (SELECT COALESCE(json_object_agg(t.urn, t.on_types), '{}')::text FROM metadata_test t
+           WHERE t.urn = ANY($3::text[]) OR t.urn IN (
+             SELECT e.value ->> 'test' FROM entities x CROSS JOIN LATERAL jsonb_array_elements(
+               CASE WHEN jsonb_typeof(x.kept -> 'passing') = 'array' THEN x.kept -> 'passing' ELSE '[]' END ||
+               CASE WHEN jsonb_typeof(x.kept -> 'failing') = 'array' THEN x.kept -> 'failing' ELSE '[]' END) e)
+         ) AS on_types
+    FROM entities`;
+
 const WRITE = `
   INSERT INTO aspect (urn, aspect_name, version, entity_type, value, created_by)
   SELECT d.urn, 'testResults', $1::int, d.entity_type, d.value::jsonb, 'bench-floor'
@@ -49,6 +84,14 @@ const WRITE = `
   ON CONFLICT (urn, aspect_name, version) DO UPDATE SET value = EXCLUDED.value`;
 
 const GUARANTEES = process.env.GUARANTEES === "1";
+
+/** A batch read's row (BATCH, BATCH_WITH_STORED). */
+interface BatchRow {
+  keys: string | null;
+  json: string;
+  aspect?: string;
+  on_types?: string;
+}
 
 /** One batch read and evaluated: its applicable results, in urn order. */
 interface Batch extends BatchResults {
@@ -88,13 +131,29 @@ async function main(): Promise<void> {
 
   /** The batch after `afterUrn` read and evaluated: its results to write; null when no entity is left. */
   async function batchAfter(db: pg.Pool | pg.PoolClient, afterUrn: string): Promise<Batch | null> {
-    const { rows: read } = await db.query<{ keys: string | null; json: string }>(BATCH, [onTypes, afterUrn, batchSize]);
-    const keys = read[0]?.keys ? (JSON.parse(read[0].keys) as { urns: string[] | null }) : null;
+    const read = threads
+      ? await lockedBatchAfter(db, afterUrn)
+      : await db.query<BatchRow>(BATCH, [onTypes, afterUrn, batchSize]);
+    const row = read?.rows[0];
+    const keys = row?.keys ? (JSON.parse(row.keys) as { urns: string[] | null }) : null;
     if (!keys?.urns) return null;
     const at = Date.now();
-    const task = { json: read[0]!.json, at };
+    const task = {
+      json: row!.json,
+      at,
+      ...(row!.aspect !== undefined && { merge: { stored: row!.aspect, onTypes: row!.on_types! } }),
+    };
     const results = threads ? await threads.run(task) : batchResults(test, task);
     return { evaluated: keys.urns.length, lastUrn: keys.urns.at(-1)!, at, ...results };
+  }
+
+  /** runTest's read of a batch it pushes: the urns, their locks, then the batch with what is stored (IN_THREADS=1). */
+  async function lockedBatchAfter(db: pg.Pool | pg.PoolClient, afterUrn: string) {
+    const { rows } = await db.query<{ urn: string }>(URNS, [onTypes, afterUrn, batchSize]);
+    if (rows.length === 0) return null;
+    const urns = rows.map((r) => r.urn);
+    await db.query(LOCK, [JSON.stringify(urns.map((urn) => [urn, "testResults"]))]);
+    return db.query<BatchRow>(BATCH_WITH_STORED, [urns, "testResults", [testUrn]]);
   }
 
   async function run(): Promise<void> {

@@ -8,6 +8,8 @@ import {
   boundedTestResults,
   definitionFromJson,
   evaluateEntity,
+  pushedTestResults,
+  readTestResults,
   testResultsOf,
   type EntitySnapshot,
   type TestToRun,
@@ -18,6 +20,12 @@ export interface BatchTask {
   json: string;
   /** the results' evaluatedAt */
   at: number;
+  /**
+   * to merge onto (IN_THREADS=1): the batch's stored testResults `{urn: value}` and the on.types of the tests they
+   * name and of the floor's test `{testUrn: [type]}`, as the batch read gives them; each result is then merged as the
+   * product's push merges it (pushedTestResults), and only a change is written
+   */
+  merge?: { stored: string; onTypes: string };
 }
 
 export interface BatchResults {
@@ -41,13 +49,26 @@ export default function evaluateBatch(task: BatchTask | null): BatchResults {
 /** The batch's applicable results, in its order (the in-process floor calls it on its main thread). */
 export function batchResults(test: TestToRun, task: BatchTask): BatchResults {
   const results: BatchResults = { urns: [], types: [], values: [], passing: [] };
+  const stored = task.merge && (JSON.parse(task.merge.stored) as Record<string, unknown>);
+  const onTypes = task.merge && new Map(Object.entries(JSON.parse(task.merge.onTypes) as Record<string, string[]>));
+  const evaluated = new Set([test.urn]);
   for (const entity of JSON.parse(task.json) as EntitySnapshot[]) {
     const evaluation = evaluateEntity([test], entity, task.at, true);
-    // As a push: an entity the test did not apply to has no result to store.
-    if (evaluation.passing.length + evaluation.failing.length === 0) continue;
+    let value: string;
+    if (stored && onTypes) {
+      const stands = (urn: string) => onTypes.get(urn)?.includes(entity.entityType) ?? false;
+      const before = entity.urn in stored ? readTestResults(stored[entity.urn]) : undefined;
+      const pushed = pushedTestResults(before, evaluated, evaluation, stands);
+      if (!pushed.changed) continue;
+      value = pushed.json;
+    } else {
+      // As a push: an entity the test did not apply to has no result to store.
+      if (evaluation.passing.length + evaluation.failing.length === 0) continue;
+      value = boundedTestResults(testResultsOf(evaluation)).json;
+    }
     results.urns.push(entity.urn);
     results.types.push(entity.entityType);
-    results.values.push(boundedTestResults(testResultsOf(evaluation)).json);
+    results.values.push(value);
     results.passing.push(evaluation.passing.length > 0);
   }
   return results;
