@@ -6,8 +6,10 @@ export type ServiceName = "gateway" | "truncation-worker" | "evaluation-worker" 
  * Node flags every service runs with, here and in each service's `start` script. The services allocate a lot of
  * short-lived JSON per request; with V8's default 16 MiB young generation, scavenges took 12–15% of the gateway's CPU
  * under ingestion load; 64 MiB semi-spaces took bench/ingest from 0.46–0.51x to 0.53–0.56x of its baseline.
- * The gateway also sets its own --heap-growing-percent at start (services/gateway/src/main.ts): its old space may grow
- * by half its live set between full collections, so that its RSS stays under the 400 MB of bench/graphql-memory.
+ * The gateway and the evaluation worker also set their own --heap-growing-percent at start (their main.ts,
+ * `setHeapGrowingPercent`): the gateway's old space may grow by half its live set between full collections, so that
+ * its RSS stays under the 400 MB of bench/graphql-memory; the worker's by its live set, where V8's own choice (10%)
+ * beside these semi-spaces started a full collection every 150–250 ms of a runTest with push.
  */
 export const SERVICE_NODE_FLAGS = ["--max-semi-space-size=64"];
 

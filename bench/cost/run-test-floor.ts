@@ -16,8 +16,8 @@
  * IN_THREADS=1: each batch evaluated in a piscina pool set up as the evaluation worker's (evaluation-pool-settings.ts),
  * its entities' JSON text sent there and its results' texts back (run-test-thread.ts): what keeping the evaluation off
  * the event loop costs a bare process. With it, also what runTest's push keeps per batch beside its guarantees (with
- * GUARANTEES=1): the batch's testResults locks taken before it is read (AspectRepository.lock's statement), its stored
- * results, their versions and the on.types of the tests they name read with it (libs/db's entityBatchOf, a copy), and
+ * GUARANTEES=1): the batch's testResults locks taken before it is read (AspectRepository.lock's statement), the
+ * versions of its stored results and the on.types of the tests they name read with it (libs/db's entityBatchOf, a copy), and
  * each result merged onto them in the thread as the product's push merges it (only a change is written). Its
  * versions are written below -2,000,000.
  * Prints "run-test floor done <evaluated> <written>" after each pass; exits on SIGTERM.
@@ -67,7 +67,6 @@ const BATCH_WITH_STORED = `
            AS keys,
          json_agg(json_build_object('urn', urn, 'entityType', entity_type, 'aspects', aspects) ORDER BY urn)::text
            AS json,
-         COALESCE(json_object_agg(urn, kept) FILTER (WHERE kept IS NOT NULL), '{}')::text AS aspect,
          COALESCE(json_object_agg(urn, kept_version) FILTER (WHERE kept IS NOT NULL), '{}')::text AS versions,
          (SELECT COALESCE(json_object_agg(t.urn, t.on_types), '{}')::text FROM metadata_test t
            WHERE t.urn = ANY($3::text[]) OR t.urn IN (
@@ -89,7 +88,6 @@ const GUARANTEES = process.env.GUARANTEES === "1";
 interface BatchRow {
   keys: string | null;
   json: string;
-  aspect?: string;
   on_types?: string;
 }
 
@@ -141,7 +139,7 @@ async function main(): Promise<void> {
     const task = {
       json: row!.json,
       at,
-      ...(row!.aspect !== undefined && { merge: { stored: row!.aspect, onTypes: row!.on_types! } }),
+      ...(row!.on_types !== undefined && { merge: { onTypes: row!.on_types } }),
     };
     const results = threads ? await threads.run(task) : batchResults(test, task);
     return { evaluated: keys.urns.length, lastUrn: keys.urns.at(-1)!, at, ...results };

@@ -21,11 +21,11 @@ export interface BatchTask {
   /** the results' evaluatedAt */
   at: number;
   /**
-   * to merge onto (IN_THREADS=1): the batch's stored testResults `{urn: value}` and the on.types of the tests they
-   * name and of the floor's test `{testUrn: [type]}`, as the batch read gives them; each result is then merged as the
-   * product's push merges it (pushedTestResults), and only a change is written
+   * to merge (IN_THREADS=1): the on.types of the tests the batch's stored testResults name and of the floor's test
+   * `{testUrn: [type]}`, as the batch read gives them; each result is then merged onto the entity's stored testResults
+   * (among its aspects) as the product's push merges it (pushedTestResults), and only a change is written
    */
-  merge?: { stored: string; onTypes: string };
+  merge?: { onTypes: string };
 }
 
 export interface BatchResults {
@@ -49,15 +49,15 @@ export default function evaluateBatch(task: BatchTask | null): BatchResults {
 /** The batch's applicable results, in its order (the in-process floor calls it on its main thread). */
 export function batchResults(test: TestToRun, task: BatchTask): BatchResults {
   const results: BatchResults = { urns: [], types: [], values: [], passing: [] };
-  const stored = task.merge && (JSON.parse(task.merge.stored) as Record<string, unknown>);
   const onTypes = task.merge && new Map(Object.entries(JSON.parse(task.merge.onTypes) as Record<string, string[]>));
   const evaluated = new Set([test.urn]);
   for (const entity of JSON.parse(task.json) as EntitySnapshot[]) {
     const evaluation = evaluateEntity([test], entity, task.at, true);
     let value: string;
-    if (stored && onTypes) {
+    if (onTypes) {
       const stands = (urn: string) => onTypes.get(urn)?.includes(entity.entityType) ?? false;
-      const before = entity.urn in stored ? readTestResults(stored[entity.urn]) : undefined;
+      const stored = entity.aspects.testResults;
+      const before = stored === undefined ? undefined : readTestResults(stored);
       const pushed = pushedTestResults(before, evaluated, evaluation, stands);
       if (!pushed.changed) continue;
       value = pushed.json;

@@ -14,7 +14,8 @@ export interface PushedTestResults {
 /**
  * An entity's stored testResults (`before`; undefined: none) with a push of `evaluation` merged in: the `evaluated`
  * tests' entries replaced by their new ones, and every entry whose test no longer `stands` (deleted, or edited away
- * from the entity's type, even while the evaluation ran) dropped, new ones included; bounded in bytes. Unchanged when
+ * from the entity's type, as the caller read the tests in the push's transaction) dropped, new ones included; bounded
+ * in bytes. Unchanged when
  * the evaluated tests' entries are as stored, whatever else differs (an entry of a test deleted since is dropped only
  * with a write that happens anyway: an unrelated push never rewrites every entity a deleted test had results on), or
  * when no test has a result on an entity that has none stored (nothing applied to it). The one merge of every push

@@ -1,4 +1,4 @@
-import type { EntityEvaluation, ParsedDefinition } from "@mdp/metadata-tests";
+import type { EntityEvaluation, EntitySnapshot, ParsedDefinition } from "@mdp/metadata-tests";
 import { mergeBatch } from "./batch-push";
 
 const RUN = "urn:li:test:run";
@@ -10,7 +10,7 @@ const evaluation = (n: number, outcome: "pass" | "fail" | "none"): EntityEvaluat
   urn: urn(n),
   passing: outcome === "pass" ? [{ test: RUN, type: "SUCCESS" }] : [],
   failing: outcome === "fail" ? [{ test: RUN, type: "FAILURE", failedRules: [] }] : [],
-  notApplicable: outcome === "none" ? [{ test: RUN, type: "NOT_APPLICABLE" } as never] : [],
+  notApplicable: outcome === "none" ? [RUN] : [],
   evaluatedAt: 5,
 });
 
@@ -20,11 +20,20 @@ const definition = (actions?: ParsedDefinition["actions"]): ParsedDefinition => 
   ...(actions && { actions }),
 });
 
+/** The batch's entities as the thread has them: each with its stored testResults, if any, among its aspects. */
+const snapshots =
+  (stored: Record<string, unknown>) =>
+  (u: string): EntitySnapshot => ({
+    urn: u,
+    entityType: "dataset",
+    aspects: u in stored ? { testResults: stored[u] } : {},
+  });
+
 describe("mergeBatch (runTest's push, merged in its thread)", () => {
   const onTypes = JSON.stringify({ [RUN]: ["dataset"], [OTHER]: ["dataset"] });
 
   it("writes only the entities whose results of the run's test change, keeping other tests' and dropping deleted ones'", () => {
-    const stored = JSON.stringify({
+    const stored = {
       // unchanged: the run's result is as stored (the deleted test's entry stays: no write happens)
       [urn(1)]: {
         passing: [
@@ -41,12 +50,14 @@ describe("mergeBatch (runTest's push, merged in its thread)", () => {
         ],
         failing: [{ test: RUN, type: "FAILURE" }],
       },
-    });
+      // written by anything (the aspect can be ingested): what is not a result is dropped, never fails the push
+      [urn(3)]: { passing: ["x", { test: 7 }], failing: "none" },
+    };
     const merged = mergeBatch(
       [evaluation(1, "pass"), evaluation(2, "pass"), evaluation(3, "fail"), evaluation(4, "none")],
-      () => "dataset",
+      snapshots(stored),
       new Set([RUN]),
-      { stored, onTypes },
+      { onTypes },
       [definition()],
     );
     expect(merged.writes.urns).toEqual([urn(2), urn(3)]);
@@ -76,9 +87,9 @@ describe("mergeBatch (runTest's push, merged in its thread)", () => {
   it("stores no result of a test that was deleted, or no longer selects the type, while the batch ran", () => {
     const merged = mergeBatch(
       [evaluation(1, "pass")],
-      () => "dataset",
+      snapshots({}),
       new Set([RUN]),
-      { stored: "{}", onTypes: JSON.stringify({ [RUN]: ["chart"] }) },
+      { onTypes: JSON.stringify({ [RUN]: ["chart"] }) },
       [definition()],
     );
     expect(merged.writes.urns).toEqual([]);
@@ -87,7 +98,7 @@ describe("mergeBatch (runTest's push, merged in its thread)", () => {
 
   it("answers the evaluations when the test has actions, for the push to run them", () => {
     const tag = { type: "ADD_TAGS", values: ["urn:li:tag:t"] } as never;
-    const merged = mergeBatch([evaluation(1, "pass")], () => "dataset", new Set([RUN]), { stored: "{}", onTypes }, [
+    const merged = mergeBatch([evaluation(1, "pass")], snapshots({}), new Set([RUN]), { onTypes }, [
       definition({ passing: [tag], failing: [] }),
     ]);
     expect(merged.evaluations).toEqual([evaluation(1, "pass")]);

@@ -1,18 +1,26 @@
-import { pushedTestResults, readTestResults, type EntityEvaluation, type ParsedDefinition } from "@mdp/metadata-tests";
+import {
+  pushedTestResults,
+  readTestResults,
+  type EntityEvaluation,
+  type EntitySnapshot,
+  type ParsedDefinition,
+} from "@mdp/metadata-tests";
+
+/** The aspect a push writes (ResultsPusher's TEST_RESULTS_ASPECT; here without the pusher's imports, for the thread). */
+const TEST_RESULTS_ASPECT = "testResults";
 
 /**
  * runTest's push of a batch, merged in the evaluation thread that evaluated it: the thread has the batch's entities
- * parsed already, so it also parses their stored testResults, merges each evaluation in (pushedTestResults, the merge
- * every push makes) and answers the values to write as JSON text. The main thread then only writes: no structured
- * clone of a thousand evaluations with their failed rules, no parse, merge or serialization on the event loop every
- * other job of the worker shares (ResultsPusher.pushMerged writes what this answers).
+ * parsed already, their stored testResults among their aspects, so it merges each evaluation onto those
+ * (pushedTestResults, the merge every push makes) and answers the values to write as JSON text. The main thread then
+ * only writes: no structured clone of a thousand evaluations with their failed rules, and no merge or serialization
+ * of results on the event loop every other job of the worker shares (ResultsPusher.pushMerged writes what this
+ * answers).
  */
 
-/** What a thread item that pushes brings for the merge (ThreadItem.merge), all read under the batch's locks. */
+/** What a thread item that pushes brings for the merge (ThreadItem.merge), read with the batch under its locks. */
 export interface PushMerge {
-  /** the batch's stored testResults, one JSON text `{urn: value}` (EntityBatch.aspect) */
-  stored: string;
-  /** what each test named in them, or evaluated, selects now, one JSON text `{testUrn: [type]}` (EntityBatch.onTypes) */
+  /** what each test named in the stored results, or evaluated, selects, one JSON text `{testUrn: [type]}` (EntityBatch.onTypes) */
   onTypes: string;
 }
 
@@ -48,21 +56,21 @@ export function entityCounts(evaluations: readonly EntityEvaluation[]): EntityCo
 }
 
 /**
- * The push of these evaluations (one per entity, in urn order) of the `evaluated` tests, merged onto what `merge`
- * says is stored. A result stands while its test exists and its on.types still select the entity's type (`onTypes`
- * was read under the batch's locks, in the push's transaction): a test deleted, or edited away from the type, loses
- * its entries with the entity's next write.
+ * The push of these evaluations (one per entity, in urn order) of the `evaluated` tests, merged onto each entity's
+ * stored testResults (`entityOf`: the batch's snapshot, read under its locks). A result stands while its test exists
+ * and its on.types select the entity's type, as read with the batch (`merge.onTypes`): a test deleted, or edited away
+ * from the type, before the batch was read loses its entries with the entity's next write (one deleted during the
+ * batch, with the next batch's).
  */
 export function mergeBatch(
   evaluations: readonly EntityEvaluation[],
-  entityTypeOf: (urn: string) => string,
+  entityOf: (urn: string) => EntitySnapshot,
   evaluated: ReadonlySet<string>,
   merge: PushMerge,
   /** the evaluated tests' definitions: whether one has actions */
   definitions: readonly ParsedDefinition[],
 ): MergedBatch {
-  const stored = JSON.parse(merge.stored) as Record<string, unknown>;
-  const onTypes = new Map(Object.entries(JSON.parse(merge.onTypes) as Record<string, string[]>));
+  const onTypes = new Map(Object.entries(JSON.parse(merge.onTypes) as Record<string, string[] | null>));
   const batch: MergedBatch = {
     writes: { urns: [], entityTypes: [], values: [] },
     results: { urns: [], tests: [], passing: [] },
@@ -71,9 +79,11 @@ export function mergeBatch(
   };
   for (const evaluation of evaluations) {
     const urn = evaluation.urn;
-    const entityType = entityTypeOf(urn);
+    const entity = entityOf(urn);
+    const entityType = entity.entityType;
     const stands = (test: string) => onTypes.get(test)?.includes(entityType) ?? false;
-    const before = urn in stored ? readTestResults(stored[urn]) : undefined;
+    const stored = entity.aspects[TEST_RESULTS_ASPECT];
+    const before = stored === undefined ? undefined : readTestResults(stored);
     const pushed = pushedTestResults(before, evaluated, evaluation, stands);
     if (pushed.changed) {
       batch.writes.urns.push(urn);

@@ -13,7 +13,8 @@ import type { StoredTest } from "./evaluation.store";
 
 /**
  * What runs inside an evaluation thread (loaded through evaluation-thread.cjs): the pure evaluation of already-loaded
- * entities and tests. No I/O: the main thread reads PostgreSQL, pushes and replies.
+ * entities and tests, and for runTest's pushes the merge onto their stored results (batch-push.ts). No I/O: the main
+ * thread reads PostgreSQL, writes and replies.
  */
 
 /** One request of a task: its entities, and the tests it names (unset: every ACTIVE test of each entity's type). */
@@ -104,8 +105,8 @@ export function tallyOf(evaluations: readonly EntityEvaluation[]): Tally {
 }
 
 /**
- * Each item's evaluations, one per urn, in the item's urn order (objects, or JSON text: ThreadItem.json); or the stored
- * definition it could not parse.
+ * Each item's evaluations, one per urn, in the item's urn order (objects, JSON text: ThreadItem.json, or merged for
+ * a push: ThreadItem.merge); or the stored definition it could not parse.
  */
 export default function evaluateTask(task: EvaluationTask): ThreadItemResult[] {
   const where = new Int32Array(task.where);
@@ -162,18 +163,21 @@ export default function evaluateTask(task: EvaluationTask): ThreadItemResult[] {
       );
     });
     if (invalid) out.push(invalid);
+    else if (item.json) out.push({ json: evaluations.map((e) => JSON.stringify(e)), tally: tallyOf(evaluations) });
     else if (item.merge) {
-      const tests = named ?? [];
+      if (!named) throw new Error("A merged push names the tests it evaluates (testUrns)");
+      // Past the evaluation: a limit reached while merging names no entity or test.
+      Atomics.store(where, WHERE.entity, -1);
+      Atomics.store(where, WHERE.test, -1);
       const merged = mergeBatch(
         evaluations,
-        (urn) => entities.get(urn)!.entityType,
-        new Set(tests.map((t) => task.tests[t]!.urn)),
+        (urn) => entities.get(urn)!,
+        new Set(named.map((t) => task.tests[t]!.urn)),
         item.merge,
-        tests.map((t) => definitions.toRun(task.tests[t]!).definition),
+        named.map((t) => definitions.toRun(task.tests[t]!).definition),
       );
       out.push({ ...merged, tally: tallyOf(evaluations) });
-    } else if (item.json) out.push({ json: evaluations.map((e) => JSON.stringify(e)), tally: tallyOf(evaluations) });
-    else out.push(evaluations);
+    } else out.push(evaluations);
   }
   return out;
 }

@@ -130,7 +130,7 @@ export function runTestTask(deps: EvaluateDeps) {
             testUrns: [test.urn],
             // Values only to store: a run answers counts, nobody reads its failed rules but from testResults.
             withValues: input.push,
-            ...(input.push && { merge: { stored: batch.aspect ?? "{}", onTypes: batch.onTypes ?? "{}" } }),
+            ...(input.push && { merge: { onTypes: mergeOnTypesOf(batch) } }),
           },
         ],
         `${deps.pool.settings.timeLimitMs} ms (EVALUATION_TIME_LIMIT_MS) for its batch of ${batch.urns.length} entities`,
@@ -216,6 +216,16 @@ function advance(progress: RunProgress, batch: BatchCounts, lastUrn: string): Ru
     pushed: progress.pushed + batch.pushed,
     lastUrn,
   };
+}
+
+/**
+ * What a push's merge needs beside the batch: the on.types its read under the locks brought. Missing, every stored
+ * result of another test would be taken for one whose test no longer exists and dropped: refused instead.
+ */
+function mergeOnTypesOf(batch: EntityBatch): string {
+  if (batch.onTypes === undefined)
+    throw new Error("runTest's batch to push was read without the on.types of its tests");
+  return batch.onTypes;
 }
 
 /** Where a run without push may read: a replica that has replayed its creator's recent write (readAfter). */

@@ -5,6 +5,7 @@
 import { AspectRepository, createDatabase, entityBatchOf, inTransaction, type Database } from "@mdp/db";
 import { createTestDatabase, type TestDatabase } from "@mdp/db/testing";
 import type { Privilege } from "@mdp/core";
+import type { EntitySnapshot } from "@mdp/metadata-tests";
 import { mergeBatch } from "../src/batch-push";
 import { ResultsPusher, TEST_RESULTS_ASPECT } from "../src/results.pusher";
 
@@ -88,11 +89,12 @@ describe("ResultsPusher", () => {
         aspectName: TEST_RESULTS_ASPECT,
         testUrns: ["urn:li:test:b"],
       });
+      const entities = new Map((JSON.parse(batch.json) as EntitySnapshot[]).map((e) => [e.urn, e]));
       const merged = mergeBatch(
         [evaluation("urn:li:test:b", false)],
-        () => "dataset",
+        (u) => entities.get(u)!,
         new Set(["urn:li:test:b"]),
-        { stored: batch.aspect!, onTypes: batch.onTypes! },
+        { onTypes: batch.onTypes! },
         [],
       );
       const counting = Object.create(client) as typeof client;

@@ -18,6 +18,15 @@ const HAS_DESCRIPTION = {
   rules: { property: "datasetProperties.description", operator: "exists" },
 };
 
+/** On the hive datasets only (the others: not applicable), tagged urn:li:tag:none. */
+const HIVE_TAGGED = {
+  on: {
+    types: ["dataset"],
+    conditions: { property: "platform", operator: "equals", value: "urn:li:dataPlatform:hive" },
+  },
+  rules: { property: "globalTags.tags.tag", operator: "contains_any", values: ["urn:li:tag:none"] },
+};
+
 /** The N datasets, and a test of their description that only runs evaluate (not evaluation on change). */
 async function datasetsAndTest(w: WorkerFixture): Promise<string> {
   for (let i = 0; i < N; i++) {
@@ -76,6 +85,38 @@ describe("runTest, in the worker", () => {
   );
 
   workerTest(
+    "with push, keeps other tests' results, drops a deleted test's with the entity's next write, and counts the rest",
+    async (w) => {
+      const described = await datasetsAndTest(w);
+      const done = (taskId: string) => w.waitForTask(taskId, ["completed", "failed"]);
+      expect(await done(await w.runTest(described, OWNER, { batchSize: 10 }))).toMatchObject({ state: "completed" });
+      const hiveTagged = await w.createTest("push-hive", HIVE_TAGGED, OWNER, { evaluateOnChange: false });
+      // The hive ones fail (untagged) and are written; the kafka ones are not applicable and keep what they had.
+      expect(await done(await w.runTest(hiveTagged, OWNER, { batchSize: 10 }))).toMatchObject({
+        state: "completed",
+        progress: { evaluated: N, passing: 0, failing: N / 5, notApplicable: N - N / 5, pushed: N / 5 },
+      });
+      expect([await w.resultOf(datasetUrn(0), described), await w.resultOf(datasetUrn(0), hiveTagged)]).toEqual([
+        "passing",
+        "failing",
+      ]);
+      expect(await w.latest(datasetUrn(1), "testResults")).toMatchObject({ version: 1 });
+      // The first test deleted: an entity whose result changes loses its entry; one whose result stands keeps it.
+      await w.database.pool.query("DELETE FROM metadata_test WHERE urn = $1", [described]);
+      await w.ingest(datasetUrn(0), "globalTags", { tags: [{ tag: "urn:li:tag:none" }] });
+      expect(await done(await w.runTest(hiveTagged, OWNER, { batchSize: 10 }))).toMatchObject({
+        state: "completed",
+        progress: { passing: 1, failing: N / 5 - 1, pushed: 1 },
+      });
+      expect([await w.resultOf(datasetUrn(0), described), await w.resultOf(datasetUrn(0), hiveTagged)]).toEqual([
+        undefined,
+        "passing",
+      ]);
+      expect(await w.resultOf(datasetUrn(10), described)).toBe("passing");
+    },
+  );
+
+  workerTest(
     "without push, walks every entity once in batches read ahead of their evaluation, with exact counts",
     async (w) => {
       const test = await datasetsAndTest(w);
@@ -102,18 +143,7 @@ describe("runTest, in the worker", () => {
     "counts entities whose conditions do not hold as not applicable, and writes nothing without push",
     async (w) => {
       await datasetsAndTest(w);
-      const hiveTagged = await w.createTest(
-        "run-hive",
-        {
-          on: {
-            types: ["dataset"],
-            conditions: { property: "platform", operator: "equals", value: "urn:li:dataPlatform:hive" },
-          },
-          rules: { property: "globalTags.tags.tag", operator: "contains_any", values: ["urn:li:tag:none"] },
-        },
-        OWNER,
-        { evaluateOnChange: false },
-      );
+      const hiveTagged = await w.createTest("run-hive", HIVE_TAGGED, OWNER, { evaluateOnChange: false });
       const taskId = await w.runTest(hiveTagged, OWNER, { push: false });
       const done = await w.waitForTask(taskId, ["completed", "failed"]);
       expect(done).toMatchObject({ state: "completed" });

@@ -11,15 +11,14 @@ export interface EntityBatch {
   entityTypes: string[];
   json: string;
   /**
-   * Asked for by entityBatchOf's `aspectName`: that aspect's latest value of each entity that has it, as one JSON
-   * text `{urn: value}` for the main thread (read in the same statement as the batch, so under the same locks).
+   * Asked for by entityBatchOf's `stored`: the versions of that aspect's latest values, as one JSON text
+   * `{urn: version}` (VersionedAspectWrite.currentVersion; the values themselves are among the entities' aspects), read
+   * in the same statement as the batch, so under the same locks
    */
-  aspect?: string;
-  /** with `aspect`: those values' versions, as one JSON text `{urn: version}` (VersionedAspectWrite.currentVersion) */
   versions?: string;
   /**
-   * with `aspect`: the entity types that each test named in those values (testResults entries' `test`), or asked for,
-   * selects now (its on.types), as one JSON text `{testUrn: [type]}`; a test that does not exist is absent
+   * with `versions`: the entity types that each test named in those values (testResults entries' `test`), or asked
+   * for, selects now (its on.types), as one JSON text `{testUrn: [type]}`; a test that does not exist is absent
    */
   onTypes?: string;
 }
@@ -29,19 +28,19 @@ const EMPTY_BATCH: EntityBatch = { urns: [], entityTypes: [], json: "[]" };
 /**
  * The latest aspects of the urns `batch` selects (its text: a CTE yielding `urn`), as one EntityBatch row; with
  * `aspectParam` (the placeholder of a testResults-shaped aspect's name) and `testsParam` (of test urns), that aspect's
- * values as `aspect` too, and `onTypes`. Entries that are not `{test: string}` name no test (readTestResults drops
- * them, the aspect can arrive through ingestion, written by anything).
+ * `versions` and `onTypes` too. Entries that are not `{test: string}` name no test (readTestResults drops them: the
+ * aspect can arrive through ingestion, written by anything).
  */
-const entityBatchSql = (batch: string, aspectParam?: string, testsParam?: string) => {
+const entityBatchSql = (batch: string, stored?: { aspectParam: string; testsParam: string }) => {
+  const aspectParam = stored?.aspectParam;
   const kept = aspectParam
     ? `, (array_agg(value) FILTER (WHERE aspect_name = ${aspectParam}::text))[1] AS kept,
          (array_agg(version) FILTER (WHERE aspect_name = ${aspectParam}::text))[1] AS kept_version`
     : "";
-  const aspect = aspectParam
-    ? `, COALESCE(json_object_agg(urn, kept) FILTER (WHERE kept IS NOT NULL), '{}')::text AS aspect,
-         COALESCE(json_object_agg(urn, kept_version) FILTER (WHERE kept IS NOT NULL), '{}')::text AS versions,
+  const storedColumns = stored
+    ? `, COALESCE(json_object_agg(urn, kept_version) FILTER (WHERE kept IS NOT NULL), '{}')::text AS versions,
          (SELECT COALESCE(json_object_agg(t.urn, t.on_types), '{}')::text FROM metadata_test t
-           WHERE t.urn = ANY(${testsParam}::text[]) OR t.urn IN (
+           WHERE t.urn = ANY(${stored.testsParam}::text[]) OR t.urn IN (
              SELECT e.value ->> 'test' FROM entities x CROSS JOIN LATERAL jsonb_array_elements(
                CASE WHEN jsonb_typeof(x.kept -> 'passing') = 'array' THEN x.kept -> 'passing' ELSE '[]' END ||
                CASE WHEN jsonb_typeof(x.kept -> 'failing') = 'array' THEN x.kept -> 'failing' ELSE '[]' END) e)
@@ -60,7 +59,7 @@ const entityBatchSql = (batch: string, aspectParam?: string, testsParam?: string
   SELECT json_build_object('urns', array_agg(urn ORDER BY urn), 'entityTypes', array_agg(entity_type ORDER BY urn))::text
            AS keys,
          json_agg(json_build_object('urn', urn, 'entityType', entity_type, 'aspects', aspects) ORDER BY urn)::text
-           AS json${aspect}
+           AS json${storedColumns}
     FROM entities`;
 };
 
@@ -68,7 +67,6 @@ const entityBatchSql = (batch: string, aspectParam?: string, testsParam?: string
 interface BatchRow {
   keys: string | null;
   json: string;
-  aspect?: string;
   versions?: string;
   on_types?: string;
 }
@@ -82,7 +80,6 @@ function batchOf(row: BatchRow | undefined, empty: EntityBatch): EntityBatch {
   const keys = JSON.parse(row.keys) as { urns: string[] | null; entityTypes: string[] };
   if (!keys.urns) return empty;
   const batch: EntityBatch = { urns: keys.urns, entityTypes: keys.entityTypes, json: row.json };
-  if (row.aspect !== undefined) batch.aspect = row.aspect;
   if (row.versions !== undefined) batch.versions = row.versions;
   if (row.on_types !== undefined) batch.onTypes = row.on_types;
   return batch;
@@ -108,21 +105,25 @@ export async function entityBatchAfter(
 }
 
 /**
- * The latest aspects of these entities as an EntityBatch (those with no aspect left are absent); with `stored`, that
- * testResults-shaped aspect's values also as `aspect`, their `versions`, and the `onTypes` of the tests they name and
- * of `stored.testUrns` (runTest with push: what its push merges onto, read under the batch's locks).
+ * The latest aspects of these entities as an EntityBatch (those with no aspect left are absent); with `stored`, the
+ * `versions` of that testResults-shaped aspect's values, and the `onTypes` of the tests they name and of
+ * `stored.testUrns` (runTest with push: what its push merges onto, read under the batch's locks).
  */
 export async function entityBatchOf(
   db: Queryable,
   urns: readonly string[],
   stored?: { aspectName: string; testUrns: readonly string[] },
 ): Promise<EntityBatch> {
-  const empty = stored === undefined ? EMPTY_BATCH : { ...EMPTY_BATCH, aspect: "{}", versions: "{}", onTypes: "{}" };
+  const empty = stored === undefined ? EMPTY_BATCH : { ...EMPTY_BATCH, versions: "{}", onTypes: "{}" };
   if (urns.length === 0) return empty;
   const from = "SELECT urn FROM unnest($1::text[]) AS u(urn)";
   const { rows } =
     stored === undefined
       ? await db.query<BatchRow>(entityBatchSql(from), [urns])
-      : await db.query<BatchRow>(entityBatchSql(from, "$2", "$3"), [urns, stored.aspectName, stored.testUrns]);
+      : await db.query<BatchRow>(entityBatchSql(from, { aspectParam: "$2", testsParam: "$3" }), [
+          urns,
+          stored.aspectName,
+          stored.testUrns,
+        ]);
   return batchOf(rows[0], empty);
 }
