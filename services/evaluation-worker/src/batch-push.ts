@@ -6,8 +6,8 @@ import {
   type ParsedDefinition,
 } from "@mdp/metadata-tests";
 
-/** The aspect a push writes (ResultsPusher's TEST_RESULTS_ASPECT; here without the pusher's imports, for the thread). */
-const TEST_RESULTS_ASPECT = "testResults";
+/** The aspect a push writes (here rather than beside ResultsPusher, whose imports the evaluation thread must not load). */
+export const TEST_RESULTS_ASPECT = "testResults";
 
 /**
  * runTest's push of a batch, merged in the evaluation thread that evaluated it: the thread has the batch's entities

@@ -1,11 +1,11 @@
 import { onTypesOfTests, type AspectRepository, type OwnerPrivileges, type VersionedAspectWrite } from "@mdp/db";
 import { pushedTestResults, readTestResults, type EntityEvaluation, type TestResultsAspect } from "@mdp/metadata-tests";
 import type pg from "pg";
-import type { MergedBatch } from "./batch-push";
+import { TEST_RESULTS_ASPECT, type MergedBatch } from "./batch-push";
 import { applyTestActions, type UnsavedTestActions } from "./test-actions";
 import { TestResultHistory } from "./test-result-history";
 
-export const TEST_RESULTS_ASPECT = "testResults";
+export { TEST_RESULTS_ASPECT };
 
 /** One entity's evaluation to store, with the tests that were evaluated (including those that did not apply). */
 export interface PushItem {
