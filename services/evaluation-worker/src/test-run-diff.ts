@@ -64,8 +64,10 @@ export function withBatch(
     flapping: jsonBytes(row.flapping),
   };
   const add = <K extends keyof typeof bytes>(list: K, entry: RunDiffRow[K][number]) => {
+    // a full list takes no more: its size is not computed (a batch of a thousand decided entities fills it early)
+    if (next[list].length >= RUN_DIFF_LIST_LIMITS.entities) return;
     const size = jsonBytes(entry) + 1; // its comma
-    if (next[list].length >= RUN_DIFF_LIST_LIMITS.entities || bytes[list] + size > RUN_DIFF_LIST_LIMITS.bytes) return;
+    if (bytes[list] + size > RUN_DIFF_LIST_LIMITS.bytes) return;
     (next[list] as Array<typeof entry>).push(entry);
     bytes[list] += size;
   };
