@@ -35,7 +35,8 @@ export const withChangeLogEvents = (insert: string): string => `
  */
 const HISTORY = `
   WITH input AS (
-      SELECT * FROM unnest($1::text[], $2::text[], $3::boolean[], $4::timestamptz[]) AS i(urn, test_urn, passing, at)
+      SELECT urn, test_urn, passing, to_timestamp(at_ms / 1000.0) AS at
+        FROM unnest($1::text[], $2::text[], $3::boolean[], $4::int8[]) AS i(urn, test_urn, passing, at_ms)
     ), compared AS (
       SELECT i.urn, i.test_urn, i.passing, i.at, last.passing AS previous, last.at AS previous_at
         FROM input i
@@ -100,10 +101,9 @@ const appended = (list: string) =>
         AND octet_length(d.${list}::text) + l.bytes <= ${LIST_BYTES}), '[]'::jsonb)`;
 
 /**
- * The run diff after a batch, in one statement: the row locked (openRunDiff's lock), the batch's states read from the
- * history (batchEntityStates), the counts and lists grown as withBatch grows them and written (saveRunDiff): libs/db's
- * metadata-tests/test-run-diff.repository.ts and services/evaluation-worker's test-run-diff.ts, a copy in SQL; keep
- * them in step. (A list here stops at the first entry past its bytes, where withBatch tries each later one.)
+ * The run diff after a batch, in one statement: libs/db's recordRunDiffBatch (metadata-tests/
+ * test-run-diff.repository.ts: the row locked, the batch's states read from the history, the counts and bounded
+ * lists grown), a copy with RUN_DIFF_LIST_LIMITS written in; keep them in step.
  */
 const RUN_DIFF = `
   WITH run AS (
@@ -138,7 +138,7 @@ const RUN_DIFF = `
     )}
     )
   UPDATE test_run_diff d
-     SET last_batch_at = GREATEST(r.last_batch_at, $3::timestamptz, (SELECT max(latest_at) FROM states)),
+     SET last_batch_at = GREATEST(r.last_batch_at, to_timestamp($3::int8 / 1000.0), (SELECT max(latest_at) FROM states)),
          evaluated = d.evaluated + (SELECT count(*)::int FROM states),
          newly_failing_count = d.newly_failing_count + (SELECT count(*)::int FROM newly_failing),
          newly_passing_count = d.newly_passing_count + (SELECT count(*)::int FROM newly_passing),
@@ -177,15 +177,14 @@ export async function writeHistoryAndRunDiff(
   results: { urns: string[]; passing: boolean[] },
   at: number,
 ): Promise<void> {
-  const when = new Date(at).toISOString();
   await client.query(HISTORY, [
     results.urns,
     results.urns.map(() => run.historyTestUrn),
     results.passing,
-    results.urns.map(() => when),
+    results.urns.map(() => at),
     MAX_PER_PAIR,
   ]);
-  await client.query(RUN_DIFF, [run.runId, results.urns, when]);
+  await client.query(RUN_DIFF, [run.runId, results.urns, at]);
 }
 
 /** The outbox sequencer's numbering, in a transaction of its own after the batch's committed. */

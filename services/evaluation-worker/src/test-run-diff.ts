@@ -1,4 +1,4 @@
-import { batchEntityStates, openRunDiff, saveRunDiff, type RunDiffRow } from "@mdp/db";
+import { openRunDiff, recordRunDiffBatch } from "@mdp/db";
 import type pg from "pg";
 
 /**
@@ -38,61 +38,16 @@ export class TestRunDiffs {
     /** the batch: when it was evaluated, and the entities the run's test passed or failed (not those it did not apply to) */
     batch: { evaluatedAt: number; decided: readonly string[] },
   ): Promise<void> {
-    const { evaluatedAt, decided } = batch;
+    const recorded = {
+      runId: run.runId,
+      urns: batch.decided,
+      evaluatedAt: batch.evaluatedAt,
+      limits: RUN_DIFF_LIST_LIMITS,
+    };
+    // After the run's first batch its row exists: the batch is the one statement (recordRunDiffBatch).
+    if (await recordRunDiffBatch(client, recorded)) return;
     // Just before its first evaluation: the run's own transitions come after its start (the first run's baseline).
-    const row = await openRunDiff(client, { ...run, at: new Date(evaluatedAt - 1), ...this.settings });
-    const states = await batchEntityStates(client, run.testUrn, decided, row.baselineAt, row.flapSince);
-    await saveRunDiff(client, withBatch(row, states, evaluatedAt));
+    await openRunDiff(client, { ...run, at: new Date(batch.evaluatedAt - 1), ...this.settings });
+    await recordRunDiffBatch(client, recorded);
   }
-}
-
-/** The row after one more batch: counts grow, lists fill up to RUN_DIFF_LIST_LIMITS. */
-export function withBatch(
-  row: RunDiffRow,
-  states: ReadonlyArray<{ urn: string; passing: boolean; previous: boolean | null; changes: number; latestAt: number }>,
-  evaluatedAt: number,
-): RunDiffRow {
-  const next: RunDiffRow = {
-    ...row,
-    newlyFailing: [...row.newlyFailing],
-    newlyPassing: [...row.newlyPassing],
-    flapping: [...row.flapping],
-  };
-  const bytes = {
-    newlyFailing: jsonBytes(row.newlyFailing),
-    newlyPassing: jsonBytes(row.newlyPassing),
-    flapping: jsonBytes(row.flapping),
-  };
-  const add = <K extends keyof typeof bytes>(list: K, entry: RunDiffRow[K][number]) => {
-    // a full list takes no more: its size is not computed (a batch of a thousand decided entities fills it early)
-    if (next[list].length >= RUN_DIFF_LIST_LIMITS.entities) return;
-    const size = jsonBytes(entry) + 1; // its comma
-    if (bytes[list] + size > RUN_DIFF_LIST_LIMITS.bytes) return;
-    (next[list] as Array<typeof entry>).push(entry);
-    bytes[list] += size;
-  };
-  let latest = Math.max(row.lastBatchAt?.getTime() ?? 0, evaluatedAt);
-  for (const state of states) {
-    latest = Math.max(latest, state.latestAt);
-    next.evaluated += 1;
-    if (state.passing !== state.previous) {
-      if (state.passing) {
-        next.newlyPassingCount += 1;
-        add("newlyPassing", { urn: state.urn, previous: state.previous });
-      } else {
-        next.newlyFailingCount += 1;
-        add("newlyFailing", { urn: state.urn, previous: state.previous });
-      }
-    }
-    if (state.changes > row.flapChanges) {
-      next.flappingCount += 1;
-      add("flapping", { urn: state.urn, passing: state.passing, changes: state.changes });
-    }
-  }
-  next.lastBatchAt = new Date(latest);
-  return next;
-}
-
-function jsonBytes(value: unknown): number {
-  return Buffer.byteLength(JSON.stringify(value));
 }

@@ -245,7 +245,9 @@ export async function entityWithLatestAspect(
 /** How many entities of these types exist (an entity exists when it has at least one aspect). */
 export async function countEntitiesOfTypes(db: Queryable, entityTypes: readonly string[]): Promise<number> {
   const { rows } = await db.query<{ n: string }>(
-    "SELECT count(DISTINCT urn) AS n FROM aspect WHERE entity_type = ANY($1::text[])",
+    // Grouped rather than count(DISTINCT urn): PostgreSQL sorts every row for a DISTINCT aggregate, where a GROUP BY
+    // may hash them (about half the time over a catalog's versions; a runTest counts once, at its start).
+    "SELECT count(*) AS n FROM (SELECT urn FROM aspect WHERE entity_type = ANY($1::text[]) GROUP BY urn) e",
     [entityTypes],
   );
   return Number(rows[0]?.n ?? 0);

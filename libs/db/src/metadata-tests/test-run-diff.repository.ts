@@ -90,80 +90,98 @@ export async function openRunDiff(
   return (await locked()).rows[0]!;
 }
 
-/** One entity of a batch, as the result history has it after the batch's push. */
-export interface BatchEntityState {
-  urn: string;
-  /** its latest recorded state */
-  passing: boolean;
-  /** its state at the baseline; null: none recorded by then */
-  previous: boolean | null;
-  /** pass↔fail changes recorded after flapSince */
-  changes: number;
-  /** when its latest state was recorded (epoch ms) */
-  latestAt: number;
+/** What a run diff keeps of each list at most: its first entities in urn order, and bytes of their JSON. */
+export interface RunDiffListLimits {
+  entities: number;
+  bytes: number;
 }
+
+/** One of the batch's lists: its entries in urn order, each with its running number and running bytes. */
+const listOf = (entry: string, where: string) => `
+  SELECT e.entry, row_number() OVER w AS n, sum(octet_length(e.entry::text) + 1) OVER w AS bytes
+    FROM (SELECT s.urn, ${entry} AS entry FROM states s, run r WHERE ${where}) e
+  WINDOW w AS (ORDER BY e.urn)`;
 
 /**
- * For each urn, the test's latest recorded result, the one at `baselineAt`, and how many changes came after
- * `flapSince` (the pair's history index, three short reads per entity). Urns without any recorded result are absent.
+ * A stored list grown by the batch's entries while they fit: up to $4 entries and $5 bytes of JSON in all (a list's
+ * text as PostgreSQL writes jsonb, a space after each comma and colon, so its compact JSON is smaller). The first
+ * entry that does not fit ends it: the list is the run's first entities in urn order, never a later one in place of
+ * an earlier. Its count is kept whole apart.
  */
-export async function batchEntityStates(
-  client: Pick<pg.ClientBase, "query">,
-  testUrn: string,
-  urns: readonly string[],
-  baselineAt: Date,
-  flapSince: Date,
-): Promise<BatchEntityState[]> {
-  const { rows } = await client.query<{
-    urn: string;
-    passing: boolean;
-    previous: boolean | null;
-    changes: number;
-    latest_at: number;
-  }>(
-    // latest_at as epoch ms: pg reads a float8 with parseFloat, a timestamptz with a parser of dates in JavaScript.
-    `SELECT u.urn, latest.passing, before.passing AS previous, round(extract(epoch FROM latest.at) * 1000)::float8 AS latest_at,
-            (SELECT count(*)::int FROM test_result_transition c
-              WHERE c.urn = u.urn AND c.test_urn = $1 AND c.at > $4 AND c.previous IS NOT NULL) AS changes
-       FROM unnest($2::text[]) AS u(urn)
-       JOIN LATERAL (
-         SELECT t.passing, t.at FROM test_result_transition t WHERE t.urn = u.urn AND t.test_urn = $1
-          ORDER BY t.at DESC, t.id DESC LIMIT 1
-       ) latest ON true
-       LEFT JOIN LATERAL (
-         SELECT t.passing FROM test_result_transition t WHERE t.urn = u.urn AND t.test_urn = $1 AND t.at <= $3
-          ORDER BY t.at DESC, t.id DESC LIMIT 1
-       ) before ON true
-      ORDER BY u.urn`,
-    [testUrn, urns, baselineAt.toISOString(), flapSince.toISOString()],
-  );
-  return rows.map((r) => ({
-    urn: r.urn,
-    passing: r.passing,
-    previous: r.previous,
-    changes: r.changes,
-    latestAt: r.latest_at,
-  }));
-}
+const appended = (list: string) =>
+  `d.${list} || COALESCE((SELECT jsonb_agg(l.entry ORDER BY l.n) FROM ${list} l
+      WHERE l.n <= $4::int - jsonb_array_length(d.${list})
+        AND octet_length(d.${list}::text) + l.bytes <= $5::int), '[]'::jsonb)`;
 
-/** Writes a run's counts and lists as they stand after a batch (the caller holds the row's lock: openRunDiff). */
-export async function saveRunDiff(client: Pick<pg.ClientBase, "query">, row: RunDiffRow): Promise<void> {
-  await client.query(
-    `UPDATE test_run_diff SET last_batch_at = $2, evaluated = $3, newly_failing_count = $4, newly_passing_count = $5,
-            flapping_count = $6, newly_failing = $7::jsonb, newly_passing = $8::jsonb, flapping = $9::jsonb
-      WHERE run_id = $1`,
-    [
-      row.runId,
-      row.lastBatchAt?.toISOString() ?? null,
-      row.evaluated,
-      row.newlyFailingCount,
-      row.newlyPassingCount,
-      row.flappingCount,
-      JSON.stringify(row.newlyFailing),
-      JSON.stringify(row.newlyPassing),
-      JSON.stringify(row.flapping),
-    ],
-  );
+/**
+ * The run diff after a batch, in one statement: the run's row locked until the transaction ends (as openRunDiff
+ * locks it), each decided entity's state read from the result history (its latest result, the one at the run's
+ * baseline, and its pass/fail changes since the flap window's start, three short reads of the pair's index), and the
+ * counts and lists grown by them. An entity without a recorded result is not counted. The last batch's time is the
+ * latest of the batch's evaluation and its results' (a pair's times never go backwards).
+ */
+const RECORD_RUN_DIFF_BATCH = `
+  WITH run AS (
+      SELECT run_id, test_urn, baseline_at, flap_since, flap_changes, last_batch_at
+        FROM test_run_diff WHERE run_id = $1 FOR UPDATE
+    ), states AS (
+      SELECT u.urn, latest.passing, before.passing AS previous, latest.at AS latest_at,
+             (SELECT count(*)::int FROM test_result_transition c
+               WHERE c.urn = u.urn AND c.test_urn = r.test_urn AND c.at > r.flap_since AND c.previous IS NOT NULL) AS changes
+        FROM run r
+        CROSS JOIN unnest($2::text[]) AS u(urn)
+        JOIN LATERAL (
+          SELECT t.passing, t.at FROM test_result_transition t WHERE t.urn = u.urn AND t.test_urn = r.test_urn
+           ORDER BY t.at DESC, t.id DESC LIMIT 1
+        ) latest ON true
+        LEFT JOIN LATERAL (
+          SELECT t.passing FROM test_result_transition t
+           WHERE t.urn = u.urn AND t.test_urn = r.test_urn AND t.at <= r.baseline_at
+           ORDER BY t.at DESC, t.id DESC LIMIT 1
+        ) before ON true
+    ), newly_failing AS (${listOf(
+      "jsonb_build_object('urn', s.urn, 'previous', s.previous)",
+      "s.passing IS DISTINCT FROM s.previous AND NOT s.passing",
+    )}
+    ), newly_passing AS (${listOf(
+      "jsonb_build_object('urn', s.urn, 'previous', s.previous)",
+      "s.passing IS DISTINCT FROM s.previous AND s.passing",
+    )}
+    ), flapping AS (${listOf(
+      "jsonb_build_object('urn', s.urn, 'passing', s.passing, 'changes', s.changes)",
+      "s.changes > r.flap_changes",
+    )}
+    )
+  UPDATE test_run_diff d
+     SET last_batch_at = GREATEST(r.last_batch_at, to_timestamp($3::int8 / 1000.0), (SELECT max(latest_at) FROM states)),
+         evaluated = d.evaluated + (SELECT count(*)::int FROM states),
+         newly_failing_count = d.newly_failing_count + (SELECT count(*)::int FROM newly_failing),
+         newly_passing_count = d.newly_passing_count + (SELECT count(*)::int FROM newly_passing),
+         flapping_count = d.flapping_count + (SELECT count(*)::int FROM flapping),
+         newly_failing = ${appended("newly_failing")},
+         newly_passing = ${appended("newly_passing")},
+         flapping = ${appended("flapping")}
+    FROM run r
+   WHERE d.run_id = r.run_id`;
+
+/**
+ * Adds a batch to its run's diff (RECORD_RUN_DIFF_BATCH): `urns` are the entities the run's test passed or failed,
+ * after the batch's push recorded their transitions. One statement, no rows back: where reading each entity's states
+ * into the worker and writing the lists back took three and a thousand rows. Answers false when the run has no row
+ * yet (openRunDiff creates it).
+ */
+export async function recordRunDiffBatch(
+  client: Pick<pg.ClientBase, "query">,
+  batch: { runId: string; urns: readonly string[]; evaluatedAt: number; limits: RunDiffListLimits },
+): Promise<boolean> {
+  const { rowCount } = await client.query(RECORD_RUN_DIFF_BATCH, [
+    batch.runId,
+    batch.urns,
+    batch.evaluatedAt,
+    batch.limits.entities,
+    batch.limits.bytes,
+  ]);
+  return rowCount === 1;
 }
 
 /** A test's run diff: the one of `runId`, or its latest run's when null. */
