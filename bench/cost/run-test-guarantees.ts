@@ -9,6 +9,7 @@
  */
 import type pg from "pg";
 import { ENTITY_CHANGE_EVENT, METADATA_CHANGE_LOG, SYSTEM_ACTOR_URN } from "@mdp/core";
+import { recordRunDiffBatch } from "@mdp/db";
 
 /**
  * `insert` (an INSERT INTO aspect, its last parameter $5) with each written version's MetadataChangeLog_v1 event, in
@@ -88,67 +89,6 @@ const OPEN_RUN_DIFF = `
   INSERT INTO test_run_diff (run_id, test_urn, previous_run_id, started_at, baseline_at, flap_since, flap_changes, flap_runs)
   VALUES ($1, $2, NULL, $3::timestamptz, $3::timestamptz, $3::timestamptz, $4, $5)`;
 
-/** One of the run diff's lists: the batch's entries in urn order, each with its running count and bytes. */
-const listOf = (entry: string, where: string) => `
-  SELECT e.entry, row_number() OVER w AS n, sum(octet_length(e.entry::text) + 1) OVER w AS bytes
-    FROM (SELECT s.urn, ${entry} AS entry FROM states s, run r WHERE ${where}) e
-  WINDOW w AS (ORDER BY e.urn)`;
-
-/** `list` grown by the batch's entries that fit in RUN_DIFF_LIST_LIMITS (its count is whole: counted apart). */
-const appended = (list: string) =>
-  `d.${list} || COALESCE((SELECT jsonb_agg(l.entry ORDER BY l.n) FROM ${list} l
-      WHERE l.n <= ${LIST_ENTITIES} - jsonb_array_length(d.${list})
-        AND octet_length(d.${list}::text) + l.bytes <= ${LIST_BYTES}), '[]'::jsonb)`;
-
-/**
- * The run diff after a batch, in one statement: libs/db's recordRunDiffBatch (metadata-tests/
- * test-run-diff.repository.ts: the row locked, the batch's states read from the history, the counts and bounded
- * lists grown), a copy with RUN_DIFF_LIST_LIMITS written in; keep them in step.
- */
-const RUN_DIFF = `
-  WITH run AS (
-      SELECT run_id, test_urn, baseline_at, flap_since, flap_changes, last_batch_at
-        FROM test_run_diff WHERE run_id = $1 FOR UPDATE
-    ), states AS (
-      SELECT u.urn, latest.passing, before.passing AS previous, latest.at AS latest_at,
-             (SELECT count(*)::int FROM test_result_transition c
-               WHERE c.urn = u.urn AND c.test_urn = r.test_urn AND c.at > r.flap_since AND c.previous IS NOT NULL) AS changes
-        FROM run r
-        CROSS JOIN unnest($2::text[]) AS u(urn)
-        JOIN LATERAL (
-          SELECT t.passing, t.at FROM test_result_transition t WHERE t.urn = u.urn AND t.test_urn = r.test_urn
-           ORDER BY t.at DESC, t.id DESC LIMIT 1
-        ) latest ON true
-        LEFT JOIN LATERAL (
-          SELECT t.passing FROM test_result_transition t
-           WHERE t.urn = u.urn AND t.test_urn = r.test_urn AND t.at <= r.baseline_at
-           ORDER BY t.at DESC, t.id DESC LIMIT 1
-        ) before ON true
-    ), newly_failing AS (${listOf(
-      "jsonb_build_object('urn', s.urn, 'previous', s.previous)",
-      "s.passing IS DISTINCT FROM s.previous AND NOT s.passing",
-    )}
-    ), newly_passing AS (${listOf(
-      "jsonb_build_object('urn', s.urn, 'previous', s.previous)",
-      "s.passing IS DISTINCT FROM s.previous AND s.passing",
-    )}
-    ), flapping AS (${listOf(
-      "jsonb_build_object('urn', s.urn, 'passing', s.passing, 'changes', s.changes)",
-      "s.changes > r.flap_changes",
-    )}
-    )
-  UPDATE test_run_diff d
-     SET last_batch_at = GREATEST(r.last_batch_at, to_timestamp($3::int8 / 1000.0), (SELECT max(latest_at) FROM states)),
-         evaluated = d.evaluated + (SELECT count(*)::int FROM states),
-         newly_failing_count = d.newly_failing_count + (SELECT count(*)::int FROM newly_failing),
-         newly_passing_count = d.newly_passing_count + (SELECT count(*)::int FROM newly_passing),
-         flapping_count = d.flapping_count + (SELECT count(*)::int FROM flapping),
-         newly_failing = ${appended("newly_failing")},
-         newly_passing = ${appended("newly_passing")},
-         flapping = ${appended("flapping")}
-    FROM run r
-   WHERE d.run_id = r.run_id`;
-
 /** libs/db's sequencePlatformEvents (events/platform-event.repository.ts), a copy; keep them in step. */
 const SEQUENCER_LOCK = "SELECT pg_advisory_xact_lock(hashtext('platform_event_sequencer'))";
 const SEQUENCE = `
@@ -184,7 +124,13 @@ export async function writeHistoryAndRunDiff(
     results.urns.map(() => at),
     MAX_PER_PAIR,
   ]);
-  await client.query(RUN_DIFF, [run.runId, results.urns, at]);
+  // the product's own statement: one statement is already the plain way
+  await recordRunDiffBatch(client, {
+    runId: run.runId,
+    urns: results.urns,
+    evaluatedAt: at,
+    limits: { entities: LIST_ENTITIES, bytes: LIST_BYTES },
+  });
 }
 
 /** The outbox sequencer's numbering, in a transaction of its own after the batch's committed. */

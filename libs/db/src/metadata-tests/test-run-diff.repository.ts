@@ -96,11 +96,25 @@ export interface RunDiffListLimits {
   bytes: number;
 }
 
-/** One of the batch's lists: its entries in urn order, each with its running number and running bytes. */
-const listOf = (entry: string, where: string) => `
+/** Which of the batch's states each list takes (`s` a state, `r` the run). */
+const LISTED = {
+  newly_failing: "s.passing IS DISTINCT FROM s.previous AND NOT s.passing",
+  newly_passing: "s.passing IS DISTINCT FROM s.previous AND s.passing",
+  flapping: "s.changes > r.flap_changes",
+} as const;
+
+/**
+ * One of the batch's lists: its entries in urn order, each with its running number and running bytes; none once the
+ * stored list is full (the run's first batches fill it: its later ones build no entry).
+ */
+const listOf = (list: keyof typeof LISTED, entry: string) => `
   SELECT e.entry, row_number() OVER w AS n, sum(octet_length(e.entry::text) + 1) OVER w AS bytes
-    FROM (SELECT s.urn, ${entry} AS entry FROM states s, run r WHERE ${where}) e
+    FROM (SELECT s.urn, ${entry} AS entry FROM states s, run r
+           WHERE ${LISTED[list]} AND r.${list}_kept < $4::int) e
   WINDOW w AS (ORDER BY e.urn)`;
+
+/** How many of the batch's states a list counts: all it takes, kept in the list or not. */
+const countOf = (list: keyof typeof LISTED) => `(SELECT count(*)::int FROM states s, run r WHERE ${LISTED[list]})`;
 
 /**
  * A stored list grown by the batch's entries while they fit: up to $4 entries and $5 bytes of JSON in all (a list's
@@ -122,7 +136,9 @@ const appended = (list: string) =>
  */
 const RECORD_RUN_DIFF_BATCH = `
   WITH run AS (
-      SELECT run_id, test_urn, baseline_at, flap_since, flap_changes, last_batch_at
+      SELECT run_id, test_urn, baseline_at, flap_since, flap_changes, last_batch_at,
+             jsonb_array_length(newly_failing) AS newly_failing_kept,
+             jsonb_array_length(newly_passing) AS newly_passing_kept, jsonb_array_length(flapping) AS flapping_kept
         FROM test_run_diff WHERE run_id = $1 FOR UPDATE
     ), states AS (
       SELECT u.urn, latest.passing, before.passing AS previous, latest.at AS latest_at,
@@ -139,25 +155,19 @@ const RECORD_RUN_DIFF_BATCH = `
            WHERE t.urn = u.urn AND t.test_urn = r.test_urn AND t.at <= r.baseline_at
            ORDER BY t.at DESC, t.id DESC LIMIT 1
         ) before ON true
-    ), newly_failing AS (${listOf(
-      "jsonb_build_object('urn', s.urn, 'previous', s.previous)",
-      "s.passing IS DISTINCT FROM s.previous AND NOT s.passing",
-    )}
-    ), newly_passing AS (${listOf(
-      "jsonb_build_object('urn', s.urn, 'previous', s.previous)",
-      "s.passing IS DISTINCT FROM s.previous AND s.passing",
-    )}
+    ), newly_failing AS (${listOf("newly_failing", "jsonb_build_object('urn', s.urn, 'previous', s.previous)")}
+    ), newly_passing AS (${listOf("newly_passing", "jsonb_build_object('urn', s.urn, 'previous', s.previous)")}
     ), flapping AS (${listOf(
+      "flapping",
       "jsonb_build_object('urn', s.urn, 'passing', s.passing, 'changes', s.changes)",
-      "s.changes > r.flap_changes",
     )}
     )
   UPDATE test_run_diff d
      SET last_batch_at = GREATEST(r.last_batch_at, to_timestamp($3::int8 / 1000.0), (SELECT max(latest_at) FROM states)),
          evaluated = d.evaluated + (SELECT count(*)::int FROM states),
-         newly_failing_count = d.newly_failing_count + (SELECT count(*)::int FROM newly_failing),
-         newly_passing_count = d.newly_passing_count + (SELECT count(*)::int FROM newly_passing),
-         flapping_count = d.flapping_count + (SELECT count(*)::int FROM flapping),
+         newly_failing_count = d.newly_failing_count + ${countOf("newly_failing")},
+         newly_passing_count = d.newly_passing_count + ${countOf("newly_passing")},
+         flapping_count = d.flapping_count + ${countOf("flapping")},
          newly_failing = ${appended("newly_failing")},
          newly_passing = ${appended("newly_passing")},
          flapping = ${appended("flapping")}
