@@ -58,7 +58,7 @@ export async function openRunDiff(
   client: Pick<pg.ClientBase, "query">,
   run: { runId: string; testUrn: string; at: Date; flapChanges: number; flapRuns: number; maxRuns: number },
 ): Promise<RunDiffRow> {
-  // After the run's first batch the row exists: locking it is the one statement of a batch.
+  // A row that exists (created by a caller that did not know it was there) is answered as it stands, locked.
   const locked = () =>
     client.query<RunDiffRow>(`SELECT ${COLUMNS} FROM test_run_diff WHERE run_id = $1 FOR UPDATE`, [run.runId]);
   const existing = (await locked()).rows[0];
@@ -104,41 +104,47 @@ const LISTED = {
 } as const;
 
 /**
- * One of the batch's lists: its entries in urn order, each with its running number and running bytes; none once the
- * stored list is full (the run's first batches fill it: its later ones build no entry).
+ * One of the batch's lists: its entries in urn order, each with its running number and running bytes (each entry's
+ * text and the ", " before it, as PostgreSQL writes a jsonb array); none once the stored list has ended, full or cut
+ * short of an entry (it keeps fewer than it counts: the run's first batches end it, its later ones build no entry).
  */
 const listOf = (list: keyof typeof LISTED, entry: string) => `
-  SELECT e.entry, row_number() OVER w AS n, sum(octet_length(e.entry::text) + 1) OVER w AS bytes
+  SELECT e.entry, row_number() OVER w AS n, sum(octet_length(e.entry::text) + 2) OVER w AS bytes
     FROM (SELECT s.urn, ${entry} AS entry FROM states s, run r
-           WHERE ${LISTED[list]} AND r.${list}_kept < $4::int) e
+           WHERE ${LISTED[list]} AND r.${list}_kept = r.${list}_counted AND r.${list}_kept < $4::int) e
   WINDOW w AS (ORDER BY e.urn)`;
 
 /** How many of the batch's states a list counts: all it takes, kept in the list or not. */
 const countOf = (list: keyof typeof LISTED) => `(SELECT count(*)::int FROM states s, run r WHERE ${LISTED[list]})`;
 
 /**
- * A stored list grown by the batch's entries while they fit: up to $4 entries and $5 bytes of JSON in all (a list's
- * text as PostgreSQL writes jsonb, a space after each comma and colon, so its compact JSON is smaller). The first
- * entry that does not fit ends it: the list is the run's first entities in urn order, never a later one in place of
- * an earlier. Its count is kept whole apart.
+ * A stored list grown by the batch's entries while they fit: up to $4 entries and $5 bytes of JSON in all, the list's
+ * text as PostgreSQL writes jsonb (a space after each comma and colon: the compact JSON the gateway reads is
+ * smaller). The first entry that does not fit ends it, in this batch and the run's later ones (listOf): the list is
+ * the run's first entities in urn order, never a later one in place of an earlier. Its count is kept whole apart. An
+ * empty list's text is "[]", and its first entry has no ", " before it.
  */
 const appended = (list: string) =>
   `d.${list} || COALESCE((SELECT jsonb_agg(l.entry ORDER BY l.n) FROM ${list} l
       WHERE l.n <= $4::int - jsonb_array_length(d.${list})
-        AND octet_length(d.${list}::text) + l.bytes <= $5::int), '[]'::jsonb)`;
+        AND octet_length(d.${list}::text) + l.bytes
+            - CASE WHEN jsonb_array_length(d.${list}) = 0 THEN 2 ELSE 0 END <= $5::int), '[]'::jsonb)`;
 
 /**
  * The run diff after a batch, in one statement: the run's row locked until the transaction ends (as openRunDiff
- * locks it), each decided entity's state read from the result history (its latest result, the one at the run's
- * baseline, and its pass/fail changes since the flap window's start, three short reads of the pair's index), and the
- * counts and lists grown by them. An entity without a recorded result is not counted. The last batch's time is the
- * latest of the batch's evaluation and its results' (a pair's times never go backwards).
+ * locks it; two attempts at one batch already queue on its entities' testResults locks, held since before its read,
+ * so none waits here with a snapshot of the history older than the other's commit), each decided entity's state read
+ * from the result history (its latest result, the one at the run's baseline, and its pass/fail changes since the flap
+ * window's start, three short reads of the pair's index), and the counts and lists grown by them. An entity without a
+ * recorded result is not counted. The last batch's time is the latest of the batch's evaluation and its results' (a
+ * pair's times never go backwards).
  */
 const RECORD_RUN_DIFF_BATCH = `
   WITH run AS (
       SELECT run_id, test_urn, baseline_at, flap_since, flap_changes, last_batch_at,
-             jsonb_array_length(newly_failing) AS newly_failing_kept,
-             jsonb_array_length(newly_passing) AS newly_passing_kept, jsonb_array_length(flapping) AS flapping_kept
+             jsonb_array_length(newly_failing) AS newly_failing_kept, newly_failing_count AS newly_failing_counted,
+             jsonb_array_length(newly_passing) AS newly_passing_kept, newly_passing_count AS newly_passing_counted,
+             jsonb_array_length(flapping) AS flapping_kept, flapping_count AS flapping_counted
         FROM test_run_diff WHERE run_id = $1 FOR UPDATE
     ), states AS (
       SELECT u.urn, latest.passing, before.passing AS previous, latest.at AS latest_at,
