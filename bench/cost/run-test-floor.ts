@@ -20,10 +20,12 @@
  * versions of its stored results and the on.types of the tests they name read with it (libs/db's entityBatchOf, a copy), and
  * each result merged onto them in the thread as the product's push merges it (only a change is written). Its
  * versions are written below -2,000,000.
- * Prints "run-test floor done <evaluated> <written>" after each pass; exits on SIGTERM.
+ * Prints "run-test floor done <evaluated> <written> <ms of main-thread garbage collection>" after each pass; exits on
+ * SIGTERM.
  */
 import pg from "pg";
 import path from "node:path";
+import { PerformanceObserver } from "node:perf_hooks";
 import { definitionFromJson } from "@mdp/metadata-tests";
 import { productLikePool } from "./evaluation-pool-settings";
 import { batchResults, type BatchResults, type BatchTask } from "./run-test-thread";
@@ -102,6 +104,18 @@ interface Batch extends BatchResults {
 /** the version and its MetadataChangeLog_v1 event in one statement; $5: no appSource, as a push's */
 const WRITE_WITH_EVENTS = withChangeLogEvents(WRITE);
 
+/** Milliseconds of this thread's garbage collection since the last call (printed with each pass). */
+let gcTotal = 0;
+new PerformanceObserver((list) => {
+  for (const entry of list.getEntries()) gcTotal += entry.duration;
+}).observe({ entryTypes: ["gc"] });
+let gcReported = 0;
+const gcMs = () => {
+  const since = gcTotal - gcReported;
+  gcReported = gcTotal;
+  return since.toFixed(0);
+};
+
 async function main(): Promise<void> {
   // Idle connections kept (no reconnect in a pass: a backend's start is PostgreSQL CPU); the process lives between
   // passes however long the other floor's take (the pool's idle sockets were all that kept it alive).
@@ -179,7 +193,7 @@ async function main(): Promise<void> {
     } finally {
       client?.release();
     }
-    process.stdout.write(`run-test floor done ${evaluated} ${written}\n`);
+    process.stdout.write(`run-test floor done ${evaluated} ${written} ${gcMs()}\n`);
 
     /** One batch read and written in a transaction with its guarantees, then the sequencer's numbering of its events. */
     async function guaranteedBatch(c: pg.PoolClient, afterUrn: string): Promise<Batch | null> {
