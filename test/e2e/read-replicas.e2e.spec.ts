@@ -3,8 +3,8 @@
  * `pg_basebackup -R`, and the real gateway with DATABASE_REPLICA_URLS naming the standby. Listings are served by the
  * standby (counted by the standby's own statistics); a user reads its own write under a standby delayed on purpose
  * (recovery_min_apply_delay) while others read the delayed copy; a standby further behind than REPLICA_MAX_LAG_MS is
- * skipped; the evaluation worker's load reads the standby, but after its caller's own ingestion only once the standby
- * has it; a write through one gateway is read at once through another (positions shared in Redis); and the standby
+ * skipped; a user's read right after its own write is the standby's as soon as the standby has replayed it; the
+ * evaluation worker's load reads the standby, but after its caller's own ingestion only once the standby has it; a write through one gateway is read at once through another (positions shared in Redis); and the standby
  * stopped and started under load costs no caller an error, skipped within a second.
  */
 import { eventually } from "@mdp/core/testing";
@@ -201,6 +201,28 @@ describe("read replicas: a streaming hot standby beside the primary", () => {
     expect(await standbyHas("then-through-a")).toBe(false);
     expect(await tokenNames(ADMIN, baseUrlB)).toContain("then-through-a");
     await servers.delayStandby(0);
+  });
+
+  it("a user's read right after its write is the standby's once the standby has replayed it, not the primary's until the next probe", async () => {
+    for (let i = 0; i < 5; i++) {
+      const name = `replayed-${i}`;
+      await create(name);
+      const [{ lsn }] = (await queryOnce<{ lsn: string }>(
+        servers.primaryUrl,
+        "SELECT pg_current_wal_lsn()::text AS lsn",
+      )) as [{ lsn: string }];
+      await eventually("the standby to replay the write", async () => {
+        const [row] = await queryOnce<{ replayed: boolean }>(
+          servers.standbyUrl,
+          `SELECT pg_last_wal_replay_lsn() >= '${lsn}'::pg_lsn AS replayed`,
+        );
+        return row!.replayed;
+      });
+      // Well inside the second between two probes: the gateway learns the standby has the write by asking it.
+      const before = await replicaReadsMetric();
+      expect(await tokenNames(ADMIN)).toContain(name);
+      expect((await replicaReadsMetric()) - before).toBeGreaterThanOrEqual(1);
+    }
   });
 
   it(`skips a standby more than REPLICA_MAX_LAG_MS behind: every reader sees the latest write`, async () => {
