@@ -4,8 +4,9 @@
  * standby (counted by the standby's own statistics); a user reads its own write under a standby delayed on purpose
  * (recovery_min_apply_delay) while others read the delayed copy; a standby further behind than REPLICA_MAX_LAG_MS is
  * skipped; a user's read right after its own write is the standby's as soon as the standby has replayed it; the
- * evaluation worker's load reads the standby, but after its caller's own ingestion only once the standby has it; a write through one gateway is read at once through another (positions shared in Redis); and the standby
- * stopped and started under load costs no caller an error, skipped within a second.
+ * evaluation worker's load reads the standby, but after its caller's own ingestion only once the standby has it; a
+ * write through one gateway is read at once through another (positions shared in Redis); and the standby stopped and
+ * started under load costs no caller an error, skipped within a second.
  */
 import { eventually } from "@mdp/core/testing";
 import { primaryAndStandby, queryOnce, type PrimaryAndStandby } from "../support/postgres-standby";
@@ -204,6 +205,7 @@ describe("read replicas: a streaming hot standby beside the primary", () => {
   });
 
   it("a user's read right after its write is the standby's once the standby has replayed it, not the primary's until the next probe", async () => {
+    let served = 0;
     for (let i = 0; i < 5; i++) {
       const name = `replayed-${i}`;
       await create(name);
@@ -221,8 +223,11 @@ describe("read replicas: a streaming hot standby beside the primary", () => {
       // Well inside the second between two probes: the gateway learns the standby has the write by asking it.
       const before = await replicaReadsMetric();
       expect(await tokenNames(ADMIN)).toContain(name);
-      expect((await replicaReadsMetric()) - before).toBeGreaterThanOrEqual(1);
+      if ((await replicaReadsMetric()) > before) served++;
     }
+    // Without the ask a read is the standby's only when a probe fell between the replay and it (about 5% each); with
+    // it, all but a read whose ask a stalled machine let time out (100 ms).
+    expect(served).toBeGreaterThanOrEqual(3);
   });
 
   it(`skips a standby more than REPLICA_MAX_LAG_MS behind: every reader sees the latest write`, async () => {

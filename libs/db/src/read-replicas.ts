@@ -151,6 +151,8 @@ interface Replica extends ReadTarget {
   asking?: Promise<void>;
   /** Date.now() of the last such ask's answer */
   askedAt: number;
+  /** its pool's size */
+  poolMax: number;
 }
 
 /**
@@ -200,7 +202,8 @@ export class ReplicaRouter implements StaleReads {
     this.sharedTimeoutMs = opts.sharedTimeoutMs ?? 200;
     this.replicas = urls.map((url, i) => {
       // connectionTimeoutMillis: a replica that stopped answering fails its read within a second, retried on the primary.
-      const pool = new pg.Pool({ connectionString: url, max: opts.poolMax ?? 10, connectionTimeoutMillis: 1000 });
+      const poolMax = opts.poolMax ?? 10;
+      const pool = new pg.Pool({ connectionString: url, max: poolMax, connectionTimeoutMillis: 1000 });
       pool.on("error", () => undefined); // an idle connection lost (the replica stopped): noticed by the next probe
       return {
         name: `replica${i + 1}`,
@@ -211,6 +214,7 @@ export class ReplicaRouter implements StaleReads {
         replayLsn: 0n,
         probedAt: 0,
         askedAt: 0,
+        poolMax,
       };
     });
     this.timer = setInterval(() => void this.probe(), this.probeMs);
@@ -321,19 +325,24 @@ export class ReplicaRouter implements StaleReads {
       this.next = (this.next + 1) % candidates.length;
       return candidates[this.next];
     }
-    // `after` is set: without it every usable replica is a candidate
-    this.next = (this.next + 1) % usable.length;
-    return this.replayedBy(usable[this.next]!, after!);
+    // `after` is set (without it every usable replica is a candidate); a position not learned no replica reaches
+    if (position === UNKNOWN_POSITION) return undefined;
+    const furthest = usable.reduce((a, b) => (b.replayLsn > a.replayLsn ? b : a));
+    return this.replayedBy(furthest, after!);
   }
 
   /**
    * `r` when it has replayed `after` by now, asked at once: a probe's position is up to a second old, and the reads
    * right after their reader's write went to the primary until the next probe (runTest's batches after the runTest
    * mutation: a tenth of the run, at times most of it). One query on the replica, none on the primary; the reads that
-   * need it meanwhile share it, and a recent answer (REASK_MS) stands for a replica still behind.
+   * need it while it is asked share the ask, and for REASK_MS after an answer that it is still behind, the primary
+   * without asking again. Not asked while its pool has no idle connection: the ask would wait behind the replica's
+   * reads, and the read is the primary's at once, as before.
    */
   private async replayedBy(r: Replica, after: bigint): Promise<Replica | undefined> {
-    if (!r.asking && Date.now() - r.askedAt >= REASK_MS) {
+    const pool = r.pool;
+    const busy = pool.waitingCount > 0 || (pool.idleCount === 0 && pool.totalCount >= r.poolMax);
+    if (!r.asking && !busy && Date.now() - r.askedAt >= REASK_MS) {
       r.asking = timeout(
         r.pool.query<{ replay: string | null }>("SELECT pg_last_wal_replay_lsn()::text AS replay"),
         Math.min(this.probeMs, ASK_TIMEOUT_MS),
