@@ -585,7 +585,7 @@ async function truncation(meter: Meter, api: ApiClient, pool: import("pg").Pool)
 
 /**
  * runTest over ENTITIES datasets, without and with push, per thousand entities (polls in the gateway's share). With
- * push in rounds against its floors (runTestFloorGoals), after a warm-up as the floors get one, each round a test's
+ * push in rounds against its floors (runTestFloorGoals), after two warm-ups as the floors get two, each round a test's
  * first run with push: a test of its own (the same definition) and the previous round's deleted, so that every round
  * writes every entity the test applies to (dropping the deleted test's entry), as the floors write every pass. A second
  * run of one test would write nothing: its results are those stored.

@@ -249,9 +249,10 @@ export async function evaluateFloorGoals(ctx: {
  * runTest with push against its floors, in rounds: run-test-floor.ts over the same datasets and test, the same with
  * GUARANTEES=1 ("the floor with its guarantees": also each version's event, the history, the run diff and the
  * sequencer's numbering, bare), and that in threads with the batch's locks and the merge onto its stored results
- * (IN_THREADS=1: what runTest's push keeps), each one unmeasured pass first; then ROUNDS rounds, each the
- * product's push window (`push`, a test's first run with push: see runTests) then one pass of each floor in a window of
- * its own, per thousand entities. The goals of the evaluation worker and PostgreSQL against the plain floor, the same
+ * (IN_THREADS=1: what runTest's push keeps), each two unmeasured passes first; then ROUNDS rounds, each the
+ * product's push window (`push`, a test's first run with push: see runTests) then FLOOR_PASSES passes of each floor,
+ * each in a window of its own, pooled, per thousand entities; before each window every testResults version but the
+ * product's latest is deleted (EARLIER_RESULTS). The goals of the evaluation worker and PostgreSQL against the plain floor, the same
  * against the guarantees floors as references: each ratio the median of the rounds'. Answers the goals and the
  * product's windows (the cost table takes the median one).
  */
@@ -294,22 +295,24 @@ export async function runTestFloorGoals(ctx: {
       ],
       ctx.stack,
     );
-    const windowOf = async (floorProcess: ChildProcess, operation: string) => {
-      await ctx.pool.query(EARLIER_RESULTS);
-      await meter.settle(ctx.pool); // what the product's push, the warm-ups and the other floors left
-      let written = 0;
-      let gcMs = 0;
-      const cost = await meter.window(operation, "thousand entities", async () => {
-        let evaluated = 0;
-        for (let i = 0; i < FLOOR_PASSES; i++) {
-          const run = await pass(floorProcess);
-          evaluated += run.evaluated;
-          written += run.written;
-          gcMs += run.gcMs;
-        }
-        return { units: evaluated / 1000 };
-      });
-      return { cost, written, gcMs };
+    /** FLOOR_PASSES passes of a floor, each in a window of its own on the versions the product's read, pooled */
+    const windowOf = async (floorProcess: ChildProcess, operation: string): Promise<Floored> => {
+      const passes: Floored[] = [];
+      for (let i = 0; i < FLOOR_PASSES; i++) {
+        await ctx.pool.query(EARLIER_RESULTS);
+        await meter.settle(ctx.pool); // what the product's push, the warm-ups and the other floors left
+        let run = { evaluated: 0, written: 0, gcMs: 0 };
+        const cost = await meter.window(operation, "thousand entities", async () => {
+          run = await pass(floorProcess);
+          return { units: run.evaluated / 1000 };
+        });
+        passes.push({ cost, written: run.written, gcMs: run.gcMs });
+      }
+      return {
+        cost: pooled(passes.map((p) => p.cost)),
+        written: passes.reduce((sum, p) => sum + p.written, 0),
+        gcMs: passes.reduce((sum, p) => sum + p.gcMs, 0),
+      };
     };
     const rounds: Goal[][] = [];
     const pushes: Cost[] = [];
@@ -333,12 +336,37 @@ export async function runTestFloorGoals(ctx: {
 }
 
 /**
- * Passes of a floor in one window. One pass is about 0.2 s of its process's CPU, and whether a full collection of its
- * heap (23-82 MB after a pass) fell in it moved its CPU per thousand entities by half (9.5 against 14.5 ms, its main
- * thread's collections 0.7 against 2.9 ms) from one round to the next; two passes average over it. The second pass
- * reads one version more per entity than the first (the first's): about 1 ms of PostgreSQL per thousand entities.
+ * Passes of a floor per round, each in a window of its own, pooled (pooled: their CPU over their units). One pass is
+ * about 0.2 s of its process's CPU, and whether a full collection of its heap (23-82 MB after a pass) fell in it moved
+ * its CPU per thousand entities by half (9.5 against 14.5 ms, its main thread's collections 0.7 against 2.9 ms) from
+ * one round to the next; two passes average over it. Each pass on the versions the product's window read
+ * (EARLIER_RESULTS before each): a second pass in the same window would read the first's as well.
  */
 const FLOOR_PASSES = 2;
+
+/** Windows of one operation as one: per unit over all their units, their seconds added, the larger peak. */
+function pooled(costs: readonly Cost[]): Cost {
+  const units = costs.reduce((sum, c) => sum + c.units, 0);
+  const seconds = costs.reduce((sum, c) => sum + c.seconds, 0);
+  const perUnit = (of: (c: Cost) => number) => costs.reduce((sum, c) => sum + of(c) * c.units, 0) / units;
+  const cpu: Record<string, number> = {};
+  for (const name of Object.keys(costs[0]!.cpu)) cpu[name] = perUnit((c) => c.cpu[name] ?? 0);
+  const peakMb: Record<string, number> = {};
+  for (const c of costs)
+    for (const [name, mb] of Object.entries(c.peakMb)) peakMb[name] = Math.max(peakMb[name] ?? 0, mb);
+  return {
+    ...costs[0]!,
+    units,
+    seconds,
+    cpu,
+    statements: perUnit((c) => c.statements),
+    controlStatements: perUnit((c) => c.controlStatements),
+    commands: perUnit((c) => c.commands),
+    scriptCommands: perUnit((c) => c.scriptCommands),
+    peakMb,
+    othersCores: costs.reduce((sum, c) => sum + c.othersCores * c.seconds, 0) / seconds,
+  };
+}
 
 /**
  * Every testResults version but each entity's latest of the product's (the floors' versions are below 0), deleted
@@ -371,7 +399,7 @@ function printRunTestRound(round: number, push: Cost, floor: Floored, withGuaran
 interface Floored {
   cost: Cost;
   written: number;
-  /** milliseconds of the floor's main-thread garbage collection in the window */
+  /** milliseconds of the floor's main-thread garbage collection in its passes */
   gcMs: number;
 }
 
@@ -383,7 +411,7 @@ function printRunTestFloors({
 }: Record<"floor" | "withGuarantees" | "inThreads", Floored>) {
   const ms = (s: number | undefined) => `${((s ?? NaN) * 1e3).toFixed(1)} ms`;
   const line = (what: string, run: Floored, process: string, more = "") =>
-    `\n${what}: ${(run.cost.units * 1000).toFixed(0)} entities (${run.written} results written) in ` +
+    `\n${what}: ${(run.cost.units * 1000).toFixed(0)} entities in ${FLOOR_PASSES} passes (${run.written} results written) in ` +
     `${run.cost.seconds.toFixed(1)} s; CPU per thousand entities: process ${ms(run.cost.cpu[process])}, ` +
     `PostgreSQL ${ms(run.cost.cpu.PostgreSQL)}; PostgreSQL statements ${run.cost.statements.toFixed(2)} per ` +
     `thousand${more}\n`;
