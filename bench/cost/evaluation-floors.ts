@@ -252,9 +252,9 @@ export async function evaluateFloorGoals(ctx: {
  * (IN_THREADS=1: what runTest's push keeps), each two unmeasured passes first; then ROUNDS rounds, each the
  * product's push window (`push`, a test's first run with push: see runTests) then FLOOR_PASSES passes of each floor,
  * each in a window of its own, pooled, per thousand entities; before each window every testResults version but the
- * product's latest is deleted (EARLIER_RESULTS). The goals of the evaluation worker and PostgreSQL against the plain floor, the same
- * against the guarantees floors as references: each ratio the median of the rounds'. Answers the goals and the
- * product's windows (the cost table takes the median one).
+ * product's latest is deleted (EARLIER_RESULTS). The goals of the evaluation worker and PostgreSQL against the plain
+ * floor, the same against the guarantees floors as references: each ratio the median of the rounds'. Answers the goals
+ * and the product's windows (the cost table takes the median one).
  */
 export async function runTestFloorGoals(ctx: {
   stack: PrivateStack;
@@ -336,7 +336,7 @@ export async function runTestFloorGoals(ctx: {
 }
 
 /**
- * Passes of a floor per round, each in a window of its own, pooled (pooled: their CPU over their units). One pass is
+ * Passes of a floor per round, each in a window of its own, pooled (their CPU over their units). One pass is
  * about 0.2 s of its process's CPU, and whether a full collection of its heap (23-82 MB after a pass) fell in it moved
  * its CPU per thousand entities by half (9.5 against 14.5 ms, its main thread's collections 0.7 against 2.9 ms) from
  * one round to the next; two passes average over it. Each pass on the versions the product's window read
