@@ -225,8 +225,7 @@ describe("read replicas: a streaming hot standby beside the primary", () => {
       expect(await tokenNames(ADMIN)).toContain(name);
       if ((await replicaReadsMetric()) > before) served++;
     }
-    // Without the ask a read is the standby's only when a probe fell between the replay and it (about 5% each); with
-    // it, all but a read whose ask a stalled machine let time out (100 ms).
+    // Without the ask about 5% each (a probe between replay and read); with it all but an ask timed out (100 ms).
     expect(served).toBeGreaterThanOrEqual(3);
   });
 

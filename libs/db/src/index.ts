@@ -66,7 +66,6 @@ export { ensureDatabase } from "./migrate/database";
 // Hot standbys for stale-tolerant reads (docs/postgres.md): the routing, and the statements declared to use it.
 export {
   currentReader,
-  latestLsn,
   readerPosition,
   readerWrote,
   ReplicaRouter,
@@ -78,4 +77,5 @@ export {
   type WritePositions,
 } from "./read-replicas";
 export { replicaReads } from "./stale-reads";
+export { latestLsn } from "./wal-positions";
 export { replicaMetrics, replicaReadiness, type ReplicaPromClient, type ReplicaReadiness } from "./replica-monitoring";

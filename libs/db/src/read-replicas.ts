@@ -2,6 +2,7 @@ import { PrismaPg } from "@prisma/adapter-pg";
 import pg from "pg";
 import { runInScope, scopeValue, withTimeout } from "@mdp/core";
 import { PrismaClient } from "./generated/prisma/client";
+import { currentLsn, latestLsn, maxOf, parseLsn, UNKNOWN_POSITION } from "./wal-positions";
 
 /** A server a read runs on: Prisma and pg on its one pool. */
 export interface ReadTarget {
@@ -104,25 +105,6 @@ export async function readerWrote(): Promise<void> {
 const REASK_MS = 10;
 const ASK_TIMEOUT_MS = 100;
 
-const maxOf = (a: bigint, b: bigint) => (a > b ? a : b);
-
-/** The highest WAL position PostgreSQL can write: what a write whose position was not learned is read after. */
-const UNKNOWN_POSITION = "FFFFFFFF/FFFFFFFF";
-
-/** The later of WAL positions (undefined when none is given). */
-export function latestLsn(positions: readonly (string | undefined)[]): string | undefined {
-  let latest: string | undefined;
-  for (const p of positions)
-    if (p !== undefined && (latest === undefined || parseLsn(p) > parseLsn(latest))) latest = p;
-  return latest;
-}
-
-/** A WAL position (`16/B374D848`) as a number of bytes. */
-export function parseLsn(lsn: string): bigint {
-  const [high, low] = lsn.split("/");
-  return (BigInt(`0x${high}`) << 32n) + BigInt(`0x${low}`);
-}
-
 /** Every read on the primary: what a process without DATABASE_REPLICA_URLS has. */
 export function primaryOnly(primary: ReadTarget): StaleReads {
   let reads = 0;
@@ -163,11 +145,6 @@ function isConnectionFailure(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   if (typeof code !== "string") return true;
   return code.startsWith("08") || code.startsWith("57P") || code.startsWith("P1") || /^E[A-Z]+$/.test(code);
-}
-
-async function currentLsn(pool: pg.Pool): Promise<string> {
-  const { rows } = await pool.query<{ lsn: string }>("SELECT pg_current_wal_lsn()::text AS lsn");
-  return rows[0]!.lsn;
 }
 
 /** `promise`, or a failure once `ms` pass without its answer (@mdp/core's one timeout race). */
